@@ -1,0 +1,29 @@
+"""Errors of the pricing package: each says what was wrong, where, and what to do."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class PricingError(Exception):
+    """Base class of every error the pricing package raises on purpose."""
+
+
+class InputError(PricingError):
+    """A file or API response that does not match its format; nothing was stored."""
+
+    def __init__(self, source: str | Path, where: str, problem: str, hint: str) -> None:
+        self.source = str(source)
+        self.where = where
+        self.problem = problem
+        self.hint = hint
+        location = f"{self.source}: {where}" if where else self.source
+        super().__init__(f"{location}: {problem}. {hint}")
+
+
+class StoreError(PricingError):
+    """The store cannot be opened, migrated or written."""
+
+
+class SourceUnavailable(PricingError):
+    """A remote source could not be reached or refused the request."""

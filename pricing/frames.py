@@ -1,0 +1,285 @@
+"""The canonical long frames of design.md and their validators.
+
+Every loader and collector hands its frames to :func:`validate` before anything is stored.
+Besides the contract columns, each stored row carries ``source`` (which loader or collector
+produced it) so the store can summarise and replace data per source.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from pricing.errors import InputError
+
+PROVIDERS = frozenset({"aws", "gcp", "azure"})
+MARKETS = frozenset({"spot", "on_demand"})
+EVENTS = frozenset({"launched", "preempted", "notice", "rebalance"})
+ROW = "_row"
+"""Optional column a loader adds: the row's position in its file, for error messages."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FrameSpec:
+    """Columns, key and time column of one canonical frame."""
+
+    name: str
+    columns: tuple[str, ...]
+    key: tuple[str, ...]
+    time_column: str
+    series: tuple[str, ...]
+
+
+SPECS: dict[str, FrameSpec] = {
+    spec.name: spec
+    for spec in (
+        FrameSpec(
+            name="prices",
+            columns=(
+                "source",
+                "provider",
+                "region",
+                "zone",
+                "instance_type",
+                "market",
+                "ts",
+                "price",
+            ),
+            key=("source", "provider", "region", "zone", "instance_type", "market", "ts"),
+            time_column="ts",
+            series=("provider", "region", "zone", "instance_type", "market"),
+        ),
+        FrameSpec(
+            name="availability",
+            columns=(
+                "source",
+                "provider",
+                "zone",
+                "instance_type",
+                "ts",
+                "available_nodes",
+                "target_nodes",
+            ),
+            key=("source", "provider", "zone", "instance_type", "ts"),
+            time_column="ts",
+            series=("provider", "zone", "instance_type"),
+        ),
+        FrameSpec(
+            name="events",
+            columns=("source", "provider", "zone", "instance_type", "node", "ts", "event"),
+            key=("source", "provider", "zone", "instance_type", "node", "ts", "event"),
+            time_column="ts",
+            series=("provider", "zone", "instance_type"),
+        ),
+        FrameSpec(
+            name="bands",
+            columns=(
+                "source",
+                "provider",
+                "region",
+                "instance_type",
+                "observed",
+                "interruption_band",
+                "savings_pct",
+            ),
+            key=("source", "provider", "region", "instance_type", "observed"),
+            time_column="observed",
+            series=("provider", "region", "instance_type"),
+        ),
+        FrameSpec(
+            name="placement_scores",
+            columns=("source", "provider", "region", "zone", "instance_type", "observed", "score"),
+            key=("source", "provider", "region", "zone", "instance_type", "observed"),
+            time_column="observed",
+            series=("provider", "region", "zone", "instance_type"),
+        ),
+    )
+}
+"""Market tables a loader or collector may write (forecasts are written by forecasting)."""
+
+
+def unique_id(provider: str, zone_or_region: str, instance_type: str, market: str) -> str:
+    """The series id of design.md: ``provider:zone-or-region:instance_type:market``."""
+    return f"{provider}:{zone_or_region}:{instance_type}:{market}"
+
+
+def region_of_zone(provider: str, zone: str) -> str:
+    """Region of an availability zone (``us-east-1a`` → ``us-east-1``, ``us-central1-a`` →
+    ``us-central1``)."""
+    if provider == "gcp":
+        return zone.rsplit("-", 1)[0]
+    return zone[:-1] if zone and zone[-1].isalpha() else zone
+
+
+def validate(
+    table: str, frame: pd.DataFrame, *, origin: str, where: str = "row {}"
+) -> pd.DataFrame:
+    """Check one frame against its contract; return it with contract columns only, in order.
+
+    Exact duplicate rows collapse to one; rows sharing a key with different values are an
+    error.
+
+    Args:
+        table: the frame's name in :data:`SPECS`.
+        frame: the rows; may hold a ``_row`` column locating each row in its file.
+        origin: the file or API the rows came from, for error messages.
+        where: how to name a row's location, formatted with its ``_row`` value.
+
+    Raises:
+        InputError: on the first missing column, missing value, bad value or conflicting
+            duplicate, naming the row and the field.
+    """
+    spec = SPECS[table]
+    missing = [c for c in spec.columns if c not in frame.columns]
+    if missing:
+        raise InputError(
+            origin,
+            "",
+            f"{table} rows lack column(s) {missing}",
+            "Check the file's header or pass the right --format",
+        )
+    check = _Checker(frame.copy(), origin, where)
+    for column in spec.columns:
+        check.require(
+            frame[column].notna(), column, "missing value", "Fill in the value or remove the row"
+        )
+    for column in ("source", "provider", "region", "zone", "instance_type", "node"):
+        if column in spec.columns:
+            check.require(
+                frame[column].map(lambda v: isinstance(v, str)),
+                column,
+                "not text",
+                "Give a text value",
+            )
+    check.require(
+        frame["provider"].isin(PROVIDERS),
+        "provider",
+        f"provider must be one of {sorted(PROVIDERS)}",
+        "Fix the provider name",
+    )
+    stamps = frame[spec.time_column]
+    if not isinstance(stamps.dtype, pd.DatetimeTZDtype) or str(stamps.dt.tz) != "UTC":
+        raise InputError(
+            origin,
+            f"field {spec.time_column!r}",
+            "timestamps are not UTC-aware",
+            "Give ISO-8601 times with a Z or +00:00 suffix",
+        )
+    if table == "prices":
+        check.require(
+            frame["market"].isin(MARKETS),
+            "market",
+            f"market must be one of {sorted(MARKETS)}",
+            "Fix the market",
+        )
+        price = check.number("price")
+        check.require(
+            price > 0,
+            "price",
+            "price must be a positive number of USD per hour",
+            "Fix or remove that row, then load again",
+        )
+    elif table == "availability":
+        available, target = check.number("available_nodes"), check.number("target_nodes")
+        for column, values in (("available_nodes", available), ("target_nodes", target)):
+            check.require(
+                values % 1 == 0, column, "node counts must be whole numbers", "Fix the count"
+            )
+        check.require(available >= 0, "available_nodes", "node count is negative", "Fix the count")
+        check.require(
+            target >= 1, "target_nodes", "target must be at least one node", "Fix the target"
+        )
+        check.require(
+            available <= target,
+            "available_nodes",
+            "more nodes available than the target",
+            "Fix the count or the target",
+        )
+    elif table == "events":
+        check.require(
+            frame["event"].isin(EVENTS),
+            "event",
+            f"event must be one of {sorted(EVENTS)}",
+            "Fix the event name",
+        )
+    elif table == "bands":
+        check.require(
+            check.number("interruption_band").isin([0, 1, 2, 3, 4]),
+            "interruption_band",
+            "band must be 0..4",
+            "Fix the band",
+        )
+        # A saving may be negative: the advisor reports spot above on-demand as it is.
+        check.require(
+            check.number("savings_pct") <= 100,
+            "savings_pct",
+            "saving must be at most 100 %",
+            "Fix the saving",
+        )
+    elif table == "placement_scores":
+        check.require(
+            check.number("score").between(1, 10),
+            "score",
+            "placement score must be 1..10",
+            "Fix the score",
+        )
+
+    out = check.frame.loc[:, list(spec.columns)]
+    shares_key = out.duplicated(list(spec.key), keep=False)
+    if shares_key.any():
+        check.require(
+            ~(shares_key & ~out.duplicated(keep=False)),
+            spec.key[-1],
+            f"another row has the same {list(spec.key)} but other values",
+            "Keep one of them",
+        )
+        out = out[~out.duplicated(keep="first")]
+    return out.reset_index(drop=True)
+
+
+class _Checker:
+    """Raises an :class:`InputError` naming the first row that breaks a rule."""
+
+    def __init__(self, frame: pd.DataFrame, origin: str, where: str) -> None:
+        self.frame = frame
+        self.origin = origin
+        self.where = where
+        self.rows = (
+            frame[ROW]
+            if ROW in frame.columns
+            else pd.Series(np.arange(len(frame)), index=frame.index)
+        )
+
+    def require(self, ok: pd.Series, column: str, problem: str, hint: str) -> None:
+        """Fail on the first row where ``ok`` is false."""
+        bad = np.flatnonzero(~ok.to_numpy(dtype=bool))
+        if bad.size == 0:
+            return
+        i = bad[0]
+        more = f" ({bad.size} rows like it)" if bad.size > 1 else ""
+        raise InputError(
+            self.origin,
+            f"{self.where.format(self.rows.iloc[i])}, field {column!r}",
+            f"{problem}, got {_show(self.frame[column].iloc[i])}{more}",
+            f"{hint}; nothing was stored",
+        )
+
+    def number(self, column: str) -> pd.Series:
+        """The column as finite numbers; a text that is not a number is an error."""
+        values = pd.to_numeric(self.frame[column], errors="coerce")
+        self.require(values.notna(), column, "not a number", "Give a number")
+        self.require(
+            pd.Series(np.isfinite(values.to_numpy(dtype=float)), index=values.index),
+            column,
+            "not a finite number",
+            "Give a finite number",
+        )
+        self.frame[column] = values
+        return values
+
+
+def _show(value: object) -> str:
+    """A value as a person would write it in the file."""
+    return repr(value) if isinstance(value, str) else str(value)

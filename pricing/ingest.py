@@ -1,0 +1,124 @@
+"""Loading files into the store: find files, recognise or take their format, read, validate,
+then write everything in one transaction (a bad file anywhere stores nothing)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from pricing.errors import InputError
+from pricing.sources import FileFormat, Parsed, advisor, aws, gcp, traces
+from pricing.store import MarketStore
+
+FORMATS: dict[str, FileFormat] = {
+    f.name: f for f in (*traces.FORMATS, *aws.FORMATS, *gcp.FORMATS, *advisor.FORMATS)
+}
+_DOCUMENTATION = re.compile(
+    r"^(README|LICENSE|UPSTREAM_README).*|.*\.(md|txt\.md)$|.*SOURCE\.txt$", re.IGNORECASE
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LoadReport:
+    """What a load read from each file and what it added to the store."""
+
+    files: tuple[Parsed, ...]
+    skipped: tuple[Path, ...]
+    added: dict[str, int]
+
+
+def discover(paths: Iterable[Path]) -> tuple[list[Path], list[Path]]:
+    """Files under the given files and folders (sorted), and documentation files to skip.
+
+    Raises:
+        InputError: for a path that does not exist.
+    """
+    files: list[Path] = []
+    skipped: list[Path] = []
+    for path in paths:
+        if not path.exists():
+            raise InputError(
+                path, "", "no such file or folder", "Check the path; nothing was stored"
+            )
+        candidates = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+        for candidate in candidates:
+            if path.is_dir() and (
+                _DOCUMENTATION.match(candidate.name) or candidate.name.startswith(".")
+            ):
+                skipped.append(candidate)
+            else:
+                files.append(candidate)
+    return files, skipped
+
+
+def detect_format(path: Path) -> FileFormat:
+    """The format whose sniffer recognises the file.
+
+    Raises:
+        InputError: when no format (or more than one) recognises it.
+    """
+    try:
+        with path.open("r", encoding="utf-8", errors="replace") as handle:
+            head = handle.read(4096)
+    except OSError as exc:
+        raise InputError(
+            path, "", f"cannot read the file ({exc})", "Check permissions; nothing was stored"
+        ) from exc
+    matches = [f for f in FORMATS.values() if f.sniff(path, head)]
+    if len(matches) != 1:
+        names = ", ".join(FORMATS)
+        problem = (
+            "unknown format"
+            if not matches
+            else f"ambiguous format ({', '.join(m.name for m in matches)})"
+        )
+        raise InputError(
+            path, "", problem, f"Name it with --format (one of: {names}); nothing was stored"
+        )
+    return matches[0]
+
+
+def read_files(
+    files: Sequence[Path],
+    *,
+    format_name: str | None = None,
+    on_file: Callable[[Path], None] | None = None,
+) -> list[Parsed]:
+    """Read and validate every file; stop at the first bad one.
+
+    Raises:
+        InputError: for an unknown format name or any bad file.
+    """
+    if format_name is not None and format_name not in FORMATS:
+        raise InputError(
+            format_name, "--format", "unknown format", f"Choose one of: {', '.join(FORMATS)}"
+        )
+    parsed = []
+    for path in files:
+        file_format = FORMATS[format_name] if format_name else detect_format(path)
+        parsed.append(file_format.read(path))
+        if on_file:
+            on_file(path)
+    return parsed
+
+
+def load_paths(
+    store: MarketStore,
+    paths: Sequence[Path],
+    *,
+    format_name: str | None = None,
+    on_file: Callable[[Path], None] | None = None,
+) -> LoadReport:
+    """Load files and folders into the store in one transaction."""
+    files, skipped = discover(paths)
+    parsed = read_files(files, format_name=format_name, on_file=on_file)
+    frames: dict[str, list[pd.DataFrame]] = {}
+    for item in parsed:
+        for table, frame in item.frames.items():
+            frames.setdefault(table, []).append(frame)
+    added = store.upsert(frames)
+    return LoadReport(files=tuple(parsed), skipped=tuple(skipped), added=added)

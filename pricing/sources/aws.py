@@ -1,0 +1,219 @@
+"""AWS spot prices: the ``describe-spot-price-history`` CSV reader and the boto3 collector.
+
+The collector pages ``describe_spot_price_history`` (Linux/UNIX) with boto3's paginator,
+resumes each instance type from the newest stored price in the region, lets botocore's
+standard retry mode back off on throttling (``RequestLimitExceeded``), and also records
+spot placement scores and the Spot Advisor feed where they are permitted and reachable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from pricing.errors import InputError, SourceUnavailable
+from pricing.frames import ROW, region_of_zone, validate
+from pricing.sources import FileFormat, Parsed
+from pricing.sources.advisor import ADVISOR_URL, fetch_advisor, parse_advisor
+from pricing.sources.tabular import parse_utc, read_csv
+
+PRODUCT = "Linux/UNIX"
+LINUX_PRODUCTS = frozenset({PRODUCT, "Linux/UNIX (Amazon VPC)"})
+CSV_COLUMNS = (
+    "timestamp",
+    "availability_zone",
+    "instance_type",
+    "product_description",
+    "spot_price",
+)
+API_SOURCE = "aws-api"
+
+
+def price_rows(raw: pd.DataFrame, *, source: str, origin: str, where: str) -> pd.DataFrame:
+    """Spot price rows from text columns named as in :data:`CSV_COLUMNS` (plus ``_row``).
+
+    Raises:
+        InputError: a product other than Linux/UNIX, or any contract violation.
+    """
+    other = ~raw["product_description"].isin(LINUX_PRODUCTS)
+    if other.any():
+        row = raw[ROW][other].iloc[0]
+        raise InputError(
+            origin,
+            f"{where.format(row)}, field 'product_description'",
+            f"only {PRODUCT} prices are stored, got {raw['product_description'][other].iloc[0]!r}",
+            f"Keep only {PRODUCT} rows; nothing was stored",
+        )
+    zones = raw["availability_zone"]
+    return validate(
+        "prices",
+        pd.DataFrame(
+            {
+                "source": source,
+                "provider": "aws",
+                "region": zones.map(lambda z: region_of_zone("aws", z)),
+                "zone": zones,
+                "instance_type": raw["instance_type"],
+                "market": "spot",
+                "ts": raw["timestamp"],
+                "price": raw["spot_price"],
+                ROW: raw[ROW],
+            }
+        ),
+        origin=origin,
+        where=where,
+    )
+
+
+def read_price_history_csv(path: Path) -> Parsed:
+    """A CSV of ``describe-spot-price-history`` output (one row per price change)."""
+    raw = read_csv(path, columns=CSV_COLUMNS, header=True)
+    raw["timestamp"] = parse_utc(raw, "timestamp", origin=path)
+    prices = price_rows(raw, source="aws-price-history", origin=str(path), where="line {}")
+    return Parsed(
+        path=path, format="aws-price-history", frames={"prices": prices}, rows_read=len(raw)
+    )
+
+
+@dataclass(slots=True)
+class CollectReport:
+    """What one collection fetched, and one line per source that was skipped."""
+
+    frames: dict[str, pd.DataFrame] = field(default_factory=dict)
+    pages: int = 0
+    messages: list[str] = field(default_factory=list)
+
+
+def collect_aws(
+    client: Any,
+    *,
+    region: str,
+    instance_types: Sequence[str],
+    resume_from: Callable[[str], pd.Timestamp | None],
+    since: pd.Timestamp | None,
+    now: pd.Timestamp,
+    advisor_url: str | None = ADVISOR_URL,
+    placement_scores: bool = True,
+    on_page: Callable[[int, int], None] | None = None,
+) -> CollectReport:
+    """Collect one region's spot prices, placement scores and advisor bands.
+
+    Args:
+        client: a boto3 EC2 client for ``region`` (its retry config handles throttling).
+        instance_types: types to fetch; empty = every type the region reports.
+        resume_from: newest stored price time for an instance type ('' = all types), or None.
+        since: earliest time to fetch when nothing is stored (None = all the API keeps).
+        now: the collection's clock (end of the requested window, time of observations).
+        advisor_url: where to fetch the Spot Advisor feed; None skips it.
+        placement_scores: whether to ask for spot placement scores (needs instance types).
+        on_page: called with (pages so far, rows so far) after each page.
+
+    Raises:
+        botocore.exceptions.ClientError: when the price history itself cannot be fetched.
+    """
+    report = CollectReport()
+    frames = []
+    for instance_type in instance_types or [""]:
+        start = resume_from(instance_type) or since
+        frames.append(_price_history(client, instance_type, start, now, report, on_page))
+    report.frames["prices"] = validate(
+        "prices", pd.concat(frames, ignore_index=True), origin=f"{API_SOURCE} {region}"
+    )
+    if placement_scores and instance_types:
+        try:
+            report.frames["placement_scores"] = _placement_scores(
+                client, region, instance_types, now
+            )
+        except SourceUnavailable as exc:
+            report.messages.append(str(exc))
+    elif placement_scores:
+        report.messages.append("placement scores: skipped (they need --instance-types)")
+    if advisor_url:
+        try:
+            bands, _ = parse_advisor(
+                fetch_advisor(advisor_url), observed=now.floor("D"), origin=advisor_url
+            )
+            report.frames["bands"] = bands
+        except (SourceUnavailable, InputError) as exc:
+            report.messages.append(f"spot advisor: skipped ({exc})")
+    return report
+
+
+def _price_history(
+    client: Any,
+    instance_type: str,
+    start: pd.Timestamp | None,
+    now: pd.Timestamp,
+    report: CollectReport,
+    on_page: Callable[[int, int], None] | None,
+) -> pd.DataFrame:
+    kwargs: dict[str, Any] = {"ProductDescriptions": [PRODUCT], "EndTime": now.to_pydatetime()}
+    if instance_type:
+        kwargs["InstanceTypes"] = [instance_type]
+    if start is not None:
+        kwargs["StartTime"] = start.to_pydatetime()
+    rows: list[tuple[Any, ...]] = []
+    for page in client.get_paginator("describe_spot_price_history").paginate(**kwargs):
+        report.pages += 1
+        for i, item in enumerate(page.get("SpotPriceHistory", [])):
+            rows.append(
+                (
+                    item.get("Timestamp"),
+                    item.get("AvailabilityZone"),
+                    item.get("InstanceType"),
+                    item.get("ProductDescription"),
+                    item.get("SpotPrice"),
+                    report.pages * 1_000_000 + i,
+                )
+            )
+        if on_page:
+            on_page(report.pages, len(rows))
+    raw = pd.DataFrame(rows, columns=[*CSV_COLUMNS, ROW])
+    raw["timestamp"] = pd.to_datetime(raw["timestamp"], utc=True).astype("datetime64[ns, UTC]")
+    return price_rows(
+        raw,
+        source=API_SOURCE,
+        origin=f"{API_SOURCE} describe_spot_price_history",
+        where="response item {} (page*1e6 + index)",
+    )
+
+
+def _placement_scores(
+    client: Any, region: str, instance_types: Iterable[str], now: pd.Timestamp
+) -> pd.DataFrame:
+    from botocore.exceptions import BotoCoreError, ClientError
+    from botocore.parsers import ResponseParserError
+
+    rows = []
+    try:
+        for instance_type in instance_types:
+            response = client.get_spot_placement_scores(
+                InstanceTypes=[instance_type],
+                TargetCapacity=1,
+                SingleAvailabilityZone=True,
+                RegionNames=[region],
+            )
+            for item in response.get("SpotPlacementScores", []):
+                rows.append((instance_type, item.get("AvailabilityZoneId", ""), item["Score"]))
+    except (ClientError, BotoCoreError, ResponseParserError, KeyError) as exc:
+        code = exc.response["Error"]["Code"] if isinstance(exc, ClientError) else type(exc).__name__
+        raise SourceUnavailable(
+            f"placement scores: skipped, not available to this account or endpoint ({code})"
+        ) from exc
+    frame = pd.DataFrame(rows, columns=["instance_type", "zone", "score"])
+    frame = frame.assign(source=API_SOURCE, provider="aws", region=region, observed=now)
+    return validate("placement_scores", frame, origin=f"{API_SOURCE} get_spot_placement_scores")
+
+
+FORMATS = (
+    FileFormat(
+        name="aws-price-history",
+        description="AWS describe-spot-price-history output (CSV)",
+        sniff=lambda p, head: head.startswith("timestamp,availability_zone,instance_type"),
+        read=read_price_history_csv,
+    ),
+)

@@ -1,0 +1,119 @@
+"""Reading delimited text files so that every row keeps its 1-based line number."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from pricing.errors import InputError
+from pricing.frames import ROW
+
+_UTC_SUFFIX = re.compile(r"(?:Z|[+-]00:?00)$")
+_ANY_OFFSET = re.compile(r"[+-]\d\d:?\d\d$")
+
+
+def read_csv(path: Path, *, columns: Sequence[str], header: bool) -> pd.DataFrame:
+    """Read a CSV as text columns plus ``_row`` (the file's line number, header = line 1).
+
+    With ``header`` the named columns must all be present (others are kept); without it the
+    file must have exactly ``len(columns)`` fields per line. Blank lines are not rows.
+
+    Raises:
+        InputError: unreadable, undecodable or malformed files, and missing columns.
+    """
+    try:
+        frame = pd.read_csv(
+            path,
+            dtype=str,
+            keep_default_na=False,
+            na_values=[],
+            skip_blank_lines=False,
+            header=0 if header else None,
+            names=None if header else list(columns),
+            skipinitialspace=True,
+            on_bad_lines="error",
+            encoding="utf-8",
+        )
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            path, f"byte {exc.start}", "not UTF-8 text", "Give a CSV file; nothing was stored"
+        ) from exc
+    except pd.errors.EmptyDataError as exc:
+        raise InputError(
+            path,
+            "line 1",
+            "the file is empty",
+            "Give a file with a header and rows; nothing was stored",
+        ) from exc
+    except pd.errors.ParserError as exc:
+        line = re.search(r"line (\d+)", str(exc))
+        raise InputError(
+            path,
+            f"line {line.group(1)}" if line else "",
+            f"malformed CSV ({exc})".replace("\n", " "),
+            "Fix the line's fields; nothing was stored",
+        ) from exc
+    frame.columns = [str(c).strip() for c in frame.columns]
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise InputError(
+            path,
+            "line 1 (header)",
+            f"missing column(s) {missing}; the header has {list(frame.columns)}",
+            "Rename the columns or pass the right --format; nothing was stored",
+        )
+    frame[ROW] = frame.index + (2 if header else 1)
+    blank = frame[list(columns)].apply(lambda c: c.isna() | (c == "")).all(axis=1)
+    frame = frame[~blank].reset_index(drop=True)
+    for column in columns:
+        empty = frame[column].isna() | (frame[column].str.strip() == "")
+        if empty.any():
+            row = frame[ROW][empty].iloc[0]
+            raise InputError(
+                path,
+                f"line {row}, field {column!r}",
+                "missing value (is the file truncated?)",
+                "Fill in the value or remove the line; nothing was stored",
+            )
+        frame[column] = frame[column].str.strip()
+    return frame
+
+
+def parse_utc(
+    frame: pd.DataFrame, column: str, *, origin: Path | str, where: str = "line {}"
+) -> pd.Series:
+    """Parse ISO-8601 text that names UTC (``Z`` or ``+00:00``) into UTC timestamps.
+
+    Raises:
+        InputError: naming the first row whose time has another offset, no zone, or no parse.
+    """
+    text = frame[column].astype(str)
+    rows = frame[ROW]
+    not_utc = ~text.str.contains(_UTC_SUFFIX)
+    if not_utc.any():
+        i = not_utc.to_numpy().nonzero()[0][0]
+        value = text.iloc[i]
+        problem = (
+            "time has a non-UTC offset"
+            if _ANY_OFFSET.search(value)
+            else "time has no zone (UTC is required)"
+        )
+        raise InputError(
+            origin,
+            f"{where.format(rows.iloc[i])}, field {column!r}",
+            f"{problem}: {value!r}",
+            "Convert times to UTC with a Z suffix; nothing was stored",
+        )
+    stamps = pd.to_datetime(text, utc=True, format="ISO8601", errors="coerce")
+    if stamps.isna().any():
+        i = stamps.isna().to_numpy().nonzero()[0][0]
+        raise InputError(
+            origin,
+            f"{where.format(rows.iloc[i])}, field {column!r}",
+            f"unparsable time {text.iloc[i]!r}",
+            "Give ISO-8601 times like 2020-01-15T08:00:00Z; nothing was stored",
+        )
+    return stamps.astype("datetime64[ns, UTC]")

@@ -1,0 +1,223 @@
+"""The embedded market store: one DuckDB file with the canonical tables.
+
+Schema changes are numbered migrations applied in order inside a transaction; the file
+records its version, and a store newer than this code is refused. Writes are idempotent
+upserts keyed by each frame's key (:data:`pricing.frames.SPECS`): writing the same rows
+twice changes nothing, and a changed value replaces the old one. One call to
+:meth:`MarketStore.upsert` is one transaction: all of its frames land, or none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pandas as pd
+
+from pricing.errors import StoreError
+from pricing.frames import SPECS
+
+MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE prices (source VARCHAR NOT NULL, provider VARCHAR NOT NULL,
+        region VARCHAR NOT NULL, zone VARCHAR NOT NULL, instance_type VARCHAR NOT NULL,
+        market VARCHAR NOT NULL, ts TIMESTAMPTZ NOT NULL, price DOUBLE NOT NULL);
+    CREATE TABLE availability (source VARCHAR NOT NULL, provider VARCHAR NOT NULL,
+        zone VARCHAR NOT NULL, instance_type VARCHAR NOT NULL, ts TIMESTAMPTZ NOT NULL,
+        available_nodes INTEGER NOT NULL, target_nodes INTEGER NOT NULL);
+    CREATE TABLE events (source VARCHAR NOT NULL, provider VARCHAR NOT NULL,
+        zone VARCHAR NOT NULL, instance_type VARCHAR NOT NULL, node VARCHAR NOT NULL,
+        ts TIMESTAMPTZ NOT NULL, event VARCHAR NOT NULL);
+    CREATE TABLE bands (source VARCHAR NOT NULL, provider VARCHAR NOT NULL,
+        region VARCHAR NOT NULL, instance_type VARCHAR NOT NULL, observed TIMESTAMPTZ NOT NULL,
+        interruption_band INTEGER NOT NULL, savings_pct DOUBLE NOT NULL);
+    CREATE TABLE placement_scores (source VARCHAR NOT NULL, provider VARCHAR NOT NULL,
+        region VARCHAR NOT NULL, zone VARCHAR NOT NULL, instance_type VARCHAR NOT NULL,
+        observed TIMESTAMPTZ NOT NULL, score INTEGER NOT NULL);
+    CREATE TABLE forecasts (unique_id VARCHAR NOT NULL, ds TIMESTAMPTZ NOT NULL,
+        model VARCHAR NOT NULL, horizon INTEGER NOT NULL, mean DOUBLE, lo DOUBLE, hi DOUBLE,
+        level DOUBLE, p_preempt DOUBLE, created_at TIMESTAMPTZ NOT NULL);
+    """,
+)
+"""Migration ``i`` takes a store from schema version ``i`` to ``i + 1``."""
+
+SCHEMA_VERSION = len(MIGRATIONS)
+TABLES = ("prices", "availability", "events", "bands", "placement_scores", "forecasts")
+
+
+class MarketStore:
+    """A DuckDB file holding the market tables (open with :meth:`open`, then :meth:`close`)."""
+
+    def __init__(self, connection: duckdb.DuckDBPyConnection, path: Path) -> None:
+        self._con = connection
+        self.path = path
+
+    @classmethod
+    def open(cls, path: Path | str, *, read_only: bool = False) -> MarketStore:
+        """Open (creating and migrating if needed) the store at ``path``.
+
+        Raises:
+            StoreError: when the file is locked, not a DuckDB file, or newer than this code.
+        """
+        path = Path(path)
+        if read_only and not path.exists():
+            raise StoreError(f"no store at {path}: run `spotwise data load` first")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            con = duckdb.connect(str(path), read_only=read_only)
+        except duckdb.Error as exc:
+            raise StoreError(
+                f"cannot open the store {path}: {exc}. Close other Spotwise "
+                "processes using it, or pass another --store"
+            ) from exc
+        con.execute("SET TimeZone = 'UTC'")
+        store = cls(con, path)
+        if not read_only:
+            store._migrate()
+        elif store.schema_version() != SCHEMA_VERSION:
+            con.close()
+            raise StoreError(
+                f"the store {path} has schema version {store.schema_version()}, "
+                f"this Spotwise needs {SCHEMA_VERSION}: open it once for writing"
+            )
+        return store
+
+    def close(self) -> None:
+        """Close the connection."""
+        self._con.close()
+
+    def __enter__(self) -> MarketStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def schema_version(self) -> int:
+        """The schema version recorded in the file (0 for an empty file)."""
+        exists = self._con.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_version'"
+        ).fetchone()
+        if not exists or exists[0] == 0:
+            return 0
+        row = self._con.execute("SELECT max(version) FROM schema_version").fetchone()
+        return int(row[0]) if row and row[0] is not None else 0
+
+    def _migrate(self) -> None:
+        current = self.schema_version()
+        if current > SCHEMA_VERSION:
+            raise StoreError(
+                f"the store {self.path} has schema version {current}, newer than "
+                f"this Spotwise ({SCHEMA_VERSION}): upgrade Spotwise"
+            )
+        if current == SCHEMA_VERSION:
+            return
+        with self._transaction():
+            self._con.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER)")
+            for version in range(current, SCHEMA_VERSION):
+                self._con.execute(MIGRATIONS[version])
+                self._con.execute("INSERT INTO schema_version VALUES (?)", [version + 1])
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        self._con.execute("BEGIN TRANSACTION")
+        try:
+            yield
+        except BaseException:
+            self._con.execute("ROLLBACK")
+            raise
+        self._con.execute("COMMIT")
+
+    def upsert(self, frames: Mapping[str, list[pd.DataFrame] | pd.DataFrame]) -> dict[str, int]:
+        """Write validated frames in one transaction; return the new (not already stored) rows
+        per table."""
+        added: dict[str, int] = {}
+        with self._transaction():
+            for table, parts in frames.items():
+                batch = (
+                    parts
+                    if isinstance(parts, pd.DataFrame)
+                    else pd.concat(parts, ignore_index=True)
+                )
+                if batch.empty:
+                    continue
+                spec = SPECS[table]
+                batch = batch.drop_duplicates(list(spec.key), keep="last")
+                self._con.register("staging", batch.loc[:, list(spec.columns)])
+                try:
+                    on = " AND ".join(f"t.{k} = s.{k}" for k in spec.key)
+                    row = self._con.execute(
+                        f"SELECT count(*) FROM {table} t JOIN staging s ON {on}"
+                    ).fetchone()
+                    existing = int(row[0]) if row else 0
+                    self._con.execute(f"DELETE FROM {table} t USING staging s WHERE {on}")
+                    columns = ", ".join(spec.columns)
+                    self._con.execute(
+                        f"INSERT INTO {table} ({columns}) SELECT {columns} FROM staging"
+                    )
+                finally:
+                    self._con.unregister("staging")
+                added[table] = added.get(table, 0) + len(batch) - existing
+        return added
+
+    def newest(self, table: str, where: Mapping[str, Any]) -> pd.Timestamp | None:
+        """Newest time in ``table`` among rows whose columns equal ``where``'s values."""
+        spec = SPECS[table]
+        clause = " AND ".join(f"{column} = ?" for column in where) or "TRUE"
+        row = self._con.execute(
+            f"SELECT max({spec.time_column}) FROM {table} WHERE {clause}", list(where.values())
+        ).fetchone()
+        return pd.Timestamp(row[0]).tz_convert("UTC") if row and row[0] is not None else None
+
+    def query(self, sql: str, params: list[Any] | None = None) -> pd.DataFrame:
+        """Run a read query and return its rows."""
+        return self._con.execute(sql, params or []).df()
+
+    def summary(self) -> dict[str, Any]:
+        """Rows per table; rows, series and time span per source and table."""
+        tables = {t: int(self._scalar(f"SELECT count(*) FROM {t}")) for t in TABLES}
+        sources: dict[str, dict[str, Any]] = {}
+        for table, spec in SPECS.items():
+            series = ", ".join(spec.series)
+            stats = self._con.execute(
+                f"SELECT source, count(*), count(DISTINCT ({series})), min({spec.time_column}),"
+                f" max({spec.time_column}) FROM {table} GROUP BY source ORDER BY source"
+            ).fetchall()
+            for source, rows, n_series, start, end in stats:
+                sources.setdefault(source, {})[table] = {
+                    "rows": int(rows),
+                    "series": int(n_series),
+                    "start": _iso(start),
+                    "end": _iso(end),
+                }
+        return {
+            "store": str(self.path),
+            "schema_version": self.schema_version(),
+            "tables": tables,
+            "sources": dict(sorted(sources.items())),
+        }
+
+    def export_parquet(self, table: str, target: Path) -> int:
+        """Write one table to a Parquet file (atomically); return its row count.
+
+        Raises:
+            StoreError: for an unknown table.
+        """
+        if table not in TABLES:
+            raise StoreError(f"unknown table {table!r}: choose one of {', '.join(TABLES)}")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial = target.with_name(f".{target.name}.partial")
+        path_literal = str(partial).replace("'", "''")
+        self._con.execute(f"COPY (SELECT * FROM {table}) TO '{path_literal}' (FORMAT parquet)")
+        partial.replace(target)
+        return int(self._scalar(f"SELECT count(*) FROM {table}"))
+
+    def _scalar(self, sql: str) -> Any:
+        row = self._con.execute(sql).fetchone()
+        return row[0] if row else None
+
+
+def _iso(value: Any) -> str | None:
+    return pd.Timestamp(value).tz_convert("UTC").isoformat() if value is not None else None

@@ -1,0 +1,300 @@
+"""The ``spotwise`` command line: the only place that wires the packages together."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, NoReturn
+
+import pandas as pd
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+from rich.table import Table
+
+from pricing.errors import PricingError
+from pricing.ingest import FORMATS, LoadReport, discover, load_paths
+from pricing.sources.advisor import ADVISOR_URL
+from pricing.store import TABLES, MarketStore
+from spotwise import settings
+
+app = typer.Typer(
+    help="Spotwise: train ML models cheaply and safely on spot GPUs.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+data_app = typer.Typer(help="Load, summarise and export the market store.", no_args_is_help=True)
+collect_app = typer.Typer(help="Collect live market data from cloud APIs.", no_args_is_help=True)
+app.add_typer(data_app, name="data")
+app.add_typer(collect_app, name="collect")
+
+err = Console(stderr=True)
+out = Console()
+
+StoreOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--store",
+        help=f"Store file (default: ${settings.STORE_ENV}, else the user data folder).",
+        show_default=False,
+    ),
+]
+
+
+def fail(message: str) -> NoReturn:
+    """Print one clear error line and exit non-zero."""
+    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code=1)
+
+
+@contextmanager
+def open_store(path: Path | None, *, read_only: bool = False) -> Iterator[MarketStore]:
+    """Open the configured store, turning store problems into one clear error."""
+    try:
+        store = MarketStore.open(settings.store_path(path), read_only=read_only)
+    except PricingError as exc:
+        fail(str(exc))
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+@data_app.command("load")
+def data_load(
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            help="Files or folders to load (default: all bundled data).", show_default=False
+        ),
+    ] = None,
+    format_name: Annotated[
+        str | None,
+        typer.Option(
+            "--format",
+            help=f"Format of every file: {', '.join(FORMATS)} (default: recognise).",
+            show_default=False,
+        ),
+    ] = None,
+    store: StoreOption = None,
+) -> None:
+    """Load market data files into the store (one transaction: all or nothing)."""
+    with open_store(store) as market:
+        report = _load(market, paths or [settings.bundled_data_dir()], format_name)
+    _print_load_report(report)
+
+
+def _load(market: MarketStore, paths: list[Path], format_name: str | None) -> LoadReport:
+    try:
+        n_files = len(discover(paths)[0])
+        with Progress(
+            TextColumn("loading"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.description}"),
+            console=err,
+            transient=True,
+        ) as bar:
+            task = bar.add_task("", total=n_files)
+            return load_paths(
+                market,
+                paths,
+                format_name=format_name,
+                on_file=lambda p: bar.update(task, advance=1, description=p.name),
+            )
+    except PricingError as exc:
+        fail(str(exc))
+
+
+def _print_load_report(report: LoadReport) -> None:
+    for parsed in report.files:
+        rows = ", ".join(f"{len(f)} {t}" for t, f in parsed.frames.items()) or "nothing stored"
+        note = f" ({parsed.note})" if parsed.note else ""
+        err.print(
+            f"{parsed.path} [{parsed.format}]: {parsed.rows_read} rows read, {rows}{note}",
+            highlight=False,
+            soft_wrap=True,
+        )
+    for path in report.skipped:
+        err.print(f"{path}: documentation, not data", highlight=False, soft_wrap=True)
+    added = ", ".join(f"{n} new {t} rows" for t, n in report.added.items()) or "no rows"
+    err.print(f"[green]loaded {len(report.files)} files:[/] {added}")
+
+
+@data_app.command("summary")
+def data_summary(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    store: StoreOption = None,
+) -> None:
+    """Rows per table; rows, series and time span per source."""
+    with open_store(store, read_only=True) as market:
+        summary = market.summary()
+    if as_json:
+        print(json.dumps(summary, indent=2))
+        return
+    _print_summary(summary)
+
+
+def _print_summary(summary: dict) -> None:  # type: ignore[type-arg]
+    out.print(f"store {summary['store']} (schema v{summary['schema_version']})")
+    tables = Table("table", "rows", title="tables")
+    for table, rows in summary["tables"].items():
+        tables.add_row(table, f"{rows:,}")
+    out.print(tables)
+    sources = Table("source", "table", "rows", "series", "from", "to", title="sources")
+    for source, per_table in summary["sources"].items():
+        for table, stats in per_table.items():
+            sources.add_row(
+                source,
+                table,
+                f"{stats['rows']:,}",
+                f"{stats['series']:,}",
+                stats["start"][:16],
+                stats["end"][:16],
+            )
+    out.print(sources)
+
+
+@data_app.command("export")
+def data_export(
+    table: Annotated[str, typer.Option("--table", help=f"One of: {', '.join(TABLES)}.")],
+    parquet: Annotated[Path, typer.Option("--parquet", help="Parquet file to write.")],
+    store: StoreOption = None,
+) -> None:
+    """Export one table to a Parquet file."""
+    with open_store(store, read_only=True) as market:
+        try:
+            rows = market.export_parquet(table, parquet)
+        except PricingError as exc:
+            fail(str(exc))
+    err.print(f"wrote {rows} {table} rows to {parquet}")
+
+
+@collect_app.command("aws")
+def collect_aws_command(
+    region: Annotated[str, typer.Option("--region", help="AWS region, e.g. us-east-1.")],
+    instance_types: Annotated[
+        str,
+        typer.Option(
+            "--instance-types",
+            help="Comma-separated instance types (default: all in the region).",
+            show_default=False,
+        ),
+    ] = "",
+    since: Annotated[
+        str | None,
+        typer.Option(
+            "--since",
+            help="Earliest time (ISO 8601, UTC) for series with nothing stored yet; "
+            "stored series resume from their newest price.",
+            show_default=False,
+        ),
+    ] = None,
+    endpoint_url: Annotated[
+        str | None,
+        typer.Option(
+            "--endpoint-url",
+            help="EC2 endpoint (e.g. a moto server); default: AWS.",
+            show_default=False,
+        ),
+    ] = None,
+    advisor_url: Annotated[
+        str, typer.Option("--advisor-url", help="Spot Advisor feed URL; '' skips it.")
+    ] = ADVISOR_URL,
+    placement_scores: Annotated[
+        bool,
+        typer.Option(
+            "--placement-scores/--no-placement-scores",
+            help="Ask for spot placement scores (needs --instance-types and permission).",
+        ),
+    ] = True,
+    max_attempts: Annotated[
+        int,
+        typer.Option(
+            "--max-attempts", min=1, help="Attempts per API call; throttled calls back off."
+        ),
+    ] = 8,
+    store: StoreOption = None,
+) -> None:
+    """Collect spot price history (Linux/UNIX), placement scores and Spot Advisor bands."""
+    import boto3
+    from botocore.config import Config
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from pricing.sources.aws import collect_aws
+
+    start = _parse_since(since)
+    types = [t.strip() for t in instance_types.split(",") if t.strip()]
+    client = boto3.client(
+        "ec2",
+        region_name=region,
+        endpoint_url=endpoint_url,
+        config=Config(retries={"max_attempts": max_attempts, "mode": "standard"}),
+    )
+    with open_store(store) as market:
+
+        def resume_from(instance_type: str) -> pd.Timestamp | None:
+            where = {"provider": "aws", "region": region, "market": "spot"}
+            return market.newest(
+                "prices", {**where, "instance_type": instance_type} if instance_type else where
+            )
+
+        with Progress(
+            TextColumn("collecting {task.description}"), console=err, transient=True
+        ) as bar:
+            task = bar.add_task(region)
+            try:
+                report = collect_aws(
+                    client,
+                    region=region,
+                    instance_types=types,
+                    resume_from=resume_from,
+                    since=start,
+                    now=pd.Timestamp.now(tz="UTC"),
+                    advisor_url=advisor_url or None,
+                    placement_scores=placement_scores,
+                    on_page=lambda pages, rows: bar.update(
+                        task, description=f"{region}: {pages} pages, {rows} prices"
+                    ),
+                )
+                added = market.upsert(report.frames)
+            except (ClientError, BotoCoreError) as exc:
+                fail(f"AWS spot price history for {region}: {exc}")
+            except PricingError as exc:
+                fail(str(exc))
+    for message in report.messages:
+        err.print(message, highlight=False, soft_wrap=True)
+    sizes = ", ".join(
+        f"{len(f)} {t} rows ({added.get(t, 0)} new)" for t, f in report.frames.items()
+    )
+    err.print(f"[green]collected {region}[/] in {report.pages} pages: {sizes}")
+
+
+def _parse_since(since: str | None) -> pd.Timestamp | None:
+    if since is None:
+        return None
+    try:
+        stamp = pd.Timestamp(since)
+    except ValueError:
+        fail(f"--since {since!r} is not a time: give ISO 8601 like 2026-01-01T00:00:00Z")
+    return stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
+
+
+@app.command()
+def demo(store: StoreOption = None) -> None:
+    """The main job on the bundled data: load it into the store and summarise it."""
+    with open_store(store) as market:
+        report = _load(market, [settings.bundled_data_dir()], None)
+        _print_load_report(report)
+        _print_summary(market.summary())
+
+
+def main() -> None:
+    """Entry point of the ``spotwise`` console script."""
+    try:
+        app()
+    except BrokenPipeError:
+        sys.exit(0)

@@ -1,0 +1,27 @@
+"""Where Spotwise keeps things: the store file and the bundled data folder."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from platformdirs import user_data_dir
+
+STORE_ENV = "SPOTWISE_STORE"
+DATA_ENV = "SPOTWISE_DATA"
+
+
+def store_path(override: Path | None = None) -> Path:
+    """The store file: ``--store``, else ``$SPOTWISE_STORE``, else the user's data folder."""
+    if override is not None:
+        return override
+    if env := os.environ.get(STORE_ENV):
+        return Path(env)
+    return Path(user_data_dir("spotwise", appauthor=False)) / "market.duckdb"
+
+
+def bundled_data_dir() -> Path:
+    """The real data shipped with Spotwise (``$SPOTWISE_DATA`` overrides)."""
+    if env := os.environ.get(DATA_ENV):
+        return Path(env)
+    return Path(__file__).resolve().parent.parent / "data"

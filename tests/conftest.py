@@ -1,0 +1,42 @@
+"""Shared fixtures: a store file per test and the CLI run as a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+DATA = REPO / "data"
+
+
+@pytest.fixture
+def store_file(tmp_path: Path) -> Path:
+    return tmp_path / "store" / "market.duckdb"
+
+
+CliRun = Callable[..., subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture
+def cli(store_file: Path) -> CliRun:
+    """Run ``spotwise ARGS`` in a subprocess against this test's store."""
+
+    def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        full_env = {**os.environ, "SPOTWISE_STORE": str(store_file), "COLUMNS": "200",
+                    **(env or {})}
+        return subprocess.run([sys.executable, "-m", "spotwise", *args], capture_output=True,
+                              text=True, env=full_env, timeout=600, check=False)
+
+    return run
+
+
+def summary_json(cli: CliRun) -> dict:
+    result = cli("data", "summary", "--json")
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
