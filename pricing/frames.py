@@ -7,6 +7,7 @@ produced it) so the store can summarise and replace data per source.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -114,7 +115,12 @@ def region_of_zone(provider: str, zone: str) -> str:
 
 
 def validate(
-    table: str, frame: pd.DataFrame, *, origin: str, where: str = "row {}"
+    table: str,
+    frame: pd.DataFrame,
+    *,
+    origin: str,
+    where: str = "row {}",
+    names: Mapping[str, str] | None = None,
 ) -> pd.DataFrame:
     """Check one frame against its contract; return it with contract columns only, in order.
 
@@ -126,6 +132,7 @@ def validate(
         frame: the rows; may hold a ``_row`` column locating each row in its file.
         origin: the file or API the rows came from, for error messages.
         where: how to name a row's location, formatted with its ``_row`` value.
+        names: the file's own names of contract columns, for error messages.
 
     Raises:
         InputError: on the first missing column, missing value, bad value or conflicting
@@ -140,7 +147,7 @@ def validate(
             f"{table} rows lack column(s) {missing}",
             "Check the file's header or pass the right --format",
         )
-    check = _Checker(frame.copy(), origin, where)
+    check = _Checker(frame.copy(), origin, where, names or {})
     for column in spec.columns:
         check.require(
             frame[column].notna(), column, "missing value", "Fill in the value or remove the row"
@@ -242,8 +249,11 @@ def validate(
 class _Checker:
     """Raises an :class:`InputError` naming the first row that breaks a rule."""
 
-    def __init__(self, frame: pd.DataFrame, origin: str, where: str) -> None:
+    def __init__(
+        self, frame: pd.DataFrame, origin: str, where: str, names: Mapping[str, str]
+    ) -> None:
         self.frame = frame
+        self.names = names
         self.origin = origin
         self.where = where
         self.rows = (
@@ -261,7 +271,7 @@ class _Checker:
         more = f" ({bad.size} rows like it)" if bad.size > 1 else ""
         raise InputError(
             self.origin,
-            f"{self.where.format(self.rows.iloc[i])}, field {column!r}",
+            f"{self.where.format(self.rows.iloc[i])}, field {self.names.get(column, column)!r}",
             f"{problem}, got {_show(self.frame[column].iloc[i])}{more}",
             f"{hint}; nothing was stored",
         )

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated, Any, NoReturn
 
 import pandas as pd
 import typer
@@ -138,7 +138,7 @@ def data_summary(
     _print_summary(summary)
 
 
-def _print_summary(summary: dict) -> None:  # type: ignore[type-arg]
+def _print_summary(summary: dict[str, Any]) -> None:
     out.print(f"store {summary['store']} (schema v{summary['schema_version']})")
     tables = Table("table", "rows", title="tables")
     for table, rows in summary["tables"].items():

@@ -28,10 +28,20 @@ def cli(store_file: Path) -> CliRun:
     """Run ``spotwise ARGS`` in a subprocess against this test's store."""
 
     def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-        full_env = {**os.environ, "SPOTWISE_STORE": str(store_file), "COLUMNS": "200",
-                    **(env or {})}
-        return subprocess.run([sys.executable, "-m", "spotwise", *args], capture_output=True,
-                              text=True, env=full_env, timeout=600, check=False)
+        full_env = {
+            **os.environ,
+            "SPOTWISE_STORE": str(store_file),
+            "COLUMNS": "200",
+            **(env or {}),
+        }
+        return subprocess.run(
+            [sys.executable, "-m", "spotwise", *args],
+            capture_output=True,
+            text=True,
+            env=full_env,
+            timeout=600,
+            check=False,
+        )
 
     return run
 

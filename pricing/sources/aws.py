@@ -30,6 +30,7 @@ CSV_COLUMNS = (
     "product_description",
     "spot_price",
 )
+CSV_NAMES = {"zone": "availability_zone", "ts": "timestamp", "price": "spot_price"}
 API_SOURCE = "aws-api"
 
 
@@ -66,6 +67,7 @@ def price_rows(raw: pd.DataFrame, *, source: str, origin: str, where: str) -> pd
         ),
         origin=origin,
         where=where,
+        names=CSV_NAMES,
     )
 
 

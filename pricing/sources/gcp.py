@@ -40,7 +40,9 @@ def read_gcp_prices(path: Path) -> Parsed:
                 }
             )[given]
         )
-    prices = validate("prices", pd.concat(frames, ignore_index=True), origin=str(path))
+        names = {"price": column, "ts": "snapshot_utc", "instance_type": "machine_type"}
+        frames[-1] = validate("prices", frames[-1], origin=str(path), where="line {}", names=names)
+    prices = pd.concat(frames, ignore_index=True)
     no_on_demand = int((raw["hour_ondemand_usd"] == "").sum())
     note = f"{no_on_demand} rows had no on-demand price (spot stored)" if no_on_demand else ""
     return Parsed(

@@ -352,6 +352,21 @@ def _require(path: Path, raw: pd.DataFrame, ok: pd.Series, column: str, problem:
         )
 
 
+CBL_PRICE_CHANGES_HEADER = "trace_dir,zone,instance_type,tick_index,seconds_from_trace_start"
+
+
+def read_cbl_price_changes(path: Path) -> Parsed:
+    """The change-point list of the CBL ``prices`` arrays: checked; the arrays are stored."""
+    raw = read_csv(path, columns=tuple(CBL_PRICE_CHANGES_HEADER.split(",")), header=True)
+    return Parsed(
+        path=path,
+        format="cbl-price-changes",
+        rows_read=len(raw),
+        note="derived from the CBL traces' prices arrays, which are loaded from "
+        "the JSON traces; nothing to store",
+    )
+
+
 FORMATS = (
     FileFormat(
         name="cbl",
@@ -377,25 +392,6 @@ FORMATS = (
         sniff=_sniff_gcloud_counts,
         read=read_gcloud_counts,
     ),
-)
-
-CBL_PRICE_CHANGES_HEADER = "trace_dir,zone,instance_type,tick_index,seconds_from_trace_start"
-
-
-def read_cbl_price_changes(path: Path) -> Parsed:
-    """The change-point list of the CBL ``prices`` arrays: checked; the arrays are stored."""
-    raw = read_csv(path, columns=tuple(CBL_PRICE_CHANGES_HEADER.split(",")), header=True)
-    return Parsed(
-        path=path,
-        format="cbl-price-changes",
-        rows_read=len(raw),
-        note="derived from the CBL traces' prices arrays, which are loaded from "
-        "the JSON traces; nothing to store",
-    )
-
-
-FORMATS = (
-    *FORMATS,
     FileFormat(
         name="cbl-price-changes",
         description="CBL price change-point list (derived, CSV)",

@@ -19,9 +19,13 @@ PRICE_CSV = DATA / "prices" / "aws_spot_price_history_2019-12_2020-01.csv"
 @pytest.fixture(autouse=True)
 def fake_aws_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
     """Credentials for loopback endpoints only; never the instance metadata service."""
-    for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-                       "AWS_SESSION_TOKEN": "testing", "AWS_EC2_METADATA_DISABLED": "true",
-                       "AWS_DEFAULT_REGION": "us-east-1"}.items():
+    for key, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }.items():
         monkeypatch.setenv(key, value)
     monkeypatch.delenv("AWS_PROFILE", raising=False)
 

@@ -51,13 +51,17 @@ class PriceHistoryEndpoint:
     def answer(self, params: dict[str, str]) -> tuple[int, str]:
         self.requests.append(params)
         if len(self.requests) <= self.throttle:
-            return 503, ("<Response><Errors><Error><Code>RequestLimitExceeded</Code>"
-                         "<Message>Request limit exceeded.</Message></Error></Errors>"
-                         "<RequestID>throttled</RequestID></Response>")
+            return 503, (
+                "<Response><Errors><Error><Code>RequestLimitExceeded</Code>"
+                "<Message>Request limit exceeded.</Message></Error></Errors>"
+                "<RequestID>throttled</RequestID></Response>"
+            )
         if params.get("Action") != "DescribeSpotPriceHistory":
-            return 400, ("<Response><Errors><Error><Code>InvalidAction</Code><Message>"
-                         f"{escape(params.get('Action', ''))} is not served here</Message>"
-                         "</Error></Errors><RequestID>x</RequestID></Response>")
+            return 400, (
+                "<Response><Errors><Error><Code>InvalidAction</Code><Message>"
+                f"{escape(params.get('Action', ''))} is not served here</Message>"
+                "</Error></Errors><RequestID>x</RequestID></Response>"
+            )
         rows = self.rows
         types = [v for k, v in params.items() if k.startswith("InstanceType.")]
         if types:
@@ -70,19 +74,22 @@ class PriceHistoryEndpoint:
         if "EndTime" in params:
             rows = rows[rows["ts"] <= pd.Timestamp(params["EndTime"])]
         offset = int(params.get("NextToken", "0"))
-        page = rows.iloc[offset: offset + self.page_size]
+        page = rows.iloc[offset : offset + self.page_size]
         items = "".join(
             f"<item><instanceType>{r.instance_type}</instanceType>"
             f"<productDescription>{escape(r.product_description)}</productDescription>"
             f"<spotPrice>{r.spot_price}</spotPrice>"
             f"<timestamp>{r.ts.strftime('%Y-%m-%dT%H:%M:%S.000Z')}</timestamp>"
             f"<availabilityZone>{r.availability_zone}</availabilityZone></item>"
-            for r in page.itertuples())
+            for r in page.itertuples()
+        )
         more = offset + self.page_size < len(rows)
         token = f"<nextToken>{offset + self.page_size}</nextToken>" if more else ""
-        return 200, (f'<DescribeSpotPriceHistoryResponse xmlns="{NS}"><requestId>r</requestId>'
-                     f"<spotPriceHistorySet>{items}</spotPriceHistorySet>{token}"
-                     "</DescribeSpotPriceHistoryResponse>")
+        return 200, (
+            f'<DescribeSpotPriceHistoryResponse xmlns="{NS}"><requestId>r</requestId>'
+            f"<spotPriceHistorySet>{items}</spotPriceHistorySet>{token}"
+            "</DescribeSpotPriceHistoryResponse>"
+        )
 
     def close(self) -> None:
         self._server.shutdown()

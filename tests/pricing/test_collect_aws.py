@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from botocore.config import Config
 
-from pricing.sources.aws import collect_aws
+from pricing.sources.aws import CollectReport, collect_aws
 from pricing.store import MarketStore
 from tests.conftest import CliRun
 from tests.pricing.conftest import unused_url
@@ -25,20 +25,38 @@ def store(store_file: Path) -> Iterator[MarketStore]:
         yield market
 
 
-def ec2(endpoint: str, attempts: int = 5):  # noqa: ANN201
-    return boto3.client("ec2", region_name="us-east-1", endpoint_url=endpoint,
-                        config=Config(retries={"max_attempts": attempts, "mode": "standard"}))
+def ec2(endpoint: str, attempts: int = 5):
+    return boto3.client(
+        "ec2",
+        region_name="us-east-1",
+        endpoint_url=endpoint,
+        config=Config(retries={"max_attempts": attempts, "mode": "standard"}),
+    )
 
 
-def collect(store: MarketStore, endpoint: str, types: list[str], **kwargs: object):  # noqa: ANN201
+def collect(
+    store: MarketStore,
+    endpoint: str,
+    types: list[str],
+    advisor_url: str | None = None,
+    placement_scores: bool = False,
+) -> CollectReport:
     def resume_from(instance_type: str) -> pd.Timestamp | None:
         where = {"provider": "aws", "region": "us-east-1", "market": "spot"}
-        return store.newest("prices", {**where, "instance_type": instance_type}
-                            if instance_type else where)
+        return store.newest(
+            "prices", {**where, "instance_type": instance_type} if instance_type else where
+        )
 
-    options = {"advisor_url": None, "placement_scores": False, **kwargs}
-    report = collect_aws(ec2(endpoint), region="us-east-1", instance_types=types,
-                         resume_from=resume_from, since=None, now=NOW, **options)  # type: ignore[arg-type]
+    report = collect_aws(
+        ec2(endpoint),
+        region="us-east-1",
+        instance_types=types,
+        resume_from=resume_from,
+        since=None,
+        now=NOW,
+        advisor_url=advisor_url,
+        placement_scores=placement_scores,
+    )
     store.upsert(report.frames)
     return report
 
@@ -48,7 +66,8 @@ def stored_prices(store: MarketStore) -> pd.DataFrame:
 
 
 def test_collector_follows_next_token_pages_and_stores_every_row(
-        store: MarketStore, us_east_1_history: pd.DataFrame) -> None:
+    store: MarketStore, us_east_1_history: pd.DataFrame
+) -> None:
     endpoint = PriceHistoryEndpoint(us_east_1_history, page_size=100)
     try:
         report = collect(store, endpoint.url, [])
@@ -63,7 +82,8 @@ def test_collector_follows_next_token_pages_and_stores_every_row(
 
 
 def test_collector_resumes_each_series_from_its_newest_stored_price(
-        store: MarketStore, us_east_1_history: pd.DataFrame) -> None:
+    store: MarketStore, us_east_1_history: pd.DataFrame
+) -> None:
     cutoff = pd.Timestamp("2020-01-10", tz="UTC")
     stamps = pd.to_datetime(us_east_1_history["timestamp"], utc=True)
     types = ["p3.2xlarge", "p2.xlarge"]
@@ -76,8 +96,11 @@ def test_collector_resumes_each_series_from_its_newest_stored_price(
         collect(store, endpoint.url, types)
     finally:
         endpoint.close()
-    starts = {r["InstanceType.1"]: pd.Timestamp(r["StartTime"])
-              for r in endpoint.requests if "NextToken" not in r}
+    starts = {
+        r["InstanceType.1"]: pd.Timestamp(r["StartTime"])
+        for r in endpoint.requests
+        if "NextToken" not in r
+    }
     assert starts == newest
     expected = us_east_1_history[us_east_1_history["instance_type"].isin(types)]
     assert len(stored_prices(store)) == len(expected)
@@ -86,7 +109,8 @@ def test_collector_resumes_each_series_from_its_newest_stored_price(
 
 
 def test_collector_backs_off_and_retries_when_throttled(
-        store: MarketStore, us_east_1_history: pd.DataFrame) -> None:
+    store: MarketStore, us_east_1_history: pd.DataFrame
+) -> None:
     endpoint = PriceHistoryEndpoint(us_east_1_history, page_size=500, throttle=2)
     try:
         collect(store, endpoint.url, [])
@@ -97,23 +121,33 @@ def test_collector_backs_off_and_retries_when_throttled(
 
 
 def test_collector_fails_loudly_when_throttling_outlasts_the_retries(
-        store: MarketStore, us_east_1_history: pd.DataFrame) -> None:
+    store: MarketStore, us_east_1_history: pd.DataFrame
+) -> None:
     from botocore.exceptions import ClientError
 
     endpoint = PriceHistoryEndpoint(us_east_1_history, throttle=100)
     try:
         with pytest.raises(ClientError, match="RequestLimitExceeded"):
-            collect_aws(ec2(endpoint.url, attempts=2), region="us-east-1", instance_types=[],
-                        resume_from=lambda t: None, since=None, now=NOW, advisor_url=None)
+            collect_aws(
+                ec2(endpoint.url, attempts=2),
+                region="us-east-1",
+                instance_types=[],
+                resume_from=lambda t: None,
+                since=None,
+                now=NOW,
+                advisor_url=None,
+            )
     finally:
         endpoint.close()
     assert store.summary()["tables"]["prices"] == 0
 
 
 def test_collector_against_moto_server_reports_unavailable_sources_and_keeps_the_rest(
-        store: MarketStore, moto_server: str) -> None:
-    report = collect(store, moto_server, ["t3.micro"], placement_scores=True,
-                     advisor_url=unused_url())
+    store: MarketStore, moto_server: str
+) -> None:
+    report = collect(
+        store, moto_server, ["t3.micro"], placement_scores=True, advisor_url=unused_url()
+    )
     assert len(report.frames["prices"]) >= 1  # moto's placeholder history
     assert set(report.frames["prices"]["instance_type"]) == {"t3.micro"}
     assert any(m.startswith("placement scores: skipped") for m in report.messages)
@@ -122,23 +156,37 @@ def test_collector_against_moto_server_reports_unavailable_sources_and_keeps_the
     assert store.summary()["tables"]["prices"] == len(report.frames["prices"])
 
 
-def test_collector_stores_advisor_bands_from_the_feed(store: MarketStore, moto_server: str,
-                                                      file_server: str) -> None:
+def test_collector_stores_advisor_bands_from_the_feed(
+    store: MarketStore, moto_server: str, file_server: str
+) -> None:
     url = f"{file_server}/advisor/spot-advisor-data_2025-06-28.json"
     report = collect(store, moto_server, ["t3.micro"], advisor_url=url)
-    bands = store.query("SELECT * FROM bands WHERE region = 'us-east-1' "
-                        "AND instance_type = 'p3.2xlarge'")
+    bands = store.query(
+        "SELECT * FROM bands WHERE region = 'us-east-1' AND instance_type = 'p3.2xlarge'"
+    )
     assert len(bands) == 1 and 0 <= bands["interruption_band"].iloc[0] <= 4
     assert len(report.frames["bands"]) > 1000
 
 
 def test_collect_command_runs_against_the_endpoint_and_prints_skipped_sources(
-        cli: CliRun, us_east_1_history: pd.DataFrame, store_file: Path) -> None:
+    cli: CliRun, us_east_1_history: pd.DataFrame, store_file: Path
+) -> None:
     endpoint = PriceHistoryEndpoint(us_east_1_history, page_size=300, throttle=1)
     try:
-        result = cli("collect", "aws", "--region", "us-east-1", "--endpoint-url", endpoint.url,
-                     "--instance-types", "p3.2xlarge", "--advisor-url", unused_url(),
-                     "--since", "2019-12-01T00:00:00Z")
+        result = cli(
+            "collect",
+            "aws",
+            "--region",
+            "us-east-1",
+            "--endpoint-url",
+            endpoint.url,
+            "--instance-types",
+            "p3.2xlarge",
+            "--advisor-url",
+            unused_url(),
+            "--since",
+            "2019-12-01T00:00:00Z",
+        )
     finally:
         endpoint.close()
     assert result.returncode == 0, result.stderr
@@ -150,9 +198,18 @@ def test_collect_command_runs_against_the_endpoint_and_prints_skipped_sources(
 
 
 def test_collect_help_documents_every_flag(cli: CliRun) -> None:
-    result = cli("collect", "aws", "--help", env={"COLUMNS": "200", "NO_COLOR": "1",
-                                                 "TERM": "dumb"})
+    result = cli(
+        "collect", "aws", "--help", env={"COLUMNS": "200", "NO_COLOR": "1", "TERM": "dumb"}
+    )
     assert result.returncode == 0
-    for flag in ("--region", "--instance-types", "--since", "--endpoint-url", "--advisor-url",
-                 "--placement-scores", "--max-attempts", "--store"):
+    for flag in (
+        "--region",
+        "--instance-types",
+        "--since",
+        "--endpoint-url",
+        "--advisor-url",
+        "--placement-scores",
+        "--max-attempts",
+        "--store",
+    ):
         assert flag in result.stdout

@@ -1,0 +1,113 @@
+"""The DuckDB store: schema versions, idempotent upserts, transactions, export."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+import pytest
+
+from pricing.errors import StoreError
+from pricing.frames import validate
+from pricing.store import SCHEMA_VERSION, TABLES, MarketStore
+
+
+def prices(*values: float, source: str = "test") -> pd.DataFrame:
+    ts = pd.date_range("2024-01-01", periods=len(values), freq="h", tz="UTC")
+    return validate(
+        "prices",
+        pd.DataFrame(
+            {
+                "source": source,
+                "provider": "aws",
+                "region": "us-east-1",
+                "zone": "us-east-1a",
+                "instance_type": "p3.2xlarge",
+                "market": "spot",
+                "ts": ts,
+                "price": list(values),
+            }
+        ),
+        origin="test",
+    )
+
+
+def test_new_store_has_every_table_at_the_current_schema_version(store_file: Path) -> None:
+    with MarketStore.open(store_file) as store:
+        assert store.schema_version() == SCHEMA_VERSION
+        assert set(store.summary()["tables"]) == set(TABLES)
+
+
+def test_upserting_the_same_rows_twice_changes_nothing(store_file: Path) -> None:
+    with MarketStore.open(store_file) as store:
+        assert store.upsert({"prices": prices(1.0, 2.0, 3.0)}) == {"prices": 3}
+        before = store.summary()
+        assert store.upsert({"prices": prices(1.0, 2.0, 3.0)}) == {"prices": 0}
+        assert store.summary() == before
+
+
+def test_upsert_replaces_a_changed_value_under_the_same_key(store_file: Path) -> None:
+    with MarketStore.open(store_file) as store:
+        store.upsert({"prices": prices(1.0, 2.0)})
+        store.upsert({"prices": prices(1.0, 2.5)})
+        assert store.query("SELECT price FROM prices ORDER BY ts")["price"].tolist() == [1.0, 2.5]
+
+
+def test_a_failing_upsert_leaves_every_table_as_it_was(store_file: Path) -> None:
+    with MarketStore.open(store_file) as store:
+        store.upsert({"prices": prices(1.0)})
+        before = store.summary()
+        broken = pd.DataFrame(
+            {  # skips validation: fails inside DuckDB, after prices went in
+                "source": ["x"],
+                "provider": ["aws"],
+                "region": ["r"],
+                "instance_type": ["t"],
+                "observed": [pd.Timestamp("2024-01-01", tz="UTC")],
+                "interruption_band": ["high"],
+                "savings_pct": [50.0],
+            }
+        )
+        with pytest.raises(duckdb.Error):
+            store.upsert({"prices": [prices(7.0, 8.0, 9.0, source="other")], "bands": broken})
+        assert store.summary() == before
+
+
+def test_store_newer_than_the_code_is_refused(store_file: Path) -> None:
+    with MarketStore.open(store_file) as store:
+        store.query(f"INSERT INTO schema_version VALUES ({SCHEMA_VERSION + 1})")
+    with pytest.raises(StoreError, match="newer than this Spotwise"):
+        MarketStore.open(store_file)
+
+
+def test_an_empty_duckdb_file_is_migrated_in_place(store_file: Path) -> None:
+    store_file.parent.mkdir(parents=True)
+    duckdb.connect(str(store_file)).close()
+    with MarketStore.open(store_file) as store:
+        assert store.schema_version() == SCHEMA_VERSION
+
+
+def test_reading_a_missing_store_says_how_to_create_it(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="spotwise data load"):
+        MarketStore.open(tmp_path / "none.duckdb", read_only=True)
+
+
+def test_export_writes_every_row_to_parquet(store_file: Path, tmp_path: Path) -> None:
+    with MarketStore.open(store_file) as store:
+        store.upsert({"prices": prices(1.0, 2.0, 3.0)})
+        assert store.export_parquet("prices", tmp_path / "out" / "p.parquet") == 3
+        with pytest.raises(StoreError, match="unknown table"):
+            store.export_parquet("nope", tmp_path / "x.parquet")
+    back = pd.read_parquet(tmp_path / "out" / "p.parquet")
+    assert back["price"].tolist() == [1.0, 2.0, 3.0]
+    assert not (tmp_path / "x.parquet").exists()
+
+
+def test_newest_is_the_latest_time_of_the_matching_series(store_file: Path) -> None:
+    with MarketStore.open(store_file) as store:
+        assert store.newest("prices", {"instance_type": "p3.2xlarge"}) is None
+        store.upsert({"prices": prices(1.0, 2.0, 3.0)})
+        assert store.newest("prices", {"instance_type": "p3.2xlarge"}) == pd.Timestamp(
+            "2024-01-01 02:00", tz="UTC"
+        )

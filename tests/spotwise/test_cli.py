@@ -1,0 +1,86 @@
+"""The `spotwise` command end to end, as a subprocess on the bundled data."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import duckdb
+
+from spotwise import settings
+from tests.conftest import DATA, CliRun, summary_json
+
+BUNDLED_SOURCES = {
+    "aws-price-history",
+    "bamboo-aws-counts",
+    "bamboo-events",
+    "bamboo-gcp-counts",
+    "cbl-availability-16node",
+    "cbl-availability-1node",
+    "cbl-preemption-1node",
+    "cbl-prices",
+    "gcp-prices",
+    "parcae",
+    "spot-advisor",
+}
+
+
+def test_load_reports_every_bundled_source_and_a_second_load_changes_nothing(cli: CliRun) -> None:
+    first = cli("data", "load")
+    assert first.returncode == 0, first.stderr
+    summary = summary_json(cli)
+    assert set(summary["sources"]) == BUNDLED_SOURCES
+    assert summary["tables"]["availability"] > 300_000
+    assert summary["sources"]["aws-price-history"]["prices"]["series"] == 98
+    second = cli("data", "load")
+    assert second.returncode == 0, second.stderr
+    assert "loaded 48 files: 0 new" in second.stderr.replace("\n", " ")
+    assert summary_json(cli) == summary
+
+
+def test_demo_loads_the_bundled_data_and_prints_the_summary(cli: CliRun) -> None:
+    result = cli("demo")
+    assert result.returncode == 0, result.stderr
+    assert "aws-price-history" in result.stdout and "availability" in result.stdout
+    assert summary_json(cli)["tables"]["prices"] > 20_000
+
+
+def test_export_writes_parquet_of_a_table(cli: CliRun, tmp_path: Path) -> None:
+    assert cli("data", "load", str(DATA / "traces" / "bamboo")).returncode == 0
+    target = tmp_path / "events.parquet"
+    result = cli("data", "export", "--table", "events", "--parquet", str(target))
+    assert result.returncode == 0, result.stderr
+    rows = duckdb.connect().execute(f"SELECT count(*) FROM '{target}'").fetchone()
+    assert rows is not None and rows[0] == summary_json(cli)["tables"]["events"] > 0
+    bad = cli("data", "export", "--table", "nope", "--parquet", str(target))
+    assert bad.returncode != 0 and "unknown table" in bad.stderr
+
+
+def test_summary_of_a_missing_store_says_how_to_fill_it(cli: CliRun) -> None:
+    result = cli("data", "summary")
+    assert result.returncode != 0
+    assert "spotwise data load" in result.stderr
+
+
+def test_store_flag_beats_the_environment_which_beats_the_default(tmp_path: Path) -> None:
+    flag = tmp_path / "flag.duckdb"
+    assert settings.store_path(flag) == flag
+    old = os.environ.get(settings.STORE_ENV)
+    os.environ[settings.STORE_ENV] = str(tmp_path / "env.duckdb")
+    try:
+        assert settings.store_path(None) == tmp_path / "env.duckdb"
+        del os.environ[settings.STORE_ENV]
+        assert settings.store_path(None).name == "market.duckdb"
+        assert "spotwise" in str(settings.store_path(None))
+    finally:
+        if old is not None:
+            os.environ[settings.STORE_ENV] = old
+
+
+def test_store_flag_on_the_command_line_is_used(cli: CliRun, tmp_path: Path) -> None:
+    other = tmp_path / "other.duckdb"
+    result = cli("data", "load", str(DATA / "advisor"), "--store", str(other))
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(cli("data", "summary", "--json", "--store", str(other)).stdout)
+    assert set(summary["sources"]) == {"spot-advisor"}
