@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any
 
 import pandas as pd
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
@@ -19,7 +16,8 @@ from pricing.errors import PricingError
 from pricing.ingest import FORMATS, LoadReport, discover, load_paths
 from pricing.sources.advisor import ADVISOR_URL
 from pricing.store import TABLES, MarketStore
-from spotwise import settings
+from spotwise import policy_commands, settings
+from spotwise.console import StoreOption, err, fail, open_store, out
 
 app = typer.Typer(
     help="Spotwise: train ML models cheaply and safely on spot GPUs.",
@@ -30,37 +28,8 @@ data_app = typer.Typer(help="Load, summarise and export the market store.", no_a
 collect_app = typer.Typer(help="Collect live market data from cloud APIs.", no_args_is_help=True)
 app.add_typer(data_app, name="data")
 app.add_typer(collect_app, name="collect")
-
-err = Console(stderr=True)
-out = Console()
-
-StoreOption = Annotated[
-    Path | None,
-    typer.Option(
-        "--store",
-        help=f"Store file (default: ${settings.STORE_ENV}, else the user data folder).",
-        show_default=False,
-    ),
-]
-
-
-def fail(message: str) -> NoReturn:
-    """Print one clear error line and exit non-zero."""
-    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
-    raise typer.Exit(code=1)
-
-
-@contextmanager
-def open_store(path: Path | None, *, read_only: bool = False) -> Iterator[MarketStore]:
-    """Open the configured store, turning store problems into one clear error."""
-    try:
-        store = MarketStore.open(settings.store_path(path), read_only=read_only)
-    except PricingError as exc:
-        fail(str(exc))
-    try:
-        yield store
-    finally:
-        store.close()
+app.add_typer(policy_commands.bench_app, name="bench")
+app.command("plan")(policy_commands.plan)
 
 
 @data_app.command("load")

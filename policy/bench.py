@@ -1,0 +1,160 @@
+"""The policy benchmark: many jobs on real traces, each policy's cost ratio per pool.
+
+``single`` runs every pool's trace on its own (KEY = pool name, plus ``mean`` of the per-pool
+means); ``multi`` lets the policy pick any pool at every tick (KEY = ``all``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from policy.job import JobSpec
+from policy.policies.base import make
+from policy.simulate import CheckpointMode, JobResult, job_starts, simulate
+from policy.traces import TraceSet
+
+ZonesMode = Literal["single", "multi"]
+
+
+@dataclass(slots=True)
+class BenchRun:
+    """Per key and policy, the results of every job, and the seconds each policy took."""
+
+    zones: ZonesMode
+    results: dict[str, dict[str, list[JobResult]]] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def summary(self) -> dict[str, Any]:
+        """The bench JSON: mean and p90 cost ratio, deadline miss rate and job count."""
+        out: dict[str, dict[str, dict[str, float | int]]] = {}
+        for key, per_policy in self.results.items():
+            out[key] = {name: _stats(jobs) for name, jobs in per_policy.items()}
+        if self.zones == "single" and out:
+            names = next(iter(out.values())).keys()
+            out["mean"] = {
+                name: {
+                    "mean_cost_ratio": float(
+                        np.mean([out[k][name]["mean_cost_ratio"] for k in self.results])
+                    ),
+                    "p90_cost_ratio": float(
+                        np.mean([out[k][name]["p90_cost_ratio"] for k in self.results])
+                    ),
+                    "deadline_miss_rate": float(
+                        np.mean([out[k][name]["deadline_miss_rate"] for k in self.results])
+                    ),
+                    "n_jobs": int(sum(out[k][name]["n_jobs"] for k in self.results)),
+                }
+                for name in names
+            }
+        return {"zones": self.zones, "results": out}
+
+
+def _stats(jobs: Sequence[JobResult]) -> dict[str, float | int]:
+    ratios = np.array([j.cost_ratio for j in jobs])
+    return {
+        "mean_cost_ratio": round(float(ratios.mean()), 6),
+        "p90_cost_ratio": round(float(np.percentile(ratios, 90)), 6),
+        "deadline_miss_rate": round(float(np.mean([not j.done for j in jobs])), 6),
+        "n_jobs": len(jobs),
+    }
+
+
+def run_bench(
+    traces: TraceSet,
+    spec: JobSpec,
+    *,
+    zones: ZonesMode,
+    policies: Sequence[str],
+    test_from_hours: float,
+    start_every_hours: float,
+    checkpoint: CheckpointMode | None = None,
+    on_job: Callable[[str, str], None] | None = None,
+) -> BenchRun:
+    """Simulate every policy on every job start (and pool, for ``single``)."""
+    for name in policies:
+        make(name)  # fail early on an unknown name
+    job = spec.ticks(traces.gap_seconds)
+    starts = job_starts(
+        traces.n_ticks, traces.gap_seconds, job.deadline, test_from_hours, start_every_hours
+    )
+    if not starts:
+        raise ValueError(
+            f"no job fits: the traces hold {traces.n_ticks * traces.gap_seconds / 3600:.1f} h, "
+            f"jobs start at {test_from_hours} h and need {spec.deadline_hours} h"
+        )
+    groups = (
+        {name: traces.subset([name]) for name in traces.names}
+        if zones == "single"
+        else {"all": traces}
+    )
+    run = BenchRun(zones=zones)
+    for key, group in groups.items():
+        run.results[key] = {}
+        for name in policies:
+            began = time.perf_counter()
+            jobs = []
+            for start in starts:
+                jobs.append(simulate(make(name), group, spec, start, checkpoint))
+                if on_job:
+                    on_job(key, name)
+            run.results[key][name] = jobs
+            run.seconds[name] = run.seconds.get(name, 0.0) + time.perf_counter() - began
+    return run
+
+
+def count_jobs(
+    traces: TraceSet,
+    spec: JobSpec,
+    *,
+    zones: ZonesMode,
+    n_policies: int,
+    test_from_hours: float,
+    start_every_hours: float,
+) -> int:
+    """How many simulations :func:`run_bench` will make (for a progress bar)."""
+    job = spec.ticks(traces.gap_seconds)
+    starts = job_starts(
+        traces.n_ticks, traces.gap_seconds, job.deadline, test_from_hours, start_every_hours
+    )
+    groups = len(traces.names) if zones == "single" else 1
+    return len(starts) * groups * n_policies
+
+
+def plot_bench(summary: dict[str, Any], target: Path) -> None:
+    """Cost ratio per policy per pool, the omniscient bound drawn as a line."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    results = summary["results"]
+    keys = list(results)
+    policies = [p for p in next(iter(results.values())) if p != "omniscient"]
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(keys) + 2), 4.5))
+    width = 0.8 / max(1, len(policies))
+    x = np.arange(len(keys))
+    for i, name in enumerate(policies):
+        ax.bar(
+            x + (i - (len(policies) - 1) / 2) * width,
+            [results[k][name]["mean_cost_ratio"] for k in keys],
+            width,
+            label=name,
+        )
+    if "omniscient" in next(iter(results.values())):
+        bound = [results[k]["omniscient"]["mean_cost_ratio"] for k in keys]
+        ax.plot(x, bound, "k_", markersize=30, markeredgewidth=2.5, label="omniscient bound")
+    ax.axhline(1.0, color="grey", linestyle=":", linewidth=1)
+    ax.set_xticks(x, keys, rotation=30, ha="right")
+    ax.set_ylabel("mean cost ratio (1 = on-demand)")
+    ax.set_title(f"Policy cost ratio, {summary['zones']}-zone")
+    ax.legend(fontsize=8, loc="lower left", ncol=4, framealpha=0.9)
+    fig.tight_layout()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(target, dpi=120)
+    plt.close(fig)

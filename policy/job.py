@@ -1,0 +1,57 @@
+"""A training job in hours, and the same job in the ticks of a trace (design.md)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from policy.errors import PolicyError
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobSpec:
+    """What the job needs: compute hours by a deadline, the changeover time and the prices."""
+
+    compute_hours: float
+    deadline_hours: float
+    changeover_hours: float
+    spot_price: float
+    on_demand_price: float
+
+    def __post_init__(self) -> None:
+        for name in ("compute_hours", "deadline_hours", "spot_price", "on_demand_price"):
+            if not getattr(self, name) > 0:
+                raise PolicyError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.changeover_hours < 0:
+            raise PolicyError(f"changeover_hours must be >= 0, got {self.changeover_hours}")
+        if self.deadline_hours < self.compute_hours + self.changeover_hours:
+            raise PolicyError(
+                f"the deadline ({self.deadline_hours} h) is shorter than the compute plus one "
+                f"changeover ({self.compute_hours + self.changeover_hours} h): no schedule fits"
+            )
+
+    def ticks(self, gap_seconds: float) -> JobTicks:
+        """The job on a trace with ``gap_seconds`` between ticks."""
+        per_hour = 3600.0 / gap_seconds
+        return JobTicks(
+            work=round(self.compute_hours * per_hour),
+            deadline=math.floor(self.deadline_hours * per_hour),
+            changeover=round(self.changeover_hours * per_hour),
+            deadline_exact=self.deadline_hours * per_hour,
+            hours_per_tick=gap_seconds / 3600.0,
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobTicks:
+    """K productive ticks needed by tick T; a changeover lasts D ticks."""
+
+    work: int
+    """K = round(C·3600/g)."""
+    deadline: int
+    """T = floor(R·3600/g)."""
+    changeover: int
+    """D = round(d·3600/g)."""
+    deadline_exact: float
+    """R·3600/g before flooring, for uniform progress ep(t) = K·t/(R·3600/g)."""
+    hours_per_tick: float

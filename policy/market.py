@@ -1,0 +1,141 @@
+"""Pool terms from the market store: latest prices and a preemption MTBF per pool.
+
+The MTBF of a pool comes, in order of preference, from its 1-node availability or preemption
+traces (time available / number of times it was taken away), else from the Spot Advisor band
+of its region (the band's mid frequency of interruption per month), else from a default band.
+AWS on-demand prices are not in the bundled data: they come from ``--on-demand-price`` or are
+estimated from the Spot Advisor saving (``spot / (1 − saving)``). Each estimate is recorded as
+an assumption.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from policy.cost import HOURS_PER_MONTH
+from pricing.store import MarketStore
+
+BAND_MID_FREQUENCY = {0: 0.025, 1: 0.075, 2: 0.125, 3: 0.175, 4: 0.25}
+"""Mid interruption frequency (per month) of each Spot Advisor band."""
+DEFAULT_BAND = 2
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PoolTerms:
+    """One pool as the planner sees it."""
+
+    provider: str
+    region: str
+    zone: str
+    instance_type: str
+    spot_price: float
+    price_time: pd.Timestamp
+    on_demand_price: float
+    mtbf_hours: float
+    on_demand_source: str
+    mtbf_source: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.provider}:{self.zone or self.region}:{self.instance_type}"
+
+
+def band_mtbf_hours(band: int) -> float:
+    """MTBF implied by a band: a month over its mid interruption frequency."""
+    return HOURS_PER_MONTH / BAND_MID_FREQUENCY[band]
+
+
+def pools_from_store(
+    store: MarketStore,
+    instance_type: str,
+    provider: str = "all",
+    on_demand_price: float | None = None,
+) -> list[PoolTerms]:
+    """Every pool of ``instance_type`` with a spot price in the store (``provider`` = aws, gcp or
+    all)."""
+    where = "" if provider == "all" else "AND provider = ?"
+    params: list[Any] = [instance_type] + ([] if provider == "all" else [provider])
+    spot = store.query(
+        f"""SELECT provider, region, zone, instance_type, arg_max(price, ts) AS price,
+                   max(ts) AS ts
+            FROM prices WHERE market = 'spot' AND instance_type = ? {where}
+            GROUP BY ALL ORDER BY ALL""",
+        params,
+    )
+    on_demand = store.query(
+        f"""SELECT provider, region, arg_max(price, ts) AS price FROM prices
+            WHERE market = 'on_demand' AND instance_type = ? {where} GROUP BY ALL""",
+        params,
+    )
+    bands = store.query(
+        """SELECT region, arg_max(interruption_band, observed) AS band,
+                  arg_max(savings_pct, observed) AS saving
+           FROM bands WHERE instance_type = ? GROUP BY ALL""",
+        [instance_type],
+    )
+    trace_mtbf = _trace_mtbf(store, instance_type)
+    od = {(r.provider, r.region): float(r.price) for r in on_demand.itertuples()}
+    band = {r.region: (int(r.band), float(r.saving)) for r in bands.itertuples()}
+    pools = []
+    for row in spot.itertuples():
+        region_band = band.get(row.region)
+        if on_demand_price is not None:
+            od_price, od_source = on_demand_price, "given with --on-demand-price"
+        elif (row.provider, row.region) in od:
+            od_price, od_source = od[(row.provider, row.region)], "store"
+        elif region_band and 0 < region_band[1] < 100:
+            od_price = float(row.price) / (1 - region_band[1] / 100)
+            od_source = f"estimated from the Spot Advisor saving {region_band[1]:.0f}%"
+        else:
+            continue
+        if (row.provider, row.zone) in trace_mtbf:
+            mtbf, source = trace_mtbf[(row.provider, row.zone)]
+        elif region_band:
+            mtbf = band_mtbf_hours(region_band[0])
+            source = f"Spot Advisor band {region_band[0]} of {row.region}"
+        else:
+            mtbf, source = band_mtbf_hours(DEFAULT_BAND), f"default band {DEFAULT_BAND}"
+        pools.append(
+            PoolTerms(
+                provider=row.provider,
+                region=row.region,
+                zone=row.zone,
+                instance_type=row.instance_type,
+                spot_price=float(row.price),
+                price_time=pd.Timestamp(row.ts),
+                on_demand_price=od_price,
+                mtbf_hours=mtbf,
+                on_demand_source=od_source,
+                mtbf_source=source,
+            )
+        )
+    return pools
+
+
+def _trace_mtbf(store: MarketStore, instance_type: str) -> dict[tuple[str, str], tuple[float, str]]:
+    """MTBF per (provider, zone) from 1-node traces: hours available per loss of availability."""
+    frame = store.query(
+        """WITH ordered AS (
+             SELECT provider, zone, source, ts, available_nodes,
+                    lag(available_nodes) OVER w AS before,
+                    epoch(lead(ts) OVER w) - epoch(ts) AS seconds
+             FROM availability
+             WHERE instance_type = ? AND source LIKE 'cbl-%-1node'
+             WINDOW w AS (PARTITION BY provider, zone, source ORDER BY ts))
+           SELECT provider, zone,
+                  sum(CASE WHEN available_nodes = 1 THEN seconds ELSE 0 END) / 3600 AS up_hours,
+                  sum(CASE WHEN before = 1 AND available_nodes = 0 THEN 1 ELSE 0 END) AS losses
+           FROM ordered GROUP BY ALL""",
+        [instance_type],
+    )
+    out = {}
+    for row in frame.itertuples():
+        losses = int(row.losses)
+        up = float(row.up_hours or 0.0)
+        mtbf = up / losses if losses else math.inf
+        out[(row.provider, row.zone)] = (mtbf, f"traces: {up:.0f} h available, {losses} losses")
+    return out

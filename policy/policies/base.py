@@ -1,0 +1,118 @@
+"""The policy interface: every policy sees the present tick and the past, and picks an action.
+
+Actions are small ints: :data:`NONE` (wait), :data:`ON_DEMAND`, or ``spot(z)`` for spot in
+pool ``z``. Policies are registered by name (:func:`register`) and built with :func:`make`.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import ClassVar, TypeVar
+
+import numpy as np
+
+from policy.errors import UnknownPolicy
+from policy.job import JobTicks
+from policy.traces import Pool
+
+NONE = 0
+ON_DEMAND = 1
+SPOT0 = 2
+
+
+def spot(pool: int) -> int:
+    """The action (and state) 'spot in pool ``pool``'."""
+    return SPOT0 + pool
+
+
+def describe(action: int, pools: tuple[Pool, ...]) -> str:
+    """An action as words: 'wait', 'on-demand' or 'spot in <pool>'."""
+    if action == NONE:
+        return "wait"
+    if action == ON_DEMAND:
+        return "on-demand"
+    return f"spot in {pools[action - SPOT0].name}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobContext:
+    """What a policy knows when a job starts."""
+
+    job: JobTicks
+    pools: tuple[Pool, ...]
+    spot_price: np.ndarray
+    """float [pools]: each pool's list spot price per hour (ticks may differ, see prices)."""
+    on_demand_price: float
+    speed: np.ndarray
+    """float [pools]: progress per productive spot tick; on-demand progresses 1 per tick."""
+    past_available: np.ndarray
+    """bool [pools, ticks before the job's start]."""
+    future_available: np.ndarray | None = None
+    """bool [pools, job ticks]: only for policies that read the future (the omniscient bound)."""
+    future_prices: np.ndarray | None = None
+    """float [pools, job ticks] spot prices: only for policies that read the future."""
+
+
+@dataclass(slots=True)
+class Observation:
+    """The present tick as a policy sees it (one object per run, updated in place)."""
+
+    tick: int
+    """Ticks since the job started."""
+    progress: float
+    """Productive ticks done (in the reference instance's ticks)."""
+    state: int
+    """Current instance after this tick's preemption check: NONE, ON_DEMAND or spot(z)."""
+    changeover_left: int
+    """Ticks of changeover still to go on the current instance."""
+    preempted: bool
+    """Whether the spot instance was taken back at the start of this tick."""
+    available: np.ndarray
+    """bool [pools]: spot available at this tick."""
+    prices: np.ndarray
+    """float [pools]: spot price per hour at this tick."""
+
+
+class Policy(ABC):
+    """Picks wait, on-demand or spot in a pool at every tick of a job."""
+
+    name: ClassVar[str]
+    reads_future: ClassVar[bool] = False
+    """True only for the omniscient bound: the simulator then shows it the whole job."""
+    bid: float | None = None
+    """Max spot price per hour: the instance is taken back when the price rises above it."""
+    checkpoint_ticks: int | None = None
+    """Checkpoint interval this policy chooses, in ticks (simulator checkpoint mode)."""
+
+    @abstractmethod
+    def reset(self, context: JobContext) -> None:
+        """Start a new job."""
+
+    @abstractmethod
+    def act(self, obs: Observation) -> int:
+        """The action for this tick."""
+
+
+PolicyT = TypeVar("PolicyT", bound=type[Policy])
+REGISTRY: dict[str, Callable[[], Policy]] = {}
+
+
+def register(cls: PolicyT) -> PolicyT:
+    """Class decorator: make a policy buildable by its ``name``."""
+    REGISTRY[cls.name] = cls
+    return cls
+
+
+def make(name: str) -> Policy:
+    """A fresh policy by registered name.
+
+    Raises:
+        UnknownPolicy: naming the registered policies.
+    """
+    import policy.policies  # noqa: F401  (registers the built-in policies)
+
+    if name not in REGISTRY:
+        raise UnknownPolicy(f"unknown policy {name!r}; choose from {', '.join(sorted(REGISTRY))}")
+    return REGISTRY[name]()

@@ -1,0 +1,19 @@
+"""On-demand only: the cost every saving is measured against (cost ratio 1)."""
+
+from __future__ import annotations
+
+from policy.policies.base import ON_DEMAND, JobContext, Observation, Policy, register
+
+
+@register
+class OnDemand(Policy):
+    """Run on demand from the first tick to the end."""
+
+    name = "on_demand"
+
+    def reset(self, context: JobContext) -> None:
+        """Nothing to prepare."""
+
+    def act(self, obs: Observation) -> int:
+        """Always on-demand."""
+        return ON_DEMAND

@@ -1,0 +1,49 @@
+"""Uniform progress, the policy of "Can't Be Late" (Wu et al., NSDI'24).
+
+Expected progress grows uniformly: ep(t) = K·t/T. (1) Idle and behind ep(t) → on-demand;
+(2) take spot whenever available and stay until preempted; (3) hysteresis: on on-demand,
+stay until progress >= ep(t + 2D); (4) safety net: when the time left is under the work left
+plus two changeovers, on-demand to the end. With several pools it fails over to the
+available pool with the best availability so far.
+"""
+
+from __future__ import annotations
+
+from policy.policies.base import NONE, ON_DEMAND, SPOT0, JobContext, Observation, Policy, register
+from policy.policies.failover import FailoverChooser
+from policy.policies.greedy import safety_net
+
+
+@register
+class UniformProgress(Policy):
+    """Follow the uniform-progress line with spot, on-demand when behind."""
+
+    name = "uniform_progress"
+
+    def reset(self, context: JobContext) -> None:
+        """Start a job."""
+        self._context = context
+        self._chooser = FailoverChooser(context)
+        job = context.job
+        self._rate = job.work / job.deadline_exact
+
+    def expected_progress(self, tick: float) -> float:
+        """ep(t): where uniform progress would be at ``tick``."""
+        return self._rate * tick
+
+    def act(self, obs: Observation) -> int:
+        """The four rules, safety net first."""
+        self._chooser.observe(obs)
+        if safety_net(obs, self._context):
+            return ON_DEMAND
+        if obs.state >= SPOT0:
+            return obs.state
+        if obs.state == ON_DEMAND:
+            ahead = obs.progress >= self.expected_progress(
+                obs.tick + 2 * self._context.job.changeover
+            )
+            return self._chooser.best_available(obs) if ahead else ON_DEMAND
+        choice = self._chooser.best_available(obs)
+        if choice != NONE:
+            return choice
+        return ON_DEMAND if obs.progress < self.expected_progress(obs.tick) else NONE

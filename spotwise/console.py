@@ -1,0 +1,46 @@
+"""What every command shares: the consoles, one-line errors, the store option."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, NoReturn
+
+import typer
+from rich.console import Console
+
+from pricing.errors import PricingError
+from pricing.store import MarketStore
+from spotwise import settings
+
+err = Console(stderr=True)
+out = Console()
+
+StoreOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--store",
+        help=f"Store file (default: ${settings.STORE_ENV}, else the user data folder).",
+        show_default=False,
+    ),
+]
+
+
+def fail(message: str) -> NoReturn:
+    """Print one clear error line and exit non-zero."""
+    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code=1)
+
+
+@contextmanager
+def open_store(path: Path | None, *, read_only: bool = False) -> Iterator[MarketStore]:
+    """Open the configured store, turning store problems into one clear error."""
+    try:
+        store = MarketStore.open(settings.store_path(path), read_only=read_only)
+    except PricingError as exc:
+        fail(str(exc))
+    try:
+        yield store
+    finally:
+        store.close()

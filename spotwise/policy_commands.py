@@ -1,0 +1,280 @@
+"""Commands of the policy lab: ``spotwise bench policy`` and ``spotwise plan``."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Annotated, Literal
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from policy.bench import count_jobs, plot_bench, run_bench
+from policy.errors import PolicyError
+from policy.job import JobSpec
+from policy.market import pools_from_store
+from policy.plan import PlanInputs, plan_job
+from policy.simulate import CheckpointMode
+from policy.traces import load_traces
+from spotwise import settings
+from spotwise.console import StoreOption, err, fail, open_store, out
+
+bench_app = typer.Typer(help="Benchmarks that print JSON.", no_args_is_help=True)
+
+DEFAULT_TRACES = Path("traces/cbl/availability/1-node/aws-02-15-2023")
+
+
+@bench_app.command("policy")
+def bench_policy(
+    traces: Annotated[
+        Path | None,
+        typer.Option(
+            "--traces",
+            help="Folder of 1-node CBL JSON traces, one pool per file (default: the "
+            "bundled 9-zone aws-02-15-2023 traces).",
+            show_default=False,
+        ),
+    ] = None,
+    zones: Annotated[
+        str,
+        typer.Option(
+            "--zones", help="single: each pool on its own; multi: any pool at every tick."
+        ),
+    ] = "single",
+    compute_hours: Annotated[float, typer.Option("--compute-hours", min=0.0)] = 48.0,
+    deadline_hours: Annotated[float, typer.Option("--deadline-hours", min=0.0)] = 60.0,
+    changeover_hours: Annotated[float, typer.Option("--changeover-hours", min=0.0)] = 0.2,
+    spot_price: Annotated[float, typer.Option("--spot-price", min=0.0)] = 0.918,
+    on_demand_price: Annotated[float, typer.Option("--on-demand-price", min=0.0)] = 3.06,
+    test_from_hours: Annotated[
+        float,
+        typer.Option(
+            "--test-from-hours",
+            min=0.0,
+            help="First job starts at the first tick at or after this.",
+        ),
+    ] = 0.0,
+    start_every_hours: Annotated[
+        float, typer.Option("--start-every-hours", min=0.0, help="Hours between job starts.")
+    ] = 12.0,
+    policies: Annotated[
+        str, typer.Option("--policies", help="Comma-separated policy names.")
+    ] = "on_demand,greedy,uniform_progress,omniscient",
+    pools: Annotated[
+        Path | None,
+        typer.Option(
+            "--pools",
+            help="JSON of per-pool spot_price, on_demand_price and speed.",
+            show_default=False,
+        ),
+    ] = None,
+    checkpoint_minutes: Annotated[
+        float | None,
+        typer.Option(
+            "--checkpoint-minutes",
+            min=0.0,
+            help="Checkpoint mode: interval in minutes of work (0 = the policy chooses).",
+            show_default=False,
+        ),
+    ] = None,
+    checkpoint_stall_seconds: Annotated[
+        float,
+        typer.Option(
+            "--checkpoint-stall-seconds", min=0.0, help="Checkpoint mode: stall per checkpoint."
+        ),
+    ] = 30.0,
+    notice_seconds: Annotated[
+        float, typer.Option("--notice-seconds", min=0.0, help="Checkpoint mode: preemption notice.")
+    ] = 120.0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
+    plot: Annotated[
+        Path | None,
+        typer.Option(
+            "--plot", help="Write a PNG of cost ratio per policy per pool.", show_default=False
+        ),
+    ] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", help="Print timings on stderr.")] = False,
+) -> None:
+    """Simulate policies on real traces; cost ratio = cost / on-demand cost of the job."""
+    if zones not in ("single", "multi"):
+        fail(f"--zones must be single or multi, got {zones!r}")
+    mode: Literal["single", "multi"] = "single" if zones == "single" else "multi"
+    names = [p.strip() for p in policies.split(",") if p.strip()]
+    folder = traces or settings.bundled_data_dir() / DEFAULT_TRACES
+    try:
+        spec = JobSpec(
+            compute_hours=compute_hours,
+            deadline_hours=deadline_hours,
+            changeover_hours=changeover_hours,
+            spot_price=spot_price,
+            on_demand_price=on_demand_price,
+        )
+        trace_set = load_traces(folder, pools)
+        checkpoint = (
+            None
+            if checkpoint_minutes is None
+            else CheckpointMode(
+                interval_minutes=checkpoint_minutes or None,
+                stall_seconds=checkpoint_stall_seconds,
+                notice_seconds=notice_seconds,
+            )
+        )
+        total = count_jobs(
+            trace_set,
+            spec,
+            zones=mode,
+            n_policies=len(names),
+            test_from_hours=test_from_hours,
+            start_every_hours=start_every_hours,
+        )
+        began = time.perf_counter()
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=err,
+            transient=True,
+        ) as bar:
+            task = bar.add_task("simulating", total=total)
+            run = run_bench(
+                trace_set,
+                spec,
+                zones=mode,
+                policies=names,
+                test_from_hours=test_from_hours,
+                start_every_hours=start_every_hours,
+                checkpoint=checkpoint,
+                on_job=lambda key, name: bar.update(task, advance=1, description=f"{key} {name}"),
+            )
+    except (PolicyError, ValueError) as exc:
+        fail(str(exc))
+    summary = run.summary()
+    if verbose:
+        jobs = {name: sum(len(run.results[k][name]) for k in run.results) for name in names}
+        for name in names:
+            err.print(
+                f"{name}: {run.seconds[name]:.2f} s for {jobs[name]} jobs "
+                f"({1000 * run.seconds[name] / jobs[name]:.1f} ms per job)"
+            )
+        err.print(f"total {time.perf_counter() - began:.2f} s")
+    if plot:
+        plot_bench(summary, plot)
+        err.print(f"plot written to {plot}")
+    if as_json:
+        print(json.dumps(summary, indent=2))
+        return
+    table = Table("pool", *names, title=f"mean cost ratio ({mode}-zone; p90, misses)")
+    for key, per_policy in summary["results"].items():
+        table.add_row(
+            key,
+            *(
+                f"{per_policy[n]['mean_cost_ratio']:.3f} "
+                f"(p90 {per_policy[n]['p90_cost_ratio']:.3f}, "
+                f"miss {per_policy[n]['deadline_miss_rate']:.0%})"
+                for n in names
+            ),
+        )
+    out.print(table)
+
+
+def plan(
+    gpu_hours: Annotated[float, typer.Option("--gpu-hours", min=0.0, help="Work to do.")],
+    deadline_hours: Annotated[float, typer.Option("--deadline-hours", min=0.0)],
+    instance_type: Annotated[str, typer.Option("--instance-type", help="e.g. p3.2xlarge.")],
+    checkpoint_gb: Annotated[float, typer.Option("--checkpoint-gb", min=0.0)] = 10.0,
+    provider: Annotated[str, typer.Option("--provider", help="aws, gcp or all.")] = "all",
+    on_demand_price: Annotated[
+        float | None,
+        typer.Option(
+            "--on-demand-price",
+            help="On-demand $/h (default: from the store or estimated).",
+            show_default=False,
+        ),
+    ] = None,
+    restart_hours: Annotated[
+        float, typer.Option("--restart-hours", min=0.0, help="Time to restart after a preemption.")
+    ] = 0.2,
+    top: Annotated[int, typer.Option("--top", min=1, help="Pools to show.")] = 5,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    store: StoreOption = None,
+) -> None:
+    """Recommend pools, market mix and checkpoint interval, with the cost against on-demand."""
+    if provider not in ("aws", "gcp", "all"):
+        fail(f"--provider must be aws, gcp or all, got {provider!r}")
+    with open_store(store, read_only=True) as market:
+        pools = pools_from_store(market, instance_type, provider, on_demand_price)
+    inputs = PlanInputs(
+        gpu_hours=gpu_hours,
+        deadline_hours=deadline_hours,
+        checkpoint_gb=checkpoint_gb,
+        restart_hours=restart_hours,
+    )
+    try:
+        result = plan_job(inputs, pools)
+    except PolicyError as exc:
+        fail(f"{instance_type}: {exc}")
+    shown = result.pools[:top]
+    if as_json:
+        print(
+            json.dumps(
+                {
+                    "instance_type": instance_type,
+                    "recommended": [
+                        {
+                            "pool": p.pool.name,
+                            "spot_price": p.pool.spot_price,
+                            "on_demand_price": round(p.pool.on_demand_price, 4),
+                            "mtbf_hours": round(p.pool.mtbf_hours, 2),
+                            "market_mix": {
+                                "spot": round(p.spot_share, 3),
+                                "on_demand": round(1 - p.spot_share, 3),
+                            },
+                            "checkpoint_interval_minutes": round(
+                                60 * p.checkpoint_interval_hours, 1
+                            ),
+                            "expected_hours": round(p.expected_hours, 1),
+                            "cost": p.cost.as_dict(),
+                        }
+                        for p in shown
+                    ],
+                    "assumptions": list(result.assumptions),
+                },
+                indent=2,
+            )
+        )
+        return
+    table = Table(
+        "pool",
+        "spot $/h",
+        "OD $/h",
+        "MTBF h",
+        "spot share",
+        "ckpt min",
+        "total $",
+        "vs OD",
+        title=f"{gpu_hours} GPU-hours of {instance_type} in {deadline_hours} h",
+    )
+    for p in shown:
+        table.add_row(
+            p.pool.name,
+            f"{p.pool.spot_price:.3f}",
+            f"{p.pool.on_demand_price:.3f}",
+            f"{p.pool.mtbf_hours:.1f}",
+            f"{p.spot_share:.0%}",
+            f"{60 * p.checkpoint_interval_hours:.0f}",
+            f"{p.cost.total:,.2f}",
+            f"-{p.cost.saved_pct:.1f}%",
+        )
+    out.print(table)
+    best = result.best.cost
+    out.print(
+        f"best: {result.best.pool.name}: compute ${best.compute:,.2f} + storage "
+        f"${best.storage:,.2f} + recovery ${best.recovery:,.2f} = ${best.total:,.2f} "
+        f"against ${best.on_demand:,.2f} on demand ({best.saved_pct:.1f}% saved)"
+    )
+    out.print("assumptions:")
+    for line in result.assumptions:
+        out.print(f"  - {line}")

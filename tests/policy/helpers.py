@@ -1,0 +1,58 @@
+"""Hand-made traces and a scripted policy for tick-by-tick tests."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from policy.job import JobSpec
+from policy.policies.base import JobContext, Observation, Policy
+from policy.traces import Pool, TraceSet
+
+
+def traces(
+    *rows: str,
+    gap: int = 3600,
+    prices: list[list[float]] | None = None,
+    speeds: list[float] | None = None,
+) -> TraceSet:
+    """Pools from strings of '1' (available) and '0' (not), one string per pool."""
+    names = [f"z{i}" for i in range(len(rows))]
+    return TraceSet(
+        pools=tuple(
+            Pool(name=n, speed=(speeds or [1.0] * len(rows))[i]) for i, n in enumerate(names)
+        ),
+        gap_seconds=gap,
+        available=np.array([[c == "1" for c in row] for row in rows]),
+        prices=None if prices is None else np.array(prices, dtype=float),
+    )
+
+
+def job(
+    work: int, deadline: int, changeover: int, spot: float = 1.0, on_demand: float = 3.0
+) -> JobSpec:
+    """A job in hours; with the default 1 h ticks, hours are ticks."""
+    return JobSpec(
+        compute_hours=work,
+        deadline_hours=deadline,
+        changeover_hours=changeover,
+        spot_price=spot,
+        on_demand_price=on_demand,
+    )
+
+
+class Scripted(Policy):
+    """Plays a fixed list of actions (the last one repeats) and records what it saw."""
+
+    name = "scripted"
+
+    def __init__(self, actions: list[int], bid: float | None = None) -> None:
+        self.actions = actions
+        self.bid = bid
+        self.seen: list[tuple[int, float, int, bool]] = []
+
+    def reset(self, context: JobContext) -> None:
+        self.seen.clear()
+
+    def act(self, obs: Observation) -> int:
+        self.seen.append((obs.tick, obs.progress, obs.state, obs.preempted))
+        return self.actions[min(obs.tick, len(self.actions) - 1)]

@@ -1,0 +1,161 @@
+"""Baseline policies and the omniscient bound on hand-made and bundled real traces."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from policy.errors import UnknownPolicy
+from policy.job import JobSpec
+from policy.policies.base import SPOT0, JobContext, Observation, Policy, make
+from policy.simulate import job_starts, simulate
+from policy.traces import TraceSet, load_traces
+from tests.conftest import DATA
+from tests.policy.helpers import Scripted, job, traces
+
+BUNDLED = DATA / "traces/cbl/availability/1-node/aws-02-15-2023"
+SPEC = JobSpec(
+    compute_hours=48,
+    deadline_hours=60,
+    changeover_hours=0.2,
+    spot_price=0.918,
+    on_demand_price=3.06,
+)
+# design.md: an independent implementation of the same semantics, --test-from-hours 0.
+REFERENCE = {
+    "us-east-1a": (0.478, 0.430, 0.373),
+    "us-east-1c": (0.756, 0.748, 0.595),
+    "us-east-1d": (0.746, 0.708, 0.585),
+    "us-east-1f": (0.799, 0.774, 0.646),
+    "us-east-2a": (0.924, 0.938, 0.841),
+    "us-east-2b": (0.900, 0.894, 0.781),
+    "us-west-2a": (0.978, 1.028, 0.925),
+    "us-west-2b": (0.977, 1.020, 0.919),
+    "us-west-2c": (0.972, 1.013, 0.913),
+}
+
+
+@pytest.fixture(scope="module")
+def bundled() -> TraceSet:
+    return load_traces(BUNDLED)
+
+
+def starts(trace_set: TraceSet) -> list[int]:
+    return job_starts(
+        trace_set.n_ticks, trace_set.gap_seconds, SPEC.ticks(trace_set.gap_seconds).deadline, 0, 12
+    )
+
+
+def mean_ratio(name: str, trace_set: TraceSet) -> float:
+    return float(
+        np.mean([simulate(make(name), trace_set, SPEC, s).cost_ratio for s in starts(trace_set)])
+    )
+
+
+def test_unknown_policy_names_the_registered_ones() -> None:
+    with pytest.raises(UnknownPolicy, match="greedy, omniscient, on_demand, uniform_progress"):
+        make("cheapest")
+
+
+@pytest.mark.parametrize("zone", sorted(REFERENCE))
+def test_greedy_and_uniform_progress_match_the_reference_and_never_miss(
+    bundled: TraceSet, zone: str
+) -> None:
+    pool = bundled.subset([f"{zone}_v100_1"])
+    for name, reference, tolerance in (
+        ("greedy", REFERENCE[zone][0], 0.003),
+        ("uniform_progress", REFERENCE[zone][1], 0.008),
+    ):
+        results = [simulate(make(name), pool, SPEC, s) for s in starts(pool)]
+        assert all(r.done for r in results), name
+        assert np.mean([r.cost_ratio for r in results]) == pytest.approx(reference, abs=tolerance)
+
+
+@pytest.mark.parametrize("zone", ["us-east-1a", "us-west-2c"])
+def test_omniscient_matches_the_reference_bound(bundled: TraceSet, zone: str) -> None:
+    assert mean_ratio("omniscient", bundled.subset([f"{zone}_v100_1"])) == pytest.approx(
+        REFERENCE[zone][2], abs=0.0006
+    )
+
+
+def test_omniscient_is_at_most_every_other_policy_on_every_job(bundled: TraceSet) -> None:
+    groups = [bundled.subset([n]) for n in bundled.names[::3]] + [bundled]
+    for group in groups:
+        for start in starts(group)[::6]:
+            bound = simulate(make("omniscient"), group, SPEC, start)
+            assert bound.done
+            for name in ("on_demand", "greedy", "uniform_progress"):
+                other = simulate(make(name), group, SPEC, start)
+                assert bound.cost <= other.cost + 1e-9, (group.names, start, name)
+
+
+def test_omniscient_plan_cost_is_what_the_simulator_bills(bundled: TraceSet) -> None:
+    policy = make("omniscient")
+    result = simulate(policy, bundled, SPEC, 444)
+    assert result.cost == pytest.approx(policy.plan_cost, rel=1e-12)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_omniscient_equals_brute_force_over_every_schedule(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    rows = ["".join("1" if x else "0" for x in rng.random(9) < 0.6) for _ in range(2)]
+    prices = (rng.random((2, 9)) * 2 + 0.2).tolist()
+    trace_set = traces(*rows, prices=prices)
+    spec = job(4, 8, 1)
+    bound = simulate(make("omniscient"), trace_set, spec, 0)
+    best = np.inf
+    for actions in itertools.product(range(SPOT0 + 2), repeat=8):
+        result = simulate(Scripted(list(actions)), trace_set, spec, 0)
+        if result.done:
+            best = min(best, result.cost)
+    assert bound.done and bound.cost == pytest.approx(best)
+
+
+def test_omniscient_handles_zero_changeover_and_faster_pools() -> None:
+    trace_set = traces("110111", "011110", prices=[[1.0] * 6, [1.5] * 6], speeds=[1.0, 2.0])
+    spec = job(4, 6, 0)
+    bound = simulate(make("omniscient"), trace_set, spec, 0)
+    best = min(
+        (
+            r.cost
+            for a in itertools.product(range(4), repeat=6)
+            if (r := simulate(Scripted(list(a)), trace_set, spec, 0)).done
+        ),
+        default=np.inf,
+    )
+    assert bound.cost == pytest.approx(best)
+
+
+class Recording(Policy):
+    """Wraps a policy and records every action it takes."""
+
+    name = "recording"
+
+    def __init__(self, inner: Policy) -> None:
+        self.inner = inner
+        self.actions: list[int] = []
+
+    def reset(self, context: JobContext) -> None:
+        self.inner.reset(context)
+
+    def act(self, obs: Observation) -> int:
+        self.actions.append(self.inner.act(obs))
+        return self.actions[-1]
+
+
+def test_policies_decide_only_from_the_past(bundled: TraceSet) -> None:
+    start = 222
+    cut = start + 300
+    changed = TraceSet(
+        pools=bundled.pools, gap_seconds=bundled.gap_seconds, available=bundled.available.copy()
+    )
+    changed.available[:, cut:] = ~changed.available[:, cut:]
+    for name in ("greedy", "uniform_progress"):
+        seen = []
+        for trace_set in (bundled, changed):
+            policy = Recording(make(name))
+            simulate(policy, trace_set, SPEC, start)
+            seen.append(policy.actions[: cut - start])
+        assert len(seen[0]) == cut - start and seen[0] == seen[1], name

@@ -1,0 +1,164 @@
+"""`spotwise bench policy` and `spotwise plan` as subprocesses on the bundled data."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.conftest import DATA, CliRun
+
+TRACES = DATA / "traces/cbl/availability/1-node/aws-02-15-2023"
+
+
+def bench(cli: CliRun, *extra: str):
+    return cli(
+        "bench",
+        "policy",
+        "--traces",
+        str(TRACES),
+        "--compute-hours",
+        "48",
+        "--deadline-hours",
+        "60",
+        "--changeover-hours",
+        "0.2",
+        "--spot-price",
+        "0.918",
+        "--on-demand-price",
+        "3.06",
+        "--test-from-hours",
+        "600",
+        "--start-every-hours",
+        "12",
+        *extra,
+    )
+
+
+def test_bench_single_prints_every_zone_and_the_mean(cli: CliRun, tmp_path: Path) -> None:
+    plot = tmp_path / "single.png"
+    result = bench(
+        cli,
+        "--zones",
+        "single",
+        "--policies",
+        "on_demand,greedy,omniscient",
+        "--json",
+        "--plot",
+        str(plot),
+        "--verbose",
+    )
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["zones"] == "single"
+    assert set(summary["results"]) == {p.stem for p in TRACES.glob("*.json")} | {"mean"}
+    for key, per_policy in summary["results"].items():
+        assert set(per_policy) == {"on_demand", "greedy", "omniscient"}
+        assert per_policy["on_demand"]["mean_cost_ratio"] == 1.0
+        assert (
+            per_policy["omniscient"]["mean_cost_ratio"] <= per_policy["greedy"]["mean_cost_ratio"]
+        )
+        assert per_policy["greedy"]["deadline_miss_rate"] == 0.0
+        assert per_policy["greedy"]["n_jobs"] == (45 if key == "mean" else 5)
+    assert plot.stat().st_size > 10_000 and plot.read_bytes()[:4] == b"\x89PNG"
+    assert "ms per job" in result.stderr
+
+
+def test_bench_multi_has_one_key_for_all_zones(cli: CliRun) -> None:
+    result = bench(cli, "--zones", "multi", "--policies", "greedy,uniform_progress", "--json")
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["zones"] == "multi" and list(summary["results"]) == ["all"]
+    assert summary["results"]["all"]["uniform_progress"]["n_jobs"] == 5
+
+
+def test_bench_without_json_prints_a_table(cli: CliRun) -> None:
+    result = bench(cli, "--zones", "multi", "--policies", "greedy")
+    assert result.returncode == 0 and "mean cost ratio" in result.stdout
+
+
+def test_bench_rejects_bad_arguments_with_one_line(cli: CliRun, tmp_path: Path) -> None:
+    for args, needle in (
+        (("--zones", "many"), "--zones must be"),
+        (("--policies", "greedy,best_guess"), "unknown policy 'best_guess'"),
+        (("--deadline-hours", "40"), "shorter than the compute"),
+    ):
+        result = bench(cli, *args)
+        assert result.returncode != 0 and needle in result.stderr, result.stderr
+    empty = cli("bench", "policy", "--traces", str(tmp_path))
+    assert empty.returncode != 0 and "no *.json traces" in empty.stderr
+
+
+def test_bench_checkpoint_mode_costs_at_least_the_plain_run(cli: CliRun) -> None:
+    plain = json.loads(bench(cli, "--zones", "multi", "--policies", "greedy", "--json").stdout)
+    mode = bench(
+        cli,
+        "--zones",
+        "multi",
+        "--policies",
+        "greedy",
+        "--json",
+        "--checkpoint-minutes",
+        "30",
+        "--checkpoint-stall-seconds",
+        "60",
+        "--notice-seconds",
+        "10",
+    )
+    assert mode.returncode == 0, mode.stderr
+    with_checkpoints = json.loads(mode.stdout)["results"]["all"]["greedy"]["mean_cost_ratio"]
+    assert with_checkpoints >= plain["results"]["all"]["greedy"]["mean_cost_ratio"]
+
+
+def test_bench_pools_file_changes_prices(cli: CliRun, tmp_path: Path) -> None:
+    pools = tmp_path / "pools.json"
+    pools.write_text(json.dumps({"us-east-1a_v100_1": {"spot_price": 0.5, "speed": 1}}))
+    result = bench(
+        cli, "--zones", "single", "--policies", "greedy", "--json", "--pools", str(pools)
+    )
+    cheap = json.loads(result.stdout)["results"]
+    plain = json.loads(bench(cli, "--zones", "single", "--policies", "greedy", "--json").stdout)[
+        "results"
+    ]
+    zone = "us-east-1a_v100_1"
+    assert cheap[zone]["greedy"]["mean_cost_ratio"] < plain[zone]["greedy"]["mean_cost_ratio"]
+    assert cheap["us-west-2c_v100_1"] == plain["us-west-2c_v100_1"]
+    pools.write_text(json.dumps({"nowhere": {"speed": 2}}))
+    bad = bench(cli, "--policies", "greedy", "--pools", str(pools))
+    assert bad.returncode != 0 and "pool 'nowhere' has no trace" in bad.stderr
+
+
+def test_plan_recommends_pools_with_a_cost_breakdown(cli: CliRun) -> None:
+    assert cli("data", "load", str(DATA / "prices"), str(DATA / "advisor")).returncode == 0
+    result = cli(
+        "plan",
+        "--gpu-hours",
+        "1000",
+        "--deadline-hours",
+        "1400",
+        "--instance-type",
+        "p3.2xlarge",
+        "--provider",
+        "aws",
+        "--json",
+    )
+    assert result.returncode == 0, result.stderr
+    plan = json.loads(result.stdout)
+    best = plan["recommended"][0]
+    assert best["pool"].startswith("aws:") and best["pool"].endswith(":p3.2xlarge")
+    assert best["cost"]["total"] < best["cost"]["on_demand"]
+    assert set(best["cost"]) == {
+        "compute",
+        "storage",
+        "recovery",
+        "total",
+        "on_demand",
+        "saved_pct",
+    }
+    assert best["market_mix"]["spot"] + best["market_mix"]["on_demand"] == 1.0
+    assert plan["assumptions"]
+    text = cli(
+        "plan", "--gpu-hours", "100", "--deadline-hours", "150", "--instance-type", "a2-highgpu-1g"
+    )
+    assert text.returncode == 0 and "assumptions" in text.stdout
+    none = cli("plan", "--gpu-hours", "10", "--deadline-hours", "20", "--instance-type", "x9")
+    assert none.returncode != 0 and "no pool" in none.stderr
