@@ -1,8 +1,9 @@
 """The trace simulator: one job under one policy, tick by tick, with the semantics of design.md.
 
 In each tick the policy picks wait, on-demand, or spot in pool z (only if z is available at
-that tick; else it waits). Picking something other than the current instance starts a
-changeover: D ticks billed at that market's price and not productive. A spot instance whose
+that tick and its price is within the policy's bid; else it waits). Picking something other
+than the current instance starts a changeover: D ticks billed at that market's price and not
+productive. A spot instance whose
 pool turns unavailable (or whose price rises above the policy's bid) is preempted at the
 start of that tick. Each productive tick adds the instance's speed to progress; the job is
 done when progress reaches K and misses its deadline if not done by T.

@@ -86,37 +86,40 @@ def optimal_schedule(context: JobContext) -> tuple[float, np.ndarray]:
     value[:, :, goal] = 0.0
     decision = np.zeros((horizon, n_states, goal + 1), dtype=np.int16)
     states = np.arange(n_states)
+    rows = states[:, None]
+    gained = np.minimum(np.arange(goal)[None, :] + step[:, None], goal)
     for t in range(horizon - 1, -1, -1):
-        nxt = value[t + 1]
-        # Run on: pay this tick, gain the instance's step.
+        # Run on: pay this tick, gain the instance's step (NONE cannot run; a down pool neither).
         run = np.full((n_states, goal + 1), inf)
-        for s in range(1, n_states):
-            if up[s, t]:
-                gained = np.minimum(np.arange(goal) + step[s], goal)
-                run[s, :goal] = price[s, t] + nxt[s, gained]
-        wait = nxt[NONE]
+        run[:, :goal] = price[:, t, None] + value[t + 1][rows, gained]
+        run[~up[:, t]] = inf
+        run[NONE] = inf
+        wait = value[t + 1, NONE]
         # Change to s': D ticks of its price, then V[t + D, p, s'] (D = 0: run on at once).
-        change = np.full((n_states, goal + 1), inf)
-        if t + changeover <= horizon:
-            for s in range(1, n_states):
-                if cum_down[s, t + span] - cum_down[s, t] == 0 and t + span <= horizon:
-                    if changeover == 0:
-                        change[s] = run[s]
-                    else:
-                        cost = cum_price[s, t + changeover] - cum_price[s, t]
-                        change[s] = cost + value[t + changeover, s]
-        # The best change excluding a change to the same instance.
-        order = np.argsort(change, axis=0, kind="stable")[:2]
-        best, second = order[0], order[1]
+        feasible = (states != NONE) & (t + span <= horizon)
+        if t + span <= horizon:
+            feasible &= cum_down[:, t + span] - cum_down[:, t] == 0
+        if changeover == 0:
+            change = np.where(feasible[:, None], run, inf)
+        else:
+            cost = cum_price[:, min(t + changeover, horizon)] - cum_price[:, t]
+            change = np.where(
+                feasible[:, None], cost[:, None] + value[min(t + changeover, horizon)], inf
+            )
+        # The best change that is not a change to the instance already running.
+        best = np.argmin(change, axis=0)
         cols = np.arange(goal + 1)
-        best_cost, second_cost = change[best, cols], change[second, cols]
-        for s in range(n_states):
-            other = np.where(best == s, second, best)
-            other_cost = np.where(best == s, second_cost, best_cost)
-            options = np.stack([run[s], wait, other_cost])
-            pick = np.argmin(options, axis=0)
-            value[t, s] = options[pick, cols]
-            decision[t, s] = np.where(pick == 2, 2 + other, pick)
+        best_cost = change[best, cols]
+        masked = change.copy()
+        masked[best, cols] = inf
+        second = np.argmin(masked, axis=0)
+        same = best[None, :] == rows
+        other = np.where(same, second[None, :], best[None, :])
+        other_cost = np.where(same, masked[second, cols][None, :], best_cost[None, :])
+        options = np.stack([run, np.broadcast_to(wait, run.shape), other_cost])
+        pick = np.argmin(options, axis=0)
+        value[t] = np.take_along_axis(options, pick[None], axis=0)[0]
+        decision[t] = np.where(pick == 2, 2 + other, pick)
         # A spot instance whose pool is down at t is preempted: it faces NONE's choices.
         down = states[~up[:, t]]
         value[t, down] = value[t, NONE]
