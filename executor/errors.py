@@ -1,0 +1,25 @@
+"""Errors of the executor package: each says what was wrong, where, and what to do."""
+
+from __future__ import annotations
+
+PREEMPTED_EXIT_CODE = 75
+"""Exit code of a training process that checkpointed and stopped on a preemption notice
+(EX_TEMPFAIL: try again, elsewhere). Supervisors relaunch on it; any other non-zero code is a
+real failure."""
+
+
+class ExecutorError(Exception):
+    """Base class of every error the executor package raises on purpose."""
+
+
+class CheckpointError(ExecutorError):
+    """A checkpoint could not be written or read; the last committed one is untouched."""
+
+
+class Preempted(SystemExit):
+    """Raised by the guard after it committed a checkpoint on a stop notice: the process
+    exits with :data:`PREEMPTED_EXIT_CODE` unless something catches it on purpose."""
+
+    def __init__(self, step: int) -> None:
+        super().__init__(PREEMPTED_EXIT_CODE)
+        self.step = step

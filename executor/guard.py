@@ -1,0 +1,238 @@
+"""The few lines a training script adopts to survive preemptions.
+
+    with executor.guard(["/ckpt", "s3://bucket/run"], model=model, optimizer=opt,
+                        scheduler=sched, loader=loader, epochs=3) as g:
+        for batch in g.batches():
+            ...forward, backward, optimizer.step(), scheduler.step()...
+            g.step()
+
+On entry it restores the newest intact checkpoint (model, optimizer, scheduler, grad scaler,
+the Python, NumPy, torch CPU and CUDA RNGs, the data order and position, step and epoch). It
+checkpoints every ``interval_s`` (Young/Daly from the measured stall and ``mtbf_s`` when not
+given), at once on a rebalance recommendation, and on a stop notice it finishes the current
+step, commits a checkpoint and exits with :data:`PREEMPTED_EXIT_CODE`. A normal exit commits a
+final checkpoint marked finished.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader
+
+from executor.checkpoint import CheckpointManager
+from executor.data import ResumableBatches
+from executor.errors import Preempted
+from executor.interval import checkpoint_interval_s
+from executor.notices import NoticeSource, NoticeWatcher, SigtermSource, sources_from_env
+
+
+def rng_state() -> dict[str, Any]:
+    """Every global RNG's state."""
+    state: dict[str, Any] = {
+        "python": random.getstate(),
+        "numpy": np.random.get_state(),
+        "torch": torch.get_rng_state(),
+    }
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    """Restore what :func:`rng_state` captured."""
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+class Guard:
+    """Tracks steps, decides when to checkpoint, and saves and restores everything."""
+
+    def __init__(
+        self,
+        manager: CheckpointManager,
+        watcher: NoticeWatcher,
+        *,
+        model: torch.nn.Module,
+        optimizer: torch.optim.Optimizer | None,
+        scheduler: Any,
+        scaler: Any,
+        loader: DataLoader,
+        epochs: int,
+        interval_s: float | None,
+        mtbf_s: float | None,
+    ) -> None:
+        self.manager = manager
+        self.watcher = watcher
+        self.model, self.optimizer, self.scheduler, self.scaler = (
+            model,
+            optimizer,
+            scheduler,
+            scaler,
+        )
+        self.data = ResumableBatches(loader)
+        self.epochs = epochs
+        self.fixed_interval_s = interval_s
+        self.mtbf_s = mtbf_s
+        self.step_count = 0
+        self.finished = False
+        self.resumed_from: int | None = None
+        self.checkpoints = 0
+        self.stalls_s: list[float] = []
+        self._pending_rng: dict[str, Any] | None = None
+        self._last_checkpoint = time.monotonic()
+
+    # ---- state --------------------------------------------------------------------------
+
+    def state(self) -> dict[str, Any]:
+        """Everything a bitwise-identical resume needs."""
+        return {
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict() if self.optimizer else None,
+            "scheduler": self.scheduler.state_dict() if self.scheduler else None,
+            "scaler": self.scaler.state_dict() if self.scaler else None,
+            "rng": rng_state(),
+            "data": self.data.state_dict(),
+            "step": self.step_count,
+            "finished": self.finished,
+        }
+
+    def restore(self) -> bool:
+        """Load the newest intact checkpoint; False when there is none."""
+        checkpoint = self.manager.load()
+        if checkpoint is None:
+            return False
+        state = checkpoint.state
+        self.model.load_state_dict(state["model"])
+        if self.optimizer and state["optimizer"] is not None:
+            self.optimizer.load_state_dict(state["optimizer"])
+        if self.scheduler and state["scheduler"] is not None:
+            self.scheduler.load_state_dict(state["scheduler"])
+        if self.scaler and state["scaler"] is not None:
+            self.scaler.load_state_dict(state["scaler"])
+        self.data.load_state_dict(state["data"])
+        self.step_count = int(state["step"])
+        self.finished = bool(state["finished"])
+        self.resumed_from = checkpoint.step
+        # Restored after the data iterator is created, which draws from the RNG.
+        self._pending_rng = state["rng"]
+        return True
+
+    def _restore_rng(self) -> None:
+        if self._pending_rng is not None:
+            set_rng_state(self._pending_rng)
+            self._pending_rng = None
+
+    # ---- the training loop ----------------------------------------------------------------
+
+    def batches(self) -> Iterator[Any]:
+        """The training batches, resuming where the checkpoint left off."""
+        if self.finished:
+            return iter(())
+        return self.data.iterate(self.epochs, after_start=self._restore_rng)
+
+    @property
+    def interval_s(self) -> float:
+        """Seconds between checkpoints: fixed, or Young/Daly from the measured stall."""
+        if self.fixed_interval_s is not None:
+            return self.fixed_interval_s
+        last = self.manager.last_save
+        return checkpoint_interval_s(
+            stall_s=last.stall_s if last else None,
+            persist_s=last.persist_s if last else None,
+            mtbf_s=self.mtbf_s,
+        )
+
+    def step(self) -> None:
+        """Call after each optimizer step: counts it and checkpoints when due.
+
+        Raises:
+            Preempted: after committing a checkpoint on a stop notice (exit code 75).
+        """
+        self.step_count += 1
+        if self.watcher.check_signals() is not None:
+            self.checkpoint(block=True)
+            raise Preempted(self.step_count)
+        if self.watcher.take_rebalance() or (
+            time.monotonic() - self._last_checkpoint >= self.interval_s
+        ):
+            self.checkpoint()
+
+    def checkpoint(self, *, block: bool = False) -> None:
+        """Checkpoint now (durable on return when ``block``)."""
+        began = time.perf_counter()
+        self.manager.save(self.step_count, self.state(), block=block)
+        if not block:
+            self.stalls_s.append(time.perf_counter() - began)
+        elif self.manager.last_save is not None:
+            self.stalls_s.append(self.manager.last_save.stall_s)
+        self.checkpoints += 1
+        self._last_checkpoint = time.monotonic()
+
+
+@contextmanager
+def guard(
+    urls: Sequence[str],
+    *,
+    model: torch.nn.Module,
+    loader: DataLoader,
+    optimizer: torch.optim.Optimizer | None = None,
+    scheduler: Any = None,
+    scaler: Any = None,
+    epochs: int = 1,
+    interval_s: float | None = None,
+    mtbf_s: float | None = None,
+    notices: Sequence[NoticeSource] | None = None,
+    keep_latest_k: int = 3,
+    full_every: int = 1,
+    storage_options: dict[str, dict[str, Any]] | None = None,
+    poll_interval_s: float = 1.0,
+) -> Iterator[Guard]:
+    """Restore, train under watch, checkpoint on interval and notice, exit gracefully.
+
+    Args:
+        urls: checkpoint replicas (local folders, ``s3://...``); the first intact copy wins.
+        interval_s: fixed seconds between checkpoints (default: Young/Daly from the stall).
+        mtbf_s: mean time between preemptions for Young/Daly (default: one hour, or
+            ``$SPOTWISE_MTBF_S``, e.g. from the risk forecast).
+        notices: sources to watch (default: SIGTERM plus those named in
+            ``$SPOTWISE_NOTICES``, e.g. ``aws,gcp``).
+    """
+    manager = CheckpointManager(
+        urls, keep_latest_k=keep_latest_k, full_every=full_every, storage_options=storage_options
+    )
+    sources = list(notices) if notices is not None else [SigtermSource(), *sources_from_env()]
+    watcher = NoticeWatcher(sources, interval_s=poll_interval_s).start()
+    if mtbf_s is None and os.environ.get("SPOTWISE_MTBF_S"):
+        mtbf_s = float(os.environ["SPOTWISE_MTBF_S"])
+    g = Guard(
+        manager,
+        watcher,
+        model=model,
+        optimizer=optimizer,
+        scheduler=scheduler,
+        scaler=scaler,
+        loader=loader,
+        epochs=epochs,
+        interval_s=interval_s,
+        mtbf_s=mtbf_s,
+    )
+    try:
+        g.restore()
+        yield g
+        if not g.finished:
+            g.finished = True
+            g.checkpoint(block=True)
+    finally:
+        watcher.close()
+        manager.close()

@@ -1,0 +1,20 @@
+"""The checkpoint interval at run time: Young/Daly from the measured stall and the hazard."""
+
+from __future__ import annotations
+
+from policy.cost import daly_interval
+
+DEFAULT_MTBF_S = 3600.0
+DEFAULT_INTERVAL_S = 60.0
+
+
+def checkpoint_interval_s(
+    *, stall_s: float | None, persist_s: float | None, mtbf_s: float | None
+) -> float:
+    """Daly's interval for the measured blocking time and the MTBF, never shorter than one
+    background persist (a second save would wait for the first); 60 s before any is measured."""
+    if stall_s is None:
+        return DEFAULT_INTERVAL_S
+    mtbf = mtbf_s if mtbf_s is not None else DEFAULT_MTBF_S
+    interval_h = daly_interval(max(stall_s, 1e-3) / 3600.0, mtbf / 3600.0)
+    return max(interval_h * 3600.0, persist_s or 0.0)

@@ -1,0 +1,403 @@
+"""Preemption notices: AWS IMDSv2, GCP metadata, Azure Scheduled Events, SIGTERM, and a replay
+of a real trace, all behind one ``NoticeSource`` interface and watched by ``NoticeWatcher``.
+
+A notice either asks to stop (the instance goes away: checkpoint and exit) or, for AWS's
+rebalance recommendation, only to checkpoint (it is an early and often false alarm: never stop
+on it). A source that answers garbage, times out or refuses is logged and polled again; it
+never stops the watcher.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import logging
+import signal
+import threading
+import time
+import urllib.error
+import urllib.request
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from types import FrameType
+from typing import Literal
+
+log = logging.getLogger(__name__)
+
+NoticeKind = Literal["terminate", "stop", "hibernate", "preempt", "rebalance"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Notice:
+    """A notice from a source; ``deadline`` is when the instance goes (epoch seconds)."""
+
+    kind: NoticeKind
+    source: str
+    deadline: float | None = None
+    detail: str = ""
+
+    @property
+    def stop(self) -> bool:
+        """True unless it is only a rebalance recommendation."""
+        return self.kind != "rebalance"
+
+
+class NoticeSource(ABC):
+    """Something that can say the instance is about to be taken back."""
+
+    name: str
+
+    @abstractmethod
+    def poll(self) -> Notice | None:
+        """The pending notice, or None. May raise on transport errors (the watcher logs)."""
+
+
+def _get(
+    url: str, headers: dict[str, str], timeout: float, method: str = "GET"
+) -> tuple[int, bytes]:
+    request = urllib.request.Request(url, headers=headers, method=method)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
+
+
+def _iso_epoch(text: str) -> float:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+class AwsImds(NoticeSource):
+    """AWS IMDSv2: ``spot/instance-action`` (2-minute notice) and the rebalance
+    recommendation, with the session-token dance (a 401 renews the token once)."""
+
+    name = "aws"
+
+    def __init__(
+        self,
+        base_url: str = "http://169.254.169.254",
+        *,
+        timeout: float = 1.0,
+        token_ttl_s: int = 21600,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+        self.token_ttl_s = token_ttl_s
+        self._token: str | None = None
+        self.rebalance_seen: str | None = None
+
+    def _renew_token(self) -> str:
+        status, body = _get(
+            f"{self.base_url}/latest/api/token",
+            {"X-aws-ec2-metadata-token-ttl-seconds": str(self.token_ttl_s)},
+            self.timeout,
+            method="PUT",
+        )
+        if status != 200 or not body.strip():
+            raise ConnectionError(f"IMDS token request answered {status}")
+        self._token = body.decode().strip()
+        return self._token
+
+    def _metadata(self, path: str) -> tuple[int, bytes]:
+        token = self._token or self._renew_token()
+        url = f"{self.base_url}/latest/meta-data/{path}"
+        status, body = _get(url, {"X-aws-ec2-metadata-token": token}, self.timeout)
+        if status == 401:
+            status, body = _get(
+                url, {"X-aws-ec2-metadata-token": self._renew_token()}, self.timeout
+            )
+        return status, body
+
+    def poll(self) -> Notice | None:
+        """A stop notice from ``instance-action``, else a rebalance recommendation (once)."""
+        status, body = self._metadata("spot/instance-action")
+        if status == 200:
+            try:
+                action = json.loads(body)
+                kind = action["action"]
+                if kind not in ("terminate", "stop", "hibernate"):
+                    raise ValueError(f"unknown action {kind!r}")
+                return Notice(
+                    kind=kind,
+                    source=self.name,
+                    deadline=_iso_epoch(action["time"]),
+                    detail=body.decode(errors="replace"),
+                )
+            except (ValueError, KeyError, TypeError) as exc:
+                log.warning(
+                    "aws instance-action: ignoring an unreadable answer %r (%s)", body[:200], exc
+                )
+        elif status != 404:
+            log.warning("aws instance-action answered HTTP %s", status)
+        status, body = self._metadata("events/recommendations/rebalance")
+        if status == 200:
+            try:
+                notice_time = json.loads(body)["noticeTime"]
+            except (ValueError, KeyError, TypeError) as exc:
+                log.warning("aws rebalance: ignoring an unreadable answer %r (%s)", body[:200], exc)
+                return None
+            if notice_time != self.rebalance_seen:
+                self.rebalance_seen = notice_time
+                return Notice(kind="rebalance", source=self.name, detail=str(notice_time))
+        return None
+
+
+class GcpMetadata(NoticeSource):
+    """GCP: ``instance/preempted`` answers TRUE about 30 s before the VM is stopped."""
+
+    name = "gcp"
+
+    def __init__(
+        self,
+        base_url: str = "http://metadata.google.internal",
+        *,
+        timeout: float = 1.0,
+        notice_s: float = 30.0,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+        self.notice_s = notice_s
+
+    def poll(self) -> Notice | None:
+        status, body = _get(
+            f"{self.base_url}/computeMetadata/v1/instance/preempted",
+            {"Metadata-Flavor": "Google"},
+            self.timeout,
+        )
+        text = body.decode(errors="replace").strip()
+        if status == 200 and text == "TRUE":
+            return Notice(kind="preempt", source=self.name, deadline=time.time() + self.notice_s)
+        if status != 200 or text not in ("TRUE", "FALSE"):
+            log.warning("gcp preempted: ignoring HTTP %s %r", status, text[:200])
+        return None
+
+
+class AzureScheduledEvents(NoticeSource):
+    """Azure: a ``Preempt`` event in Scheduled Events (at least 30 s ahead)."""
+
+    name = "azure"
+
+    def __init__(self, base_url: str = "http://169.254.169.254", *, timeout: float = 1.0) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+
+    def poll(self) -> Notice | None:
+        status, body = _get(
+            f"{self.base_url}/metadata/scheduledevents?api-version=2020-07-01",
+            {"Metadata": "true"},
+            self.timeout,
+        )
+        if status != 200:
+            log.warning("azure scheduled events answered HTTP %s", status)
+            return None
+        try:
+            events = json.loads(body)["Events"]
+            for event in events:
+                if event.get("EventType") == "Preempt":
+                    not_before = event.get("NotBefore") or ""
+                    parsed = email.utils.parsedate_to_datetime(not_before) if not_before else None
+                    return Notice(
+                        kind="preempt",
+                        source=self.name,
+                        deadline=parsed.timestamp() if parsed else None,
+                        detail=str(event.get("EventId", "")),
+                    )
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            log.warning(
+                "azure scheduled events: ignoring an unreadable answer %r (%s)", body[:200], exc
+            )
+        return None
+
+
+class SigtermSource(NoticeSource):
+    """SIGTERM (from a scheduler, torchrun or the supervisor) as a stop notice. Install from
+    the main thread; the handler only records the signal."""
+
+    name = "sigterm"
+
+    def __init__(self, signals: Sequence[int] = (signal.SIGTERM,), grace_s: float = 30.0) -> None:
+        self.signals = tuple(signals)
+        self.grace_s = grace_s
+        self._received: float | None = None
+        self._previous: dict[int, object] = {}
+
+    def install(self) -> None:
+        """Start catching the signals."""
+        for sig in self.signals:
+            self._previous[sig] = signal.signal(sig, self._handle)
+
+    def uninstall(self) -> None:
+        """Restore the previous handlers."""
+        for sig, previous in self._previous.items():
+            signal.signal(sig, previous)  # type: ignore[arg-type]
+        self._previous.clear()
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if self._received is None:
+            self._received = time.time()
+
+    def poll(self) -> Notice | None:
+        if self._received is None:
+            return None
+        return Notice(kind="terminate", source=self.name, deadline=self._received + self.grace_s)
+
+
+class ReplaySource(NoticeSource):
+    """Notices at given times (seconds since ``start``), e.g. a real trace's preemptions minus a
+    notice lead, for local runs (see :func:`preemption_times`)."""
+
+    name = "replay"
+
+    def __init__(
+        self,
+        notice_at_s: Sequence[float],
+        *,
+        lead_s: float,
+        clock: Callable[[], float] = time.monotonic,
+        start: float | None = None,
+    ) -> None:
+        self.notice_at_s = sorted(notice_at_s)
+        self.lead_s = lead_s
+        self.clock = clock
+        self.start = clock() if start is None else start
+
+    def poll(self) -> Notice | None:
+        elapsed = self.clock() - self.start
+        due = [t for t in self.notice_at_s if t <= elapsed]
+        if not due:
+            return None
+        return Notice(
+            kind="terminate",
+            source=self.name,
+            deadline=time.time() + max(0.0, due[-1] + self.lead_s - elapsed),
+        )
+
+
+def preemption_times(
+    available: Sequence[bool], gap_seconds: float, *, start_tick: int = 0, time_scale: float = 1.0
+) -> list[float]:
+    """Seconds (divided by ``time_scale``) after ``start_tick`` at which a running spot instance
+    would have been taken back: every tick where availability turns from True to False."""
+    times = []
+    for tick in range(start_tick + 1, len(available)):
+        if available[tick - 1] and not available[tick]:
+            times.append((tick - start_tick) * gap_seconds / time_scale)
+    return times
+
+
+class NoticeWatcher:
+    """Polls sources on a background thread; remembers the first stop notice and counts
+    rebalance recommendations. Errors of a source are logged, never raised."""
+
+    def __init__(
+        self,
+        sources: Sequence[NoticeSource],
+        *,
+        interval_s: float = 1.0,
+        on_notice: Callable[[Notice], None] | None = None,
+    ) -> None:
+        self.sources = list(sources)
+        self.interval_s = interval_s
+        self.on_notice = on_notice
+        self.stop_notice: Notice | None = None
+        self.rebalances = 0
+        self.errors = 0
+        self._rebalance_pending = threading.Event()
+        self._halt = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> NoticeWatcher:
+        """Install signal sources and start polling."""
+        for source in self.sources:
+            if isinstance(source, SigtermSource):
+                source.install()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="notice-watcher")
+        self._thread.start()
+        return self
+
+    def poll_once(self) -> None:
+        """Ask every source once."""
+        for source in self.sources:
+            try:
+                notice = source.poll()
+            except Exception as exc:  # a flaky endpoint must not stop the watcher
+                self.errors += 1
+                log.warning("notice source %s failed: %s", source.name, exc)
+                continue
+            if notice is None:
+                continue
+            if notice.stop:
+                if self.stop_notice is None:
+                    self.stop_notice = notice
+                    if self.on_notice:
+                        self.on_notice(notice)
+            else:
+                self.rebalances += 1
+                self._rebalance_pending.set()
+                if self.on_notice:
+                    self.on_notice(notice)
+
+    def check_signals(self) -> Notice | None:
+        """Poll only the signal sources (cheap enough for every training step); return the
+        stop notice if there is one."""
+        if self.stop_notice is None:
+            for source in self.sources:
+                if isinstance(source, SigtermSource) and (notice := source.poll()) is not None:
+                    self.stop_notice = notice
+                    if self.on_notice:
+                        self.on_notice(notice)
+        return self.stop_notice
+
+    def take_rebalance(self) -> bool:
+        """True once per rebalance recommendation seen since the last call."""
+        if self._rebalance_pending.is_set():
+            self._rebalance_pending.clear()
+            return True
+        return False
+
+    def _run(self) -> None:
+        while not self._halt.is_set():
+            self.poll_once()
+            self._halt.wait(self.interval_s)
+
+    def close(self) -> None:
+        """Stop polling and restore signal handlers."""
+        self._halt.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        for source in self.sources:
+            if isinstance(source, SigtermSource):
+                source.uninstall()
+
+
+def sources_from_env() -> list[NoticeSource]:
+    """Cloud sources named in ``$SPOTWISE_NOTICES`` (comma-separated ``aws``, ``gcp``,
+    ``azure``); ``$SPOTWISE_AWS_IMDS_URL``, ``$SPOTWISE_GCP_METADATA_URL`` and
+    ``$SPOTWISE_AZURE_METADATA_URL`` override their endpoints."""
+    import os
+
+    sources: list[NoticeSource] = []
+    for name in filter(
+        None, (n.strip() for n in os.environ.get("SPOTWISE_NOTICES", "").split(","))
+    ):
+        if name == "aws":
+            sources.append(
+                AwsImds(os.environ.get("SPOTWISE_AWS_IMDS_URL", "http://169.254.169.254"))
+            )
+        elif name == "gcp":
+            sources.append(
+                GcpMetadata(
+                    os.environ.get("SPOTWISE_GCP_METADATA_URL", "http://metadata.google.internal")
+                )
+            )
+        elif name == "azure":
+            sources.append(
+                AzureScheduledEvents(
+                    os.environ.get("SPOTWISE_AZURE_METADATA_URL", "http://169.254.169.254")
+                )
+            )
+        else:
+            raise ValueError(f"SPOTWISE_NOTICES: unknown source {name!r}; use aws, gcp, azure")
+    return sources

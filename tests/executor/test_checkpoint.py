@@ -1,0 +1,284 @@
+"""CheckpointManager: atomic commits, async saves, incremental saves, replicas, verification."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import random
+import resource
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import boto3
+import numpy as np
+import pytest
+import torch
+
+from executor.checkpoint import CheckpointManager
+from executor.errors import CheckpointError
+
+
+def state(step: int, big: int = 300_000) -> dict:
+    generator = torch.Generator().manual_seed(step)
+    return {
+        "model": {"w": torch.full((big,), float(step)), "b": torch.arange(5) * step},
+        "frozen": torch.randn(big, generator=torch.Generator().manual_seed(0)),
+        "opt": {
+            "state": {0: {"step": torch.tensor(step), "m": torch.randn(7, generator=generator)}},
+            "param_groups": [{"lr": 0.1, "params": [0]}],
+        },
+        "rng": (3, tuple(range(5)), None),
+        "np": np.arange(6, dtype=np.float64).reshape(2, 3) * step,
+        "half": torch.ones(4, dtype=torch.bfloat16) * step,
+        "empty": torch.empty(0, 3),
+        "step": step,
+    }
+
+
+def assert_same(a: object, b: object) -> None:
+    if isinstance(a, torch.Tensor):
+        assert isinstance(b, torch.Tensor) and a.dtype == b.dtype and torch.equal(a, b)
+    elif isinstance(a, np.ndarray):
+        assert isinstance(b, np.ndarray) and np.array_equal(a, b)
+    elif isinstance(a, dict):
+        assert isinstance(b, dict) and list(a) == list(b)
+        for key in a:
+            assert_same(a[key], b[key])
+    elif isinstance(a, list | tuple):
+        assert type(a) is type(b) and len(a) == len(b)
+        for x, y in zip(a, b, strict=True):
+            assert_same(x, y)
+    else:
+        assert a == b
+
+
+def test_load_returns_none_when_no_checkpoint_folder(tmp_path: Path) -> None:
+    manager = CheckpointManager([str(tmp_path / "none")])
+    assert manager.load() is None
+    manager.close()
+
+
+def test_save_commits_step_folders_with_a_manifest_and_latest(tmp_path: Path) -> None:
+    manager = CheckpointManager([str(tmp_path)])
+    manager.save(7, state(7), block=True)
+    manager.close()
+    assert sorted(os.listdir(tmp_path)) == ["latest", "step-7"]
+    assert (tmp_path / "latest").read_text() == "7"
+    manifest = json.loads((tmp_path / "step-7/manifest.json").read_text())
+    assert manifest["step"] == 7 and manifest["kind"] == "full"
+    for name, entry in manifest["files"].items():
+        assert (tmp_path / name).stat().st_size == entry["bytes"]
+        assert len(entry["sha256"]) == 64
+
+
+def test_roundtrip_keeps_every_type_and_structure(tmp_path: Path) -> None:
+    manager = CheckpointManager([str(tmp_path)])
+    manager.save(3, state(3))
+    loaded = manager.load()
+    manager.close()
+    assert loaded is not None and loaded.step == 3
+    assert_same(state(3), loaded.state)
+
+
+def test_async_save_returns_before_it_is_durable_and_a_second_save_waits(tmp_path: Path) -> None:
+    manager = CheckpointManager([str(tmp_path)])
+    big = {"w": torch.randn(8_000_000)}
+    began = time.perf_counter()
+    assert manager.save(1, big) is None
+    staged = time.perf_counter() - began
+    manager.save(2, big)
+    manager.wait()
+    assert manager.steps() == [2, 1]
+    assert manager.last_save is not None and manager.last_save.persist_s > staged
+    manager.close()
+
+
+def test_incremental_save_writes_only_changed_tensors(tmp_path: Path) -> None:
+    manager = CheckpointManager([str(tmp_path)], full_every=3, keep_latest_k=1)
+    manager.save(1, state(1), block=True)
+    full = manager.last_save
+    manager.save(2, state(2), block=True)
+    incremental = manager.last_save
+    assert full is not None and incremental is not None
+    assert full.full and not incremental.full
+    assert incremental.bytes_written < 0.6 * full.bytes_written  # "frozen" is not rewritten
+    # keep_latest_k=1 still keeps the full step the incremental one builds on.
+    assert manager.steps() == [2, 1]
+    loaded = manager.load()
+    manager.close()
+    assert loaded is not None and loaded.step == 2
+    assert_same(state(2), loaded.state)
+
+
+def test_keep_latest_k_prunes_old_steps(tmp_path: Path) -> None:
+    manager = CheckpointManager([str(tmp_path)], keep_latest_k=2)
+    for step in range(1, 6):
+        manager.save(step, state(step, big=10))
+    manager.wait()
+    assert manager.steps() == [5, 4]
+    manager.close()
+
+
+def test_corrupt_newest_falls_back_to_the_previous_step(tmp_path: Path) -> None:
+    manager = CheckpointManager([str(tmp_path)])
+    manager.save(1, state(1), block=True)
+    manager.save(2, state(2), block=True)
+    victim = next((tmp_path / "step-2").glob("t*.bin"))
+    data = bytearray(victim.read_bytes())
+    data[100] ^= 0xFF
+    victim.write_bytes(bytes(data))
+    loaded = manager.load()
+    manager.close()
+    assert loaded is not None and loaded.step == 1
+
+
+def test_corrupt_file_in_one_replica_falls_back_to_another(tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    manager = CheckpointManager([str(a), str(b)])
+    manager.save(4, state(4), block=True)
+    (a / "step-4/small.bin").write_bytes(b"garbage")
+    loaded = manager.load()
+    manager.close()
+    assert loaded is not None and loaded.step == 4 and loaded.url == str(b)
+    assert_same(state(4), loaded.state)
+
+
+def forkserver() -> multiprocessing.context.ForkServerContext:
+    """Children forked from a clean server that already imported torch (fork from a threaded
+    pytest process can deadlock in torch's thread pools)."""
+    context = multiprocessing.get_context("forkserver")
+    assert isinstance(context, multiprocessing.context.ForkServerContext)
+    context.set_forkserver_preload(["torch", "executor.checkpoint"])
+    return context
+
+
+def _save_with_tiny_file_limit(folder: str, queue: multiprocessing.Queue) -> None:
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    manager = CheckpointManager([folder])
+    manager.save(1, state(1, big=10), block=True)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, 200_000))  # a disk that is full
+    try:
+        manager.save(2, state(2), block=True)
+        queue.put("saved")
+    except CheckpointError as exc:
+        queue.put(f"error: {exc}")
+
+
+def test_full_disk_fails_the_save_loudly_and_leaves_latest_untouched(tmp_path: Path) -> None:
+    context = forkserver()
+    queue = context.Queue()
+    child = context.Process(target=_save_with_tiny_file_limit, args=(str(tmp_path), queue))
+    child.start()
+    child.join(60)
+    message = queue.get(timeout=5)
+    assert message.startswith("error:") and "failed on 1 of 1 replica" in message
+    assert "latest still names the last committed step" in message
+    assert (tmp_path / "latest").read_text() == "1"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["latest", "step-1"]
+    manager = CheckpointManager([str(tmp_path)])
+    loaded = manager.load()
+    manager.close()
+    assert loaded is not None and loaded.step == 1
+
+
+def test_a_file_url_that_is_not_a_folder_fails_loudly(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(CheckpointError, match="cannot open checkpoint replica"):
+        CheckpointManager([str(blocker / "sub")])
+
+
+def _write_forever(folder: str, pipe: object) -> None:
+    manager = CheckpointManager([folder], keep_latest_k=2, async_save=False)
+    for step in range(1, 10_000):
+        pipe.send(("started", step))  # type: ignore[attr-defined]
+        manager.save(step, {"w": torch.full((400_000,), float(step)), "step": step})
+        pipe.send(("committed", step))  # type: ignore[attr-defined]
+
+
+def test_kill_9_during_writes_never_loses_the_last_committed_checkpoint(tmp_path: Path) -> None:
+    context = forkserver()
+    rng = random.Random(7)
+    folder = str(tmp_path / "ckpt")
+    committed = started = 0
+    for _ in range(50):
+        parent, child_end = context.Pipe()
+        child = context.Process(target=_write_forever, args=(folder, child_end))
+        child.start()
+        while not parent.poll(10):
+            pass
+        time.sleep(rng.uniform(0.0, 0.3))
+        os.kill(child.pid, signal.SIGKILL)  # type: ignore[arg-type]
+        child.join()
+        while parent.poll():
+            event, step = parent.recv()
+            if event == "committed":
+                committed = max(committed, step)
+            started = max(started, step)
+        manager = CheckpointManager([folder])
+        loaded = manager.load()
+        manager.close()
+        assert loaded is not None or committed == 0
+        if loaded is not None:
+            # The loaded step is the last commit (or a later one that committed before the
+            # child could say so), and its content is that step's content.
+            assert committed <= loaded.step <= max(started, committed)
+            assert loaded.state["step"] == loaded.step
+            assert torch.equal(loaded.state["w"], torch.full((400_000,), float(loaded.step)))
+            committed = loaded.step
+    assert committed > 20
+
+
+@pytest.fixture
+def s3_url(moto_server: str) -> Iterator[tuple[str, dict]]:
+    boto3.client("s3", endpoint_url=moto_server, region_name="us-east-1").create_bucket(
+        Bucket="ckpt"
+    )
+    options = {
+        "key": "testing",
+        "secret": "testing",
+        "client_kwargs": {"endpoint_url": moto_server, "region_name": "us-east-1"},
+    }
+    yield "s3://ckpt/run-1", options
+
+
+def test_unwritable_url_fails_loudly_and_leaves_latest_untouched(
+    tmp_path: Path, moto_server: str
+) -> None:
+    bad = "s3://no-such-bucket/run"
+    options = {
+        bad: {
+            "key": "testing",
+            "secret": "testing",
+            "client_kwargs": {"endpoint_url": moto_server, "region_name": "us-east-1"},
+        }
+    }
+    alone = CheckpointManager([bad], storage_options=options)
+    with pytest.raises(CheckpointError, match="no-such-bucket"):
+        alone.save(1, state(1, big=10), block=True)
+    assert alone.load() is None
+    alone.close()
+    both = CheckpointManager([str(tmp_path), bad], storage_options=options)
+    with pytest.raises(CheckpointError, match="failed on 1 of 2 replica"):
+        both.save(1, state(1, big=10), block=True)
+    assert both.replicas[1].latest() is None and both.replicas[1].steps() == []
+    both.close()
+
+
+def test_s3_replica_on_moto_commits_and_serves_when_local_is_corrupt(
+    tmp_path: Path, s3_url: tuple[str, dict]
+) -> None:
+    url, options = s3_url
+    manager = CheckpointManager([str(tmp_path), url], storage_options={url: options}, full_every=2)
+    manager.save(1, state(1), block=True)
+    manager.save(2, state(2), block=True)
+    assert manager.replicas[1].steps() == [2, 1] and manager.replicas[1].latest() == 2
+    for blob in (tmp_path / "step-2").glob("*.bin"):
+        blob.write_bytes(b"torn")
+    loaded = manager.load()
+    manager.close()
+    assert loaded is not None and loaded.step == 2 and loaded.url == url
+    assert_same(state(2), loaded.state)

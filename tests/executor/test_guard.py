@@ -1,0 +1,140 @@
+"""The guard around the example training: notices, graceful exit, bit-exact resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+from executor.data import ResumableBatches
+from executor.errors import PREEMPTED_EXIT_CODE
+from executor.interval import checkpoint_interval_s
+from tests.executor.fake_metadata import FakeMetadata
+
+TRAIN = [sys.executable, "-m", "executor.examples.train_mlp", "--epochs", "2"]
+
+
+def launch(ckpt: Path, *extra: str, env: dict[str, str] | None = None) -> subprocess.Popen:
+    return subprocess.Popen(
+        [*TRAIN, "--ckpt", str(ckpt), *extra],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def events(process: subprocess.Popen) -> list[dict]:
+    assert process.stdout is not None
+    return [json.loads(line) for line in process.stdout if line.startswith("{")]
+
+
+def wait_for(process: subprocess.Popen, event: str) -> list[dict]:
+    seen = []
+    assert process.stdout is not None
+    for line in process.stdout:
+        seen.append(json.loads(line))
+        if seen[-1]["event"] == event:
+            return seen
+    raise AssertionError(f"the process ended before {event!r}: {seen}")
+
+
+def test_resume_after_sigterm_is_bitwise_identical_to_an_uninterrupted_run(tmp_path: Path) -> None:
+    plain = launch(tmp_path / "plain")
+    reference = events(plain)[-1]
+    assert plain.wait() == 0 and reference["event"] == "done"
+    interrupted_steps = []
+    for _ in range(3):
+        run = launch(tmp_path / "ckpt", "--step-sleep-s", "0.005")
+        wait_for(run, "first_step")
+        time.sleep(0.2)
+        run.send_signal(signal.SIGTERM)
+        run.communicate()
+        assert run.returncode == PREEMPTED_EXIT_CODE
+        with open(tmp_path / "ckpt" / "latest") as handle:
+            interrupted_steps.append(int(handle.read()))
+    assert interrupted_steps == sorted(set(interrupted_steps))  # progress each time
+    final = launch(tmp_path / "ckpt")
+    done = events(final)
+    assert final.wait() == 0
+    assert done[1]["event"] == "resumed" and done[1]["step"] == interrupted_steps[-1]
+    assert done[-1]["digest"] == reference["digest"]
+    assert done[-1]["step"] == reference["step"]
+    assert done[-1]["steps_here"] == reference["step"] - interrupted_steps[-1]  # none lost
+
+
+def test_finished_run_does_nothing_when_launched_again(tmp_path: Path) -> None:
+    first = launch(tmp_path / "ckpt")
+    digest = events(first)[-1]["digest"]
+    again = launch(tmp_path / "ckpt")
+    done = events(again)[-1]
+    assert again.wait() == 0 and done["steps_here"] == 0 and done["digest"] == digest
+
+
+def test_rebalance_recommendation_checkpoints_without_stopping(tmp_path: Path) -> None:
+    metadata = FakeMetadata()
+    try:
+        run = launch(
+            tmp_path / "ckpt",
+            "--step-sleep-s",
+            "0.01",
+            "--interval-s",
+            "3600",
+            env={"SPOTWISE_NOTICES": "aws", "SPOTWISE_AWS_IMDS_URL": metadata.url},
+        )
+        wait_for(run, "first_step")
+        metadata.aws_rebalance = {"noticeTime": "2026-11-29T09:50:00Z"}
+        done = events(run)[-1]
+        assert run.wait() == 0
+    finally:
+        metadata.close()
+    assert done["event"] == "done" and done["checkpoints"] == 2  # the rebalance and the end
+
+
+def test_aws_instance_action_stops_the_run_with_the_preempted_code(tmp_path: Path) -> None:
+    metadata = FakeMetadata()
+    try:
+        run = launch(
+            tmp_path / "ckpt",
+            "--step-sleep-s",
+            "0.01",
+            env={"SPOTWISE_NOTICES": "aws", "SPOTWISE_AWS_IMDS_URL": metadata.url},
+        )
+        wait_for(run, "first_step")
+        metadata.aws_action = {"action": "terminate", "time": "2026-11-29T10:00:00Z"}
+        run.communicate(timeout=60)
+    finally:
+        metadata.close()
+    assert run.returncode == PREEMPTED_EXIT_CODE
+    assert int((tmp_path / "ckpt" / "latest").read_text()) > 0
+
+
+def test_data_order_resumes_mid_epoch() -> None:
+    data = TensorDataset(torch.arange(20))
+    torch.manual_seed(1)
+    plain = ResumableBatches(DataLoader(data, batch_size=3, shuffle=True))
+    full = [b[0].tolist() for b in plain.iterate(2)]
+    torch.manual_seed(1)
+    first = ResumableBatches(DataLoader(data, batch_size=3, shuffle=True))
+    iterator = first.iterate(2)
+    head = [next(iterator)[0].tolist() for _ in range(9)]
+    saved = first.state_dict()
+    rng = torch.get_rng_state()
+    second = ResumableBatches(DataLoader(data, batch_size=3, shuffle=True))
+    second.load_state_dict(saved)
+    tail = [b[0].tolist() for b in second.iterate(2, after_start=lambda: torch.set_rng_state(rng))]
+    assert head + tail == full
+
+
+def test_interval_is_daly_from_the_measured_stall_and_never_below_a_persist() -> None:
+    assert checkpoint_interval_s(stall_s=None, persist_s=None, mtbf_s=None) == 60.0
+    short = checkpoint_interval_s(stall_s=0.5, persist_s=0.1, mtbf_s=3600)
+    assert short == pytest.approx(60.0, rel=0.05)  # sqrt(2 · 0.5 · 3600) = 60
+    assert checkpoint_interval_s(stall_s=0.001, persist_s=9.0, mtbf_s=3600) == 9.0

@@ -1,0 +1,163 @@
+"""Notice sources against real endpoint shapes served on 127.0.0.1, and real signals."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+from executor.notices import (
+    AwsImds,
+    AzureScheduledEvents,
+    GcpMetadata,
+    Notice,
+    NoticeWatcher,
+    ReplaySource,
+    SigtermSource,
+    preemption_times,
+    sources_from_env,
+)
+from policy.traces import load_traces
+from tests.conftest import DATA
+from tests.executor.fake_metadata import FakeMetadata
+
+
+def test_aws_nothing_pending_is_a_404_and_no_notice(metadata: FakeMetadata) -> None:
+    source = AwsImds(metadata.url)
+    assert source.poll() is None
+    assert metadata.hits["/latest/api/token"] == 1
+    assert metadata.hits["/latest/meta-data/spot/instance-action"] == 1
+
+
+def test_aws_instance_action_is_a_stop_notice_with_its_deadline(metadata: FakeMetadata) -> None:
+    metadata.aws_action = {"action": "terminate", "time": "2026-11-29T10:00:00Z"}
+    notice = AwsImds(metadata.url).poll()
+    assert notice is not None and notice.stop and notice.kind == "terminate"
+    assert notice.deadline == pytest.approx(1795946400.0)
+
+
+def test_aws_expired_token_gets_401_and_is_renewed_once(metadata: FakeMetadata) -> None:
+    source = AwsImds(metadata.url)
+    source.poll()
+    metadata.expire_tokens()
+    metadata.aws_action = {"action": "stop", "time": "2026-11-29T10:00:00Z"}
+    notice = source.poll()
+    assert notice is not None and notice.kind == "stop"
+    assert metadata.hits["/latest/api/token"] == 2
+
+
+def test_aws_rebalance_asks_for_a_checkpoint_not_a_stop_and_only_once(
+    metadata: FakeMetadata,
+) -> None:
+    metadata.aws_rebalance = {"noticeTime": "2026-11-29T09:50:00Z"}
+    source = AwsImds(metadata.url)
+    first = source.poll()
+    assert first is not None and first.kind == "rebalance" and not first.stop
+    assert source.poll() is None
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        "<html>oops</html>",
+        '{"action": 5}',
+        '{"time": "x"}',
+        '{"action": "explode", "time": "2026-11-29T10:00:00Z"}',
+    ],
+)
+def test_aws_garbage_bodies_do_not_crash_the_watcher(metadata: FakeMetadata, garbage: str) -> None:
+    metadata.aws_action = garbage
+    metadata.aws_rebalance = "not json"
+    watcher = NoticeWatcher([AwsImds(metadata.url)])
+    watcher.poll_once()
+    watcher.poll_once()
+    assert watcher.stop_notice is None and watcher.rebalances == 0
+
+
+def test_unreachable_endpoint_is_counted_and_polling_goes_on() -> None:
+    watcher = NoticeWatcher(
+        [AwsImds("http://127.0.0.1:9", timeout=0.2), GcpMetadata("http://127.0.0.1:9", timeout=0.2)]
+    )
+    watcher.poll_once()
+    assert watcher.errors == 2 and watcher.stop_notice is None
+
+
+def test_gcp_preempted_true_is_a_stop_notice(metadata: FakeMetadata) -> None:
+    source = GcpMetadata(metadata.url)
+    assert source.poll() is None
+    metadata.gcp_preempted = "garbage"
+    assert source.poll() is None
+    metadata.gcp_preempted = "TRUE"
+    notice = source.poll()
+    assert notice is not None and notice.kind == "preempt"
+    assert notice.deadline == pytest.approx(time.time() + 30, abs=2)
+
+
+def test_azure_preempt_event_is_a_stop_notice(metadata: FakeMetadata) -> None:
+    source = AzureScheduledEvents(metadata.url)
+    assert source.poll() is None
+    metadata.azure_events = "{{{"
+    assert source.poll() is None
+    metadata.azure_events = {
+        "DocumentIncarnation": 2,
+        "Events": [
+            {"EventId": "A1", "EventType": "Freeze", "NotBefore": ""},
+            {"EventId": "B2", "EventType": "Preempt", "NotBefore": "Sun, 29 Nov 2026 10:00:00 GMT"},
+        ],
+    }
+    notice = source.poll()
+    assert notice is not None and notice.detail == "B2"
+    assert notice.deadline == pytest.approx(1795946400.0)
+
+
+def test_sigterm_is_a_stop_notice_and_the_handler_is_restored() -> None:
+    before = signal.getsignal(signal.SIGTERM)
+    source = SigtermSource(grace_s=30)
+    watcher = NoticeWatcher([source], interval_s=0.05).start()
+    try:
+        os.kill(os.getpid(), signal.SIGTERM)
+        notice = watcher.check_signals()
+        assert notice is not None and notice.kind == "terminate" and notice.stop
+    finally:
+        watcher.close()
+    assert signal.getsignal(signal.SIGTERM) == before
+
+
+def test_watcher_thread_picks_up_a_notice(metadata: FakeMetadata) -> None:
+    seen: list[Notice] = []
+    watcher = NoticeWatcher([AwsImds(metadata.url)], interval_s=0.05, on_notice=seen.append).start()
+    try:
+        metadata.aws_action = {"action": "terminate", "time": "2026-11-29T10:00:00Z"}
+        deadline = time.monotonic() + 5
+        while watcher.stop_notice is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+    finally:
+        watcher.close()
+    assert watcher.stop_notice is not None and seen == [watcher.stop_notice]
+
+
+def test_replay_turns_a_real_trace_into_preemption_times_and_notices() -> None:
+    traces = load_traces(DATA / "traces/cbl/preemption/1-node/aws-04-22-2023")
+    available = traces.available[traces.names.index("us-east-1c_v100_1")]
+    times = preemption_times(available, traces.gap_seconds, time_scale=100.0)
+    losses = int(((available[:-1]) & (~available[1:])).sum())
+    assert len(times) == losses > 3
+    assert times == sorted(times) and times[0] > 0
+    now = [0.0]
+    source = ReplaySource([t - 5 for t in times[:2]], lead_s=5, clock=lambda: now[0], start=0.0)
+    assert source.poll() is None
+    now[0] = times[0] - 4
+    notice = source.poll()
+    assert notice is not None and notice.source == "replay"
+
+
+def test_sources_from_env_builds_named_sources(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SPOTWISE_NOTICES", "aws, gcp")
+    monkeypatch.setenv("SPOTWISE_AWS_IMDS_URL", "http://127.0.0.1:1")
+    sources = sources_from_env()
+    assert [s.name for s in sources] == ["aws", "gcp"]
+    monkeypatch.setenv("SPOTWISE_NOTICES", "oracle")
+    with pytest.raises(ValueError, match="unknown source 'oracle'"):
+        sources_from_env()
