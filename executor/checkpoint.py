@@ -280,7 +280,7 @@ class CheckpointManager:
     def _base_of(self, replica: Replica, step: int) -> int | None:
         if step not in self._bases_of:
             try:
-                manifest = json.loads(replica.read(f"step-{step}/{MANIFEST}"))
+                manifest = json.loads(bytes(replica.read(f"step-{step}/{MANIFEST}")))
                 self._bases_of[step] = manifest.get("base_step")
             except (OSError, ValueError):
                 return None
@@ -313,7 +313,7 @@ class CheckpointManager:
         yield from sorted({s for r in self.replicas for s in r.steps()}, reverse=True)
 
     def _read(self, replica: Replica, step: int) -> Checkpoint:
-        manifest = json.loads(replica.read(f"step-{step}/{MANIFEST}"))
+        manifest = json.loads(bytes(replica.read(f"step-{step}/{MANIFEST}")))
         if manifest.get("format") != FORMAT_VERSION or manifest.get("step") != step:
             raise CheckpointError(f"{replica.url}/step-{step}: unknown manifest")
         contents = {}

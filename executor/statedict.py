@@ -8,6 +8,7 @@ they were.
 
 from __future__ import annotations
 
+import mmap
 from typing import Any
 
 import numpy as np
@@ -78,5 +79,12 @@ def tensor_from_bytes(
     torch_dtype = getattr(torch, dtype.removeprefix("torch."))
     if len(data) == 0:
         return torch.empty(shape, dtype=torch_dtype)
-    raw = torch.frombuffer(bytearray(data), dtype=torch.uint8)
+    # A writable buffer is viewed in place; anything else is copied once.
+    buffer = (
+        data
+        if isinstance(data, bytearray | mmap.mmap)
+        or (isinstance(data, memoryview) and not data.readonly)
+        else bytearray(data)
+    )
+    raw = torch.frombuffer(buffer, dtype=torch.uint8)
     return raw.view(torch_dtype).reshape(shape)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import mmap
 import os
 import re
 import shutil
@@ -131,23 +132,15 @@ class Replica:
         except (OSError, FileNotFoundError, ValueError):
             return None
 
-    def read(self, relative: str) -> bytearray:
-        """A whole file, into a writable buffer."""
-        with self.fs.open(self.path(relative), "rb") as handle:
-            size = (
-                self.fs.size(self.path(relative))
-                if not self.local
-                else os.fstat(handle.fileno()).st_size
-            )
-            data = bytearray(size)
-            view = memoryview(data)
-            done = 0
-            while done < size:
-                n = handle.readinto(view[done:])
-                if not n:
-                    break
-                done += n
-            return data[:done] if done < size else data
+    def read(self, relative: str) -> bytearray | mmap.mmap:
+        """A whole file as a writable buffer: locally a private (copy-on-write) memory map, so
+        reading a large checkpoint costs no fresh memory; elsewhere downloaded into memory."""
+        if self.local:
+            with open(self.path(relative), "rb") as handle:
+                if os.fstat(handle.fileno()).st_size == 0:
+                    return bytearray()
+                return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_COPY)
+        return bytearray(self.fs.cat_file(self.path(relative)))
 
     def remove_step(self, step: int) -> None:
         """Delete a committed step."""

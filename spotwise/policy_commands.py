@@ -278,3 +278,52 @@ def plan(
     out.print("assumptions:")
     for line in result.assumptions:
         out.print(f"  - {line}")
+
+
+@bench_app.command("checkpoint")
+def bench_checkpoint_command(
+    size_mb: Annotated[int, typer.Option("--size-mb", min=1, help="State size in MiB.")] = 1024,
+    folder: Annotated[
+        Path | None,
+        typer.Option(
+            "--dir", help="Where to write (default: the system temp folder).", show_default=False
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """torch.save against Spotwise's checkpoints on the same state: stall, notice-to-durable,
+    restore, incremental bytes."""
+    from executor.bench import bench_checkpoint
+
+    result = bench_checkpoint(size_mb, folder, progress=lambda m: err.print(f"… {m}"))
+    _print_result(result, as_json)
+
+
+@bench_app.command("resume")
+def bench_resume_command(
+    epochs: Annotated[int, typer.Option("--epochs", min=1)] = 4,
+    step_sleep_s: Annotated[
+        float, typer.Option("--step-sleep-s", min=0.0, help="Slow each step to stretch the run.")
+    ] = 0.02,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """The example training uninterrupted and under a replayed real preemption trace."""
+    from executor.bench import bench_resume
+
+    result = bench_resume(
+        settings.bundled_data_dir(),
+        epochs=epochs,
+        step_sleep_s=step_sleep_s,
+        progress=lambda m: err.print(f"… {m}"),
+    )
+    _print_result(result, as_json)
+
+
+def _print_result(result: dict[str, object], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(result, indent=2))
+        return
+    table = Table("measure", "value")
+    for key, value in result.items():
+        table.add_row(key, str(value))
+    out.print(table)

@@ -23,7 +23,8 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from executor.guard import guard
+from executor.errors import Preempted
+from executor.guard import Guard, guard
 from executor.statedict import flatten, tensor_bytes
 
 
@@ -88,32 +89,44 @@ def main(argv: list[str] | None = None) -> int:
     scaler = torch.amp.GradScaler("cuda", enabled=torch.cuda.is_available())
     emit("start")
     steps_here = 0
-    with guard(
-        args.ckpt,
-        model=model,
-        optimizer=optimizer,
-        scheduler=scheduler,
-        scaler=scaler,
-        loader=loader,
-        epochs=args.epochs,
-        interval_s=args.interval_s,
-        mtbf_s=args.mtbf_s,
-        full_every=args.full_every,
-    ) as g:
-        emit("resumed" if g.resumed_from is not None else "fresh", step=g.step_count)
-        for x, y in g.batches():
-            loss = nn.functional.mse_loss(model(x), y)
-            optimizer.zero_grad(set_to_none=True)
-            scaler.scale(loss).backward()
-            scaler.step(optimizer)
-            scaler.update()
-            scheduler.step()
-            if args.step_sleep_s:
-                time.sleep(args.step_sleep_s)
-            steps_here += 1
-            if steps_here == 1:
-                emit("first_step", step=g.step_count + 1)
-            g.step()
+    g: Guard | None = None
+    try:
+        with guard(
+            args.ckpt,
+            model=model,
+            optimizer=optimizer,
+            scheduler=scheduler,
+            scaler=scaler,
+            loader=loader,
+            epochs=args.epochs,
+            interval_s=args.interval_s,
+            mtbf_s=args.mtbf_s,
+            full_every=args.full_every,
+        ) as g:
+            emit("resumed" if g.resumed_from is not None else "fresh", step=g.step_count)
+            for x, y in g.batches():
+                loss = nn.functional.mse_loss(model(x), y)
+                optimizer.zero_grad(set_to_none=True)
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                scaler.update()
+                scheduler.step()
+                if args.step_sleep_s:
+                    time.sleep(args.step_sleep_s)
+                steps_here += 1
+                if steps_here == 1:
+                    emit("first_step", step=g.step_count + 1)
+                g.step()
+    except Preempted as exc:
+        assert g is not None
+        emit(
+            "preempted",
+            step=exc.step,
+            steps_here=steps_here,
+            checkpoints=g.checkpoints,
+            stall_s=g.stalls_s,
+        )
+        raise
     digest = state_digest(
         {
             "model": model.state_dict(),

@@ -1,0 +1,187 @@
+"""Executor benchmarks: checkpoint cost on a large state, and preemption-resume on a real trace.
+
+Every figure is measured side by side in one run on the same state, so ratios hold on a noisy
+machine.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from executor.checkpoint import CheckpointManager
+from executor.notices import preemption_times
+from executor.replay import run_under_replay
+from policy.traces import load_traces
+
+Progress = Callable[[str], None]
+
+
+def _model_of_size(size_mb: int, width: int = 2048) -> nn.Sequential:
+    """Linear layers of ``width``² fp32 weights adding up to about ``size_mb`` MiB."""
+    per_layer = width * width * 4
+    layers = max(2, round(size_mb * 2**20 / per_layer))
+    torch.manual_seed(0)
+    return nn.Sequential(*(nn.Linear(width, width) for _ in range(layers)))
+
+
+def bench_checkpoint(
+    size_mb: int, folder: Path | None = None, progress: Progress = lambda _: None
+) -> dict[str, Any]:
+    """torch.save against the CheckpointManager on the same state of ``size_mb`` MiB."""
+    with tempfile.TemporaryDirectory(dir=folder) as tmp:
+        root = Path(tmp)
+        model = _model_of_size(size_mb)
+        state = {"model": model.state_dict()}
+        state_bytes = sum(t.numel() * t.element_size() for t in state["model"].values())
+
+        progress("torch.save")
+        began = time.perf_counter()
+        with open(root / "torch.pt", "wb") as handle:
+            torch.save(state, handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        torch_save_s = time.perf_counter() - began
+        (root / "torch.pt").unlink()
+
+        manager = CheckpointManager([str(root / "ckpt")], keep_latest_k=2, full_every=1000)
+        progress("first async save (allocates the staging buffers)")
+        began = time.perf_counter()
+        manager.save(1, state)
+        first_stall_s = time.perf_counter() - began
+        manager.wait()
+        progress("async save (stall)")
+        began = time.perf_counter()
+        manager.save(2, state)
+        stall_s = time.perf_counter() - began
+        manager.wait()
+
+        progress("save on notice (to durable)")
+        began = time.perf_counter()
+        manager.save(3, state, block=True)
+        notice_to_durable_s = time.perf_counter() - began
+
+        progress("restore")
+        began = time.perf_counter()
+        loaded = manager.load()
+        assert loaded is not None
+        model.load_state_dict(loaded.state["model"])
+        restore_s = time.perf_counter() - began
+        del loaded
+
+        progress("fine-tune, incremental save")
+        for layer in list(model)[:-1]:
+            layer.requires_grad_(False)
+        optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad])
+        x = torch.randn(8, 2048)  # the layers are 2048 wide
+        model(x).square().mean().backward()
+        optimizer.step()
+        tuned = {"model": model.state_dict(), "optimizer": optimizer.state_dict()}
+        manager.save(4, tuned, block=True)  # full: the optimizer state is new
+        full = manager.last_save
+        for _ in range(2):
+            optimizer.zero_grad()
+            model(x).square().mean().backward()
+            optimizer.step()
+        manager.save(5, tuned, block=True)  # incremental: only the unfrozen layer changed
+        incremental = manager.last_save
+        manager.close()
+    assert full is not None and incremental is not None and not incremental.full
+    return {
+        "size_mb": round(state_bytes / 2**20, 1),
+        "torch_save_s": round(torch_save_s, 4),
+        "stall_s": round(stall_s, 4),
+        "notice_to_durable_s": round(notice_to_durable_s, 4),
+        "restore_s": round(restore_s, 4),
+        "incremental_bytes_ratio": round(incremental.bytes_written / full.bytes_written, 4),
+        "stall_vs_torch_save": round(stall_s / torch_save_s, 4),
+        "first_stall_s": round(first_stall_s, 4),
+    }
+
+
+DEFAULT_TRACE = ("traces/cbl/preemption/1-node/aws-04-22-2023", "us-east-1c_v100_1")
+
+
+def bench_resume(
+    data_dir: Path,
+    *,
+    epochs: int = 4,
+    step_sleep_s: float = 0.02,
+    lead_s: float = 2.0,
+    grace_s: float = 5.0,
+    preemptions: int = 4,
+    progress: Progress = lambda _: None,
+) -> dict[str, Any]:
+    """The example training uninterrupted, then under a replayed real preemption trace."""
+    folder, pool = DEFAULT_TRACE
+    traces = load_traces(data_dir / folder)
+    available = traces.available[traces.names.index(pool)]
+    real_times = preemption_times(available, traces.gap_seconds)
+    base = [sys.executable, "-m", "executor.examples.train_mlp", "--epochs", str(epochs)]
+    with tempfile.TemporaryDirectory() as tmp:
+        progress("uninterrupted run")
+        began = time.monotonic()
+        plain = run_under_replay(
+            [*base, "--ckpt", f"{tmp}/plain", "--step-sleep-s", str(step_sleep_s)],
+            [],
+            lead_s=lead_s,
+            grace_s=grace_s,
+        )
+        plain_s = time.monotonic() - began
+        # Scale the trace's clock so that its first preemptions fall inside the run.
+        window = real_times[preemptions - 1] if len(real_times) >= preemptions else real_times[-1]
+        scale = window / (0.8 * plain_s)
+        schedule = [t / scale for t in real_times]
+        mtbf_s = (len(available) * traces.gap_seconds / max(1, len(real_times))) / scale
+        progress(f"replaying {pool} ({len(real_times)} preemptions, clock ×{scale:.0f})")
+        replayed = run_under_replay(
+            [
+                *base,
+                "--ckpt",
+                f"{tmp}/replayed",
+                "--step-sleep-s",
+                str(step_sleep_s),
+                "--mtbf-s",
+                f"{mtbf_s:.3f}",
+            ],
+            schedule,
+            lead_s=lead_s,
+            grace_s=grace_s,
+        )
+    done_plain = plain.launches[-1].event("done")
+    done = replayed.launches[-1].event("done")
+    assert done_plain is not None and done is not None
+    ends = [launch.event("done") or launch.event("preempted") for launch in replayed.launches]
+    steps_run = sum(e["steps_here"] for e in ends if e)
+    stalls = [s for e in ends if e for s in e["stall_s"]]
+    checkpoints = sum(e["checkpoints"] for e in ends if e)
+    restarts = [
+        first["t"] - launch.started
+        for launch in replayed.launches[1:]
+        if (first := launch.event("first_step"))
+    ]
+    restart_s = sum(restarts) / len(restarts) if restarts else 0.0
+    stall_s = sum(stalls) / len(stalls) if stalls else 0.0
+    per_10min = checkpoints / replayed.wall_s * 600
+    return {
+        "bitwise_identical": done["digest"] == done_plain["digest"],
+        "preemptions": replayed.preemptions,
+        "lost_steps": steps_run - done["step"],
+        "restart_to_first_step_s": round(restart_s, 3),
+        "stall_s_per_checkpoint": round(stall_s, 5),
+        "checkpoints_per_10min": round(per_10min, 2),
+        "goodput_at_one_preemption_per_10min": round(
+            1 - (restart_s + per_10min * stall_s) / 600, 4
+        ),
+        "steps": done["step"],
+        "trace": f"{folder}/{pool}.json",
+        "trace_clock_scale": round(scale, 1),
+    }

@@ -1,0 +1,52 @@
+"""The executor benchmarks and the replay driver, at small sizes."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from executor.errors import ExecutorError
+from executor.replay import run_under_replay
+from tests.conftest import CliRun
+
+
+def test_bench_checkpoint_prints_every_figure(cli: CliRun) -> None:
+    result = cli("bench", "checkpoint", "--size-mb", "48", "--json")
+    assert result.returncode == 0, result.stderr
+    figures = json.loads(result.stdout)
+    for key in (
+        "torch_save_s",
+        "stall_s",
+        "notice_to_durable_s",
+        "restore_s",
+        "incremental_bytes_ratio",
+    ):
+        assert figures[key] > 0, key
+    assert figures["stall_s"] < figures["notice_to_durable_s"]
+    assert figures["incremental_bytes_ratio"] < 0.8
+
+
+def test_bench_resume_is_bitwise_identical_under_a_replayed_trace(cli: CliRun) -> None:
+    result = cli("bench", "resume", "--epochs", "2", "--step-sleep-s", "0.03", "--json")
+    assert result.returncode == 0, result.stderr
+    figures = json.loads(result.stdout)
+    assert figures["bitwise_identical"] is True
+    assert figures["preemptions"] >= 3
+    assert figures["lost_steps"] == 0
+    assert figures["restart_to_first_step_s"] > 0
+
+
+def test_replay_does_not_relaunch_a_real_failure_forever() -> None:
+    command = [sys.executable, "-c", 'import sys; print(\'{"event": "fresh"}\'); sys.exit(3)']
+    with pytest.raises(ExecutorError, match="exit code 3 \\(not a preemption\\)"):
+        run_under_replay(command, [100.0], lead_s=1, grace_s=1)
+
+
+def test_replay_runs_a_clean_command_once() -> None:
+    run = run_under_replay(
+        [sys.executable, "-c", 'print(\'{"event": "done"}\')'], [], lead_s=1, grace_s=1
+    )
+    assert len(run.launches) == 1 and run.preemptions == 0
+    assert run.launches[0].event("done") is not None
