@@ -73,14 +73,17 @@ class ResumableBatches:
             self.order = None
             self.position = 0
 
-    def state_dict(self) -> dict[str, Any]:
-        """Epoch, position and the epoch's order (as tensors)."""
+    def state_dict(self, *, as_lists: bool = False) -> dict[str, Any]:
+        """Epoch, position and the epoch's order (as tensors, or lists for DCP, whose
+        templates cannot change a tensor's size)."""
         order = self.order or []
+        indices = [i for b in order for i in b]
+        lengths = [len(b) for b in order]
         return {
             "epoch": self.epoch,
             "position": self.position,
-            "indices": torch.tensor([i for b in order for i in b], dtype=torch.int64),
-            "lengths": torch.tensor([len(b) for b in order], dtype=torch.int64),
+            "indices": indices if as_lists else torch.tensor(indices, dtype=torch.int64),
+            "lengths": lengths if as_lists else torch.tensor(lengths, dtype=torch.int64),
             "has_order": self.order is not None,
         }
 
@@ -89,9 +92,9 @@ class ResumableBatches:
         self.epoch = int(state["epoch"])
         self.position = int(state["position"])
         if state["has_order"]:
-            indices = state["indices"].tolist()
+            indices = torch.as_tensor(state["indices"], dtype=torch.int64).tolist()
             order, start = [], 0
-            for length in state["lengths"].tolist():
+            for length in torch.as_tensor(state["lengths"], dtype=torch.int64).tolist():
                 order.append(indices[start : start + length])
                 start += length
             self.order = order

@@ -29,9 +29,19 @@ from torch.utils.data import DataLoader
 
 from executor.checkpoint import CheckpointManager
 from executor.data import ResumableBatches
-from executor.errors import Preempted
+from executor.distributed import DistributedCheckpointer
+from executor.errors import CheckpointError, Preempted
 from executor.interval import checkpoint_interval_s
 from executor.notices import NoticeSource, NoticeWatcher, SigtermSource, sources_from_env
+
+
+def distributed() -> bool:
+    """True inside a torch.distributed job of more than one process."""
+    return (
+        torch.distributed.is_available()
+        and torch.distributed.is_initialized()
+        and torch.distributed.get_world_size() > 1
+    )
 
 
 def rng_state() -> dict[str, Any]:
@@ -60,7 +70,7 @@ class Guard:
 
     def __init__(
         self,
-        manager: CheckpointManager,
+        manager: CheckpointManager | DistributedCheckpointer,
         watcher: NoticeWatcher,
         *,
         model: torch.nn.Module,
@@ -74,6 +84,7 @@ class Guard:
     ) -> None:
         self.manager = manager
         self.watcher = watcher
+        self.rank = torch.distributed.get_rank() if distributed() else None
         self.model, self.optimizer, self.scheduler, self.scaler = (
             model,
             optimizer,
@@ -95,37 +106,60 @@ class Guard:
     # ---- state --------------------------------------------------------------------------
 
     def state(self) -> dict[str, Any]:
-        """Everything a bitwise-identical resume needs."""
+        """Everything a bitwise-identical resume needs. In a distributed job the RNG and data
+        state sit under this rank's key, and model and optimizer come from DCP's helpers."""
+        if self.rank is None:
+            model = self.model.state_dict()
+            optimizer = self.optimizer.state_dict() if self.optimizer else None
+        else:
+            from torch.distributed.checkpoint.state_dict import get_state_dict
+
+            model, optimizer = get_state_dict(self.model, self.optimizer or [])
+        local = {"rng": rng_state(), "data": self.data.state_dict(as_lists=self.rank is not None)}
         return {
-            "model": self.model.state_dict(),
-            "optimizer": self.optimizer.state_dict() if self.optimizer else None,
+            "model": model,
+            "optimizer": optimizer,
             "scheduler": self.scheduler.state_dict() if self.scheduler else None,
             "scaler": self.scaler.state_dict() if self.scaler else None,
-            "rng": rng_state(),
-            "data": self.data.state_dict(),
+            **(local if self.rank is None else {"ranks": {f"rank{self.rank}": local}}),
             "step": self.step_count,
             "finished": self.finished,
         }
 
     def restore(self) -> bool:
         """Load the newest intact checkpoint; False when there is none."""
-        checkpoint = self.manager.load()
+        if isinstance(self.manager, CheckpointManager):
+            checkpoint = self.manager.load()
+        else:
+            checkpoint = self.manager.load(template=self.state)
         if checkpoint is None:
             return False
         state = checkpoint.state
-        self.model.load_state_dict(state["model"])
-        if self.optimizer and state["optimizer"] is not None:
-            self.optimizer.load_state_dict(state["optimizer"])
+        if self.rank is None:
+            self.model.load_state_dict(state["model"])
+            if self.optimizer and state["optimizer"] is not None:
+                self.optimizer.load_state_dict(state["optimizer"])
+            local = state
+        else:
+            from torch.distributed.checkpoint.state_dict import set_state_dict
+
+            set_state_dict(
+                self.model,
+                self.optimizer or [],
+                model_state_dict=state["model"],
+                optim_state_dict=state["optimizer"],
+            )
+            local = state["ranks"][f"rank{self.rank}"]
         if self.scheduler and state["scheduler"] is not None:
             self.scheduler.load_state_dict(state["scheduler"])
         if self.scaler and state["scaler"] is not None:
             self.scaler.load_state_dict(state["scaler"])
-        self.data.load_state_dict(state["data"])
+        self.data.load_state_dict(local["data"])
         self.step_count = int(state["step"])
         self.finished = bool(state["finished"])
         self.resumed_from = checkpoint.step
         # Restored after the data iterator is created, which draws from the RNG.
-        self._pending_rng = state["rng"]
+        self._pending_rng = local["rng"]
         return True
 
     def _restore_rng(self) -> None:
@@ -160,12 +194,19 @@ class Guard:
             Preempted: after committing a checkpoint on a stop notice (exit code 75).
         """
         self.step_count += 1
-        if self.watcher.check_signals() is not None:
+        stop = self.watcher.check_signals() is not None
+        due = self.watcher.take_rebalance() or (
+            time.monotonic() - self._last_checkpoint >= self.interval_s
+        )
+        if self.rank is not None:
+            # Every rank must take the same decision: saves are collective.
+            flags = torch.tensor([float(stop), float(due)])
+            torch.distributed.all_reduce(flags, op=torch.distributed.ReduceOp.MAX)
+            stop, due = bool(flags[0]), bool(flags[1])
+        if stop:
             self.checkpoint(block=True)
             raise Preempted(self.step_count)
-        if self.watcher.take_rebalance() or (
-            time.monotonic() - self._last_checkpoint >= self.interval_s
-        ):
+        if due:
             self.checkpoint()
 
     def checkpoint(self, *, block: bool = False) -> None:
@@ -208,9 +249,21 @@ def guard(
         notices: sources to watch (default: SIGTERM plus those named in
             ``$SPOTWISE_NOTICES``, e.g. ``aws,gcp``).
     """
-    manager = CheckpointManager(
-        urls, keep_latest_k=keep_latest_k, full_every=full_every, storage_options=storage_options
-    )
+    manager: CheckpointManager | DistributedCheckpointer
+    if distributed():
+        if len(urls) != 1:
+            raise CheckpointError(
+                "a distributed job checkpoints to one folder that every rank reaches "
+                "(torch.distributed.checkpoint); pass one URL"
+            )
+        manager = DistributedCheckpointer(urls[0], keep_latest_k=keep_latest_k)
+    else:
+        manager = CheckpointManager(
+            urls,
+            keep_latest_k=keep_latest_k,
+            full_every=full_every,
+            storage_options=storage_options,
+        )
     sources = list(notices) if notices is not None else [SigtermSource(), *sources_from_env()]
     watcher = NoticeWatcher(sources, interval_s=poll_interval_s).start()
     if mtbf_s is None and os.environ.get("SPOTWISE_MTBF_S"):

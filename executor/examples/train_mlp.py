@@ -7,6 +7,10 @@ AdamW, a OneCycle LR schedule, a GradScaler and a shuffling DataLoader, all unde
 state, so runs can be compared bit for bit.
 
     python -m executor.examples.train_mlp --ckpt /tmp/ckpt --epochs 3 --out result.json
+    torchrun --nproc-per-node 2 -m executor.examples.train_mlp --ckpt /shared/ckpt
+
+Under torchrun it trains data-parallel (DDP over gloo) and checkpoints through
+torch.distributed.checkpoint.
 """
 
 from __future__ import annotations
@@ -14,14 +18,17 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import torch
+import torch.distributed as dist
 from torch import nn
-from torch.utils.data import DataLoader, TensorDataset
+from torch.nn.parallel import DistributedDataParallel
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
 from executor.errors import Preempted
 from executor.guard import Guard, guard
@@ -48,7 +55,8 @@ def state_digest(state: Any) -> str:
 
 
 def emit(event: str, **fields: Any) -> None:
-    print(json.dumps({"event": event, "t": time.time(), **fields}), flush=True)
+    rank = int(os.environ.get("RANK", "0"))
+    print(json.dumps({"event": event, "t": time.time(), "rank": rank, **fields}), flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -72,10 +80,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
 
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    if world_size > 1:  # under torchrun: data-parallel over gloo, checkpoints through DCP
+        dist.init_process_group("gloo")
     torch.manual_seed(args.seed)
     data = make_data(args.samples, args.features, args.seed)
-    loader = DataLoader(data, batch_size=args.batch_size, shuffle=True)
-    model = nn.Sequential(
+    if world_size > 1:
+        sampler: DistributedSampler[Any] = DistributedSampler(data, shuffle=True, seed=args.seed)
+        loader = DataLoader(data, batch_size=args.batch_size, sampler=sampler)
+    else:
+        loader = DataLoader(data, batch_size=args.batch_size, shuffle=True)
+    model: nn.Module = nn.Sequential(
         nn.Linear(args.features, args.hidden),
         nn.ReLU(),
         nn.Dropout(0.1),
@@ -83,6 +98,8 @@ def main(argv: list[str] | None = None) -> int:
         nn.ReLU(),
         nn.Linear(args.hidden, 4),
     )
+    if world_size > 1:
+        model = DistributedDataParallel(model)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
     total = args.epochs * len(loader)
     scheduler = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=3e-3, total_steps=total)
@@ -142,8 +159,10 @@ def main(argv: list[str] | None = None) -> int:
         stall_s=g.stalls_s,
         digest=digest,
     )
-    if args.out:
+    if args.out and int(os.environ.get("RANK", "0")) == 0:
         args.out.write_text(json.dumps({"digest": digest, "steps": g.step_count}))
+    if world_size > 1:
+        dist.destroy_process_group()
     return 0
 
 
