@@ -16,7 +16,7 @@ from pricing.errors import PricingError
 from pricing.ingest import FORMATS, LoadReport, discover, load_paths
 from pricing.sources.advisor import ADVISOR_URL
 from pricing.store import TABLES, MarketStore
-from spotwise import policy_commands, settings
+from spotwise import forecast_commands, policy_commands, settings
 from spotwise.console import StoreOption, err, fail, open_store, out
 
 app = typer.Typer(
@@ -30,6 +30,7 @@ app.add_typer(data_app, name="data")
 app.add_typer(collect_app, name="collect")
 app.add_typer(policy_commands.bench_app, name="bench")
 app.command("plan")(policy_commands.plan)
+policy_commands.bench_app.command("risk")(forecast_commands.bench_risk_command)
 
 
 @data_app.command("load")

@@ -1,0 +1,73 @@
+"""Preemption-risk models: the probability that a running spot instance is taken back within
+the next h minutes, from the pool's availability history (see :mod:`features`).
+
+Every model has ``fit(X, y)`` and ``predict_proba(X) -> p``; :data:`RISK_MODELS` names them.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+
+import numpy as np
+from sklearn.calibration import CalibratedClassifierCV
+from sklearn.ensemble import HistGradientBoostingClassifier
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+
+class RiskModel(ABC):
+    """A probability of preemption within the horizon, per row of features."""
+
+    name: str
+
+    @abstractmethod
+    def fit(self, x: np.ndarray, y: np.ndarray) -> RiskModel:
+        """Learn from past rows only."""
+
+    @abstractmethod
+    def predict_proba(self, x: np.ndarray) -> np.ndarray:
+        """P(preempted within the horizon) per row."""
+
+
+class Logistic(RiskModel):
+    """Logistic regression on standardised features."""
+
+    name = "logistic"
+
+    def fit(self, x: np.ndarray, y: np.ndarray) -> Logistic:
+        self._model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))
+        self._model.fit(x, y)
+        return self
+
+    def predict_proba(self, x: np.ndarray) -> np.ndarray:
+        return np.asarray(self._model.predict_proba(x)[:, 1])
+
+
+class CalibratedBoosting(RiskModel):
+    """Gradient boosting whose probabilities are calibrated (Platt, cross-validated)."""
+
+    name = "gbm_calibrated"
+
+    def fit(self, x: np.ndarray, y: np.ndarray) -> CalibratedBoosting:
+        booster = HistGradientBoostingClassifier(
+            max_iter=100,
+            learning_rate=0.05,
+            max_depth=3,
+            max_leaf_nodes=31,
+            l2_regularization=1.0,
+            random_state=0,
+        )
+        self._model = CalibratedClassifierCV(booster, method="sigmoid", cv=3)
+        self._model.fit(x, y)
+        return self
+
+    def predict_proba(self, x: np.ndarray) -> np.ndarray:
+        return np.asarray(self._model.predict_proba(x)[:, 1])
+
+
+RISK_MODELS: dict[str, Callable[[], RiskModel]] = {
+    Logistic.name: Logistic,
+    CalibratedBoosting.name: CalibratedBoosting,
+}

@@ -1,0 +1,94 @@
+"""The risk backtest: fit before ``test_from``, score every later tick where the pool is up.
+
+Training rows are ticks t whose label window (t, t + h] ends before ``test_from`` (labels
+never look past it); test rows are ticks t >= ``test_from`` at which the pool is available and
+t + h lies inside the trace. Scores: AUC and Brier per model, the Brier of climatology (the
+training base rate) and the AUC of persistence (the share of the last h that was unavailable).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from sklearn.metrics import brier_score_loss, roc_auc_score
+
+from pricing.forecast.features import FEATURES, _trailing_mean, lose_within, pool_features
+from pricing.forecast.risk import RISK_MODELS
+from pricing.sources.traces import read_cbl_json
+
+_FOLDER_DATE = r"(\d\d)-(\d\d)-(\d{4})$"
+
+
+def read_trace_folder(folder: Path) -> tuple[np.ndarray, int, pd.Timestamp, list[str]]:
+    """Availability [pools, ticks], gap, start (from a folder named like aws-02-15-2023, else
+    the epoch) and pool names of a folder of 1-node CBL traces."""
+    import re
+
+    files = sorted(folder.glob("*.json"))
+    if not files:
+        raise ValueError(f"{folder}: no *.json traces here; give a folder of 1-node CBL traces")
+    traces = [read_cbl_json(f) for f in files]
+    gaps = {t.gap_seconds for t in traces}
+    if len(gaps) != 1:
+        raise ValueError(f"{folder}: traces have different tick gaps {sorted(gaps)}")
+    n = min(len(t.data) for t in traces)
+    available = np.stack([t.data[:n] == 0 for t in traces])
+    match = re.search(_FOLDER_DATE, folder.name)
+    start = (
+        pd.Timestamp(f"{match.group(3)}-{match.group(1)}-{match.group(2)}", tz="UTC")
+        if match
+        else pd.Timestamp(0, tz="UTC")
+    )
+    return available, gaps.pop(), start, [f.stem for f in files]
+
+
+def bench_risk(
+    folder: Path,
+    *,
+    test_from_hours: float,
+    horizon_minutes: float,
+    models: Sequence[str] = tuple(RISK_MODELS),
+) -> dict[str, Any]:
+    """Backtest every risk model on a folder of traces (JSON-ready result)."""
+    available, gap, start, _ = read_trace_folder(folder)
+    pools, ticks = available.shape
+    horizon = max(1, round(horizon_minutes * 60 / gap))
+    cut = int(np.ceil(test_from_hours * 3600 / gap - 1e-9))
+    if not 0 < cut < ticks - horizon:
+        raise ValueError(
+            f"--test-from-hours {test_from_hours} leaves no training or no test "
+            f"ticks in {ticks * gap / 3600:.0f} h of traces"
+        )
+    features = pool_features(available, gap, start)
+    labels = lose_within(available, horizon)
+    tick = features["tick"].to_numpy()
+    pool = features["pool"].to_numpy()
+    up = available[pool, tick]
+    y = labels[pool, tick]
+    train = up & (tick + horizon < cut)
+    test = up & (tick >= cut) & (tick + horizon < ticks)
+    x = features[list(FEATURES)].to_numpy()
+    result: dict[str, Any] = {"models": {}}
+    for name in models:
+        model = RISK_MODELS[name]().fit(x[train], y[train])
+        p = model.predict_proba(x[test])
+        result["models"][name] = {
+            "auc": round(float(roc_auc_score(y[test], p)), 4),
+            "brier": round(float(brier_score_loss(y[test], p)), 4),
+        }
+    base_rate = float(y[train].mean())
+    result["climatology_brier"] = round(
+        float(brier_score_loss(y[test], np.full(test.sum(), base_rate))), 4
+    )
+    past_down = np.stack(
+        [_trailing_mean((~available[p]).astype(float), horizon) for p in range(pools)]
+    )
+    result["persistence_auc"] = round(float(roc_auc_score(y[test], past_down[pool, tick][test])), 4)
+    result["n"] = int(test.sum())
+    result["positive_rate"] = round(float(y[test].mean()), 4)
+    result["horizon_ticks"] = horizon
+    return result

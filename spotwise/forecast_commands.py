@@ -1,0 +1,72 @@
+"""Commands of forecasting: ``spotwise bench risk``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from pricing.forecast.risk import RISK_MODELS
+from spotwise import settings
+from spotwise.console import err, fail, out
+
+DEFAULT_TRACES = Path("traces/cbl/availability/1-node/aws-02-15-2023")
+
+
+def bench_risk_command(
+    traces: Annotated[
+        Path | None,
+        typer.Option(
+            "--traces",
+            help="Folder of 1-node CBL JSON traces (0 = available); default: the "
+            "bundled 9-zone aws-02-15-2023 traces.",
+            show_default=False,
+        ),
+    ] = None,
+    test_from_hours: Annotated[
+        float,
+        typer.Option("--test-from-hours", min=0.0, help="Fit before this hour, score from it on."),
+    ] = 480.0,
+    horizon_minutes: Annotated[
+        float,
+        typer.Option(
+            "--horizon-minutes", min=0.0, help="Risk of a preemption within this horizon."
+        ),
+    ] = 60.0,
+    models: Annotated[
+        str, typer.Option("--models", help="Comma-separated risk models.")
+    ] = ",".join(RISK_MODELS),
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Backtest preemption-risk models: AUC and Brier against climatology and persistence."""
+    from pricing.forecast.risk_bench import bench_risk
+
+    names = [m.strip() for m in models.split(",") if m.strip()]
+    unknown = [m for m in names if m not in RISK_MODELS]
+    if unknown:
+        fail(f"unknown risk model(s) {unknown}; choose from {', '.join(RISK_MODELS)}")
+    folder = traces or settings.bundled_data_dir() / DEFAULT_TRACES
+    err.print(f"… fitting {', '.join(names)} on {folder.name} before hour {test_from_hours:g}")
+    try:
+        result = bench_risk(
+            folder, test_from_hours=test_from_hours, horizon_minutes=horizon_minutes, models=names
+        )
+    except ValueError as exc:
+        fail(str(exc))
+    if as_json:
+        print(json.dumps(result, indent=2))
+        return
+    table = Table(
+        "model",
+        "AUC",
+        "Brier",
+        title=f"risk within {horizon_minutes:g} min, {result['n']} test ticks",
+    )
+    for name, scores in result["models"].items():
+        table.add_row(name, f"{scores['auc']:.3f}", f"{scores['brier']:.3f}")
+    table.add_row("climatology", "-", f"{result['climatology_brier']:.3f}")
+    table.add_row("persistence", f"{result['persistence_auc']:.3f}", "-")
+    out.print(table)
