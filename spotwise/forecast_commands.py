@@ -70,3 +70,66 @@ def bench_risk_command(
     table.add_row("climatology", "-", f"{result['climatology_brier']:.3f}")
     table.add_row("persistence", f"{result['persistence_auc']:.3f}", "-")
     out.print(table)
+
+
+DEFAULT_PRICES = Path("prices/aws_spot_price_history_2019-12_2020-01.csv")
+
+
+def bench_price_command(
+    prices: Annotated[
+        Path | None,
+        typer.Option(
+            "--prices",
+            help="CSV in the AWS describe-spot-price-history format (default: the "
+            "bundled history).",
+            show_default=False,
+        ),
+    ] = None,
+    test_from: Annotated[
+        str, typer.Option("--test-from", help="First origin (ISO date, UTC); then one per day.")
+    ] = "2020-01-15",
+    horizon_hours: Annotated[int, typer.Option("--horizon-hours", min=1)] = 24,
+    refit_every_days: Annotated[
+        int,
+        typer.Option(
+            "--refit-every-days", min=1, help="Refit the global GBM every this many origins."
+        ),
+    ] = 7,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Backtest price forecasters: MASE against the last value and 90 % interval coverage."""
+    import pandas as pd
+
+    from pricing.errors import PricingError
+    from pricing.forecast.price_bench import bench_price
+
+    try:
+        start = pd.Timestamp(test_from)
+    except ValueError:
+        fail(f"--test-from {test_from!r} is not a date: give ISO 8601 like 2020-01-15")
+    start = start.tz_localize("UTC") if start.tzinfo is None else start.tz_convert("UTC")
+    csv = prices or settings.bundled_data_dir() / DEFAULT_PRICES
+    try:
+        result = bench_price(
+            csv,
+            test_from=start,
+            horizon_hours=horizon_hours,
+            refit_every_days=refit_every_days,
+            progress=lambda m: err.print(f"… {m}"),
+        )
+    except (ValueError, PricingError) as exc:
+        fail(str(exc))
+    err.print(f"… {result['seconds']} s")
+    if as_json:
+        print(json.dumps(result, indent=2))
+        return
+    table = Table(
+        "model",
+        "MASE",
+        "coverage 90 %",
+        title=f"{result['n_series']} series, "
+        f"{result['n_origins']} origins, {horizon_hours} h ahead",
+    )
+    for name, scores in result["models"].items():
+        table.add_row(name, f"{scores['mase']:.3f}", f"{scores['coverage_90']:.1%}")
+    out.print(table)
