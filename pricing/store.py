@@ -65,10 +65,10 @@ class MarketStore:
         path = Path(path)
         if read_only and not path.exists():
             raise StoreError(f"no store at {path}: run `spotwise data load` first")
-        path.parent.mkdir(parents=True, exist_ok=True)
         try:
+            path.parent.mkdir(parents=True, exist_ok=True)
             con = duckdb.connect(str(path), read_only=read_only)
-        except duckdb.Error as exc:
+        except (duckdb.Error, OSError) as exc:
             raise StoreError(
                 f"cannot open the store {path}: {exc}. Close other Spotwise "
                 "processes using it, or pass another --store"
@@ -161,6 +161,34 @@ class MarketStore:
                     self._con.unregister("staging")
                 added[table] = added.get(table, 0) + len(batch) - existing
         return added
+
+    def replace_forecasts(self, frame: pd.DataFrame) -> int:
+        """Write forecasts in one transaction, replacing each (series, model)'s previous ones;
+        return the rows written."""
+        columns = (
+            "unique_id",
+            "ds",
+            "model",
+            "horizon",
+            "mean",
+            "lo",
+            "hi",
+            "level",
+            "p_preempt",
+            "created_at",
+        )
+        with self._transaction():
+            self._con.register("staging", frame.loc[:, list(columns)])
+            try:
+                self._con.execute(
+                    "DELETE FROM forecasts f USING (SELECT DISTINCT unique_id, model FROM "
+                    "staging) s WHERE f.unique_id = s.unique_id AND f.model = s.model"
+                )
+                names = ", ".join(columns)
+                self._con.execute(f"INSERT INTO forecasts ({names}) SELECT {names} FROM staging")
+            finally:
+                self._con.unregister("staging")
+        return len(frame)
 
     def newest(self, table: str, where: Mapping[str, Any]) -> pd.Timestamp | None:
         """Newest time in ``table`` among rows whose columns equal ``where``'s values."""

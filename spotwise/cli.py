@@ -32,6 +32,7 @@ app.add_typer(policy_commands.bench_app, name="bench")
 app.command("plan")(policy_commands.plan)
 policy_commands.bench_app.command("risk")(forecast_commands.bench_risk_command)
 policy_commands.bench_app.command("price")(forecast_commands.bench_price_command)
+app.add_typer(forecast_commands.forecast_app, name="forecast")
 
 
 @data_app.command("load")

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Annotated
 
+import pandas as pd
 import typer
 from rich.table import Table
 
 from pricing.forecast.risk import RISK_MODELS
 from spotwise import settings
-from spotwise.console import err, fail, out
+from spotwise.console import StoreOption, err, fail, open_store, out
 
 DEFAULT_TRACES = Path("traces/cbl/availability/1-node/aws-02-15-2023")
 
@@ -98,8 +100,6 @@ def bench_price_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Backtest price forecasters: MASE against the last value and 90 % interval coverage."""
-    import pandas as pd
-
     from pricing.errors import PricingError
     from pricing.forecast.price_bench import bench_price
 
@@ -133,3 +133,102 @@ def bench_price_command(
     for name, scores in result["models"].items():
         table.add_row(name, f"{scores['mase']:.3f}", f"{scores['coverage_90']:.1%}")
     out.print(table)
+
+
+forecast_app = typer.Typer(
+    help="Price and preemption-risk forecasts in the store.", no_args_is_help=True
+)
+
+
+@forecast_app.command("run")
+def forecast_run(
+    horizon_hours: Annotated[int, typer.Option("--horizon-hours", min=1)] = 24,
+    risk_horizon_minutes: Annotated[float, typer.Option("--risk-horizon-minutes", min=1.0)] = 60.0,
+    store: StoreOption = None,
+) -> None:
+    """Forecast every price series and the preemption risk of every traced pool."""
+    from pricing.forecast.run import run_forecasts
+
+    with open_store(store) as market:
+        report = run_forecasts(
+            market,
+            horizon_hours=horizon_hours,
+            risk_horizon_minutes=risk_horizon_minutes,
+            progress=lambda m: err.print(f"… {m}"),
+        )
+    err.print(
+        f"[green]wrote {report.rows} forecast rows[/] for {report.price_series} price "
+        f"series and {report.risk_pools} pools in {report.seconds} s"
+    )
+
+
+@forecast_app.command("schedule")
+def forecast_schedule(
+    every: Annotated[str, typer.Option("--every", help="Period: 30s, 10m, 1h.")] = "10m",
+    collect_region: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--collect-region",
+            help="Also collect this AWS region first (repeat).",
+            show_default=False,
+        ),
+    ] = None,
+    horizon_hours: Annotated[int, typer.Option("--horizon-hours", min=1)] = 24,
+    store: StoreOption = None,
+) -> None:
+    """Collect and forecast on a schedule in the foreground; Ctrl-C or SIGTERM stops it."""
+    import logging
+
+    from pricing.jobs import parse_every, run_schedule
+
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr
+    )
+    try:
+        period = parse_every(every)
+    except (ValueError, KeyError):
+        fail(f"--every {every!r} is not a period: use e.g. 30s, 10m or 1h")
+    regions = list(collect_region or [])
+
+    def job() -> str:
+        from pricing.errors import PricingError
+        from pricing.forecast.run import run_forecasts
+        from pricing.store import MarketStore
+
+        try:
+            market = MarketStore.open(settings.store_path(store))
+        except PricingError as exc:
+            raise RuntimeError(str(exc)) from exc
+        try:
+            for region in regions:
+                collect_region_into(market, region)
+            report = run_forecasts(market, horizon_hours=horizon_hours)
+        finally:
+            market.close()
+        return f"{report.rows} forecast rows for {report.price_series} series"
+
+    run_schedule(job, period)
+
+
+def collect_region_into(market: object, region: str) -> None:
+    """Collect one AWS region into an open store (the scheduled job's collection step)."""
+    import boto3
+    from botocore.config import Config
+
+    from pricing.sources.aws import collect_aws
+    from pricing.store import MarketStore
+
+    assert isinstance(market, MarketStore)
+    client = boto3.client(
+        "ec2", region_name=region, config=Config(retries={"max_attempts": 8, "mode": "standard"})
+    )
+    where = {"provider": "aws", "region": region, "market": "spot"}
+    report = collect_aws(
+        client,
+        region=region,
+        instance_types=[],
+        resume_from=lambda t: market.newest("prices", where),
+        since=None,
+        now=pd.Timestamp.now(tz="UTC"),
+    )
+    market.upsert(report.frames)

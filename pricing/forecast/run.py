@@ -1,0 +1,191 @@
+"""``spotwise forecast run``: fresh price forecasts and preemption risk for every series in the
+store, written to the ``forecasts`` table (each model's previous forecast of a series is
+replaced).
+
+Prices: AWS series on an hourly grid, GCP series on a daily grid; ``Naive`` and ``ARIMA`` for
+every series, the global ``GBM`` for the hourly ones. Risk: for every pool with a 1-node
+availability or preemption trace, the logistic model fitted on the pool's own history gives
+``p_preempt`` within the horizon at the newest tick, and ``mean`` holds the expected hours to a
+preemption under that hazard (0 when the pool is unavailable at its newest tick).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from pricing.forecast.backtest import forecast
+from pricing.forecast.boosting import GlobalBoosting
+from pricing.forecast.features import FEATURES, lose_within, pool_features
+from pricing.forecast.grid import to_grid
+from pricing.forecast.models import Arima110, Naive
+from pricing.forecast.risk import Logistic
+from pricing.frames import unique_id
+from pricing.store import MarketStore
+
+Progress = Callable[[str], None]
+RISK_MODEL = "risk-logistic"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunReport:
+    """What one forecasting run wrote."""
+
+    price_series: int
+    risk_pools: int
+    rows: int
+    seconds: float
+
+
+def _long(
+    predicted: pd.DataFrame,
+    models: list[str],
+    horizon_steps: int,
+    level: int,
+    created: pd.Timestamp,
+) -> pd.DataFrame:
+    """Wide statsforecast-style columns to the store's long rows."""
+    frames = []
+    for alias in models:
+        if alias not in predicted.columns:
+            continue
+        part = predicted[["unique_id", "ds"]].copy()
+        part["model"] = alias
+        part["horizon"] = predicted.groupby("unique_id").cumcount() + 1
+        part["mean"] = predicted[alias]
+        part["lo"] = predicted[f"{alias}-lo-{level}"]
+        part["hi"] = predicted[f"{alias}-hi-{level}"]
+        frames.append(part)
+    out = pd.concat(frames, ignore_index=True)
+    out["level"] = float(level)
+    out["p_preempt"] = np.nan
+    out["created_at"] = created
+    return out[out["horizon"] <= horizon_steps]
+
+
+def price_forecasts(
+    store: MarketStore, *, horizon_hours: int, level: int, created: pd.Timestamp, progress: Progress
+) -> tuple[pd.DataFrame, int]:
+    """Forecast rows for every price series, and the number of series."""
+    prices = store.query(
+        "SELECT source, provider, region, zone, instance_type, market, ts, price FROM prices"
+    )
+    if prices.empty:
+        return pd.DataFrame(), 0
+    prices["unique_id"] = [
+        unique_id(p, z or r, t, m)
+        for p, r, z, t, m in zip(
+            prices["provider"],
+            prices["region"],
+            prices["zone"],
+            prices["instance_type"],
+            prices["market"],
+            strict=True,
+        )
+    ]
+    prices["ts"] = pd.to_datetime(prices["ts"], utc=True)
+    # A series may come from several sources: forecast from the newest one; its grid runs to
+    # the newest time that source saw (the price holds until then).
+    source_end = prices.groupby("source")["ts"].transform("max")
+    newest = prices.assign(end=source_end).groupby("unique_id")["end"].transform("max")
+    prices = prices[source_end == newest].assign(end=source_end)
+    rows = []
+    n_series = 0
+    for (provider, _, end), group in prices.groupby(["provider", "source", "end"]):
+        freq = "h" if provider == "aws" else "D"
+        steps = horizon_hours if freq == "h" else max(1, math.ceil(horizon_hours / 24))
+        grid = to_grid(group[["unique_id", "ts", "price"]], freq, end=end)
+        counts = grid.groupby("unique_id")["ds"].transform("size")
+        grid = grid[counts >= 3]
+        n_series += grid["unique_id"].nunique()
+        progress(f"{provider}: {grid['unique_id'].nunique()} series on a {freq} grid")
+        predicted = forecast(grid, [Naive, Arima110], steps, freq=freq, level=level)
+        models = [Naive.alias, Arima110.alias]
+        if freq == "h" and len(grid) > 2000:
+            boosted = GlobalBoosting().fit(grid, steps, level).predict(grid, steps, freq=freq)
+            predicted = predicted.merge(boosted, on=["unique_id", "ds"])
+            models.append(GlobalBoosting.alias)
+        rows.append(_long(predicted, models, steps, level, created))
+    return pd.concat(rows, ignore_index=True), n_series
+
+
+def risk_forecasts(
+    store: MarketStore, *, horizon_minutes: float, created: pd.Timestamp
+) -> pd.DataFrame:
+    """One risk row per pool with a 1-node trace: P(preempted within the horizon) now."""
+    availability = store.query(
+        "SELECT source, provider, zone, instance_type, ts, available_nodes FROM availability "
+        "WHERE source LIKE 'cbl-%-1node' ORDER BY source, provider, zone, instance_type, ts"
+    )
+    rows = []
+    # A pool may have several traces: use the newest.
+    ends = availability.groupby(["provider", "zone", "instance_type", "source"])["ts"].max()
+    newest_source = {key[:3]: key[3] for key in ends.groupby(level=[0, 1, 2]).idxmax()}
+    for (source, provider, zone, instance_type), group in availability.groupby(
+        ["source", "provider", "zone", "instance_type"], sort=True
+    ):
+        if newest_source[(provider, zone, instance_type)] != source:
+            continue
+        ts = pd.to_datetime(group["ts"], utc=True)
+        up = group["available_nodes"].to_numpy() > 0
+        gap = float(np.median(np.diff(ts.to_numpy()).astype("timedelta64[s]").astype(float)))
+        horizon = max(1, round(horizon_minutes * 60 / gap))
+        features = pool_features(up[None, :], gap, ts.iloc[0])
+        labels = lose_within(up[None, :], horizon)[0]
+        ticks = np.arange(len(up))
+        train = up & (ticks + horizon < len(up))
+        x = features[list(FEATURES)].to_numpy()
+        if not up[-1]:
+            p = 1.0
+        elif labels[train].all() or not labels[train].any():
+            p = float(labels[train].mean()) if train.any() else 0.0
+        else:
+            p = float(Logistic().fit(x[train], labels[train]).predict_proba(x[-1:])[0])
+        hazard = -math.log(max(1e-12, 1 - min(p, 1 - 1e-12))) / (horizon_minutes / 60)
+        expected_hours = 0.0 if not up[-1] else (1 / hazard if hazard > 0 else np.nan)
+        rows.append(
+            {
+                "unique_id": unique_id(provider, zone, instance_type, "spot"),
+                "ds": ts.iloc[-1],
+                "model": RISK_MODEL,
+                "horizon": round(horizon_minutes),
+                "mean": expected_hours,
+                "lo": np.nan,
+                "hi": np.nan,
+                "level": np.nan,
+                "p_preempt": p,
+                "created_at": created,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def run_forecasts(
+    store: MarketStore,
+    *,
+    horizon_hours: int = 24,
+    risk_horizon_minutes: float = 60.0,
+    level: int = 90,
+    progress: Progress = lambda _: None,
+) -> RunReport:
+    """Forecast everything in the store and write the forecasts in one transaction."""
+    began = time.perf_counter()
+    created = pd.Timestamp.now(tz="UTC")
+    prices, n_series = price_forecasts(
+        store, horizon_hours=horizon_hours, level=level, created=created, progress=progress
+    )
+    progress("preemption risk per pool")
+    risk = risk_forecasts(store, horizon_minutes=risk_horizon_minutes, created=created)
+    parts = [f for f in (prices, risk) if not f.empty]
+    written = store.replace_forecasts(pd.concat(parts, ignore_index=True)) if parts else 0
+    return RunReport(
+        price_series=n_series,
+        risk_pools=len(risk),
+        rows=written,
+        seconds=round(time.perf_counter() - began, 2),
+    )
