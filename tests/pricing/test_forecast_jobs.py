@@ -75,7 +75,7 @@ def test_schedule_survives_a_failing_run_and_stops_cleanly_on_sigterm(tmp_path: 
         if "ok:" in line or time.monotonic() > deadline:
             break
     process.send_signal(signal.SIGTERM)
-    rest, _ = process.communicate(timeout=30)
+    process.communicate(timeout=30)
     text = "".join(lines)
     assert "run 1 failed" in text and "cannot open the store" in text
     assert "ok: 0 forecast rows" in text
