@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 from sklearn.metrics import brier_score_loss, roc_auc_score
 
+from pricing.forecast.arima_risk import ArimaRisk, ar_unavailability
 from pricing.forecast.features import FEATURES, _trailing_mean, lose_within, pool_features
 from pricing.forecast.risk import RISK_MODELS
 from pricing.sources.traces import read_cbl_json
@@ -52,9 +53,11 @@ def bench_risk(
     test_from_hours: float,
     horizon_minutes: float,
     models: Sequence[str] = tuple(RISK_MODELS),
+    include_arima: bool = True,
 ) -> dict[str, Any]:
-    """Backtest every risk model on a folder of traces (JSON-ready result)."""
-    available, gap, start, _ = read_trace_folder(folder)
+    """Backtest every risk model, the ARIMA model and ``per_pool_best`` (each pool's model
+    chosen by Brier on the last quarter of its training ticks) on a folder of traces."""
+    available, gap, start, names = read_trace_folder(folder)
     pools, ticks = available.shape
     horizon = max(1, round(horizon_minutes * 60 / gap))
     cut = int(np.ceil(test_from_hours * 3600 / gap - 1e-9))
@@ -72,14 +75,42 @@ def bench_risk(
     train = up & (tick + horizon < cut)
     test = up & (tick >= cut) & (tick + horizon < ticks)
     x = features[list(FEATURES)].to_numpy()
-    result: dict[str, Any] = {"models": {}}
+    # Per-pool choice: fit on the first 3/4 of the training ticks, judge on the last 1/4.
+    early_cut = int(cut * 0.75)
+    fit_part = train & (tick + horizon < early_cut)
+    judge_part = up & (tick >= early_cut) & (tick + horizon < cut)
+    predictions: dict[str, np.ndarray] = {}
+    validation: dict[str, np.ndarray] = {}
     for name in models:
-        model = RISK_MODELS[name]().fit(x[train], y[train])
-        p = model.predict_proba(x[test])
-        result["models"][name] = {
-            "auc": round(float(roc_auc_score(y[test], p)), 4),
-            "brier": round(float(brier_score_loss(y[test], p)), 4),
+        predictions[name] = RISK_MODELS[name]().fit(x[train], y[train]).predict_proba(x)
+        validation[name] = RISK_MODELS[name]().fit(x[fit_part], y[fit_part]).predict_proba(x)
+    if include_arima:
+        score = np.concatenate(
+            [ar_unavailability(available[p], cut - horizon, horizon) for p in range(pools)]
+        )
+        early = np.concatenate(
+            [ar_unavailability(available[p], early_cut - horizon, horizon) for p in range(pools)]
+        )
+        predictions["arima"] = ArimaRisk().fit(score[train], y[train]).predict_proba(score)
+        validation["arima"] = ArimaRisk().fit(early[fit_part], y[fit_part]).predict_proba(early)
+    chosen = {}
+    best = np.zeros(len(y))
+    for p in range(pools):
+        rows = judge_part & (pool == p)
+        briers = {
+            name: float(np.mean((v[rows] - y[rows]) ** 2)) if rows.any() else 0.0
+            for name, v in validation.items()
         }
+        chosen[names[p]] = min(briers, key=lambda n: briers[n])
+        best[pool == p] = predictions[chosen[names[p]]][pool == p]
+    predictions["per_pool_best"] = best
+    result: dict[str, Any] = {"models": {}}
+    for name, p_all in predictions.items():
+        result["models"][name] = {
+            "auc": round(float(roc_auc_score(y[test], p_all[test])), 4),
+            "brier": round(float(brier_score_loss(y[test], p_all[test])), 4),
+        }
+    result["chosen_per_pool"] = chosen
     base_rate = float(y[train].mean())
     result["climatology_brier"] = round(
         float(brier_score_loss(y[test], np.full(test.sum(), base_rate))), 4
