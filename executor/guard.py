@@ -31,7 +31,7 @@ from executor.checkpoint import CheckpointManager
 from executor.data import ResumableBatches
 from executor.distributed import DistributedCheckpointer
 from executor.errors import CheckpointError, Preempted
-from executor.interval import checkpoint_interval_s
+from executor.interval import checkpoint_interval_s, forecast_mtbf_s
 from executor.notices import NoticeSource, NoticeWatcher, SigtermSource, sources_from_env
 
 
@@ -244,8 +244,9 @@ def guard(
     Args:
         urls: checkpoint replicas (local folders, ``s3://...``); the first intact copy wins.
         interval_s: fixed seconds between checkpoints (default: Young/Daly from the stall).
-        mtbf_s: mean time between preemptions for Young/Daly (default: one hour, or
-            ``$SPOTWISE_MTBF_S``, e.g. from the risk forecast).
+        mtbf_s: mean time between preemptions for Young/Daly (default: ``$SPOTWISE_MTBF_S``,
+            else the risk forecast of pool ``$SPOTWISE_POOL`` in store ``$SPOTWISE_STORE``,
+            else one hour).
         notices: sources to watch (default: SIGTERM plus those named in
             ``$SPOTWISE_NOTICES``, e.g. ``aws,gcp``).
     """
@@ -268,6 +269,9 @@ def guard(
     watcher = NoticeWatcher(sources, interval_s=poll_interval_s).start()
     if mtbf_s is None and os.environ.get("SPOTWISE_MTBF_S"):
         mtbf_s = float(os.environ["SPOTWISE_MTBF_S"])
+    if mtbf_s is None and os.environ.get("SPOTWISE_POOL") and os.environ.get("SPOTWISE_STORE"):
+        # The risk forecast of the pool this job runs in (written by `spotwise forecast run`).
+        mtbf_s = forecast_mtbf_s(os.environ["SPOTWISE_STORE"], os.environ["SPOTWISE_POOL"])
     g = Guard(
         manager,
         watcher,

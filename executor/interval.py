@@ -18,3 +18,25 @@ def checkpoint_interval_s(
     mtbf = mtbf_s if mtbf_s is not None else DEFAULT_MTBF_S
     interval_h = daly_interval(max(stall_s, 1e-3) / 3600.0, mtbf / 3600.0)
     return max(interval_h * 3600.0, persist_s or 0.0)
+
+
+def forecast_mtbf_s(store_path: str, pool: str) -> float | None:
+    """The mean time to preemption (seconds) that ``spotwise forecast run`` last wrote for
+    ``pool`` (``provider:zone:instance_type:spot``), or None when there is none."""
+    from pricing.errors import StoreError
+    from pricing.forecast.run import RISK_MODEL
+    from pricing.store import MarketStore
+
+    try:
+        store = MarketStore.open(store_path, read_only=True)
+    except StoreError:
+        return None
+    with store:
+        rows = store.query(
+            "SELECT mean FROM forecasts WHERE unique_id = ? AND model = ? "
+            "ORDER BY created_at DESC LIMIT 1",
+            [pool, RISK_MODEL],
+        )
+    if rows.empty or rows["mean"].isna().iloc[0] or rows["mean"].iloc[0] <= 0:
+        return None
+    return float(rows["mean"].iloc[0]) * 3600.0
