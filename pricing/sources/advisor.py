@@ -18,6 +18,7 @@ import pandas as pd
 from pricing.errors import InputError, SourceUnavailable
 from pricing.frames import validate
 from pricing.sources import FileFormat, Parsed
+from pricing.sources.tabular import read_json
 
 ADVISOR_URL = "https://spot-bid-advisor.s3.amazonaws.com/spot-advisor-data.json"
 _DATE_IN_NAME = re.compile(r"(\d{4}-\d\d-\d\d)")
@@ -79,15 +80,7 @@ def read_advisor_file(path: Path) -> Parsed:
             "an advisor snapshot's date comes from its name",
             "Rename it like spot-advisor-data_2025-06-28.json; nothing was stored",
         )
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            path,
-            f"line {exc.lineno}, column {exc.colno}",
-            f"malformed or truncated JSON ({exc.msg})",
-            "Restore the complete file; nothing was stored",
-        ) from exc
+    doc = read_json(path)
     bands, other = parse_advisor(
         doc, observed=pd.Timestamp(match.group(1), tz="UTC"), origin=str(path)
     )

@@ -1,7 +1,8 @@
-"""Reading delimited text files so that every row keeps its 1-based line number."""
+"""Reading text files (CSV, JSON) so that every error names its line or position."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -117,3 +118,24 @@ def parse_utc(
             "Give ISO-8601 times like 2020-01-15T08:00:00Z; nothing was stored",
         )
     return stamps.astype("datetime64[ns, UTC]")
+
+
+def read_json(path: Path) -> object:
+    """A JSON document; a malformed, truncated or undecodable file names its line and column.
+
+    Raises:
+        InputError: naming where the document breaks.
+    """
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            path,
+            f"line {exc.lineno}, column {exc.colno}",
+            f"malformed or truncated JSON ({exc.msg})",
+            "Restore the complete file; nothing was stored",
+        ) from exc
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            path, f"byte {exc.start}", "not UTF-8 text", "Give a JSON file; nothing was stored"
+        ) from exc

@@ -9,7 +9,6 @@ their timestamps are offsets, not dates. Where a count file has several rows at 
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +19,7 @@ import pandas as pd
 from pricing.errors import InputError
 from pricing.frames import ROW, region_of_zone, validate
 from pricing.sources import FileFormat, Parsed
-from pricing.sources.tabular import read_csv
+from pricing.sources.tabular import read_csv, read_json
 
 EPOCH = pd.Timestamp("1970-01-01", tz="UTC")
 CBL_INSTANCE_TYPES = {
@@ -52,22 +51,7 @@ def read_cbl_json(path: Path) -> CblTrace:
     Raises:
         InputError: malformed JSON, missing keys, or non-numeric entries.
     """
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            path,
-            f"line {exc.lineno}, column {exc.colno}",
-            f"malformed or truncated JSON ({exc.msg})",
-            "Restore the complete file; nothing was stored",
-        ) from exc
-    except UnicodeDecodeError as exc:
-        raise InputError(
-            path,
-            f"byte {exc.start}",
-            "not UTF-8 text",
-            "Give a JSON trace file; nothing was stored",
-        ) from exc
+    doc = read_json(path)
     if not isinstance(doc, dict) or "data" not in doc or "metadata" not in doc:
         raise InputError(
             path,
