@@ -1,4 +1,5 @@
-"""Loopback servers for collector tests: the EC2 price endpoint, moto's server, a file server."""
+"""Collector test helpers: the bundled us-east-1 history, a file server on 127.0.0.1, and a
+loopback URL where nothing listens."""
 
 from __future__ import annotations
 
@@ -6,7 +7,6 @@ import functools
 import threading
 from collections.abc import Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -49,5 +49,3 @@ def unused_url() -> str:
         port = sock.getsockname()[1]
     return f"http://127.0.0.1:{port}/spot-advisor-data.json"
 
-
-__all__ = ["PRICE_CSV", "Path", "unused_url"]
