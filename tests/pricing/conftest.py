@@ -48,4 +48,3 @@ def unused_url() -> str:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     return f"http://127.0.0.1:{port}/spot-advisor-data.json"
-
