@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,7 +16,8 @@ from pricing.store import MarketStore
 from spotwise import settings
 
 err = Console(stderr=True)
-out = Console()
+# Piped output gets wide tables rather than truncated cells.
+out = Console(width=None if sys.stdout.isatty() else 160)
 
 StoreOption = Annotated[
     Path | None,
