@@ -196,7 +196,7 @@ def collect_aws_command(
     from botocore.config import Config
     from botocore.exceptions import BotoCoreError, ClientError
 
-    from pricing.sources.aws import collect_aws
+    from pricing.sources.aws import collect_aws, stored_resume_point
 
     start = _parse_since(since)
     types = [t.strip() for t in instance_types.split(",") if t.strip()]
@@ -206,37 +206,30 @@ def collect_aws_command(
         endpoint_url=endpoint_url,
         config=Config(retries={"max_attempts": max_attempts, "mode": "standard"}),
     )
-    with open_store(store) as market:
-
-        def resume_from(instance_type: str) -> pd.Timestamp | None:
-            where = {"provider": "aws", "region": region, "market": "spot"}
-            return market.newest(
-                "prices", {**where, "instance_type": instance_type} if instance_type else where
+    with (
+        open_store(store) as market,
+        Progress(TextColumn("collecting {task.description}"), console=err, transient=True) as bar,
+    ):
+        task = bar.add_task(region)
+        try:
+            report = collect_aws(
+                client,
+                region=region,
+                instance_types=types,
+                resume_from=stored_resume_point(market, region),
+                since=start,
+                now=pd.Timestamp.now(tz="UTC"),
+                advisor_url=advisor_url or None,
+                placement_scores=placement_scores,
+                on_page=lambda pages, rows: bar.update(
+                    task, description=f"{region}: {pages} pages, {rows} prices"
+                ),
             )
-
-        with Progress(
-            TextColumn("collecting {task.description}"), console=err, transient=True
-        ) as bar:
-            task = bar.add_task(region)
-            try:
-                report = collect_aws(
-                    client,
-                    region=region,
-                    instance_types=types,
-                    resume_from=resume_from,
-                    since=start,
-                    now=pd.Timestamp.now(tz="UTC"),
-                    advisor_url=advisor_url or None,
-                    placement_scores=placement_scores,
-                    on_page=lambda pages, rows: bar.update(
-                        task, description=f"{region}: {pages} pages, {rows} prices"
-                    ),
-                )
-                added = market.upsert(report.frames)
-            except (ClientError, BotoCoreError) as exc:
-                fail(f"AWS spot price history for {region}: {exc}")
-            except PricingError as exc:
-                fail(str(exc))
+            added = market.upsert(report.frames)
+        except (ClientError, BotoCoreError) as exc:
+            fail(f"AWS spot price history for {region}: {exc}")
+        except PricingError as exc:
+            fail(str(exc))
     for message in report.messages:
         err.print(message, highlight=False, soft_wrap=True)
     sizes = ", ".join(

@@ -215,19 +215,18 @@ def collect_region_into(market: object, region: str) -> None:
     import boto3
     from botocore.config import Config
 
-    from pricing.sources.aws import collect_aws
+    from pricing.sources.aws import collect_aws, stored_resume_point
     from pricing.store import MarketStore
 
     assert isinstance(market, MarketStore)
     client = boto3.client(
         "ec2", region_name=region, config=Config(retries={"max_attempts": 8, "mode": "standard"})
     )
-    where = {"provider": "aws", "region": region, "market": "spot"}
     report = collect_aws(
         client,
         region=region,
         instance_types=[],
-        resume_from=lambda t: market.newest("prices", where),
+        resume_from=stored_resume_point(market, region),
         since=None,
         now=pd.Timestamp.now(tz="UTC"),
     )

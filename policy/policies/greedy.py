@@ -9,7 +9,7 @@ availability so far.
 
 from __future__ import annotations
 
-from policy.policies.base import NONE, ON_DEMAND, SPOT0, JobContext, Observation, Policy, register
+from policy.policies.base import ON_DEMAND, SPOT0, JobContext, Observation, Policy, register
 from policy.policies.failover import FailoverChooser
 
 
@@ -44,5 +44,4 @@ class Greedy(Policy):
             return ON_DEMAND
         if obs.state >= SPOT0:
             return obs.state
-        choice = self._chooser.best_available(obs)
-        return choice if choice != NONE else NONE
+        return self._chooser.best_available(obs)

@@ -20,6 +20,7 @@ from pricing.frames import ROW, region_of_zone, validate
 from pricing.sources import FileFormat, Parsed
 from pricing.sources.advisor import ADVISOR_URL, fetch_advisor, parse_advisor
 from pricing.sources.tabular import parse_utc, read_csv
+from pricing.store import MarketStore
 
 PRODUCT = "Linux/UNIX"
 LINUX_PRODUCTS = frozenset({PRODUCT, "Linux/UNIX (Amazon VPC)"})
@@ -143,6 +144,19 @@ def collect_aws(
         except (SourceUnavailable, InputError) as exc:
             report.messages.append(f"spot advisor: skipped ({exc})")
     return report
+
+
+def stored_resume_point(store: MarketStore, region: str) -> Callable[[str], pd.Timestamp | None]:
+    """The resume rule of :func:`collect_aws` over a store: the newest stored spot price of the
+    region for an instance type ('' = any type)."""
+
+    def resume_from(instance_type: str) -> pd.Timestamp | None:
+        where = {"provider": "aws", "region": region, "market": "spot"}
+        return store.newest(
+            "prices", {**where, "instance_type": instance_type} if instance_type else where
+        )
+
+    return resume_from
 
 
 def _price_history(

@@ -78,40 +78,35 @@ def test_finished_run_does_nothing_when_launched_again(tmp_path: Path) -> None:
     assert again.wait() == 0 and done["steps_here"] == 0 and done["digest"] == digest
 
 
-def test_rebalance_recommendation_checkpoints_without_stopping(tmp_path: Path) -> None:
-    metadata = FakeMetadata()
-    try:
-        run = launch(
-            tmp_path / "ckpt",
-            "--step-sleep-s",
-            "0.01",
-            "--interval-s",
-            "3600",
-            env={"SPOTWISE_NOTICES": "aws", "SPOTWISE_AWS_IMDS_URL": metadata.url},
-        )
-        wait_for(run, "first_step")
-        metadata.aws_rebalance = {"noticeTime": "2026-11-29T09:50:00Z"}
-        done = events(run)[-1]
-        assert run.wait() == 0
-    finally:
-        metadata.close()
+def launch_on_aws(ckpt: Path, metadata: FakeMetadata, *extra: str) -> subprocess.Popen:
+    """The example training watching the fake IMDS, after its first step."""
+    run = launch(
+        ckpt,
+        "--step-sleep-s",
+        "0.01",
+        *extra,
+        env={"SPOTWISE_NOTICES": "aws", "SPOTWISE_AWS_IMDS_URL": metadata.url},
+    )
+    wait_for(run, "first_step")
+    return run
+
+
+def test_rebalance_recommendation_checkpoints_without_stopping(
+    tmp_path: Path, metadata: FakeMetadata
+) -> None:
+    run = launch_on_aws(tmp_path / "ckpt", metadata, "--interval-s", "3600")
+    metadata.aws_rebalance = {"noticeTime": "2026-11-29T09:50:00Z"}
+    done = events(run)[-1]
+    assert run.wait() == 0
     assert done["event"] == "done" and done["checkpoints"] == 2  # the rebalance and the end
 
 
-def test_aws_instance_action_stops_the_run_with_the_preempted_code(tmp_path: Path) -> None:
-    metadata = FakeMetadata()
-    try:
-        run = launch(
-            tmp_path / "ckpt",
-            "--step-sleep-s",
-            "0.01",
-            env={"SPOTWISE_NOTICES": "aws", "SPOTWISE_AWS_IMDS_URL": metadata.url},
-        )
-        wait_for(run, "first_step")
-        metadata.aws_action = {"action": "terminate", "time": "2026-11-29T10:00:00Z"}
-        run.communicate(timeout=60)
-    finally:
-        metadata.close()
+def test_aws_instance_action_stops_the_run_with_the_preempted_code(
+    tmp_path: Path, metadata: FakeMetadata
+) -> None:
+    run = launch_on_aws(tmp_path / "ckpt", metadata)
+    metadata.aws_action = {"action": "terminate", "time": "2026-11-29T10:00:00Z"}
+    run.communicate(timeout=60)
     assert run.returncode == PREEMPTED_EXIT_CODE
     assert int((tmp_path / "ckpt" / "latest").read_text()) > 0
 

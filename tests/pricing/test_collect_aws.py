@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from botocore.config import Config
 
-from pricing.sources.aws import CollectReport, collect_aws
+from pricing.sources.aws import CollectReport, collect_aws, stored_resume_point
 from pricing.store import MarketStore
 from tests.conftest import CliRun
 from tests.pricing.conftest import unused_url
@@ -41,17 +41,11 @@ def collect(
     advisor_url: str | None = None,
     placement_scores: bool = False,
 ) -> CollectReport:
-    def resume_from(instance_type: str) -> pd.Timestamp | None:
-        where = {"provider": "aws", "region": "us-east-1", "market": "spot"}
-        return store.newest(
-            "prices", {**where, "instance_type": instance_type} if instance_type else where
-        )
-
     report = collect_aws(
         ec2(endpoint),
         region="us-east-1",
         instance_types=types,
-        resume_from=resume_from,
+        resume_from=stored_resume_point(store, "us-east-1"),
         since=None,
         now=NOW,
         advisor_url=advisor_url,
