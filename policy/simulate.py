@@ -66,7 +66,13 @@ def job_starts(
     return list(range(first, n_ticks - deadline_ticks, every))
 
 
-def context_for(policy: Policy, traces: TraceSet, spec: JobSpec, start: int) -> JobContext:
+def context_for(
+    policy: Policy,
+    traces: TraceSet,
+    spec: JobSpec,
+    start: int,
+    checkpoint: CheckpointMode | None = None,
+) -> JobContext:
     """What ``policy`` may know at the start of a job: the past, or everything if it is the
     omniscient bound."""
     job = spec.ticks(traces.gap_seconds)
@@ -79,9 +85,152 @@ def context_for(policy: Policy, traces: TraceSet, spec: JobSpec, start: int) -> 
         on_demand_price=spec.on_demand_price,
         speed=np.array([p.speed for p in traces.pools]),
         past_available=traces.available[:, :start],
+        checkpoint_stall_ticks=0.0
+        if checkpoint is None
+        else checkpoint.stall_seconds / traces.gap_seconds,
         future_available=traces.available[:, start:end] if policy.reads_future else None,
         future_prices=prices[:, start:end] if policy.reads_future else None,
     )
+
+
+class JobRun:
+    """One job on a trace, one tick at a time: :meth:`observe` the tick, then :meth:`step` it
+    with an action. :func:`simulate` and the RL environment both drive the simulator this way."""
+
+    def __init__(
+        self,
+        traces: TraceSet,
+        spec: JobSpec,
+        start: int,
+        checkpoint: CheckpointMode | None = None,
+    ) -> None:
+        job = spec.ticks(traces.gap_seconds)
+        self.job, self.start, self.checkpoint = job, start, checkpoint
+        self._available = traces.available
+        self._prices = traces.spot_prices(spec.spot_price)
+        self._speed = [p.speed for p in traces.pools]
+        self._tick_hours = job.hours_per_tick
+        self._od_tick = spec.on_demand_price * job.hours_per_tick
+        self._stall = self._lost_on_preemption = self._interval = 0.0
+        if checkpoint is not None:
+            self._stall = checkpoint.stall_seconds / traces.gap_seconds
+            minutes = checkpoint.interval_minutes
+            self._interval = (minutes * 60 / traces.gap_seconds) if minutes else 0.0
+            notice_covers = checkpoint.notice_seconds >= checkpoint.stall_seconds
+            self._lost_on_preemption = 0.0 if notice_covers else 1.0
+        self.obs = Observation(
+            tick=0,
+            progress=0.0,
+            state=NONE,
+            changeover_left=0,
+            preempted=False,
+            available=self._available[:, start],
+            prices=self._prices[:, start],
+        )
+        self.tick = 0
+        self.cost = self.progress = 0.0
+        self._state, self._left = NONE, 0
+        self._committed = self._since_checkpoint = self._stall_debt = 0.0
+        self.spot_ticks = self.od_ticks = self.preemptions = 0
+        self.changeovers = self.checkpoints = 0
+        self.lost = 0.0
+        self._bid: float | None = None
+        self.finish = job.deadline
+        self.finished = False
+
+    @property
+    def over(self) -> bool:
+        """Whether the job is done or its deadline has passed."""
+        return self.finished or self.tick >= self.job.deadline
+
+    def observe(self) -> Observation:
+        """Start the current tick: apply a preemption, then show the tick (reused object)."""
+        now, obs = self.start + self.tick, self.obs
+        obs.preempted = False
+        if self._state >= SPOT0:
+            z = self._state - SPOT0
+            if not self._available[z, now] or (
+                self._bid is not None and self._prices[z, now] > self._bid
+            ):
+                obs.preempted = True
+                self.preemptions += 1
+                if self.checkpoint is not None:
+                    if self._lost_on_preemption:
+                        self.lost += self.progress - self._committed
+                        self.progress = self._committed
+                    self._committed = self.progress
+                    self._since_checkpoint = 0.0
+                self._state, self._left = NONE, 0
+        obs.tick, obs.progress, obs.state = self.tick, self.progress, self._state
+        obs.changeover_left = self._left
+        obs.available, obs.prices = self._available[:, now], self._prices[:, now]
+        return obs
+
+    def step(
+        self, action: int, bid: float | None = None, checkpoint_ticks: int | None = None
+    ) -> float:
+        """Run the current tick with ``action`` and return what it cost."""
+        now = self.start + self.tick
+        before = self.cost
+        if action >= SPOT0 and (
+            not self._available[action - SPOT0, now]
+            or (bid is not None and self._prices[action - SPOT0, now] > bid)
+        ):
+            action = NONE
+        if action != self._state:
+            self._state = action
+            self._left = self.job.changeover if action != NONE else 0
+            if action != NONE:
+                self.changeovers += 1
+                self._bid = bid if action >= SPOT0 else None
+                if self.checkpoint is not None:
+                    self.progress = self._committed  # a new instance resumes from the checkpoint
+        self.tick += 1
+        if self._state == NONE:
+            return 0.0
+        if self._state == ON_DEMAND:
+            self.cost += self._od_tick
+            self.od_ticks += 1
+            gain = 1.0
+        else:
+            self.cost += self._prices[self._state - SPOT0, now] * self._tick_hours
+            self.spot_ticks += 1
+            gain = self._speed[self._state - SPOT0]
+        if self._left > 0:
+            self._left -= 1
+            return self.cost - before
+        if self.checkpoint is not None:
+            every = self._interval or float(checkpoint_ticks or 0)
+            if every and self._since_checkpoint >= every:
+                self._stall_debt += self._stall
+                self._since_checkpoint = 0.0
+                self.checkpoints += 1
+                self._committed = self.progress
+            stalled = min(gain, self._stall_debt)
+            self._stall_debt -= stalled
+            gain -= stalled
+            self._since_checkpoint += 1
+        self.progress += gain
+        if self.progress >= self.job.work - 1e-9:
+            self.finish = self.tick
+            self.finished = True
+        return self.cost - before
+
+    def result(self) -> JobResult:
+        """How the job went."""
+        job = self.job
+        return JobResult(
+            cost=self.cost,
+            cost_ratio=self.cost / ((job.work + job.changeover) * self._od_tick),
+            done=self.finished,
+            finish_tick=self.finish,
+            spot_ticks=self.spot_ticks,
+            on_demand_ticks=self.od_ticks,
+            preemptions=self.preemptions,
+            changeovers=self.changeovers,
+            lost_ticks=self.lost,
+            checkpoints=self.checkpoints,
+        )
 
 
 def simulate(
@@ -92,105 +241,9 @@ def simulate(
     checkpoint: CheckpointMode | None = None,
 ) -> JobResult:
     """Run one job that starts at tick ``start`` of ``traces`` under ``policy``."""
-    job = spec.ticks(traces.gap_seconds)
-    policy.reset(context_for(policy, traces, spec, start))
-    available = traces.available
-    prices = traces.spot_prices(spec.spot_price)
-    speed = [p.speed for p in traces.pools]
-    tick_hours = job.hours_per_tick
-    od_tick = spec.on_demand_price * tick_hours
-    stall = lost_on_preemption = 0.0
-    interval = 0.0
-    if checkpoint is not None:
-        stall = checkpoint.stall_seconds / traces.gap_seconds
-        minutes = checkpoint.interval_minutes
-        interval = (minutes * 60 / traces.gap_seconds) if minutes else 0.0
-        lost_on_preemption = 0.0 if checkpoint.notice_seconds >= checkpoint.stall_seconds else 1.0
-
-    obs = Observation(
-        tick=0,
-        progress=0.0,
-        state=NONE,
-        changeover_left=0,
-        preempted=False,
-        available=available[:, start],
-        prices=prices[:, start],
-    )
-    state, left, progress, cost = NONE, 0, 0.0, 0.0
-    committed, since_checkpoint, stall_debt = 0.0, 0.0, 0.0
-    spot_ticks = od_ticks = preemptions = changeovers = checkpoints = 0
-    lost = 0.0
-    bid: float | None = None
-    finish = job.deadline
-    for t in range(job.deadline):
-        now = start + t
-        obs.preempted = False
-        if state >= SPOT0:
-            z = state - SPOT0
-            if not available[z, now] or (bid is not None and prices[z, now] > bid):
-                obs.preempted = True
-                preemptions += 1
-                if checkpoint is not None:
-                    if lost_on_preemption:
-                        lost += progress - committed
-                        progress = committed
-                    committed = progress
-                    since_checkpoint = 0.0
-                state, left = NONE, 0
-        obs.tick, obs.progress, obs.state, obs.changeover_left = t, progress, state, left
-        obs.available, obs.prices = available[:, now], prices[:, now]
-        action = policy.act(obs)
-        if action >= SPOT0 and (
-            not available[action - SPOT0, now]
-            or (policy.bid is not None and prices[action - SPOT0, now] > policy.bid)
-        ):
-            action = NONE
-        if action != state:
-            state = action
-            left = job.changeover if action != NONE else 0
-            if action != NONE:
-                changeovers += 1
-                bid = policy.bid if action >= SPOT0 else None
-                if checkpoint is not None:
-                    progress = committed  # a new instance resumes from the last checkpoint
-        if state == NONE:
-            continue
-        if state == ON_DEMAND:
-            cost += od_tick
-            od_ticks += 1
-            gain = 1.0
-        else:
-            cost += prices[state - SPOT0, now] * tick_hours
-            spot_ticks += 1
-            gain = speed[state - SPOT0]
-        if left > 0:
-            left -= 1
-            continue
-        if checkpoint is not None:
-            every = interval or float(policy.checkpoint_ticks or 0)
-            if every and since_checkpoint >= every:
-                stall_debt += stall
-                since_checkpoint = 0.0
-                checkpoints += 1
-                committed = progress
-            stalled = min(gain, stall_debt)
-            stall_debt -= stalled
-            gain -= stalled
-            since_checkpoint += 1
-        progress += gain
-        if progress >= job.work - 1e-9:
-            finish = t + 1
-            break
-    done = progress >= job.work - 1e-9
-    return JobResult(
-        cost=cost,
-        cost_ratio=cost / ((job.work + job.changeover) * od_tick),
-        done=done,
-        finish_tick=finish,
-        spot_ticks=spot_ticks,
-        on_demand_ticks=od_ticks,
-        preemptions=preemptions,
-        changeovers=changeovers,
-        lost_ticks=lost,
-        checkpoints=checkpoints,
-    )
+    policy.reset(context_for(policy, traces, spec, start, checkpoint))
+    run = JobRun(traces, spec, start, checkpoint)
+    while not run.over:
+        action = policy.act(run.observe())
+        run.step(action, policy.bid, policy.checkpoint_ticks)
+    return run.result()

@@ -49,6 +49,8 @@ class JobContext:
     """float [pools]: progress per productive spot tick; on-demand progresses 1 per tick."""
     past_available: np.ndarray
     """bool [pools, ticks before the job's start]."""
+    checkpoint_stall_ticks: float = 0.0
+    """Progress a checkpoint stalls, in ticks (0 = the simulator is not in checkpoint mode)."""
     future_available: np.ndarray | None = None
     """bool [pools, job ticks]: only for policies that read the future (the omniscient bound)."""
     future_prices: np.ndarray | None = None
