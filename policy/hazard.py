@@ -20,23 +20,17 @@ class AvailabilityHazard:
         """Learn from ``past_available`` (bool [pools, ticks]) and continue with :meth:`observe`."""
         n_pools, n_past = past_available.shape
         self.half_life = float(half_life_ticks)
-        self._lengths: list[list[int]] = [[] for _ in range(n_pools)]
-        self._ends: list[list[int]] = [[] for _ in range(n_pools)]
         self._age = np.zeros(n_pools, dtype=int)
         self._now = -1
+        self._arrays: list[tuple[np.ndarray, np.ndarray]] = []
         for z in range(n_pools):
-            edges = np.diff(np.r_[0, past_available[z].astype(np.int8), 0])
+            edges = np.diff(past_available[z].astype(np.int8), prepend=0, append=0)
             starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
-            for s, e in zip(starts, ends, strict=True):
-                if e < n_past:
-                    self._lengths[z].append(int(e - s))
-                    self._ends[z].append(int(e) - n_past)
-                else:
-                    self._age[z] = int(e - s)
-        self._arrays: list[tuple[np.ndarray, np.ndarray]] = [
-            (np.array(lengths, dtype=float), np.array(ends, dtype=float))
-            for lengths, ends in zip(self._lengths, self._ends, strict=True)
-        ]
+            closed = ends < n_past
+            if len(ends) and not closed[-1]:
+                self._age[z] = int(ends[-1] - starts[-1])
+            lengths = (ends - starts)[closed].astype(float)
+            self._arrays.append((lengths, (ends[closed] - n_past).astype(float)))
 
     @property
     def age(self) -> np.ndarray:
@@ -49,12 +43,8 @@ class AvailabilityHazard:
             return
         self._now = tick
         for z in np.flatnonzero(~available & (self._age > 0)):
-            self._lengths[z].append(int(self._age[z]))
-            self._ends[z].append(tick)
-            self._arrays[z] = (
-                np.array(self._lengths[z], dtype=float),
-                np.array(self._ends[z], dtype=float),
-            )
+            lengths, ends = self._arrays[z]
+            self._arrays[z] = (np.append(lengths, self._age[z]), np.append(ends, tick))
         self._age = np.where(available, self._age + 1, 0)
 
     def expected_remaining(self, pool: int, age: int | None = None) -> float:
@@ -74,3 +64,38 @@ class AvailabilityHazard:
     def mean_run(self, pool: int) -> float:
         """Recency-weighted mean run length of ``pool`` in ticks (the MTBF while on spot)."""
         return self.expected_remaining(pool, age=0)
+
+
+class MarketForecast:
+    """The risk forecast of every pool plus the forecast share of ticks spot can work."""
+
+    def __init__(self, past_available: np.ndarray, half_life_ticks: float) -> None:
+        """Learn from ``past_available`` (bool [pools, ticks before the job])."""
+        self.pools = AvailabilityHazard(past_available, half_life_ticks)
+        any_past: np.ndarray = np.asarray(past_available.any(axis=0, keepdims=True))
+        self.any_pool = AvailabilityHazard(any_past, half_life_ticks)
+        self._decay = 0.5 ** (1.0 / half_life_ticks)
+        weights = self._decay ** np.arange(any_past.shape[1])[::-1]
+        self._up_weight = float(np.sum(weights * any_past[0]))
+        self._weight = float(np.sum(weights))
+        self._now = -1
+
+    def observe(self, tick: int, available: np.ndarray) -> None:
+        """Add tick ``tick`` (ticks since the job started; each tick counted once)."""
+        if tick == self._now:
+            return
+        self._now = tick
+        self.pools.observe(tick, available)
+        up = bool(available.any())
+        self.any_pool.observe(tick, np.array([up]))
+        self._up_weight = self._decay * self._up_weight + up
+        self._weight = self._decay * self._weight + 1.0
+
+    def spot_share(self, changeover_ticks: int) -> float:
+        """Forecast share of the coming ticks that spot can work: the recent share of ticks
+        with some pool available, less one changeover per run."""
+        if self._weight == 0:
+            return 0.0
+        available = self._up_weight / self._weight
+        run = self.any_pool.mean_run(0)
+        return available * max(0.0, 1.0 - changeover_ticks / max(run, 1.0))

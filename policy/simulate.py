@@ -67,14 +67,15 @@ def job_starts(
 
 
 def context_for(
-    policy: Policy,
     traces: TraceSet,
     spec: JobSpec,
     start: int,
     checkpoint: CheckpointMode | None = None,
+    *,
+    reads_future: bool = False,
 ) -> JobContext:
-    """What ``policy`` may know at the start of a job: the past, or everything if it is the
-    omniscient bound."""
+    """What a policy may know at the start of a job: the past, or everything if it is the
+    omniscient bound (``reads_future``)."""
     job = spec.ticks(traces.gap_seconds)
     end = start + job.deadline
     prices = traces.spot_prices(spec.spot_price)
@@ -88,8 +89,8 @@ def context_for(
         checkpoint_stall_ticks=0.0
         if checkpoint is None
         else checkpoint.stall_seconds / traces.gap_seconds,
-        future_available=traces.available[:, start:end] if policy.reads_future else None,
-        future_prices=prices[:, start:end] if policy.reads_future else None,
+        future_available=traces.available[:, start:end] if reads_future else None,
+        future_prices=prices[:, start:end] if reads_future else None,
     )
 
 
@@ -241,7 +242,7 @@ def simulate(
     checkpoint: CheckpointMode | None = None,
 ) -> JobResult:
     """Run one job that starts at tick ``start`` of ``traces`` under ``policy``."""
-    policy.reset(context_for(policy, traces, spec, start, checkpoint))
+    policy.reset(context_for(traces, spec, start, checkpoint, reads_future=policy.reads_future))
     run = JobRun(traces, spec, start, checkpoint)
     while not run.over:
         action = policy.act(run.observe())

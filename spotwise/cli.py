@@ -16,7 +16,7 @@ from pricing.errors import PricingError
 from pricing.ingest import FORMATS, LoadReport, discover, load_paths
 from pricing.sources.advisor import ADVISOR_URL
 from pricing.store import TABLES, MarketStore
-from spotwise import forecast_commands, policy_commands, settings
+from spotwise import api_commands, forecast_commands, policy_commands, settings
 from spotwise.console import StoreOption, err, fail, open_store, out
 
 app = typer.Typer(
@@ -33,6 +33,9 @@ app.command("plan")(policy_commands.plan)
 policy_commands.bench_app.command("risk")(forecast_commands.bench_risk_command)
 policy_commands.bench_app.command("price")(forecast_commands.bench_price_command)
 app.add_typer(forecast_commands.forecast_app, name="forecast")
+app.add_typer(api_commands.policy_app, name="policy")
+app.command("serve")(api_commands.serve)
+policy_commands.bench_app.command("api")(api_commands.bench_api)
 
 
 @data_app.command("load")

@@ -107,14 +107,28 @@ def register(cls: PolicyT) -> PolicyT:
     return cls
 
 
+BEST = "risk_aware"
+"""The policy the project recommends: the bench and the API accept ``best`` for it."""
+
+
 def make(name: str) -> Policy:
-    """A fresh policy by registered name.
+    """A fresh policy by registered name, ``best``, ``ppo`` (the shipped learned policy) or the
+    path of a trained model ``.zip``.
 
     Raises:
         UnknownPolicy: naming the registered policies.
     """
     import policy.policies  # noqa: F401  (registers the built-in policies)
 
+    if name == "best":
+        name = BEST
+    if name == "ppo" or name.endswith(".zip"):
+        from pathlib import Path
+
+        from policy.rl.agent import LearnedPolicy
+
+        return LearnedPolicy(None if name == "ppo" else Path(name))
     if name not in REGISTRY:
-        raise UnknownPolicy(f"unknown policy {name!r}; choose from {', '.join(sorted(REGISTRY))}")
+        names = ", ".join(sorted([*REGISTRY, "best", "ppo"]))
+        raise UnknownPolicy(f"unknown policy {name!r}; choose from {names} or a model .zip path")
     return REGISTRY[name]()

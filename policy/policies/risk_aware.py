@@ -1,19 +1,23 @@
 """Risk-aware progress: spot where the availability forecast promises a long enough run,
-on-demand when the slack budget says so, and a checkpoint interval from the forecast hazard.
+on-demand for the work the forecast says spot will not cover, and a checkpoint interval from the
+forecast hazard.
 
-Every pool has a preemption-risk forecast (:class:`policy.hazard.AvailabilityHazard`): the
-expected remaining spot run given how long the pool has been up. The rules, safety net first:
+Every pool has a preemption-risk forecast (:class:`policy.hazard.MarketForecast`): the expected
+remaining spot run given how long the pool has been up, fitted on the pool's past only.
+The rules, safety net first:
 
 1. Not on spot and slack <= 2 changeovers: on-demand to the end (the deadline is never missed).
 2. On spot: stay until preempted.
 3. Idle: take the available pool with the longest expected run if that run is worth its
-   changeover (>= ``idle_run`` changeovers); else go on-demand once the slack is down to the
-   reserve (``reserve`` × the starting slack, shrinking with the work left), else wait.
-4. On on-demand: move to spot only if the expected run pays for two changeovers with margin
-   (>= ``switch_run`` changeovers) and the slack stays above the reserve plus two changeovers.
+   changeover (>= ``idle_run`` changeovers); else go on-demand when the forecast share of time
+   spot can work (``caution`` ×) would not cover the work left by the deadline; else wait.
+4. On on-demand: move to spot only if the expected run pays for both changeovers
+   (>= ``switch_run`` changeovers) and the slack keeps room for them.
 
 In checkpoint mode the interval is Young's, sqrt(2·stall·MTBF), with the MTBF the forecast mean
-run of the pool in use. The parameters are fitted by :mod:`policy.tune` on past jobs only.
+run of the pool in use. The thresholds follow from the prices: from idle a run pays when it
+exceeds 1/(1 − spot/on-demand) ≈ 1.4 changeovers, from on-demand (two changeovers at stake)
+≈ 2.9; a grid over them on the training window (jobs ending before 480 h) kept these values.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from policy.hazard import AvailabilityHazard
+from policy.hazard import MarketForecast
 from policy.policies.base import NONE, ON_DEMAND, SPOT0, JobContext, Observation, Policy, register
 from policy.policies.greedy import slack_ticks
 
@@ -51,49 +55,24 @@ class RiskAware(Policy):
         self._context = context
         job = context.job
         half_life = self.params.half_life_hours / job.hours_per_tick
-        self._hazard = AvailabilityHazard(context.past_available, half_life)
-        any_past = context.past_available.any(axis=0, keepdims=True)
-        self._any = AvailabilityHazard(any_past, half_life)
-        self._decay = 0.5 ** (1.0 / half_life)
-        weights = self._decay ** np.arange(any_past.shape[1])[::-1]
-        self._up_weight = float(np.sum(weights * any_past[0]))
-        self._weight = float(np.sum(weights))
+        self.forecast = MarketForecast(context.past_available, half_life)
         self._value = 1.0 - context.spot_price / context.on_demand_price
         self._on_demand_to_the_end = False
-        self._last_tick = -1
         self.checkpoint_ticks = None
-
-    def _observe(self, obs: Observation) -> None:
-        if obs.tick == self._last_tick:
-            return
-        self._last_tick = obs.tick
-        self._hazard.observe(obs.tick, obs.available)
-        up = bool(obs.available.any())
-        self._any.observe(obs.tick, np.array([up]))
-        self._up_weight = self._decay * self._up_weight + up
-        self._weight = self._decay * self._weight + 1.0
-
-    def spot_share(self) -> float:
-        """Forecast share of the coming ticks that spot can work: the recent share of ticks
-        with some pool available, less one changeover per run."""
-        if self._weight == 0:
-            return 0.0
-        available = self._up_weight / self._weight
-        run = self._any.mean_run(0)
-        return available * max(0.0, 1.0 - self._context.job.changeover / max(run, 1.0))
 
     def _short_of_spot(self, obs: Observation) -> bool:
         """Whether the forecast spot share cannot cover the work left by the deadline."""
         job = self._context.job
         time_left = job.deadline - obs.tick - 2 * job.changeover
-        return self.spot_share() * time_left < self.params.caution * (job.work - obs.progress)
+        share = self.forecast.spot_share(job.changeover)
+        return share * time_left < self.params.caution * (job.work - obs.progress)
 
     def _best_spot(self, obs: Observation) -> tuple[int, float]:
         """The available pool with the most expected saving, and its expected work in ticks."""
         best, best_run, best_score = NONE, 0.0, -math.inf
         speed = self._context.speed
         for z in np.flatnonzero(obs.available):
-            run = self._hazard.expected_remaining(int(z))
+            run = self.forecast.pools.expected_remaining(int(z))
             score = run * self._value[z] * speed[z]
             if score > best_score:
                 best, best_run, best_score = SPOT0 + int(z), run * speed[z], score
@@ -103,12 +82,12 @@ class RiskAware(Policy):
         stall = self._context.checkpoint_stall_ticks
         if stall <= 0 or state < SPOT0:
             return
-        mtbf = max(self._hazard.mean_run(state - SPOT0), 1.0)
+        mtbf = max(self.forecast.pools.mean_run(state - SPOT0), 1.0)
         self.checkpoint_ticks = max(1, round(math.sqrt(2.0 * stall * mtbf)))
 
     def act(self, obs: Observation) -> int:
         """The four rules, safety net first."""
-        self._observe(obs)
+        self.forecast.observe(obs.tick, obs.available)
         action = self._decide(obs)
         self._set_checkpoint_interval(action)
         return action

@@ -55,7 +55,8 @@ def mean_ratio(name: str, trace_set: TraceSet) -> float:
 
 
 def test_unknown_policy_names_the_registered_ones() -> None:
-    with pytest.raises(UnknownPolicy, match="greedy, .*omniscient, on_demand, .*risk_aware, uniform_progress"):
+    names = "best, greedy, omniscient, on_demand, ppo, risk_aware, uniform_progress"
+    with pytest.raises(UnknownPolicy, match=names):
         make("cheapest")
 
 

@@ -1,0 +1,68 @@
+"""``PolicyClient``: one way to ask for decisions, in-process or over HTTP (the executor's)."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import httpx
+
+from policy.schemas import Decision, DecisionRequest, JobTerms, PoolForecast, PoolRank
+from policy.service import DecisionService, RequestError
+
+
+class PolicyClient(Protocol):
+    """What the executor needs from the policy service."""
+
+    def decide(self, request: DecisionRequest) -> Decision: ...
+
+    def rank_pools(self, job: JobTerms) -> list[PoolRank]: ...
+
+    def forecast(self, pool: str) -> PoolForecast: ...
+
+
+class InProcessClient:
+    """Calls a :class:`DecisionService` directly."""
+
+    def __init__(self, service: DecisionService) -> None:
+        self.service = service
+
+    def decide(self, request: DecisionRequest) -> Decision:
+        return self.service.decide(request)
+
+    def rank_pools(self, job: JobTerms) -> list[PoolRank]:
+        return self.service.rank_pools(job)
+
+    def forecast(self, pool: str) -> PoolForecast:
+        return self.service.forecast(pool)
+
+
+class HttpClient:
+    """Calls ``spotwise serve`` at ``base_url`` with an optional bearer token."""
+
+    def __init__(self, base_url: str, token: str | None = None, timeout_s: float = 10.0) -> None:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._http = httpx.Client(base_url=base_url, headers=headers, timeout=timeout_s)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def _check(self, response: httpx.Response) -> httpx.Response:
+        if response.status_code >= 400:
+            try:
+                detail = response.json().get("detail", response.text)
+            except ValueError:
+                detail = response.text
+            raise RequestError(f"policy API {response.status_code}: {detail}", response.status_code)
+        return response
+
+    def decide(self, request: DecisionRequest) -> Decision:
+        response = self._http.post("/v1/decision", json=request.model_dump(mode="json"))
+        return Decision.model_validate(self._check(response).json())
+
+    def rank_pools(self, job: JobTerms) -> list[PoolRank]:
+        response = self._http.get("/v1/pools", params=job.model_dump(mode="json"))
+        return [PoolRank.model_validate(r) for r in self._check(response).json()]
+
+    def forecast(self, pool: str) -> PoolForecast:
+        response = self._http.get(f"/v1/forecast/{pool}")
+        return PoolForecast.model_validate(self._check(response).json())

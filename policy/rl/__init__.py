@@ -1,0 +1,1 @@
+"""Reinforcement learning: a gymnasium environment over the simulator and a PPO policy."""

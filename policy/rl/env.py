@@ -1,0 +1,144 @@
+"""A gymnasium environment over the simulator: one episode = one job on a real trace.
+
+Observation: :class:`policy.rl.features.FeatureBuilder`'s vector. Action: (instance, checkpoint
+interval), the instance being wait, on-demand or spot in pool slot z, and the interval one of
+:data:`CHECKPOINT_MINUTES` (scored in the simulator's checkpoint mode). Reward: minus the cost
+over the job's on-demand cost, so an episode returns minus its cost ratio. ``terminated`` = the
+job is done, ``truncated`` = the deadline passed. The agent is asked only at ticks where it has
+a choice (:class:`Guardrails`: a spot instance runs until preempted; the safety net takes over
+when only on-demand can still meet the deadline); the ticks in between run on by the rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from policy.job import JobSpec
+from policy.policies.base import NONE, ON_DEMAND, SPOT0, JobContext, Observation
+from policy.policies.greedy import safety_net
+from policy.rl.features import FeatureBuilder, observation_size
+from policy.simulate import CheckpointMode, JobRun, context_for
+from policy.traces import TraceSet
+
+CHECKPOINT_MINUTES = (10.0, 30.0, 90.0)
+ENV_ID = "spotwise/SpotJob-v0"
+
+
+def instance_action(slot: int, n_pools: int) -> int:
+    """Simulator action of an instance choice (a spot slot with no pool means wait)."""
+    if slot < SPOT0:
+        return slot
+    return slot if slot - SPOT0 < n_pools else NONE
+
+
+class Guardrails:
+    """Rules around a learned policy: keep a running spot instance until it is preempted (as
+    every baseline does), and the safety net: on-demand to the end once not on spot and the
+    slack is down to two changeovers."""
+
+    def __init__(self, context: JobContext) -> None:
+        self.context = context
+        self.engaged = False
+
+    def fixed(self, obs: Observation) -> int | None:
+        """The action the rules impose at this tick, or None when the policy may choose."""
+        if obs.state >= SPOT0:
+            return obs.state
+        if self.engaged or safety_net(obs, self.context):
+            self.engaged = True
+            return ON_DEMAND
+        return None
+
+
+class SpotJobEnv(gym.Env[np.ndarray, np.ndarray]):
+    """Jobs on random start ticks of ``traces`` (each on one random pool with probability
+    ``single_share``, else on all pools), every start's deadline before ``until_tick``."""
+
+    def __init__(
+        self,
+        traces: TraceSet,
+        spec: JobSpec,
+        *,
+        max_pools: int,
+        starts: Sequence[int],
+        single_share: float = 0.5,
+        checkpoint: CheckpointMode | None = None,
+    ) -> None:
+        if not starts:
+            raise ValueError("no job start fits before the training cut-off")
+        self.traces, self.job_spec, self.max_pools = traces, spec, max_pools
+        self.starts = list(starts)
+        self.single_share = single_share
+        self.checkpoint = checkpoint or CheckpointMode(
+            interval_minutes=None, stall_seconds=30.0, notice_seconds=120.0
+        )
+        self.observation_space = gym.spaces.Box(
+            low=-10.0, high=10.0, shape=(observation_size(max_pools),), dtype=np.float32
+        )
+        self.action_space = gym.spaces.MultiDiscrete([SPOT0 + max_pools, len(CHECKPOINT_MINUTES)])
+        self._ticks_per_minute = 60.0 / traces.gap_seconds
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        """A new job on a random start and pool set."""
+        super().reset(seed=seed)
+        start = int(self.np_random.choice(self.starts))
+        traces = self.traces
+        if self.np_random.random() < self.single_share:
+            traces = traces.subset([traces.names[int(self.np_random.integers(len(traces.names)))]])
+        self._run = JobRun(traces, self.job_spec, start, self.checkpoint)
+        context = context_for(traces, self.job_spec, start, self.checkpoint)
+        self._features = FeatureBuilder(context, self.max_pools)
+        self._rules = Guardrails(context)
+        self._n_pools = len(traces.pools)
+        job = self._run.job
+        self._scale = (
+            (job.work + job.changeover) * self.job_spec.on_demand_price * job.hours_per_tick
+        )
+        self._interval = 1
+        self._obs = self._run.observe()
+        self._cost = self._advance()
+        return self._features.vector(self._obs), {}
+
+    def _advance(self) -> float:
+        """Run the ticks whose action the rules fix; stop at the next choice or the end."""
+        cost = 0.0
+        while not self._run.over:
+            action = self._rules.fixed(self._obs)
+            if action is None:
+                break
+            cost += self._run.step(action, None, self._interval)
+            if not self._run.over:
+                self._obs = self._run.observe()
+        return cost
+
+    def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        """Run the chosen action for one tick, then every tick up to the next choice."""
+        run = self._run
+        self._interval = max(1, round(CHECKPOINT_MINUTES[int(action[1])] * self._ticks_per_minute))
+        cost = self._cost + run.step(
+            instance_action(int(action[0]), self._n_pools), None, self._interval
+        )
+        self._cost = 0.0
+        if not run.over:
+            self._obs = run.observe()
+            cost += self._advance()
+        terminated, truncated = run.finished, not run.finished and run.over
+        info: dict[str, Any] = {}
+        if terminated or truncated:
+            info["cost_ratio"] = run.result().cost_ratio
+        return self._features.vector(self._obs), -cost / self._scale, terminated, truncated, info
+
+
+def register_env() -> None:
+    """Make ``gym.make(ENV_ID, ...)`` build :class:`SpotJobEnv`."""
+    if ENV_ID not in gym.registry:
+        gym.register(id=ENV_ID, entry_point="policy.rl.env:SpotJobEnv")
+
+
+register_env()

@@ -1,0 +1,276 @@
+"""The decision service: the policy API's logic, callable in-process or over HTTP.
+
+It holds the pools' availability history (real traces or collected data) and answers three
+questions: what should this job do now (:meth:`DecisionService.decide`), which pools are
+cheapest for a job (:meth:`rank_pools`) and what is a pool's preemption risk (:meth:`forecast`).
+Each decision builds a fresh policy from the job's state and the history, so requests are
+independent and the service can run in many workers.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from policy.errors import PolicyError
+from policy.hazard import AvailabilityHazard
+from policy.job import JobSpec
+from policy.market import PoolTerms
+from policy.plan import PlanInputs, plan_pool
+from policy.policies.base import (
+    NONE,
+    ON_DEMAND,
+    SPOT0,
+    JobContext,
+    Observation,
+    make,
+    spot,
+)
+from policy.policies.greedy import slack_ticks
+from policy.schemas import (
+    Decision,
+    DecisionRequest,
+    JobTerms,
+    PoolForecast,
+    PoolRank,
+)
+from policy.traces import Pool, TraceSet
+
+HISTORY_HOURS = 240.0
+"""History each decision fits on: ten half-lives of the risk forecast."""
+HALF_LIFE_HOURS = 24.0
+WRITE_GB_PER_S = 0.5
+
+
+class RequestError(PolicyError):
+    """A request the service cannot answer as asked (an HTTP 4xx)."""
+
+    def __init__(self, message: str, status: int = 422) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class DecisionService:
+    """Decisions, pool rankings and risk forecasts over one set of pool histories."""
+
+    def __init__(self, history: TraceSet) -> None:
+        self.history = history
+        keep = min(history.n_ticks, round(HISTORY_HOURS * 3600 / history.gap_seconds))
+        self._past = history.available[:, history.n_ticks - keep :]
+        self._index = {name: i for i, name in enumerate(history.names)}
+        self._hazards = {
+            name: AvailabilityHazard(self._past[i : i + 1], self._half_life_ticks)
+            for name, i in self._index.items()
+        }
+
+    @property
+    def _half_life_ticks(self) -> float:
+        return HALF_LIFE_HOURS * 3600 / self.history.gap_seconds
+
+    @property
+    def pools(self) -> tuple[str, ...]:
+        return self.history.names
+
+    def _rows(self, names: list[str]) -> list[int]:
+        unknown = [n for n in names if n not in self._index]
+        if unknown:
+            raise RequestError(
+                f"unknown pool(s) {unknown}; this service knows {list(self._index)}", 404
+            )
+        return [self._index[n] for n in names]
+
+    def decide(self, request: DecisionRequest) -> Decision:
+        """The next action for a job in the given state."""
+        names = list(request.pools)
+        rows = self._rows(names)
+        job, state = request.job, request.state
+        spec = _spec(job)
+        gap = self.history.gap_seconds
+        ticks = spec.ticks(gap)
+        prices = np.array([p.price or job.spot_price for p in request.pools.values()])
+        context = JobContext(
+            job=ticks,
+            pools=tuple(
+                Pool(name=n, spot_price=float(p)) for n, p in zip(names, prices, strict=True)
+            ),
+            spot_price=prices,
+            on_demand_price=job.on_demand_price,
+            speed=np.ones(len(names)),
+            past_available=self._past[rows],
+            checkpoint_stall_ticks=job.checkpoint_seconds / gap,
+        )
+        try:
+            policy = make(request.policy)
+        except PolicyError as exc:
+            raise RequestError(str(exc)) from exc
+        if policy.reads_future:
+            raise RequestError(f"{request.policy} needs the future; choose a causal policy")
+        policy.reset(context)
+        if state.instance == "spot" and state.pool not in request.pools:
+            raise RequestError(f"state.pool {state.pool!r} is not among the request's pools")
+        current = (
+            NONE
+            if state.instance == "none"
+            else ON_DEMAND
+            if state.instance == "on-demand"
+            else spot(names.index(str(state.pool)))
+        )
+        per_hour = 3600.0 / gap
+        obs = Observation(
+            tick=min(round(state.elapsed_hours * per_hour), ticks.deadline),
+            progress=min(state.progress_hours * per_hour, float(ticks.work)),
+            state=current,
+            changeover_left=round(state.changeover_left_hours * per_hour),
+            preempted=False,
+            available=np.array([p.available for p in request.pools.values()]),
+            prices=prices,
+        )
+        action = policy.act(obs)
+        if action >= SPOT0 and not obs.available[action - SPOT0]:
+            action = NONE
+        return self._explain(action, obs, context, policy.checkpoint_ticks, policy.bid, job)
+
+    def _explain(
+        self,
+        action: int,
+        obs: Observation,
+        context: JobContext,
+        checkpoint_ticks: int | None,
+        bid: float | None,
+        job: JobTerms,
+    ) -> Decision:
+        hours = context.job.hours_per_tick
+        slack_h = slack_ticks(obs, context) * hours
+        work_left = max(0.0, job.compute_hours - obs.progress * hours)
+        time_left = max(work_left, job.deadline_hours - obs.tick * hours)
+        od_cost = (work_left + job.changeover_hours) * job.on_demand_price
+        if action == ON_DEMAND:
+            safety = slack_h <= 2 * job.changeover_hours + 1e-9
+            reason = (
+                f"safety net: {slack_h:.2f} h of slack is within two changeovers; on-demand to "
+                "the end"
+                if safety
+                else f"on-demand: spot is not forecast to cover the {work_left:.1f} h of work "
+                f"left in {time_left:.1f} h"
+            )
+            return Decision(
+                action="on-demand",
+                pool=None,
+                market="on-demand",
+                bid=None,
+                checkpoint_interval_minutes=None,
+                expected_cost_usd=round(od_cost, 4),
+                reason=reason,
+            )
+        if action >= SPOT0:
+            z = action - SPOT0
+            name = context.pools[z].name
+            hazard = AvailabilityHazard(
+                np.r_[context.past_available[z], True][None, :], self._half_life_ticks
+            )
+            run_h = hazard.expected_remaining(0) * hours
+            plan = plan_pool(
+                _inputs(job, work_left, time_left),
+                _terms(name, float(context.spot_price[z]), job.on_demand_price, run_h),
+            )
+            minutes = (
+                checkpoint_ticks * hours * 60
+                if checkpoint_ticks
+                else plan.checkpoint_interval_hours * 60
+            )
+            return Decision(
+                action="spot",
+                pool=name,
+                market="spot",
+                bid=bid,
+                checkpoint_interval_minutes=round(minutes, 2),
+                expected_cost_usd=round(min(plan.cost.total, od_cost), 4),
+                reason=f"spot in {name}: forecast run {run_h:.2f} h at "
+                f"${context.spot_price[z]:.3f}/h against ${job.on_demand_price:.3f}/h on demand",
+            )
+        return Decision(
+            action="wait",
+            pool=None,
+            market=None,
+            bid=None,
+            checkpoint_interval_minutes=None,
+            expected_cost_usd=round(od_cost, 4),
+            reason=f"wait for spot: {slack_h:.2f} h of slack left before on-demand is needed",
+        )
+
+    def rank_pools(self, job: JobTerms) -> list[PoolRank]:
+        """Every pool ranked by the expected cost of the whole job there (planner's model)."""
+        ranks = []
+        inputs = _inputs(job, job.compute_hours, job.deadline_hours)
+        for name in self.pools:
+            mtbf = self._hazards[name].mean_run(0) * self.history.gap_seconds / 3600
+            plan = plan_pool(inputs, _terms(name, job.spot_price, job.on_demand_price, mtbf))
+            ranks.append(
+                PoolRank(
+                    pool=name,
+                    expected_cost_usd=round(plan.cost.total, 4),
+                    on_demand_cost_usd=round(plan.cost.on_demand, 4),
+                    spot_share=round(plan.spot_share, 4),
+                    checkpoint_interval_hours=round(plan.checkpoint_interval_hours, 4),
+                    mtbf_hours=round(mtbf, 4),
+                )
+            )
+        return sorted(ranks, key=lambda r: r.expected_cost_usd)
+
+    def forecast(self, pool: str) -> PoolForecast:
+        """The pool's preemption risk now, from its recent availability runs."""
+        row = self._past[self._rows([pool])[0]]
+        hazard = self._hazards[pool]
+        tick_h = self.history.gap_seconds / 3600
+        up = bool(row[-1])
+        remaining = hazard.expected_remaining(0) * tick_h if up else None
+        probability = None
+        if remaining is not None:
+            probability = 1.0 - math.exp(-1.0 / max(remaining, 1e-9))
+        weights = 0.5 ** (np.arange(len(row))[::-1] / self._half_life_ticks)
+        return PoolForecast(
+            pool=pool,
+            available_now=up,
+            available_share=round(float(np.sum(weights * row) / np.sum(weights)), 4),
+            mean_run_hours=round(hazard.mean_run(0) * tick_h, 4),
+            expected_hours_to_preemption=None if remaining is None else round(remaining, 4),
+            preemption_probability_60min=None if probability is None else round(probability, 4),
+            history_hours=round(len(row) * tick_h, 2),
+        )
+
+
+def _spec(job: JobTerms) -> JobSpec:
+    return JobSpec(
+        compute_hours=job.compute_hours,
+        deadline_hours=job.deadline_hours,
+        changeover_hours=job.changeover_hours,
+        spot_price=job.spot_price,
+        on_demand_price=job.on_demand_price,
+    )
+
+
+def _inputs(job: JobTerms, work_hours: float, time_hours: float) -> PlanInputs:
+    return PlanInputs(
+        gpu_hours=max(work_hours, 1e-6),
+        deadline_hours=max(time_hours, work_hours, 1e-6),
+        checkpoint_gb=job.checkpoint_seconds * WRITE_GB_PER_S,
+        write_gb_per_s=WRITE_GB_PER_S,
+        restart_hours=job.changeover_hours,
+    )
+
+
+def _terms(name: str, spot_price: float, on_demand_price: float, mtbf_hours: float) -> PoolTerms:
+    return PoolTerms(
+        provider="trace",
+        region="",
+        zone=name,
+        instance_type="",
+        spot_price=spot_price,
+        price_time=pd.Timestamp(0, tz="UTC"),
+        on_demand_price=on_demand_price,
+        mtbf_hours=max(mtbf_hours, 1e-3),
+        on_demand_source="the request",
+        mtbf_source="the pool's availability history",
+    )

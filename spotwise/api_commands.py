@@ -1,0 +1,209 @@
+"""Commands of the policy service: ``spotwise serve``, ``spotwise bench api`` and
+``spotwise policy train``."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Annotated
+
+import httpx
+import typer
+
+from policy.errors import PolicyError
+from policy.job import JobSpec
+from policy.traces import load_traces
+from spotwise import settings
+from spotwise.console import err, fail, out
+from spotwise.policy_commands import DEFAULT_TRACES
+
+policy_app = typer.Typer(help="Learned policies.", no_args_is_help=True)
+
+TracesOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--traces",
+        help="Folder of 1-node CBL JSON traces, one pool per file (default: the bundled "
+        "9-zone aws-02-15-2023 traces).",
+        show_default=False,
+    ),
+]
+LOOPBACK = ("127.0.0.1", "::1", "localhost")
+
+
+def _traces_folder(traces: Path | None) -> Path:
+    return traces or settings.bundled_data_dir() / DEFAULT_TRACES
+
+
+def _token(token_file: Path | None) -> str | None:
+    if token_file is not None:
+        try:
+            return token_file.read_text().strip() or None
+        except OSError as exc:
+            fail(f"{token_file}: cannot read the token file ({exc})")
+    return os.environ.get("SPOTWISE_API_TOKEN") or None
+
+
+def serve(
+    host: Annotated[str, typer.Option("--host", help="Address to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=0, max=65535)] = 8000,
+    traces: TracesOption = None,
+    token_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--token-file",
+            help="File holding the bearer token (else $SPOTWISE_API_TOKEN).",
+            show_default=False,
+        ),
+    ] = None,
+    workers: Annotated[int, typer.Option("--workers", min=1, help="uvicorn workers.")] = 1,
+) -> None:
+    """Serve the policy API (decisions, pool ranking, risk forecasts) with uvicorn."""
+    import uvicorn
+
+    token = _token(token_file)
+    if host not in LOOPBACK and token is None:
+        fail(
+            f"refusing to serve on {host} without a token: set SPOTWISE_API_TOKEN or pass "
+            "--token-file (or bind 127.0.0.1)"
+        )
+    folder = _traces_folder(traces)
+    try:
+        load_traces(folder)
+    except PolicyError as exc:
+        fail(str(exc))
+    os.environ["SPOTWISE_API_TRACES"] = str(folder)
+    if token:
+        os.environ["SPOTWISE_API_TOKEN"] = token
+    else:
+        os.environ.pop("SPOTWISE_API_TOKEN", None)
+    err.print(f"policy API on http://{host}:{port} (docs at /docs, auth: {bool(token)})")
+    uvicorn.run(
+        "policy.api:app_from_env",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level="warning",
+    )
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def bench_api(
+    rps: Annotated[float, typer.Option("--rps", min=1.0, help="Requests per second.")] = 200.0,
+    seconds: Annotated[float, typer.Option("--seconds", min=1.0)] = 20.0,
+    traces: TracesOption = None,
+    workers: Annotated[int, typer.Option("--workers", min=1, help="Server workers.")] = 1,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
+) -> None:
+    """Start the API on 127.0.0.1 and load it with decision requests at a fixed rate."""
+    from policy.loadtest import decision_bodies, load_test
+
+    folder = _traces_folder(traces)
+    try:
+        pools = list(load_traces(folder).names)
+    except PolicyError as exc:
+        fail(str(exc))
+    token, port = secrets.token_hex(16), _free_port()
+    env = {**os.environ, "SPOTWISE_API_TOKEN": token}
+    command = [sys.executable, "-m", "spotwise", "serve", "--port", str(port)]
+    command += ["--traces", str(folder), "--workers", str(workers)]
+    server = subprocess.Popen(command, env=env, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if server.poll() is not None or time.monotonic() > deadline:
+                fail("the API server did not start")
+            time.sleep(0.2)
+        bodies = decision_bodies(pools, 256)
+        load_test(base, token, bodies, rps=rps, seconds=2.0)  # warm-up
+        total = round(seconds)
+        result = load_test(
+            base,
+            token,
+            bodies,
+            rps=rps,
+            seconds=seconds,
+            on_second=lambda s: err.print(f"  {s}/{total} s", highlight=False),
+        )
+    finally:
+        server.terminate()
+        server.wait(10)
+    result["seconds"] = seconds
+    result["workers"] = workers
+    if as_json:
+        out.print_json(json.dumps(result))
+    else:
+        out.print(result)
+
+
+@policy_app.command("train")
+def train(
+    algo: Annotated[str, typer.Option("--algo", help="Algorithm (ppo).")] = "ppo",
+    out_dir: Annotated[
+        Path, typer.Option("--out", help="Folder for the .zip, .json and TensorBoard logs.")
+    ] = Path("models"),
+    timesteps: Annotated[int, typer.Option("--timesteps", min=1)] = 400_000,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+    until_hours: Annotated[
+        float,
+        typer.Option(
+            "--train-until-hours",
+            help="Train only on jobs whose deadline falls before this hour of the traces.",
+        ),
+    ] = 480.0,
+    traces: TracesOption = None,
+    compute_hours: Annotated[float, typer.Option("--compute-hours", min=0.0)] = 48.0,
+    deadline_hours: Annotated[float, typer.Option("--deadline-hours", min=0.0)] = 60.0,
+    changeover_hours: Annotated[float, typer.Option("--changeover-hours", min=0.0)] = 0.2,
+    spot_price: Annotated[float, typer.Option("--spot-price", min=0.0)] = 0.918,
+    on_demand_price: Annotated[float, typer.Option("--on-demand-price", min=0.0)] = 3.06,
+    progress: Annotated[bool, typer.Option("--progress/--no-progress")] = True,
+) -> None:
+    """Train a learned policy on the traces' past (progress bar; TensorBoard logs in --out)."""
+    from policy.rl.train import train_ppo
+
+    if algo != "ppo":
+        fail(f"--algo {algo!r} is not supported; use ppo")
+    try:
+        spec = JobSpec(
+            compute_hours=compute_hours,
+            deadline_hours=deadline_hours,
+            changeover_hours=changeover_hours,
+            spot_price=spot_price,
+            on_demand_price=on_demand_price,
+        )
+        trace_set = load_traces(_traces_folder(traces))
+        began = time.perf_counter()
+        target = train_ppo(
+            trace_set,
+            spec,
+            out=out_dir,
+            timesteps=timesteps,
+            seed=seed,
+            until_hours=until_hours,
+            progress_bar=progress,
+        )
+    except (PolicyError, ValueError) as exc:
+        fail(str(exc))
+    err.print(
+        f"trained in {time.perf_counter() - began:.0f} s: {target} (+ .json); "
+        f"bench it with --policies {target}; TensorBoard: tensorboard --logdir {out_dir}"
+    )

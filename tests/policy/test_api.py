@@ -1,0 +1,165 @@
+"""The policy API: auth, validation, decisions, a schema-driven fuzz run, real HTTP serving."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import schemathesis
+from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, settings
+
+from policy.api import create_app
+from policy.client import HttpClient, InProcessClient
+from policy.schemas import DecisionRequest, JobTerms
+from policy.service import DecisionService, RequestError
+from policy.traces import load_traces
+from tests.conftest import DATA, CliRun
+
+BUNDLED = DATA / "traces/cbl/availability/1-node/aws-02-15-2023"
+TOKEN = "s3cret-token"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+JOB = {"compute_hours": 48, "deadline_hours": 60, "spot_price": 0.918, "on_demand_price": 3.06}
+
+SERVICE = DecisionService(load_traces(BUNDLED))
+APP = create_app(SERVICE, TOKEN)
+
+
+@pytest.fixture(scope="module")
+def client() -> TestClient:
+    return TestClient(APP)
+
+
+def body(**state: Any) -> dict[str, Any]:
+    pools = {name: {"available": i % 3 == 0} for i, name in enumerate(SERVICE.pools)}
+    return {
+        "job": JOB,
+        "state": {"elapsed_hours": 1.0, "progress_hours": 0.5, **state},
+        "pools": pools,
+    }
+
+
+def test_health_is_open_and_everything_else_needs_the_token(client: TestClient) -> None:
+    assert client.get("/healthz").json()["status"] == "ok"
+    assert client.post("/v1/decision", json=body()).status_code == 401
+    wrong = {"Authorization": "Bearer nope"}
+    assert client.post("/v1/decision", json=body(), headers=wrong).status_code == 401
+    assert client.get("/v1/forecast/us-east-1a_v100_1").status_code == 401
+    assert client.post("/v1/decision", json=body(), headers=AUTH).status_code == 200
+
+
+def test_a_decision_names_the_action_pool_cost_and_reason(client: TestClient) -> None:
+    decision = client.post("/v1/decision", json=body(), headers=AUTH).json()
+    assert decision["action"] == "spot" and decision["market"] == "spot"
+    assert decision["pool"] in [p for i, p in enumerate(SERVICE.pools) if i % 3 == 0]
+    assert decision["checkpoint_interval_minutes"] > 0
+    assert 0 < decision["expected_cost_usd"] < 48.2 * 3.06
+    assert decision["pool"] in decision["reason"]
+
+
+def test_the_safety_net_answers_on_demand_when_slack_is_gone(client: TestClient) -> None:
+    late = body(elapsed_hours=11.7, progress_hours=0.0)
+    decision = client.post("/v1/decision", json=late, headers=AUTH).json()
+    assert decision["action"] == "on-demand"
+    assert decision["reason"].startswith("safety net")
+
+
+@pytest.mark.parametrize(
+    ("change", "status", "words"),
+    [
+        ({"job": {**JOB, "deadline_hours": 10}}, 422, "no schedule fits"),
+        ({"policy": "cheapest"}, 422, "unknown policy"),
+        ({"policy": "omniscient"}, 422, "needs the future"),
+        ({"pools": {"mars-1a": {"available": True}}}, 404, "unknown pool"),
+        ({"state": {"elapsed_hours": 1, "progress_hours": 0, "instance": "spot"}}, 422, "pool"),
+        ({"surprise": 1}, 422, "surprise"),
+    ],
+)
+def test_bad_requests_get_a_clear_4xx(
+    client: TestClient, change: dict[str, Any], status: int, words: str
+) -> None:
+    response = client.post("/v1/decision", json={**body(), **change}, headers=AUTH)
+    assert response.status_code == status
+    assert words in json.dumps(response.json())
+
+
+def test_pools_are_ranked_by_expected_cost_and_forecasts_are_served(client: TestClient) -> None:
+    ranks = client.get("/v1/pools", params=JOB, headers=AUTH).json()
+    assert [r["pool"] for r in ranks] and len(ranks) == len(SERVICE.pools)
+    costs = [r["expected_cost_usd"] for r in ranks]
+    assert costs == sorted(costs) and costs[0] < ranks[0]["on_demand_cost_usd"]
+    forecast = client.get("/v1/forecast/us-east-1a_v100_1", headers=AUTH).json()
+    assert 0 <= forecast["available_share"] <= 1 and forecast["mean_run_hours"] > 0
+    assert client.get("/v1/forecast/mars-1a", headers=AUTH).status_code == 404
+
+
+schema = schemathesis.openapi.from_asgi("/openapi.json", APP)
+
+
+@schema.parametrize()
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+def test_no_generated_request_makes_a_server_error(case: schemathesis.Case) -> None:
+    response = case.call(headers=AUTH)
+    assert response.status_code < 500, (case.path, case.body, response.text)
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    """``spotwise serve`` on a free loopback port, with a token from a file."""
+    import socket
+    import tempfile
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    token_file = Path(tempfile.mkdtemp()) / "token"
+    token_file.write_text(TOKEN + "\n")
+    env = {k: v for k, v in os.environ.items() if k != "SPOTWISE_API_TOKEN"}
+    command = [sys.executable, "-m", "spotwise", "serve", "--port", str(port)]
+    process = subprocess.Popen([*command, "--token-file", str(token_file)], env=env)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(150):
+            try:
+                httpx.get(f"{base}/healthz", timeout=1)
+                break
+            except httpx.HTTPError:
+                time.sleep(0.2)
+        yield base
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def test_http_and_in_process_clients_give_the_same_answers(server: str) -> None:
+    http, local = HttpClient(server, TOKEN), InProcessClient(SERVICE)
+    request = DecisionRequest.model_validate(body(elapsed_hours=5.0, progress_hours=4.0))
+    assert http.decide(request) == local.decide(request)
+    job = JobTerms.model_validate(JOB)
+    assert http.rank_pools(job) == local.rank_pools(job)
+    assert http.forecast("us-west-2c_v100_1") == local.forecast("us-west-2c_v100_1")
+    with pytest.raises(RequestError, match="401"):
+        HttpClient(server).forecast("us-west-2c_v100_1")
+    http.close()
+
+
+def test_serve_refuses_a_public_address_without_a_token(cli: CliRun) -> None:
+    result = cli("serve", "--host", "0.0.0.0", env={"SPOTWISE_API_TOKEN": ""})
+    assert result.returncode == 1
+    assert "without a token" in result.stderr
+
+
+def test_bench_api_prints_latency_json(cli: CliRun) -> None:
+    result = cli("bench", "api", "--rps", "50", "--seconds", "2", "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["errors"] == 0 and report["requests"] == 100
+    assert 0 < report["p50_ms"] <= report["p99_ms"]

@@ -1,0 +1,179 @@
+"""The forecast-aware and learned policies: hazard forecast, safety net, causality, RL env."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import policy
+from policy.hazard import AvailabilityHazard
+from policy.job import JobSpec
+from policy.policies.base import JobContext, Observation, Policy, make
+from policy.rl.env import SpotJobEnv
+from policy.rl.train import train_ppo, training_starts
+from policy.simulate import job_starts, simulate
+from policy.traces import TraceSet, load_traces
+from tests.conftest import DATA
+from tests.policy.helpers import job, traces
+
+BUNDLED = DATA / "traces/cbl/availability/1-node/aws-02-15-2023"
+SPEC = JobSpec(
+    compute_hours=48,
+    deadline_hours=60,
+    changeover_hours=0.2,
+    spot_price=0.918,
+    on_demand_price=3.06,
+)
+CAUSAL = ["greedy", "uniform_progress", "risk_aware", "best", "ppo"]
+
+
+@pytest.fixture(scope="module")
+def bundled() -> TraceSet:
+    return load_traces(BUNDLED)
+
+
+def test_hazard_learns_run_lengths_and_conditions_on_age() -> None:
+    # Runs of 2, 2 and 6 ticks, each followed by a gap; equal weights (huge half-life).
+    past = np.array([[c == "1" for c in "110110111111000"]])
+    hazard = AvailabilityHazard(past, half_life_ticks=1e9)
+    assert hazard.expected_remaining(0, age=0) == pytest.approx((2 + 2 + 6) / 3)
+    assert hazard.expected_remaining(0, age=3) == pytest.approx(3.0)  # only the 6-run lasts
+    assert hazard.expected_remaining(0, age=10) == 10.0  # beyond every run: its own age
+    hazard.observe(0, np.array([True]))
+    hazard.observe(1, np.array([True]))
+    hazard.observe(2, np.array([False]))  # a 2-tick run ends
+    assert hazard.mean_run(0) == pytest.approx((2 + 2 + 6 + 2) / 4)
+
+
+def test_hazard_weights_recent_runs_more() -> None:
+    past = np.array([[c == "1" for c in "1111111100" + "10" * 20]])
+    slow = AvailabilityHazard(past, half_life_ticks=1e9).mean_run(0)
+    fast = AvailabilityHazard(past, half_life_ticks=4).mean_run(0)
+    assert fast < slow  # the old long run has faded
+
+
+def test_hazard_counts_an_open_run_as_age_not_as_a_finished_run() -> None:
+    hazard = AvailabilityHazard(np.array([[False, True, True, True]]), half_life_ticks=10)
+    assert hazard.age[0] == 3
+    assert hazard.mean_run(0) == 1.0  # no finished run yet: age 0 → at least one tick
+
+
+@pytest.mark.parametrize("name", ["risk_aware", "ppo"])
+def test_never_misses_a_deadline_on_the_bundled_traces(bundled: TraceSet, name: str) -> None:
+    deadline = SPEC.ticks(bundled.gap_seconds).deadline
+    starts = job_starts(bundled.n_ticks, bundled.gap_seconds, deadline, 0, 96)
+    for zones in (["us-west-2b_v100_1"], list(bundled.names)):
+        ratios = []
+        for start in starts:
+            result = simulate(make(name), bundled.subset(zones), SPEC, start)
+            assert result.done, (name, zones, start)
+            ratios.append(result.cost_ratio)
+        assert np.mean(ratios) <= 1.0, (zones, ratios)
+
+
+def test_risk_aware_takes_long_runs_and_skips_short_ones() -> None:
+    # Pool z0 flickers (1-tick runs); z1 is up in long runs. The job must go to z1.
+    flicker = "10" * 30
+    steady = "0" * 4 + "1" * 56
+    past = traces("10" * 50, "1" * 20 + "0" * 5 + "1" * 40 + "0" * 5 + "1" * 30)
+    now = traces(flicker, steady)
+    both = TraceSet(
+        pools=now.pools,
+        gap_seconds=3600,
+        available=np.concatenate([past.available, now.available], axis=1),
+    )
+    result = simulate(make("risk_aware"), both, job(20, 40, 1), start=100)
+    assert result.done
+    assert result.preemptions == 0  # it never started on the flickering pool
+
+
+class Recorder(Policy):
+    """Wraps a policy and records every action it takes."""
+
+    name = "recorder"
+
+    def __init__(self, inner: Policy) -> None:
+        self.inner = inner
+        self.actions: list[int] = []
+
+    def reset(self, context: JobContext) -> None:
+        self.inner.reset(context)
+
+    def act(self, obs: Observation) -> int:
+        action = self.inner.act(obs)
+        self.actions.append(action)
+        self.bid, self.checkpoint_ticks = self.inner.bid, self.inner.checkpoint_ticks
+        return action
+
+
+@pytest.mark.parametrize("name", CAUSAL)
+def test_changing_the_trace_after_a_tick_leaves_earlier_decisions_unchanged(
+    bundled: TraceSet, name: str
+) -> None:
+    start, cut = 2600, 200  # job ticks 0..199 see the same trace in both runs
+    rng = np.random.default_rng(1)
+    changed = bundled.available.copy()
+    tail = changed[:, start + cut :]
+    changed[:, start + cut :] = rng.random(tail.shape) < 0.5
+    other = TraceSet(pools=bundled.pools, gap_seconds=bundled.gap_seconds, available=changed)
+    runs = []
+    for trace_set in (bundled, other):
+        recorder = Recorder(make(name))
+        simulate(recorder, trace_set, SPEC, start)
+        runs.append(recorder.actions)
+    assert runs[0][:cut] == runs[1][:cut]
+    assert runs[0] != runs[1]  # the change did reach the policy later on
+
+
+def test_best_is_the_recommended_policy_and_load_is_the_entry_point() -> None:
+    assert type(policy.load("best")).name == "risk_aware"
+    assert type(policy.load("ppo")).name == "ppo"
+
+
+def test_the_env_passes_gymnasium_and_sb3_checks(bundled: TraceSet) -> None:
+    from gymnasium.utils.env_checker import check_env
+    from stable_baselines3.common.env_checker import check_env as sb3_check_env
+
+    starts = training_starts(bundled, SPEC, 480)
+    assert starts and max(starts) * bundled.gap_seconds / 3600 + 60 <= 480
+    import gymnasium as gym
+
+    from policy.rl.env import ENV_ID
+
+    made = gym.make(ENV_ID, traces=bundled, spec=SPEC, max_pools=9, starts=starts)
+    check_env(made.unwrapped)
+    sb3_check_env(SpotJobEnv(bundled, SPEC, max_pools=9, starts=starts))
+
+
+def test_an_episode_returns_minus_its_cost_ratio_and_the_interval_matters(
+    bundled: TraceSet,
+) -> None:
+    ratios = []
+    for interval in (0, 2):  # 10 and 90 minutes between checkpoints, on demand throughout
+        env = SpotJobEnv(bundled, SPEC, max_pools=9, starts=[3000], single_share=0.0)
+        env.reset(seed=0)
+        total, done, info = 0.0, False, {}
+        while not done:
+            _, reward, terminated, truncated, info = env.step(np.array([1, interval]))
+            total += reward
+            done = terminated or truncated
+        assert terminated and total == pytest.approx(-info["cost_ratio"])
+        ratios.append(info["cost_ratio"])
+    assert ratios[0] > ratios[1] > 1.0  # each checkpoint stalls 30 s of billed time
+
+
+def test_seeded_training_is_reproducible_and_loadable_by_path(
+    bundled: TraceSet, tmp_path: Path
+) -> None:
+    zips = [
+        train_ppo(bundled, SPEC, out=tmp_path / f"run{i}", timesteps=2048, seed=7, until_hours=480)
+        for i in range(2)
+    ]
+    assert zips[0].read_bytes() != b""
+    config = zips[0].with_suffix(".json").read_text()
+    assert '"until_hours": 480' in config and '"algo": "ppo"' in config
+    results = [simulate(make(str(z)), bundled, SPEC, 3000) for z in zips]
+    assert results[0] == results[1]
+    assert list((tmp_path / "run0" / "tensorboard").rglob("events.out.tfevents*"))
