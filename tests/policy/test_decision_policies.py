@@ -154,7 +154,7 @@ def test_an_episode_returns_minus_its_cost_ratio_and_the_interval_matters(
     for interval in (0, 2):  # 10 and 90 minutes between checkpoints, on demand throughout
         env = SpotJobEnv(bundled, SPEC, max_pools=9, starts=[3000], single_share=0.0)
         env.reset(seed=0)
-        total, done, info = 0.0, False, {}
+        total, done, info = 0.0, False, dict[str, float]()
         while not done:
             _, reward, terminated, truncated, info = env.step(np.array([1, interval]))
             total += reward
