@@ -49,7 +49,7 @@ def create_app(service: DecisionService, token: str | None) -> FastAPI:
     auth = [Depends(authorize)]
 
     @app.get("/healthz")
-    def healthz() -> Health:
+    async def healthz() -> Health:
         """Liveness: the pools known and the policies served."""
         import policy.policies  # noqa: F401
 
@@ -58,17 +58,17 @@ def create_app(service: DecisionService, token: str | None) -> FastAPI:
         )
 
     @app.post("/v1/decision", dependencies=auth, responses={401: {}, 404: {}, 422: {}})
-    def decision(request: DecisionRequest) -> Decision:
+    async def decision(request: DecisionRequest) -> Decision:
         """The next action for a job: wait, on-demand, or spot in a pool."""
         return service.decide(request)
 
     @app.get("/v1/pools", dependencies=auth, responses={401: {}, 422: {}})
-    def pools(job: Annotated[JobTerms, Query()]) -> list[PoolRank]:
+    async def pools(job: Annotated[JobTerms, Query()]) -> list[PoolRank]:
         """Pools ranked by the expected cost of the job."""
         return service.rank_pools(job)
 
     @app.get("/v1/forecast/{pool}", dependencies=auth, responses={401: {}, 404: {}})
-    def forecast(pool: str) -> PoolForecast:
+    async def forecast(pool: str) -> PoolForecast:
         """A pool's preemption-risk forecast."""
         return service.forecast(pool)
 
