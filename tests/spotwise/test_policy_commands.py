@@ -162,3 +162,23 @@ def test_plan_recommends_pools_with_a_cost_breakdown(cli: CliRun) -> None:
     assert text.returncode == 0 and "assumptions" in text.stdout
     none = cli("plan", "--gpu-hours", "10", "--deadline-hours", "20", "--instance-type", "x9")
     assert none.returncode != 0 and "no pool" in none.stderr
+
+
+def test_train_a_policy_then_bench_it_by_path_next_to_best(cli: CliRun, tmp_path: Path) -> None:
+    out = tmp_path / "model"
+    trained = cli(
+        "policy", "train", "--timesteps", "1024", "--out", str(out), "--no-progress", "--seed", "3"
+    )
+    assert trained.returncode == 0, trained.stderr
+    assert (out / "ppo.zip").is_file() and (out / "ppo.json").is_file()
+    result = bench(cli, "--zones", "multi", "--policies", f"best,{out / 'ppo.zip'}", "--json")
+    assert result.returncode == 0, result.stderr
+    results = json.loads(result.stdout)["results"]["all"]
+    assert set(results) == {"best", str(out / "ppo.zip")}
+    assert all(r["deadline_miss_rate"] == 0.0 for r in results.values())
+
+
+def test_train_refuses_an_unknown_algorithm(cli: CliRun) -> None:
+    result = cli("policy", "train", "--algo", "dqn")
+    assert result.returncode == 1
+    assert "use ppo" in result.stderr
