@@ -5,9 +5,11 @@ from __future__ import annotations
 from typing import Protocol
 
 import httpx
+import numpy as np
 
 from policy.schemas import Decision, DecisionRequest, JobTerms, PoolForecast, PoolRank
 from policy.service import DecisionService, RequestError
+from policy.traces import Pool, TraceSet
 
 
 class PolicyClient(Protocol):
@@ -66,3 +68,13 @@ class HttpClient:
     def forecast(self, pool: str) -> PoolForecast:
         response = self._http.get(f"/v1/forecast/{pool}")
         return PoolForecast.model_validate(self._check(response).json())
+
+
+def in_process_for(
+    history: np.ndarray, gap_seconds: int, pools: tuple[str, ...]
+) -> InProcessClient:
+    """An in-process client over an availability history (pools × ticks up to now)."""
+    traces = TraceSet(
+        pools=tuple(Pool(name=p) for p in pools), gap_seconds=gap_seconds, available=history
+    )
+    return InProcessClient(DecisionService(traces))

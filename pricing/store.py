@@ -41,8 +41,20 @@ MIGRATIONS: tuple[str, ...] = (
         model VARCHAR NOT NULL, horizon INTEGER NOT NULL, mean DOUBLE, lo DOUBLE, hi DOUBLE,
         level DOUBLE, p_preempt DOUBLE, created_at TIMESTAMPTZ NOT NULL);
     """,
+    """
+    CREATE TABLE jobs (job_id VARCHAR PRIMARY KEY, name VARCHAR NOT NULL,
+        command VARCHAR NOT NULL, launcher VARCHAR NOT NULL, started TIMESTAMPTZ NOT NULL,
+        ended TIMESTAMPTZ, status VARCHAR NOT NULL, compute_hours DOUBLE NOT NULL,
+        deadline_hours DOUBLE NOT NULL, on_demand_price DOUBLE NOT NULL,
+        checkpoint_usd_per_gb_month DOUBLE NOT NULL);
+    CREATE TABLE ledger (job_id VARCHAR NOT NULL, seq INTEGER NOT NULL,
+        ts TIMESTAMPTZ NOT NULL, kind VARCHAR NOT NULL, pool VARCHAR, market VARCHAR,
+        hours DOUBLE, price DOUBLE, cost_usd DOUBLE, bytes BIGINT, detail VARCHAR,
+        PRIMARY KEY (job_id, seq));
+    """,
 )
-"""Migration ``i`` takes a store from schema version ``i`` to ``i + 1``."""
+"""Migration ``i`` takes a store from schema version ``i`` to ``i + 1``. Version 2 adds the
+executor's ledger (``jobs``, ``ledger``), written by :mod:`executor.ledger`."""
 
 SCHEMA_VERSION = len(MIGRATIONS)
 TABLES = ("prices", "availability", "events", "bands", "placement_scores", "forecasts")
@@ -198,6 +210,11 @@ class MarketStore:
             f"SELECT max({spec.time_column}) FROM {table} WHERE {clause}", list(where.values())
         ).fetchone()
         return pd.Timestamp(row[0]).tz_convert("UTC") if row and row[0] is not None else None
+
+    def execute(self, sql: str, params: list[Any] | None = None) -> None:
+        """Run one write statement in its own transaction."""
+        with self._transaction():
+            self._con.execute(sql, params or [])
 
     def query(self, sql: str, params: list[Any] | None = None) -> pd.DataFrame:
         """Run a read query and return its rows."""

@@ -12,11 +12,13 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
+from executor.errors import ExecutorError
+from policy.errors import PolicyError
 from pricing.errors import PricingError
 from pricing.ingest import FORMATS, LoadReport, discover, load_paths
 from pricing.sources.advisor import ADVISOR_URL
 from pricing.store import TABLES, MarketStore
-from spotwise import api_commands, forecast_commands, policy_commands, settings
+from spotwise import api_commands, forecast_commands, policy_commands, run_commands, settings
 from spotwise.console import StoreOption, err, fail, open_store, out
 
 app = typer.Typer(
@@ -35,6 +37,10 @@ policy_commands.bench_app.command("price")(forecast_commands.bench_price_command
 app.add_typer(forecast_commands.forecast_app, name="forecast")
 app.add_typer(api_commands.policy_app, name="policy")
 app.command("serve")(api_commands.serve)
+app.command("run", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(
+    run_commands.run
+)
+app.add_typer(run_commands.jobs_app, name="jobs")
 policy_commands.bench_app.command("api")(api_commands.bench_api)
 
 
@@ -252,12 +258,73 @@ def _parse_since(since: str | None) -> pd.Timestamp | None:
 
 
 @app.command()
-def demo(store: StoreOption = None) -> None:
-    """The main job on the bundled data: load it into the store and summarise it."""
+def demo(
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="Print {completed, preemptions, migrations, bitwise_identical, cost_usd, "
+            "on_demand_cost_usd} (+ job_id and the ledger) on stdout.",
+        ),
+    ] = False,
+    store: StoreOption = None,
+) -> None:
+    """The main job end to end: load the bundled data, fit forecasts, plan a job, then train
+    the example under the supervisor on replayed real V100 traces (preemptions, a migration,
+    bit-exact resume) and print the cost report."""
+    from policy.traces import load_traces
+    from pricing.forecast.run import run_forecasts
+    from spotwise.policy_commands import DEFAULT_TRACES
+    from spotwise.run_commands import _print_report
+    from spotwise.supervised import run_example
+
+    def step(message: str) -> None:
+        err.print(f"[bold]›[/] {message}")
+
     with open_store(store) as market:
+        step("loading the bundled real data")
         report = _load(market, [settings.bundled_data_dir()], None)
-        _print_load_report(report)
-        _print_summary(market.summary())
+        if not as_json:
+            _print_load_report(report)
+            _print_summary(market.summary())
+        step("fitting price and preemption-risk forecasts")
+        forecasts = run_forecasts(market, progress=lambda m: err.print(f"  {m}", highlight=False))
+        step(
+            f"forecasts: {forecasts.price_series} price series, {forecasts.risk_pools} pools "
+            f"in {forecasts.seconds:.0f} s"
+        )
+        _print_plan(market)
+        store_path = market.path
+    traces = load_traces(settings.bundled_data_dir() / DEFAULT_TRACES)
+    try:
+        result = run_example(store_path, traces, step)
+    except (ExecutorError, PolicyError) as exc:
+        fail(str(exc))
+    if as_json:
+        print(json.dumps({k: v for k, v in result.items()}, default=str))
+        return
+    _print_report(result["ledger"], as_json=False)
+    out.print(
+        f"bit-exact resume: {result['bitwise_identical']}; see it with "
+        f"`spotwise jobs show {result['job_id']}` or `spotwise dashboard`"
+    )
+
+
+def _print_plan(market: MarketStore) -> None:
+    """The planner's pick for the demo's kind of job (a V100 instance, p3.2xlarge)."""
+    from policy.market import pools_from_store
+    from policy.plan import PlanInputs, plan_job
+
+    pools = pools_from_store(market, "p3.2xlarge", "aws", None)
+    if not pools:
+        return
+    plan = plan_job(PlanInputs(gpu_hours=48, deadline_hours=60), pools).best
+    err.print(
+        f"[bold]›[/] plan for 48 GPU-hours of p3.2xlarge in 60 h: {plan.pool.name}, "
+        f"{plan.spot_share:.0%} spot, checkpoint every "
+        f"{60 * plan.checkpoint_interval_hours:.0f} min, ${plan.cost.total:,.2f} against "
+        f"${plan.cost.on_demand:,.2f} on demand"
+    )
 
 
 def main() -> None:

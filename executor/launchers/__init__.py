@@ -1,0 +1,1 @@
+"""Launchers: where the supervisor starts a training command (one interface, several clouds)."""

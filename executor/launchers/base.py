@@ -1,0 +1,78 @@
+"""The launcher interface: the pools a job can run in, and instances started there."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+import numpy as np
+
+Market = Literal["spot", "on-demand"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Placement:
+    """Where an instance runs: a market, the spot pool (None on demand) and its price per hour."""
+
+    market: Market
+    pool: str | None
+    price: float
+
+    def describe(self) -> str:
+        return f"spot in {self.pool}" if self.market == "spot" else "on-demand"
+
+
+class Instance(Protocol):
+    """One launched instance running the command."""
+
+    placement: Placement
+    events: list[dict[str, Any]]
+    """JSON event lines the command printed (``fresh``, ``resumed``, ``first_step``, ...)."""
+
+    def poll(self) -> int | None:
+        """The command's exit code once it has ended, else None."""
+        ...
+
+    def notice(self) -> None:
+        """Pass on a preemption notice (or a request to move): checkpoint and leave."""
+        ...
+
+    def kill(self) -> None:
+        """Take the instance away now."""
+        ...
+
+    def terminate(self) -> None:
+        """Release the instance's resources (after it has ended)."""
+        ...
+
+
+class Launcher(Protocol):
+    """Starts instances and says what the market looks like now."""
+
+    name: str
+    pools: tuple[str, ...]
+
+    def now_hours(self) -> float:
+        """The cloud's hours since the job started."""
+        ...
+
+    def available(self) -> dict[str, bool]:
+        """Whether each pool's spot capacity can be had now."""
+        ...
+
+    def history(self) -> tuple[np.ndarray, int]:
+        """bool [pools, ticks] availability up to now, and the tick gap in seconds."""
+        ...
+
+    def launch(self, placement: Placement, command: Sequence[str], env: dict[str, str]) -> Instance:
+        """Start ``command`` on a new instance at ``placement``."""
+        ...
+
+    def preemption_in_s(self, instance: Instance) -> float | None:
+        """Wall seconds until the provider takes ``instance`` back, if known (else None)."""
+        ...
+
+    def hours_between(self, start_wall: float, end_wall: float) -> float:
+        """Cloud hours between two wall-clock times (``time.monotonic``)."""
+        ...

@@ -1,0 +1,179 @@
+"""Commands of the executor's supervisor: ``spotwise run``, ``spotwise jobs`` and the
+end-to-end ``spotwise demo``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from executor.errors import ExecutorError
+from executor.ledger import job_report, list_jobs
+from executor.supervisor import SupervisorConfig
+from policy.errors import PolicyError
+from policy.schemas import JobTerms
+from policy.traces import load_traces
+from pricing.errors import PricingError
+from spotwise import settings
+from spotwise.console import StoreOption, err, fail, open_store, out
+from spotwise.policy_commands import DEFAULT_TRACES
+from spotwise.supervised import Replay, client_factory, supervise
+
+jobs_app = typer.Typer(help="The executor's cost ledger.", no_args_is_help=True)
+
+
+def run(
+    command: Annotated[list[str], typer.Argument(help="The training command, after --.")],
+    ckpt: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--ckpt",
+            help="Checkpoint folder(s) of the command, sized for the ledger (repeat).",
+            show_default=False,
+        ),
+    ] = None,
+    launcher: Annotated[str, typer.Option("--launcher", help="local (more to come).")] = "local",
+    policy_url: Annotated[
+        str,
+        typer.Option("--policy", help="inproc, or the URL of `spotwise serve`."),
+    ] = "inproc",
+    policy_name: Annotated[str, typer.Option("--policy-name", help="Policy to ask.")] = "best",
+    compute_hours: Annotated[float, typer.Option("--compute-hours", min=0.0)] = 1.0,
+    deadline_hours: Annotated[float, typer.Option("--deadline-hours", min=0.0)] = 2.0,
+    spot_price: Annotated[float, typer.Option("--spot-price", min=0.0)] = 0.918,
+    on_demand_price: Annotated[float, typer.Option("--on-demand-price", min=0.0)] = 3.06,
+    traces: Annotated[
+        Path | None,
+        typer.Option("--traces", help="Local launcher: traces to replay.", show_default=False),
+    ] = None,
+    start_hours: Annotated[
+        float, typer.Option("--start-hours", min=0.0, help="Local launcher: replay from here.")
+    ] = 0.0,
+    scale: Annotated[
+        float, typer.Option("--scale", min=1.0, help="Local launcher: trace seconds per second.")
+    ] = 1.0,
+    pools: Annotated[
+        str | None,
+        typer.Option("--pools", help="Local launcher: comma-separated pools to use."),
+    ] = None,
+    on_demand_after: Annotated[int, typer.Option("--on-demand-after", min=0)] = 3,
+    migrate_risk: Annotated[
+        float, typer.Option("--migrate-risk", min=0.0, max=1.0, help="1 = never move early.")
+    ] = 0.5,
+    max_failures: Annotated[int, typer.Option("--max-failures", min=1)] = 2,
+    lead_s: Annotated[float, typer.Option("--notice-lead-s", min=0.0)] = 2.0,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the ledger report as JSON.")
+    ] = False,
+    store: StoreOption = None,
+) -> None:
+    """Run COMMAND to completion across preemptions: ask the policy where, launch, forward
+    notices, relaunch, move early on high risk, fall back to on-demand; log it to the ledger."""
+    if launcher != "local":
+        fail(f"--launcher {launcher!r} is not available yet; use local")
+    try:
+        job = JobTerms(
+            compute_hours=compute_hours,
+            deadline_hours=deadline_hours,
+            spot_price=spot_price,
+            on_demand_price=on_demand_price,
+        )
+        trace_set = load_traces(traces or settings.bundled_data_dir() / DEFAULT_TRACES)
+        if pools:
+            trace_set = trace_set.subset([p.strip() for p in pools.split(",") if p.strip()])
+    except (PolicyError, ValueError) as exc:
+        fail(str(exc))
+    config = SupervisorConfig(
+        job=job,
+        policy=policy_name,
+        lead_s=lead_s,
+        on_demand_after=on_demand_after,
+        migrate_risk=migrate_risk,
+        max_failures=max_failures,
+        ckpt_dirs=tuple(Path(c) for c in ckpt or [] if "://" not in c),
+    )
+    import os
+
+    with open_store(store) as market:
+        store_path = market.path
+    try:
+        report, _ = supervise(
+            command,
+            store_path=store_path,
+            replay=Replay(traces=trace_set, start_hours=start_hours, scale=scale),
+            config=config,
+            client_for=client_factory(policy_url, os.environ.get("SPOTWISE_API_TOKEN")),
+            name=Path(command[0]).name,
+            progress=lambda m: err.print(f"… {m}"),
+        )
+    except (ExecutorError, PolicyError, PricingError) as exc:
+        fail(str(exc))
+    _print_report(report, as_json)
+
+
+def _print_report(report: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(report, default=str))
+        return
+    out.print(
+        f"job {report['job_id']} ({report['status']}): ${report['cost_usd']:,.2f} against "
+        f"${report['on_demand_cost_usd']:,.2f} on demand ({report['savings_pct']:.1f}% saved)"
+    )
+    b = report["breakdown"]
+    out.print(
+        f"  compute ${b['compute']:,.2f} + storage ${b['storage']:,.4f} + recovery "
+        f"${b['recovery']:,.2f}"
+    )
+    for market, m in report["markets"].items():
+        out.print(f"  {market}: {m['hours']:.2f} h, ${m['cost_usd']:,.2f}")
+    out.print(
+        f"  {report['instances']} instances, {report['preemptions']} preemptions "
+        f"({report['notices']} notices), {report['migrations']} migrations, "
+        f"{report['lost_work_hours']:.2f} h of work lost, "
+        f"{report['checkpoint_bytes'] / 1e6:.1f} MB of checkpoints"
+    )
+
+
+@jobs_app.command("list")
+def jobs_list(
+    as_json: Annotated[bool, typer.Option("--json")] = False, store: StoreOption = None
+) -> None:
+    """Every supervised job: status, cost so far, preemptions, migrations."""
+    with open_store(store) as market:  # (migrates a store made before the ledger existed)
+        frame = list_jobs(market)
+    if as_json:
+        print(frame.to_json(orient="records", date_format="iso"))
+        return
+    if frame.empty:
+        out.print("no jobs yet: run `spotwise demo` or `spotwise run -- COMMAND`")
+        return
+    table = Table("job", "name", "status", "started", "cost $", "preemptions", "migrations")
+    for row in frame.itertuples():
+        table.add_row(
+            str(row.job_id),
+            str(row.name),
+            str(row.status),
+            str(row.started)[:19],
+            f"{row.cost_usd:,.2f}",
+            str(row.preemptions),
+            str(row.migrations),
+        )
+    out.print(table)
+
+
+@jobs_app.command("show")
+def jobs_show(
+    job_id: Annotated[str, typer.Argument(help="A job id from `spotwise jobs list`.")],
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+    store: StoreOption = None,
+) -> None:
+    """One job's cost so far, savings against on-demand and cost breakdown."""
+    with open_store(store) as market:
+        try:
+            report = job_report(market, job_id)
+        except PricingError as exc:
+            fail(str(exc))
+    _print_report(report, as_json)
