@@ -79,6 +79,8 @@ class Supervisor:
         self.launcher, self.client_for, self.config = launcher, client_for, config
         self.ledger, self.progress = ledger, progress
         self.report = RunReport()
+        self._reclaimed: dict[str, float] = {}
+        """Pools under a preemption notice, until (wall clock) the provider takes them back."""
 
     def _client(self) -> PolicyClient:
         history, gap = self.launcher.history()
@@ -89,8 +91,12 @@ class Supervisor:
         job = self.config.job
         if self.report.preemptions >= self.config.on_demand_after:
             return Placement(market="on-demand", pool=None, price=job.on_demand_price)
-        available = self.launcher.available()
-        pools = {p: PoolNow(available=a and p != avoid) for p, a in available.items()}
+        now = time.monotonic()
+        available = {
+            p: a and p != avoid and self._reclaimed.get(p, 0.0) <= now
+            for p, a in self.launcher.available().items()
+        }
+        pools = {p: PoolNow(available=a) for p, a in available.items()}
         decision = client.decide(
             DecisionRequest(
                 policy=self.config.policy,
@@ -176,6 +182,8 @@ class Supervisor:
             if notice_at is not None and not noticed and now >= notice_at:
                 instance.notice()
                 noticed = True
+                if pool and kill_at is not None:
+                    self._reclaimed[pool] = kill_at - self.config.grace_s + 0.05
                 self.ledger.record("notice", pool=pool, market="spot")
             if kill_at is not None and not killed and now >= kill_at:
                 instance.kill()

@@ -1,0 +1,57 @@
+"""A stand-in training command for supervisor tests: real process, real signals, no torch.
+
+It "trains" for ``--work-s`` seconds in total across launches, keeping its progress in
+``--state`` (its checkpoint). On SIGTERM it saves progress and exits with the preempted code.
+It prints the executor's JSON events (``fresh``/``resumed``, ``first_step``, ``preempted``,
+``done``). ``--fail-with CODE`` exits with CODE at once (a real error).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import time
+from pathlib import Path
+
+PREEMPTED_EXIT_CODE = 75
+
+
+def emit(event: str, **fields: object) -> None:
+    print(json.dumps({"event": event, "t": time.time(), **fields}), flush=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--work-s", type=float, required=True)
+    parser.add_argument("--state", type=Path, required=True)
+    parser.add_argument("--fail-with", type=int, default=0)
+    args = parser.parse_args()
+    if args.fail_with:
+        print("boom", file=sys.stderr)
+        return args.fail_with
+    done = float(args.state.read_text()) if args.state.exists() else 0.0
+    emit("resumed" if done else "fresh", step=done)
+    stop = False
+
+    def on_term(*_: object) -> None:
+        nonlocal stop
+        stop = True
+
+    signal.signal(signal.SIGTERM, on_term)
+    emit("first_step", step=done)
+    while done < args.work_s:
+        if stop:
+            args.state.write_text(str(done))
+            emit("preempted", step=done)
+            return PREEMPTED_EXIT_CODE
+        time.sleep(0.02)
+        done += 0.02
+    args.state.write_text(str(done))
+    emit("done", step=done, digest="same")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

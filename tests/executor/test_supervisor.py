@@ -1,0 +1,142 @@
+"""The supervisor on the local launcher: real subprocesses and signals, hand-made traces, a
+real store for the ledger."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from executor.errors import ExecutorError
+from executor.ledger import JobInfo, Ledger, job_report, list_jobs
+from executor.supervisor import Supervisor, SupervisorConfig
+from policy.client import in_process_for
+from policy.schemas import JobTerms
+from policy.traces import Pool, TraceSet
+from pricing.store import MarketStore
+from spotwise.supervised import Replay
+from tests.conftest import CliRun
+
+GAP, SCALE = 60, 60.0  # one tick per wall second
+PAST = 240  # ticks of history before the job starts
+FAKE_JOB = Path(__file__).with_name("fake_job.py")
+
+
+def market(*rows: str) -> TraceSet:
+    """Pools from strings of 1/0 (one char per tick), each after the same long past."""
+    past = ("1" * 9 + "0") * (PAST // 10)
+    available = np.array([[c == "1" for c in past + row] for row in rows])
+    pools = tuple(Pool(name=f"z{i}") for i in range(len(rows)))
+    return TraceSet(pools=pools, gap_seconds=GAP, available=available)
+
+
+def job(work_s: float, deadline_s: float = 60.0) -> JobTerms:
+    return JobTerms(
+        compute_hours=work_s * SCALE / 3600,
+        deadline_hours=deadline_s * SCALE / 3600,
+        changeover_hours=1 / 60,
+        spot_price=1.0,
+        on_demand_price=3.0,
+    )
+
+
+def supervise(tmp_path: Path, traces: TraceSet, work_s: float, **config: object):
+    store = tmp_path / "store.duckdb"
+    terms = job(work_s)
+    ledger = Ledger(
+        store,
+        JobInfo(
+            name="fake",
+            command="fake_job",
+            launcher="local",
+            compute_hours=terms.compute_hours,
+            deadline_hours=terms.deadline_hours,
+            on_demand_price=terms.on_demand_price,
+        ),
+    )
+    settings = {"lead_s": 0.4, "grace_s": 2.0, "migrate_risk": 1.0, **config}
+    supervisor = Supervisor(
+        Replay(traces=traces, start_hours=PAST * GAP / 3600, scale=SCALE).launcher(terms),
+        in_process_for,
+        SupervisorConfig(job=terms, **settings),  # type: ignore[arg-type]
+        ledger,
+    )
+    command = [sys.executable, str(FAKE_JOB), "--work-s", str(work_s)]
+    command += ["--state", str(tmp_path / "progress")]
+    return supervisor, command, store, ledger
+
+
+def test_a_preempted_job_gets_its_notice_and_is_relaunched_to_completion(tmp_path: Path) -> None:
+    traces = market("1" * 3 + "0" + "1" * 60)  # taken back at the fourth second
+    supervisor, command, store, ledger = supervise(tmp_path, traces, work_s=5.0)
+    report = supervisor.run(command)
+    assert report.completed and report.preemptions == 1 and report.instances >= 2
+    assert report.lost_hours == 0.0  # the notice came in time to save progress
+    with MarketStore.open(store) as market_store:
+        ledger_report = job_report(market_store, ledger.job_id)
+    assert ledger_report["status"] == "completed"
+    assert ledger_report["notices"] == 1 and ledger_report["preemptions"] == 1
+    assert ledger_report["cost_usd"] < ledger_report["on_demand_cost_usd"]
+    assert ledger_report["markets"]["spot"]["hours"] > 0
+
+
+def test_after_n_preemptions_it_falls_back_to_on_demand(tmp_path: Path) -> None:
+    traces = market("1" * 3 + "0" + "1" * 60)
+    supervisor, command, _, _ = supervise(tmp_path, traces, work_s=5.0, on_demand_after=1)
+    report = supervisor.run(command)
+    assert report.completed and report.preemptions == 1
+    assert report.placements[-1] == "on-demand"
+
+
+def test_a_real_error_is_reported_and_not_relaunched_forever(tmp_path: Path) -> None:
+    supervisor, command, store, ledger = supervise(tmp_path, market("1" * 60), work_s=5.0)
+    with pytest.raises(ExecutorError, match=r"exited with code 3 .not a preemption. 2 times"):
+        supervisor.run([*command, "--fail-with", "3"])
+    assert supervisor.report.instances == 2
+    with MarketStore.open(store) as market_store:
+        jobs = list_jobs(market_store)
+    assert jobs.set_index("job_id").loc[ledger.job_id, "status"] == "failed"
+
+
+def test_it_moves_early_when_the_risk_forecast_for_its_pool_crosses_the_bar(
+    tmp_path: Path,
+) -> None:
+    # z0 has always been up in short runs (risky once its run ages); z1 in long runs, and is
+    # free from the second tick. Neither takes the job away: any move is proactive.
+    short_runs = ("110" * 100)[:PAST]
+    long_runs = ("1" * 110 + "0" * 10) * 2
+    available = np.array(
+        [
+            [c == "1" for c in short_runs + "1" * 60],
+            [c == "1" for c in long_runs + "0" + "1" * 59],
+        ]
+    )
+    traces = TraceSet(
+        pools=(Pool(name="z0"), Pool(name="z1")), gap_seconds=GAP, available=available
+    )
+    supervisor, command, store, ledger = supervise(tmp_path, traces, work_s=6.0, migrate_risk=0.5)
+    report = supervisor.run(command)
+    assert report.completed and report.preemptions == 0
+    assert report.migrations >= 1
+    assert report.placements[:2] == ["spot in z0", "spot in z1"]
+    with MarketStore.open(store) as market_store:
+        assert job_report(market_store, ledger.job_id)["migrations"] == report.migrations
+
+
+def test_jobs_list_and_show_read_the_ledger(tmp_path: Path, cli: CliRun, store_file: Path) -> None:
+    traces = market("1" * 60)
+    supervisor, command, store, ledger = supervise(tmp_path, traces, work_s=1.0)
+    supervisor.run(command)
+    env = {"SPOTWISE_STORE": str(store)}
+    listed = cli("jobs", "list", "--json", env=env)
+    assert listed.returncode == 0, listed.stderr
+    assert [j["job_id"] for j in json.loads(listed.stdout)] == [ledger.job_id]
+    shown = cli("jobs", "show", ledger.job_id, "--json", env=env)
+    report = json.loads(shown.stdout)
+    assert report["status"] == "completed" and report["instances"] == 1
+    assert set(report["breakdown"]) == {"compute", "storage", "recovery"}
+    missing = cli("jobs", "show", "nope", env=env)
+    assert missing.returncode == 1 and "no job 'nope'" in missing.stderr

@@ -1,0 +1,21 @@
+"""`spotwise demo --json`: the main job end to end on the bundled data."""
+
+from __future__ import annotations
+
+import json
+
+from tests.conftest import CliRun
+
+
+def test_demo_trains_through_preemptions_and_a_migration_and_resumes_bit_exactly(
+    cli: CliRun,
+) -> None:
+    result = cli("demo", "--json")
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads(result.stdout)
+    assert report["completed"] is True
+    assert report["preemptions"] >= 1 and report["migrations"] >= 1
+    assert report["bitwise_identical"] is True
+    assert 0 < report["cost_usd"] < report["on_demand_cost_usd"]
+    listed = cli("jobs", "list", "--json")
+    assert report["job_id"] in [j["job_id"] for j in json.loads(listed.stdout)]
