@@ -23,3 +23,7 @@ class Preempted(SystemExit):
     def __init__(self, step: int) -> None:
         super().__init__(PREEMPTED_EXIT_CODE)
         self.step = step
+
+
+class NoCapacity(ExecutorError):
+    """The provider would not start an instance in this pool now (capacity or price)."""

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from executor.errors import PREEMPTED_EXIT_CODE, ExecutorError
+from executor.errors import PREEMPTED_EXIT_CODE, ExecutorError, NoCapacity
 from executor.launchers.base import Instance, Launcher, Placement
 from executor.ledger import Ledger
 from policy.client import PolicyClient
@@ -45,6 +45,8 @@ class SupervisorConfig:
     """Move when P(preempted within 60 min) of the current pool exceeds this (1 = never)."""
     max_failures: int = 2
     poll_s: float = 0.02
+    no_capacity_s: float = 60.0
+    """Wall seconds a pool that refused a launch is left alone."""
     ckpt_dirs: tuple[Path, ...] = ()
     """Local checkpoint folders whose size is reported to the ledger at the end."""
 
@@ -130,7 +132,12 @@ class Supervisor:
                 continue
             env.update(SPOTWISE_POOL=placement.pool or "", SPOTWISE_MARKET=placement.market)
             self.progress(f"launching on {placement.describe()}")
-            instance = self.launcher.launch(placement, command, env)
+            try:
+                instance = self.launcher.launch(placement, command, env)
+            except NoCapacity as exc:
+                self.progress(f"no capacity ({exc}): choosing again")
+                self._reclaimed[placement.pool or ""] = time.monotonic() + self.config.no_capacity_s
+                continue
             self.report.instances += 1
             self.report.placements.append(placement.describe())
             outcome, code = self._watch(instance)
@@ -236,6 +243,8 @@ class Supervisor:
         )
         first = next((e for e in instance.events if e.get("event") == "first_step"), None)
         clean = any(e.get("event") in ("done", "preempted") for e in instance.events)
+        if not instance.events:  # a remote instance: its exit code is all there is
+            first, clean = {"wall": started}, outcome in ("done", "preempted", "migrated")
         if first is None:
             return
         productive = self.launcher.hours_between(float(str(first["wall"])), end)

@@ -1,0 +1,209 @@
+"""The AWS launcher: each instance is an EC2 instance (spot or on-demand) started with boto3.
+
+User data installs Spotwise, runs the command with the AWS notice watcher on (IMDS), writes the
+exit code to ``s3://BUCKET/spotwise/jobs/JOB/INSTANCE/exit`` and shuts the instance down
+(``InstanceInitiatedShutdownBehavior=terminate``). A spot launch that AWS refuses for capacity
+or price raises :class:`NoCapacity`, so the supervisor can choose again (or go on demand).
+Asking an instance to move terminates it: the OS shutdown sends SIGTERM, on which the job
+checkpoints and exits with the preempted code.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from botocore.exceptions import ClientError
+
+from executor.errors import PREEMPTED_EXIT_CODE, ExecutorError, NoCapacity
+from executor.launchers.base import Placement
+
+CAPACITY_ERRORS = {
+    "InsufficientInstanceCapacity",
+    "SpotMaxPriceTooLow",
+    "MaxSpotInstanceCountExceeded",
+    "InsufficientCapacity",
+    "Unsupported",
+}
+SPOT_TERMINATION = "Server.SpotInstanceTermination"
+
+
+def user_data(
+    command: Sequence[str], env: dict[str, str], *, package: str, bucket: str, prefix: str
+) -> str:
+    """The boot script: install, run the command, report its exit code to S3, shut down."""
+    exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(env.items()))
+    return "\n".join(
+        [
+            "#!/bin/bash",
+            "set -u",
+            f"python3 -m pip install --quiet {shlex.quote(package)}",
+            "TOKEN=$(curl -s -X PUT http://169.254.169.254/latest/api/token "
+            "-H 'X-aws-ec2-metadata-token-ttl-seconds: 300')",
+            'ID=$(curl -s -H "X-aws-ec2-metadata-token: $TOKEN" '
+            "http://169.254.169.254/latest/meta-data/instance-id)",
+            f"env SPOTWISE_NOTICES=aws {exports} {shlex.join(command)}",
+            "CODE=$?",
+            f'echo "$CODE" | aws s3 cp - "s3://{bucket}/{prefix}/$ID/exit"',
+            "shutdown -h now",
+            "",
+        ]
+    )
+
+
+class AwsInstance:
+    """One EC2 instance running the command."""
+
+    def __init__(self, launcher: AwsLauncher, instance_id: str, placement: Placement) -> None:
+        self.launcher, self.instance_id, self.placement = launcher, instance_id, placement
+        self.events: list[dict[str, Any]] = []
+        self.started = time.monotonic()
+        self._code: int | None = None
+
+    def _exit_code(self) -> int | None:
+        key = f"{self.launcher.prefix}/{self.instance_id}/exit"
+        try:
+            body = self.launcher.s3.get_object(Bucket=self.launcher.bucket, Key=key)["Body"]
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] in ("NoSuchKey", "404"):
+                return None
+            raise
+        return int(body.read().decode().strip() or "1")
+
+    def poll(self) -> int | None:
+        if self._code is not None:
+            return self._code
+        code = self._exit_code()
+        if code is None:
+            reservations = self.launcher.ec2.describe_instances(InstanceIds=[self.instance_id])
+            instance = reservations["Reservations"][0]["Instances"][0]
+            if instance["State"]["Name"] not in ("shutting-down", "terminated"):
+                return None
+            reason = instance.get("StateReason", {}).get("Code", "")
+            # Gone without reporting: a spot reclaim is a preemption, anything else a failure.
+            code = PREEMPTED_EXIT_CODE if reason == SPOT_TERMINATION else 1
+        self._code = code
+        return code
+
+    def notice(self) -> None:
+        """Ask it to leave: a terminate is an OS shutdown, i.e. SIGTERM to the job."""
+        self.launcher.ec2.terminate_instances(InstanceIds=[self.instance_id])
+
+    def kill(self) -> None:
+        self.launcher.ec2.terminate_instances(InstanceIds=[self.instance_id])
+
+    def terminate(self) -> None:
+        self.launcher.ec2.terminate_instances(InstanceIds=[self.instance_id])
+
+
+class AwsLauncher:
+    """Starts EC2 instances in the zones of one region (the pools)."""
+
+    name = "aws"
+
+    def __init__(
+        self,
+        *,
+        session: Any,
+        region: str,
+        zones: Sequence[str],
+        instance_type: str,
+        image_id: str,
+        bucket: str,
+        job_id: str,
+        package: str = "spotwise",
+        endpoint_url: str | None = None,
+        instance_profile: str | None = None,
+    ) -> None:
+        self.ec2 = session.client("ec2", region_name=region, endpoint_url=endpoint_url)
+        self.s3 = session.client("s3", region_name=region, endpoint_url=endpoint_url)
+        self.pools = tuple(zones)
+        self.instance_type, self.image_id = instance_type, image_id
+        self.bucket, self.package = bucket, package
+        self.prefix = f"spotwise/jobs/{job_id}"
+        self.job_id = job_id
+        self.instance_profile = instance_profile
+        self._began = time.monotonic()
+
+    def now_hours(self) -> float:
+        return (time.monotonic() - self._began) / 3600.0
+
+    def hours_between(self, start_wall: float, end_wall: float) -> float:
+        return (end_wall - start_wall) / 3600.0
+
+    def available(self) -> dict[str, bool]:
+        """AWS does not publish spot capacity: every zone counts as available until a launch
+        there is refused (the supervisor then avoids it)."""
+        return dict.fromkeys(self.pools, True)
+
+    def history(self) -> tuple[np.ndarray, int]:
+        return np.ones((len(self.pools), 1), dtype=bool), 3600
+
+    def launch(
+        self, placement: Placement, command: Sequence[str], env: dict[str, str]
+    ) -> AwsInstance:
+        """run_instances in the placement's zone and market.
+
+        Raises:
+            NoCapacity: when AWS refuses the spot request for capacity or price.
+        """
+        spotwise_env = {k: v for k, v in env.items() if k.startswith("SPOTWISE_")}
+        request: dict[str, Any] = {
+            "ImageId": self.image_id,
+            "InstanceType": self.instance_type,
+            "MinCount": 1,
+            "MaxCount": 1,
+            "UserData": user_data(
+                command, spotwise_env, package=self.package, bucket=self.bucket, prefix=self.prefix
+            ),
+            "InstanceInitiatedShutdownBehavior": "terminate",
+            "TagSpecifications": [
+                {
+                    "ResourceType": "instance",
+                    "Tags": [
+                        {"Key": "spotwise:job", "Value": self.job_id},
+                        {"Key": "spotwise:market", "Value": placement.market},
+                    ],
+                }
+            ],
+        }
+        if placement.pool:
+            request["Placement"] = {"AvailabilityZone": placement.pool}
+        if placement.market == "spot":
+            request["InstanceMarketOptions"] = {
+                "MarketType": "spot",
+                "SpotOptions": {
+                    "SpotInstanceType": "one-time",
+                    "InstanceInterruptionBehavior": "terminate",
+                },
+            }
+        if self.instance_profile:
+            request["IamInstanceProfile"] = {"Name": self.instance_profile}
+        try:
+            response = self.ec2.run_instances(**request)
+        except ClientError as exc:
+            code = exc.response["Error"]["Code"]
+            if placement.market == "spot" and code in CAPACITY_ERRORS:
+                raise NoCapacity(f"{placement.pool}: {code}") from exc
+            raise ExecutorError(f"run_instances in {placement.pool or 'any zone'}: {exc}") from exc
+        instance_id = response["Instances"][0]["InstanceId"]
+        return AwsInstance(self, instance_id, placement)
+
+    def preemption_in_s(self, instance: Any) -> float | None:
+        """Unknown from outside: the job itself watches IMDS for the two-minute notice."""
+        return None
+
+    def running_instances(self) -> list[str]:
+        """This job's instances that are not terminated (for teardown checks)."""
+        pages = self.ec2.get_paginator("describe_instances").paginate(
+            Filters=[
+                {"Name": "tag:spotwise:job", "Values": [self.job_id]},
+                {"Name": "instance-state-name", "Values": ["pending", "running", "stopping"]},
+            ]
+        )
+        return [
+            i["InstanceId"] for page in pages for r in page["Reservations"] for i in r["Instances"]
+        ]

@@ -1,0 +1,127 @@
+"""The AWS launcher against moto's EC2 and S3 server on 127.0.0.1, alone and under the
+supervisor."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import boto3
+import pytest
+
+from executor.launchers.aws import AwsLauncher, user_data
+from executor.launchers.base import Placement
+from executor.ledger import JobInfo, Ledger, job_report
+from executor.supervisor import Supervisor, SupervisorConfig
+from policy.client import in_process_for
+from policy.schemas import JobTerms
+from pricing.store import MarketStore
+
+REGION, BUCKET = "us-east-1", "spotwise-ckpt"
+COMMAND = ["python", "-m", "executor.examples.train_mlp", "--ckpt", f"s3://{BUCKET}/ckpt"]
+
+
+@pytest.fixture
+def launcher(moto_server: str) -> AwsLauncher:
+    session = boto3.Session(region_name=REGION)
+    s3 = session.client("s3", endpoint_url=moto_server)
+    s3.create_bucket(Bucket=BUCKET)
+    ec2 = session.client("ec2", endpoint_url=moto_server)
+    image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+    return AwsLauncher(
+        session=session,
+        region=REGION,
+        zones=["us-east-1a", "us-east-1b"],
+        instance_type="p3.2xlarge",
+        image_id=image,
+        bucket=BUCKET,
+        job_id="job42",
+        endpoint_url=moto_server,
+    )
+
+
+def report_exit(launcher: AwsLauncher, instance_id: str, code: int) -> None:
+    """What the instance's user data does at the end: write the exit code, shut down."""
+    key = f"{launcher.prefix}/{instance_id}/exit"
+    launcher.s3.put_object(Bucket=BUCKET, Key=key, Body=f"{code}\n".encode())
+    launcher.ec2.terminate_instances(InstanceIds=[instance_id])
+
+
+def test_user_data_installs_runs_with_aws_notices_and_reports_the_exit_code() -> None:
+    script = user_data(
+        COMMAND,
+        {"SPOTWISE_POOL": "us-east-1a"},
+        package="spotwise==0.1.0",
+        bucket=BUCKET,
+        prefix="spotwise/jobs/j1",
+    )
+    assert script.startswith("#!/bin/bash")
+    assert "pip install --quiet spotwise==0.1.0" in script
+    assert "env SPOTWISE_NOTICES=aws SPOTWISE_POOL=us-east-1a python -m executor" in script
+    assert f"s3://{BUCKET}/spotwise/jobs/j1/$ID/exit" in script
+    assert script.rstrip().endswith("shutdown -h now")
+
+
+def test_a_spot_launch_is_a_tagged_spot_instance_in_its_zone(launcher: AwsLauncher) -> None:
+    placement = Placement(market="spot", pool="us-east-1b", price=0.9)
+    instance = launcher.launch(placement, COMMAND, {"SPOTWISE_MARKET": "spot"})
+    described = launcher.ec2.describe_instances(InstanceIds=[instance.instance_id])
+    ec2_instance = described["Reservations"][0]["Instances"][0]
+    assert ec2_instance["Placement"]["AvailabilityZone"] == "us-east-1b"
+    assert ec2_instance["InstanceType"] == "p3.2xlarge"
+    assert ec2_instance.get("InstanceLifecycle") == "spot"
+    tags = {t["Key"]: t["Value"] for t in ec2_instance["Tags"]}
+    assert tags == {"spotwise:job": "job42", "spotwise:market": "spot"}
+    assert instance.poll() is None  # running, nothing reported yet
+    report_exit(launcher, instance.instance_id, 0)
+    assert instance.poll() == 0
+    assert launcher.running_instances() == []
+
+
+def test_an_instance_that_vanishes_without_reporting_is_a_failure(launcher: AwsLauncher) -> None:
+    instance = launcher.launch(Placement(market="on-demand", pool=None, price=3.0), COMMAND, {})
+    launcher.ec2.terminate_instances(InstanceIds=[instance.instance_id])
+    assert instance.poll() == 1
+
+
+def test_the_supervisor_relaunches_on_aws_after_a_preemption_and_tears_down(
+    launcher: AwsLauncher, tmp_path: Path
+) -> None:
+    job = JobTerms(compute_hours=1, deadline_hours=3, spot_price=0.9, on_demand_price=3.06)
+    store = tmp_path / "store.duckdb"
+    ledger = Ledger(
+        store,
+        JobInfo(
+            name="aws",
+            command=" ".join(COMMAND),
+            launcher="aws",
+            compute_hours=1,
+            deadline_hours=3,
+            on_demand_price=3.06,
+        ),
+    )
+    supervisor = Supervisor(launcher, in_process_for, SupervisorConfig(job=job), ledger)
+    outcomes = [75, 0]  # the first instance is preempted (its job exits 75), the second finishes
+
+    def cloud() -> None:
+        seen: set[str] = set()
+        while outcomes:
+            for instance_id in launcher.running_instances():
+                if instance_id not in seen:
+                    seen.add(instance_id)
+                    time.sleep(0.3)
+                    report_exit(launcher, instance_id, outcomes.pop(0))
+            time.sleep(0.1)
+
+    thread = threading.Thread(target=cloud, daemon=True)
+    thread.start()
+    report = supervisor.run(COMMAND)
+    thread.join(10)
+    assert report.completed and report.preemptions == 1 and report.instances == 2
+    assert report.placements[0].startswith("spot in us-east-1")
+    assert launcher.running_instances() == []
+    with MarketStore.open(store) as market:
+        ledger_report = job_report(market, ledger.job_id)
+    assert ledger_report["markets"]["spot"]["hours"] > 0
+    assert ledger_report["preemptions"] == 1
