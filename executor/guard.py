@@ -36,12 +36,9 @@ from executor.notices import NoticeSource, NoticeWatcher, SigtermSource, sources
 
 
 def distributed() -> bool:
-    """True inside a torch.distributed job of more than one process."""
-    return (
-        torch.distributed.is_available()
-        and torch.distributed.is_initialized()
-        and torch.distributed.get_world_size() > 1
-    )
+    """True inside a torch.distributed job (of any size: an elastic job that shrank to one
+    process still reads and writes the distributed checkpoint layout)."""
+    return torch.distributed.is_available() and torch.distributed.is_initialized()
 
 
 def rng_state() -> dict[str, Any]:

@@ -4,6 +4,7 @@ end-to-end ``spotwise demo``."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -11,6 +12,8 @@ import typer
 from rich.table import Table
 
 from executor.errors import ExecutorError
+from executor.launchers.base import Launcher
+from executor.launchers.torchrun import Elastic, torchrun_command
 from executor.ledger import job_report, list_jobs
 from executor.supervisor import SupervisorConfig
 from policy.errors import PolicyError
@@ -35,7 +38,7 @@ def run(
             show_default=False,
         ),
     ] = None,
-    launcher: Annotated[str, typer.Option("--launcher", help="local (more to come).")] = "local",
+    launcher: Annotated[str, typer.Option("--launcher", help="local, aws or torchrun.")] = "local",
     policy_url: Annotated[
         str,
         typer.Option("--policy", help="inproc, or the URL of `spotwise serve`."),
@@ -47,17 +50,30 @@ def run(
     on_demand_price: Annotated[float, typer.Option("--on-demand-price", min=0.0)] = 3.06,
     traces: Annotated[
         Path | None,
-        typer.Option("--traces", help="Local launcher: traces to replay.", show_default=False),
+        typer.Option("--traces", help="local/torchrun: traces to replay.", show_default=False),
     ] = None,
     start_hours: Annotated[
-        float, typer.Option("--start-hours", min=0.0, help="Local launcher: replay from here.")
+        float, typer.Option("--start-hours", min=0.0, help="local/torchrun: replay from here.")
     ] = 0.0,
     scale: Annotated[
-        float, typer.Option("--scale", min=1.0, help="Local launcher: trace seconds per second.")
+        float, typer.Option("--scale", min=1.0, help="local/torchrun: trace s per wall s.")
     ] = 1.0,
     pools: Annotated[
         str | None,
-        typer.Option("--pools", help="Local launcher: comma-separated pools to use."),
+        typer.Option("--pools", help="Pools to use (local: trace names; aws: zones)."),
+    ] = None,
+    nnodes: Annotated[str, typer.Option("--nnodes", help="torchrun: MIN:MAX nodes.")] = "1:2",
+    nproc_per_node: Annotated[int, typer.Option("--nproc-per-node", min=1)] = 1,
+    rdzv_endpoint: Annotated[str, typer.Option("--rdzv-endpoint")] = "127.0.0.1:29400",
+    region: Annotated[str, typer.Option("--region", help="aws: region.")] = "us-east-1",
+    instance_type: Annotated[str, typer.Option("--instance-type")] = "p3.2xlarge",
+    image_id: Annotated[str | None, typer.Option("--image-id", show_default=False)] = None,
+    bucket: Annotated[str | None, typer.Option("--bucket", show_default=False)] = None,
+    endpoint_url: Annotated[
+        str | None,
+        typer.Option(
+            "--endpoint-url", help="aws: another endpoint (e.g. moto).", show_default=False
+        ),
     ] = None,
     on_demand_after: Annotated[int, typer.Option("--on-demand-after", min=0)] = 3,
     migrate_risk: Annotated[
@@ -65,15 +81,14 @@ def run(
     ] = 0.5,
     max_failures: Annotated[int, typer.Option("--max-failures", min=1)] = 2,
     lead_s: Annotated[float, typer.Option("--notice-lead-s", min=0.0)] = 2.0,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print the ledger report as JSON.")
-    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     store: StoreOption = None,
 ) -> None:
     """Run COMMAND to completion across preemptions: ask the policy where, launch, forward
     notices, relaunch, move early on high risk, fall back to on-demand; log it to the ledger."""
-    if launcher != "local":
-        fail(f"--launcher {launcher!r} is not available yet; use local")
+    if launcher not in ("local", "aws", "torchrun"):
+        fail(f"--launcher must be local, aws or torchrun, got {launcher!r}")
+    names = [p.strip() for p in pools.split(",") if p.strip()] if pools else None
     try:
         job = JobTerms(
             compute_hours=compute_hours,
@@ -81,10 +96,25 @@ def run(
             spot_price=spot_price,
             on_demand_price=on_demand_price,
         )
-        trace_set = load_traces(traces or settings.bundled_data_dir() / DEFAULT_TRACES)
-        if pools:
-            trace_set = trace_set.subset([p.strip() for p in pools.split(",") if p.strip()])
-    except (PolicyError, ValueError) as exc:
+        if launcher == "aws":
+            chosen: Launcher = _aws_launcher(
+                region, names, instance_type, image_id, bucket, endpoint_url
+            )
+        else:
+            trace_set = load_traces(traces or settings.bundled_data_dir() / DEFAULT_TRACES)
+            if names:
+                trace_set = trace_set.subset(names)
+            chosen = Replay(traces=trace_set, start_hours=start_hours, scale=scale).launcher(job)
+            if launcher == "torchrun":
+                low, _, high = nnodes.partition(":")
+                elastic = Elastic(
+                    min_nodes=int(low),
+                    max_nodes=int(high or low),
+                    nproc_per_node=nproc_per_node,
+                    rdzv_endpoint=rdzv_endpoint,
+                )
+                command = torchrun_command(command, elastic)
+    except (PolicyError, ValueError, ExecutorError) as exc:
         fail(str(exc))
     config = SupervisorConfig(
         job=job,
@@ -95,15 +125,13 @@ def run(
         max_failures=max_failures,
         ckpt_dirs=tuple(Path(c) for c in ckpt or [] if "://" not in c),
     )
-    import os
-
     with open_store(store) as market:
         store_path = market.path
     try:
         report, _ = supervise(
             command,
             store_path=store_path,
-            replay=Replay(traces=trace_set, start_hours=start_hours, scale=scale),
+            launcher=chosen,
             config=config,
             client_for=client_factory(policy_url, os.environ.get("SPOTWISE_API_TOKEN")),
             name=Path(command[0]).name,
@@ -112,6 +140,34 @@ def run(
     except (ExecutorError, PolicyError, PricingError) as exc:
         fail(str(exc))
     _print_report(report, as_json)
+
+
+def _aws_launcher(
+    region: str,
+    zones: list[str] | None,
+    instance_type: str,
+    image_id: str | None,
+    bucket: str | None,
+    endpoint_url: str | None,
+) -> Launcher:
+    import uuid
+
+    import boto3
+
+    from executor.launchers.aws import AwsLauncher
+
+    if not image_id or not bucket:
+        fail("--launcher aws needs --image-id (an AMI with Python) and --bucket (for exit codes)")
+    return AwsLauncher(
+        session=boto3.Session(region_name=region),
+        region=region,
+        zones=zones or [f"{region}a", f"{region}b", f"{region}c"],
+        instance_type=instance_type,
+        image_id=image_id,
+        bucket=bucket,
+        job_id=uuid.uuid4().hex[:12],
+        endpoint_url=endpoint_url,
+    )
 
 
 def _print_report(report: dict[str, Any], as_json: bool) -> None:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from executor.launchers.base import Launcher
 from executor.launchers.local import LocalLauncher
 from executor.ledger import JobInfo, Ledger, job_report
 from executor.supervisor import ClientFor, Supervisor, SupervisorConfig
@@ -56,26 +57,26 @@ def supervise(
     command: Sequence[str],
     *,
     store_path: Path,
-    replay: Replay,
+    launcher: Launcher,
     config: SupervisorConfig,
     client_for: ClientFor,
     name: str,
     progress: Progress,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Run ``command`` under the supervisor on the local launcher; the ledger report and the
+    """Run ``command`` under the supervisor on ``launcher``; the ledger report and the
     command's events."""
     ledger = Ledger(
         store_path,
         JobInfo(
             name=name,
             command=" ".join(command),
-            launcher="local",
+            launcher=launcher.name,
             compute_hours=config.job.compute_hours,
             deadline_hours=config.job.deadline_hours,
             on_demand_price=config.job.on_demand_price,
         ),
     )
-    supervisor = Supervisor(replay.launcher(config.job), client_for, config, ledger, progress)
+    supervisor = Supervisor(launcher, client_for, config, ledger, progress)
     run = supervisor.run(command)
     with MarketStore.open(store_path, read_only=True) as store:
         report = job_report(store, ledger.job_id)
@@ -137,11 +138,11 @@ def run_example(
         report, events = supervise(
             example_command(ckpt, DEMO_EPOCHS),
             store_path=store_path,
-            replay=Replay(
+            launcher=Replay(
                 traces=traces.subset(list(DEMO_POOLS)),
                 start_hours=DEMO_START_HOURS,
                 scale=DEMO_SCALE,
-            ),
+            ).launcher(job),
             config=SupervisorConfig(job=job, migrate_risk=migrate_risk, ckpt_dirs=(ckpt,)),
             client_for=in_process_for,
             name="demo: executor.examples.train_mlp",

@@ -21,6 +21,7 @@ import json
 import os
 import sys
 import time
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -66,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--samples", type=int, default=4096)
     parser.add_argument("--features", type=int, default=64)
     parser.add_argument("--hidden", type=int, default=256)
-    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--batch-size", type=int, default=32, help="global batch")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--interval-s", type=float, default=None)
     parser.add_argument("--mtbf-s", type=float, default=None)
@@ -81,13 +82,21 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
-    if world_size > 1:  # under torchrun: data-parallel over gloo, checkpoints through DCP
-        dist.init_process_group("gloo")
+    elastic = "TORCHELASTIC_RUN_ID" in os.environ
+    if elastic or world_size > 1:  # under torchrun: data-parallel over gloo, DCP checkpoints
+        # A lost peer must fail collectives soon, so torchrun elastic can regroup without it.
+        timeout_s = float(os.environ.get("SPOTWISE_PG_TIMEOUT_S", "60"))
+        dist.init_process_group("gloo", timeout=timedelta(seconds=timeout_s))
     torch.manual_seed(args.seed)
     data = make_data(args.samples, args.features, args.seed)
-    if world_size > 1:
+    if dist.is_initialized():
         sampler: DistributedSampler[Any] = DistributedSampler(data, shuffle=True, seed=args.seed)
-        loader = DataLoader(data, batch_size=args.batch_size, sampler=sampler)
+        # The global batch stays --batch-size at any world size, so an elastic job that
+        # shrinks or grows keeps its steps per epoch and its LR schedule.
+        ranks = dist.get_world_size()
+        if args.batch_size % ranks:
+            parser.error(f"--batch-size {args.batch_size} does not split over {ranks} ranks")
+        loader = DataLoader(data, batch_size=args.batch_size // ranks, sampler=sampler)
     else:
         loader = DataLoader(data, batch_size=args.batch_size, shuffle=True)
     model: nn.Module = nn.Sequential(
@@ -98,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         nn.ReLU(),
         nn.Linear(args.hidden, 4),
     )
-    if world_size > 1:
+    if dist.is_initialized():
         model = DistributedDataParallel(model)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
     total = args.epochs * len(loader)
@@ -120,7 +129,12 @@ def main(argv: list[str] | None = None) -> int:
             mtbf_s=args.mtbf_s,
             full_every=args.full_every,
         ) as g:
-            emit("resumed" if g.resumed_from is not None else "fresh", step=g.step_count)
+            ranks = dist.get_world_size() if dist.is_initialized() else 1
+            emit(
+                "resumed" if g.resumed_from is not None else "fresh",
+                step=g.step_count,
+                world_size=ranks,
+            )
             for x, y in g.batches():
                 loss = nn.functional.mse_loss(model(x), y)
                 optimizer.zero_grad(set_to_none=True)
@@ -161,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     if args.out and int(os.environ.get("RANK", "0")) == 0:
         args.out.write_text(json.dumps({"digest": digest, "steps": g.step_count}))
-    if world_size > 1:
+    if dist.is_initialized():
         dist.destroy_process_group()
     return 0
 

@@ -140,3 +140,35 @@ def test_jobs_list_and_show_read_the_ledger(tmp_path: Path, cli: CliRun, store_f
     assert set(report["breakdown"]) == {"compute", "storage", "recovery"}
     missing = cli("jobs", "show", "nope", env=env)
     assert missing.returncode == 1 and "no job 'nope'" in missing.stderr
+
+
+def test_spotwise_run_supervises_a_command_on_replayed_bundled_traces(
+    cli: CliRun, tmp_path: Path
+) -> None:
+    result = cli(
+        "run",
+        "--pools",
+        "us-east-1a_v100_1",
+        "--start-hours",
+        "100",
+        "--scale",
+        "60",
+        "--compute-hours",
+        "0.05",
+        "--deadline-hours",
+        "1",
+        "--json",
+        "--",
+        sys.executable,
+        str(FAKE_JOB),
+        "--work-s",
+        "2",
+        "--state",
+        str(tmp_path / "progress"),
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["status"] == "completed" and report["launcher"] == "local"
+    assert report["placements"][0] == "spot in us-east-1a_v100_1"
+    bad = cli("run", "--launcher", "mars", "--", "true")
+    assert bad.returncode == 1 and "local, aws or torchrun" in bad.stderr
