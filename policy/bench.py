@@ -6,6 +6,7 @@ means); ``multi`` lets the policy pick any pool at every tick (KEY = ``all``).
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -158,3 +159,22 @@ def plot_bench(summary: dict[str, Any], target: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(target, dpi=120)
     plt.close(fig)
+
+
+def save_summary(summary: dict[str, Any], folder: Path) -> Path:
+    """Keep the bench JSON next to the store (``bench-policy-{zones}.json``) for the dashboard."""
+    target = folder / f"bench-policy-{summary['zones']}.json"
+    folder.mkdir(parents=True, exist_ok=True)
+    partial = target.with_suffix(".partial")
+    partial.write_text(json.dumps(summary))
+    partial.replace(target)
+    return target
+
+
+def last_summary(folder: Path, zones: ZonesMode) -> dict[str, Any] | None:
+    """The last saved bench JSON for ``zones``, if any."""
+    target = folder / f"bench-policy-{zones}.json"
+    if not target.is_file():
+        return None
+    doc: dict[str, Any] = json.loads(target.read_text())
+    return doc

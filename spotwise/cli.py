@@ -18,7 +18,14 @@ from pricing.errors import PricingError
 from pricing.ingest import FORMATS, LoadReport, discover, load_paths
 from pricing.sources.advisor import ADVISOR_URL
 from pricing.store import TABLES, MarketStore
-from spotwise import api_commands, forecast_commands, policy_commands, run_commands, settings
+from spotwise import (
+    api_commands,
+    dashboard_command,
+    forecast_commands,
+    policy_commands,
+    run_commands,
+    settings,
+)
 from spotwise.console import StoreOption, err, fail, open_store, out
 
 app = typer.Typer(
@@ -41,6 +48,7 @@ app.command("run", context_settings={"allow_extra_args": True, "ignore_unknown_o
     run_commands.run
 )
 app.add_typer(run_commands.jobs_app, name="jobs")
+app.command("dashboard")(dashboard_command.dashboard)
 policy_commands.bench_app.command("api")(api_commands.bench_api)
 
 

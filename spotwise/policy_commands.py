@@ -11,7 +11,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from policy.bench import count_jobs, plot_bench, run_bench
+from policy.bench import count_jobs, plot_bench, run_bench, save_summary
 from policy.errors import PolicyError
 from policy.job import JobSpec
 from policy.market import pools_from_store
@@ -152,6 +152,7 @@ def bench_policy(
     except (PolicyError, ValueError) as exc:
         fail(str(exc))
     summary = run.summary()
+    save_summary(summary, settings.store_path(None).parent)
     if verbose:
         jobs = {name: sum(len(run.results[k][name]) for k in run.results) for name in names}
         for name in names:

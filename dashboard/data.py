@@ -1,0 +1,157 @@
+"""The dashboard's only door to the data: cached calls of package functions on the store.
+
+Pages never query the store or compute anything themselves; they call these functions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import duckdb
+import pandas as pd
+import streamlit as st
+
+from executor import ledger
+from policy.bench import last_summary
+from policy.market import pools_from_store
+from policy.plan import Plan, PlanInputs, plan_job
+from pricing import views
+from pricing.errors import PricingError
+from pricing.store import MarketStore
+from spotwise import settings
+
+HOW_TO_LOAD = (
+    "No market data in the store yet. Load the bundled real data with `spotwise data load` "
+    "(or run the whole demo with `spotwise demo`), then reload this page."
+)
+
+
+def store_path() -> Path:
+    return settings.store_path(None)
+
+
+def _open() -> MarketStore:
+    return MarketStore.open(store_path(), read_only=True)
+
+
+def store_ready() -> bool:
+    """Whether the store exists and holds prices; if not, say how to load them."""
+    try:
+        with _open() as store:
+            if not views.is_empty(store):
+                return True
+    except PricingError:
+        pass
+    st.info(HOW_TO_LOAD, icon="ℹ️")
+    return False
+
+
+@st.cache_data(ttl=60, show_spinner=False)
+def view(name: str, **kwargs: Any) -> pd.DataFrame:
+    """A :mod:`pricing.views` function's frame (cached for a minute)."""
+    with _open() as store:
+        result: pd.DataFrame = getattr(views, name)(store, **kwargs)
+        return result
+
+
+@st.cache_data(ttl=60, show_spinner=False)
+def filters() -> dict[str, list[str]]:
+    with _open() as store:
+        return views.price_filters(store)
+
+
+@st.cache_data(ttl=60, show_spinner=False)
+def sources() -> list[str]:
+    with _open() as store:
+        return views.availability_sources(store)
+
+
+@st.cache_data(ttl=300, show_spinner=False)
+def plan(inputs: PlanInputs, instance_type: str, provider: str, on_demand: float | None) -> Plan:
+    """The planner's ranking, exactly as ``spotwise plan`` computes it."""
+    with _open() as store:
+        pools = pools_from_store(store, instance_type, provider, on_demand)
+    return plan_job(inputs, pools)
+
+
+def bench_summary(zones: str) -> dict[str, Any] | None:
+    """The last ``spotwise bench policy`` result kept next to the store."""
+    return last_summary(store_path().parent, "single" if zones == "single" else "multi")
+
+
+@st.cache_data(ttl=10, show_spinner=False)
+def jobs() -> pd.DataFrame:
+    """The ledger's jobs (none when the store is missing or predates the ledger)."""
+    try:
+        with _open() as store:
+            return ledger.list_jobs(store)
+    except (PricingError, duckdb.Error):
+        return pd.DataFrame()
+
+
+@st.cache_data(ttl=10, show_spinner=False)
+def job(job_id: str) -> dict[str, Any]:
+    with _open() as store:
+        return ledger.job_report(store, job_id)
+
+
+@st.cache_data(show_spinner=False)
+def risk_backtest() -> dict[str, Any]:
+    """The risk bench (logistic model) on the bundled 9-zone traces, test from hour 480."""
+    from pricing.forecast.risk_bench import bench_risk
+    from spotwise.policy_commands import DEFAULT_TRACES
+
+    return bench_risk(
+        settings.bundled_data_dir() / DEFAULT_TRACES,
+        test_from_hours=480,
+        horizon_minutes=60,
+        models=("logistic",),
+        include_arima=False,
+    )
+
+
+@st.cache_data(show_spinner=False)
+def run_policy_bench(
+    zones: str, names: tuple[str, ...], test_from_hours: float, _on_progress: Any = None
+) -> dict[str, Any]:
+    """``spotwise bench policy`` on the bundled traces with the issue's job (48 h of work in
+    60 h, 0.2 h changeover, $0.918 spot, $3.06 on demand); ``_on_progress(share done)``."""
+    from policy.bench import count_jobs, run_bench
+    from policy.job import JobSpec
+    from policy.traces import load_traces
+    from spotwise.policy_commands import DEFAULT_TRACES
+
+    traces = load_traces(settings.bundled_data_dir() / DEFAULT_TRACES)
+    spec = JobSpec(
+        compute_hours=48,
+        deadline_hours=60,
+        changeover_hours=0.2,
+        spot_price=0.918,
+        on_demand_price=3.06,
+    )
+    mode: Literal["single", "multi"] = "single" if zones == "single" else "multi"
+    total = count_jobs(
+        traces,
+        spec,
+        zones=mode,
+        n_policies=len(names),
+        test_from_hours=test_from_hours,
+        start_every_hours=12,
+    )
+    done = [0]
+
+    def advance(*_: str) -> None:
+        done[0] += 1
+        if _on_progress is not None:
+            _on_progress(min(1.0, done[0] / total))
+
+    run = run_bench(
+        traces,
+        spec,
+        zones=mode,
+        policies=list(names),
+        test_from_hours=test_from_hours,
+        start_every_hours=12,
+        on_job=advance,
+    )
+    return run.summary()

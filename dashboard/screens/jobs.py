@@ -1,0 +1,43 @@
+"""Jobs: the executor's ledger — cost so far, preemptions, migrations, lost work, savings."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import charts, data
+
+
+def render() -> None:
+    st.header("Jobs")
+    jobs = data.jobs()
+    if jobs.empty:
+        st.info("No supervised job yet: run `spotwise demo` or `spotwise run -- COMMAND`.")
+        return
+    st.dataframe(jobs, hide_index=True, width="stretch")
+    job_id = st.selectbox("Job", list(jobs.job_id))
+    report = data.job(job_id)
+    a, b, c, d = st.columns(4)
+    a.metric(
+        "Cost so far",
+        f"${report['cost_usd']:,.2f}",
+        f"{report['savings_pct']:.1f}% saved",
+    )
+    b.metric(
+        "Preemptions", report["preemptions"], f"{report['notices']} notices", delta_color="off"
+    )
+    c.metric("Migrations", report["migrations"])
+    d.metric("Lost work", f"{report['lost_work_hours']:.2f} h")
+    parts = pd.DataFrame(
+        [
+            {"part": part, "usd": usd}
+            for part, usd in [
+                *report["breakdown"].items(),
+                ("on-demand", report["on_demand_cost_usd"]),
+            ]
+        ]
+    )
+    st.subheader("Cost breakdown against running it all on demand")
+    st.altair_chart(charts.bars(parts, "part:N", "usd:Q", color="part:N"), width="stretch")
+    markets = pd.DataFrame([{"market": m, **v} for m, v in report["markets"].items()])
+    st.dataframe(markets, hide_index=True, width="stretch")

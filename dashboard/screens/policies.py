@@ -1,0 +1,41 @@
+"""Policies: benchmark results per pool and policy against the omniscient bound."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import charts, data
+
+
+def render() -> None:
+    st.header("Policies against the omniscient bound")
+    modes = ["single", "multi"]
+    saved = [mode for mode in modes if data.bench_summary(mode) is not None]
+    zones = st.radio("Zones", modes, index=modes.index(saved[0]) if saved else 0, horizontal=True)
+    summary = data.bench_summary(zones)
+    if summary is not None:
+        st.caption("From the last `spotwise bench policy` run.")
+    with st.expander("Run the bench here", expanded=summary is None):
+        test_from = st.number_input("Test from hour", min_value=0.0, value=480.0, step=24.0)
+        names = st.multiselect(
+            "Policies",
+            ["on_demand", "greedy", "uniform_progress", "risk_aware", "ppo", "best", "omniscient"],
+            default=["greedy", "uniform_progress", "best", "omniscient"],
+        )
+        if st.button("Run", type="primary") and names:
+            bar = st.progress(0.0, text="simulating")
+            summary = data.run_policy_bench(
+                zones, tuple(names), test_from, lambda done: bar.progress(done, text="simulating")
+            )
+            bar.empty()
+    if summary is None:
+        st.info("No bench result yet: run one above or with `spotwise bench policy`.")
+        return
+    st.altair_chart(charts.policy_bars(summary), width="stretch")
+    st.dataframe(
+        {
+            pool: {name: stats["mean_cost_ratio"] for name, stats in per_policy.items()}
+            for pool, per_policy in summary["results"].items()
+        },
+        width="stretch",
+    )

@@ -1,0 +1,67 @@
+"""Risk: spot availability per pool over time, Spot Advisor bands, the risk forecast and its
+backtest score."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import charts, data
+
+
+def render() -> None:
+    st.header("Preemption risk")
+    if not data.store_ready():
+        return
+    sources = data.sources()
+    if sources:
+        default = (
+            sources.index("cbl-availability-1node") if "cbl-availability-1node" in sources else 0
+        )
+        source = st.selectbox("Availability traces", sources, index=default)
+        left, right = st.columns(2)
+        hours = left.select_slider("Bucket (hours)", [1, 3, 6, 12, 24], value=6)
+        days = right.select_slider("Last days of the traces", [3, 7, 14, 30, 60], value=30)
+        frame = data.view("availability_by_hour", source=source, bucket_hours=hours, days=days)
+        st.subheader("Share of time spot capacity was available")
+        st.altair_chart(charts.heatmap(frame), width="stretch")
+    risk = data.view("risk_forecasts")
+    st.subheader("Risk forecast: P(preempted within the horizon)")
+    if risk.empty:
+        st.caption("No risk forecast stored: run `spotwise forecast run`.")
+    else:
+        st.altair_chart(
+            charts.bars(risk, "pool:N", "p_preempt:Q", color="model:N"), width="stretch"
+        )
+        st.caption(f"forecast made {risk.created_at.max():%Y-%m-%d %H:%M} UTC")
+    st.subheader("Backtest of the risk model")
+    st.caption(
+        "Fitted before hour 480 of the bundled aws-02-15-2023 traces, scored after it, "
+        "60-minute horizon (the same code as `spotwise bench risk`)."
+    )
+    with st.spinner("backtesting…"):
+        result = data.risk_backtest()
+    left, middle, right = st.columns(3)
+    model = result["models"]["logistic"]
+    left.metric(
+        "AUC (logistic)",
+        f"{model['auc']:.3f}",
+        f"{model['auc'] - result['persistence_auc']:+.3f} vs persistence",
+    )
+    middle.metric(
+        "Brier (logistic)",
+        f"{model['brier']:.3f}",
+        f"{model['brier'] - result['climatology_brier']:+.3f} vs climatology",
+        delta_color="inverse",
+    )
+    right.metric("test ticks", f"{result['n']:,}")
+    bands = data.view(
+        "advisor_bands", instance_type=st.text_input("Spot Advisor bands for", "p3.2xlarge")
+    )
+    st.subheader("Spot Advisor interruption band by region (0: <5 % … 4: >20 %)")
+    if bands.empty:
+        st.caption("No Spot Advisor data for this instance type.")
+    else:
+        st.altair_chart(
+            charts.bars(bands, "region:N", "band:Q", color="savings_pct:Q"),
+            width="stretch",
+        )

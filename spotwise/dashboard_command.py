@@ -1,0 +1,30 @@
+"""``spotwise dashboard``: the Streamlit app on the configured store."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from spotwise import settings
+from spotwise.console import StoreOption, err
+
+APP = Path(__file__).resolve().parent.parent / "dashboard" / "app.py"
+
+
+def dashboard(
+    port: Annotated[int, typer.Option("--port", min=1, max=65535)] = 8501,
+    host: Annotated[str, typer.Option("--host")] = "127.0.0.1",
+    store: StoreOption = None,
+) -> None:
+    """Open the cost dashboard (Market, Risk, Plan, Policies, Jobs) on the store."""
+    env = {**os.environ, settings.STORE_ENV: str(settings.store_path(store))}
+    err.print(f"dashboard on http://{host}:{port} (store {env[settings.STORE_ENV]})")
+    command = [sys.executable, "-m", "streamlit", "run", str(APP)]
+    command += ["--server.port", str(port), "--server.address", host, "--server.headless", "true"]
+    command += ["--browser.gatherUsageStats", "false"]
+    raise typer.Exit(subprocess.call(command, env=env))
