@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -27,4 +26,5 @@ def dashboard(
     command = [sys.executable, "-m", "streamlit", "run", str(APP)]
     command += ["--server.port", str(port), "--server.address", host, "--server.headless", "true"]
     command += ["--browser.gatherUsageStats", "false"]
-    raise typer.Exit(subprocess.call(command, env=env))
+    sys.stdout.flush()
+    os.execve(sys.executable, command, env)  # streamlit takes over this process (and its PID)
