@@ -24,7 +24,7 @@ def test_killing_one_of_two_nodes_shrinks_the_job_and_it_resumes(tmp_path: Path)
     command = [sys.executable, "-m", "executor.examples.train_mlp", "--ckpt", str(ckpt)]
     command += ["--epochs", "3", "--step-sleep-s", "0.02", "--interval-s", "0.5"]
     full = torchrun_command(command, Elastic(rdzv_endpoint=f"127.0.0.1:{port}", rdzv_id="t"))
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "SPOTWISE_PG_TIMEOUT_S": "5"}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "SPOTWISE_PG_TIMEOUT_S": "10"}
     events: dict[str, list[dict]] = {"a": [], "b": []}
 
     def start(name: str) -> subprocess.Popen[str]:
@@ -63,7 +63,8 @@ def test_killing_one_of_two_nodes_shrinks_the_job_and_it_resumes(tmp_path: Path)
                 os.killpg(node.pid, signal.SIGKILL)
     starts = [e for e in events["a"] if e["event"] in ("fresh", "resumed")]
     assert starts[0]["event"] == "fresh" and starts[0]["world_size"] == 2
+    # (a slow machine may regroup at full size first; after the kill it is one node)
     resumed = [e for e in starts if e["event"] == "resumed"]
-    assert resumed and resumed[0]["world_size"] == 1 and resumed[0]["step"] > 0
+    assert resumed and resumed[-1]["world_size"] == 1 and resumed[-1]["step"] > 0
     done = [e for e in events["a"] if e["event"] == "done"]
     assert done and done[-1]["step"] == 3 * 4096 // 32  # every step of the schedule, once

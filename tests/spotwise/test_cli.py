@@ -39,13 +39,6 @@ def test_load_reports_every_bundled_source_and_a_second_load_changes_nothing(cli
     assert summary_json(cli) == summary
 
 
-def test_demo_loads_the_bundled_data_and_prints_the_summary(cli: CliRun) -> None:
-    result = cli("demo")
-    assert result.returncode == 0, result.stderr
-    assert "aws-price-history" in result.stdout and "availability" in result.stdout
-    assert summary_json(cli)["tables"]["prices"] > 20_000
-
-
 def test_export_writes_parquet_of_a_table(cli: CliRun, tmp_path: Path) -> None:
     assert cli("data", "load", str(DATA / "traces" / "bamboo")).returncode == 0
     target = tmp_path / "events.parquet"

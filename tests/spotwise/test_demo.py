@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from tests.conftest import CliRun
+from tests.conftest import CliRun, summary_json
 
 
 def test_demo_trains_through_preemptions_and_a_migration_and_resumes_bit_exactly(
@@ -17,5 +17,7 @@ def test_demo_trains_through_preemptions_and_a_migration_and_resumes_bit_exactly
     assert report["preemptions"] >= 1 and report["migrations"] >= 1
     assert report["bitwise_identical"] is True
     assert 0 < report["cost_usd"] < report["on_demand_cost_usd"]
+    tables = summary_json(cli)["tables"]  # it loaded the bundled data and fitted forecasts
+    assert tables["prices"] > 20_000 and tables["forecasts"] > 0
     listed = cli("jobs", "list", "--json")
     assert report["job_id"] in [j["job_id"] for j in json.loads(listed.stdout)]
