@@ -14,7 +14,10 @@ NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
-def test_notebook_runs_top_to_bottom(path: Path) -> None:
+def test_notebook_runs_top_to_bottom(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(
+        "MPLBACKEND", raising=False
+    )  # (Streamlit's import sets Agg: no inline plots)
     notebook = nbformat.read(path, as_version=4)
     NotebookClient(
         notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(REPO)}}
