@@ -16,8 +16,6 @@ from policy.policies.base import REGISTRY
 from policy.schemas import Decision, DecisionRequest, Health, JobTerms, PoolForecast, PoolRank
 from policy.service import DecisionService, RequestError
 
-LOOPBACK = {"127.0.0.1", "::1", "localhost"}
-
 
 def create_app(service: DecisionService, token: str | None) -> FastAPI:
     """The API over ``service``; ``token`` None = no auth (loopback only, see ``serve``)."""

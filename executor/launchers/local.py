@@ -40,11 +40,6 @@ class LocalInstance:
                 event["wall"] = time.monotonic()
                 self.events.append(event)
 
-    @property
-    def running(self) -> bool:
-        """Whether the command has started training (printed ``fresh`` or ``resumed``)."""
-        return any(e.get("event") in ("fresh", "resumed") for e in self.events)
-
     def poll(self) -> int | None:
         code = self._process.poll()
         if code is not None:
