@@ -24,7 +24,7 @@ lint: setup
 	$(BIN)/mypy
 
 test: lint
-	$(BIN)/pytest -q -n 2
+	$(BIN)/pytest -q -n 2 --dist loadgroup
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

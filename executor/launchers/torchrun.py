@@ -20,6 +20,8 @@ class Elastic:
     rdzv_id: str = "spotwise"
     max_restarts: int = 3
     last_call_timeout_s: int = 2
+    is_host: bool | None = None
+    """Whether this node hosts the rendezvous store (None: the first to bind the port does)."""
 
     def __post_init__(self) -> None:
         if not 1 <= self.min_nodes <= self.max_nodes:
@@ -41,7 +43,8 @@ def torchrun_command(command: Sequence[str], elastic: Elastic) -> list[str]:
         "--rdzv-backend=c10d",
         f"--rdzv-endpoint={elastic.rdzv_endpoint}",
         f"--rdzv-id={elastic.rdzv_id}",
-        f"--rdzv-conf=last_call_timeout={elastic.last_call_timeout_s}",
+        f"--rdzv-conf=last_call_timeout={elastic.last_call_timeout_s}"
+        + ("" if elastic.is_host is None else f",is_host={str(elastic.is_host).lower()}"),
         f"--max-restarts={elastic.max_restarts}",
         *args,
     ]

@@ -13,9 +13,12 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from executor.launchers.torchrun import Elastic, torchrun_command
 
 
+@pytest.mark.xdist_group("torch-distributed")  # gloo jobs, one at a time
 def test_killing_one_of_two_nodes_shrinks_the_job_and_it_resumes(tmp_path: Path) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -23,13 +26,23 @@ def test_killing_one_of_two_nodes_shrinks_the_job_and_it_resumes(tmp_path: Path)
     ckpt = tmp_path / "ckpt"
     command = [sys.executable, "-m", "executor.examples.train_mlp", "--ckpt", str(ckpt)]
     command += ["--epochs", "3", "--step-sleep-s", "0.02", "--interval-s", "0.5"]
-    full = torchrun_command(command, Elastic(rdzv_endpoint=f"127.0.0.1:{port}", rdzv_id="t"))
+
+    def node_command(host: bool) -> list[str]:
+        elastic = Elastic(
+            rdzv_endpoint=f"127.0.0.1:{port}",
+            rdzv_id="t",
+            max_restarts=6,
+            last_call_timeout_s=10,  # both nodes join the first round
+            is_host=host,  # the surviving node hosts the rendezvous store
+        )
+        return torchrun_command(command, elastic)
+
     env = {**os.environ, "OMP_NUM_THREADS": "1", "SPOTWISE_PG_TIMEOUT_S": "10"}
     events: dict[str, list[dict]] = {"a": [], "b": []}
 
     def start(name: str) -> subprocess.Popen[str]:
         node = subprocess.Popen(
-            full,
+            node_command(host=name == "a"),
             stdout=subprocess.PIPE,
             stderr=(tmp_path / f"{name}.err").open("w"),
             text=True,
@@ -46,8 +59,7 @@ def test_killing_one_of_two_nodes_shrinks_the_job_and_it_resumes(tmp_path: Path)
         threading.Thread(target=read, daemon=True).start()
         return node
 
-    a = start("a")  # hosts the c10d rendezvous store
-    time.sleep(1.5)
+    a = start("a")
     b = start("b")
     try:
         deadline = time.monotonic() + 120
