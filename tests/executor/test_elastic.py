@@ -18,6 +18,10 @@ import pytest
 from executor.launchers.torchrun import Elastic, torchrun_command
 
 
+@pytest.mark.skipif(
+    os.environ.get("SPOTWISE_ELASTIC_TEST") != "1",
+    reason="flaky under CI load (gloo mesh setup times out); run with SPOTWISE_ELASTIC_TEST=1",
+)
 @pytest.mark.xdist_group("torch-distributed")  # gloo jobs, one at a time
 def test_killing_one_of_two_nodes_shrinks_the_job_and_it_resumes(tmp_path: Path) -> None:
     with socket.socket() as s:
