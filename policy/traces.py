@@ -48,7 +48,14 @@ class TraceSet:
         return int(self.available.shape[1])
 
     def subset(self, names: list[str] | tuple[str, ...]) -> TraceSet:
-        """The same traces restricted to some pools, in the given order."""
+        """The same traces restricted to some pools, in the given order.
+
+        Raises:
+            TraceError: naming the unknown pools and the known ones.
+        """
+        unknown = [n for n in names if n not in self.names]
+        if unknown:
+            raise TraceError(f"unknown pool(s) {unknown}; the traces hold {list(self.names)}")
         index = [self.names.index(n) for n in names]
         return TraceSet(
             pools=tuple(self.pools[i] for i in index),

@@ -198,7 +198,8 @@ def jobs_list(
     as_json: Annotated[bool, typer.Option("--json")] = False, store: StoreOption = None
 ) -> None:
     """Every supervised job: status, cost so far, preemptions, migrations."""
-    with open_store(store) as market:  # (migrates a store made before the ledger existed)
+    missing = not settings.store_path(store).exists()
+    with open_store(store, read_only=missing) as market:  # (writable: migrates an old store)
         frame = list_jobs(market)
     if as_json:
         print(frame.to_json(orient="records", date_format="iso"))
@@ -227,7 +228,8 @@ def jobs_show(
     store: StoreOption = None,
 ) -> None:
     """One job's cost so far, savings against on-demand and cost breakdown."""
-    with open_store(store) as market:
+    missing = not settings.store_path(store).exists()
+    with open_store(store, read_only=missing) as market:
         try:
             report = job_report(market, job_id)
         except PricingError as exc:
