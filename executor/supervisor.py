@@ -243,6 +243,7 @@ class Supervisor:
         )
         first = next((e for e in instance.events if e.get("event") == "first_step"), None)
         clean = any(e.get("event") in ("done", "preempted") for e in instance.events)
+        self.report.events.extend(instance.events)
         if not instance.events:  # a remote instance: its exit code is all there is
             first, clean = {"wall": started}, outcome in ("done", "preempted", "migrated")
         if first is None:
@@ -255,4 +256,3 @@ class Supervisor:
             self.ledger.record(
                 "lost_work", pool=placement.pool, hours=productive, price=placement.price
             )
-        self.report.events.extend(instance.events)
