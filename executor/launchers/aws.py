@@ -74,19 +74,21 @@ class AwsInstance:
         return int(body.read().decode().strip() or "1")
 
     def poll(self) -> int | None:
-        if self._code is not None:
-            return self._code
-        code = self._exit_code()
-        if code is None:
+        if self._code is None:
+            self._code = self._exit_code()
+        if self._code is None:
             reservations = self.launcher.ec2.describe_instances(InstanceIds=[self.instance_id])
             instance = reservations["Reservations"][0]["Instances"][0]
             if instance["State"]["Name"] not in ("shutting-down", "terminated"):
                 return None
-            reason = instance.get("StateReason", {}).get("Code", "")
-            # Gone without reporting: a spot reclaim is a preemption, anything else a failure.
-            code = PREEMPTED_EXIT_CODE if reason == SPOT_TERMINATION else 1
-        self._code = code
-        return code
+            # It writes its exit code before it shuts down, so one that is gone may have
+            # reported between the two reads above: read the report once more.
+            self._code = self._exit_code()
+            if self._code is None:
+                # Gone without reporting: a spot reclaim is a preemption, anything else fails.
+                reason = instance.get("StateReason", {}).get("Code", "")
+                self._code = PREEMPTED_EXIT_CODE if reason == SPOT_TERMINATION else 1
+        return self._code
 
     def notice(self) -> None:
         """Ask it to leave: a terminate is an OS shutdown, i.e. SIGTERM to the job."""

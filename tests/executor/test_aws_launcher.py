@@ -10,7 +10,7 @@ from pathlib import Path
 import boto3
 import pytest
 
-from executor.launchers.aws import AwsLauncher, user_data
+from executor.launchers.aws import AwsInstance, AwsLauncher, user_data
 from executor.launchers.base import Placement
 from executor.ledger import JobInfo, Ledger, job_report
 from executor.supervisor import Supervisor, SupervisorConfig
@@ -85,6 +85,26 @@ def test_an_instance_that_vanishes_without_reporting_is_a_failure(launcher: AwsL
     assert instance.poll() == 1
 
 
+def test_an_exit_reported_just_before_shutdown_is_not_taken_for_a_failure(
+    launcher: AwsLauncher,
+) -> None:
+    class ReportsBetweenReads(AwsInstance):
+        """The instance reports 0 and shuts down right after the launcher's first read."""
+
+        reads = 0
+
+        def _exit_code(self) -> int | None:
+            code = super()._exit_code()
+            self.reads += 1
+            if self.reads == 1:
+                report_exit(launcher, self.instance_id, 0)
+            return code
+
+    launched = launcher.launch(Placement(market="spot", pool="us-east-1a", price=0.9), COMMAND, {})
+    instance = ReportsBetweenReads(launcher, launched.instance_id, launched.placement)
+    assert instance.poll() == 0
+
+
 def test_the_supervisor_relaunches_on_aws_after_a_preemption_and_tears_down(
     launcher: AwsLauncher, tmp_path: Path
 ) -> None:
@@ -103,21 +123,33 @@ def test_the_supervisor_relaunches_on_aws_after_a_preemption_and_tears_down(
     )
     supervisor = Supervisor(launcher, in_process_for, SupervisorConfig(job=job), ledger)
     outcomes = [75, 0]  # the first instance is preempted (its job exits 75), the second finishes
+    errors: list[BaseException] = []
+    finished = threading.Event()
 
     def cloud() -> None:
+        """Plays the instances' side: each new one reports the next outcome (then 0)."""
         seen: set[str] = set()
-        while outcomes:
+        try:
+            while not finished.is_set():
+                for instance_id in launcher.running_instances():
+                    if instance_id not in seen:
+                        seen.add(instance_id)
+                        time.sleep(0.3)
+                        report_exit(launcher, instance_id, outcomes.pop(0) if outcomes else 0)
+                time.sleep(0.1)
+        except BaseException as exc:  # surfaced by the test below, not lost in the thread
+            errors.append(exc)
             for instance_id in launcher.running_instances():
-                if instance_id not in seen:
-                    seen.add(instance_id)
-                    time.sleep(0.3)
-                    report_exit(launcher, instance_id, outcomes.pop(0))
-            time.sleep(0.1)
+                report_exit(launcher, instance_id, 1)
 
     thread = threading.Thread(target=cloud, daemon=True)
     thread.start()
-    report = supervisor.run(COMMAND)
-    thread.join(10)
+    try:
+        report = supervisor.run(COMMAND)
+    finally:
+        finished.set()
+        thread.join(10)
+    assert not errors, errors
     assert report.completed and report.preemptions == 1 and report.instances == 2
     assert report.placements[0].startswith("spot in us-east-1")
     assert launcher.running_instances() == []
