@@ -7,7 +7,9 @@ data order and position) sits under ``state["ranks"]["rank{r}"]``; DCP keeps onl
 non-tensor values, so each rank writes its own part to ``rank{r}.json`` + ``rank{r}.bin``
 before the DCP commit.
 Saves can run in the background (``dcp.async_save``); every rank must call :meth:`save`,
-:meth:`wait` and :meth:`load` together.
+:meth:`wait` and :meth:`load` together. Checkpoint collectives run on a process group of their
+own: a background save's collectives would otherwise interleave with training's (DDP's
+all-reduce) on the same gloo pairs, in different orders on different ranks, and hang.
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ import re
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
+from datetime import timedelta
 from typing import Any
 
+import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 
@@ -43,9 +47,12 @@ class DistributedCheckpointer:
         self.root = url.removeprefix("file://").rstrip("/")
         self.keep_latest_k = keep_latest_k
         self.rank = dist.get_rank()
+        group = dist.new_group(backend="gloo", timeout=_collective_timeout())
+        assert isinstance(group, dist.ProcessGroup)  # every rank is a member
+        self.group = group
         if self.rank == 0:
             os.makedirs(self.root, exist_ok=True)
-        dist.barrier()
+        dist.barrier(group=self.group)
         self._pending: tuple[int, Future[Any], float, float] | None = None
         self.last_save: SaveStats | None = None
 
@@ -71,11 +78,11 @@ class DistributedCheckpointer:
         if own is not None:
             _write_rank_part(path, self.rank, own)
         if block:
-            dcp.save(state, checkpoint_id=path)
+            dcp.save(state, checkpoint_id=path, process_group=self.group)
             stall = time.perf_counter() - began
             self._commit(step, stall, began)
             return self.last_save
-        future = dcp.async_save(state, checkpoint_id=path)
+        future = dcp.async_save(state, checkpoint_id=path, process_group=self.group)
         assert isinstance(future, Future)
         self._pending = (step, future, time.perf_counter() - began, began)
         return None
@@ -96,7 +103,7 @@ class DistributedCheckpointer:
         self._commit(step, stall, began)
 
     def _commit(self, step: int, stall: float, began: float) -> None:
-        dist.barrier()
+        dist.barrier(group=self.group)
         if self.rank == 0:
             latest = os.path.join(self.root, f".latest.{os.getpid()}")
             with open(latest, "w") as handle:
@@ -106,7 +113,7 @@ class DistributedCheckpointer:
             os.replace(latest, os.path.join(self.root, "latest"))
             for old in self.steps()[self.keep_latest_k :]:
                 _remove_tree(os.path.join(self.root, f"step-{old}"))
-        dist.barrier()
+        dist.barrier(group=self.group)
         self.last_save = SaveStats(
             step=step,
             stall_s=stall,
@@ -125,13 +132,13 @@ class DistributedCheckpointer:
             raise CheckpointError("distributed loads fill a state template in place")
         self.wait()
         choice = [self.steps()[0] if step < 0 and self.steps() else (step if step >= 0 else None)]
-        dist.broadcast_object_list(choice, src=0)
+        dist.broadcast_object_list(choice, src=0, group=self.group)
         if choice[0] is None:
             return None
         path = os.path.join(self.root, f"step-{choice[0]}")
         state = dict(template())
         wanted = state.pop("ranks", None)
-        dcp.load(state, checkpoint_id=path)
+        dcp.load(state, checkpoint_id=path, process_group=self.group)
         if wanted is not None:
             try:
                 state["ranks"] = {f"rank{self.rank}": _read_rank_part(path, self.rank)}
@@ -145,6 +152,18 @@ class DistributedCheckpointer:
     def close(self) -> None:
         """Wait for the save in flight."""
         self.wait()
+
+
+def _collective_timeout() -> timedelta | None:
+    """The default group's timeout (the job may have shortened it to notice a lost peer
+    sooner), so checkpoint collectives give up as soon as training's do."""
+    try:
+        world = dist.group.WORLD
+        assert world is not None
+        timeout: timedelta = world._get_backend(torch.device("cpu")).options._timeout
+        return timeout
+    except (AttributeError, RuntimeError):
+        return None
 
 
 def _write_rank_part(path: str, rank: int, part: Any) -> None:

@@ -35,6 +35,9 @@ from executor.errors import Preempted
 from executor.guard import Guard, guard
 from executor.statedict import flatten, tensor_bytes
 
+# dist.set_timeout is public in recent torch; older releases (>= 2.3) have the private name.
+set_timeout = getattr(dist, "set_timeout", None) or dist.distributed_c10d._set_pg_timeout
+
 
 def make_data(n: int, features: int, seed: int) -> TensorDataset:
     """Inputs and the targets of a fixed random teacher, reproducible from ``seed``."""
@@ -84,9 +87,12 @@ def main(argv: list[str] | None = None) -> int:
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     elastic = "TORCHELASTIC_RUN_ID" in os.environ
     if elastic or world_size > 1:  # under torchrun: data-parallel over gloo, DCP checkpoints
-        # A lost peer must fail collectives soon, so torchrun elastic can regroup without it.
-        timeout_s = float(os.environ.get("SPOTWISE_PG_TIMEOUT_S", "60"))
-        dist.init_process_group("gloo", timeout=timedelta(seconds=timeout_s))
+        # Peers may take long to start (the setup timeout), but once they run, a lost peer
+        # must fail collectives soon so that torchrun elastic regroups without it.
+        setup_s = float(os.environ.get("SPOTWISE_PG_SETUP_TIMEOUT_S", "300"))
+        dist.init_process_group("gloo", timeout=timedelta(seconds=setup_s))
+        dist.barrier()
+        set_timeout(timedelta(seconds=float(os.environ.get("SPOTWISE_PG_TIMEOUT_S", "60"))))
     torch.manual_seed(args.seed)
     data = make_data(args.samples, args.features, args.seed)
     if dist.is_initialized():
