@@ -4,8 +4,10 @@ model of spot availability runs.
 A run is a stretch of consecutive available ticks; it ends in a preemption. Given that a pool
 has been available for ``age`` ticks, the expected remaining run is the weighted mean of
 ``L - age`` over past runs longer than ``age`` (weights halve every ``half_life`` ticks since
-the run ended, so the model follows regime shifts). The hazard per tick is its inverse. Only
-ticks already observed enter the model, so it never looks ahead.
+the run ended, so the model follows regime shifts), shrunk toward "as long again" (``age``)
+with ``prior_weight``: when only old runs outlasted ``age``, their weights are small and the
+estimate is not theirs. The hazard per tick is its inverse. Only ticks already observed enter
+the model, so it never looks ahead.
 """
 
 from __future__ import annotations
@@ -16,10 +18,13 @@ import numpy as np
 class AvailabilityHazard:
     """Run lengths of every pool seen so far, and the age of each pool's current run."""
 
-    def __init__(self, past_available: np.ndarray, half_life_ticks: float) -> None:
+    def __init__(
+        self, past_available: np.ndarray, half_life_ticks: float, prior_weight: float = 0.0
+    ) -> None:
         """Learn from ``past_available`` (bool [pools, ticks]) and continue with :meth:`observe`."""
         n_pools, n_past = past_available.shape
         self.half_life = float(half_life_ticks)
+        self.prior_weight = float(prior_weight)
         self._age = np.zeros(n_pools, dtype=int)
         self._now = -1
         self._arrays: list[tuple[np.ndarray, np.ndarray]] = []
@@ -56,10 +61,12 @@ class AvailabilityHazard:
         age = int(self._age[pool]) if age is None else age
         lengths, ends = self._arrays[pool]
         longer = lengths > age
+        as_long_again = float(max(age, 1))
         if not longer.any():
-            return float(max(age, 1))
+            return as_long_again
         weights = 0.5 ** ((self._now - ends[longer]) / self.half_life)
-        return float(np.sum(weights * (lengths[longer] - age)) / np.sum(weights))
+        total = np.sum(weights * (lengths[longer] - age)) + self.prior_weight * as_long_again
+        return float(total / (np.sum(weights) + self.prior_weight))
 
     def mean_run(self, pool: int) -> float:
         """Recency-weighted mean run length of ``pool`` in ticks (the MTBF while on spot)."""
@@ -69,9 +76,11 @@ class AvailabilityHazard:
 class MarketForecast:
     """The risk forecast of every pool plus the forecast share of ticks spot can work."""
 
-    def __init__(self, past_available: np.ndarray, half_life_ticks: float) -> None:
+    def __init__(
+        self, past_available: np.ndarray, half_life_ticks: float, prior_weight: float = 0.0
+    ) -> None:
         """Learn from ``past_available`` (bool [pools, ticks before the job])."""
-        self.pools = AvailabilityHazard(past_available, half_life_ticks)
+        self.pools = AvailabilityHazard(past_available, half_life_ticks, prior_weight)
         any_past: np.ndarray = np.asarray(past_available.any(axis=0, keepdims=True))
         self.any_pool = AvailabilityHazard(any_past, half_life_ticks)
         self._decay = 0.5 ** (1.0 / half_life_ticks)

@@ -54,6 +54,19 @@ def test_hazard_weights_recent_runs_more() -> None:
     assert fast < slow  # the old long run has faded
 
 
+def test_hazard_shrinks_toward_as_long_again_when_only_stale_runs_outlast_the_age() -> None:
+    # One 100-tick run long ago, then many 6-tick runs: at age 6, only the stale run is longer.
+    past = np.array([[c == "1" for c in "1" * 100 + "0" * 400 + ("1" * 6 + "00") * 20]])
+    plain = AvailabilityHazard(past, half_life_ticks=50)
+    shrunk = AvailabilityHazard(past, half_life_ticks=50, prior_weight=1.0)
+    assert plain.expected_remaining(0, age=6) == pytest.approx(94.0)  # the stale run alone
+    assert shrunk.expected_remaining(0, age=6) == pytest.approx(6.0, abs=0.1)  # as long again
+    # it weighs as one run: among twenty equally weighted 40-tick runs it hardly matters
+    fresh = np.array([[c == "1" for c in ("1" * 40 + "00") * 20]])
+    hazard = AvailabilityHazard(fresh, half_life_ticks=1e9, prior_weight=1.0)
+    assert hazard.expected_remaining(0, age=6) == pytest.approx((20 * 34 + 6) / 21)
+
+
 def test_hazard_counts_an_open_run_as_age_not_as_a_finished_run() -> None:
     hazard = AvailabilityHazard(np.array([[False, True, True, True]]), half_life_ticks=10)
     assert hazard.age[0] == 3
