@@ -99,10 +99,9 @@ def job(job_id: str) -> dict[str, Any]:
 def risk_backtest() -> dict[str, Any]:
     """The risk bench (logistic model) on the bundled 9-zone traces, test from hour 480."""
     from pricing.forecast.risk_bench import bench_risk
-    from spotwise.policy_commands import DEFAULT_TRACES
 
     return bench_risk(
-        settings.bundled_data_dir() / DEFAULT_TRACES,
+        settings.bundled_traces(),
         test_from_hours=480,
         horizon_minutes=60,
         models=("logistic",),
@@ -117,18 +116,11 @@ def run_policy_bench(
     """``spotwise bench policy`` on the bundled traces with the issue's job (48 h of work in
     60 h, 0.2 h changeover, $0.918 spot, $3.06 on demand); ``_on_progress(share done)``."""
     from policy.bench import count_jobs, run_bench
-    from policy.job import JobSpec
+    from policy.job import REFERENCE
     from policy.traces import load_traces
-    from spotwise.policy_commands import DEFAULT_TRACES
 
-    traces = load_traces(settings.bundled_data_dir() / DEFAULT_TRACES)
-    spec = JobSpec(
-        compute_hours=48,
-        deadline_hours=60,
-        changeover_hours=0.2,
-        spot_price=0.918,
-        on_demand_price=3.06,
-    )
+    traces = load_traces(settings.bundled_traces())
+    spec = REFERENCE
     mode: Literal["single", "multi"] = "single" if zones == "single" else "multi"
     total = count_jobs(
         traces,

@@ -83,10 +83,15 @@ class Supervisor:
         self.report = RunReport()
         self._reclaimed: dict[str, float] = {}
         """Pools under a preemption notice, until (wall clock) the provider takes them back."""
+        self._cached_client: tuple[tuple[object, ...], PolicyClient] | None = None
 
     def _client(self) -> PolicyClient:
+        """The policy client over the history so far, built again only when it has grown."""
         history, gap = self.launcher.history()
-        return self.client_for(history, gap, self.launcher.pools)
+        key = (history.shape, gap)
+        if self._cached_client is None or self._cached_client[0] != key:
+            self._cached_client = (key, self.client_for(history, gap, self.launcher.pools))
+        return self._cached_client[1]
 
     def _place(self, client: PolicyClient, avoid: str | None) -> Placement | None:
         """Where to run next (None = wait), from the policy or the on-demand fallback."""

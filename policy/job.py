@@ -55,3 +55,14 @@ class JobTicks:
     deadline_exact: float
     """R·3600/g before flooring, for uniform progress ep(t) = K·t/(R·3600/g)."""
     hours_per_tick: float
+
+
+REFERENCE = JobSpec(
+    compute_hours=48.0,
+    deadline_hours=60.0,
+    changeover_hours=0.2,
+    spot_price=0.918,
+    on_demand_price=3.06,
+)
+"""The reference job of the benchmarks: 48 h of V100 work in 60 h, 0.2 h changeover,
+$0.918/h spot against $3.06/h on demand (p3.2xlarge)."""

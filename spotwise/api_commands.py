@@ -17,11 +17,19 @@ import httpx
 import typer
 
 from policy.errors import PolicyError
-from policy.job import JobSpec
+from policy.job import REFERENCE, JobSpec
 from policy.traces import load_traces
 from spotwise import settings
-from spotwise.console import err, fail, out
-from spotwise.policy_commands import DEFAULT_TRACES
+from spotwise.console import (
+    ChangeoverHours,
+    ComputeHours,
+    DeadlineHours,
+    OnDemandPrice,
+    SpotPrice,
+    err,
+    fail,
+    out,
+)
 
 policy_app = typer.Typer(help="Learned policies.", no_args_is_help=True)
 
@@ -38,7 +46,7 @@ LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
 
 def _traces_folder(traces: Path | None) -> Path:
-    return traces or settings.bundled_data_dir() / DEFAULT_TRACES
+    return traces or settings.bundled_traces()
 
 
 def _token(token_file: Path | None) -> str | None:
@@ -170,11 +178,11 @@ def train(
         ),
     ] = 480.0,
     traces: TracesOption = None,
-    compute_hours: Annotated[float, typer.Option("--compute-hours", min=0.0)] = 48.0,
-    deadline_hours: Annotated[float, typer.Option("--deadline-hours", min=0.0)] = 60.0,
-    changeover_hours: Annotated[float, typer.Option("--changeover-hours", min=0.0)] = 0.2,
-    spot_price: Annotated[float, typer.Option("--spot-price", min=0.0)] = 0.918,
-    on_demand_price: Annotated[float, typer.Option("--on-demand-price", min=0.0)] = 3.06,
+    compute_hours: ComputeHours = REFERENCE.compute_hours,
+    deadline_hours: DeadlineHours = REFERENCE.deadline_hours,
+    changeover_hours: ChangeoverHours = REFERENCE.changeover_hours,
+    spot_price: SpotPrice = REFERENCE.spot_price,
+    on_demand_price: OnDemandPrice = REFERENCE.on_demand_price,
     progress: Annotated[bool, typer.Option("--progress/--no-progress")] = True,
 ) -> None:
     """Train a learned policy on the traces' past (progress bar; TensorBoard logs in --out)."""

@@ -282,7 +282,6 @@ def demo(
     bit-exact resume) and print the cost report."""
     from policy.traces import load_traces
     from pricing.forecast.run import run_forecasts
-    from spotwise.policy_commands import DEFAULT_TRACES
     from spotwise.run_commands import _print_report
     from spotwise.supervised import run_example
 
@@ -303,7 +302,7 @@ def demo(
         )
         _print_plan(market)
         store_path = market.path
-    traces = load_traces(settings.bundled_data_dir() / DEFAULT_TRACES)
+    traces = load_traces(settings.bundled_traces())
     try:
         result = run_example(store_path, traces, step)
     except (ExecutorError, PolicyError) as exc:

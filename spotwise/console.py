@@ -46,3 +46,15 @@ def open_store(path: Path | None, *, read_only: bool = False) -> Iterator[Market
         yield store
     finally:
         store.close()
+
+
+# The job's terms, shared by every command that takes a job.
+ComputeHours = Annotated[float, typer.Option("--compute-hours", min=0.0, help="Work, in hours.")]
+DeadlineHours = Annotated[float, typer.Option("--deadline-hours", min=0.0, help="Hours to finish.")]
+ChangeoverHours = Annotated[
+    float, typer.Option("--changeover-hours", min=0.0, help="Hours a move costs.")
+]
+SpotPrice = Annotated[float, typer.Option("--spot-price", min=0.0, help="Spot USD/h.")]
+OnDemandPrice = Annotated[
+    float, typer.Option("--on-demand-price", min=0.0, help="On-demand USD/h.")
+]

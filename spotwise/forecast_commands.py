@@ -15,8 +15,6 @@ from pricing.forecast.risk import RISK_MODELS
 from spotwise import settings
 from spotwise.console import StoreOption, err, fail, open_store, out
 
-DEFAULT_TRACES = Path("traces/cbl/availability/1-node/aws-02-15-2023")
-
 
 def bench_risk_command(
     traces: Annotated[
@@ -50,7 +48,7 @@ def bench_risk_command(
     unknown = [m for m in names if m not in RISK_MODELS]
     if unknown:
         fail(f"unknown risk model(s) {unknown}; choose from {', '.join(RISK_MODELS)}")
-    folder = traces or settings.bundled_data_dir() / DEFAULT_TRACES
+    folder = traces or settings.bundled_traces()
     err.print(f"… fitting {', '.join(names)} on {folder.name} before hour {test_from_hours:g}")
     try:
         result = bench_risk(
@@ -72,9 +70,6 @@ def bench_risk_command(
     table.add_row("climatology", "-", f"{result['climatology_brier']:.3f}")
     table.add_row("persistence", f"{result['persistence_auc']:.3f}", "-")
     out.print(table)
-
-
-DEFAULT_PRICES = Path("prices/aws_spot_price_history_2019-12_2020-01.csv")
 
 
 def bench_price_command(
@@ -108,7 +103,7 @@ def bench_price_command(
     except ValueError:
         fail(f"--test-from {test_from!r} is not a date: give ISO 8601 like 2020-01-15")
     start = start.tz_localize("UTC") if start.tzinfo is None else start.tz_convert("UTC")
-    csv = prices or settings.bundled_data_dir() / DEFAULT_PRICES
+    csv = prices or settings.bundled_prices()
     try:
         result = bench_price(
             csv,

@@ -13,17 +13,26 @@ from rich.table import Table
 
 from policy.bench import count_jobs, plot_bench, run_bench, save_summary
 from policy.errors import PolicyError
-from policy.job import JobSpec
+from policy.job import REFERENCE, JobSpec
 from policy.market import pools_from_store
 from policy.plan import PlanInputs, plan_job
 from policy.simulate import CheckpointMode
 from policy.traces import load_traces
 from spotwise import settings
-from spotwise.console import StoreOption, err, fail, open_store, out
+from spotwise.console import (
+    ChangeoverHours,
+    ComputeHours,
+    DeadlineHours,
+    OnDemandPrice,
+    SpotPrice,
+    StoreOption,
+    err,
+    fail,
+    open_store,
+    out,
+)
 
 bench_app = typer.Typer(help="Benchmarks that print JSON.", no_args_is_help=True)
-
-DEFAULT_TRACES = Path("traces/cbl/availability/1-node/aws-02-15-2023")
 
 
 @bench_app.command("policy")
@@ -43,11 +52,11 @@ def bench_policy(
             "--zones", help="single: each pool on its own; multi: any pool at every tick."
         ),
     ] = "single",
-    compute_hours: Annotated[float, typer.Option("--compute-hours", min=0.0)] = 48.0,
-    deadline_hours: Annotated[float, typer.Option("--deadline-hours", min=0.0)] = 60.0,
-    changeover_hours: Annotated[float, typer.Option("--changeover-hours", min=0.0)] = 0.2,
-    spot_price: Annotated[float, typer.Option("--spot-price", min=0.0)] = 0.918,
-    on_demand_price: Annotated[float, typer.Option("--on-demand-price", min=0.0)] = 3.06,
+    compute_hours: ComputeHours = REFERENCE.compute_hours,
+    deadline_hours: DeadlineHours = REFERENCE.deadline_hours,
+    changeover_hours: ChangeoverHours = REFERENCE.changeover_hours,
+    spot_price: SpotPrice = REFERENCE.spot_price,
+    on_demand_price: OnDemandPrice = REFERENCE.on_demand_price,
     test_from_hours: Annotated[
         float,
         typer.Option(
@@ -102,7 +111,7 @@ def bench_policy(
         fail(f"--zones must be single or multi, got {zones!r}")
     mode: Literal["single", "multi"] = "single" if zones == "single" else "multi"
     names = [p.strip() for p in policies.split(",") if p.strip()]
-    folder = traces or settings.bundled_data_dir() / DEFAULT_TRACES
+    folder = traces or settings.bundled_traces()
     try:
         spec = JobSpec(
             compute_hours=compute_hours,
@@ -183,7 +192,7 @@ def bench_policy(
 
 def plan(
     gpu_hours: Annotated[float, typer.Option("--gpu-hours", min=0.0, help="Work to do.")],
-    deadline_hours: Annotated[float, typer.Option("--deadline-hours", min=0.0)],
+    deadline_hours: DeadlineHours,
     instance_type: Annotated[str, typer.Option("--instance-type", help="e.g. p3.2xlarge.")],
     checkpoint_gb: Annotated[float, typer.Option("--checkpoint-gb", min=0.0)] = 10.0,
     provider: Annotated[str, typer.Option("--provider", help="aws, gcp or all.")] = "all",

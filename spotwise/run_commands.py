@@ -17,12 +17,22 @@ from executor.launchers.torchrun import Elastic, torchrun_command
 from executor.ledger import job_report, list_jobs
 from executor.supervisor import SupervisorConfig
 from policy.errors import PolicyError
+from policy.job import REFERENCE
 from policy.schemas import JobTerms
 from policy.traces import load_traces
 from pricing.errors import PricingError
 from spotwise import settings
-from spotwise.console import StoreOption, err, fail, open_store, out
-from spotwise.policy_commands import DEFAULT_TRACES
+from spotwise.console import (
+    ComputeHours,
+    DeadlineHours,
+    OnDemandPrice,
+    SpotPrice,
+    StoreOption,
+    err,
+    fail,
+    open_store,
+    out,
+)
 from spotwise.supervised import Replay, client_factory, supervise
 
 jobs_app = typer.Typer(help="The executor's cost ledger.", no_args_is_help=True)
@@ -44,10 +54,10 @@ def run(
         typer.Option("--policy", help="inproc, or the URL of `spotwise serve`."),
     ] = "inproc",
     policy_name: Annotated[str, typer.Option("--policy-name", help="Policy to ask.")] = "best",
-    compute_hours: Annotated[float, typer.Option("--compute-hours", min=0.0)] = 1.0,
-    deadline_hours: Annotated[float, typer.Option("--deadline-hours", min=0.0)] = 2.0,
-    spot_price: Annotated[float, typer.Option("--spot-price", min=0.0)] = 0.918,
-    on_demand_price: Annotated[float, typer.Option("--on-demand-price", min=0.0)] = 3.06,
+    compute_hours: ComputeHours = 1.0,
+    deadline_hours: DeadlineHours = 2.0,
+    spot_price: SpotPrice = REFERENCE.spot_price,
+    on_demand_price: OnDemandPrice = REFERENCE.on_demand_price,
     traces: Annotated[
         Path | None,
         typer.Option("--traces", help="local/torchrun: traces to replay.", show_default=False),
@@ -101,7 +111,7 @@ def run(
                 region, names, instance_type, image_id, bucket, endpoint_url
             )
         else:
-            trace_set = load_traces(traces or settings.bundled_data_dir() / DEFAULT_TRACES)
+            trace_set = load_traces(traces or settings.bundled_traces())
             if names:
                 trace_set = trace_set.subset(names)
             chosen = Replay(traces=trace_set, start_hours=start_hours, scale=scale).launcher(job)

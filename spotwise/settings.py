@@ -1,4 +1,4 @@
-"""Where Spotwise keeps things: the store file and the bundled data folder."""
+"""Where Spotwise keeps things: the store file, the bundled data folder and its defaults."""
 
 from __future__ import annotations
 
@@ -25,3 +25,13 @@ def bundled_data_dir() -> Path:
     if env := os.environ.get(DATA_ENV):
         return Path(env)
     return Path(__file__).resolve().parent.parent / "data"
+
+
+def bundled_traces() -> Path:
+    """The default availability traces: the bundled 9-zone aws-02-15-2023 1-node CBL set."""
+    return bundled_data_dir() / "traces/cbl/availability/1-node/aws-02-15-2023"
+
+
+def bundled_prices() -> Path:
+    """The default price history: the bundled AWS describe-spot-price-history CSV."""
+    return bundled_data_dir() / "prices/aws_spot_price_history_2019-12_2020-01.csv"

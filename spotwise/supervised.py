@@ -16,6 +16,7 @@ from executor.launchers.local import LocalLauncher
 from executor.ledger import JobInfo, Ledger, job_report
 from executor.supervisor import ClientFor, Supervisor, SupervisorConfig
 from policy.client import HttpClient, PolicyClient, in_process_for
+from policy.job import REFERENCE
 from policy.schemas import JobTerms
 from policy.traces import TraceSet
 from pricing.store import MarketStore
@@ -89,7 +90,6 @@ DEMO_POOLS = ("us-east-1c_v100_1", "us-east-1d_v100_1", "us-east-1f_v100_1", "us
 DEMO_START_HOURS = 200.0
 DEMO_SCALE = 1000.0
 DEMO_EPOCHS = 4
-SPOT_PRICE, ON_DEMAND_PRICE = 0.918, 3.06
 
 
 def example_command(ckpt: Path, epochs: int) -> list[str]:
@@ -127,8 +127,8 @@ def run_example(
             compute_hours=compute_hours,
             deadline_hours=1.6 * compute_hours + 1.0,
             changeover_hours=0.2,
-            spot_price=SPOT_PRICE,
-            on_demand_price=ON_DEMAND_PRICE,
+            spot_price=REFERENCE.spot_price,
+            on_demand_price=REFERENCE.on_demand_price,
         )
         ckpt = Path(tmp) / "supervised"
         progress(
