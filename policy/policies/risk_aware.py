@@ -21,7 +21,7 @@ exceeds 1/(1 − spot/on-demand) ≈ 1.4 changeovers, from on-demand (two change
 The run forecast is shrunk toward "as long again" by one pseudo-run (``prior_weight``), so a
 pool whose recent runs all end just short of the current age is not judged by a stale long
 run; the same grid chose 1 among 0–16 (it ties 0.25–2 there and cuts the held-back window's
-losing switches).
+losing switches), and ``caution`` 0.9 among 0.7–1.25 (on-demand a little later).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ class RiskAwareParams:
 
     idle_run: float = 1.5
     switch_run: float = 3.0
-    caution: float = 1.0
+    caution: float = 0.9
     half_life_hours: float = 24.0
     prior_weight: float = 1.0
     """Pseudo-runs of "as long again" that the run forecast is shrunk toward."""
