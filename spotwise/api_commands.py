@@ -168,8 +168,16 @@ def train(
     out_dir: Annotated[
         Path, typer.Option("--out", help="Folder for the .zip, .json and TensorBoard logs.")
     ] = Path("models"),
-    timesteps: Annotated[int, typer.Option("--timesteps", min=1)] = 400_000,
+    timesteps: Annotated[int, typer.Option("--timesteps", min=1)] = 100_000,
     seed: Annotated[int, typer.Option("--seed")] = 0,
+    imitate: Annotated[
+        str,
+        typer.Option(
+            "--imitate",
+            help="Warm-start by cloning this policy's choices before PPO (none: from scratch).",
+        ),
+    ] = "risk_aware",
+    imitation_episodes: Annotated[int, typer.Option("--imitation-episodes", min=1)] = 1000,
     until_hours: Annotated[
         float,
         typer.Option(
@@ -207,6 +215,8 @@ def train(
             timesteps=timesteps,
             seed=seed,
             until_hours=until_hours,
+            imitate=None if imitate == "none" else imitate,
+            imitation_episodes=imitation_episodes,
             progress_bar=progress,
         )
     except (PolicyError, ValueError) as exc:

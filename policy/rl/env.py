@@ -11,7 +11,7 @@ when only on-demand can still meet the deadline); the ticks in between run on by
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -81,6 +81,8 @@ class SpotJobEnv(gym.Env[np.ndarray, np.ndarray]):
         )
         self.action_space = gym.spaces.MultiDiscrete([SPOT0 + max_pools, len(CHECKPOINT_MINUTES)])
         self._ticks_per_minute = 60.0 / traces.gap_seconds
+        self.on_tick: Callable[[Observation], None] | None = None
+        """Called with every tick's observation (an expert to imitate follows the job)."""
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -93,6 +95,7 @@ class SpotJobEnv(gym.Env[np.ndarray, np.ndarray]):
             traces = traces.subset([traces.names[int(self.np_random.integers(len(traces.names)))]])
         self._run = JobRun(traces, self.job_spec, start, self.checkpoint)
         context = context_for(traces, self.job_spec, start, self.checkpoint)
+        self.context = context
         self._features = FeatureBuilder(context, self.max_pools)
         self._rules = Guardrails(context)
         self._n_pools = len(traces.pools)
@@ -109,6 +112,10 @@ class SpotJobEnv(gym.Env[np.ndarray, np.ndarray]):
         """Run the ticks whose action the rules fix; stop at the next choice or the end."""
         cost = 0.0
         while not self._run.over:
+            # the features' risk forecast sees every tick, as it does at inference
+            self._features.observe(self._obs)
+            if self.on_tick is not None:
+                self.on_tick(self._obs)
             action = self._rules.fixed(self._obs)
             if action is None:
                 break
@@ -116,6 +123,11 @@ class SpotJobEnv(gym.Env[np.ndarray, np.ndarray]):
             if not self._run.over:
                 self._obs = self._run.observe()
         return cost
+
+    @property
+    def observation(self) -> Observation:
+        """The simulator's view of the current tick."""
+        return self._obs
 
     def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         """Run the chosen action for one tick, then every tick up to the next choice."""

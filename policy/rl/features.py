@@ -37,10 +37,14 @@ class FeatureBuilder:
         pools[:n_pools, 1] = 1.0
         pools[:n_pools, 5] = context.spot_price / context.on_demand_price
 
+    def observe(self, obs: Observation) -> None:
+        """Feed this tick to the risk forecast (every tick, once; again is a no-op)."""
+        self.forecast.observe(obs.tick, obs.available)
+
     def vector(self, obs: Observation) -> np.ndarray:
-        """The features of this tick (a fresh array)."""
+        """The features of this tick (a fresh array); observes the tick first."""
         job, forecast = self.context.job, self.forecast
-        forecast.observe(obs.tick, obs.available)
+        self.observe(obs)
         v = self._vector
         work_left = job.work - obs.progress
         time_left = job.deadline - obs.tick

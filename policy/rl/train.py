@@ -1,4 +1,5 @@
-"""Training a learned policy with stable-baselines3 on the jobs of a trace's past."""
+"""Training a learned policy with stable-baselines3 on the jobs of a trace's past: optionally
+warm-started by cloning a rule policy's decisions (:mod:`policy.rl.imitation`), then PPO."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import numpy as np
 from policy.job import JobSpec
 from policy.rl.agent import AgentConfig
 from policy.rl.env import SpotJobEnv
+from policy.rl.imitation import clone, demonstrations
 from policy.simulate import job_starts
 from policy.traces import TraceSet
 
@@ -29,10 +31,17 @@ def train_ppo(
     timesteps: int,
     seed: int,
     until_hours: float,
+    imitate: str | None = "risk_aware",
+    imitation_episodes: int = 1000,
+    imitation_epochs: int = 30,
     progress_bar: bool = False,
 ) -> Path:
     """Train PPO on jobs that end before ``until_hours``; write ``out/ppo.zip`` + ``.json`` and
-    TensorBoard logs under ``out/tensorboard``. Returns the .zip path."""
+    TensorBoard logs under ``out/tensorboard``. Returns the .zip path.
+
+    With ``imitate``, the policy network first clones that policy's choices on
+    ``imitation_episodes`` training jobs, and PPO then fine-tunes it at a lower learning rate.
+    """
     import torch
     from stable_baselines3 import PPO
     from stable_baselines3.common.env_util import make_vec_env
@@ -55,13 +64,27 @@ def train_ppo(
         gamma=0.999,
         gae_lambda=0.95,
         ent_coef=0.003,
-        learning_rate=3e-4,
+        learning_rate=1e-4 if imitate else 3e-4,
         policy_kwargs={"net_arch": [64, 64]},
         tensorboard_log=str(out / "tensorboard"),
         seed=seed,
         device="cpu",
         verbose=0,
     )
+    imitation: dict[str, object] = {}
+    if imitate:
+        demo_env = SpotJobEnv(traces, spec, max_pools=max_pools, starts=starts)
+        features, actions = demonstrations(
+            demo_env, imitate, imitation_episodes, seed, progress=progress_bar
+        )
+        loss = clone(model, features, actions, epochs=imitation_epochs, seed=seed)
+        imitation = {
+            "expert": imitate,
+            "episodes": imitation_episodes,
+            "epochs": imitation_epochs,
+            "choices": len(actions),
+            "final_nll": round(loss, 4),
+        }
     model.learn(total_timesteps=timesteps, progress_bar=progress_bar, tb_log_name="ppo")
     out.mkdir(parents=True, exist_ok=True)
     target = out / "ppo.zip"
@@ -75,6 +98,7 @@ def train_ppo(
             "n_starts": len(starts),
             "timesteps": timesteps,
             "seed": seed,
+            "imitation": imitation,
             "job": {
                 "compute_hours": spec.compute_hours,
                 "deadline_hours": spec.deadline_hours,

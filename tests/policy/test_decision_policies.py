@@ -177,16 +177,74 @@ def test_an_episode_returns_minus_its_cost_ratio_and_the_interval_matters(
     assert ratios[0] > ratios[1] > 1.0  # each checkpoint stalls 30 s of billed time
 
 
+def test_the_env_features_match_inference_which_sees_every_tick(bundled: TraceSet) -> None:
+    """Training and inference must see the same features: the env's risk forecast observes the
+    ticks the guardrails play (a spot run) as the deployed policy does."""
+    from policy.rl.features import FeatureBuilder
+    from policy.simulate import JobRun, context_for
+
+    start = 3000
+    env = SpotJobEnv(bundled, SPEC, max_pools=9, starts=[start], single_share=0.0)
+    env.reset(seed=0)
+    spot_in_1a = np.array([2, 1])  # runs until preempted: many ticks without a choice
+    seen, _, _, _, _ = env.step(spot_in_1a)
+    played = env._run.tick
+    assert played > 5
+    # the deployed policy's view: the same job, its features fed every tick
+    run = JobRun(bundled, SPEC, start, env.checkpoint)
+    features = FeatureBuilder(context_for(bundled, SPEC, start, env.checkpoint), 9)
+    for tick in range(played + 1):
+        obs = run.observe()
+        expected = features.vector(obs)
+        if tick < played:
+            run.step(2 if tick == 0 else obs.state, None, env._interval)
+    np.testing.assert_allclose(seen, expected, rtol=1e-6)
+
+
 def test_seeded_training_is_reproducible_and_loadable_by_path(
     bundled: TraceSet, tmp_path: Path
 ) -> None:
     zips = [
-        train_ppo(bundled, SPEC, out=tmp_path / f"run{i}", timesteps=2048, seed=7, until_hours=480)
+        train_ppo(
+            bundled,
+            SPEC,
+            out=tmp_path / f"run{i}",
+            timesteps=2048,
+            seed=7,
+            until_hours=480,
+            imitation_episodes=3,
+            imitation_epochs=2,
+        )
         for i in range(2)
     ]
     assert zips[0].read_bytes() != b""
     config = zips[0].with_suffix(".json").read_text()
     assert '"until_hours": 480' in config and '"algo": "ppo"' in config
+    assert '"expert": "risk_aware"' in config
     results = [simulate(make(str(z)), bundled, SPEC, 3000) for z in zips]
     assert results[0] == results[1]
     assert list((tmp_path / "run0" / "tensorboard").rglob("events.out.tfevents*"))
+
+
+def test_cloning_the_expert_reproduces_its_choices_on_the_jobs_it_saw(bundled: TraceSet) -> None:
+    """Behaviour cloning works: after fitting, the network picks the expert's instance at
+    nearly every choice point of its demonstrations, and a fresh network does not."""
+    import torch
+    from stable_baselines3 import PPO
+
+    from policy.rl.imitation import clone, demonstrations
+
+    starts = training_starts(bundled, SPEC, 480)[::50]
+    env = SpotJobEnv(bundled, SPEC, max_pools=9, starts=starts)
+    features, actions = demonstrations(env, "risk_aware", episodes=8, seed=0)
+    assert len(actions) > 100 and set(np.unique(actions[:, 0])) > {1}  # on-demand and spot
+
+    def agreement(model: PPO) -> float:
+        with torch.no_grad():
+            chosen = model.policy.get_distribution(torch.as_tensor(features)).mode().numpy()
+        return float(np.mean(chosen[:, 0] == actions[:, 0]))
+
+    model = PPO("MlpPolicy", env, seed=0, device="cpu")
+    before = agreement(model)
+    clone(model, features, actions, epochs=40, seed=0, balance=False)
+    assert agreement(model) > 0.95 > before

@@ -167,7 +167,17 @@ def test_plan_recommends_pools_with_a_cost_breakdown(cli: CliRun) -> None:
 def test_train_a_policy_then_bench_it_by_path_next_to_best(cli: CliRun, tmp_path: Path) -> None:
     out = tmp_path / "model"
     trained = cli(
-        "policy", "train", "--timesteps", "1024", "--out", str(out), "--no-progress", "--seed", "3"
+        "policy",
+        "train",
+        "--timesteps",
+        "1024",
+        "--imitation-episodes",
+        "3",
+        "--out",
+        str(out),
+        "--no-progress",
+        "--seed",
+        "3",
     )
     assert trained.returncode == 0, trained.stderr
     assert (out / "ppo.zip").is_file() and (out / "ppo.json").is_file()

@@ -1,0 +1,105 @@
+"""Behaviour cloning: a warm start for PPO from a rule policy's decisions.
+
+The expert (e.g. ``risk_aware``) plays jobs of the training environment; at every tick where
+the agent would choose, its action and checkpoint interval are recorded with the agent's
+features. The PPO policy network is then fitted to them by maximum likelihood, so that PPO
+starts from the expert instead of from random actions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+from tqdm import tqdm
+
+from policy.policies.base import NONE, JobContext, Observation, Policy, make
+from policy.rl.env import CHECKPOINT_MINUTES, SpotJobEnv
+
+
+class _Follower:
+    """Plays the expert along every tick of the env's current job (for its forecasts)."""
+
+    def __init__(self, env: SpotJobEnv, expert: str) -> None:
+        self.env, self.expert = env, expert
+        self.policy: Policy | None = None
+        self.context: JobContext | None = None
+        self.action = NONE
+
+    def __call__(self, obs: Observation) -> None:
+        if self.policy is None or self.context is not self.env.context:
+            self.policy, self.context = make(self.expert), self.env.context
+            self.policy.reset(self.context)
+        self.action = self.policy.act(obs)
+
+    def interval(self) -> int:
+        """Index of the env's checkpoint interval nearest the expert's (30 min if none)."""
+        ticks = None if self.policy is None else self.policy.checkpoint_ticks
+        if ticks is None:
+            return CHECKPOINT_MINUTES.index(30.0)
+        wanted = max(ticks * self.env.traces.gap_seconds / 60.0, 1e-9)
+        return int(np.argmin(np.abs(np.log(np.array(CHECKPOINT_MINUTES) / wanted))))
+
+
+def demonstrations(
+    env: SpotJobEnv, expert: str, episodes: int, seed: int, *, progress: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """(features, actions) at the choice points of ``episodes`` jobs played by ``expert``."""
+    features: list[np.ndarray] = []
+    actions: list[list[int]] = []
+    follower = _Follower(env, expert)
+    env.on_tick = follower
+    try:
+        for episode in tqdm(range(episodes), desc=f"{expert} demos", disable=not progress):
+            vector, _ = env.reset(seed=seed + episode)
+            done = False
+            while not done:
+                action = [follower.action, follower.interval()]
+                features.append(vector)
+                actions.append(action)
+                vector, _, terminated, truncated, _ = env.step(np.array(action))
+                done = terminated or truncated
+    finally:
+        env.on_tick = None
+    return np.asarray(features, dtype=np.float32), np.asarray(actions, dtype=np.int64)
+
+
+def clone(
+    model: object,
+    features: np.ndarray,
+    actions: np.ndarray,
+    *,
+    epochs: int,
+    seed: int,
+    balance: bool = True,
+    on_epoch: Callable[[int, float], None] | None = None,
+) -> float:
+    """Fit the SB3 model's policy to (features, actions) by maximum likelihood; the final
+    mean negative log-likelihood."""
+    import torch
+
+    policy = model.policy  # type: ignore[attr-defined]
+    generator = torch.Generator().manual_seed(seed)
+    optimizer = torch.optim.Adam(policy.parameters(), lr=1e-3)
+    x = torch.as_tensor(features)
+    y = torch.as_tensor(actions)
+    # Most choice points are "stay on demand"; the rare moves to spot are what matters, so each
+    # instance choice weighs the same in total.
+    counts = np.bincount(actions[:, 0])
+    weights = torch.as_tensor(len(actions) / (len(counts) * counts[actions[:, 0]]), dtype=x.dtype)
+    weights = weights if balance else torch.ones_like(weights)
+    loss_value = float("nan")
+    for epoch in range(epochs):
+        order = torch.randperm(len(x), generator=generator)
+        total = 0.0
+        for batch in order.split(256):
+            distribution = policy.get_distribution(x[batch])
+            loss = -(weights[batch] * distribution.log_prob(y[batch])).sum() / weights[batch].sum()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            total += float(loss.detach()) * len(batch)
+        loss_value = total / len(x)
+        if on_epoch:
+            on_epoch(epoch, loss_value)
+    return loss_value
