@@ -106,6 +106,7 @@ def risk_backtest() -> dict[str, Any]:
         horizon_minutes=60,
         models=("logistic",),
         include_arima=False,
+        advisor=settings.bundled_advisor_snapshots(),
     )
 
 

@@ -11,6 +11,7 @@ import pandas as pd
 import typer
 from rich.table import Table
 
+from pricing.errors import PricingError
 from pricing.forecast.risk import RISK_MODELS
 from spotwise import settings
 from spotwise.console import StoreOption, err, fail, open_store, out
@@ -39,6 +40,15 @@ def bench_risk_command(
     models: Annotated[
         str, typer.Option("--models", help="Comma-separated risk models.")
     ] = ",".join(RISK_MODELS),
+    advisor: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--advisor",
+            help="Spot Advisor snapshot(s) for the pools' bands (repeat); default: the bundled "
+            "ones. The newest taken before the traces start is used.",
+            show_default=False,
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Backtest preemption-risk models: AUC and Brier against climatology and persistence."""
@@ -52,9 +62,13 @@ def bench_risk_command(
     err.print(f"… fitting {', '.join(names)} on {folder.name} before hour {test_from_hours:g}")
     try:
         result = bench_risk(
-            folder, test_from_hours=test_from_hours, horizon_minutes=horizon_minutes, models=names
+            folder,
+            test_from_hours=test_from_hours,
+            horizon_minutes=horizon_minutes,
+            models=names,
+            advisor=advisor or settings.bundled_advisor_snapshots(),
         )
-    except ValueError as exc:
+    except (ValueError, PricingError) as exc:
         fail(str(exc))
     if as_json:
         print(json.dumps(result, indent=2))

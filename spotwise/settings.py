@@ -35,3 +35,8 @@ def bundled_traces() -> Path:
 def bundled_prices() -> Path:
     """The default price history: the bundled AWS describe-spot-price-history CSV."""
     return bundled_data_dir() / "prices/aws_spot_price_history_2019-12_2020-01.csv"
+
+
+def bundled_advisor_snapshots() -> list[Path]:
+    """The bundled AWS Spot Advisor snapshots (one JSON per date)."""
+    return sorted((bundled_data_dir() / "advisor").glob("spot-advisor-data_*.json"))

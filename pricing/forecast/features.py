@@ -2,10 +2,13 @@
 
 Every feature at tick t uses ticks <= t only: availability over several recent windows, the
 time since the pool was last unavailable, losses in the last day, the time of day and week,
-and the other pools' state now and over the last hour.
+the other pools' state now and over the last hour, and the pool's Spot Advisor interruption
+band (0: <5 % … 4: >20 %; from a snapshot taken before the trace starts; unknown = 2).
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -21,7 +24,9 @@ FEATURES = (
     "dow_cos",
     "others_now",
     "others_1h",
+    "advisor_band",
 )
+UNKNOWN_BAND = 2.0
 
 
 def _trailing_mean(x: np.ndarray, window: int) -> np.ndarray:
@@ -41,13 +46,19 @@ def _hours_since_down(available: np.ndarray, gap_s: float, cap_h: float = 24.0 *
     return np.minimum(hours, cap_h)
 
 
-def pool_features(available: np.ndarray, gap_s: float, start: pd.Timestamp) -> pd.DataFrame:
+def pool_features(
+    available: np.ndarray,
+    gap_s: float,
+    start: pd.Timestamp,
+    bands: Sequence[float | None] | None = None,
+) -> pd.DataFrame:
     """Features of every tick of every pool: rows (pool, tick), columns :data:`FEATURES`.
 
     Args:
         available: bool [pools, ticks].
         gap_s: seconds between ticks.
         start: the clock time of tick 0 (UTC).
+        bands: each pool's Spot Advisor band (None: unknown).
     """
     pools, ticks = available.shape
     per_hour = 3600.0 / gap_s
@@ -74,6 +85,9 @@ def pool_features(available: np.ndarray, gap_s: float, start: pd.Timestamp) -> p
                 "dow_cos": np.cos(2 * np.pi * dow / 7),
                 "others_now": others,
                 "others_1h": _trailing_mean(others, max(1, round(per_hour))),
+                "advisor_band": np.full(
+                    ticks, UNKNOWN_BAND if bands is None or bands[p] is None else bands[p]
+                ),
             }
         )
         frame = pd.DataFrame(columns)

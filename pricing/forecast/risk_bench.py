@@ -19,7 +19,9 @@ from sklearn.metrics import brier_score_loss, roc_auc_score
 from pricing.forecast.arima_risk import ArimaRisk, ar_unavailability
 from pricing.forecast.features import FEATURES, _trailing_mean, lose_within, pool_features
 from pricing.forecast.risk import RISK_MODELS
-from pricing.sources.traces import read_cbl_json
+from pricing.frames import region_of_zone
+from pricing.sources.advisor import read_advisor_file
+from pricing.sources.traces import CBL_INSTANCE_TYPES, read_cbl_json
 
 _FOLDER_DATE = r"(\d\d)-(\d\d)-(\d{4})$"
 
@@ -47,6 +49,25 @@ def read_trace_folder(folder: Path) -> tuple[np.ndarray, int, pd.Timestamp, list
     return available, gaps.pop(), start, [f.stem for f in files]
 
 
+def advisor_bands(
+    names: Sequence[str], start: pd.Timestamp, snapshots: Sequence[Path]
+) -> dict[str, float | None]:
+    """Each CBL pool's (``us-east-1a_v100_1``) Linux interruption band in the newest advisor
+    snapshot taken on or before ``start`` (a later one would look ahead); None where unknown."""
+    dated = [(read_advisor_file(path).frames["bands"], path) for path in snapshots]
+    before = [(frame, path) for frame, path in dated if frame["observed"].iloc[0] <= start]
+    bands: dict[str, float | None] = dict.fromkeys(names)
+    if not before:
+        return bands
+    frame = max(before, key=lambda item: item[0]["observed"].iloc[0])[0]
+    lookup = {(r.region, r.instance_type): float(r.interruption_band) for r in frame.itertuples()}
+    for name in names:
+        zone, _, code = name.partition("_")
+        instance_type = CBL_INSTANCE_TYPES.get(code)
+        bands[name] = lookup.get((region_of_zone("aws", zone), instance_type or ""))
+    return bands
+
+
 def bench_risk(
     folder: Path,
     *,
@@ -54,10 +75,13 @@ def bench_risk(
     horizon_minutes: float,
     models: Sequence[str] = tuple(RISK_MODELS),
     include_arima: bool = True,
+    advisor: Sequence[Path] = (),
 ) -> dict[str, Any]:
     """Backtest every risk model, the ARIMA model and ``per_pool_best`` (each pool's model
-    chosen by Brier on the last quarter of its training ticks) on a folder of traces."""
+    chosen by Brier on the last quarter of its training ticks) on a folder of traces; the
+    ``advisor`` snapshots give the pools' Spot Advisor bands."""
     available, gap, start, names = read_trace_folder(folder)
+    bands = advisor_bands(names, start, advisor)
     pools, ticks = available.shape
     horizon = max(1, round(horizon_minutes * 60 / gap))
     cut = int(np.ceil(test_from_hours * 3600 / gap - 1e-9))
@@ -66,7 +90,7 @@ def bench_risk(
             f"--test-from-hours {test_from_hours} leaves no training or no test "
             f"ticks in {ticks * gap / 3600:.0f} h of traces"
         )
-    features = pool_features(available, gap, start)
+    features = pool_features(available, gap, start, [bands[n] for n in names])
     labels = lose_within(available, horizon)
     tick = features["tick"].to_numpy()
     pool = features["pool"].to_numpy()
@@ -111,6 +135,7 @@ def bench_risk(
             "brier": round(float(brier_score_loss(y[test], p_all[test])), 4),
         }
     result["chosen_per_pool"] = chosen
+    result["advisor_bands"] = bands
     base_rate = float(y[train].mean())
     result["climatology_brier"] = round(
         float(brier_score_loss(y[test], np.full(test.sum(), base_rate))), 4

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from pricing.forecast.features import FEATURES, lose_within, pool_features
+from pricing.forecast.risk_bench import advisor_bands
 from tests.conftest import CliRun
 
 
@@ -45,3 +47,31 @@ def test_bench_risk_beats_climatology_and_persistence_on_bundled_traces(cli: Cli
 def test_bench_risk_rejects_a_test_start_past_the_traces(cli: CliRun) -> None:
     result = cli("bench", "risk", "--test-from-hours", "5000")
     assert result.returncode != 0 and "no training or no test" in result.stderr
+
+
+def test_advisor_bands_come_from_the_newest_snapshot_before_the_traces(tmp_path: Path) -> None:
+    def snapshot(day: str, east: int, west: int) -> Path:
+        doc = {
+            "spot_advisor": {
+                "us-east-1": {"Linux": {"p3.2xlarge": {"r": east, "s": 70}}},
+                "us-west-2": {"Linux": {"p3.2xlarge": {"r": west, "s": 60}}},
+            }
+        }
+        path = tmp_path / f"spot-advisor-data_{day}.json"
+        path.write_text(json.dumps(doc))
+        return path
+
+    files = [
+        snapshot("2022-01-01", 0, 1),
+        snapshot("2023-01-01", 1, 3),
+        snapshot("2024-01-01", 4, 4),
+    ]
+    names = ["us-east-1a_v100_1", "us-west-2b_v100_1", "us-east-2a_v100_1", "us-east-1a_k80_1"]
+    bands = advisor_bands(names, pd.Timestamp("2023-02-15", tz="UTC"), files)
+    # 2023-01-01 is the newest before the traces; 2024 would look ahead; unknown pools: None
+    assert bands == {names[0]: 1.0, names[1]: 3.0, names[2]: None, names[3]: None}
+    features = pool_features(
+        np.ones((4, 3), dtype=bool), 195, pd.Timestamp("2023-02-15", tz="UTC"), list(bands.values())
+    )
+    assert features.groupby("pool")["advisor_band"].first().tolist() == [1.0, 3.0, 2.0, 2.0]
+    assert advisor_bands(names, pd.Timestamp("2021-06-01", tz="UTC"), files) == dict.fromkeys(names)
