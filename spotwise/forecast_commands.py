@@ -44,6 +44,8 @@ def bench_risk_command(
         list[Path] | None,
         typer.Option(
             "--advisor",
+            exists=True,
+            dir_okay=False,
             help="Spot Advisor snapshot(s) for the pools' bands (repeat); default: the bundled "
             "ones. The newest taken before the traces start is used.",
             show_default=False,

@@ -124,11 +124,6 @@ class SpotJobEnv(gym.Env[np.ndarray, np.ndarray]):
                 self._obs = self._run.observe()
         return cost
 
-    @property
-    def observation(self) -> Observation:
-        """The simulator's view of the current tick."""
-        return self._obs
-
     def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         """Run the chosen action for one tick, then every tick up to the next choice."""
         run = self._run

@@ -27,7 +27,7 @@ class _Follower:
         self.action = NONE
 
     def __call__(self, obs: Observation) -> None:
-        if self.policy is None or self.context is not self.env.context:
+        if self.policy is None or self.context is not self.env.context:  # a new job
             self.policy, self.context = make(self.expert), self.env.context
             self.policy.reset(self.context)
         self.action = self.policy.act(obs)

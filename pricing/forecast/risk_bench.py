@@ -21,7 +21,7 @@ from pricing.forecast.features import FEATURES, _trailing_mean, lose_within, poo
 from pricing.forecast.risk import RISK_MODELS
 from pricing.frames import region_of_zone
 from pricing.sources.advisor import read_advisor_file
-from pricing.sources.traces import CBL_INSTANCE_TYPES, read_cbl_json
+from pricing.sources.traces import cbl_pool, read_cbl_json
 
 _FOLDER_DATE = r"(\d\d)-(\d\d)-(\d{4})$"
 
@@ -54,17 +54,16 @@ def advisor_bands(
 ) -> dict[str, float | None]:
     """Each CBL pool's (``us-east-1a_v100_1``) Linux interruption band in the newest advisor
     snapshot taken on or before ``start`` (a later one would look ahead); None where unknown."""
-    dated = [(read_advisor_file(path).frames["bands"], path) for path in snapshots]
-    before = [(frame, path) for frame, path in dated if frame["observed"].iloc[0] <= start]
-    bands: dict[str, float | None] = dict.fromkeys(names)
+    frames = [read_advisor_file(path).frames["bands"] for path in snapshots]
+    before = [f for f in frames if len(f) and f["observed"].iloc[0] <= start]
     if not before:
-        return bands
-    frame = max(before, key=lambda item: item[0]["observed"].iloc[0])[0]
+        return dict.fromkeys(names)
+    frame = max(before, key=lambda f: f["observed"].iloc[0])
     lookup = {(r.region, r.instance_type): float(r.interruption_band) for r in frame.itertuples()}
+    bands: dict[str, float | None] = {}
     for name in names:
-        zone, _, code = name.partition("_")
-        instance_type = CBL_INSTANCE_TYPES.get(code)
-        bands[name] = lookup.get((region_of_zone("aws", zone), instance_type or ""))
+        zone, instance_type = cbl_pool(name)
+        bands[name] = lookup.get((region_of_zone("aws", zone), instance_type))
     return bands
 
 

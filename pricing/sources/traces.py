@@ -32,6 +32,14 @@ CBL_INSTANCE_TYPES = {
 }
 """CBL's file-name codes for instance types (see data/README.md)."""
 
+
+def cbl_pool(name: str) -> tuple[str, str]:
+    """Zone and instance type of a CBL trace name (``us-east-1a_v100_1`` → ``us-east-1a``,
+    ``p3.2xlarge``; an unknown code is kept as it is)."""
+    zone, _, code = name.partition("_")
+    return zone, CBL_INSTANCE_TYPES.get(code, code)
+
+
 _CBL_FOLDER = re.compile(r"^(aws|gcp|azure)-(\d\d)-(\d\d)-(\d{4})$")
 _NODES_FOLDER = re.compile(r"^(\d+)-node$")
 
@@ -121,8 +129,7 @@ def read_cbl(path: Path) -> Parsed:
     """A CBL trace as availability rows (and spot price change points when it has prices)."""
     provider, start, kind, nodes = _cbl_context(path)
     trace = read_cbl_json(path)
-    zone, _, code = path.stem.partition("_")
-    instance_type = CBL_INSTANCE_TYPES.get(code, code)
+    zone, instance_type = cbl_pool(path.stem)
     ts = start + pd.to_timedelta(np.arange(len(trace.data)) * trace.gap_seconds, unit="s")
     single = (nodes or 1) == 1
     if single and trace.data.max() > 1:

@@ -9,7 +9,7 @@ import pytest
 
 from executor.ledger import JobInfo, Ledger
 from policy.bench import run_bench, save_summary
-from policy.job import JobSpec
+from policy.job import REFERENCE
 from policy.traces import load_traces
 from pricing.forecast.run import run_forecasts
 from pricing.ingest import load_paths
@@ -33,13 +33,7 @@ def filled_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
             ],
         )
         run_forecasts(store)
-    spec = JobSpec(
-        compute_hours=48,
-        deadline_hours=60,
-        changeover_hours=0.2,
-        spot_price=0.918,
-        on_demand_price=3.06,
-    )
+    spec = REFERENCE
     run = run_bench(
         load_traces(TRACES),
         spec,

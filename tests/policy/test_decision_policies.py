@@ -9,7 +9,7 @@ import pytest
 
 import policy
 from policy.hazard import AvailabilityHazard
-from policy.job import JobSpec
+from policy.job import REFERENCE
 from policy.policies.base import JobContext, Observation, Policy, make
 from policy.rl.env import SpotJobEnv
 from policy.rl.train import train_ppo, training_starts
@@ -19,13 +19,7 @@ from tests.conftest import DATA
 from tests.policy.helpers import job, traces
 
 BUNDLED = DATA / "traces/cbl/availability/1-node/aws-02-15-2023"
-SPEC = JobSpec(
-    compute_hours=48,
-    deadline_hours=60,
-    changeover_hours=0.2,
-    spot_price=0.918,
-    on_demand_price=3.06,
-)
+SPEC = REFERENCE
 CAUSAL = ["greedy", "uniform_progress", "risk_aware", "best", "ppo"]
 
 

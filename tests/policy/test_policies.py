@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from policy.errors import UnknownPolicy
-from policy.job import JobSpec
+from policy.job import REFERENCE as SPEC
 from policy.policies.base import SPOT0, JobContext, Observation, Policy, make
 from policy.simulate import job_starts, simulate
 from policy.traces import TraceSet, load_traces
@@ -16,13 +16,6 @@ from tests.conftest import DATA
 from tests.policy.helpers import Scripted, job, traces
 
 BUNDLED = DATA / "traces/cbl/availability/1-node/aws-02-15-2023"
-SPEC = JobSpec(
-    compute_hours=48,
-    deadline_hours=60,
-    changeover_hours=0.2,
-    spot_price=0.918,
-    on_demand_price=3.06,
-)
 # design.md: an independent implementation of the same semantics, --test-from-hours 0.
 REFERENCE = {
     "us-east-1a": (0.478, 0.430, 0.373),

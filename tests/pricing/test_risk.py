@@ -75,3 +75,13 @@ def test_advisor_bands_come_from_the_newest_snapshot_before_the_traces(tmp_path:
     )
     assert features.groupby("pool")["advisor_band"].first().tolist() == [1.0, 3.0, 2.0, 2.0]
     assert advisor_bands(names, pd.Timestamp("2021-06-01", tz="UTC"), files) == dict.fromkeys(names)
+
+
+def test_bench_risk_names_a_missing_or_wrong_advisor_file(cli: CliRun, tmp_path: Path) -> None:
+    missing = cli("bench", "risk", "--advisor", str(tmp_path / "spot-advisor-data_2022-01-01.json"))
+    assert missing.returncode == 2 and "does not exist" in missing.stderr
+    wrong = tmp_path / "spot-advisor-data_2022-01-01.json"
+    wrong.write_text('{"regions": []}')
+    result = cli("bench", "risk", "--advisor", str(wrong), "--json")
+    assert result.returncode == 1 and result.stdout == ""
+    assert "not a Spot Advisor document" in result.stderr
