@@ -10,9 +10,21 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from threadpoolctl import threadpool_limits
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "data"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Share the cores between xdist workers: OpenMP threads (torch, scikit-learn) that
+    outnumber the cores spin against each other's barriers and slow down many times over.
+    Subprocesses inherit the limit through ``OMP_NUM_THREADS``."""
+    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    if workers:
+        cores = len(os.sched_getaffinity(0))
+        threads = os.environ.setdefault("OMP_NUM_THREADS", str(max(1, cores // int(workers))))
+        threadpool_limits(limits=int(threads))
 
 
 @pytest.fixture

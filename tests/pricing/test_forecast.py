@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from pricing.forecast.backtest import cross_validation, forecast, score
+from pricing.forecast.boosting import GlobalBoosting
 from pricing.forecast.grid import to_grid
 from pricing.forecast.models import FORECASTERS, Arima110, Naive, SeasonalNaive, arima_mle
 from tests.conftest import CliRun
@@ -66,6 +67,24 @@ def test_cross_validation_fits_only_before_each_origin() -> None:
     assert score(cv, ["Naive"])["Naive"]["mase"] == 1.0
     out = forecast(df, list(FORECASTERS.values()), 3, freq="h")
     assert {"Naive", "Naive-lo-90", "ARIMA-hi-90", "SeasonalNaive"} <= set(out.columns)
+
+
+def test_gbm_forecasts_each_series_the_same_alone_or_in_a_batch() -> None:
+    rng = np.random.default_rng(0)
+    ds = pd.date_range("2024-01-01", periods=400, freq="h", tz="UTC")
+    grid = pd.concat(
+        pd.DataFrame({"unique_id": uid, "ds": ds, "y": 1 + np.cumsum(rng.random(400) < 0.05) * s})
+        for uid, s in (("a", 0.1), ("b", -0.001), ("c", 0.02))
+    )
+    model = GlobalBoosting().fit(grid, 6)
+    batch = model.predict(grid, 6, freq="h")
+    alone = pd.concat(
+        model.predict(grid[grid["unique_id"] == uid], 6, freq="h") for uid in ("a", "b", "c")
+    )
+    pd.testing.assert_frame_equal(batch, alone.reset_index(drop=True))
+    assert list(batch["ds"].iloc[:6]) == list(pd.date_range(ds[-1], periods=7, freq="h")[1:])
+    assert (batch["GBM-lo-90"] <= batch["GBM"]).all() and (batch["GBM"] <= batch["GBM-hi-90"]).all()
+    assert batch.groupby("unique_id")["GBM"].first().nunique() == 3
 
 
 def test_bench_price_gbm_beats_last_value_with_calibrated_intervals(cli: CliRun) -> None:
