@@ -23,12 +23,22 @@ def price_lines(history: pd.DataFrame) -> alt.Chart:
     )
 
 
-def forecast_band(history: pd.DataFrame, forecast: pd.DataFrame) -> alt.LayerChart:
-    """One series' history with each model's forecast mean and interval."""
+def forecast_band(
+    history: pd.DataFrame, forecast: pd.DataFrame, *, days: float = 7
+) -> alt.LayerChart:
+    """One series' last ``days`` of history with each model's forecast mean and interval."""
+    since = pd.Timestamp(forecast["ds"].min()) - pd.Timedelta(days=days)
+    ts = pd.to_datetime(history["ts"], utc=True)
+    # The price in force at ``since`` is the newest change before it: start the line there.
+    first = max(int((ts < since).sum()) - 1, 0)
+    recent = history.iloc[first:].assign(ts=ts.iloc[first:].clip(lower=since))
     past = (
-        alt.Chart(history)
+        alt.Chart(recent)
         .mark_line(interpolate="step-after", color="black")
-        .encode(x=alt.X("ts:T", title="time"), y=alt.Y("price:Q", title="USD per hour"))
+        .encode(
+            x=alt.X("ts:T", title="time"),
+            y=alt.Y("price:Q", title="USD per hour", scale=alt.Scale(zero=False)),
+        )
     )
     band = (
         alt.Chart(forecast)

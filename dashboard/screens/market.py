@@ -37,7 +37,7 @@ def render() -> None:
         level = int(forecast.level.iloc[0])
         st.subheader(f"Forecast with {level}% intervals")
         st.altair_chart(
-            charts.forecast_band(history[history.series == series].tail(500), forecast),
+            charts.forecast_band(history[history.series == series], forecast),
             width="stretch",
         )
     saving = data.view("savings", provider=chosen["provider"])
