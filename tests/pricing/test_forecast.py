@@ -85,6 +85,8 @@ def test_gbm_forecasts_each_series_the_same_alone_or_in_a_batch() -> None:
     assert list(batch["ds"].iloc[:6]) == list(pd.date_range(ds[-1], periods=7, freq="h")[1:])
     assert (batch["GBM-lo-90"] <= batch["GBM"]).all() and (batch["GBM"] <= batch["GBM-hi-90"]).all()
     assert batch.groupby("unique_id")["GBM"].first().nunique() == 3
+    with pytest.raises(ValueError, match="empty"):
+        model.predict(grid.iloc[:0], 6, freq="h")
 
 
 def test_bench_price_gbm_beats_last_value_with_calibrated_intervals(cli: CliRun) -> None:
