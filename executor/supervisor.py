@@ -192,7 +192,8 @@ class Supervisor:
                         now + due + self.config.grace_s,
                     )
             if notice_at is not None and not noticed and now >= notice_at:
-                instance.notice()
+                if not migrating:  # a moving instance has had its notice: one is enough
+                    instance.notice()
                 noticed = True
                 if pool and kill_at is not None:
                     self._reclaimed[pool] = kill_at - self.config.grace_s + 0.05
@@ -209,9 +210,11 @@ class Supervisor:
         instance.terminate()
         if code == 0:
             return "done", code
+        # A move that got out before the kill is a move, even if the pool's own notice came
+        # while it was checkpointing.
+        if migrating and not killed and code == PREEMPTED_EXIT_CODE:
+            return "migrated", code
         if code == PREEMPTED_EXIT_CODE or killed or (noticed and code < 0):
-            if migrating and not noticed:
-                return "migrated", code
             return "preempted", code
         return "failed", code
 

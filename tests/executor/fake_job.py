@@ -3,7 +3,9 @@
 It "trains" for ``--work-s`` seconds in total across launches, keeping its progress in
 ``--state`` (its checkpoint). On SIGTERM it saves progress and exits with the preempted code.
 It prints the executor's JSON events (``fresh``/``resumed``, ``first_step``, ``preempted``,
-``done``). ``--fail-with CODE`` exits with CODE at once (a real error).
+``done``). ``--fail-with CODE`` exits with CODE at once (a real error); ``--exit-delay-s S``
+makes it take S more seconds to exit after saving on SIGTERM, with SIGTERM back to its default
+action meanwhile, as the executor's guard leaves it (a slow teardown).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ def main() -> int:
     parser.add_argument("--work-s", type=float, required=True)
     parser.add_argument("--state", type=Path, required=True)
     parser.add_argument("--fail-with", type=int, default=0)
+    parser.add_argument("--exit-delay-s", type=float, default=0.0)
     args = parser.parse_args()
     if args.fail_with:
         print("boom", file=sys.stderr)
@@ -45,6 +48,8 @@ def main() -> int:
         if stop:
             args.state.write_text(str(done))
             emit("preempted", step=done)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            time.sleep(args.exit_delay_s)
             return PREEMPTED_EXIT_CODE
         time.sleep(0.02)
         done += 0.02

@@ -101,22 +101,25 @@ def test_a_real_error_is_reported_and_not_relaunched_forever(tmp_path: Path) -> 
     assert jobs.set_index("job_id").loc[ledger.job_id, "status"] == "failed"
 
 
-def test_it_moves_early_when_the_risk_forecast_for_its_pool_crosses_the_bar(
-    tmp_path: Path,
-) -> None:
-    # z0 has always been up in short runs (risky once its run ages); z1 in long runs, and is
-    # free from the second tick. Neither takes the job away: any move is proactive.
+def risky_and_safe_pools(risky_future: str) -> TraceSet:
+    """z0 has always been up in short runs (risky once its run ages); z1 in long runs, and is
+    free from the second tick."""
     short_runs = ("110" * 100)[:PAST]
     long_runs = ("1" * 110 + "0" * 10) * 2
     available = np.array(
         [
-            [c == "1" for c in short_runs + "1" * 60],
+            [c == "1" for c in short_runs + risky_future],
             [c == "1" for c in long_runs + "0" + "1" * 59],
         ]
     )
-    traces = TraceSet(
-        pools=(Pool(name="z0"), Pool(name="z1")), gap_seconds=GAP, available=available
-    )
+    return TraceSet(pools=(Pool(name="z0"), Pool(name="z1")), gap_seconds=GAP, available=available)
+
+
+def test_it_moves_early_when_the_risk_forecast_for_its_pool_crosses_the_bar(
+    tmp_path: Path,
+) -> None:
+    # Neither pool takes the job away: any move is proactive.
+    traces = risky_and_safe_pools("1" * 60)
     supervisor, command, store, ledger = supervise(tmp_path, traces, work_s=6.0, migrate_risk=0.5)
     report = supervisor.run(command)
     assert report.completed and report.preemptions == 0
@@ -124,6 +127,25 @@ def test_it_moves_early_when_the_risk_forecast_for_its_pool_crosses_the_bar(
     assert report.placements[:2] == ["spot in z0", "spot in z1"]
     with MarketStore.open(store) as market_store:
         assert job_report(market_store, ledger.job_id)["migrations"] == report.migrations
+
+
+def test_a_move_stays_a_move_when_the_pool_is_taken_back_while_it_checkpoints(
+    tmp_path: Path,
+) -> None:
+    # The move starts about a second in and the job takes 4 s to get out after saving: z0's
+    # own notice comes meanwhile (at 3.6 s), and the job is out before the kill (at 8 s).
+    # It must not get a second SIGTERM, which would now end it uncleanly.
+    traces = risky_and_safe_pools("1" * 4 + "0" + "1" * 55)
+    supervisor, command, store, ledger = supervise(
+        tmp_path, traces, work_s=6.0, migrate_risk=0.5, grace_s=4.0
+    )
+    report = supervisor.run([*command, "--exit-delay-s", "4"])
+    assert report.completed
+    assert (report.migrations, report.preemptions) == (1, 0)
+    assert report.placements[:2] == ["spot in z0", "spot in z1"]
+    with MarketStore.open(store) as market_store:
+        ledger_report = job_report(market_store, ledger.job_id)
+    assert (ledger_report["migrations"], ledger_report["preemptions"]) == (1, 0)
 
 
 def test_jobs_list_and_show_read_the_ledger(tmp_path: Path, cli: CliRun, store_file: Path) -> None:
