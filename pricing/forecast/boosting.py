@@ -81,18 +81,18 @@ class GlobalBoosting:
         process held the cores.
         """
         steps = np.arange(1, h + 1)
-        rows, last, ids, dates = [], [], [], []
+        rows, uids, last, dates = [], [], [], []
         for uid, group in df.groupby("unique_id", sort=True):
             y = group["y"].to_numpy(dtype=float)
-            base = origin_features(y, len(y) - 1)
             end = group["ds"].iloc[-1]
+            base = origin_features(y, len(y) - 1)
             rows.append(np.column_stack([steps, np.full(h, end.hour), np.tile(base, (h, 1))]))
-            last.append(np.full(h, y[-1]))
-            ids.append(np.full(h, uid, dtype=object))
+            uids.append(uid)
+            last.append(y[-1])
             dates.append(pd.date_range(end, periods=h + 1, freq=freq)[1:])
         if not rows:
             raise ValueError("no series to forecast: the frame is empty")
-        x, y_last = np.concatenate(rows), np.concatenate(last)
+        x, y_last = np.concatenate(rows), np.repeat(last, h)
         scale = np.where(y_last != 0, y_last, 1.0)
         with threadpool_limits(limits=1, user_api="openmp"):
             mean = y_last + scale * self._models["mean"].predict(x)
@@ -100,7 +100,7 @@ class GlobalBoosting:
             hi = y_last + scale * self._models["hi"].predict(x)
         return pd.DataFrame(
             {
-                "unique_id": np.concatenate(ids),
+                "unique_id": np.repeat(np.asarray(uids, dtype=object), h),
                 "ds": dates[0].append(dates[1:]),
                 self.alias: mean,
                 f"{self.alias}-lo-{self.level}": np.minimum(lo, mean),
