@@ -13,10 +13,12 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from policy.policies.base import Policy
+    from policy.rl.agent import ModelCatalog
 
 
-def load(name: str) -> Policy:
-    """A fresh policy by name (``best``, ``risk_aware``, ``ppo``, ... or a model .zip path)."""
+def load(name: str, models: ModelCatalog | None = None) -> Policy:
+    """A fresh policy by name (``best``, ``risk_aware``, ``ppo``, ... or a model in
+    ``models``, a folder read when the program started)."""
     from policy.policies.base import make
 
-    return make(name)
+    return make(name, models)

@@ -5,16 +5,81 @@ Run it with ``spotwise serve`` (uvicorn; more workers with ``--workers``).
 """
 
 import hmac
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, HTTPException, Query, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from policy.errors import PolicyError
-from policy.policies.base import REGISTRY
 from policy.schemas import Decision, DecisionRequest, Health, JobTerms, PoolForecast, PoolRank
 from policy.service import DecisionService, RequestError
+
+MAX_BODY_BYTES = 64 * 1024
+"""Largest request body accepted (a decision over 64 pools is about 5 KB)."""
+MAX_ERRORS = 10
+"""Validation errors reported per request: each says where and what, never the input."""
+
+
+class BodyLimit:
+    """ASGI middleware: a body over ``max_bytes`` gets 413 before anything parses it (by its
+    Content-Length, or by counting a streamed body as it arrives)."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int = MAX_BODY_BYTES) -> None:
+        self.app, self.max_bytes = app, max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        length = dict(scope["headers"]).get(b"content-length")
+        if length is not None and (not length.isdigit() or int(length) > self.max_bytes):
+            await self._refuse(send)
+            return
+        seen = 0
+
+        async def counted() -> Message:
+            nonlocal seen
+            message = await receive()
+            seen += len(message.get("body", b""))
+            if seen > self.max_bytes:
+                raise _TooLarge
+            return message
+
+        try:
+            await self.app(scope, counted, send)
+        except _TooLarge:
+            await self._refuse(send)
+
+    async def _refuse(self, send: Send) -> None:
+        response = JSONResponse(
+            status_code=413,
+            content={"detail": f"request body over {self.max_bytes} bytes; send a smaller one"},
+            headers={"Connection": "close"},
+        )
+        await response({"type": "http"}, _no_receive, send)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+async def _no_receive() -> Message:
+    return {"type": "http.disconnect"}
+
+
+def _validation_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
+    """Where and what, for each error: no echoed input (it may be huge or not JSON, e.g. NaN)."""
+    return [
+        {
+            "loc": [str(part)[:100] for part in error.get("loc", ())][:20],
+            "msg": str(error.get("msg", ""))[:300],
+            "type": str(error.get("type", "")),
+        }
+        for error in exc.errors()[:MAX_ERRORS]
+    ]
 
 
 def create_app(service: DecisionService, token: str | None) -> FastAPI:
@@ -39,6 +104,12 @@ def create_app(service: DecisionService, token: str | None) -> FastAPI:
                 headers={"WWW-Authenticate": "Bearer"},
             )
 
+    app.add_middleware(BodyLimit)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        return JSONResponse(status_code=422, content={"detail": _validation_errors(exc)})
+
     @app.exception_handler(PolicyError)
     async def _policy_error(_: Request, exc: PolicyError) -> JSONResponse:
         status = exc.status if isinstance(exc, RequestError) else 422
@@ -49,11 +120,7 @@ def create_app(service: DecisionService, token: str | None) -> FastAPI:
     @app.get("/healthz")
     async def healthz() -> Health:
         """Liveness: the pools known and the policies served."""
-        import policy.policies  # noqa: F401
-
-        return Health(
-            status="ok", pools=len(service.pools), policies=sorted([*REGISTRY, "best", "ppo"])
-        )
+        return Health(status="ok", pools=len(service.pools), policies=list(service.policies))
 
     @app.post("/v1/decision", dependencies=auth, responses={401: {}, 404: {}, 422: {}})
     async def decision(request: DecisionRequest) -> Decision:
@@ -75,11 +142,15 @@ def create_app(service: DecisionService, token: str | None) -> FastAPI:
 
 def app_from_env() -> FastAPI:
     """The app as ``spotwise serve`` configures it through the environment (uvicorn factory):
-    ``SPOTWISE_API_TRACES`` (a trace folder) and ``SPOTWISE_API_TOKEN``."""
+    ``SPOTWISE_API_TRACES`` (a trace folder), ``SPOTWISE_API_MODELS`` (the learned models'
+    folder, read once here) and ``SPOTWISE_API_TOKEN``."""
     import os
     from pathlib import Path
 
+    from policy.rl.agent import ModelCatalog, shipped_models
     from policy.traces import load_traces
 
     traces = load_traces(Path(os.environ["SPOTWISE_API_TRACES"]))
-    return create_app(DecisionService(traces), os.environ.get("SPOTWISE_API_TOKEN") or None)
+    folder = os.environ.get("SPOTWISE_API_MODELS")
+    models = ModelCatalog(Path(folder)) if folder else shipped_models()
+    return create_app(DecisionService(traces, models), os.environ.get("SPOTWISE_API_TOKEN") or None)

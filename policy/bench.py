@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -19,6 +19,9 @@ from policy.job import JobSpec
 from policy.policies.base import make
 from policy.simulate import CheckpointMode, JobResult, job_starts, simulate
 from policy.traces import TraceSet
+
+if TYPE_CHECKING:
+    from policy.rl.agent import ModelCatalog
 
 ZonesMode = Literal["single", "multi"]
 
@@ -76,10 +79,12 @@ def run_bench(
     start_every_hours: float,
     checkpoint: CheckpointMode | None = None,
     on_job: Callable[[str, str], None] | None = None,
+    models: ModelCatalog | None = None,
 ) -> BenchRun:
-    """Simulate every policy on every job start (and pool, for ``single``)."""
+    """Simulate every policy on every job start (and pool, for ``single``); learned models
+    come from ``models`` (default: the shipped ones)."""
     for name in policies:
-        make(name)  # fail early on an unknown name
+        make(name, models)  # fail early on an unknown name
     job = spec.ticks(traces.gap_seconds)
     starts = job_starts(
         traces.n_ticks, traces.gap_seconds, job.deadline, test_from_hours, start_every_hours
@@ -101,7 +106,7 @@ def run_bench(
             began = time.perf_counter()
             jobs = []
             for start in starts:
-                jobs.append(simulate(make(name), group, spec, start, checkpoint))
+                jobs.append(simulate(make(name, models), group, spec, start, checkpoint))
                 if on_job:
                     on_job(key, name)
             run.results[key][name] = jobs

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 class JobTerms(BaseModel):
     """The job: work, deadline, changeover and prices."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     compute_hours: float = Field(gt=0, le=100_000, examples=[48.0])
     deadline_hours: float = Field(gt=0, le=100_000, examples=[60.0])
@@ -32,7 +32,7 @@ class JobTerms(BaseModel):
 class PoolNow(BaseModel):
     """One pool at this moment."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     available: bool
     price: float | None = Field(default=None, gt=0, le=10_000)
@@ -41,7 +41,7 @@ class PoolNow(BaseModel):
 class JobState(BaseModel):
     """Where the job stands."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     elapsed_hours: float = Field(ge=0, le=100_000)
     progress_hours: float = Field(ge=0, le=100_000)
@@ -59,9 +59,14 @@ class JobState(BaseModel):
 class DecisionRequest(BaseModel):
     """Job, state and the pools' availability now → the next action."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    policy: str = Field(default="best", max_length=200, examples=["best"])
+    policy: str = Field(
+        default="best",
+        pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$",
+        description="A policy this service serves (GET /healthz lists them); never a path.",
+        examples=["best"],
+    )
     job: JobTerms
     state: JobState
     pools: dict[str, PoolNow] = Field(min_length=1, max_length=64)

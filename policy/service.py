@@ -10,6 +10,7 @@ independent and the service can run in many workers.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -26,6 +27,7 @@ from policy.policies.base import (
     JobContext,
     Observation,
     make,
+    names,
     spot,
 )
 from policy.policies.greedy import slack_ticks
@@ -37,6 +39,9 @@ from policy.schemas import (
     PoolRank,
 )
 from policy.traces import Pool, TraceSet
+
+if TYPE_CHECKING:
+    from policy.rl.agent import ModelCatalog
 
 HISTORY_HOURS = 240.0
 """History each decision fits on: ten half-lives of the risk forecast."""
@@ -53,10 +58,20 @@ class RequestError(PolicyError):
 
 
 class DecisionService:
-    """Decisions, pool rankings and risk forecasts over one set of pool histories."""
+    """Decisions, pool rankings and risk forecasts over one set of pool histories.
 
-    def __init__(self, history: TraceSet) -> None:
+    Requests may name only the causal policies registered here and the learned models of
+    ``models`` (a catalog read at start-up; default: the shipped models).
+    """
+
+    def __init__(self, history: TraceSet, models: ModelCatalog | None = None) -> None:
+        from policy.rl.agent import shipped_models
+
         self.history = history
+        self.models = models or shipped_models()
+        self.policies = tuple(
+            n for n in names(self.models) if n == "best" or not make(n, self.models).reads_future
+        )
         keep = min(history.n_ticks, round(HISTORY_HOURS * 3600 / history.gap_seconds))
         self._past = history.available[:, history.n_ticks - keep :]
         self._index = {name: i for i, name in enumerate(history.names)}
@@ -76,8 +91,11 @@ class DecisionService:
     def _rows(self, names: list[str]) -> list[int]:
         unknown = [n for n in names if n not in self._index]
         if unknown:
+            shown = [n[:60] for n in unknown[:5]]
             raise RequestError(
-                f"unknown pool(s) {unknown}; this service knows {list(self._index)}", 404
+                f"unknown pool(s) {shown}{' ...' if len(unknown) > 5 else ''}; this service "
+                f"knows {list(self._index)}",
+                404,
             )
         return [self._index[n] for n in names]
 
@@ -101,12 +119,11 @@ class DecisionService:
             past_available=self._past[rows],
             checkpoint_stall_ticks=job.checkpoint_seconds / gap,
         )
-        try:
-            policy = make(request.policy)
-        except PolicyError as exc:
-            raise RequestError(str(exc)) from exc
-        if policy.reads_future:
-            raise RequestError(f"{request.policy} needs the future; choose a causal policy")
+        if request.policy not in self.policies:
+            raise RequestError(
+                f"unknown policy {request.policy!r}; this service serves {list(self.policies)}"
+            )
+        policy = make(request.policy, self.models)
         policy.reset(context)
         if state.instance == "spot" and state.pool not in request.pools:
             raise RequestError(f"state.pool {state.pool!r} is not among the request's pools")

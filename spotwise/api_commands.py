@@ -24,6 +24,7 @@ from spotwise.console import (
     ChangeoverHours,
     ComputeHours,
     DeadlineHours,
+    ModelsOption,
     OnDemandPrice,
     SpotPrice,
     err,
@@ -71,9 +72,12 @@ def serve(
         ),
     ] = None,
     workers: Annotated[int, typer.Option("--workers", min=1, help="uvicorn workers.")] = 1,
+    models: ModelsOption = None,
 ) -> None:
     """Serve the policy API (decisions, pool ranking, risk forecasts) with uvicorn."""
     import uvicorn
+
+    from policy.rl.agent import ModelCatalog
 
     token = _token(token_file)
     if host not in LOOPBACK and token is None:
@@ -84,9 +88,15 @@ def serve(
     folder = _traces_folder(traces)
     try:
         load_traces(folder)
+        if models is not None:
+            ModelCatalog(models)  # refuse a bad folder here, before the workers start
     except PolicyError as exc:
         fail(str(exc))
     os.environ["SPOTWISE_API_TRACES"] = str(folder)
+    if models is not None:
+        os.environ["SPOTWISE_API_MODELS"] = str(models.resolve())
+    else:
+        os.environ.pop("SPOTWISE_API_MODELS", None)
     if token:
         os.environ["SPOTWISE_API_TOKEN"] = token
     else:
@@ -166,7 +176,7 @@ def bench_api(
 def train(
     algo: Annotated[str, typer.Option("--algo", help="Algorithm (ppo).")] = "ppo",
     out_dir: Annotated[
-        Path, typer.Option("--out", help="Folder for the .zip, .json and TensorBoard logs.")
+        Path, typer.Option("--out", help="Folder for ppo.pt, ppo.json and TensorBoard logs.")
     ] = Path("models"),
     timesteps: Annotated[int, typer.Option("--timesteps", min=1)] = 100_000,
     seed: Annotated[int, typer.Option("--seed")] = 0,
@@ -222,6 +232,6 @@ def train(
     except (PolicyError, ValueError) as exc:
         fail(str(exc))
     err.print(
-        f"trained in {time.perf_counter() - began:.0f} s: {target} (+ .json); "
-        f"bench it with --policies {target}; TensorBoard: tensorboard --logdir {out_dir}"
+        f"trained in {time.perf_counter() - began:.0f} s: {target} (+ .json); bench it with "
+        f"--models {out_dir} --policies {target.stem}; TensorBoard: tensorboard --logdir {out_dir}"
     )

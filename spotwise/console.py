@@ -54,6 +54,15 @@ DeadlineHours = Annotated[float, typer.Option("--deadline-hours", min=0.0, help=
 ChangeoverHours = Annotated[
     float, typer.Option("--changeover-hours", min=0.0, help="Hours a move costs.")
 ]
+ModelsOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--models",
+        help="Folder of learned models (NAME.pt + NAME.json), read once at start-up; policies "
+        "are then named by NAME (default: the shipped models).",
+        show_default=False,
+    ),
+]
 SpotPrice = Annotated[float, typer.Option("--spot-price", min=0.0, help="Spot USD/h.")]
 OnDemandPrice = Annotated[
     float, typer.Option("--on-demand-price", min=0.0, help="On-demand USD/h.")

@@ -23,6 +23,7 @@ from spotwise.console import (
     ChangeoverHours,
     ComputeHours,
     DeadlineHours,
+    ModelsOption,
     OnDemandPrice,
     SpotPrice,
     StoreOption,
@@ -105,6 +106,7 @@ def bench_policy(
         ),
     ] = None,
     verbose: Annotated[bool, typer.Option("--verbose", help="Print timings on stderr.")] = False,
+    models: ModelsOption = None,
 ) -> None:
     """Simulate policies on real traces; cost ratio = cost / on-demand cost of the job."""
     if zones not in ("single", "multi"):
@@ -121,6 +123,11 @@ def bench_policy(
             on_demand_price=on_demand_price,
         )
         trace_set = load_traces(folder, pools)
+        catalog = None
+        if models is not None:
+            from policy.rl.agent import ModelCatalog
+
+            catalog = ModelCatalog(models)
         checkpoint = (
             None
             if checkpoint_minutes is None
@@ -157,6 +164,7 @@ def bench_policy(
                 start_every_hours=start_every_hours,
                 checkpoint=checkpoint,
                 on_job=lambda key, name: bar.update(task, advance=1, description=f"{key} {name}"),
+                models=catalog,
             )
     except (PolicyError, ValueError) as exc:
         fail(str(exc))

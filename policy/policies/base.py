@@ -1,7 +1,8 @@
 """The policy interface: every policy sees the present tick and the past, and picks an action.
 
 Actions are small ints: :data:`NONE` (wait), :data:`ON_DEMAND`, or ``spot(z)`` for spot in
-pool ``z``. Policies are registered by name (:func:`register`) and built with :func:`make`.
+pool ``z``. Policies are registered by name (:func:`register`) and built with :func:`make`;
+learned models are named by their file stem in a :class:`policy.rl.agent.ModelCatalog`.
 """
 
 from __future__ import annotations
@@ -9,13 +10,16 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import ClassVar, TypeVar
+from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 import numpy as np
 
 from policy.errors import UnknownPolicy
 from policy.job import JobTicks
 from policy.traces import Pool
+
+if TYPE_CHECKING:
+    from policy.rl.agent import ModelCatalog
 
 NONE = 0
 ON_DEMAND = 1
@@ -111,24 +115,30 @@ BEST = "risk_aware"
 """The policy the project recommends: the bench and the API accept ``best`` for it."""
 
 
-def make(name: str) -> Policy:
-    """A fresh policy by registered name, ``best``, ``ppo`` (the shipped learned policy) or the
-    path of a trained model ``.zip``.
+def names(models: ModelCatalog | None = None) -> list[str]:
+    """Every name :func:`make` accepts: the registered policies, ``best`` and the models."""
+    import policy.policies  # noqa: F401  (registers the built-in policies)
+    from policy.rl.agent import shipped_models
+
+    catalog = models or shipped_models()
+    return sorted({*REGISTRY, "best", *catalog.names})
+
+
+def make(name: str, models: ModelCatalog | None = None) -> Policy:
+    """A fresh policy by registered name, ``best``, or the name of a learned model in
+    ``models`` (default: the shipped models, e.g. ``ppo``). A name never selects a file.
 
     Raises:
-        UnknownPolicy: naming the registered policies.
+        UnknownPolicy: naming the policies there are.
     """
     import policy.policies  # noqa: F401  (registers the built-in policies)
+    from policy.rl.agent import shipped_models
 
     if name == "best":
         name = BEST
-    if name == "ppo" or name.endswith(".zip"):
-        from pathlib import Path
-
-        from policy.rl.agent import LearnedPolicy
-
-        return LearnedPolicy(None if name == "ppo" else Path(name))
-    if name not in REGISTRY:
-        names = ", ".join(sorted([*REGISTRY, "best", "ppo"]))
-        raise UnknownPolicy(f"unknown policy {name!r}; choose from {names} or a model .zip path")
-    return REGISTRY[name]()
+    if name in REGISTRY:
+        return REGISTRY[name]()
+    catalog = models or shipped_models()
+    if name in catalog.names:
+        return catalog.policy(name)
+    raise UnknownPolicy(f"unknown policy {name[:80]!r}; choose from {', '.join(names(catalog))}")

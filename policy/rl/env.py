@@ -35,6 +35,14 @@ def instance_action(slot: int, n_pools: int) -> int:
     return slot if slot - SPOT0 < n_pools else NONE
 
 
+def spaces(max_pools: int) -> tuple[gym.spaces.Box, gym.spaces.MultiDiscrete]:
+    """The observation and action spaces of a job over at most ``max_pools`` pools."""
+    observations = gym.spaces.Box(
+        low=-10.0, high=10.0, shape=(observation_size(max_pools),), dtype=np.float32
+    )
+    return observations, gym.spaces.MultiDiscrete([SPOT0 + max_pools, len(CHECKPOINT_MINUTES)])
+
+
 class Guardrails:
     """Rules around a learned policy: keep a running spot instance until it is preempted (as
     every baseline does), and the safety net: on-demand to the end once not on spot and the
@@ -76,10 +84,7 @@ class SpotJobEnv(gym.Env[np.ndarray, np.ndarray]):
         self.checkpoint = checkpoint or CheckpointMode(
             interval_minutes=None, stall_seconds=30.0, notice_seconds=120.0
         )
-        self.observation_space = gym.spaces.Box(
-            low=-10.0, high=10.0, shape=(observation_size(max_pools),), dtype=np.float32
-        )
-        self.action_space = gym.spaces.MultiDiscrete([SPOT0 + max_pools, len(CHECKPOINT_MINUTES)])
+        self.observation_space, self.action_space = spaces(max_pools)
         self._ticks_per_minute = 60.0 / traces.gap_seconds
         self.on_tick: Callable[[Observation], None] | None = None
         """Called with every tick's observation (an expert to imitate follows the job)."""

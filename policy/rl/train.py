@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from policy.job import JobSpec
-from policy.rl.agent import AgentConfig
+from policy.rl.agent import NET_ARCH, AgentConfig, save_model
 from policy.rl.env import SpotJobEnv
 from policy.rl.imitation import clone, demonstrations
 from policy.simulate import job_starts
@@ -36,8 +36,9 @@ def train_ppo(
     imitation_epochs: int = 30,
     progress_bar: bool = False,
 ) -> Path:
-    """Train PPO on jobs that end before ``until_hours``; write ``out/ppo.zip`` + ``.json`` and
-    TensorBoard logs under ``out/tensorboard``. Returns the .zip path.
+    """Train PPO on jobs that end before ``until_hours``; write ``out/ppo.pt`` (weights) +
+    ``.json`` (config and weights hash) and TensorBoard logs under ``out/tensorboard``. Returns
+    the .pt path.
 
     With ``imitate``, the policy network first clones that policy's choices on
     ``imitation_episodes`` training jobs, and PPO then fine-tunes it at a lower learning rate.
@@ -65,7 +66,7 @@ def train_ppo(
         gae_lambda=0.95,
         ent_coef=0.003,
         learning_rate=1e-4 if imitate else 3e-4,
-        policy_kwargs={"net_arch": [64, 64]},
+        policy_kwargs={"net_arch": list(NET_ARCH)},
         tensorboard_log=str(out / "tensorboard"),
         seed=seed,
         device="cpu",
@@ -86,12 +87,10 @@ def train_ppo(
             "final_nll": round(loss, 4),
         }
     model.learn(total_timesteps=timesteps, progress_bar=progress_bar, tb_log_name="ppo")
-    out.mkdir(parents=True, exist_ok=True)
-    target = out / "ppo.zip"
-    model.save(target)
-    AgentConfig(
+    config = AgentConfig(
         algo="ppo",
         max_pools=max_pools,
+        weights_sha256="",  # save_model records it
         trained={
             "pools": list(traces.names),
             "until_hours": until_hours,
@@ -109,5 +108,5 @@ def train_ppo(
             "gap_seconds": traces.gap_seconds,
             "mean_start_hour": float(np.mean(starts)) * traces.gap_seconds / 3600,
         },
-    ).write(target.with_suffix(".json"))
-    return target
+    )
+    return save_model(model.policy, config, out, "ppo")

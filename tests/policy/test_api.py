@@ -77,7 +77,7 @@ def test_the_safety_net_answers_on_demand_when_slack_is_gone(client: TestClient)
     [
         ({"job": {**JOB, "deadline_hours": 10}}, 422, "no schedule fits"),
         ({"policy": "cheapest"}, 422, "unknown policy"),
-        ({"policy": "omniscient"}, 422, "needs the future"),
+        ({"policy": "omniscient"}, 422, "this service serves"),
         ({"pools": {"mars-1a": {"available": True}}}, 404, "unknown pool"),
         ({"state": {"elapsed_hours": 1, "progress_hours": 0, "instance": "spot"}}, 422, "pool"),
         ({"surprise": 1}, 422, "surprise"),

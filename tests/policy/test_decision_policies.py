@@ -11,6 +11,7 @@ import policy
 from policy.hazard import AvailabilityHazard
 from policy.job import REFERENCE
 from policy.policies.base import JobContext, Observation, Policy, make
+from policy.rl.agent import ModelCatalog
 from policy.rl.env import SpotJobEnv
 from policy.rl.train import train_ppo, training_starts
 from policy.simulate import job_starts, simulate
@@ -195,10 +196,10 @@ def test_the_env_features_match_inference_which_sees_every_tick(bundled: TraceSe
     np.testing.assert_allclose(seen, expected, rtol=1e-6)
 
 
-def test_seeded_training_is_reproducible_and_loadable_by_path(
+def test_seeded_training_is_reproducible_and_loadable_from_its_folder(
     bundled: TraceSet, tmp_path: Path
 ) -> None:
-    zips = [
+    weights = [
         train_ppo(
             bundled,
             SPEC,
@@ -211,11 +212,11 @@ def test_seeded_training_is_reproducible_and_loadable_by_path(
         )
         for i in range(2)
     ]
-    assert zips[0].read_bytes() != b""
-    config = zips[0].with_suffix(".json").read_text()
+    assert weights[0].name == "ppo.pt" and weights[0].read_bytes() != b""
+    config = weights[0].with_suffix(".json").read_text()
     assert '"until_hours": 480' in config and '"algo": "ppo"' in config
     assert '"expert": "risk_aware"' in config
-    results = [simulate(make(str(z)), bundled, SPEC, 3000) for z in zips]
+    results = [simulate(make("ppo", ModelCatalog(w.parent)), bundled, SPEC, 3000) for w in weights]
     assert results[0] == results[1]
     assert list((tmp_path / "run0" / "tensorboard").rglob("events.out.tfevents*"))
 

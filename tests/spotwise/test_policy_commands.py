@@ -164,7 +164,9 @@ def test_plan_recommends_pools_with_a_cost_breakdown(cli: CliRun) -> None:
     assert none.returncode != 0 and "no pool" in none.stderr
 
 
-def test_train_a_policy_then_bench_it_by_path_next_to_best(cli: CliRun, tmp_path: Path) -> None:
+def test_train_a_policy_then_bench_it_from_its_folder_next_to_best(
+    cli: CliRun, tmp_path: Path
+) -> None:
     out = tmp_path / "model"
     trained = cli(
         "policy",
@@ -180,11 +182,13 @@ def test_train_a_policy_then_bench_it_by_path_next_to_best(cli: CliRun, tmp_path
         "3",
     )
     assert trained.returncode == 0, trained.stderr
-    assert (out / "ppo.zip").is_file() and (out / "ppo.json").is_file()
-    result = bench(cli, "--zones", "multi", "--policies", f"best,{out / 'ppo.zip'}", "--json")
+    assert (out / "ppo.pt").is_file() and (out / "ppo.json").is_file()
+    result = bench(
+        cli, "--zones", "multi", "--models", str(out), "--policies", "best,ppo", "--json"
+    )
     assert result.returncode == 0, result.stderr
     results = json.loads(result.stdout)["results"]["all"]
-    assert set(results) == {"best", str(out / "ppo.zip")}
+    assert set(results) == {"best", "ppo"}
     assert all(r["deadline_miss_rate"] == 0.0 for r in results.values())
 
 
