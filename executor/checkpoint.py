@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import mmap
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -27,7 +28,35 @@ from executor.storage import MANIFEST, Replica
 
 LARGE_TENSOR_BYTES = 1 << 20
 SMALL_FILE = "small.bin"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""Version 2 seals the manifest (skeleton, tensor layout, file hashes) with its own sha256."""
+
+
+def seal(manifest: dict[str, Any]) -> bytes:
+    """The manifest file: a first line with the sha256 of the JSON body that follows it."""
+    body = json.dumps(manifest).encode()
+    return f"sha256:{hashlib.sha256(body).hexdigest()}\n".encode() + body
+
+
+def unseal(data: bytes | bytearray | memoryview | mmap.mmap, where: str) -> dict[str, Any]:
+    """The manifest from its file, once its checksum holds.
+
+    Raises:
+        CheckpointError: unsealed (an older format), damaged or unreadable.
+    """
+    raw = bytes(data)
+    head, _, body = raw.partition(b"\n")
+    if not head.startswith(b"sha256:") or hashlib.sha256(body).hexdigest() != head[7:].decode(
+        "ascii", "replace"
+    ):
+        raise CheckpointError(f"{where}: manifest checksum mismatch (damaged or not sealed)")
+    try:
+        manifest = json.loads(body)
+    except (ValueError, RecursionError) as exc:
+        raise CheckpointError(f"{where}: unreadable manifest ({type(exc).__name__})") from exc
+    if not isinstance(manifest, dict):
+        raise CheckpointError(f"{where}: the manifest is not a JSON object")
+    return manifest
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -193,7 +222,7 @@ class CheckpointManager:
                     "tensors": entries,
                     "files": files,
                 }
-                replica.commit(staging, step, json.dumps(manifest).encode())
+                replica.commit(staging, step, seal(manifest))
                 written = max(written, nbytes)
                 manifests.append(manifest)
             except Exception as exc:
@@ -280,9 +309,10 @@ class CheckpointManager:
     def _base_of(self, replica: Replica, step: int) -> int | None:
         if step not in self._bases_of:
             try:
-                manifest = json.loads(bytes(replica.read(f"step-{step}/{MANIFEST}")))
+                where = f"{replica.url}/step-{step}"
+                manifest = unseal(replica.read(f"step-{step}/{MANIFEST}"), where)
                 self._bases_of[step] = manifest.get("base_step")
-            except (OSError, ValueError):
+            except (OSError, CheckpointError):
                 return None
         return self._bases_of[step]
 
@@ -298,8 +328,16 @@ class CheckpointManager:
                     continue
                 try:
                     checkpoint = self._read(replica, candidate)
-                except (CheckpointError, OSError, ValueError, KeyError, RuntimeError):
-                    continue
+                except (
+                    CheckpointError,
+                    OSError,
+                    ValueError,
+                    KeyError,
+                    TypeError,
+                    IndexError,
+                    RuntimeError,
+                ):
+                    continue  # damaged: the next older intact copy wins
                 # Later saves are incremental against this one only if it is full.
                 self._base = None
                 self._base_step = None
@@ -313,9 +351,10 @@ class CheckpointManager:
         yield from sorted({s for r in self.replicas for s in r.steps()}, reverse=True)
 
     def _read(self, replica: Replica, step: int) -> Checkpoint:
-        manifest = json.loads(bytes(replica.read(f"step-{step}/{MANIFEST}")))
+        where = f"{replica.url}/step-{step}"
+        manifest = unseal(replica.read(f"step-{step}/{MANIFEST}"), where)
         if manifest.get("format") != FORMAT_VERSION or manifest.get("step") != step:
-            raise CheckpointError(f"{replica.url}/step-{step}: unknown manifest")
+            raise CheckpointError(f"{where}: unknown manifest format or step")
         contents = {}
         for name, expected in manifest["files"].items():
             data = replica.read(name)
@@ -328,7 +367,12 @@ class CheckpointManager:
         tensors = {}
         for key, entry in manifest["tensors"].items():
             data = contents[entry["file"]]
-            chunk = memoryview(data)[entry["offset"] : entry["offset"] + entry["nbytes"]]
+            offset, nbytes = entry["offset"], entry["nbytes"]
+            if not (isinstance(offset, int) and isinstance(nbytes, int)) or not (
+                0 <= offset <= offset + nbytes <= len(data)
+            ):
+                raise CheckpointError(f"{where}: tensor {key} lies outside its file")
+            chunk = memoryview(data)[offset : offset + nbytes]
             tensors[key] = tensor_from_bytes(chunk, entry["dtype"], entry["shape"])
         return Checkpoint(
             step=step, state=unflatten(manifest["skeleton"], tensors), url=replica.url

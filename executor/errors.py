@@ -27,3 +27,17 @@ class Preempted(SystemExit):
 
 class NoCapacity(ExecutorError):
     """The provider would not start an instance in this pool now (capacity or price)."""
+
+
+class LaunchError(ExecutorError):
+    """The command could not be started at all (not found, not executable): relaunching
+    would not help."""
+
+
+class Cancelled(ExecutorError):
+    """The supervisor was told to stop (SIGTERM, SIGINT or ``spotwise jobs cancel``); the job
+    was given its grace to checkpoint, then stopped."""
+
+    def __init__(self, message: str, signum: int, job_id: str) -> None:
+        super().__init__(message)
+        self.signum, self.job_id = signum, job_id

@@ -7,6 +7,8 @@ Hours are the cloud's hours: under the local launcher's replayed traces they are
 
 from __future__ import annotations
 
+import os
+import socket
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,7 +46,7 @@ class Ledger:
         self._seq = 0
         with MarketStore.open(store_path) as store:
             store.execute(
-                "INSERT INTO jobs VALUES (?, ?, ?, ?, now(), NULL, 'running', ?, ?, ?, ?)",
+                "INSERT INTO jobs VALUES (?, ?, ?, ?, now(), NULL, 'running', ?, ?, ?, ?, ?, ?)",
                 [
                     self.job_id,
                     info.name,
@@ -54,6 +56,8 @@ class Ledger:
                     info.deadline_hours,
                     info.on_demand_price,
                     info.checkpoint_usd_per_gb_month,
+                    socket.gethostname(),
+                    os.getpid(),
                 ],
             )
 
@@ -91,7 +95,7 @@ class Ledger:
             )
 
     def finish(self, status: str) -> None:
-        """Mark the job ``completed`` or ``failed``."""
+        """Mark the job ``completed``, ``failed`` or ``cancelled``, with its end time."""
         with MarketStore.open(self.store_path) as store:
             store.execute(
                 "UPDATE jobs SET ended = now(), status = ? WHERE job_id = ?", [status, self.job_id]

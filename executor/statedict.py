@@ -72,11 +72,57 @@ def tensor_bytes(tensor: torch.Tensor) -> memoryview:
     return memoryview(tensor.reshape(-1).view(torch.uint8).numpy().data)
 
 
+DTYPES: dict[str, torch.dtype] = {
+    f"torch.{name}": getattr(torch, name)
+    for name in (
+        "float64",
+        "float32",
+        "float16",
+        "bfloat16",
+        "float8_e4m3fn",
+        "float8_e5m2",
+        "complex32",
+        "complex64",
+        "complex128",
+        "int64",
+        "int32",
+        "int16",
+        "int8",
+        "uint64",
+        "uint32",
+        "uint16",
+        "uint8",
+        "bool",
+    )
+    if isinstance(getattr(torch, name, None), torch.dtype)
+}
+"""The dtypes a checkpoint may name (``"torch.float32"``, ...): anything else is refused."""
+
+
 def tensor_from_bytes(
     data: bytes | bytearray | memoryview, dtype: str, shape: list[int]
 ) -> torch.Tensor:
-    """A tensor from raw bytes written by :func:`tensor_bytes`."""
-    torch_dtype = getattr(torch, dtype.removeprefix("torch."))
+    """A tensor from raw bytes written by :func:`tensor_bytes`.
+
+    Raises:
+        CheckpointError: a dtype outside :data:`DTYPES`, a bad shape, or a byte count that
+            does not match them.
+    """
+    torch_dtype = DTYPES.get(dtype)
+    if torch_dtype is None:
+        raise CheckpointError(f"unknown tensor dtype {dtype[:40]!r} in the checkpoint")
+    if not isinstance(shape, list) or not all(
+        isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape
+    ):
+        raise CheckpointError(f"bad tensor shape {str(shape)[:80]} in the checkpoint")
+    numel = 1
+    for n in shape:
+        numel *= n
+    if numel * torch_dtype.itemsize != len(data):
+        raise CheckpointError(
+            f"tensor of {dtype} {shape} needs {numel * torch_dtype.itemsize} bytes, "
+            f"the checkpoint holds {len(data)}"
+        )
     if len(data) == 0:
         return torch.empty(shape, dtype=torch_dtype)
     # A writable buffer is viewed in place; anything else is copied once.

@@ -151,12 +151,16 @@ class Replica:
                 self.fs.rm(self.path(f"step-{step}"), recursive=True)
 
     def remove_stale(self) -> None:
-        """Delete temporary folders that crashed writers left behind (local only)."""
+        """Delete temporary folders and ``latest`` files that crashed writers left behind
+        (local only)."""
         if not self.local:
             return
         for name in os.listdir(self.root):
             if name.startswith(_TMP_PREFIX):
                 shutil.rmtree(self.path(name), ignore_errors=True)
+            elif name.startswith(f".{LATEST}."):
+                with contextlib.suppress(OSError):
+                    os.remove(self.path(name))
 
 
 def _fsync_dir(path: str) -> None:

@@ -5,21 +5,35 @@ and when the command exits with the preempted code asks again and relaunches (sa
 another pool, or on-demand). It moves proactively when the risk forecast for the current pool
 crosses ``migrate_risk`` and a safer pool is free, falls back to on-demand for good after
 ``on_demand_after`` preemptions, and stops with a clear error on exits that are not
-preemptions once ``max_failures`` is reached. Every instance, notice, preemption, migration and
-lost hour goes to the ledger.
+preemptions once ``max_failures`` is reached. A command that stops stepping for
+``stall_timeout_s`` is killed and counts as a failure (it resumes from its checkpoint). SIGTERM
+or SIGINT to the supervisor passes a notice to the job, gives it ``cancel_grace_s`` to
+checkpoint, stops it and records the job ``cancelled``. Every instance, notice, preemption,
+migration and lost hour goes to the ledger, and the job never stays ``running`` after the
+supervisor returns.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType
 
 import numpy as np
 
-from executor.errors import PREEMPTED_EXIT_CODE, ExecutorError, NoCapacity
+from executor.errors import (
+    PREEMPTED_EXIT_CODE,
+    Cancelled,
+    ExecutorError,
+    LaunchError,
+    NoCapacity,
+)
 from executor.launchers.base import Instance, Launcher, Placement
 from executor.ledger import Ledger
 from policy.client import PolicyClient
@@ -49,6 +63,11 @@ class SupervisorConfig:
     """Wall seconds a pool that refused a launch is left alone."""
     ckpt_dirs: tuple[Path, ...] = ()
     """Local checkpoint folders whose size is reported to the ledger at the end."""
+    stall_timeout_s: float | None = 600.0
+    """Wall seconds without a step heartbeat (or a first one) before a job counts as hung
+    (None = never)."""
+    cancel_grace_s: float = 30.0
+    """Wall seconds a cancelled job gets to checkpoint and leave before it is killed."""
 
 
 @dataclass(slots=True)
@@ -84,6 +103,32 @@ class Supervisor:
         self._reclaimed: dict[str, float] = {}
         """Pools under a preemption notice, until (wall clock) the provider takes them back."""
         self._cached_client: tuple[tuple[object, ...], PolicyClient] | None = None
+        self._cancel: int | None = None
+        """The signal that asked the supervisor to stop, once one has."""
+        self._instance: Instance | None = None
+
+    def cancel(self, signum: int = signal.SIGTERM) -> None:
+        """Stop the job: a notice now, a kill after ``cancel_grace_s`` (a second call: now)."""
+        if self._cancel is not None and self._instance is not None:
+            self._instance.kill()
+        self._cancel = signum
+
+    @contextlib.contextmanager
+    def _stop_on_signals(self) -> Iterator[None]:
+        """SIGTERM and SIGINT cancel the job while it runs (main thread only)."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+
+        def handler(signum: int, _: FrameType | None) -> None:
+            self.cancel(signum)
+
+        previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            yield
+        finally:
+            for s, old in previous.items():
+                signal.signal(s, old)
 
     def _client(self) -> PolicyClient:
         """The policy client over the history so far, built again only when it has grown."""
@@ -122,14 +167,39 @@ class Supervisor:
         return Placement(market="spot", pool=decision.pool, price=job.spot_price)
 
     def run(self, command: Sequence[str]) -> RunReport:
-        """Run ``command`` until it completes.
+        """Run ``command`` until it completes; the job is never left ``running``.
 
         Raises:
-            ExecutorError: after ``max_failures`` exits that were not preemptions.
+            ExecutorError: after ``max_failures`` exits that were not preemptions, or when the
+                command cannot be started.
+            Cancelled: on SIGTERM/SIGINT (or :meth:`cancel`), after the job had its grace.
         """
+        try:
+            with self._stop_on_signals():
+                self._run(command)
+        except Cancelled:
+            self.ledger.finish("cancelled")
+            raise
+        except BaseException:
+            if self._instance is not None:
+                self._instance.terminate()
+            self.ledger.finish("failed")
+            raise
+        self.ledger.finish("completed")
+        return self.report
+
+    def _check_cancelled(self) -> None:
+        if self._cancel is not None:
+            name = signal.Signals(self._cancel).name
+            raise Cancelled(
+                f"cancelled by {name}: the job was stopped", self._cancel, self.ledger.job_id
+            )
+
+    def _run(self, command: Sequence[str]) -> None:
         avoid: str | None = None
         env = dict(os.environ)
         while True:
+            self._check_cancelled()
             placement = self._place(self._client(), avoid)
             avoid = None
             if placement is None:
@@ -143,10 +213,17 @@ class Supervisor:
                 self.progress(f"no capacity ({exc}): choosing again")
                 self._reclaimed[placement.pool or ""] = time.monotonic() + self.config.no_capacity_s
                 continue
+            except LaunchError as exc:
+                self.ledger.record("failure", pool=placement.pool, detail=str(exc))
+                raise
+            self._instance = instance
             self.report.instances += 1
             self.report.placements.append(placement.describe())
             outcome, code = self._watch(instance)
+            self._instance = None
             self._account(instance, outcome)
+            if outcome == "cancelled":
+                self._check_cancelled()
             if outcome == "done":
                 self.report.completed = True
                 break
@@ -161,28 +238,49 @@ class Supervisor:
                 self.progress(f"preempted on {placement.describe()}")
             else:
                 self.report.failures += 1
-                self.ledger.record("failure", pool=placement.pool, detail=f"exit code {code}")
+                why = (
+                    f"no step heartbeat for {self.config.stall_timeout_s:.0f} s (hung; "
+                    "--stall-timeout)"
+                    if outcome == "stalled"
+                    else f"exit code {code}"
+                )
+                self.ledger.record("failure", pool=placement.pool, detail=why)
                 if self.report.failures >= self.config.max_failures:
-                    self.ledger.finish("failed")
                     raise ExecutorError(
-                        f"{command[0]} exited with code {code} (not a preemption) "
-                        f"{self.report.failures} times; fix the job and run again"
+                        f"{command[0]}: {why} (not a preemption), {self.report.failures} "
+                        "times; fix the job and run again"
                     )
-                self.progress(f"exit code {code} (not a preemption): relaunching once more")
+                self.progress(f"{why} (not a preemption): relaunching from its checkpoint")
         for folder in self.config.ckpt_dirs:
             size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
             self.ledger.record("checkpoint", nbytes=size, detail=str(folder))
-        self.ledger.finish("completed")
-        return self.report
 
     def _watch(self, instance: Instance) -> tuple[str, int]:
-        """Follow one instance to its end: forward notices, move on high risk."""
-        noticed = migrating = killed = False
-        notice_at = kill_at = None
+        """Follow one instance to its end: forward notices, move on high risk, stop it when
+        it hangs or the supervisor is cancelled."""
+        noticed = migrating = killed = stalled = False
+        notice_at = kill_at = cancel_kill_at = None
         next_risk_check = time.monotonic()
         pool = instance.placement.pool
+        stall_s = self.config.stall_timeout_s
         while (code := instance.poll()) is None:
             now = time.monotonic()
+            if self._cancel is not None:
+                if cancel_kill_at is None:
+                    cancel_kill_at = now + self.config.cancel_grace_s
+                    if not noticed and not migrating:
+                        instance.notice()
+                    self.progress("cancelling: the job has its grace to checkpoint")
+                if not killed and now >= cancel_kill_at:
+                    instance.kill()
+                    killed = True
+                time.sleep(self.config.poll_s)
+                continue
+            if stall_s is not None and not (noticed or migrating or killed):
+                quiet = instance.quiet_s()
+                if quiet is not None and quiet > stall_s:
+                    instance.kill()
+                    killed = stalled = True
             started = any(e.get("event") in ("fresh", "resumed") for e in instance.events)
             if started and notice_at is None and not migrating:
                 due = self.launcher.preemption_in_s(instance)
@@ -208,6 +306,10 @@ class Supervisor:
                     migrating = True
             time.sleep(self.config.poll_s)
         instance.terminate()
+        if cancel_kill_at is not None:
+            return "cancelled", code
+        if stalled:
+            return "stalled", code
         if code == 0:
             return "done", code
         # A move that got out before the kill is a move, even if the pool's own notice came

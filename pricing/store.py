@@ -52,9 +52,14 @@ MIGRATIONS: tuple[str, ...] = (
         hours DOUBLE, price DOUBLE, cost_usd DOUBLE, bytes BIGINT, detail VARCHAR,
         PRIMARY KEY (job_id, seq));
     """,
+    """
+    ALTER TABLE jobs ADD COLUMN host VARCHAR;
+    ALTER TABLE jobs ADD COLUMN supervisor_pid INTEGER;
+    """,
 )
 """Migration ``i`` takes a store from schema version ``i`` to ``i + 1``. Version 2 adds the
-executor's ledger (``jobs``, ``ledger``), written by :mod:`executor.ledger`."""
+executor's ledger (``jobs``, ``ledger``), written by :mod:`executor.ledger`; version 3 records
+where each job's supervisor runs (``host``, ``supervisor_pid``), so it can be cancelled."""
 
 SCHEMA_VERSION = len(MIGRATIONS)
 TABLES = ("prices", "availability", "events", "bands", "placement_scores", "forecasts")

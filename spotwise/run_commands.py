@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from executor.errors import ExecutorError
+from executor.errors import Cancelled, ExecutorError
 from executor.launchers.base import Launcher
 from executor.launchers.torchrun import Elastic, torchrun_command
 from executor.ledger import job_report, list_jobs
@@ -91,6 +91,23 @@ def run(
     ] = 0.5,
     max_failures: Annotated[int, typer.Option("--max-failures", min=1)] = 2,
     lead_s: Annotated[float, typer.Option("--notice-lead-s", min=0.0)] = 2.0,
+    stall_timeout: Annotated[
+        float,
+        typer.Option(
+            "--stall-timeout",
+            min=0.0,
+            help="Seconds without a training step (the guard's heartbeat) before the job is "
+            "taken for hung, killed and relaunched from its checkpoint (0 = never).",
+        ),
+    ] = 600.0,
+    cancel_grace: Annotated[
+        float,
+        typer.Option(
+            "--cancel-grace",
+            min=0.0,
+            help="On SIGTERM/Ctrl-C: seconds the job gets to checkpoint before it is killed.",
+        ),
+    ] = 30.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     store: StoreOption = None,
 ) -> None:
@@ -134,6 +151,8 @@ def run(
         migrate_risk=migrate_risk,
         max_failures=max_failures,
         ckpt_dirs=tuple(Path(c) for c in ckpt or [] if "://" not in c),
+        stall_timeout_s=stall_timeout or None,
+        cancel_grace_s=cancel_grace,
     )
     with open_store(store) as market:
         store_path = market.path
@@ -147,6 +166,11 @@ def run(
             name=Path(command[0]).name,
             progress=lambda m: err.print(f"… {m}"),
         )
+    except Cancelled as exc:
+        err.print(f"{exc}")
+        with open_store(store) as market:
+            _print_report(job_report(market, exc.job_id), as_json)
+        raise typer.Exit(128 + exc.signum) from None
     except (ExecutorError, PolicyError, PricingError) as exc:
         fail(str(exc))
     _print_report(report, as_json)
@@ -229,6 +253,27 @@ def jobs_list(
             str(row.migrations),
         )
     out.print(table)
+
+
+@jobs_app.command("cancel")
+def jobs_cancel(
+    job_id: Annotated[str, typer.Argument(help="A running job's id (`spotwise jobs list`).")],
+    wait_s: Annotated[
+        float, typer.Option("--wait-s", min=0.0, help="Seconds to wait for it to stop.")
+    ] = 60.0,
+    store: StoreOption = None,
+) -> None:
+    """Cancel a running job: its supervisor passes a notice, waits for the checkpoint, stops
+    the job and everything it runs (cloud instances too), and records it cancelled."""
+    from executor.cancel import cancel_job
+
+    with open_store(store) as market:
+        path = market.path
+    try:
+        status = cancel_job(path, job_id, wait_s=wait_s)
+    except (ExecutorError, PricingError) as exc:
+        fail(str(exc))
+    out.print(f"job {job_id}: {status}")
 
 
 @jobs_app.command("show")

@@ -32,8 +32,8 @@ from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
 from executor.errors import Preempted
-from executor.guard import Guard, guard
 from executor.statedict import flatten, tensor_bytes
+from executor.training_guard import Guard, guard
 
 # dist.set_timeout is public in recent torch; older releases (>= 2.3) have the private name.
 set_timeout = getattr(dist, "set_timeout", None) or dist.distributed_c10d._set_pg_timeout

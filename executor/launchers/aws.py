@@ -97,6 +97,10 @@ class AwsInstance:
     def kill(self) -> None:
         self.launcher.ec2.terminate_instances(InstanceIds=[self.instance_id])
 
+    def quiet_s(self) -> None:
+        """Not known from here: the instance reports only its exit code."""
+        return None
+
     def terminate(self) -> None:
         self.launcher.ec2.terminate_instances(InstanceIds=[self.instance_id])
 

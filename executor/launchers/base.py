@@ -39,7 +39,12 @@ class Instance(Protocol):
         ...
 
     def kill(self) -> None:
-        """Take the instance away now."""
+        """Take the instance away now (with everything the command started)."""
+        ...
+
+    def quiet_s(self) -> float | None:
+        """Seconds since the command's last step heartbeat (or its launch, before the first);
+        None when this launcher cannot tell."""
         ...
 
     def terminate(self) -> None:

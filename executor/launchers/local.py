@@ -4,28 +4,57 @@ they did on the cloud. The trace clock runs ``scale`` times faster than the wall
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from executor.errors import LaunchError
+from executor.heartbeat import HEARTBEAT_ENV, seconds_quiet
 from executor.launchers.base import Placement
 from policy.traces import TraceSet
 
 
 class LocalInstance:
-    """A subprocess standing in for an instance; it records the command's JSON events."""
+    """A subprocess standing in for an instance; it records the command's JSON events.
+
+    The command runs in a session of its own, so a Ctrl-C at the terminal reaches only the
+    supervisor (which passes a notice on) and a kill takes every process the command started.
+
+    Raises:
+        LaunchError: when the command cannot be started (not found, not executable).
+    """
 
     def __init__(self, placement: Placement, command: Sequence[str], env: dict[str, str]) -> None:
         self.placement = placement
         self.events: list[dict[str, Any]] = []
         self.started = time.monotonic()
-        self._process = subprocess.Popen(list(command), stdout=subprocess.PIPE, text=True, env=env)
+        self._started_wall = time.time()
+        self._folder = Path(tempfile.mkdtemp(prefix="spotwise-instance-"))  # mode 0700
+        self._heartbeat = self._folder / "heartbeat"
+        try:
+            self._process = subprocess.Popen(
+                list(command),
+                stdout=subprocess.PIPE,
+                text=True,
+                env={**env, HEARTBEAT_ENV: str(self._heartbeat)},
+                start_new_session=True,
+            )
+        except OSError as exc:
+            shutil.rmtree(self._folder, ignore_errors=True)
+            raise LaunchError(
+                f"cannot start {command[0]!r}: {exc.strerror or exc}; check the command after --"
+            ) from exc
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
@@ -51,12 +80,16 @@ class LocalInstance:
             self._process.send_signal(signal.SIGTERM)
 
     def kill(self) -> None:
-        if self._process.poll() is None:
-            self._process.kill()
+        with contextlib.suppress(ProcessLookupError, PermissionError):  # the group is gone
+            os.killpg(self._process.pid, signal.SIGKILL)
+
+    def quiet_s(self) -> float:
+        return seconds_quiet(self._heartbeat, self._started_wall)
 
     def terminate(self) -> None:
         self.kill()
         self._process.wait()
+        shutil.rmtree(self._folder, ignore_errors=True)
 
 
 class LocalLauncher:

@@ -5,17 +5,22 @@ It "trains" for ``--work-s`` seconds in total across launches, keeping its progr
 It prints the executor's JSON events (``fresh``/``resumed``, ``first_step``, ``preempted``,
 ``done``). ``--fail-with CODE`` exits with CODE at once (a real error); ``--exit-delay-s S``
 makes it take S more seconds to exit after saving on SIGTERM, with SIGTERM back to its default
-action meanwhile, as the executor's guard leaves it (a slow teardown).
+action meanwhile, as the executor's guard leaves it (a slow teardown). It beats the step
+heartbeat as the guard does; ``--hang-after-s S`` stops stepping and beating after S seconds of
+a launch (a hung job); ``--pid-file F`` writes its pid there.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 import time
 from pathlib import Path
+
+from executor.heartbeat import Heartbeat
 
 PREEMPTED_EXIT_CODE = 75
 
@@ -30,7 +35,11 @@ def main() -> int:
     parser.add_argument("--state", type=Path, required=True)
     parser.add_argument("--fail-with", type=int, default=0)
     parser.add_argument("--exit-delay-s", type=float, default=0.0)
+    parser.add_argument("--hang-after-s", type=float, default=None)
+    parser.add_argument("--pid-file", type=Path, default=None)
     args = parser.parse_args()
+    if args.pid_file:
+        args.pid_file.write_text(str(os.getpid()))
     if args.fail_with:
         print("boom", file=sys.stderr)
         return args.fail_with
@@ -44,7 +53,13 @@ def main() -> int:
 
     signal.signal(signal.SIGTERM, on_term)
     emit("first_step", step=done)
+    heartbeat = Heartbeat()
+    began = time.monotonic()
     while done < args.work_s:
+        if args.hang_after_s is not None and time.monotonic() - began > args.hang_after_s:
+            args.state.write_text(str(done))  # its last checkpoint
+            time.sleep(1e5)
+        heartbeat.beat()
         if stop:
             args.state.write_text(str(done))
             emit("preempted", step=done)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import multiprocessing
 import os
 import random
@@ -17,7 +16,7 @@ import numpy as np
 import pytest
 import torch
 
-from executor.checkpoint import CheckpointManager
+from executor.checkpoint import CheckpointManager, unseal
 from executor.errors import CheckpointError
 
 
@@ -67,7 +66,7 @@ def test_save_commits_step_folders_with_a_manifest_and_latest(tmp_path: Path) ->
     manager.close()
     assert sorted(os.listdir(tmp_path)) == ["latest", "step-7"]
     assert (tmp_path / "latest").read_text() == "7"
-    manifest = json.loads((tmp_path / "step-7/manifest.json").read_text())
+    manifest = unseal((tmp_path / "step-7/manifest.json").read_bytes(), "step-7")
     assert manifest["step"] == 7 and manifest["kind"] == "full"
     for name, entry in manifest["files"].items():
         assert (tmp_path / name).stat().st_size == entry["bytes"]

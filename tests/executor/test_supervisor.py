@@ -93,7 +93,7 @@ def test_after_n_preemptions_it_falls_back_to_on_demand(tmp_path: Path) -> None:
 
 def test_a_real_error_is_reported_and_not_relaunched_forever(tmp_path: Path) -> None:
     supervisor, command, store, ledger = supervise(tmp_path, market("1" * 60), work_s=5.0)
-    with pytest.raises(ExecutorError, match=r"exited with code 3 .not a preemption. 2 times"):
+    with pytest.raises(ExecutorError, match=r"exit code 3 \(not a preemption\), 2 times"):
         supervisor.run([*command, "--fail-with", "3"])
     assert supervisor.report.instances == 2
     with MarketStore.open(store) as market_store:

@@ -31,6 +31,7 @@ from executor.checkpoint import CheckpointManager
 from executor.data import ResumableBatches
 from executor.distributed import DistributedCheckpointer
 from executor.errors import CheckpointError, Preempted
+from executor.heartbeat import Heartbeat
 from executor.interval import checkpoint_interval_s, forecast_mtbf_s
 from executor.notices import NoticeSource, NoticeWatcher, SigtermSource, sources_from_env
 
@@ -99,6 +100,7 @@ class Guard:
         self.stalls_s: list[float] = []
         self._pending_rng: dict[str, Any] | None = None
         self._last_checkpoint = time.monotonic()
+        self.heartbeat = Heartbeat()
 
     # ---- state --------------------------------------------------------------------------
 
@@ -191,6 +193,7 @@ class Guard:
             Preempted: after committing a checkpoint on a stop notice (exit code 75).
         """
         self.step_count += 1
+        self.heartbeat.beat()
         stop = self.watcher.check_signals() is not None
         due = self.watcher.take_rebalance() or (
             time.monotonic() - self._last_checkpoint >= self.interval_s

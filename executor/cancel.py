@@ -1,0 +1,93 @@
+"""Cancelling a supervised job from another process (``spotwise jobs cancel``).
+
+The job's supervisor is found by the host and pid the ledger recorded; SIGTERM makes it pass a
+notice to the job, wait for the checkpoint, stop the job and record ``cancelled``. A supervisor
+that is already gone (killed, machine restarted) left its job ``running``: that row is closed as
+``cancelled`` here.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import time
+from pathlib import Path
+
+from executor.errors import ExecutorError
+from pricing.errors import StoreError
+from pricing.store import MarketStore
+
+
+def _job(store_path: Path, job_id: str) -> tuple[str, str | None, int | None]:
+    with MarketStore.open(store_path) as store:
+        rows = store.query(
+            "SELECT status, host, supervisor_pid FROM jobs WHERE job_id = ?", [job_id]
+        )
+    if rows.empty:
+        raise ExecutorError(f"no job {job_id!r} in the ledger; `spotwise jobs list` shows them")
+    row = rows.iloc[0]
+    pid = (
+        None
+        if row.supervisor_pid is None or row.supervisor_pid != row.supervisor_pid
+        else int(row.supervisor_pid)
+    )
+    return str(row.status), None if row.host is None else str(row.host), pid
+
+
+def supervisor_alive(pid: int) -> bool:
+    """Whether ``pid`` is a live Spotwise process on this machine (not a reused pid)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's live process: not ours to signal, see cancel_job
+    cmdline = Path(f"/proc/{pid}/cmdline")
+    if cmdline.exists():
+        return b"spotwise" in cmdline.read_bytes()
+    return True
+
+
+def cancel_job(store_path: Path, job_id: str, *, wait_s: float = 60.0) -> str:
+    """Cancel a running job; returns how it ended.
+
+    Raises:
+        ExecutorError: an unknown job, one that is not running, one supervised on another
+            machine, or a supervisor that did not stop within ``wait_s``.
+    """
+    status, host, pid = _job(store_path, job_id)
+    if status != "running":
+        raise ExecutorError(f"job {job_id} is {status}: nothing to cancel")
+    if host is not None and host != socket.gethostname():
+        raise ExecutorError(
+            f"job {job_id} is supervised on {host} (pid {pid}): run `spotwise jobs cancel` there"
+        )
+    if pid is None or not supervisor_alive(pid):
+        with MarketStore.open(store_path) as store:
+            store.execute(
+                "UPDATE jobs SET status = 'cancelled', ended = now() "
+                "WHERE job_id = ? AND status = 'running'",
+                [job_id],
+            )
+        return "cancelled (its supervisor had already gone)"
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except PermissionError as exc:
+        raise ExecutorError(
+            f"job {job_id}'s supervisor (pid {pid}) belongs to another user: ask them, or "
+            "run this as that user"
+        ) from exc
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        try:
+            status = _job(store_path, job_id)[0]
+        except StoreError:
+            continue  # the supervisor is writing its last entries
+        if status != "running":
+            return status
+    raise ExecutorError(
+        f"job {job_id}'s supervisor (pid {pid}) got SIGTERM but is still running after "
+        f"{wait_s:.0f} s; wait for its grace to end, or `kill -INT {pid}` to stop it now"
+    )
