@@ -53,9 +53,16 @@ def _traces_folder(traces: Path | None) -> Path:
 def _token(token_file: Path | None) -> str | None:
     if token_file is not None:
         try:
-            return token_file.read_text().strip() or None
+            mode = token_file.stat().st_mode
+            token = token_file.read_text().strip() or None
         except OSError as exc:
             fail(f"{token_file}: cannot read the token file ({exc})")
+        if mode & 0o077:
+            err.print(
+                f"warning: {token_file} is readable by group or others (mode "
+                f"{mode & 0o777:o}): `chmod 600 {token_file}`"
+            )
+        return token
     return os.environ.get("SPOTWISE_API_TOKEN") or None
 
 

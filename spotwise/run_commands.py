@@ -79,6 +79,21 @@ def run(
     instance_type: Annotated[str, typer.Option("--instance-type")] = "p3.2xlarge",
     image_id: Annotated[str | None, typer.Option("--image-id", show_default=False)] = None,
     bucket: Annotated[str | None, typer.Option("--bucket", show_default=False)] = None,
+    instance_profile: Annotated[
+        str | None,
+        typer.Option(
+            "--instance-profile", help="aws: the instances' IAM role.", show_default=False
+        ),
+    ] = None,
+    secret_env: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--secret-env",
+            help="aws: pass this environment variable to the job through SSM Parameter Store "
+            "(never user data; repeat for more).",
+            show_default=False,
+        ),
+    ] = None,
     endpoint_url: Annotated[
         str | None,
         typer.Option(
@@ -125,7 +140,14 @@ def run(
         )
         if launcher == "aws":
             chosen: Launcher = _aws_launcher(
-                region, names, instance_type, image_id, bucket, endpoint_url
+                region,
+                names,
+                instance_type,
+                image_id,
+                bucket,
+                endpoint_url,
+                instance_profile,
+                _secrets(secret_env or []),
             )
         else:
             trace_set = load_traces(traces or settings.bundled_traces())
@@ -176,6 +198,13 @@ def run(
     _print_report(report, as_json)
 
 
+def _secrets(names: list[str]) -> dict[str, str]:
+    missing = [n for n in names if n not in os.environ]
+    if missing:
+        fail(f"--secret-env {', '.join(missing)}: not set in this environment")
+    return {n: os.environ[n] for n in names}
+
+
 def _aws_launcher(
     region: str,
     zones: list[str] | None,
@@ -183,6 +212,8 @@ def _aws_launcher(
     image_id: str | None,
     bucket: str | None,
     endpoint_url: str | None,
+    instance_profile: str | None,
+    secrets: dict[str, str],
 ) -> Launcher:
     import uuid
 
@@ -201,6 +232,8 @@ def _aws_launcher(
         bucket=bucket,
         job_id=uuid.uuid4().hex[:12],
         endpoint_url=endpoint_url,
+        instance_profile=instance_profile,
+        secrets=secrets,
     )
 
 

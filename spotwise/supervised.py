@@ -78,7 +78,10 @@ def supervise(
         ),
     )
     supervisor = Supervisor(launcher, client_for, config, ledger, progress)
-    run = supervisor.run(command)
+    try:
+        run = supervisor.run(command)
+    finally:
+        launcher.close()
     with MarketStore.open(store_path, read_only=True) as store:
         report = job_report(store, ledger.job_id)
     report["progress_hours"] = round(run.progress_hours, 4)

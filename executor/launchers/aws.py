@@ -6,10 +6,17 @@ exit code to ``s3://BUCKET/spotwise/jobs/JOB/INSTANCE/exit`` and shuts the insta
 or price raises :class:`NoCapacity`, so the supervisor can choose again (or go on demand).
 Asking an instance to move terminates it: the OS shutdown sends SIGTERM, on which the job
 checkpoints and exits with the preempted code.
+
+User data is readable by every process on the instance and through ``DescribeInstanceAttribute``,
+so it carries only the non-secret settings of :data:`PLAIN_ENV`. Secrets (``secrets=``) go to
+SSM Parameter Store as SecureStrings under ``/spotwise/JOB/NAME``; the boot script reads them
+with the instance role into the command's environment, and :meth:`AwsLauncher.close` deletes
+them.
 """
 
 from __future__ import annotations
 
+import re
 import shlex
 import time
 from collections.abc import Sequence
@@ -29,18 +36,36 @@ CAPACITY_ERRORS = {
     "Unsupported",
 }
 SPOT_TERMINATION = "Server.SpotInstanceTermination"
+PLAIN_ENV = ("SPOTWISE_POOL", "SPOTWISE_MARKET", "SPOTWISE_MTBF_S", "SPOTWISE_NOTICES")
+"""The only variables user data may carry: none of them is a secret."""
+SECRET_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 
 
 def user_data(
-    command: Sequence[str], env: dict[str, str], *, package: str, bucket: str, prefix: str
+    command: Sequence[str],
+    env: dict[str, str],
+    *,
+    package: str,
+    bucket: str,
+    prefix: str,
+    secret_parameters: dict[str, str] | None = None,
 ) -> str:
-    """The boot script: install, run the command, report its exit code to S3, shut down."""
-    exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(env.items()))
+    """The boot script: install, read the secrets from SSM, run the command, report its exit
+    code to S3, shut down. ``env`` is filtered to :data:`PLAIN_ENV`; ``secret_parameters``
+    maps a variable name to the SSM parameter holding its value."""
+    plain = {k: v for k, v in env.items() if k in PLAIN_ENV}
+    exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(plain.items()))
+    secrets = [
+        f"export {name}=$(aws ssm get-parameter --with-decryption --name "
+        f"{shlex.quote(parameter)} --query Parameter.Value --output text)"
+        for name, parameter in sorted((secret_parameters or {}).items())
+    ]
     return "\n".join(
         [
             "#!/bin/bash",
             "set -u",
             f"python3 -m pip install --quiet {shlex.quote(package)}",
+            *secrets,
             "TOKEN=$(curl -s -X PUT http://169.254.169.254/latest/api/token "
             "-H 'X-aws-ec2-metadata-token-ttl-seconds: 300')",
             'ID=$(curl -s -H "X-aws-ec2-metadata-token: $TOKEN" '
@@ -123,9 +148,13 @@ class AwsLauncher:
         package: str = "spotwise",
         endpoint_url: str | None = None,
         instance_profile: str | None = None,
+        secrets: dict[str, str] | None = None,
     ) -> None:
+        """``secrets`` (variable name → value) reach the command through SSM SecureStrings,
+        which the instance profile must be allowed to read (``ssm:GetParameter``)."""
         self.ec2 = session.client("ec2", region_name=region, endpoint_url=endpoint_url)
         self.s3 = session.client("s3", region_name=region, endpoint_url=endpoint_url)
+        self.ssm = session.client("ssm", region_name=region, endpoint_url=endpoint_url)
         self.pools = tuple(zones)
         self.instance_type, self.image_id = instance_type, image_id
         self.bucket, self.package = bucket, package
@@ -133,6 +162,40 @@ class AwsLauncher:
         self.job_id = job_id
         self.instance_profile = instance_profile
         self._began = time.monotonic()
+        self.secret_parameters = self._store_secrets(secrets or {})
+
+    def _store_secrets(self, secrets: dict[str, str]) -> dict[str, str]:
+        """Put each secret in SSM Parameter Store; the parameter name of each variable."""
+        if secrets and not self.instance_profile:
+            raise ExecutorError(
+                "secrets reach instances through SSM with the instance role: pass an instance "
+                "profile allowed ssm:GetParameter on /spotwise/*"
+            )
+        names = {}
+        for name, value in secrets.items():
+            if not SECRET_NAME.match(name):
+                raise ExecutorError(f"secret name {name[:40]!r}: use letters, digits and _")
+            parameter = f"/spotwise/{self.job_id}/{name}"
+            try:
+                self.ssm.put_parameter(
+                    Name=parameter, Value=value, Type="SecureString", Overwrite=True
+                )
+            except ClientError as exc:
+                raise ExecutorError(f"cannot store secret {name} in SSM: {exc}") from exc
+            names[name] = parameter
+        return names
+
+    def close(self) -> None:
+        """Delete the job's secrets from SSM (the instances are gone by now)."""
+        for parameter in self.secret_parameters.values():
+            try:
+                self.ssm.delete_parameter(Name=parameter)
+            except ClientError as exc:
+                if exc.response["Error"]["Code"] != "ParameterNotFound":
+                    raise ExecutorError(
+                        f"cannot delete {parameter} from SSM: {exc}; delete it by hand"
+                    ) from exc
+        self.secret_parameters = {}
 
     def now_hours(self) -> float:
         return (time.monotonic() - self._began) / 3600.0
@@ -156,14 +219,18 @@ class AwsLauncher:
         Raises:
             NoCapacity: when AWS refuses the spot request for capacity or price.
         """
-        spotwise_env = {k: v for k, v in env.items() if k.startswith("SPOTWISE_")}
         request: dict[str, Any] = {
             "ImageId": self.image_id,
             "InstanceType": self.instance_type,
             "MinCount": 1,
             "MaxCount": 1,
             "UserData": user_data(
-                command, spotwise_env, package=self.package, bucket=self.bucket, prefix=self.prefix
+                command,
+                env,
+                package=self.package,
+                bucket=self.bucket,
+                prefix=self.prefix,
+                secret_parameters=self.secret_parameters,
             ),
             "InstanceInitiatedShutdownBehavior": "terminate",
             "TagSpecifications": [

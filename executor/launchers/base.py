@@ -81,3 +81,7 @@ class Launcher(Protocol):
     def hours_between(self, start_wall: float, end_wall: float) -> float:
         """Cloud hours between two wall-clock times (``time.monotonic``)."""
         ...
+
+    def close(self) -> None:
+        """Release what the launcher holds for the job (e.g. its secrets in the cloud)."""
+        ...

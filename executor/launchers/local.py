@@ -124,6 +124,9 @@ class LocalLauncher:
     def hours_between(self, start_wall: float, end_wall: float) -> float:
         return (end_wall - start_wall) * self.scale / 3600.0
 
+    def close(self) -> None:
+        """Nothing to release: every instance was a local process, already ended."""
+
     def available(self) -> dict[str, bool]:
         now = self._tick()
         return {name: bool(self.traces.available[i, now]) for i, name in enumerate(self.pools)}

@@ -3,6 +3,7 @@ supervisor."""
 
 from __future__ import annotations
 
+import base64
 import threading
 import time
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 import boto3
 import pytest
 
+from executor.errors import ExecutorError
 from executor.launchers.aws import AwsInstance, AwsLauncher, user_data
 from executor.launchers.base import Placement
 from executor.ledger import JobInfo, Ledger, job_report
@@ -61,6 +63,72 @@ def test_user_data_installs_runs_with_aws_notices_and_reports_the_exit_code() ->
     assert "env SPOTWISE_NOTICES=aws SPOTWISE_POOL=us-east-1a python -m executor" in script
     assert f"s3://{BUCKET}/spotwise/jobs/j1/$ID/exit" in script
     assert script.rstrip().endswith("shutdown -h now")
+
+
+def test_user_data_carries_no_secret_from_the_environment() -> None:
+    env = {
+        "SPOTWISE_POOL": "us-east-1a",
+        "SPOTWISE_API_TOKEN": "tok-123",
+        "SPOTWISE_STORE": "/home/me/market.duckdb",
+        "AWS_SECRET_ACCESS_KEY": "aws-456",
+    }
+    script = user_data(COMMAND, env, package="spotwise", bucket=BUCKET, prefix="p")
+    assert "SPOTWISE_POOL=us-east-1a" in script
+    for value in ("tok-123", "aws-456", "SPOTWISE_API_TOKEN", "/home/me"):
+        assert value not in script
+
+
+def test_secrets_reach_the_instance_through_ssm_and_are_deleted_at_the_end(
+    moto_server: str,
+) -> None:
+    session = boto3.Session(region_name=REGION)
+    session.client("s3", endpoint_url=moto_server).create_bucket(Bucket=BUCKET)
+    ec2 = session.client("ec2", endpoint_url=moto_server)
+    image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+    iam = session.client("iam", endpoint_url=moto_server)
+    iam.create_instance_profile(InstanceProfileName="spotwise-job")
+    launcher = AwsLauncher(
+        session=session,
+        region=REGION,
+        zones=["us-east-1a"],
+        instance_type="p3.2xlarge",
+        image_id=image,
+        bucket=BUCKET,
+        job_id="job7",
+        endpoint_url=moto_server,
+        instance_profile="spotwise-job",
+        secrets={"WANDB_API_KEY": "wb-789"},
+    )
+    ssm = launcher.ssm
+    stored = ssm.get_parameter(Name="/spotwise/job7/WANDB_API_KEY", WithDecryption=True)
+    assert stored["Parameter"]["Type"] == "SecureString"
+    assert stored["Parameter"]["Value"] == "wb-789"
+    instance = launcher.launch(Placement(market="on-demand", pool=None, price=3.06), COMMAND, {})
+    attribute = ec2.describe_instance_attribute(
+        InstanceId=instance.instance_id, Attribute="userData"
+    )
+    script = base64.b64decode(attribute["UserData"]["Value"]).decode()
+    assert "wb-789" not in script
+    assert "get-parameter --with-decryption --name /spotwise/job7/WANDB_API_KEY" in script
+    instance.terminate()
+    launcher.close()
+    with pytest.raises(ssm.exceptions.ParameterNotFound):
+        ssm.get_parameter(Name="/spotwise/job7/WANDB_API_KEY")
+
+
+def test_secrets_without_an_instance_role_are_refused(moto_server: str) -> None:
+    with pytest.raises(ExecutorError, match="instance profile"):
+        AwsLauncher(
+            session=boto3.Session(region_name=REGION),
+            region=REGION,
+            zones=["us-east-1a"],
+            instance_type="p3.2xlarge",
+            image_id="ami-1",
+            bucket=BUCKET,
+            job_id="job8",
+            endpoint_url=moto_server,
+            secrets={"TOKEN": "x"},
+        )
 
 
 def test_a_spot_launch_is_a_tagged_spot_instance_in_its_zone(launcher: AwsLauncher) -> None:

@@ -163,3 +163,23 @@ def test_bench_api_prints_latency_json(cli: CliRun) -> None:
     report = json.loads(result.stdout)
     assert report["errors"] == 0 and report["requests"] == 100
     assert 0 < report["p50_ms"] <= report["p99_ms"]
+
+
+def test_serve_warns_when_the_token_file_is_readable_by_others(
+    cli: CliRun, tmp_path: Path
+) -> None:
+    import socket
+
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN)
+    with socket.socket() as taken:  # serve warns, then fails to bind this port and exits
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        token_file.chmod(0o644)
+        result = cli("serve", "--token-file", str(token_file), "--port", port)
+        assert result.returncode != 0
+        assert "readable by group or others" in result.stderr and "chmod 600" in result.stderr
+        token_file.chmod(0o600)
+        quiet = cli("serve", "--token-file", str(token_file), "--port", port)
+        assert quiet.returncode != 0 and "readable by group" not in quiet.stderr
