@@ -18,6 +18,10 @@ from pricing.errors import InputError
 PROVIDERS = frozenset({"aws", "gcp", "azure"})
 MARKETS = frozenset({"spot", "on_demand"})
 EVENTS = frozenset({"launched", "preempted", "notice", "rebalance"})
+FUTURE_MARGIN = pd.Timedelta(hours=24)
+"""How far past the present a row's time may lie (clock skew between machines)."""
+MAX_PRICE_USD_PER_HOUR = 1000.0
+"""Plausibility bound of any price (the dearest instances cost a few hundred USD an hour)."""
 ROW = "_row"
 """Optional column a loader adds: the row's position in its file, for error messages."""
 
@@ -121,6 +125,7 @@ def validate(
     origin: str,
     where: str = "row {}",
     names: Mapping[str, str] | None = None,
+    now: pd.Timestamp | None = None,
 ) -> pd.DataFrame:
     """Check one frame against its contract; return it with contract columns only, in order.
 
@@ -133,6 +138,8 @@ def validate(
         origin: the file or API the rows came from, for error messages.
         where: how to name a row's location, formatted with its ``_row`` value.
         names: the file's own names of contract columns, for error messages.
+        now: the present (default: the clock); no row may lie past it by more than
+            :data:`FUTURE_MARGIN`.
 
     Raises:
         InputError: on the first missing column, missing value, bad value or conflicting
@@ -174,6 +181,14 @@ def validate(
             "timestamps are not UTC-aware",
             "Give ISO-8601 times with a Z or +00:00 suffix",
         )
+    latest = (now or pd.Timestamp.now(tz="UTC")) + FUTURE_MARGIN
+    check.require(
+        stamps <= latest,
+        spec.time_column,
+        f"time is in the future (after {latest:%Y-%m-%d %H:%M}Z, now plus "
+        f"{FUTURE_MARGIN.total_seconds() / 3600:.0f} h)",
+        "Fix the clock or the date: a future time would stop collection from resuming",
+    )
     if table == "prices":
         check.require(
             frame["market"].isin(MARKETS),
@@ -187,6 +202,13 @@ def validate(
             "price",
             "price must be a positive number of USD per hour",
             "Fix or remove that row, then load again",
+        )
+        check.require(
+            price <= MAX_PRICE_USD_PER_HOUR,
+            "price",
+            f"price above {MAX_PRICE_USD_PER_HOUR:,.0f} USD per instance-hour is not plausible "
+            "(the dearest cloud instances cost a few hundred)",
+            "Check the unit (USD per instance-hour) and the value",
         )
     elif table == "availability":
         available, target = check.number("available_nodes"), check.number("target_nodes")

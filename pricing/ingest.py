@@ -3,6 +3,7 @@ then write everything in one transaction (a bad file anywhere stores nothing).""
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -44,7 +45,7 @@ def discover(paths: Iterable[Path]) -> tuple[list[Path], list[Path]]:
             raise InputError(
                 path, "", "no such file or folder", "Check the path; nothing was stored"
             )
-        candidates = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+        candidates = sorted(_walk(path)) if path.is_dir() else [path]
         for candidate in candidates:
             if path.is_dir() and (
                 _DOCUMENTATION.match(candidate.name) or candidate.name.startswith(".")
@@ -55,6 +56,28 @@ def discover(paths: Iterable[Path]) -> tuple[list[Path], list[Path]]:
     return files, skipped
 
 
+def _walk(folder: Path) -> list[Path]:
+    """Every file under ``folder``.
+
+    Raises:
+        InputError: for any folder that cannot be listed (a load never skips what it cannot
+            read).
+    """
+    found: list[Path] = []
+
+    def refuse(exc: OSError) -> None:
+        raise InputError(
+            exc.filename or folder,
+            "",
+            f"cannot read this folder ({exc.strerror or exc})",
+            "Fix its permissions or load the other paths alone; nothing was stored",
+        )
+
+    for root, _, names in os.walk(folder, onerror=refuse):
+        found.extend(Path(root) / name for name in names if (Path(root) / name).is_file())
+    return found
+
+
 def detect_format(path: Path) -> FileFormat:
     """The format whose sniffer recognises the file.
 
@@ -62,7 +85,7 @@ def detect_format(path: Path) -> FileFormat:
         InputError: when no format (or more than one) recognises it.
     """
     try:
-        with path.open("r", encoding="utf-8", errors="replace") as handle:
+        with path.open("r", encoding="utf-8-sig", errors="replace") as handle:
             head = handle.read(4096)
     except OSError as exc:
         raise InputError(

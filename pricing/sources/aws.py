@@ -121,10 +121,16 @@ def collect_aws(
     report = CollectReport()
     frames = []
     for instance_type in instance_types or [""]:
-        start = resume_from(instance_type) or since
-        frames.append(_price_history(client, instance_type, start, now, report, on_page))
+        start = resume_from(instance_type)
+        if start is not None and start > now:
+            report.messages.append(
+                f"{instance_type or 'all types'}: the newest stored price ({start:%Y-%m-%d}) "
+                "lies in the future; collecting from --since instead (delete that row)"
+            )
+            start = None
+        frames.append(_price_history(client, instance_type, start or since, now, report, on_page))
     report.frames["prices"] = validate(
-        "prices", pd.concat(frames, ignore_index=True), origin=f"{API_SOURCE} {region}"
+        "prices", pd.concat(frames, ignore_index=True), origin=f"{API_SOURCE} {region}", now=now
     )
     if placement_scores and instance_types:
         try:

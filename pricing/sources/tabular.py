@@ -36,11 +36,18 @@ def read_csv(path: Path, *, columns: Sequence[str], header: bool) -> pd.DataFram
             names=None if header else list(columns),
             skipinitialspace=True,
             on_bad_lines="error",
-            encoding="utf-8",
+            encoding="utf-8-sig",  # a byte-order mark (as spreadsheets write) is not data
         )
     except UnicodeDecodeError as exc:
         raise InputError(
             path, f"byte {exc.start}", "not UTF-8 text", "Give a CSV file; nothing was stored"
+        ) from exc
+    except OSError as exc:
+        raise InputError(
+            path,
+            "",
+            f"cannot read the file ({exc.strerror or exc})",
+            "Check permissions; nothing was stored",
         ) from exc
     except pd.errors.EmptyDataError as exc:
         raise InputError(
@@ -109,13 +116,20 @@ def parse_utc(
             "Convert times to UTC with a Z suffix; nothing was stored",
         )
     stamps = pd.to_datetime(text, utc=True, format="ISO8601", errors="coerce")
-    if stamps.isna().any():
-        i = stamps.isna().to_numpy().nonzero()[0][0]
+    years = pd.to_numeric(text.str.extract(r"^\s*([+-]?\d{4,})-", expand=False), "coerce")
+    unstorable = stamps.isna() | ~years.between(1678, 2261)
+    if unstorable.any():
+        i = unstorable.to_numpy().nonzero()[0][0]
+        value = text.iloc[i]
+        out_of_range = bool(years.notna().iloc[i] and not 1678 <= years.iloc[i] <= 2261)
         raise InputError(
             origin,
             f"{where.format(rows.iloc[i])}, field {column!r}",
-            f"unparsable time {text.iloc[i]!r}",
-            "Give ISO-8601 times like 2020-01-15T08:00:00Z; nothing was stored",
+            f"time {value[:60]!r} is outside the years 1678..2261 that can be stored"
+            if out_of_range
+            else f"unparsable time {value[:60]!r}",
+            ("Fix the date" if out_of_range else "Give ISO-8601 times like 2020-01-15T08:00:00Z")
+            + "; nothing was stored",
         )
     return stamps.astype("datetime64[ns, UTC]")
 
@@ -127,7 +141,21 @@ def read_json(path: Path) -> object:
         InputError: naming where the document breaks.
     """
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8-sig"))
+    except RecursionError as exc:
+        raise InputError(
+            path,
+            "",
+            "JSON nested too deeply to be a data file",
+            "Give the real data file; nothing was stored",
+        ) from exc
+    except OSError as exc:
+        raise InputError(
+            path,
+            "",
+            f"cannot read the file ({exc.strerror or exc})",
+            "Check permissions; nothing was stored",
+        ) from exc
     except json.JSONDecodeError as exc:
         raise InputError(
             path,

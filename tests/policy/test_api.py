@@ -165,9 +165,7 @@ def test_bench_api_prints_latency_json(cli: CliRun) -> None:
     assert 0 < report["p50_ms"] <= report["p99_ms"]
 
 
-def test_serve_warns_when_the_token_file_is_readable_by_others(
-    cli: CliRun, tmp_path: Path
-) -> None:
+def test_serve_warns_when_the_token_file_is_readable_by_others(cli: CliRun, tmp_path: Path) -> None:
     import socket
 
     token_file = tmp_path / "token"

@@ -159,3 +159,86 @@ def test_one_bad_file_in_a_folder_stores_none_of_the_good_ones(
 
 def test_missing_path_is_rejected(cli: CliRun, loaded: dict, tmp_path: Path) -> None:
     assert_rejected(cli, loaded, tmp_path / "nope.csv", "no such file")
+
+
+@pytest.mark.parametrize(
+    ("stamp", "words"),
+    [
+        ("2099-01-01T00:00:00Z", "in the future"),
+        ("2300-01-01T00:00:00Z", "outside the years 1678..2261"),
+    ],
+)
+def test_times_that_cannot_be_real_are_refused_with_their_reason(
+    cli: CliRun, loaded: dict, tmp_path: Path, stamp: str, words: str
+) -> None:
+    bad = edit_line(AWS_CSV, tmp_path / "aws.csv", 300, set_field(0, stamp))
+    assert_rejected(cli, loaded, bad, "line 300", words)
+
+
+def test_an_implausible_price_is_refused(cli: CliRun, loaded: dict, tmp_path: Path) -> None:
+    bad = edit_line(AWS_CSV, tmp_path / "aws.csv", 42, set_field(4, "1e308"))
+    assert_rejected(cli, loaded, bad, "line 42", "not plausible")
+
+
+def test_json_nested_too_deeply_is_one_clear_line(
+    cli: CliRun, loaded: dict, tmp_path: Path
+) -> None:
+    bad = tmp_path / "aws-02-15-2023" / "us-east-1a_v100_1.json"
+    bad.parent.mkdir()
+    bad.write_text("[" * 200_000)
+    message = assert_rejected(cli, loaded, bad, "nested too deeply", extra=("--format", "cbl"))
+    assert "Traceback" not in message
+
+
+def test_a_csv_with_a_byte_order_mark_is_recognised(cli: CliRun, tmp_path: Path) -> None:
+    marked = tmp_path / "aws.csv"
+    marked.write_bytes(b"\xef\xbb\xbf" + AWS_CSV.read_bytes())
+    result = cli("data", "load", str(marked))
+    assert result.returncode == 0, result.stderr
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    shutil.copy(AWS_CSV, plain / "aws.csv")
+    before = summary_json(cli)
+    assert cli("data", "load", str(plain)).returncode == 0
+    assert summary_json(cli)["tables"] == before["tables"]  # the same rows: nothing new
+
+
+def test_a_folder_that_cannot_be_read_fails_the_whole_load(tmp_path: Path) -> None:
+    """As a user who may not read one sub-folder (root reads everything, so a forked child
+    drops to ``nobody``): the load refuses, where it used to load the rest and exit 0."""
+    import multiprocessing
+    import os
+    import tempfile
+
+    from pricing.errors import InputError
+    from pricing.ingest import discover
+
+    top = Path(tempfile.mkdtemp(dir="/tmp"))
+    try:
+        top.chmod(0o755)
+        shutil.copy(AWS_CSV, top / "aws.csv")
+        (top / "aws.csv").chmod(0o644)
+        locked = top / "locked"
+        locked.mkdir()
+        shutil.copy(GCP_CSV, locked / "gcp.csv")
+        locked.chmod(0o000)
+
+        def walk(results: multiprocessing.Queue) -> None:
+            if os.getuid() == 0:
+                os.setgid(65534)
+                os.setuid(65534)
+            try:
+                discover([top])
+                results.put("loaded")
+            except InputError as exc:
+                results.put(str(exc))
+
+        results: multiprocessing.Queue = multiprocessing.get_context("fork").Queue()
+        child = multiprocessing.get_context("fork").Process(target=walk, args=(results,))
+        child.start()
+        child.join(30)
+        message = results.get(timeout=5)
+        assert "cannot read this folder" in message and str(locked) in message
+    finally:
+        locked.chmod(0o755)
+        shutil.rmtree(top)

@@ -207,3 +207,22 @@ def test_collect_help_documents_every_flag(cli: CliRun) -> None:
         "--store",
     ):
         assert flag in result.stdout
+
+
+def test_a_stored_price_from_the_future_does_not_stop_collection(
+    store: MarketStore, us_east_1_history: pd.DataFrame
+) -> None:
+    """A row dated 2099 (stored before loads refused future times) used to make every later
+    run resume from 2099 and collect nothing."""
+    store.execute(
+        "INSERT INTO prices VALUES ('x', 'aws', 'us-east-1', 'us-east-1a', 'p3.2xlarge', "
+        "'spot', TIMESTAMPTZ '2099-01-01 00:00:00+00', 1.0)"
+    )
+    endpoint = PriceHistoryEndpoint(us_east_1_history, page_size=500)
+    try:
+        report = collect(store, endpoint.url, ["p3.2xlarge"])
+    finally:
+        endpoint.close()
+    assert any("lies in the future" in m for m in report.messages)
+    assert "StartTime" not in endpoint.requests[0]
+    assert len(report.frames["prices"]) > 0
