@@ -22,7 +22,15 @@ class InputError(PricingError):
 
 
 class StoreError(PricingError):
-    """The store cannot be opened, migrated or written."""
+    """The store cannot be opened, migrated or written.
+
+    ``permanent`` errors (no permission, not a store, a newer schema) do not heal by waiting;
+    others (another process holding the lock) may.
+    """
+
+    def __init__(self, message: str, *, permanent: bool = False) -> None:
+        super().__init__(message)
+        self.permanent = permanent
 
 
 class SourceUnavailable(PricingError):

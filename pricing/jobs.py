@@ -37,12 +37,25 @@ def parse_every(text: str) -> float:
 
 def run_schedule(job: Callable[[], str], every_s: float, *, max_runs: int | None = None) -> int:
     """Run ``job`` now and then every ``every_s`` seconds until a signal (or ``max_runs``);
-    return the number of runs that failed."""
+    return the number of runs that failed.
+
+    Raises:
+        Exception: the first error marked ``permanent`` (a read-only store, a bad
+            configuration): retrying it would fail the same way for ever.
+    """
     scheduler = BlockingScheduler(timezone=UTC)
     outcome = {"runs": 0, "failed": 0}
+    fatal: list[BaseException] = []
 
     def listen(event: JobExecutionEvent) -> None:
         outcome["runs"] += 1
+        if event.exception is not None and getattr(event.exception, "permanent", False):
+            log.error(
+                "run %d failed: %s (this will not heal: stopping)", outcome["runs"], event.exception
+            )
+            fatal.append(event.exception)
+            scheduler.shutdown(wait=False)
+            return
         if event.exception is not None:
             outcome["failed"] += 1
             log.error(
@@ -85,4 +98,6 @@ def run_schedule(job: Callable[[], str], every_s: float, *, max_runs: int | None
         log.info("stopping on Ctrl-C")
     finally:
         signal.signal(signal.SIGTERM, previous)
+    if fatal:
+        raise fatal[0]
     return outcome["failed"]

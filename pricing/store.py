@@ -86,10 +86,7 @@ class MarketStore:
             path.parent.mkdir(parents=True, exist_ok=True)
             con = duckdb.connect(str(path), read_only=read_only)
         except (duckdb.Error, OSError) as exc:
-            raise StoreError(
-                f"cannot open the store {path}: {exc}. Close other Spotwise "
-                "processes using it, or pass another --store"
-            ) from exc
+            raise _open_error(path, exc) from exc
         con.execute("SET TimeZone = 'UTC'")
         store = cls(con, path)
         if not read_only:
@@ -267,6 +264,30 @@ class MarketStore:
     def _scalar(self, sql: str) -> Any:
         row = self._con.execute(sql).fetchone()
         return row[0] if row else None
+
+
+def _open_error(path: Path, exc: Exception) -> StoreError:
+    """Why a store would not open, told apart: a lock another process holds (it may be
+    released) from a permission or format problem (it will not heal by waiting)."""
+    text = str(exc)
+    if "Conflicting lock" in text or "Could not set lock" in text:
+        return StoreError(
+            f"the store {path} is in use by another process ({text.splitlines()[0]}). Wait for "
+            "it to finish, close it, or pass another --store"
+        )
+    if isinstance(exc, PermissionError) or any(
+        words in text for words in ("Permission denied", "Read-only file system")
+    ):
+        return StoreError(
+            f"cannot write the store {path}: permission denied ({text.splitlines()[0]}). Fix "
+            "the folder's permissions or pass a writable --store",
+            permanent=True,
+        )
+    return StoreError(
+        f"cannot open the store {path}: {text.splitlines()[0] if text else exc!r}. Is it a "
+        "Spotwise store? Pass another --store",
+        permanent=True,
+    )
 
 
 def _iso(value: Any) -> str | None:

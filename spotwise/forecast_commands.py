@@ -202,14 +202,10 @@ def forecast_schedule(
     regions = list(collect_region or [])
 
     def job() -> str:
-        from pricing.errors import PricingError
         from pricing.forecast.run import run_forecasts
         from pricing.store import MarketStore
 
-        try:
-            market = MarketStore.open(settings.store_path(store))
-        except PricingError as exc:
-            raise RuntimeError(str(exc)) from exc
+        market = MarketStore.open(settings.store_path(store))
         try:
             for region in regions:
                 collect_region_into(market, region)
@@ -218,7 +214,10 @@ def forecast_schedule(
             market.close()
         return f"{report.rows} forecast rows for {report.price_series} series"
 
-    run_schedule(job, period)
+    try:
+        run_schedule(job, period)
+    except PricingError as exc:
+        fail(str(exc))
 
 
 def collect_region_into(market: object, region: str) -> None:

@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from pricing.store import MarketStore
 from tests.conftest import DATA, CliRun
 
@@ -45,38 +47,83 @@ def test_forecast_run_writes_price_and_risk_forecasts_and_replaces_them(
         assert market.summary()["tables"]["forecasts"] == before
 
 
-def test_schedule_survives_a_failing_run_and_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
-    blocker = tmp_path / "store"
-    blocker.write_text("not a folder")  # the first run cannot open the store
-    process = subprocess.Popen(
+def schedule(store: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
         [
             sys.executable,
             "-m",
             "spotwise",
             "forecast",
             "schedule",
-            "--every",
-            "1s",
-            "--store",
-            str(blocker / "market.duckdb"),
+            "--every=1s",
+            f"--store={store}",
         ],
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "COLUMNS": "200"},
     )
+
+
+def test_schedule_survives_a_store_held_by_another_process_and_stops_on_sigterm(
+    tmp_path: Path,
+) -> None:
+    store = tmp_path / "market.duckdb"
+    MarketStore.open(store).close()
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); "
+            "print('held', flush=True); time.sleep(1e5)",
+            str(store),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    process = schedule(store)
     assert process.stderr is not None
     lines: list[str] = []
     deadline = time.monotonic() + 60
-    for line in process.stderr:
-        lines.append(line)
-        if "run 1 failed" in line:
-            blocker.unlink()
-            blocker.mkdir()
-        if "ok:" in line or time.monotonic() > deadline:
-            break
+    try:
+        for line in process.stderr:
+            lines.append(line)
+            if "run 1 failed" in line:
+                holder.kill()  # the other process lets go: the next run succeeds
+            if "ok:" in line or time.monotonic() > deadline:
+                break
+    finally:
+        holder.kill()
+        holder.wait()
     process.send_signal(signal.SIGTERM)
     process.communicate(timeout=30)
     text = "".join(lines)
-    assert "run 1 failed" in text and "cannot open the store" in text
+    assert "run 1 failed" in text and "in use by another process" in text
     assert "ok: 0 forecast rows" in text
     assert process.returncode == 0
+
+
+def test_schedule_stops_after_the_first_run_on_an_error_that_cannot_heal(
+    tmp_path: Path,
+) -> None:
+    blocker = tmp_path / "store"
+    blocker.write_text("not a folder")
+    process = schedule(blocker / "market.duckdb")
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 1
+    assert "will not heal" in stderr and "run 2" not in stderr
+    assert "another process" not in stderr and "Close other" not in stderr
+
+
+def test_store_open_errors_say_whether_waiting_can_help(tmp_path: Path) -> None:
+    from pricing.errors import StoreError
+    from pricing.store import _open_error
+
+    not_a_store = tmp_path / "notes.duckdb"
+    not_a_store.write_text("just text")
+    with pytest.raises(StoreError) as refused:
+        MarketStore.open(not_a_store)
+    assert refused.value.permanent and "Is it a Spotwise store" in str(refused.value)
+    denied = _open_error(tmp_path / "m.duckdb", PermissionError(13, "Permission denied"))
+    assert denied.permanent and "permission denied" in str(denied)
+    assert "another process" not in str(denied)
