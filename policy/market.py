@@ -55,26 +55,27 @@ def pools_from_store(
     provider: str = "all",
     on_demand_price: float | None = None,
 ) -> list[PoolTerms]:
-    """Every pool of ``instance_type`` with a spot price in the store (``provider`` = aws, gcp or
-    all)."""
+    """Every pool of ``instance_type`` (any letter case) with a spot price in the store
+    (``provider`` = aws, gcp or all)."""
+    instance_type = instance_type.strip().lower()
     where = "" if provider == "all" else "AND provider = ?"
     params: list[Any] = [instance_type] + ([] if provider == "all" else [provider])
     spot = store.query(
         f"""SELECT provider, region, zone, instance_type, arg_max(price, ts) AS price,
                    max(ts) AS ts
-            FROM prices WHERE market = 'spot' AND instance_type = ? {where}
+            FROM prices WHERE market = 'spot' AND lower(instance_type) = ? {where}
             GROUP BY ALL ORDER BY ALL""",
         params,
     )
     on_demand = store.query(
         f"""SELECT provider, region, arg_max(price, ts) AS price FROM prices
-            WHERE market = 'on_demand' AND instance_type = ? {where} GROUP BY ALL""",
+            WHERE market = 'on_demand' AND lower(instance_type) = ? {where} GROUP BY ALL""",
         params,
     )
     bands = store.query(
         """SELECT region, arg_max(interruption_band, observed) AS band,
                   arg_max(savings_pct, observed) AS saving
-           FROM bands WHERE instance_type = ? GROUP BY ALL""",
+           FROM bands WHERE lower(instance_type) = ? GROUP BY ALL""",
         [instance_type],
     )
     trace_mtbf = _trace_mtbf(store, instance_type)
@@ -124,7 +125,7 @@ def _trace_mtbf(store: MarketStore, instance_type: str) -> dict[tuple[str, str],
                     lag(available_nodes) OVER w AS before,
                     epoch(lead(ts) OVER w) - epoch(ts) AS seconds
              FROM availability
-             WHERE instance_type = ? AND source LIKE 'cbl-%-1node'
+             WHERE lower(instance_type) = ? AND source LIKE 'cbl-%-1node'
              WINDOW w AS (PARTITION BY provider, zone, source ORDER BY ts))
            SELECT provider, zone,
                   sum(CASE WHEN available_nodes = 1 THEN seconds ELSE 0 END) / 3600 AS up_hours,

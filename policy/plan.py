@@ -27,6 +27,16 @@ class PlanInputs:
     restart_hours: float = 0.2
     storage: StorageTerms = field(default_factory=StorageTerms)
 
+    def __post_init__(self) -> None:
+        for name in ("gpu_hours", "deadline_hours", "write_gb_per_s"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value > 0):
+                raise PolicyError(f"{name} must be a positive finite number, got {value}")
+        for name in ("checkpoint_gb", "restart_hours"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value >= 0):
+                raise PolicyError(f"{name} must be a finite number >= 0, got {value}")
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PoolPlan:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -48,11 +49,30 @@ def open_store(path: Path | None, *, read_only: bool = False) -> Iterator[Market
         store.close()
 
 
+def finite(value: float | None) -> float | None:
+    """Typer callback: refuse inf and nan (``min=`` lets them through)."""
+    if value is not None and not math.isfinite(value):
+        raise typer.BadParameter(f"must be a finite number, got {value}")
+    return value
+
+
+def positive(value: float | None) -> float | None:
+    """Typer callback: a finite number above zero."""
+    finite(value)
+    if value is not None and value <= 0:
+        raise typer.BadParameter(f"must be above zero, got {value}")
+    return value
+
+
 # The job's terms, shared by every command that takes a job.
-ComputeHours = Annotated[float, typer.Option("--compute-hours", min=0.0, help="Work, in hours.")]
-DeadlineHours = Annotated[float, typer.Option("--deadline-hours", min=0.0, help="Hours to finish.")]
+ComputeHours = Annotated[
+    float, typer.Option("--compute-hours", callback=positive, help="Work, in hours.")
+]
+DeadlineHours = Annotated[
+    float, typer.Option("--deadline-hours", callback=positive, help="Hours to finish.")
+]
 ChangeoverHours = Annotated[
-    float, typer.Option("--changeover-hours", min=0.0, help="Hours a move costs.")
+    float, typer.Option("--changeover-hours", min=0.0, callback=finite, help="Hours a move costs.")
 ]
 ModelsOption = Annotated[
     Path | None,
@@ -63,7 +83,7 @@ ModelsOption = Annotated[
         show_default=False,
     ),
 ]
-SpotPrice = Annotated[float, typer.Option("--spot-price", min=0.0, help="Spot USD/h.")]
+SpotPrice = Annotated[float, typer.Option("--spot-price", callback=positive, help="Spot USD/h.")]
 OnDemandPrice = Annotated[
-    float, typer.Option("--on-demand-price", min=0.0, help="On-demand USD/h.")
+    float, typer.Option("--on-demand-price", callback=positive, help="On-demand USD/h.")
 ]

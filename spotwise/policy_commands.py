@@ -29,8 +29,10 @@ from spotwise.console import (
     StoreOption,
     err,
     fail,
+    finite,
     open_store,
     out,
+    positive,
 )
 
 bench_app = typer.Typer(help="Benchmarks that print JSON.", no_args_is_help=True)
@@ -199,21 +201,27 @@ def bench_policy(
 
 
 def plan(
-    gpu_hours: Annotated[float, typer.Option("--gpu-hours", min=0.0, help="Work to do.")],
+    gpu_hours: Annotated[float, typer.Option("--gpu-hours", callback=positive, help="Work to do.")],
     deadline_hours: DeadlineHours,
     instance_type: Annotated[str, typer.Option("--instance-type", help="e.g. p3.2xlarge.")],
-    checkpoint_gb: Annotated[float, typer.Option("--checkpoint-gb", min=0.0)] = 10.0,
+    checkpoint_gb: Annotated[
+        float, typer.Option("--checkpoint-gb", min=0.0, callback=finite)
+    ] = 10.0,
     provider: Annotated[str, typer.Option("--provider", help="aws, gcp or all.")] = "all",
     on_demand_price: Annotated[
         float | None,
         typer.Option(
             "--on-demand-price",
+            callback=positive,
             help="On-demand $/h (default: from the store or estimated).",
             show_default=False,
         ),
     ] = None,
     restart_hours: Annotated[
-        float, typer.Option("--restart-hours", min=0.0, help="Time to restart after a preemption.")
+        float,
+        typer.Option(
+            "--restart-hours", min=0.0, callback=finite, help="Time to restart after a preemption."
+        ),
     ] = 0.2,
     top: Annotated[int, typer.Option("--top", min=1, help="Pools to show.")] = 5,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
@@ -224,13 +232,13 @@ def plan(
         fail(f"--provider must be aws, gcp or all, got {provider!r}")
     with open_store(store, read_only=True) as market:
         pools = pools_from_store(market, instance_type, provider, on_demand_price)
-    inputs = PlanInputs(
-        gpu_hours=gpu_hours,
-        deadline_hours=deadline_hours,
-        checkpoint_gb=checkpoint_gb,
-        restart_hours=restart_hours,
-    )
     try:
+        inputs = PlanInputs(
+            gpu_hours=gpu_hours,
+            deadline_hours=deadline_hours,
+            checkpoint_gb=checkpoint_gb,
+            restart_hours=restart_hours,
+        )
         result = plan_job(inputs, pools)
     except PolicyError as exc:
         fail(f"{instance_type}: {exc}")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import DATA, CliRun
 
 TRACES = DATA / "traces/cbl/availability/1-node/aws-02-15-2023"
@@ -162,6 +164,39 @@ def test_plan_recommends_pools_with_a_cost_breakdown(cli: CliRun) -> None:
     assert text.returncode == 0 and "assumptions" in text.stdout
     none = cli("plan", "--gpu-hours", "10", "--deadline-hours", "20", "--instance-type", "x9")
     assert none.returncode != 0 and "no pool" in none.stderr
+    upper = cli(
+        "plan",
+        "--gpu-hours",
+        "1000",
+        "--deadline-hours",
+        "1400",
+        "--instance-type",
+        "P3.2XLARGE",
+        "--provider",
+        "aws",
+        "--json",
+    )
+    assert upper.returncode == 0 and json.loads(upper.stdout)["recommended"] == plan["recommended"]
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "words"),
+    [
+        ("--gpu-hours", "0", "must be above zero"),
+        ("--gpu-hours", "inf", "must be a finite number"),
+        ("--gpu-hours", "nan", "must be a finite number"),
+        ("--on-demand-price", "-3", "must be above zero"),
+        ("--deadline-hours", "inf", "must be a finite number"),
+    ],
+)
+def test_plan_refuses_numbers_that_make_no_plan(
+    cli: CliRun, option: str, value: str, words: str
+) -> None:
+    args = {"--gpu-hours": "10", "--deadline-hours": "20", "--instance-type": "p3.2xlarge"}
+    args[option] = value
+    result = cli("plan", *[x for pair in args.items() for x in pair])
+    assert result.returncode == 2 and words in result.stderr
+    assert "Traceback" not in result.stderr
 
 
 def test_train_a_policy_then_bench_it_from_its_folder_next_to_best(
