@@ -84,7 +84,7 @@ def jobs() -> pd.DataFrame:
     """The ledger's jobs (none when the store is missing or predates the ledger)."""
     try:
         with _open() as store:
-            return ledger.list_jobs(store)
+            return pd.DataFrame(ledger.list_jobs(store))
     except (PricingError, duckdb.Error):
         return pd.DataFrame()
 

@@ -14,8 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from policy.cost import StorageTerms
 from pricing.errors import StoreError
 from pricing.store import MarketStore
@@ -102,9 +100,9 @@ class Ledger:
             )
 
 
-def list_jobs(store: MarketStore) -> pd.DataFrame:
+def list_jobs(store: MarketStore) -> list[dict[str, Any]]:
     """Every job with its status, cost so far, preemptions and migrations (newest first)."""
-    return store.query(
+    return store.records(
         """
         SELECT j.job_id, j.name, j.launcher, j.status, j.started, j.ended,
             coalesce(sum(l.cost_usd) FILTER (WHERE l.kind = 'instance'), 0) AS cost_usd,

@@ -2,23 +2,26 @@
 
 Every loader and collector hands its frames to :func:`validate` before anything is stored.
 Besides the contract columns, each stored row carries ``source`` (which loader or collector
-produced it) so the store can summarise and replace data per source.
+produced it) so the store can summarise and replace data per source. pandas and NumPy are
+imported when a frame is validated, so reading the contracts (as the CLI does) costs nothing.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-
-import numpy as np
-import pandas as pd
+from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from pricing.errors import InputError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 PROVIDERS = frozenset({"aws", "gcp", "azure"})
 MARKETS = frozenset({"spot", "on_demand"})
 EVENTS = frozenset({"launched", "preempted", "notice", "rebalance"})
-FUTURE_MARGIN = pd.Timedelta(hours=24)
+FUTURE_MARGIN = timedelta(hours=24)
 """How far past the present a row's time may lie (clock skew between machines)."""
 MAX_PRICE_USD_PER_HOUR = 1000.0
 """Plausibility bound of any price (the dearest instances cost a few hundred USD an hour)."""
@@ -145,6 +148,8 @@ def validate(
         InputError: on the first missing column, missing value, bad value or conflicting
             duplicate, naming the row and the field.
     """
+    import pandas as pd
+
     spec = SPECS[table]
     missing = [c for c in spec.columns if c not in frame.columns]
     if missing:
@@ -274,6 +279,9 @@ class _Checker:
     def __init__(
         self, frame: pd.DataFrame, origin: str, where: str, names: Mapping[str, str]
     ) -> None:
+        import numpy as np
+        import pandas as pd
+
         self.frame = frame
         self.names = names
         self.origin = origin
@@ -286,6 +294,8 @@ class _Checker:
 
     def require(self, ok: pd.Series, column: str, problem: str, hint: str) -> None:
         """Fail on the first row where ``ok`` is false."""
+        import numpy as np
+
         bad = np.flatnonzero(~ok.to_numpy(dtype=bool))
         if bad.size == 0:
             return
@@ -300,6 +310,9 @@ class _Checker:
 
     def number(self, column: str) -> pd.Series:
         """The column as finite numbers; a text that is not a number is an error."""
+        import numpy as np
+        import pandas as pd
+
         values = pd.to_numeric(self.frame[column], errors="coerce")
         self.require(values.notna(), column, "not a number", "Give a number")
         self.require(

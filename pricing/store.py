@@ -4,21 +4,25 @@ Schema changes are numbered migrations applied in order inside a transaction; th
 records its version, and a store newer than this code is refused. Writes are idempotent
 upserts keyed by each frame's key (:data:`pricing.frames.SPECS`): writing the same rows
 twice changes nothing, and a changed value replaces the old one. One call to
-:meth:`MarketStore.upsert` is one transaction: all of its frames land, or none.
+:meth:`MarketStore.upsert` is one transaction: all of its frames land, or none. pandas is
+imported when rows go in or come out as frames; opening and summarising a store do without.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
-import pandas as pd
 
 from pricing.errors import StoreError
 from pricing.frames import SPECS
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 MIGRATIONS: tuple[str, ...] = (
     """
@@ -150,11 +154,7 @@ class MarketStore:
         added: dict[str, int] = {}
         with self._transaction():
             for table, parts in frames.items():
-                batch = (
-                    parts
-                    if isinstance(parts, pd.DataFrame)
-                    else pd.concat(parts, ignore_index=True)
-                )
+                batch = parts if not isinstance(parts, list) else _concat(parts)
                 if batch.empty:
                     continue
                 spec = SPECS[table]
@@ -211,7 +211,11 @@ class MarketStore:
         row = self._con.execute(
             f"SELECT max({spec.time_column}) FROM {table} WHERE {clause}", list(where.values())
         ).fetchone()
-        return pd.Timestamp(row[0]).tz_convert("UTC") if row and row[0] is not None else None
+        if not row or row[0] is None:
+            return None
+        import pandas as pd
+
+        return pd.Timestamp(row[0]).tz_convert("UTC")
 
     def execute(self, sql: str, params: list[Any] | None = None) -> None:
         """Run one write statement in its own transaction."""
@@ -221,6 +225,12 @@ class MarketStore:
     def query(self, sql: str, params: list[Any] | None = None) -> pd.DataFrame:
         """Run a read query and return its rows."""
         return self._con.execute(sql, params or []).df()
+
+    def records(self, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
+        """Run a read query and return its rows as dicts (no pandas needed)."""
+        cursor = self._con.execute(sql, params or [])
+        names = [column[0] for column in cursor.description or []]
+        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
     def summary(self) -> dict[str, Any]:
         """Rows per table; rows, series and time span per source and table."""
@@ -290,5 +300,14 @@ def _open_error(path: Path, exc: Exception) -> StoreError:
     )
 
 
+def _concat(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    import pandas as pd
+
+    return pd.concat(parts, ignore_index=True)
+
+
 def _iso(value: Any) -> str | None:
-    return pd.Timestamp(value).tz_convert("UTC").isoformat() if value is not None else None
+    if value is None:
+        return None
+    stamp = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+    return stamp.astimezone(UTC).isoformat()

@@ -13,12 +13,10 @@ import time
 from pathlib import Path
 from typing import Annotated
 
-import httpx
 import typer
 
 from policy.errors import PolicyError
 from policy.job import REFERENCE, JobSpec
-from policy.traces import load_traces
 from spotwise import settings
 from spotwise.console import (
     ChangeoverHours,
@@ -85,6 +83,7 @@ def serve(
     import uvicorn
 
     from policy.rl.agent import ModelCatalog
+    from policy.traces import load_traces
 
     token = _token(token_file)
     if host not in LOOPBACK and token is None:
@@ -133,7 +132,10 @@ def bench_api(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
 ) -> None:
     """Start the API on 127.0.0.1 and load it with decision requests at a fixed rate."""
+    import httpx
+
     from policy.loadtest import decision_bodies, load_test
+    from policy.traces import load_traces
 
     folder = _traces_folder(traces)
     try:
@@ -212,6 +214,7 @@ def train(
 ) -> None:
     """Train a learned policy on the traces' past (progress bar; TensorBoard logs in --out)."""
     from policy.rl.train import train_ppo
+    from policy.traces import load_traces
 
     if algo != "ppo":
         fail(f"--algo {algo!r} is not supported; use ppo")

@@ -1,23 +1,23 @@
-"""The ``spotwise`` command line: the only place that wires the packages together."""
+"""The ``spotwise`` command line: the only place that wires the packages together.
+
+Heavy libraries (pandas, torch, scikit-learn, ...) are imported inside the commands that use
+them, so that every command starts in well under a second (``spotwise bench startup``).
+"""
 
 from __future__ import annotations
 
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import pandas as pd
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
 from executor.errors import ExecutorError
 from policy.errors import PolicyError
 from pricing.errors import PricingError
-from pricing.ingest import FORMATS, LoadReport, discover, load_paths
-from pricing.sources.advisor import ADVISOR_URL
-from pricing.store import TABLES, MarketStore
+from pricing.store import TABLES
 from spotwise import (
     api_commands,
     dashboard_command,
@@ -25,8 +25,15 @@ from spotwise import (
     policy_commands,
     run_commands,
     settings,
+    startup_bench,
 )
 from spotwise.console import StoreOption, err, fail, open_store, out
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from pricing.ingest import LoadReport
+    from pricing.store import MarketStore
 
 app = typer.Typer(
     help="Spotwise: train ML models cheaply and safely on spot GPUs.",
@@ -50,6 +57,7 @@ app.command("run", context_settings={"allow_extra_args": True, "ignore_unknown_o
 app.add_typer(run_commands.jobs_app, name="jobs")
 app.command("dashboard")(dashboard_command.dashboard)
 policy_commands.bench_app.command("api")(api_commands.bench_api)
+policy_commands.bench_app.command("startup")(startup_bench.bench_startup)
 
 
 @data_app.command("load")
@@ -64,7 +72,8 @@ def data_load(
         str | None,
         typer.Option(
             "--format",
-            help=f"Format of every file: {', '.join(FORMATS)} (default: recognise).",
+            help="Format of every file (default: recognised from content; the README and an "
+            "unknown name list the formats).",
             show_default=False,
         ),
     ] = None,
@@ -77,6 +86,10 @@ def data_load(
 
 
 def _load(market: MarketStore, paths: list[Path], format_name: str | None) -> LoadReport:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from pricing.ingest import discover, load_paths
+
     try:
         n_files = len(discover(paths)[0])
         with Progress(
@@ -191,8 +204,13 @@ def collect_aws_command(
         ),
     ] = None,
     advisor_url: Annotated[
-        str, typer.Option("--advisor-url", help="Spot Advisor feed URL; '' skips it.")
-    ] = ADVISOR_URL,
+        str | None,
+        typer.Option(
+            "--advisor-url",
+            help="Spot Advisor feed URL (default: AWS's public feed); '' skips it.",
+            show_default=False,
+        ),
+    ] = None,
     placement_scores: Annotated[
         bool,
         typer.Option(
@@ -210,9 +228,12 @@ def collect_aws_command(
 ) -> None:
     """Collect spot price history (Linux/UNIX), placement scores and Spot Advisor bands."""
     import boto3
+    import pandas as pd
     from botocore.config import Config
     from botocore.exceptions import BotoCoreError, ClientError
+    from rich.progress import Progress, TextColumn
 
+    from pricing.sources.advisor import ADVISOR_URL
     from pricing.sources.aws import collect_aws, stored_resume_point
 
     start = _parse_since(since)
@@ -236,7 +257,7 @@ def collect_aws_command(
                 resume_from=stored_resume_point(market, region),
                 since=start,
                 now=pd.Timestamp.now(tz="UTC"),
-                advisor_url=advisor_url or None,
+                advisor_url=ADVISOR_URL if advisor_url is None else advisor_url or None,
                 placement_scores=placement_scores,
                 on_page=lambda pages, rows: bar.update(
                     task, description=f"{region}: {pages} pages, {rows} prices"
@@ -258,6 +279,8 @@ def collect_aws_command(
 def _parse_since(since: str | None) -> pd.Timestamp | None:
     if since is None:
         return None
+    import pandas as pd
+
     try:
         stamp = pd.Timestamp(since)
     except ValueError:

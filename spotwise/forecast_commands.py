@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 from typing import Annotated
 
-import pandas as pd
 import typer
 from rich.table import Table
 
@@ -111,6 +110,8 @@ def bench_price_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Backtest price forecasters: MASE against the last value and 90 % interval coverage."""
+    import pandas as pd
+
     from pricing.errors import PricingError
     from pricing.forecast.price_bench import bench_price
 
@@ -223,6 +224,7 @@ def forecast_schedule(
 def collect_region_into(market: object, region: str) -> None:
     """Collect one AWS region into an open store (the scheduled job's collection step)."""
     import boto3
+    import pandas as pd
     from botocore.config import Config
 
     from pricing.sources.aws import collect_aws, stored_resume_point

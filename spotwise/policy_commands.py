@@ -8,16 +8,10 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from policy.bench import count_jobs, plot_bench, run_bench, save_summary
 from policy.errors import PolicyError
 from policy.job import REFERENCE, JobSpec
-from policy.market import pools_from_store
-from policy.plan import PlanInputs, plan_job
-from policy.simulate import CheckpointMode
-from policy.traces import load_traces
 from spotwise import settings
 from spotwise.console import (
     ChangeoverHours,
@@ -111,6 +105,12 @@ def bench_policy(
     models: ModelsOption = None,
 ) -> None:
     """Simulate policies on real traces; cost ratio = cost / on-demand cost of the job."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from policy.bench import count_jobs, plot_bench, run_bench, save_summary
+    from policy.simulate import CheckpointMode
+    from policy.traces import load_traces
+
     if zones not in ("single", "multi"):
         fail(f"--zones must be single or multi, got {zones!r}")
     mode: Literal["single", "multi"] = "single" if zones == "single" else "multi"
@@ -228,6 +228,9 @@ def plan(
     store: StoreOption = None,
 ) -> None:
     """Recommend pools, market mix and checkpoint interval, with the cost against on-demand."""
+    from policy.market import pools_from_store
+    from policy.plan import PlanInputs, plan_job
+
     if provider not in ("aws", "gcp", "all"):
         fail(f"--provider must be aws, gcp or all, got {provider!r}")
     with open_store(store, read_only=True) as market:

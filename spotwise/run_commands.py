@@ -6,20 +6,14 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
 from executor.errors import Cancelled, ExecutorError
-from executor.launchers.base import Launcher
-from executor.launchers.torchrun import Elastic, torchrun_command
-from executor.ledger import job_report, list_jobs
-from executor.supervisor import SupervisorConfig
 from policy.errors import PolicyError
 from policy.job import REFERENCE
-from policy.schemas import JobTerms
-from policy.traces import load_traces
 from pricing.errors import PricingError
 from spotwise import settings
 from spotwise.console import (
@@ -33,7 +27,9 @@ from spotwise.console import (
     open_store,
     out,
 )
-from spotwise.supervised import Replay, client_factory, supervise
+
+if TYPE_CHECKING:
+    from executor.launchers.base import Launcher
 
 jobs_app = typer.Typer(help="The executor's cost ledger.", no_args_is_help=True)
 
@@ -128,6 +124,13 @@ def run(
 ) -> None:
     """Run COMMAND to completion across preemptions: ask the policy where, launch, forward
     notices, relaunch, move early on high risk, fall back to on-demand; log it to the ledger."""
+    from executor.launchers.torchrun import Elastic, torchrun_command
+    from executor.ledger import job_report
+    from executor.supervisor import SupervisorConfig
+    from policy.schemas import JobTerms
+    from policy.traces import load_traces
+    from spotwise.supervised import Replay, client_factory, supervise
+
     if launcher not in ("local", "aws", "torchrun"):
         fail(f"--launcher must be local, aws or torchrun, got {launcher!r}")
     names = [p.strip() for p in pools.split(",") if p.strip()] if pools else None
@@ -265,25 +268,27 @@ def jobs_list(
     as_json: Annotated[bool, typer.Option("--json")] = False, store: StoreOption = None
 ) -> None:
     """Every supervised job: status, cost so far, preemptions, migrations."""
+    from executor.ledger import list_jobs
+
     missing = not settings.store_path(store).exists()
     with open_store(store, read_only=missing) as market:  # (writable: migrates an old store)
-        frame = list_jobs(market)
+        rows = list_jobs(market)
     if as_json:
-        print(frame.to_json(orient="records", date_format="iso"))
+        print(json.dumps(rows, default=lambda v: v.isoformat() if hasattr(v, "isoformat") else v))
         return
-    if frame.empty:
+    if not rows:
         out.print("no jobs yet: run `spotwise demo` or `spotwise run -- COMMAND`")
         return
     table = Table("job", "name", "status", "started", "cost $", "preemptions", "migrations")
-    for row in frame.itertuples():
+    for row in rows:
         table.add_row(
-            str(row.job_id),
-            str(row.name),
-            str(row.status),
-            str(row.started)[:19],
-            f"{row.cost_usd:,.2f}",
-            str(row.preemptions),
-            str(row.migrations),
+            str(row["job_id"]),
+            str(row["name"]),
+            str(row["status"]),
+            str(row["started"])[:19],
+            f"{row['cost_usd']:,.2f}",
+            str(row["preemptions"]),
+            str(row["migrations"]),
         )
     out.print(table)
 
@@ -316,6 +321,8 @@ def jobs_show(
     store: StoreOption = None,
 ) -> None:
     """One job's cost so far, savings against on-demand and cost breakdown."""
+    from executor.ledger import job_report
+
     missing = not settings.store_path(store).exists()
     with open_store(store, read_only=missing) as market:
         try:

@@ -2,19 +2,17 @@
 the next h minutes, from the pool's availability history (see :mod:`features`).
 
 Every model has ``fit(X, y)`` and ``predict_proba(X) -> p``; :data:`RISK_MODELS` names them.
+scikit-learn (and NumPy) come in when a model is fitted, so naming the models costs nothing.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-import numpy as np
-from sklearn.calibration import CalibratedClassifierCV
-from sklearn.ensemble import HistGradientBoostingClassifier
-from sklearn.linear_model import LogisticRegression
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import StandardScaler
+if TYPE_CHECKING:
+    import numpy as np
 
 
 class RiskModel(ABC):
@@ -37,12 +35,16 @@ class Logistic(RiskModel):
     name = "logistic"
 
     def fit(self, x: np.ndarray, y: np.ndarray) -> Logistic:
+        from sklearn.linear_model import LogisticRegression
+        from sklearn.pipeline import make_pipeline
+        from sklearn.preprocessing import StandardScaler
+
         self._model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))
         self._model.fit(x, y)
         return self
 
     def predict_proba(self, x: np.ndarray) -> np.ndarray:
-        return np.asarray(self._model.predict_proba(x)[:, 1])
+        return self._model.predict_proba(x)[:, 1]
 
 
 class CalibratedBoosting(RiskModel):
@@ -51,6 +53,9 @@ class CalibratedBoosting(RiskModel):
     name = "gbm_calibrated"
 
     def fit(self, x: np.ndarray, y: np.ndarray) -> CalibratedBoosting:
+        from sklearn.calibration import CalibratedClassifierCV
+        from sklearn.ensemble import HistGradientBoostingClassifier
+
         booster = HistGradientBoostingClassifier(
             max_iter=100,
             learning_rate=0.05,
@@ -64,7 +69,7 @@ class CalibratedBoosting(RiskModel):
         return self
 
     def predict_proba(self, x: np.ndarray) -> np.ndarray:
-        return np.asarray(self._model.predict_proba(x)[:, 1])
+        return self._model.predict_proba(x)[:, 1]
 
 
 RISK_MODELS: dict[str, Callable[[], RiskModel]] = {

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import duckdb
@@ -77,3 +79,25 @@ def test_store_flag_on_the_command_line_is_used(cli: CliRun, tmp_path: Path) -> 
     assert result.returncode == 0, result.stderr
     summary = json.loads(cli("data", "summary", "--json", "--store", str(other)).stdout)
     assert set(summary["sources"]) == {"spot-advisor"}
+
+
+def test_the_cli_starts_without_the_heavy_libraries() -> None:
+    """`spotwise --help` took 10-16 s and 1.1 GB when the CLI imported torch and
+    scikit-learn at start-up; they (and pandas) now load in the commands that use them."""
+    code = (
+        "import sys, json, spotwise.cli, executor; "
+        "print(json.dumps(sorted(m for m in ('torch', 'sklearn', 'statsmodels', 'streamlit', "
+        "'stable_baselines3', 'pandas', 'scipy') if m in sys.modules)))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == []
+
+
+def test_bench_startup_prints_each_command_s_time_and_memory(cli: CliRun) -> None:
+    result = cli("bench", "startup", "--repeats", "1", "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert set(report["commands"]) == {"--help", "data summary", "jobs list"}
+    assert all(c["median_s"] > 0 and c["max_rss_mb"] > 0 for c in report["commands"].values())
+    assert report["heavy_imports"] == []
