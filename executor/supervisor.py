@@ -37,7 +37,7 @@ from executor.errors import (
 from executor.launchers.base import Instance, Launcher, Placement
 from executor.ledger import Ledger
 from policy.client import PolicyClient
-from policy.schemas import DecisionRequest, JobState, JobTerms, PoolNow
+from policy.schemas import DecisionRequest, IdleState, JobTerms, PoolNow
 
 Progress = Callable[[str], None]
 ClientFor = Callable[[np.ndarray, int, tuple[str, ...]], PolicyClient]
@@ -153,7 +153,7 @@ class Supervisor:
             DecisionRequest(
                 policy=self.config.policy,
                 job=job,
-                state=JobState(
+                state=IdleState(
                     elapsed_hours=self.launcher.now_hours(),
                     progress_hours=min(self.report.progress_hours, job.compute_hours),
                 ),

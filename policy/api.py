@@ -24,8 +24,9 @@ MAX_ERRORS = 10
 
 
 class BodyLimit:
-    """ASGI middleware: a body over ``max_bytes`` gets 413 before anything parses it (by its
-    Content-Length, or by counting a streamed body as it arrives)."""
+    """ASGI middleware: a body over ``max_bytes`` gets 413 before anything parses it. A body
+    with a Content-Length is judged by it; one streamed without (chunked) is read here, at most
+    ``max_bytes`` of it, and handed on whole."""
 
     def __init__(self, app: ASGIApp, max_bytes: int = MAX_BODY_BYTES) -> None:
         self.app, self.max_bytes = app, max_bytes
@@ -35,23 +36,33 @@ class BodyLimit:
             await self.app(scope, receive, send)
             return
         length = dict(scope["headers"]).get(b"content-length")
-        if length is not None and (not length.isdigit() or int(length) > self.max_bytes):
-            await self._refuse(send)
+        if length is not None:
+            if not length.isdigit() or int(length) > self.max_bytes:
+                await self._refuse(send)
+                return
+            await self.app(scope, receive, send)
             return
-        seen = 0
-
-        async def counted() -> Message:
-            nonlocal seen
+        body = bytearray()
+        while True:
             message = await receive()
-            seen += len(message.get("body", b""))
-            if seen > self.max_bytes:
-                raise _TooLarge
-            return message
+            if message["type"] != "http.request":
+                break
+            body += message.get("body", b"")
+            if len(body) > self.max_bytes:
+                await self._refuse(send)
+                return
+            if not message.get("more_body", False):
+                break
+        replayed = False
 
-        try:
-            await self.app(scope, counted, send)
-        except _TooLarge:
-            await self._refuse(send)
+        async def replay() -> Message:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": bytes(body), "more_body": False}
+
+        await self.app(scope, replay, send)
 
     async def _refuse(self, send: Send) -> None:
         response = JSONResponse(
@@ -60,10 +71,6 @@ class BodyLimit:
             headers={"Connection": "close"},
         )
         await response({"type": "http"}, _no_receive, send)
-
-
-class _TooLarge(Exception):
-    pass
 
 
 async def _no_receive() -> Message:
@@ -116,6 +123,29 @@ def create_app(service: DecisionService, token: str | None) -> FastAPI:
         return JSONResponse(status_code=status, content={"detail": str(exc)})
 
     auth = [Depends(authorize)]
+
+    def openapi() -> dict[str, Any]:
+        """The schema, with the pools and policies this service knows named in it (a request
+        naming another gets a 4xx), so that a schema-valid request always gets an answer."""
+        if app.openapi_schema is None:
+            from fastapi.openapi.utils import get_openapi
+
+            schema = get_openapi(
+                title=app.title, version=app.version, description=app.description, routes=app.routes
+            )
+            known = {"type": "string", "enum": list(service.pools)}
+            components = schema["components"]["schemas"]
+            request = components["DecisionRequest"]["properties"]
+            request["pools"]["propertyNames"] = known
+            request["policy"]["enum"] = list(service.policies)
+            components["SpotState"]["properties"]["pool"] = known
+            for parameter in schema["paths"]["/v1/forecast/{pool}"]["get"]["parameters"]:
+                if parameter["name"] == "pool":
+                    parameter["schema"] = known
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
     @app.get("/healthz")
     async def healthz() -> Health:

@@ -1,10 +1,16 @@
-"""The policy API's request and response bodies (pydantic models, the OpenAPI schema)."""
+"""The policy API's request and response bodies (pydantic models, the OpenAPI schema).
+
+Every rule the service enforces is in the schema: a schema-valid request gets an answer. A
+job whose deadline can no longer be met is answered (on-demand finishes soonest), not refused;
+the state is ``none``/``on-demand`` without a pool, or ``spot`` with one (a discriminated
+union); the pool names are the service's own (added to the schema by :mod:`policy.api`).
+"""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
 
 class JobTerms(BaseModel):
@@ -15,18 +21,14 @@ class JobTerms(BaseModel):
     compute_hours: float = Field(gt=0, le=100_000, examples=[48.0])
     deadline_hours: float = Field(gt=0, le=100_000, examples=[60.0])
     changeover_hours: float = Field(default=0.2, ge=0, le=100, examples=[0.2])
-    spot_price: float = Field(gt=0, le=10_000, examples=[0.918])
-    on_demand_price: float = Field(gt=0, le=10_000, examples=[3.06])
+    spot_price: float = Field(ge=1e-4, le=10_000, examples=[0.918])
+    on_demand_price: float = Field(ge=1e-4, le=10_000, examples=[3.06])
     checkpoint_seconds: float = Field(default=30.0, ge=0.01, le=86_400)
 
-    @model_validator(mode="after")
-    def _fits(self) -> JobTerms:
-        if self.deadline_hours < self.compute_hours + self.changeover_hours:
-            raise ValueError(
-                f"deadline_hours ({self.deadline_hours}) is shorter than compute_hours plus one "
-                f"changeover ({self.compute_hours + self.changeover_hours}): no schedule fits"
-            )
-        return self
+    @property
+    def feasible(self) -> bool:
+        """Whether the work and one changeover fit before the deadline."""
+        return self.deadline_hours >= self.compute_hours + self.changeover_hours
 
 
 class PoolNow(BaseModel):
@@ -35,25 +37,52 @@ class PoolNow(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     available: bool
-    price: float | None = Field(default=None, gt=0, le=10_000)
+    price: float | None = Field(default=None, ge=1e-4, le=10_000)
 
 
-class JobState(BaseModel):
-    """Where the job stands."""
+class IdleState(BaseModel):
+    """Where the job stands: on no instance or on on-demand."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     elapsed_hours: float = Field(ge=0, le=100_000)
     progress_hours: float = Field(ge=0, le=100_000)
-    instance: Literal["none", "on-demand", "spot"] = "none"
-    pool: str | None = Field(default=None, max_length=200)
+    instance: Literal["none", "on-demand"] = "none"
     changeover_left_hours: float = Field(default=0.0, ge=0, le=100)
 
-    @model_validator(mode="after")
-    def _pool_with_spot(self) -> JobState:
-        if (self.instance == "spot") != (self.pool is not None):
-            raise ValueError("give pool exactly when instance is 'spot'")
-        return self
+    @property
+    def pool(self) -> None:
+        return None
+
+
+class SpotState(BaseModel):
+    """Where the job stands: on spot in ``pool`` (available now, since it runs there)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    elapsed_hours: float = Field(ge=0, le=100_000)
+    progress_hours: float = Field(ge=0, le=100_000)
+    instance: Literal["spot"]
+    pool: str = Field(min_length=1, max_length=200)
+    changeover_left_hours: float = Field(default=0.0, ge=0, le=100)
+
+
+def _instance(value: Any) -> str | None:
+    """The state's tag: ``spot`` or ``idle`` (None for a value that is no state at all)."""
+    if isinstance(value, dict):
+        instance = value.get("instance", "none")
+    elif isinstance(value, IdleState | SpotState):
+        instance = value.instance
+    else:
+        return None
+    return "spot" if instance == "spot" else "idle"
+
+
+JobState = Annotated[
+    Annotated[IdleState, Tag("idle")] | Annotated[SpotState, Tag("spot")],
+    Discriminator(_instance),
+]
+"""Where the job stands: ``instance`` none or on-demand (no pool), or spot with its pool."""
 
 
 class DecisionRequest(BaseModel):

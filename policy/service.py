@@ -36,6 +36,7 @@ from policy.schemas import (
     DecisionRequest,
     JobTerms,
     PoolForecast,
+    PoolNow,
     PoolRank,
 )
 from policy.traces import Pool, TraceSet
@@ -100,14 +101,33 @@ class DecisionService:
         return [self._index[n] for n in names]
 
     def decide(self, request: DecisionRequest) -> Decision:
-        """The next action for a job in the given state."""
-        names = list(request.pools)
-        rows = self._rows(names)
+        """The next action for a job in the given state (a job that can no longer meet its
+        deadline is told on-demand, which finishes soonest)."""
         job, state = request.job, request.state
+        pools = dict(request.pools)
+        if state.pool is not None and state.pool not in pools:
+            pools[state.pool] = PoolNow(available=True)  # it runs there, so it is up
+        names = list(pools)
+        rows = self._rows(names)
+        if not job.feasible:
+            return _on_demand(
+                job,
+                state.progress_hours,
+                f"the deadline cannot be met: {job.compute_hours + job.changeover_hours:.2f} h of "
+                f"work and changeover against {job.deadline_hours:.2f} h; on-demand finishes "
+                "soonest",
+            )
         spec = _spec(job)
         gap = self.history.gap_seconds
         ticks = spec.ticks(gap)
-        prices = np.array([p.price or job.spot_price for p in request.pools.values()])
+        if ticks.work < 1:
+            return _on_demand(
+                job,
+                state.progress_hours,
+                f"the job needs less than half of this market's {gap} s step: too short to wait "
+                "for spot; on-demand",
+            )
+        prices = np.array([p.price or job.spot_price for p in pools.values()])
         context = JobContext(
             job=ticks,
             pools=tuple(
@@ -125,8 +145,6 @@ class DecisionService:
             )
         policy = make(request.policy, self.models)
         policy.reset(context)
-        if state.instance == "spot" and state.pool not in request.pools:
-            raise RequestError(f"state.pool {state.pool!r} is not among the request's pools")
         current = (
             NONE
             if state.instance == "none"
@@ -141,7 +159,7 @@ class DecisionService:
             state=current,
             changeover_left=round(state.changeover_left_hours * per_hour),
             preempted=False,
-            available=np.array([p.available for p in request.pools.values()]),
+            available=np.array([p.available for p in pools.values()]),
             prices=prices,
         )
         action = policy.act(obs)
@@ -256,6 +274,19 @@ class DecisionService:
             preemption_probability_60min=None if probability is None else round(probability, 4),
             history_hours=round(len(row) * tick_h, 2),
         )
+
+
+def _on_demand(job: JobTerms, progress_hours: float, reason: str) -> Decision:
+    work_left = max(0.0, job.compute_hours - progress_hours)
+    return Decision(
+        action="on-demand",
+        pool=None,
+        market="on-demand",
+        bid=None,
+        checkpoint_interval_minutes=None,
+        expected_cost_usd=round((work_left + job.changeover_hours) * job.on_demand_price, 4),
+        reason=reason,
+    )
 
 
 def _spec(job: JobTerms) -> JobSpec:

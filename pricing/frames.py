@@ -23,6 +23,8 @@ MARKETS = frozenset({"spot", "on_demand"})
 EVENTS = frozenset({"launched", "preempted", "notice", "rebalance"})
 FUTURE_MARGIN = timedelta(hours=24)
 """How far past the present a row's time may lie (clock skew between machines)."""
+MAX_NODES = 100_000
+"""Plausibility bound of a pool's node count."""
 MAX_PRICE_USD_PER_HOUR = 1000.0
 """Plausibility bound of any price (the dearest instances cost a few hundred USD an hour)."""
 ROW = "_row"
@@ -224,6 +226,12 @@ def validate(
         check.require(available >= 0, "available_nodes", "node count is negative", "Fix the count")
         check.require(
             target >= 1, "target_nodes", "target must be at least one node", "Fix the target"
+        )
+        check.require(
+            target <= MAX_NODES,
+            "target_nodes",
+            f"target above {MAX_NODES:,} nodes is not plausible",
+            "Fix the target",
         )
         check.require(
             available <= target,

@@ -140,9 +140,20 @@ class MarketStore:
 
     @contextmanager
     def _transaction(self) -> Iterator[None]:
+        """One transaction: all of the block's writes, or (on any error) none of them; a
+        database error comes out as a :class:`StoreError`."""
         self._con.execute("BEGIN TRANSACTION")
         try:
             yield
+        except duckdb.Error as exc:
+            self._con.execute("ROLLBACK")
+            cause: BaseException = exc
+            while isinstance(cause.__context__, duckdb.Error):  # the first error, not its echo
+                cause = cause.__context__
+            raise StoreError(
+                f"the store {self.path} refused the write ({str(cause).splitlines()[0]}); "
+                "nothing was stored"
+            ) from exc
         except BaseException:
             self._con.execute("ROLLBACK")
             raise

@@ -141,6 +141,11 @@ def run(
             spot_price=spot_price,
             on_demand_price=on_demand_price,
         )
+        if not job.feasible:
+            fail(
+                f"--deadline-hours {deadline_hours} is shorter than --compute-hours "
+                f"{compute_hours} plus one changeover ({job.changeover_hours} h): no schedule fits"
+            )
         if launcher == "aws":
             chosen: Launcher = _aws_launcher(
                 region,

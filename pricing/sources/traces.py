@@ -68,11 +68,11 @@ def read_cbl_json(path: Path) -> CblTrace:
             "Give a CBL trace or name the right --format; nothing was stored",
         )
     gap = doc["metadata"].get("gap_seconds") if isinstance(doc["metadata"], dict) else None
-    if not isinstance(gap, int | float) or isinstance(gap, bool) or gap <= 0:
+    if not isinstance(gap, int | float) or isinstance(gap, bool) or not 0 < gap <= 86_400:
         raise InputError(
             path,
             "metadata.gap_seconds",
-            f"must be a positive number, got {gap!r}",
+            f"must be a number of seconds in (0, 86400], got {gap!r}",
             "Fix the trace's metadata; nothing was stored",
         )
     data = _numbers(path, "data", doc["data"])
@@ -93,11 +93,11 @@ def _numbers(path: Path, key: str, values: object) -> np.ndarray:
             path, key, "must be a non-empty list of numbers", "Fix the trace; nothing was stored"
         )
     for i, v in enumerate(values):
-        if not isinstance(v, int | float) or isinstance(v, bool) or not np.isfinite(v) or v < 0:
+        if not isinstance(v, int | float) or isinstance(v, bool) or not 0 <= v < 1e15:
             raise InputError(
                 path,
                 f"{key}[{i}]",
-                f"not a non-negative number: {v!r}",
+                f"not a non-negative number below 1e15: {str(v)[:40]}",
                 "Fix the trace; nothing was stored",
             )
     return np.asarray(values, dtype=float)
@@ -199,6 +199,7 @@ def read_bamboo_events(path: Path) -> Parsed:
     raw = read_csv(path, columns=("time_ms", "action", "node"), header=False)
     millis = pd.to_numeric(raw["time_ms"], errors="coerce")
     _require(path, raw, millis.notna() & (millis >= 0), "time_ms", "not a non-negative number")
+    _require_offsets(path, raw, millis, "ms", "time_ms")
     _require(path, raw, raw["action"].isin(["add", "remove"]), "action", "must be add or remove")
     family = path.stem.split("-")[0]
     frame = pd.DataFrame(
@@ -257,6 +258,7 @@ def read_node_counts(path: Path) -> Parsed:
         source = "bamboo-aws-counts"
     else:
         instance_type, zone, start, unit, source = "p3.2xlarge", "", EPOCH, "ms", "parcae"
+    _require_offsets(path, raw, times, unit, "time")
     frame = _last_per_instant(
         pd.DataFrame(
             {
@@ -330,6 +332,25 @@ def read_gcloud_counts(path: Path) -> Parsed:
 
 def _sniff_gcloud_counts(path: Path, head: str) -> bool:
     return re.match(r"^\d{4}-\d\d-\d\d, \d\d:\d\d:\d\d, \d+\s*$", head.split("\n")[0]) is not None
+
+
+MAX_OFFSET_DAYS = 365 * 50
+"""Longest time from a trace's start that a row may lie (any more is a damaged number)."""
+_UNIT_DAYS = {"ms": 86_400_000.0, "s": 86_400.0, "h": 24.0}
+
+
+def _require_offsets(
+    path: Path, raw: pd.DataFrame, values: pd.Series, unit: str, column: str
+) -> None:
+    """Offsets from the trace's start must lie within :data:`MAX_OFFSET_DAYS`."""
+    days = values / _UNIT_DAYS[unit]
+    _require(
+        path,
+        raw,
+        days <= MAX_OFFSET_DAYS,
+        column,
+        f"more than {MAX_OFFSET_DAYS // 365} years after the trace's start",
+    )
 
 
 def _require(path: Path, raw: pd.DataFrame, ok: pd.Series, column: str, problem: str) -> None:

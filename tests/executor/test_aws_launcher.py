@@ -225,3 +225,37 @@ def test_the_supervisor_relaunches_on_aws_after_a_preemption_and_tears_down(
         ledger_report = job_report(market, ledger.job_id)
     assert ledger_report["markets"]["spot"]["hours"] > 0
     assert ledger_report["preemptions"] == 1
+
+
+def test_a_cancelled_job_on_aws_leaves_no_instance_running(
+    launcher: AwsLauncher, tmp_path: Path
+) -> None:
+    from executor.errors import Cancelled
+
+    job = JobTerms(compute_hours=1, deadline_hours=3, spot_price=0.9, on_demand_price=3.06)
+    ledger = Ledger(
+        tmp_path / "store.duckdb",
+        JobInfo(
+            name="aws",
+            command=" ".join(COMMAND),
+            launcher="aws",
+            compute_hours=1,
+            deadline_hours=3,
+            on_demand_price=3.06,
+        ),
+    )
+    config = SupervisorConfig(job=job, cancel_grace_s=1.0)
+    supervisor = Supervisor(launcher, in_process_for, config, ledger)
+
+    def cancel_once_launched() -> None:
+        deadline = time.monotonic() + 30
+        while not launcher.running_instances() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        supervisor.cancel()
+
+    threading.Thread(target=cancel_once_launched, daemon=True).start()
+    with pytest.raises(Cancelled):
+        supervisor.run(COMMAND)
+    assert launcher.running_instances() == []
+    with MarketStore.open(tmp_path / "store.duckdb") as market:
+        assert job_report(market, ledger.job_id)["status"] == "cancelled"

@@ -75,7 +75,6 @@ def test_the_safety_net_answers_on_demand_when_slack_is_gone(client: TestClient)
 @pytest.mark.parametrize(
     ("change", "status", "words"),
     [
-        ({"job": {**JOB, "deadline_hours": 10}}, 422, "no schedule fits"),
         ({"policy": "cheapest"}, 422, "unknown policy"),
         ({"policy": "omniscient"}, 422, "this service serves"),
         ({"pools": {"mars-1a": {"available": True}}}, 404, "unknown pool"),
@@ -89,6 +88,20 @@ def test_bad_requests_get_a_clear_4xx(
     response = client.post("/v1/decision", json={**body(), **change}, headers=AUTH)
     assert response.status_code == status
     assert words in json.dumps(response.json())
+
+
+def test_a_job_that_cannot_meet_its_deadline_is_told_on_demand(client: TestClient) -> None:
+    late = {**body(), "job": {**JOB, "deadline_hours": 10}}
+    decision = client.post("/v1/decision", json=late, headers=AUTH).json()
+    assert decision["action"] == "on-demand" and "cannot be met" in decision["reason"]
+
+
+def test_a_spot_pool_missing_from_the_request_counts_as_available(client: TestClient) -> None:
+    state = {"instance": "spot", "pool": "us-west-2c_v100_1"}
+    request = {**body(**state), "pools": {"us-east-1a_v100_1": {"available": False}}}
+    response = client.post("/v1/decision", json=request, headers=AUTH)
+    assert response.status_code == 200
+    assert response.json()["pool"] in (None, "us-west-2c_v100_1")
 
 
 def test_pools_are_ranked_by_expected_cost_and_forecasts_are_served(client: TestClient) -> None:
@@ -109,6 +122,16 @@ schema = schemathesis.openapi.from_asgi("/openapi.json", APP)
 def test_no_generated_request_makes_a_server_error(case: schemathesis.Case) -> None:
     response = case.call(headers=AUTH)
     assert response.status_code < 500, (case.path, case.body, response.text)
+
+
+@schema.parametrize()
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+def test_every_schema_valid_request_is_answered(case: schemathesis.Case) -> None:
+    """The schema carries every rule the service enforces (schemathesis's positive data
+    acceptance: a request the schema allows is not refused)."""
+    from schemathesis.checks import positive_data_acceptance
+
+    case.call_and_validate(headers=AUTH, checks=[positive_data_acceptance])
 
 
 @pytest.fixture(scope="module")

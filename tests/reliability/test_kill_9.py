@@ -1,0 +1,109 @@
+"""kill -9 at random points of a load and of a checkpoint save: what survives is always a
+committed state (the store before the load or after it; the last committed checkpoint)."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from executor.checkpoint import CheckpointManager
+from pricing.store import MarketStore
+from tests.conftest import DATA
+from tests.executor.test_checkpoint import forkserver
+
+
+def summary_of(store: Path) -> dict[str, int]:
+    with MarketStore.open(store, read_only=True) as market:
+        return market.summary()["tables"]
+
+
+def test_kill_9_during_a_load_leaves_the_store_before_or_after_it(tmp_path: Path) -> None:
+    rng = random.Random(11)
+    paths = [str(DATA / "prices"), str(DATA / "traces/cbl/availability")]
+    reference = tmp_path / "reference.duckdb"
+    env = {**os.environ, "SPOTWISE_STORE": str(reference)}
+    began = time.monotonic()
+    subprocess.run(
+        [sys.executable, "-m", "spotwise", "data", "load", *paths],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    full_s = time.monotonic() - began
+    after = summary_of(reference)
+    store = tmp_path / "market.duckdb"
+    MarketStore.open(store).close()
+    before = summary_of(store)
+    outcomes = []
+    for _ in range(4):
+        if store.exists():
+            store.unlink()
+        MarketStore.open(store).close()
+        load = subprocess.Popen(
+            [sys.executable, "-m", "spotwise", "data", "load", *paths],
+            env={**os.environ, "SPOTWISE_STORE": str(store)},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        time.sleep(rng.uniform(0.3 * full_s, 1.0 * full_s))
+        load.send_signal(signal.SIGKILL)
+        load.wait()
+        now = summary_of(store)
+        assert now in (before, after), now
+        outcomes.append("after" if now == after else "before")
+    assert "before" in outcomes  # some kills landed while the load was still working
+
+
+def _write_forever(folder: str, pipe: object) -> None:
+    manager = CheckpointManager([folder], keep_latest_k=2, async_save=False)
+    last = manager.load()
+    first = last.step + 1 if last else 1
+    pipe.send(("ready", first - 1))  # type: ignore[attr-defined]
+    for step in range(first, first + 10_000):
+        pipe.send(("started", step))  # type: ignore[attr-defined]
+        manager.save(step, {"w": torch.full((400_000,), float(step)), "step": step})
+        pipe.send(("committed", step))  # type: ignore[attr-defined]
+
+
+def test_kill_9_during_writes_never_loses_the_last_committed_checkpoint(tmp_path: Path) -> None:
+    context = forkserver()
+    rng = random.Random(7)
+    folder = str(tmp_path / "ckpt")
+    committed = started = mid_write = 0
+    for _ in range(50):
+        parent, child_end = context.Pipe()
+        child = context.Process(target=_write_forever, args=(folder, child_end))
+        child.start()
+        while not parent.poll(10):
+            pass
+        time.sleep(rng.uniform(0.0, 0.3))
+        os.kill(child.pid, signal.SIGKILL)  # type: ignore[arg-type]
+        child.join()
+        reported = committed
+        while parent.poll():
+            event, step = parent.recv()
+            if event == "ready":
+                assert step == committed  # the child resumes from the same commit we loaded
+            elif event == "committed":
+                committed = max(committed, step)
+            started = max(started, step)
+        mid_write += started > committed >= reported
+        manager = CheckpointManager([folder])
+        loaded = manager.load()
+        manager.close()
+        assert loaded is not None or committed == 0
+        if loaded is not None:
+            # The loaded step is the last commit (or a later one that committed before the
+            # child could say so), and its content is that step's content.
+            assert committed <= loaded.step <= max(started, committed)
+            assert loaded.state["step"] == loaded.step
+            assert torch.equal(loaded.state["w"], torch.full((400_000,), float(loaded.step)))
+            committed = loaded.step
+    assert mid_write >= 25  # most kills landed while a checkpoint was being written
