@@ -69,7 +69,9 @@ def test_a_failing_upsert_leaves_every_table_as_it_was(store_file: Path) -> None
                 "savings_pct": [50.0],
             }
         )
-        with pytest.raises(StoreError, match="Could not convert string 'high'.*nothing was stored"):
+        with pytest.raises(
+            StoreError, match=r"Could not convert string 'high'.*nothing was stored"
+        ):
             store.upsert({"prices": [prices(7.0, 8.0, 9.0, source="other")], "bands": broken})
         assert store.summary() == before
 
