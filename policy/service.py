@@ -190,15 +190,7 @@ class DecisionService:
                 else f"on-demand: spot is not forecast to cover the {work_left:.1f} h of work "
                 f"left in {time_left:.1f} h"
             )
-            return Decision(
-                action="on-demand",
-                pool=None,
-                market="on-demand",
-                bid=None,
-                checkpoint_interval_minutes=None,
-                expected_cost_usd=round(od_cost, 4),
-                reason=reason,
-            )
+            return _on_demand(job, obs.progress * hours, reason)
         if action >= SPOT0:
             z = action - SPOT0
             name = context.pools[z].name

@@ -13,6 +13,7 @@ import pandas as pd
 
 from pricing.errors import InputError
 from pricing.sources import FileFormat, Parsed, advisor, aws, gcp, traces
+from pricing.sources.tabular import unreadable
 from pricing.store import MarketStore
 
 FORMATS: dict[str, FileFormat] = {
@@ -88,9 +89,7 @@ def detect_format(path: Path) -> FileFormat:
         with path.open("r", encoding="utf-8-sig", errors="replace") as handle:
             head = handle.read(4096)
     except OSError as exc:
-        raise InputError(
-            path, "", f"cannot read the file ({exc})", "Check permissions; nothing was stored"
-        ) from exc
+        raise unreadable(path, exc) from exc
     matches = [f for f in FORMATS.values() if f.sniff(path, head)]
     if len(matches) != 1:
         names = ", ".join(FORMATS)

@@ -6,9 +6,11 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from threadpoolctl import threadpool_limits
 
@@ -87,3 +89,34 @@ def moto_server() -> Iterator[str]:
     host, port = server.get_host_and_port()
     yield f"http://{host}:{port}"
     server.stop()
+
+
+API_TOKEN = "s3cret-token"
+
+
+@pytest.fixture(scope="session")
+def api_server() -> Iterator[str]:
+    """``spotwise serve`` on a free loopback port, with a token from a file (one per worker)."""
+    import socket
+    import tempfile
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    token_file = Path(tempfile.mkdtemp()) / "token"
+    token_file.write_text(API_TOKEN + "\n")
+    env = {k: v for k, v in os.environ.items() if k != "SPOTWISE_API_API_TOKEN"}
+    command = [sys.executable, "-m", "spotwise", "serve", "--port", str(port)]
+    process = subprocess.Popen([*command, "--token-file", str(token_file)], env=env)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(150):
+            try:
+                httpx.get(f"{base}/healthz", timeout=1)
+                break
+            except httpx.HTTPError:
+                time.sleep(0.2)
+        yield base
+    finally:
+        process.terminate()
+        process.wait(10)

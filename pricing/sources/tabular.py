@@ -16,6 +16,16 @@ _UTC_SUFFIX = re.compile(r"(?:Z|[+-]00:?00)$")
 _ANY_OFFSET = re.compile(r"[+-]\d\d:?\d\d$")
 
 
+def unreadable(path: Path, exc: OSError) -> InputError:
+    """The error for a file the operating system will not let us read."""
+    return InputError(
+        path,
+        "",
+        f"cannot read the file ({exc.strerror or exc})",
+        "Check permissions; nothing was stored",
+    )
+
+
 def read_csv(path: Path, *, columns: Sequence[str], header: bool) -> pd.DataFrame:
     """Read a CSV as text columns plus ``_row`` (the file's line number, header = line 1).
 
@@ -43,12 +53,7 @@ def read_csv(path: Path, *, columns: Sequence[str], header: bool) -> pd.DataFram
             path, f"byte {exc.start}", "not UTF-8 text", "Give a CSV file; nothing was stored"
         ) from exc
     except OSError as exc:
-        raise InputError(
-            path,
-            "",
-            f"cannot read the file ({exc.strerror or exc})",
-            "Check permissions; nothing was stored",
-        ) from exc
+        raise unreadable(path, exc) from exc
     except pd.errors.EmptyDataError as exc:
         raise InputError(
             path,
@@ -150,12 +155,7 @@ def read_json(path: Path) -> object:
             "Give the real data file; nothing was stored",
         ) from exc
     except OSError as exc:
-        raise InputError(
-            path,
-            "",
-            f"cannot read the file ({exc.strerror or exc})",
-            "Check permissions; nothing was stored",
-        ) from exc
+        raise unreadable(path, exc) from exc
     except json.JSONDecodeError as exc:
         raise InputError(
             path,

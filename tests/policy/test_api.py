@@ -3,15 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 import schemathesis
 from fastapi.testclient import TestClient
@@ -22,10 +16,10 @@ from policy.client import HttpClient, InProcessClient
 from policy.schemas import DecisionRequest, JobTerms
 from policy.service import DecisionService, RequestError
 from policy.traces import load_traces
-from tests.conftest import DATA, CliRun
+from tests.conftest import API_TOKEN, DATA, CliRun
 
 BUNDLED = DATA / "traces/cbl/availability/1-node/aws-02-15-2023"
-TOKEN = "s3cret-token"
+TOKEN = API_TOKEN
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 JOB = {"compute_hours": 48, "deadline_hours": 60, "spot_price": 0.918, "on_demand_price": 3.06}
 
@@ -134,43 +128,15 @@ def test_every_schema_valid_request_is_answered(case: schemathesis.Case) -> None
     case.call_and_validate(headers=AUTH, checks=[positive_data_acceptance])
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    """``spotwise serve`` on a free loopback port, with a token from a file."""
-    import socket
-    import tempfile
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    token_file = Path(tempfile.mkdtemp()) / "token"
-    token_file.write_text(TOKEN + "\n")
-    env = {k: v for k, v in os.environ.items() if k != "SPOTWISE_API_TOKEN"}
-    command = [sys.executable, "-m", "spotwise", "serve", "--port", str(port)]
-    process = subprocess.Popen([*command, "--token-file", str(token_file)], env=env)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(150):
-            try:
-                httpx.get(f"{base}/healthz", timeout=1)
-                break
-            except httpx.HTTPError:
-                time.sleep(0.2)
-        yield base
-    finally:
-        process.terminate()
-        process.wait(10)
-
-
-def test_http_and_in_process_clients_give_the_same_answers(server: str) -> None:
-    http, local = HttpClient(server, TOKEN), InProcessClient(SERVICE)
+def test_http_and_in_process_clients_give_the_same_answers(api_server: str) -> None:
+    http, local = HttpClient(api_server, TOKEN), InProcessClient(SERVICE)
     request = DecisionRequest.model_validate(body(elapsed_hours=5.0, progress_hours=4.0))
     assert http.decide(request) == local.decide(request)
     job = JobTerms.model_validate(JOB)
     assert http.rank_pools(job) == local.rank_pools(job)
     assert http.forecast("us-west-2c_v100_1") == local.forecast("us-west-2c_v100_1")
     with pytest.raises(RequestError, match="401"):
-        HttpClient(server).forecast("us-west-2c_v100_1")
+        HttpClient(api_server).forecast("us-west-2c_v100_1")
     http.close()
 
 
