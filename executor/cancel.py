@@ -8,31 +8,47 @@ that is already gone (killed, machine restarted) left its job ``running``: that 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
 import time
 from pathlib import Path
+from typing import Any
 
 from executor.errors import ExecutorError
 from pricing.errors import StoreError
 from pricing.store import MarketStore
 
 
-def _job(store_path: Path, job_id: str) -> tuple[str, str | None, int | None]:
+def _job(store_path: Path, job_id: str) -> dict[str, Any]:
     with MarketStore.open(store_path) as store:
-        rows = store.query(
-            "SELECT status, host, supervisor_pid FROM jobs WHERE job_id = ?", [job_id]
+        rows = store.records(
+            "SELECT status, host, supervisor_pid, worker_pgid FROM jobs WHERE job_id = ?",
+            [job_id],
         )
-    if rows.empty:
+    if not rows:
         raise ExecutorError(f"no job {job_id!r} in the ledger; `spotwise jobs list` shows them")
-    row = rows.iloc[0]
-    pid = (
-        None
-        if row.supervisor_pid is None or row.supervisor_pid != row.supervisor_pid
-        else int(row.supervisor_pid)
-    )
-    return str(row.status), None if row.host is None else str(row.host), pid
+    return rows[0]
+
+
+def _stop_group(pgid: int, grace_s: float) -> bool:
+    """SIGTERM the process group (a notice: the guard checkpoints), SIGKILL what is left
+    after ``grace_s``; whether there was a group to stop."""
+    try:
+        os.killpg(pgid, signal.SIGTERM)
+    except ProcessLookupError:
+        return False
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        time.sleep(0.2)
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, signal.SIGKILL)
+    return True
 
 
 def supervisor_alive(pid: int) -> bool:
@@ -49,14 +65,18 @@ def supervisor_alive(pid: int) -> bool:
     return True
 
 
-def cancel_job(store_path: Path, job_id: str, *, wait_s: float = 60.0) -> str:
-    """Cancel a running job; returns how it ended.
+def cancel_job(
+    store_path: Path, job_id: str, *, wait_s: float = 60.0, grace_s: float = 30.0
+) -> str:
+    """Cancel a running job; returns how it ended. A job whose supervisor is gone has its
+    command's process group stopped here (``grace_s`` to checkpoint, then killed).
 
     Raises:
         ExecutorError: an unknown job, one that is not running, one supervised on another
             machine, or a supervisor that did not stop within ``wait_s``.
     """
-    status, host, pid = _job(store_path, job_id)
+    job = _job(store_path, job_id)
+    status, host, pid, pgid = job["status"], job["host"], job["supervisor_pid"], job["worker_pgid"]
     if status != "running":
         raise ExecutorError(f"job {job_id} is {status}: nothing to cancel")
     if host is not None and host != socket.gethostname():
@@ -64,13 +84,15 @@ def cancel_job(store_path: Path, job_id: str, *, wait_s: float = 60.0) -> str:
             f"job {job_id} is supervised on {host} (pid {pid}): run `spotwise jobs cancel` there"
         )
     if pid is None or not supervisor_alive(pid):
+        stopped = pgid is not None and _stop_group(pgid, grace_s)
         with MarketStore.open(store_path) as store:
             store.execute(
                 "UPDATE jobs SET status = 'cancelled', ended = now() "
                 "WHERE job_id = ? AND status = 'running'",
                 [job_id],
             )
-        return "cancelled (its supervisor had already gone)"
+        left = "; its command was stopped" if stopped else ""
+        return f"cancelled (its supervisor had already gone{left})"
     try:
         os.kill(pid, signal.SIGTERM)
     except PermissionError as exc:
@@ -82,7 +104,7 @@ def cancel_job(store_path: Path, job_id: str, *, wait_s: float = 60.0) -> str:
     while time.monotonic() < deadline:
         time.sleep(0.5)
         try:
-            status = _job(store_path, job_id)[0]
+            status = _job(store_path, job_id)["status"]
         except StoreError:
             continue  # the supervisor is writing its last entries
         if status != "running":

@@ -44,7 +44,8 @@ class Ledger:
         self._seq = 0
         with MarketStore.open(store_path) as store:
             store.execute(
-                "INSERT INTO jobs VALUES (?, ?, ?, ?, now(), NULL, 'running', ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO jobs VALUES "
+                "(?, ?, ?, ?, now(), NULL, 'running', ?, ?, ?, ?, ?, ?, NULL)",
                 [
                     self.job_id,
                     info.name,
@@ -90,6 +91,13 @@ class Ledger:
                     nbytes,
                     detail,
                 ],
+            )
+
+    def running_in(self, process_group: int | None) -> None:
+        """Record the local process group the job's command runs in now (None: none here)."""
+        with MarketStore.open(self.store_path) as store:
+            store.execute(
+                "UPDATE jobs SET worker_pgid = ? WHERE job_id = ?", [process_group, self.job_id]
             )
 
     def finish(self, status: str) -> None:

@@ -217,6 +217,7 @@ class Supervisor:
                 self.ledger.record("failure", pool=placement.pool, detail=str(exc))
                 raise
             self._instance = instance
+            self.ledger.running_in(instance.process_group())
             self.report.instances += 1
             self.report.placements.append(placement.describe())
             outcome, code = self._watch(instance)

@@ -10,6 +10,9 @@ imported when rows go in or come out as frames; opening and summarising a store 
 
 from __future__ import annotations
 
+import logging
+import os
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -23,6 +26,11 @@ from pricing.frames import SPECS
 
 if TYPE_CHECKING:
     import pandas as pd
+
+log = logging.getLogger("spotwise.store")
+WAIT_ENV = "SPOTWISE_STORE_WAIT_S"
+DEFAULT_WAIT_S = 30.0
+"""Seconds an open waits for a store another process holds (writes are short)."""
 
 MIGRATIONS: tuple[str, ...] = (
     """
@@ -59,11 +67,13 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE jobs ADD COLUMN host VARCHAR;
     ALTER TABLE jobs ADD COLUMN supervisor_pid INTEGER;
+    ALTER TABLE jobs ADD COLUMN worker_pgid INTEGER;
     """,
 )
 """Migration ``i`` takes a store from schema version ``i`` to ``i + 1``. Version 2 adds the
 executor's ledger (``jobs``, ``ledger``), written by :mod:`executor.ledger`; version 3 records
-where each job's supervisor runs (``host``, ``supervisor_pid``), so it can be cancelled."""
+where each job's supervisor runs (``host``, ``supervisor_pid``) and the process group of the
+command it runs locally (``worker_pgid``), so a job can be cancelled even if its supervisor died."""
 
 SCHEMA_VERSION = len(MIGRATIONS)
 TABLES = ("prices", "availability", "events", "bands", "placement_scores", "forecasts")
@@ -77,20 +87,37 @@ class MarketStore:
         self.path = path
 
     @classmethod
-    def open(cls, path: Path | str, *, read_only: bool = False) -> MarketStore:
-        """Open (creating and migrating if needed) the store at ``path``.
+    def open(
+        cls, path: Path | str, *, read_only: bool = False, wait_s: float | None = None
+    ) -> MarketStore:
+        """Open (creating and migrating if needed) the store at ``path``. While another
+        process holds it, retry with backoff for up to ``wait_s`` seconds (default
+        ``$SPOTWISE_STORE_WAIT_S``, else 30), saying once what it waits for.
 
         Raises:
-            StoreError: when the file is locked, not a DuckDB file, or newer than this code.
+            StoreError: when the file stays locked, is not a DuckDB file, or is newer than
+                this code.
         """
         path = Path(path)
         if read_only and not path.exists():
             raise StoreError(f"no store at {path}: run `spotwise data load` first")
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            con = duckdb.connect(str(path), read_only=read_only)
-        except (duckdb.Error, OSError) as exc:
-            raise _open_error(path, exc) from exc
+        if wait_s is None:
+            wait_s = float(os.environ.get(WAIT_ENV) or DEFAULT_WAIT_S)
+        deadline = time.monotonic() + wait_s
+        pause = 0.02
+        while True:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                con = duckdb.connect(str(path), read_only=read_only)
+                break
+            except (duckdb.Error, OSError) as exc:
+                error = _open_error(path, exc)
+                if error.permanent or time.monotonic() + pause > deadline:
+                    raise error from exc
+                if pause == 0.02:
+                    log.warning("waiting up to %.0f s for the store %s: %s", wait_s, path, exc)
+                time.sleep(pause)
+                pause = min(pause * 2, 1.0)
         con.execute("SET TimeZone = 'UTC'")
         store = cls(con, path)
         if not read_only:

@@ -122,6 +122,10 @@ class AwsInstance:
     def kill(self) -> None:
         self.launcher.ec2.terminate_instances(InstanceIds=[self.instance_id])
 
+    def process_group(self) -> None:
+        """It runs on its own machine."""
+        return None
+
     def quiet_s(self) -> None:
         """Not known from here: the instance reports only its exit code."""
         return None

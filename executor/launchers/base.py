@@ -42,6 +42,10 @@ class Instance(Protocol):
         """Take the instance away now (with everything the command started)."""
         ...
 
+    def process_group(self) -> int | None:
+        """The local process group the command runs in (None when it runs elsewhere)."""
+        ...
+
     def quiet_s(self) -> float | None:
         """Seconds since the command's last step heartbeat (or its launch, before the first);
         None when this launcher cannot tell."""

@@ -83,6 +83,9 @@ class LocalInstance:
         with contextlib.suppress(ProcessLookupError, PermissionError):  # the group is gone
             os.killpg(self._process.pid, signal.SIGKILL)
 
+    def process_group(self) -> int:
+        return self._process.pid  # the leader of its own session and group
+
     def quiet_s(self) -> float:
         return seconds_quiet(self._heartbeat, self._started_wall)
 

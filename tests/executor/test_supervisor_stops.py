@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from executor.errors import Cancelled
+from pricing.errors import StoreError
 from pricing.store import MarketStore
 from tests.conftest import CliRun
 from tests.executor.test_supervisor import market, supervise
@@ -48,6 +49,16 @@ def jobs(store: Path) -> list[dict]:
     with MarketStore.open(store, read_only=True) as market_store:
         frame = market_store.query("SELECT job_id, status, ended FROM jobs")
     return frame.to_dict("records")
+
+
+def recorded_group(store: Path) -> int | None:
+    """The process group the ledger says the job's command runs in (None before launch)."""
+    try:
+        with MarketStore.open(store, read_only=True) as market_store:
+            rows = market_store.records("SELECT worker_pgid FROM jobs")
+    except StoreError:
+        return None  # the supervisor is writing
+    return rows[0]["worker_pgid"] if rows else None
 
 
 def start_run(store: Path, *command: str, options: tuple[str, ...] = ()) -> subprocess.Popen:
@@ -185,14 +196,21 @@ def test_jobs_cancel_closes_the_row_of_a_supervisor_that_was_killed(
 ) -> None:
     pid_file = tmp_path / "child.pid"
     run = start_run(store_file, sys.executable, "-c", QUIET, str(pid_file))
-    wait_for(pid_file.exists)
-    run.kill()  # kill -9: no chance to record anything
+    wait_for(lambda: pid_file.exists() and recorded_group(store_file) is not None)
+    run.kill()  # kill -9: no chance to record anything, nor to stop its command
     run.wait(timeout=30)
-    os.kill(int(pid_file.read_text()), signal.SIGKILL)  # its orphan holds run's stderr
+    child = int(pid_file.read_text())
+    try:
+        assert alive(child)
+        [job] = jobs(store_file)
+        assert job["status"] == "running"
+        result = cli("jobs", "cancel", job["job_id"])
+        assert result.returncode == 0 and "already gone" in result.stdout
+        assert "its command was stopped" in result.stdout
+        wait_for(lambda: not alive(child), 10)
+    finally:
+        if alive(child):
+            os.kill(child, signal.SIGKILL)
     run.communicate(timeout=30)
-    [job] = jobs(store_file)
-    assert job["status"] == "running"
-    result = cli("jobs", "cancel", job["job_id"])
-    assert result.returncode == 0 and "already gone" in result.stdout
     assert jobs(store_file)[0]["status"] == "cancelled"
     assert json.loads(cli("jobs", "list", "--json").stdout)[0]["status"] == "cancelled"

@@ -60,7 +60,7 @@ def schedule(store: Path) -> subprocess.Popen[str]:
         ],
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, "COLUMNS": "200"},
+        env={**os.environ, "COLUMNS": "200", "SPOTWISE_STORE_WAIT_S": "1"},
     )
 
 

@@ -113,3 +113,36 @@ def test_newest_is_the_latest_time_of_the_matching_series(store_file: Path) -> N
         assert store.newest("prices", {"instance_type": "p3.2xlarge"}) == pd.Timestamp(
             "2024-01-01 02:00", tz="UTC"
         )
+
+
+def test_an_open_waits_for_a_store_another_process_holds_then_gives_up(
+    store_file: Path,
+) -> None:
+    import subprocess
+    import sys
+    import time
+
+    MarketStore.open(store_file).close()
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('held', flush=True)"
+            "; time.sleep(float(sys.argv[2]))",
+            str(store_file),
+            "2",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        with pytest.raises(StoreError, match="in use by another process"):
+            MarketStore.open(store_file, wait_s=0.3)
+        began = time.monotonic()
+        with MarketStore.open(store_file, wait_s=30) as store:  # the holder lets go in ~2 s
+            assert store.schema_version() == SCHEMA_VERSION
+        assert time.monotonic() - began < 20
+    finally:
+        holder.kill()
+        holder.wait()
