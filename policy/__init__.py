@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from policy.policies.base import Policy
-    from policy.rl.agent import ModelCatalog
+    from policy.rl.catalog import ModelCatalog
 
 
 def load(name: str, models: ModelCatalog | None = None) -> Policy:

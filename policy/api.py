@@ -177,7 +177,7 @@ def app_from_env() -> FastAPI:
     import os
     from pathlib import Path
 
-    from policy.rl.agent import ModelCatalog, shipped_models
+    from policy.rl.catalog import ModelCatalog, shipped_models
     from policy.traces import load_traces
 
     traces = load_traces(Path(os.environ["SPOTWISE_API_TRACES"]))

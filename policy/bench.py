@@ -21,7 +21,7 @@ from policy.simulate import CheckpointMode, JobResult, job_starts, simulate
 from policy.traces import TraceSet
 
 if TYPE_CHECKING:
-    from policy.rl.agent import ModelCatalog
+    from policy.rl.catalog import ModelCatalog
 
 ZonesMode = Literal["single", "multi"]
 

@@ -23,6 +23,7 @@ from policy.plan import PlanInputs, plan_pool
 from policy.policies.base import (
     NONE,
     ON_DEMAND,
+    REGISTRY,
     SPOT0,
     JobContext,
     Observation,
@@ -42,7 +43,7 @@ from policy.schemas import (
 from policy.traces import Pool, TraceSet
 
 if TYPE_CHECKING:
-    from policy.rl.agent import ModelCatalog
+    from policy.rl.catalog import ModelCatalog
 
 HISTORY_HOURS = 240.0
 """History each decision fits on: ten half-lives of the risk forecast."""
@@ -66,12 +67,12 @@ class DecisionService:
     """
 
     def __init__(self, history: TraceSet, models: ModelCatalog | None = None) -> None:
-        from policy.rl.agent import shipped_models
+        from policy.rl.catalog import shipped_models
 
         self.history = history
         self.models = models or shipped_models()
         self.policies = tuple(
-            n for n in names(self.models) if n == "best" or not make(n, self.models).reads_future
+            n for n in names(self.models) if not getattr(REGISTRY.get(n), "reads_future", False)
         )
         keep = min(history.n_ticks, round(HISTORY_HOURS * 3600 / history.gap_seconds))
         self._past = history.available[:, history.n_ticks - keep :]

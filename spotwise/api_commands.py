@@ -82,7 +82,7 @@ def serve(
     """Serve the policy API (decisions, pool ranking, risk forecasts) with uvicorn."""
     import uvicorn
 
-    from policy.rl.agent import ModelCatalog
+    from policy.rl.catalog import ModelCatalog
     from policy.traces import load_traces
 
     token = _token(token_file)

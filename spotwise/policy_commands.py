@@ -127,7 +127,7 @@ def bench_policy(
         trace_set = load_traces(folder, pools)
         catalog = None
         if models is not None:
-            from policy.rl.agent import ModelCatalog
+            from policy.rl.catalog import ModelCatalog
 
             catalog = ModelCatalog(models)
         checkpoint = (

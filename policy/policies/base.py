@@ -19,7 +19,7 @@ from policy.job import JobTicks
 from policy.traces import Pool
 
 if TYPE_CHECKING:
-    from policy.rl.agent import ModelCatalog
+    from policy.rl.catalog import ModelCatalog
 
 NONE = 0
 ON_DEMAND = 1
@@ -118,7 +118,7 @@ BEST = "risk_aware"
 def names(models: ModelCatalog | None = None) -> list[str]:
     """Every name :func:`make` accepts: the registered policies, ``best`` and the models."""
     import policy.policies  # noqa: F401  (registers the built-in policies)
-    from policy.rl.agent import shipped_models
+    from policy.rl.catalog import shipped_models
 
     catalog = models or shipped_models()
     return sorted({*REGISTRY, "best", *catalog.names})
@@ -132,7 +132,7 @@ def make(name: str, models: ModelCatalog | None = None) -> Policy:
         UnknownPolicy: naming the policies there are.
     """
     import policy.policies  # noqa: F401  (registers the built-in policies)
-    from policy.rl.agent import shipped_models
+    from policy.rl.catalog import shipped_models
 
     if name == "best":
         name = BEST

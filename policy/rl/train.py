@@ -8,8 +8,10 @@ from pathlib import Path
 import numpy as np
 
 from policy.job import JobSpec
-from policy.rl.agent import NET_ARCH, AgentConfig, save_model
-from policy.rl.env import SpotJobEnv
+from policy.rl.agent import save_model
+from policy.rl.catalog import NET_ARCH, AgentConfig
+from policy.rl.env import CHECKPOINT_MINUTES, SpotJobEnv
+from policy.rl.features import HALF_LIFE_HOURS
 from policy.rl.imitation import clone, demonstrations
 from policy.simulate import job_starts
 from policy.traces import TraceSet
@@ -91,6 +93,8 @@ def train_ppo(
         algo="ppo",
         max_pools=max_pools,
         weights_sha256="",  # save_model records it
+        checkpoint_minutes=CHECKPOINT_MINUTES,
+        half_life_hours=HALF_LIFE_HOURS,
         trained={
             "pools": list(traces.names),
             "until_hours": until_hours,

@@ -11,7 +11,7 @@ import policy
 from policy.hazard import AvailabilityHazard
 from policy.job import REFERENCE
 from policy.policies.base import JobContext, Observation, Policy, make
-from policy.rl.agent import ModelCatalog
+from policy.rl.catalog import ModelCatalog
 from policy.rl.env import SpotJobEnv
 from policy.rl.train import train_ppo, training_starts
 from policy.simulate import job_starts, simulate

@@ -18,7 +18,7 @@ from fastapi.testclient import TestClient
 from policy.api import create_app
 from policy.errors import PolicyError, UnknownPolicy
 from policy.policies.base import make
-from policy.rl.agent import SHIPPED_MODELS, ModelCatalog, sha256_of, shipped_models
+from policy.rl.catalog import SHIPPED_MODELS, ModelCatalog, sha256_of, shipped_models
 from policy.service import DecisionService
 from policy.traces import load_traces
 from tests.conftest import DATA
@@ -97,8 +97,9 @@ def test_weights_holding_a_pickled_payload_are_refused_without_running_it(
 ) -> None:
     marker = tmp_path / "pwned"
     pt_with_payload(tmp_path / "models", marker)
+    catalog = ModelCatalog(tmp_path / "models")  # the hash matches: the file is as trained
     with pytest.raises(PolicyError, match="not plain weights"):
-        ModelCatalog(tmp_path / "models")
+        catalog.policy("evil")
     assert not marker.exists()
 
 
