@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 TORCH_PIN := torch==2.13.0
 
-.PHONY: setup demo test lint clean
+.PHONY: setup demo test test-fast lint clean
 
 $(BIN)/spotwise: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,9 @@ lint: setup
 
 test: lint
 	$(BIN)/pytest -q -n 2 --dist loadgroup
+
+test-fast: lint
+	$(BIN)/pytest -q -n 2 --dist loadgroup -m "not slow"
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

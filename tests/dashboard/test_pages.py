@@ -11,6 +11,8 @@ from streamlit.testing.v1 import AppTest
 from dashboard import data
 from pricing.store import MarketStore
 
+pytestmark = pytest.mark.slow  # the session fixture builds a store with forecasts (~30 s)
+
 PAGES = ["market", "risk", "plan", "policies", "jobs"]
 
 

@@ -9,6 +9,7 @@ import pytest
 from dashboard.screenshots import PAGES, dashboard_server, find_chromium, take
 
 
+@pytest.mark.slow
 def test_every_page_renders_in_chromium_with_its_chart(filled_store: Path, tmp_path: Path) -> None:
     chromium = find_chromium()
     if chromium is None:

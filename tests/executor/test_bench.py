@@ -12,6 +12,7 @@ from executor.replay import run_under_replay
 from tests.conftest import CliRun
 
 
+@pytest.mark.slow
 def test_bench_checkpoint_prints_every_figure(cli: CliRun) -> None:
     result = cli("bench", "checkpoint", "--size-mb", "48", "--json")
     assert result.returncode == 0, result.stderr
@@ -28,6 +29,7 @@ def test_bench_checkpoint_prints_every_figure(cli: CliRun) -> None:
     assert figures["incremental_bytes_ratio"] < 0.8
 
 
+@pytest.mark.slow
 def test_bench_resume_is_bitwise_identical_under_a_replayed_trace(cli: CliRun) -> None:
     result = cli("bench", "resume", "--epochs", "2", "--step-sleep-s", "0.03", "--json")
     assert result.returncode == 0, result.stderr

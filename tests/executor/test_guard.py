@@ -46,6 +46,7 @@ def wait_for(process: subprocess.Popen, event: str) -> list[dict]:
     raise AssertionError(f"the process ended before {event!r}: {seen}")
 
 
+@pytest.mark.slow
 def test_resume_after_sigterm_is_bitwise_identical_to_an_uninterrupted_run(tmp_path: Path) -> None:
     plain = launch(tmp_path / "plain")
     reference = events(plain)[-1]
@@ -70,6 +71,7 @@ def test_resume_after_sigterm_is_bitwise_identical_to_an_uninterrupted_run(tmp_p
     assert done[-1]["steps_here"] == reference["step"] - interrupted_steps[-1]  # none lost
 
 
+@pytest.mark.slow
 def test_finished_run_does_nothing_when_launched_again(tmp_path: Path) -> None:
     first = launch(tmp_path / "ckpt")
     digest = events(first)[-1]["digest"]
@@ -91,6 +93,7 @@ def launch_on_aws(ckpt: Path, metadata: FakeMetadata, *extra: str) -> subprocess
     return run
 
 
+@pytest.mark.slow
 def test_rebalance_recommendation_checkpoints_without_stopping(
     tmp_path: Path, metadata: FakeMetadata
 ) -> None:

@@ -69,6 +69,7 @@ def supervise(tmp_path: Path, traces: TraceSet, work_s: float, **config: object)
     return supervisor, command, store, ledger
 
 
+@pytest.mark.slow
 def test_a_preempted_job_gets_its_notice_and_is_relaunched_to_completion(tmp_path: Path) -> None:
     traces = market("1" * 3 + "0" + "1" * 60)  # taken back at the fourth second
     supervisor, command, store, ledger = supervise(tmp_path, traces, work_s=5.0)
@@ -83,6 +84,7 @@ def test_a_preempted_job_gets_its_notice_and_is_relaunched_to_completion(tmp_pat
     assert ledger_report["markets"]["spot"]["hours"] > 0
 
 
+@pytest.mark.slow
 def test_after_n_preemptions_it_falls_back_to_on_demand(tmp_path: Path) -> None:
     traces = market("1" * 3 + "0" + "1" * 60)
     supervisor, command, _, _ = supervise(tmp_path, traces, work_s=5.0, on_demand_after=1)
@@ -115,6 +117,7 @@ def risky_and_safe_pools(risky_future: str) -> TraceSet:
     return TraceSet(pools=(Pool(name="z0"), Pool(name="z1")), gap_seconds=GAP, available=available)
 
 
+@pytest.mark.slow
 def test_it_moves_early_when_the_risk_forecast_for_its_pool_crosses_the_bar(
     tmp_path: Path,
 ) -> None:
@@ -129,6 +132,7 @@ def test_it_moves_early_when_the_risk_forecast_for_its_pool_crosses_the_bar(
         assert job_report(market_store, ledger.job_id)["migrations"] == report.migrations
 
 
+@pytest.mark.slow
 def test_a_move_stays_a_move_when_the_pool_is_taken_back_while_it_checkpoints(
     tmp_path: Path,
 ) -> None:

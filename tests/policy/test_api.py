@@ -146,6 +146,7 @@ def test_serve_refuses_a_public_address_without_a_token(cli: CliRun) -> None:
     assert "without a token" in result.stderr
 
 
+@pytest.mark.slow
 def test_bench_api_prints_latency_json(cli: CliRun) -> None:
     result = cli("bench", "api", "--rps", "50", "--seconds", "2", "--json")
     assert result.returncode == 0, result.stderr

@@ -67,6 +67,7 @@ def test_greedy_and_uniform_progress_match_the_reference_and_never_miss(
         assert np.mean([r.cost_ratio for r in results]) == pytest.approx(reference, abs=tolerance)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("zone", ["us-east-1a", "us-west-2c"])
 def test_omniscient_matches_the_reference_bound(bundled: TraceSet, zone: str) -> None:
     assert mean_ratio("omniscient", bundled.subset([f"{zone}_v100_1"])) == pytest.approx(
@@ -74,6 +75,7 @@ def test_omniscient_matches_the_reference_bound(bundled: TraceSet, zone: str) ->
     )
 
 
+@pytest.mark.slow
 def test_omniscient_is_at_most_every_other_policy_on_every_job(bundled: TraceSet) -> None:
     groups = [bundled.subset([n]) for n in bundled.names[::3]] + [bundled]
     for group in groups:

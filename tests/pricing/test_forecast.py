@@ -89,6 +89,7 @@ def test_gbm_forecasts_each_series_the_same_alone_or_in_a_batch() -> None:
         model.predict(grid.iloc[:0], 6, freq="h")
 
 
+@pytest.mark.slow
 def test_bench_price_gbm_beats_last_value_with_calibrated_intervals(cli: CliRun) -> None:
     result = cli("bench", "price", "--test-from", "2020-01-24", "--horizon-hours", "24", "--json")
     assert result.returncode == 0, result.stderr

@@ -15,6 +15,7 @@ from pricing.store import MarketStore
 from tests.conftest import DATA, CliRun
 
 
+@pytest.mark.slow
 def test_forecast_run_writes_price_and_risk_forecasts_and_replaces_them(
     cli: CliRun, store_file: Path
 ) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from pricing.forecast.features import FEATURES, lose_within, pool_features
 from pricing.forecast.risk_bench import advisor_bands
@@ -32,6 +33,7 @@ def test_features_never_use_the_future() -> None:
     assert not np.allclose(a.loc[~before, list(FEATURES)], b.loc[~before, list(FEATURES)])
 
 
+@pytest.mark.slow
 def test_bench_risk_beats_climatology_and_persistence_on_bundled_traces(cli: CliRun) -> None:
     result = cli("bench", "risk", "--test-from-hours", "480", "--horizon-minutes", "60", "--json")
     assert result.returncode == 0, result.stderr

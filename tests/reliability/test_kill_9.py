@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import torch
 
 from executor.checkpoint import CheckpointManager
@@ -24,6 +25,7 @@ def summary_of(store: Path) -> dict[str, int]:
         return market.summary()["tables"]
 
 
+@pytest.mark.slow
 def test_kill_9_during_a_load_leaves_the_store_before_or_after_it(tmp_path: Path) -> None:
     rng = random.Random(11)
     paths = [str(DATA / "prices"), str(DATA / "traces/cbl/availability")]
@@ -72,6 +74,7 @@ def _write_forever(folder: str, pipe: object) -> None:
         pipe.send(("committed", step))  # type: ignore[attr-defined]
 
 
+@pytest.mark.slow
 def test_kill_9_during_writes_never_loses_the_last_committed_checkpoint(tmp_path: Path) -> None:
     context = forkserver()
     rng = random.Random(7)

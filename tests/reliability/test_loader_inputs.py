@@ -9,6 +9,7 @@ import re
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -77,6 +78,7 @@ def damaged(draw: st.DrawFn) -> tuple[str, bytes, str]:
     derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
+@pytest.mark.slow
 @given(case=damaged())
 def test_damaged_files_are_stored_or_refused_in_one_line_and_the_store_is_untouched(
     case: tuple[str, bytes, str],

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import duckdb
+import pytest
 
 from spotwise import settings
 from tests.conftest import DATA, CliRun, summary_json
@@ -28,6 +29,7 @@ BUNDLED_SOURCES = {
 }
 
 
+@pytest.mark.slow
 def test_load_reports_every_bundled_source_and_a_second_load_changes_nothing(cli: CliRun) -> None:
     first = cli("data", "load")
     assert first.returncode == 0, first.stderr

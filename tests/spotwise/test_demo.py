@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.conftest import CliRun, summary_json
 
 
+@pytest.mark.slow
 def test_demo_trains_through_preemptions_and_a_migration_and_resumes_bit_exactly(
     cli: CliRun,
 ) -> None:

@@ -36,6 +36,7 @@ def bench(cli: CliRun, *extra: str):
     )
 
 
+@pytest.mark.slow
 def test_bench_single_prints_every_zone_and_the_mean(cli: CliRun, tmp_path: Path) -> None:
     plot = tmp_path / "single.png"
     result = bench(
@@ -199,6 +200,7 @@ def test_plan_refuses_numbers_that_make_no_plan(
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 def test_train_a_policy_then_bench_it_from_its_folder_next_to_best(
     cli: CliRun, tmp_path: Path
 ) -> None:
