@@ -120,3 +120,22 @@ def api_server() -> Iterator[str]:
     finally:
         process.terminate()
         process.wait(10)
+
+
+def hold_store(path: Path, seconds: float = 1e5) -> subprocess.Popen[str]:
+    """Another process holding the store's DuckDB lock for ``seconds`` (returns once it holds
+    it; the caller kills it)."""
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('held', flush=True)"
+            "; time.sleep(float(sys.argv[2]))",
+            str(path),
+            str(seconds),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    return holder

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pricing.store import MarketStore
-from tests.conftest import DATA, CliRun
+from tests.conftest import DATA, CliRun, hold_store
 
 
 @pytest.mark.slow
@@ -70,18 +70,7 @@ def test_schedule_survives_a_store_held_by_another_process_and_stops_on_sigterm(
 ) -> None:
     store = tmp_path / "market.duckdb"
     MarketStore.open(store).close()
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); "
-            "print('held', flush=True); time.sleep(1e5)",
-            str(store),
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    holder = hold_store(store)
     process = schedule(store)
     assert process.stderr is not None
     lines: list[str] = []

@@ -11,6 +11,7 @@ import pytest
 from pricing.errors import StoreError
 from pricing.frames import validate
 from pricing.store import SCHEMA_VERSION, TABLES, MarketStore
+from tests.conftest import hold_store
 
 
 def prices(*values: float, source: str = "test") -> pd.DataFrame:
@@ -118,25 +119,11 @@ def test_newest_is_the_latest_time_of_the_matching_series(store_file: Path) -> N
 def test_an_open_waits_for_a_store_another_process_holds_then_gives_up(
     store_file: Path,
 ) -> None:
-    import subprocess
-    import sys
     import time
 
     MarketStore.open(store_file).close()
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('held', flush=True)"
-            "; time.sleep(float(sys.argv[2]))",
-            str(store_file),
-            "2",
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    holder = hold_store(store_file, seconds=2)
     try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
         with pytest.raises(StoreError, match="in use by another process"):
             MarketStore.open(store_file, wait_s=0.3)
         began = time.monotonic()
