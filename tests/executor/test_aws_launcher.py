@@ -43,6 +43,19 @@ def launcher(moto_server: str) -> AwsLauncher:
     )
 
 
+def aws_ledger(store: Path) -> Ledger:
+    """The ledger of a 1-hour job (3 h deadline) supervised on AWS."""
+    info = JobInfo(
+        name="aws",
+        command=" ".join(COMMAND),
+        launcher="aws",
+        compute_hours=1,
+        deadline_hours=3,
+        on_demand_price=3.06,
+    )
+    return Ledger(store, info)
+
+
 def report_exit(launcher: AwsLauncher, instance_id: str, code: int) -> None:
     """What the instance's user data does at the end: write the exit code, shut down."""
     key = f"{launcher.prefix}/{instance_id}/exit"
@@ -178,17 +191,7 @@ def test_the_supervisor_relaunches_on_aws_after_a_preemption_and_tears_down(
 ) -> None:
     job = JobTerms(compute_hours=1, deadline_hours=3, spot_price=0.9, on_demand_price=3.06)
     store = tmp_path / "store.duckdb"
-    ledger = Ledger(
-        store,
-        JobInfo(
-            name="aws",
-            command=" ".join(COMMAND),
-            launcher="aws",
-            compute_hours=1,
-            deadline_hours=3,
-            on_demand_price=3.06,
-        ),
-    )
+    ledger = aws_ledger(store)
     supervisor = Supervisor(launcher, in_process_for, SupervisorConfig(job=job), ledger)
     outcomes = [75, 0]  # the first instance is preempted (its job exits 75), the second finishes
     errors: list[BaseException] = []
@@ -233,17 +236,7 @@ def test_a_cancelled_job_on_aws_leaves_no_instance_running(
     from executor.errors import Cancelled
 
     job = JobTerms(compute_hours=1, deadline_hours=3, spot_price=0.9, on_demand_price=3.06)
-    ledger = Ledger(
-        tmp_path / "store.duckdb",
-        JobInfo(
-            name="aws",
-            command=" ".join(COMMAND),
-            launcher="aws",
-            compute_hours=1,
-            deadline_hours=3,
-            on_demand_price=3.06,
-        ),
-    )
+    ledger = aws_ledger(tmp_path / "store.duckdb")
     config = SupervisorConfig(job=job, cancel_grace_s=1.0)
     supervisor = Supervisor(launcher, in_process_for, config, ledger)
 
