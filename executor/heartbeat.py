@@ -1,45 +1,59 @@
 """The step heartbeat: how a supervisor tells a training process that is stepping from one
-that hangs.
+that hangs, and how far it has got.
 
 The supervisor names a file in ``$SPOTWISE_HEARTBEAT_FILE`` (in a folder only its user can
-read); the guard touches it as training steps (at most once a second). A command that does not
-use the guard never beats, so the supervisor's stall timeout counts from its launch.
+read); the guard writes its step count there at every step (one ``pwrite`` of 20 bytes). A
+command that does not use the guard never beats, so the supervisor's stall timeout counts from
+its launch and a replay paced by steps sees no progress.
 """
 
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 HEARTBEAT_ENV = "SPOTWISE_HEARTBEAT_FILE"
-MIN_BEAT_INTERVAL_S = 1.0
+_WIDTH = 20
 
 
 class Heartbeat:
-    """Touches the heartbeat file the supervisor named, if any."""
+    """Writes the step count to the heartbeat file the supervisor named, if any."""
 
     def __init__(self, path: str | None = None) -> None:
         self.path = path if path is not None else os.environ.get(HEARTBEAT_ENV) or None
-        self._last = float("-inf")
+        self._fd: int | None = None
 
-    def beat(self) -> None:
-        """Record that training is alive (cheap: at most one touch a second)."""
-        now = time.monotonic()
-        if self.path is None or now - self._last < MIN_BEAT_INTERVAL_S:
+    def beat(self, step: int) -> None:
+        """Record that training is alive at ``step``."""
+        if self.path is None:
             return
-        self._last = now
         try:
-            Path(self.path).touch()
+            if self._fd is None:
+                self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600)
+            os.pwrite(self._fd, str(step).rjust(_WIDTH).encode(), 0)
         except OSError:
+            self.close()
             self.path = None  # the supervisor's folder is gone: nobody is listening
 
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
-def seconds_quiet(path: Path, since_wall: float) -> float:
-    """Seconds since the last beat in ``path``, or since ``since_wall`` (``time.time()``)
-    when there has been none after it."""
+
+def last_step(path: Path) -> int | None:
+    """The step count in ``path`` (None before the first beat, or if unreadable)."""
+    try:
+        return int(path.read_bytes()[:_WIDTH])
+    except (OSError, ValueError):
+        return None
+
+
+def seconds_quiet(path: Path, since_wall: float, now_wall: float) -> float:
+    """Seconds from the last beat in ``path`` (or ``since_wall``, ``time.time()`` based, when
+    there has been none after it) to ``now_wall``."""
     try:
         last = max(path.stat().st_mtime, since_wall)
     except OSError:
         last = since_wall
-    return time.time() - last
+    return now_wall - last

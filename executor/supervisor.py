@@ -16,10 +16,10 @@ supervisor returns.
 from __future__ import annotations
 
 import contextlib
+import enum
 import os
 import signal
 import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +27,7 @@ from types import FrameType
 
 import numpy as np
 
+from executor.clock import SYSTEM_CLOCK, Clock
 from executor.errors import (
     PREEMPTED_EXIT_CODE,
     Cancelled,
@@ -51,7 +52,8 @@ class SupervisorConfig:
     job: JobTerms
     policy: str = "best"
     lead_s: float = 2.0
-    """Wall seconds between a notice and the preemption (the cloud's 30 s – 2 min, scaled)."""
+    """Wall seconds between a notice and the preemption (the cloud's 30 s – 2 min, scaled),
+    for launchers that know a preemption is coming (a replay)."""
     grace_s: float = 5.0
     """Wall seconds after the preemption before the instance is killed."""
     on_demand_after: int = 3
@@ -68,6 +70,17 @@ class SupervisorConfig:
     (None = never)."""
     cancel_grace_s: float = 30.0
     """Wall seconds a cancelled job gets to checkpoint and leave before it is killed."""
+
+
+class Outcome(enum.StrEnum):
+    """How one instance of the job ended."""
+
+    DONE = "done"
+    PREEMPTED = "preempted"
+    MIGRATED = "migrated"
+    FAILED = "failed"
+    STALLED = "stalled"
+    CANCELLED = "cancelled"
 
 
 @dataclass(slots=True)
@@ -96,12 +109,15 @@ class Supervisor:
         config: SupervisorConfig,
         ledger: Ledger,
         progress: Progress = lambda _: None,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.launcher, self.client_for, self.config = launcher, client_for, config
-        self.ledger, self.progress = ledger, progress
+        self.ledger, self.progress, self.clock = ledger, progress, clock
         self.report = RunReport()
-        self._reclaimed: dict[str, float] = {}
-        """Pools under a preemption notice, until (wall clock) the provider takes them back."""
+        self._taken_until_hours: dict[str, float] = {}
+        """Pools under a preemption notice, until (launcher hours) the provider takes them."""
+        self._refused_until: dict[str, float] = {}
+        """Pools that refused a launch, left alone until this (``clock.monotonic``)."""
         self._cached_client: tuple[tuple[object, ...], PolicyClient] | None = None
         self._cancel: int | None = None
         """The signal that asked the supervisor to stop, once one has."""
@@ -143,9 +159,12 @@ class Supervisor:
         job = self.config.job
         if self.report.preemptions >= self.config.on_demand_after:
             return Placement(market="on-demand", pool=None, price=job.on_demand_price)
-        now = time.monotonic()
+        now, hours = self.clock.monotonic(), self.launcher.now_hours()
         available = {
-            p: a and p != avoid and self._reclaimed.get(p, 0.0) <= now
+            p: a
+            and p != avoid
+            and self._refused_until.get(p, 0.0) <= now
+            and self._taken_until_hours.get(p, 0.0) <= hours
             for p, a in self.launcher.available().items()
         }
         pools = {p: PoolNow(available=a) for p, a in available.items()}
@@ -154,7 +173,7 @@ class Supervisor:
                 policy=self.config.policy,
                 job=job,
                 state=IdleState(
-                    elapsed_hours=self.launcher.now_hours(),
+                    elapsed_hours=hours,
                     progress_hours=min(self.report.progress_hours, job.compute_hours),
                 ),
                 pools=pools,
@@ -203,7 +222,7 @@ class Supervisor:
             placement = self._place(self._client(), avoid)
             avoid = None
             if placement is None:
-                time.sleep(self.config.poll_s * 5)
+                self.launcher.wait(self.config.poll_s * 5)
                 continue
             env.update(SPOTWISE_POOL=placement.pool or "", SPOTWISE_MARKET=placement.market)
             self.progress(f"launching on {placement.describe()}")
@@ -211,7 +230,9 @@ class Supervisor:
                 instance = self.launcher.launch(placement, command, env)
             except NoCapacity as exc:
                 self.progress(f"no capacity ({exc}): choosing again")
-                self._reclaimed[placement.pool or ""] = time.monotonic() + self.config.no_capacity_s
+                self._refused_until[placement.pool or ""] = (
+                    self.clock.monotonic() + self.config.no_capacity_s
+                )
                 continue
             except LaunchError as exc:
                 self.ledger.record("failure", pool=placement.pool, detail=str(exc))
@@ -223,17 +244,17 @@ class Supervisor:
             outcome, code = self._watch(instance)
             self._instance = None
             self._account(instance, outcome)
-            if outcome == "cancelled":
+            if outcome is Outcome.CANCELLED:
                 self._check_cancelled()
-            if outcome == "done":
+            if outcome is Outcome.DONE:
                 self.report.completed = True
                 break
-            if outcome == "migrated":
+            if outcome is Outcome.MIGRATED:
                 self.report.migrations += 1
                 avoid = placement.pool
                 self.ledger.record("migration", pool=placement.pool, market=placement.market)
                 self.progress(f"moved off {placement.pool}: its risk forecast crossed the bar")
-            elif outcome == "preempted":
+            elif outcome is Outcome.PREEMPTED:
                 self.report.preemptions += 1
                 self.ledger.record("preemption", pool=placement.pool, market=placement.market)
                 self.progress(f"preempted on {placement.describe()}")
@@ -242,7 +263,7 @@ class Supervisor:
                 why = (
                     f"no step heartbeat for {self.config.stall_timeout_s:.0f} s (hung; "
                     "--stall-timeout)"
-                    if outcome == "stalled"
+                    if outcome is Outcome.STALLED
                     else f"exit code {code}"
                 )
                 self.ledger.record("failure", pool=placement.pool, detail=why)
@@ -256,16 +277,16 @@ class Supervisor:
             size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
             self.ledger.record("checkpoint", nbytes=size, detail=str(folder))
 
-    def _watch(self, instance: Instance) -> tuple[str, int]:
+    def _watch(self, instance: Instance) -> tuple[Outcome, int]:
         """Follow one instance to its end: forward notices, move on high risk, stop it when
         it hangs or the supervisor is cancelled."""
         noticed = migrating = killed = stalled = False
-        notice_at = kill_at = cancel_kill_at = None
-        next_risk_check = time.monotonic()
+        kill_at = cancel_kill_at = None
+        next_risk_check = self.clock.monotonic()
         pool = instance.placement.pool
         stall_s = self.config.stall_timeout_s
         while (code := instance.poll()) is None:
-            now = time.monotonic()
+            now = self.clock.monotonic()
             if self._cancel is not None:
                 if cancel_kill_at is None:
                     cancel_kill_at = now + self.config.cancel_grace_s
@@ -275,7 +296,7 @@ class Supervisor:
                 if not killed and now >= cancel_kill_at:
                     instance.kill()
                     killed = True
-                time.sleep(self.config.poll_s)
+                self.clock.sleep(self.config.poll_s)
                 continue
             if stall_s is not None and not (noticed or migrating or killed):
                 quiet = instance.quiet_s()
@@ -283,19 +304,14 @@ class Supervisor:
                     instance.kill()
                     killed = stalled = True
             started = any(e.get("event") in ("fresh", "resumed") for e in instance.events)
-            if started and notice_at is None and not migrating:
-                due = self.launcher.preemption_in_s(instance)
-                if due is not None:
-                    notice_at, kill_at = (
-                        now + due - self.config.lead_s,
-                        now + due + self.config.grace_s,
-                    )
-            if notice_at is not None and not noticed and now >= notice_at:
+            coming = self.launcher.preemption(instance) if started and not noticed else None
+            if coming is not None and coming.in_s <= self.config.lead_s:
                 if not migrating:  # a moving instance has had its notice: one is enough
                     instance.notice()
                 noticed = True
-                if pool and kill_at is not None:
-                    self._reclaimed[pool] = kill_at - self.config.grace_s + 0.05
+                kill_at = now + max(coming.in_s, 0.0) + self.config.grace_s
+                if pool:
+                    self._taken_until_hours[pool] = coming.at_hours
                 self.ledger.record("notice", pool=pool, market="spot")
             if kill_at is not None and not killed and now >= kill_at:
                 instance.kill()
@@ -305,21 +321,21 @@ class Supervisor:
                 if self._should_move(pool):
                     instance.notice()
                     migrating = True
-            time.sleep(self.config.poll_s)
+            self.clock.sleep(self.config.poll_s)
         instance.terminate()
         if cancel_kill_at is not None:
-            return "cancelled", code
+            return Outcome.CANCELLED, code
         if stalled:
-            return "stalled", code
+            return Outcome.STALLED, code
         if code == 0:
-            return "done", code
+            return Outcome.DONE, code
         # A move that got out before the kill is a move, even if the pool's own notice came
         # while it was checkpointing.
         if migrating and not killed and code == PREEMPTED_EXIT_CODE:
-            return "migrated", code
+            return Outcome.MIGRATED, code
         if code == PREEMPTED_EXIT_CODE or killed or (noticed and code < 0):
-            return "preempted", code
-        return "failed", code
+            return Outcome.PREEMPTED, code
+        return Outcome.FAILED, code
 
     def _should_move(self, pool: str) -> bool:
         """The current pool's 60-minute risk is above the bar and a free pool is half as risky."""
@@ -336,11 +352,10 @@ class Supervisor:
                     return True
         return False
 
-    def _account(self, instance: Instance, outcome: str) -> None:
+    def _account(self, instance: Instance, outcome: Outcome) -> None:
         """Bill the instance and credit its productive time (none if it was killed)."""
-        end = time.monotonic()
-        started = getattr(instance, "started", end)
-        hours = self.launcher.hours_between(started, end)
+        end = self.launcher.now_hours()
+        hours = end - instance.started_hours
         placement = instance.placement
         cost = hours * placement.price
         self.report.cost_usd += cost
@@ -356,10 +371,11 @@ class Supervisor:
         clean = any(e.get("event") in ("done", "preempted") for e in instance.events)
         self.report.events.extend(instance.events)
         if not instance.events:  # a remote instance: its exit code is all there is
-            first, clean = {"wall": started}, outcome in ("done", "preempted", "migrated")
+            first = {"cloud_hours": instance.started_hours}
+            clean = outcome in (Outcome.DONE, Outcome.PREEMPTED, Outcome.MIGRATED)
         if first is None:
             return
-        productive = self.launcher.hours_between(float(str(first["wall"])), end)
+        productive = end - float(str(first["cloud_hours"]))
         if clean:
             self.report.progress_hours += productive
         else:

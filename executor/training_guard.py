@@ -193,7 +193,7 @@ class Guard:
             Preempted: after committing a checkpoint on a stop notice (exit code 75).
         """
         self.step_count += 1
-        self.heartbeat.beat()
+        self.heartbeat.beat(self.step_count)
         stop = self.watcher.check_signals() is not None
         due = self.watcher.take_rebalance() or (
             time.monotonic() - self._last_checkpoint >= self.interval_s
@@ -291,5 +291,6 @@ def guard(
             g.finished = True
             g.checkpoint(block=True)
     finally:
+        g.heartbeat.close()
         watcher.close()
         manager.close()

@@ -303,10 +303,10 @@ def demo(
     """The main job end to end: load the bundled data, fit forecasts, plan a job, then train
     the example under the supervisor on replayed real V100 traces (preemptions, a migration,
     bit-exact resume) and print the cost report."""
+    from executor.demo import run_example
     from policy.traces import load_traces
     from pricing.forecast.run import run_forecasts
     from spotwise.run_commands import _print_report
-    from spotwise.supervised import run_example
 
     def step(message: str) -> None:
         err.print(f"[bold]›[/] {message}")

@@ -124,12 +124,13 @@ def run(
 ) -> None:
     """Run COMMAND to completion across preemptions: ask the policy where, launch, forward
     notices, relaunch, move early on high risk, fall back to on-demand; log it to the ledger."""
+    from executor.launchers.local import Replay
     from executor.launchers.torchrun import Elastic, torchrun_command
     from executor.ledger import job_report
+    from executor.supervised import client_factory, supervise
     from executor.supervisor import SupervisorConfig
     from policy.schemas import JobTerms
     from policy.traces import load_traces
-    from spotwise.supervised import Replay, client_factory, supervise
 
     if launcher not in ("local", "aws", "torchrun"):
         fail(f"--launcher must be local, aws or torchrun, got {launcher!r}")

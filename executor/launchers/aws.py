@@ -18,15 +18,15 @@ from __future__ import annotations
 
 import re
 import shlex
-import time
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from botocore.exceptions import ClientError
 
+from executor.clock import SYSTEM_CLOCK, Clock
 from executor.errors import PREEMPTED_EXIT_CODE, ExecutorError, NoCapacity
-from executor.launchers.base import Placement
+from executor.launchers.base import Placement, Preemption
 
 CAPACITY_ERRORS = {
     "InsufficientInstanceCapacity",
@@ -85,7 +85,7 @@ class AwsInstance:
     def __init__(self, launcher: AwsLauncher, instance_id: str, placement: Placement) -> None:
         self.launcher, self.instance_id, self.placement = launcher, instance_id, placement
         self.events: list[dict[str, Any]] = []
-        self.started = time.monotonic()
+        self.started_hours = launcher.now_hours()
         self._code: int | None = None
 
     def _exit_code(self) -> int | None:
@@ -153,6 +153,7 @@ class AwsLauncher:
         endpoint_url: str | None = None,
         instance_profile: str | None = None,
         secrets: dict[str, str] | None = None,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         """``secrets`` (variable name → value) reach the command through SSM SecureStrings,
         which the instance profile must be allowed to read (``ssm:GetParameter``)."""
@@ -165,7 +166,8 @@ class AwsLauncher:
         self.prefix = f"spotwise/jobs/{job_id}"
         self.job_id = job_id
         self.instance_profile = instance_profile
-        self._began = time.monotonic()
+        self.clock = clock
+        self._began = clock.monotonic()
         self.secret_parameters = self._store_secrets(secrets or {})
 
     def _store_secrets(self, secrets: dict[str, str]) -> dict[str, str]:
@@ -202,10 +204,10 @@ class AwsLauncher:
         self.secret_parameters = {}
 
     def now_hours(self) -> float:
-        return (time.monotonic() - self._began) / 3600.0
+        return (self.clock.monotonic() - self._began) / 3600.0
 
-    def hours_between(self, start_wall: float, end_wall: float) -> float:
-        return (end_wall - start_wall) / 3600.0
+    def wait(self, seconds: float) -> None:
+        self.clock.sleep(seconds)
 
     def available(self) -> dict[str, bool]:
         """AWS does not publish spot capacity: every zone counts as available until a launch
@@ -269,7 +271,7 @@ class AwsLauncher:
         instance_id = response["Instances"][0]["InstanceId"]
         return AwsInstance(self, instance_id, placement)
 
-    def preemption_in_s(self, instance: Any) -> float | None:
+    def preemption(self, instance: Any) -> Preemption | None:
         """Unknown from outside: the job itself watches IMDS for the two-minute notice."""
         return None
 

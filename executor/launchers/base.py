@@ -23,12 +23,25 @@ class Placement:
         return f"spot in {self.pool}" if self.market == "spot" else "on-demand"
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Preemption:
+    """A take-back the launcher knows is coming for an instance's pool."""
+
+    in_s: float
+    """Wall seconds until it, at the launcher's pace."""
+    at_hours: float
+    """When it happens, in the launcher's hours since the job started."""
+
+
 class Instance(Protocol):
     """One launched instance running the command."""
 
     placement: Placement
+    started_hours: float
+    """The launcher's hours since the job started (``Launcher.now_hours``) at launch."""
     events: list[dict[str, Any]]
-    """JSON event lines the command printed (``fresh``, ``resumed``, ``first_step``, ...)."""
+    """JSON event lines the command printed (``fresh``, ``resumed``, ``first_step``, ...),
+    each stamped with ``cloud_hours``, the launcher's hours when it was read."""
 
     def poll(self) -> int | None:
         """The command's exit code once it has ended, else None."""
@@ -78,12 +91,12 @@ class Launcher(Protocol):
         """Start ``command`` on a new instance at ``placement``."""
         ...
 
-    def preemption_in_s(self, instance: Instance) -> float | None:
-        """Wall seconds until the provider takes ``instance`` back, if known (else None)."""
+    def preemption(self, instance: Instance) -> Preemption | None:
+        """The provider's next take-back of ``instance``, if known from outside (else None)."""
         ...
 
-    def hours_between(self, start_wall: float, end_wall: float) -> float:
-        """Cloud hours between two wall-clock times (``time.monotonic``)."""
+    def wait(self, seconds: float) -> None:
+        """Let ``seconds`` of wall time pass while the job waits for capacity."""
         ...
 
     def close(self) -> None:

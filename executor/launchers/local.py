@@ -1,6 +1,12 @@
 """The local launcher (the embedded default): the command runs as a subprocess on this machine,
 and spot pools are simulated by replaying real availability traces, so preemptions happen as
-they did on the cloud. The trace clock runs ``scale`` times faster than the wall clock."""
+they did on the cloud.
+
+The replayed cloud keeps its own time, at one of two paces: :class:`WallPace` runs it
+``scale`` times faster than the wall clock (any command); :class:`StepPace` advances it with
+the job's training steps, so the same job meets the same stretch of trace however fast or
+loaded the machine is (commands under the guard, e.g. the demo).
+"""
 
 from __future__ import annotations
 
@@ -12,16 +18,18 @@ import signal
 import subprocess
 import tempfile
 import threading
-import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
+from executor.clock import SYSTEM_CLOCK, Clock
 from executor.errors import LaunchError
-from executor.heartbeat import HEARTBEAT_ENV, seconds_quiet
-from executor.launchers.base import Placement
+from executor.heartbeat import HEARTBEAT_ENV, last_step, seconds_quiet
+from executor.launchers.base import Placement, Preemption
+from policy.schemas import JobTerms
 from policy.traces import TraceSet
 
 
@@ -35,13 +43,25 @@ class LocalInstance:
         LaunchError: when the command cannot be started (not found, not executable).
     """
 
-    def __init__(self, placement: Placement, command: Sequence[str], env: dict[str, str]) -> None:
+    def __init__(
+        self,
+        placement: Placement,
+        command: Sequence[str],
+        env: dict[str, str],
+        *,
+        cloud_hours: Callable[[], float],
+        clock: Clock = SYSTEM_CLOCK,
+        on_end: Callable[[LocalInstance], None] = lambda _: None,
+    ) -> None:
         self.placement = placement
         self.events: list[dict[str, Any]] = []
-        self.started = time.monotonic()
-        self._started_wall = time.time()
+        self.started_hours = cloud_hours()
+        self._cloud_hours, self._clock, self._on_end = cloud_hours, clock, on_end
+        self._started_wall = clock.time()
         self._folder = Path(tempfile.mkdtemp(prefix="spotwise-instance-"))  # mode 0700
         self._heartbeat = self._folder / "heartbeat"
+        self._first_step: int | None = None
+        self._final_steps: int | None = None
         try:
             self._process = subprocess.Popen(
                 list(command),
@@ -66,8 +86,20 @@ class LocalInstance:
             except ValueError:
                 continue
             if isinstance(event, dict):
-                event["wall"] = time.monotonic()
+                if event.get("event") in ("fresh", "resumed") and self._first_step is None:
+                    step = event.get("step")
+                    self._first_step = int(step) if isinstance(step, int | float) else 0
+                event["cloud_hours"] = self._cloud_hours()
                 self.events.append(event)
+
+    def steps_taken(self) -> int:
+        """Training steps this instance has taken (from the guard's heartbeat)."""
+        if self._final_steps is not None:
+            return self._final_steps
+        if self._first_step is None:
+            return 0
+        step = last_step(self._heartbeat)
+        return 0 if step is None else max(step - self._first_step, 0)
 
     def poll(self) -> int | None:
         code = self._process.poll()
@@ -87,16 +119,91 @@ class LocalInstance:
         return self._process.pid  # the leader of its own session and group
 
     def quiet_s(self) -> float:
-        return seconds_quiet(self._heartbeat, self._started_wall)
+        return seconds_quiet(self._heartbeat, self._started_wall, self._clock.time())
 
     def terminate(self) -> None:
         self.kill()
         self._process.wait()
+        self._reader.join(timeout=5)
+        if self._final_steps is None:
+            self._final_steps = self.steps_taken()
+            self._on_end(self)
         shutil.rmtree(self._folder, ignore_errors=True)
 
 
+class Pace(Protocol):
+    """How the replayed cloud's time advances."""
+
+    scale: float
+    """Cloud seconds per wall second, nominally."""
+
+    def now_s(self, running: LocalInstance | None) -> float:
+        """Cloud seconds since the replay began."""
+        ...
+
+    def launched(self) -> None:
+        """An instance was started."""
+        ...
+
+    def ended(self, instance: LocalInstance) -> None:
+        """``instance`` has ended (it took ``instance.steps_taken()`` steps)."""
+        ...
+
+    def wait(self, seconds: float) -> None:
+        """The job waits ``seconds`` of wall time with nothing running."""
+        ...
+
+
+class WallPace:
+    """Cloud time runs ``scale``× the wall clock."""
+
+    def __init__(self, scale: float, clock: Clock = SYSTEM_CLOCK) -> None:
+        self.scale, self.clock = scale, clock
+        self._began = clock.monotonic()
+
+    def now_s(self, running: LocalInstance | None) -> float:
+        return (self.clock.monotonic() - self._began) * self.scale
+
+    def launched(self) -> None:
+        """Booting takes the wall time it takes."""
+
+    def ended(self, instance: LocalInstance) -> None:
+        """Time went on meanwhile."""
+
+    def wait(self, seconds: float) -> None:
+        self.clock.sleep(seconds)
+
+
+class StepPace:
+    """Cloud time advances with the job: ``step_s`` per training step, ``boot_s`` per launch,
+    and ``scale``× the wall time the job waits with nothing running. Nothing else moves it, so
+    a run's decisions, notices and preemptions do not depend on the machine's speed."""
+
+    def __init__(
+        self, *, step_s: float, boot_s: float, scale: float, clock: Clock = SYSTEM_CLOCK
+    ) -> None:
+        if step_s <= 0 or boot_s < 0:
+            raise ValueError(f"step_s {step_s} must be > 0 and boot_s {boot_s} >= 0")
+        self.step_s, self.boot_s, self.scale, self.clock = step_s, boot_s, scale, clock
+        self._base_s = 0.0
+
+    def now_s(self, running: LocalInstance | None) -> float:
+        steps = 0 if running is None else running.steps_taken()
+        return self._base_s + steps * self.step_s
+
+    def launched(self) -> None:
+        self._base_s += self.boot_s
+
+    def ended(self, instance: LocalInstance) -> None:
+        self._base_s += instance.steps_taken() * self.step_s
+
+    def wait(self, seconds: float) -> None:
+        self.clock.sleep(seconds)
+        self._base_s += seconds * self.scale
+
+
 class LocalLauncher:
-    """Pools from a :class:`TraceSet`, replayed from ``start_tick`` at ``scale``× speed."""
+    """Pools from a :class:`TraceSet`, replayed from ``start_tick`` at ``pace``."""
 
     name = "local"
 
@@ -105,30 +212,33 @@ class LocalLauncher:
         traces: TraceSet,
         *,
         start_tick: int,
-        scale: float,
+        pace: Pace,
         spot_prices: dict[str, float],
         on_demand_price: float,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         if not 0 <= start_tick < traces.n_ticks:
             raise ValueError(f"start tick {start_tick} is outside the traces (0..{traces.n_ticks})")
-        self.traces, self.start_tick, self.scale = traces, start_tick, scale
+        self.traces, self.start_tick, self.pace, self.clock = traces, start_tick, pace, clock
         self.pools = traces.names
         self.spot_prices, self.on_demand_price = spot_prices, on_demand_price
-        self._began = time.monotonic()
+        self._running: LocalInstance | None = None
 
-    def _tick(self, wall: float | None = None) -> int:
-        elapsed = (time.monotonic() if wall is None else wall) - self._began
-        tick = self.start_tick + int(elapsed * self.scale / self.traces.gap_seconds)
+    def _now_s(self) -> float:
+        return self.pace.now_s(self._running)
+
+    def _tick(self) -> int:
+        tick = self.start_tick + int(self._now_s() / self.traces.gap_seconds)
         return min(tick, self.traces.n_ticks - 1)
 
     def now_hours(self) -> float:
-        return (time.monotonic() - self._began) * self.scale / 3600.0
-
-    def hours_between(self, start_wall: float, end_wall: float) -> float:
-        return (end_wall - start_wall) * self.scale / 3600.0
+        return self._now_s() / 3600.0
 
     def close(self) -> None:
         """Nothing to release: every instance was a local process, already ended."""
+
+    def wait(self, seconds: float) -> None:
+        self.pace.wait(seconds)
 
     def available(self) -> dict[str, bool]:
         now = self._tick()
@@ -140,19 +250,60 @@ class LocalLauncher:
     def launch(
         self, placement: Placement, command: Sequence[str], env: dict[str, str]
     ) -> LocalInstance:
-        return LocalInstance(placement, command, env)
+        self.pace.launched()
+        instance = LocalInstance(
+            placement,
+            command,
+            env,
+            cloud_hours=self.now_hours,
+            clock=self.clock,
+            on_end=self._ended,
+        )
+        self._running = instance
+        return instance
 
-    def preemption_in_s(self, instance: Any) -> float | None:
-        """Wall seconds until the pool's trace next turns unavailable (None on demand)."""
+    def _ended(self, instance: LocalInstance) -> None:
+        self.pace.ended(instance)
+        if self._running is instance:
+            self._running = None
+
+    def preemption(self, instance: Any) -> Preemption | None:
+        """When the pool's trace next turns unavailable (None on demand, or never)."""
         pool = instance.placement.pool
         if instance.placement.market != "spot" or pool is None:
             return None
         row = self.traces.available[self.pools.index(pool)]
-        now = self._tick()
-        down = np.flatnonzero(~row[now:])
+        now_s = self._now_s()
+        tick = min(self.start_tick + int(now_s / self.traces.gap_seconds), len(row) - 1)
+        down = np.flatnonzero(~row[tick:])
         if not len(down):
             return None
-        at_wall = self._began + (now + int(down[0]) - self.start_tick) * (
-            self.traces.gap_seconds / self.scale
+        at_s = (tick + int(down[0]) - self.start_tick) * self.traces.gap_seconds
+        return Preemption(in_s=(at_s - now_s) / self.pace.scale, at_hours=at_s / 3600.0)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Replay:
+    """A simulated market of real traces from ``start_hours``: ``scale``× the wall clock, or,
+    with ``step_s``, paced by the job's steps (``boot_s`` cloud seconds per launch)."""
+
+    traces: TraceSet
+    start_hours: float
+    scale: float
+    step_s: float | None = None
+    boot_s: float = 0.0
+
+    def launcher(self, job: JobTerms, clock: Clock = SYSTEM_CLOCK) -> LocalLauncher:
+        pace: Pace = (
+            WallPace(self.scale, clock)
+            if self.step_s is None
+            else StepPace(step_s=self.step_s, boot_s=self.boot_s, scale=self.scale, clock=clock)
         )
-        return at_wall - time.monotonic()
+        return LocalLauncher(
+            self.traces,
+            start_tick=round(self.start_hours * 3600 / self.traces.gap_seconds),
+            pace=pace,
+            spot_prices=dict.fromkeys(self.traces.names, job.spot_price),
+            on_demand_price=job.on_demand_price,
+            clock=clock,
+        )

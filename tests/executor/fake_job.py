@@ -6,7 +6,8 @@ It prints the executor's JSON events (``fresh``/``resumed``, ``first_step``, ``p
 ``done``). ``--fail-with CODE`` exits with CODE at once (a real error); ``--exit-delay-s S``
 makes it take S more seconds to exit after saving on SIGTERM, with SIGTERM back to its default
 action meanwhile, as the executor's guard leaves it (a slow teardown). It beats the step
-heartbeat as the guard does; ``--hang-after-s S`` stops stepping and beating after S seconds of
+heartbeat as the guard does, one step per 0.02 s of work, each taking ``--step-sleep-s`` of
+wall time (0.02: a slower machine takes more); ``--hang-after-s S`` stops stepping and beating after S seconds of
 a launch (a hung job); ``--pid-file F`` writes its pid there.
 """
 
@@ -29,6 +30,11 @@ def emit(event: str, **fields: object) -> None:
     print(json.dumps({"event": event, "t": time.time(), **fields}), flush=True)
 
 
+def steps(done: float) -> int:
+    """Steps taken for ``done`` seconds of work."""
+    return round(done / 0.02)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--work-s", type=float, required=True)
@@ -37,6 +43,7 @@ def main() -> int:
     parser.add_argument("--exit-delay-s", type=float, default=0.0)
     parser.add_argument("--hang-after-s", type=float, default=None)
     parser.add_argument("--pid-file", type=Path, default=None)
+    parser.add_argument("--step-sleep-s", type=float, default=0.02)
     args = parser.parse_args()
     if args.pid_file:
         args.pid_file.write_text(str(os.getpid()))
@@ -44,7 +51,7 @@ def main() -> int:
         print("boom", file=sys.stderr)
         return args.fail_with
     done = float(args.state.read_text()) if args.state.exists() else 0.0
-    emit("resumed" if done else "fresh", step=done)
+    emit("resumed" if done else "fresh", step=steps(done))
     stop = False
 
     def on_term(*_: object) -> None:
@@ -52,24 +59,24 @@ def main() -> int:
         stop = True
 
     signal.signal(signal.SIGTERM, on_term)
-    emit("first_step", step=done)
+    emit("first_step", step=steps(done))
     heartbeat = Heartbeat()
     began = time.monotonic()
     while done < args.work_s:
         if args.hang_after_s is not None and time.monotonic() - began > args.hang_after_s:
             args.state.write_text(str(done))  # its last checkpoint
             time.sleep(1e5)
-        heartbeat.beat()
+        heartbeat.beat(steps(done))
         if stop:
             args.state.write_text(str(done))
-            emit("preempted", step=done)
+            emit("preempted", step=steps(done))
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             time.sleep(args.exit_delay_s)
             return PREEMPTED_EXIT_CODE
-        time.sleep(0.02)
+        time.sleep(args.step_sleep_s)
         done += 0.02
     args.state.write_text(str(done))
-    emit("done", step=done, digest="same")
+    emit("done", step=steps(done), digest="same")
     return 0
 
 

@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 
 from executor.errors import ExecutorError
+from executor.launchers.local import Replay
 from executor.ledger import JobInfo, Ledger, job_report, list_jobs
 from executor.supervisor import Supervisor, SupervisorConfig
 from policy.client import in_process_for
 from policy.schemas import JobTerms
 from policy.traces import Pool, TraceSet
 from pricing.store import MarketStore
-from spotwise.supervised import Replay
 from tests.conftest import CliRun
 
 GAP, SCALE = 60, 60.0  # one tick per wall second
@@ -43,7 +43,15 @@ def job(work_s: float, deadline_s: float = 60.0) -> JobTerms:
     )
 
 
-def supervise(tmp_path: Path, traces: TraceSet, work_s: float, **config: object):
+def supervise(
+    tmp_path: Path,
+    traces: TraceSet,
+    work_s: float,
+    step_s: float | None = None,
+    **config: object,
+):
+    """A supervisor over ``traces`` (replayed at ``SCALE``, or paced at ``step_s`` cloud
+    seconds per step of the fake job) and the fake job's command."""
     store = tmp_path / "store.duckdb"
     terms = job(work_s)
     ledger = Ledger(
@@ -59,7 +67,9 @@ def supervise(tmp_path: Path, traces: TraceSet, work_s: float, **config: object)
     )
     settings = {"lead_s": 0.4, "grace_s": 2.0, "migrate_risk": 1.0, **config}
     supervisor = Supervisor(
-        Replay(traces=traces, start_hours=PAST * GAP / 3600, scale=SCALE).launcher(terms),
+        Replay(
+            traces=traces, start_hours=PAST * GAP / 3600, scale=SCALE, step_s=step_s
+        ).launcher(terms),
         in_process_for,
         SupervisorConfig(job=terms, **settings),  # type: ignore[arg-type]
         ledger,
@@ -91,6 +101,31 @@ def test_after_n_preemptions_it_falls_back_to_on_demand(tmp_path: Path) -> None:
     report = supervisor.run(command)
     assert report.completed and report.preemptions == 1
     assert report.placements[-1] == "on-demand"
+
+
+@pytest.mark.slow
+def test_a_replay_paced_by_steps_takes_the_same_course_on_a_machine_three_times_slower(
+    tmp_path: Path,
+) -> None:
+    """Paced by the job's steps, the replay meets the same trace: the same placements,
+    notices and preemptions, whether a step takes 0.02 s or 0.06 s of wall time."""
+    traces = market("1" * 3 + "0" + "1" * 60, "1" * 5 + "0" * 3 + "1" * 56)
+    reports = []
+    for sleep_s in (0.02, 0.06):
+        folder = tmp_path / f"sleep-{sleep_s}"
+        folder.mkdir()
+        supervisor, command, store, ledger = supervise(folder, traces, work_s=5.0, step_s=1.2)
+        report = supervisor.run([*command, "--step-sleep-s", str(sleep_s)])
+        with MarketStore.open(store) as market_store:
+            reports.append((report, job_report(market_store, ledger.job_id)))
+    (fast, fast_ledger), (slow, slow_ledger) = reports
+    assert fast.completed and slow.completed
+    assert fast.preemptions == slow.preemptions == 2  # z0 at its fourth tick, z1 at its sixth
+    assert fast.placements == slow.placements
+    assert fast_ledger["notices"] == slow_ledger["notices"] == 2
+    # A notice lands within a step of the same place; 250 steps of 1.2 cloud seconds each.
+    assert slow.cost_usd == pytest.approx(fast.cost_usd, rel=0.02)
+    assert fast.progress_hours == pytest.approx(250 * 1.2 / 3600, rel=0.02)
 
 
 def test_a_real_error_is_reported_and_not_relaunched_forever(tmp_path: Path) -> None:

@@ -1,0 +1,104 @@
+"""The demo's job: the bundled example training, first uninterrupted (the reference), then
+under the supervisor on four replayed real V100 pools, with preemptions, a migration and a
+bit-exact resume.
+
+The replay is paced by the job's steps (:class:`~executor.launchers.local.StepPace`), so the
+run meets the same stretch of trace, and shows the same preemptions and migration, on an idle
+machine and under load.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from executor.errors import ExecutorError
+from executor.launchers.local import Replay
+from executor.replay import run_under_replay
+from executor.supervised import supervise
+from executor.supervisor import Progress, SupervisorConfig
+from policy.client import in_process_for
+from policy.job import REFERENCE
+from policy.schemas import JobTerms
+from policy.traces import TraceSet
+
+DEMO_POOLS = ("us-east-1c_v100_1", "us-east-1d_v100_1", "us-east-1f_v100_1", "us-east-2b_v100_1")
+DEMO_START_HOURS = 200.0
+DEMO_SCALE = 1000.0
+"""Cloud seconds per wall second while the job waits, and for the notice's lead."""
+DEMO_STEP_S = 36.0
+"""Cloud seconds per training step (512 steps: a 5.1-hour job)."""
+DEMO_BOOT_S = 1800.0
+"""Cloud seconds an instance takes to start and resume."""
+DEMO_EPOCHS = 4
+
+
+def example_command(ckpt: Path, epochs: int) -> list[str]:
+    """The bundled example training (``executor.examples.train_mlp``)."""
+    return [
+        sys.executable,
+        "-m",
+        "executor.examples.train_mlp",
+        "--epochs",
+        str(epochs),
+        "--step-sleep-s",
+        "0.03",
+        "--ckpt",
+        str(ckpt),
+    ]
+
+
+def run_example(
+    store_path: Path, traces: TraceSet, progress: Progress, *, migrate_risk: float = 0.4
+) -> dict[str, Any]:
+    """The reference run, then the supervised run; the demo JSON plus the ledger report."""
+    with tempfile.TemporaryDirectory() as tmp:
+        progress("reference run: the example training, uninterrupted")
+        plain = run_under_replay(
+            example_command(Path(tmp) / "plain", DEMO_EPOCHS), [], lead_s=2, grace_s=5
+        )
+        reference = plain.launches[-1].event("done")
+        if reference is None:
+            raise ExecutorError("the reference run ended without its done event")
+        compute_hours = int(reference["step"]) * DEMO_STEP_S / 3600
+        job = JobTerms(
+            compute_hours=compute_hours,
+            deadline_hours=1.6 * compute_hours + 1.0,
+            changeover_hours=0.2,
+            spot_price=REFERENCE.spot_price,
+            on_demand_price=REFERENCE.on_demand_price,
+        )
+        ckpt = Path(tmp) / "supervised"
+        progress(
+            f"supervised run: {len(DEMO_POOLS)} pools replayed from hour {DEMO_START_HOURS:.0f} "
+            f"of the bundled aws-02-15-2023 traces, {DEMO_STEP_S:.0f} cloud seconds a step"
+        )
+        replay = Replay(
+            traces=traces.subset(list(DEMO_POOLS)),
+            start_hours=DEMO_START_HOURS,
+            scale=DEMO_SCALE,
+            step_s=DEMO_STEP_S,
+            boot_s=DEMO_BOOT_S,
+        )
+        report, events = supervise(
+            example_command(ckpt, DEMO_EPOCHS),
+            store_path=store_path,
+            launcher=replay.launcher(job),
+            config=SupervisorConfig(job=job, migrate_risk=migrate_risk, ckpt_dirs=(ckpt,)),
+            client_for=in_process_for,
+            name="demo: executor.examples.train_mlp",
+            progress=progress,
+        )
+    done = next((e for e in reversed(events) if e.get("event") == "done"), None)
+    identical = bool(done and reference["digest"] == done["digest"])
+    summary = {
+        "completed": report["status"] == "completed",
+        "preemptions": report["preemptions"],
+        "migrations": report["migrations"],
+        "bitwise_identical": identical,
+        "cost_usd": report["cost_usd"],
+        "on_demand_cost_usd": report["on_demand_cost_usd"],
+    }
+    return {**summary, "job_id": report["job_id"], "ledger": report}
