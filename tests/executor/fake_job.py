@@ -7,8 +7,8 @@ It prints the executor's JSON events (``fresh``/``resumed``, ``first_step``, ``p
 makes it take S more seconds to exit after saving on SIGTERM, with SIGTERM back to its default
 action meanwhile, as the executor's guard leaves it (a slow teardown). It beats the step
 heartbeat as the guard does, one step per 0.02 s of work, each taking ``--step-sleep-s`` of
-wall time (0.02: a slower machine takes more); ``--hang-after-s S`` stops stepping and beating after S seconds of
-a launch (a hung job); ``--pid-file F`` writes its pid there.
+wall time (a slower machine takes more); ``--hang-after-s S`` stops stepping and beating
+after S seconds of a launch (a hung job); ``--pid-file F`` writes its pid there.
 """
 
 from __future__ import annotations

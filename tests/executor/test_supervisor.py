@@ -67,9 +67,9 @@ def supervise(
     )
     settings = {"lead_s": 0.4, "grace_s": 2.0, "migrate_risk": 1.0, **config}
     supervisor = Supervisor(
-        Replay(
-            traces=traces, start_hours=PAST * GAP / 3600, scale=SCALE, step_s=step_s
-        ).launcher(terms),
+        Replay(traces=traces, start_hours=PAST * GAP / 3600, scale=SCALE, step_s=step_s).launcher(
+            terms
+        ),
         in_process_for,
         SupervisorConfig(job=terms, **settings),  # type: ignore[arg-type]
         ledger,
