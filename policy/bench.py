@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+import policy
 from policy.job import JobSpec
-from policy.policies.base import make
 from policy.simulate import CheckpointMode, JobResult, job_starts, simulate
 from policy.traces import TraceSet
 
@@ -84,7 +84,7 @@ def run_bench(
     """Simulate every policy on every job start (and pool, for ``single``); learned models
     come from ``models`` (default: the shipped ones)."""
     for name in policies:
-        make(name, models)  # fail early on an unknown name
+        policy.load(name, models)  # fail early on an unknown name
     job = spec.ticks(traces.gap_seconds)
     starts = job_starts(
         traces.n_ticks, traces.gap_seconds, job.deadline, test_from_hours, start_every_hours
@@ -106,7 +106,7 @@ def run_bench(
             began = time.perf_counter()
             jobs = []
             for start in starts:
-                jobs.append(simulate(make(name, models), group, spec, start, checkpoint))
+                jobs.append(simulate(policy.load(name, models), group, spec, start, checkpoint))
                 if on_job:
                     on_job(key, name)
             run.results[key][name] = jobs

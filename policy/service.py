@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+import policy
 from policy.errors import PolicyError
 from policy.hazard import AvailabilityHazard
 from policy.job import JobSpec
@@ -23,12 +24,9 @@ from policy.plan import PlanInputs, plan_pool
 from policy.policies.base import (
     NONE,
     ON_DEMAND,
-    REGISTRY,
     SPOT0,
     JobContext,
     Observation,
-    make,
-    names,
     spot,
 )
 from policy.policies.greedy import slack_ticks
@@ -71,9 +69,7 @@ class DecisionService:
 
         self.history = history
         self.models = models or shipped_models()
-        self.policies = tuple(
-            n for n in names(self.models) if not getattr(REGISTRY.get(n), "reads_future", False)
-        )
+        self.policies = tuple(policy.names(self.models, causal=True))
         keep = min(history.n_ticks, round(HISTORY_HOURS * 3600 / history.gap_seconds))
         self._past = history.available[:, history.n_ticks - keep :]
         self._index = {name: i for i, name in enumerate(history.names)}
@@ -144,8 +140,8 @@ class DecisionService:
             raise RequestError(
                 f"unknown policy {request.policy!r}; this service serves {list(self.policies)}"
             )
-        policy = make(request.policy, self.models)
-        policy.reset(context)
+        chosen = policy.load(request.policy, self.models)
+        chosen.reset(context)
         current = (
             NONE
             if state.instance == "none"
@@ -163,10 +159,10 @@ class DecisionService:
             available=np.array([p.available for p in pools.values()]),
             prices=prices,
         )
-        action = policy.act(obs)
+        action = chosen.act(obs)
         if action >= SPOT0 and not obs.available[action - SPOT0]:
             action = NONE
-        return self._explain(action, obs, context, policy.checkpoint_ticks, policy.bid, job)
+        return self._explain(action, obs, context, chosen.checkpoint_ticks, chosen.bid, job)
 
     def _explain(
         self,

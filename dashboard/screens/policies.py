@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+import policy
 from dashboard import charts, data
 
 
@@ -19,7 +20,7 @@ def render() -> None:
         test_from = st.number_input("Test from hour", min_value=0.0, value=480.0, step=24.0)
         names = st.multiselect(
             "Policies",
-            ["on_demand", "greedy", "uniform_progress", "risk_aware", "ppo", "best", "omniscient"],
+            policy.names(),
             default=["greedy", "uniform_progress", "best", "omniscient"],
         )
         if st.button("Run", type="primary") and names:

@@ -1,25 +1,20 @@
 """The policy interface: every policy sees the present tick and the past, and picks an action.
 
 Actions are small ints: :data:`NONE` (wait), :data:`ON_DEMAND`, or ``spot(z)`` for spot in
-pool ``z``. Policies are registered by name (:func:`register`) and built with :func:`make`;
-learned models are named by their file stem in a :class:`policy.rl.agent.ModelCatalog`.
+pool ``z``. Policies are registered by name in :mod:`policy.registry` and built with
+:func:`policy.load`.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, TypeVar
+from typing import ClassVar
 
 import numpy as np
 
-from policy.errors import UnknownPolicy
 from policy.job import JobTicks
 from policy.traces import Pool
-
-if TYPE_CHECKING:
-    from policy.rl.catalog import ModelCatalog
 
 NONE = 0
 ON_DEMAND = 1
@@ -99,46 +94,3 @@ class Policy(ABC):
     @abstractmethod
     def act(self, obs: Observation) -> int:
         """The action for this tick."""
-
-
-PolicyT = TypeVar("PolicyT", bound=type[Policy])
-REGISTRY: dict[str, Callable[[], Policy]] = {}
-
-
-def register(cls: PolicyT) -> PolicyT:
-    """Class decorator: make a policy buildable by its ``name``."""
-    REGISTRY[cls.name] = cls
-    return cls
-
-
-BEST = "risk_aware"
-"""The policy the project recommends: the bench and the API accept ``best`` for it."""
-
-
-def names(models: ModelCatalog | None = None) -> list[str]:
-    """Every name :func:`make` accepts: the registered policies, ``best`` and the models."""
-    import policy.policies  # noqa: F401  (registers the built-in policies)
-    from policy.rl.catalog import shipped_models
-
-    catalog = models or shipped_models()
-    return sorted({*REGISTRY, "best", *catalog.names})
-
-
-def make(name: str, models: ModelCatalog | None = None) -> Policy:
-    """A fresh policy by registered name, ``best``, or the name of a learned model in
-    ``models`` (default: the shipped models, e.g. ``ppo``). A name never selects a file.
-
-    Raises:
-        UnknownPolicy: naming the policies there are.
-    """
-    import policy.policies  # noqa: F401  (registers the built-in policies)
-    from policy.rl.catalog import shipped_models
-
-    if name == "best":
-        name = BEST
-    if name in REGISTRY:
-        return REGISTRY[name]()
-    catalog = models or shipped_models()
-    if name in catalog.names:
-        return catalog.policy(name)
-    raise UnknownPolicy(f"unknown policy {name[:80]!r}; choose from {', '.join(names(catalog))}")

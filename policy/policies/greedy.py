@@ -9,7 +9,7 @@ availability so far.
 
 from __future__ import annotations
 
-from policy.policies.base import ON_DEMAND, SPOT0, JobContext, Observation, Policy, register
+from policy.policies.base import ON_DEMAND, SPOT0, JobContext, Observation, Policy
 from policy.policies.failover import FailoverChooser
 
 
@@ -24,7 +24,6 @@ def safety_net(obs: Observation, context: JobContext) -> bool:
     return obs.state < SPOT0 and slack_ticks(obs, context) <= 2 * context.job.changeover
 
 
-@register
 class Greedy(Policy):
     """Spot while slack remains, then on-demand to the end."""
 

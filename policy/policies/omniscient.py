@@ -17,13 +17,12 @@ from fractions import Fraction
 import numpy as np
 
 from policy.errors import PolicyError
-from policy.policies.base import NONE, SPOT0, JobContext, Observation, Policy, register
+from policy.policies.base import NONE, SPOT0, JobContext, Observation, Policy
 
 CONTINUE, WAIT = 0, 1
 """Decision codes; 2 + s means 'change to instance s'."""
 
 
-@register
 class Omniscient(Policy):
     """Replays the optimal schedule computed from the whole job's trace."""
 

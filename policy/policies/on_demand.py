@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from policy.policies.base import ON_DEMAND, JobContext, Observation, Policy, register
+from policy.policies.base import ON_DEMAND, JobContext, Observation, Policy
 
 
-@register
 class OnDemand(Policy):
     """Run on demand from the first tick to the end."""
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from policy.hazard import MarketForecast
-from policy.policies.base import NONE, ON_DEMAND, SPOT0, JobContext, Observation, Policy, register
+from policy.policies.base import NONE, ON_DEMAND, SPOT0, JobContext, Observation, Policy
 from policy.policies.greedy import slack_ticks
 
 
@@ -48,7 +48,6 @@ class RiskAwareParams:
     """Pseudo-runs of "as long again" that the run forecast is shrunk toward."""
 
 
-@register
 class RiskAware(Policy):
     """Spot where the risk forecast promises a run worth its changeovers; on-demand only for
     the work that the forecast says spot will not cover by the deadline."""

@@ -9,12 +9,11 @@ available pool with the best availability so far.
 
 from __future__ import annotations
 
-from policy.policies.base import NONE, ON_DEMAND, SPOT0, JobContext, Observation, Policy, register
+from policy.policies.base import NONE, ON_DEMAND, SPOT0, JobContext, Observation, Policy
 from policy.policies.failover import FailoverChooser
 from policy.policies.greedy import safety_net
 
 
-@register
 class UniformProgress(Policy):
     """Follow the uniform-progress line with spot, on-demand when behind."""
 

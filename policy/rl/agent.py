@@ -14,9 +14,9 @@ import torch
 
 from policy.errors import PolicyError
 from policy.policies.base import JobContext, Observation, Policy
-from policy.rl.catalog import MODEL_NAME, AgentConfig, sha256_of, verified_config
 from policy.rl.env import Guardrails, instance_action, spaces
 from policy.rl.features import FeatureBuilder
+from policy.rl.model_files import MODEL_NAME, AgentConfig, sha256_of, verified_config
 
 
 def build_network(config: AgentConfig) -> Any:

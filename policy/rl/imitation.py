@@ -13,7 +13,8 @@ from collections.abc import Callable
 import numpy as np
 from tqdm import tqdm
 
-from policy.policies.base import NONE, JobContext, Observation, Policy, make
+import policy
+from policy.policies.base import NONE, JobContext, Observation, Policy
 from policy.rl.env import CHECKPOINT_MINUTES, SpotJobEnv
 
 
@@ -28,7 +29,7 @@ class _Follower:
 
     def __call__(self, obs: Observation) -> None:
         if self.policy is None or self.context is not self.env.context:  # a new job
-            self.policy, self.context = make(self.expert), self.env.context
+            self.policy, self.context = policy.load(self.expert), self.env.context
             self.policy.reset(self.context)
         self.action = self.policy.act(obs)
 

@@ -9,10 +9,10 @@ import numpy as np
 
 from policy.job import JobSpec
 from policy.rl.agent import save_model
-from policy.rl.catalog import NET_ARCH, AgentConfig
 from policy.rl.env import CHECKPOINT_MINUTES, SpotJobEnv
 from policy.rl.features import HALF_LIFE_HOURS
 from policy.rl.imitation import clone, demonstrations
+from policy.rl.model_files import NET_ARCH, AgentConfig
 from policy.simulate import job_starts
 from policy.traces import TraceSet
 

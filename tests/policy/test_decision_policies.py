@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 
 import policy
+from policy import load
 from policy.hazard import AvailabilityHazard
 from policy.job import REFERENCE
-from policy.policies.base import JobContext, Observation, Policy, make
+from policy.policies.base import JobContext, Observation, Policy
 from policy.rl.catalog import ModelCatalog
 from policy.rl.env import SpotJobEnv
 from policy.rl.train import train_ppo, training_starts
@@ -75,7 +76,7 @@ def test_never_misses_a_deadline_on_the_bundled_traces(bundled: TraceSet, name: 
     for zones in (["us-west-2b_v100_1"], list(bundled.names)):
         ratios = []
         for start in starts:
-            result = simulate(make(name), bundled.subset(zones), SPEC, start)
+            result = simulate(load(name), bundled.subset(zones), SPEC, start)
             assert result.done, (name, zones, start)
             ratios.append(result.cost_ratio)
         assert np.mean(ratios) <= 1.0, (zones, ratios)
@@ -92,7 +93,7 @@ def test_risk_aware_takes_long_runs_and_skips_short_ones() -> None:
         gap_seconds=3600,
         available=np.concatenate([past.available, now.available], axis=1),
     )
-    result = simulate(make("risk_aware"), both, job(20, 40, 1), start=100)
+    result = simulate(load("risk_aware"), both, job(20, 40, 1), start=100)
     assert result.done
     assert result.preemptions == 0  # it never started on the flickering pool
 
@@ -128,7 +129,7 @@ def test_changing_the_trace_after_a_tick_leaves_earlier_decisions_unchanged(
     other = TraceSet(pools=bundled.pools, gap_seconds=bundled.gap_seconds, available=changed)
     runs = []
     for trace_set in (bundled, other):
-        recorder = Recorder(make(name))
+        recorder = Recorder(load(name))
         simulate(recorder, trace_set, SPEC, start)
         runs.append(recorder.actions)
     assert runs[0][:cut] == runs[1][:cut]
@@ -216,7 +217,7 @@ def test_seeded_training_is_reproducible_and_loadable_from_its_folder(
     config = weights[0].with_suffix(".json").read_text()
     assert '"until_hours": 480' in config and '"algo": "ppo"' in config
     assert '"expert": "risk_aware"' in config
-    results = [simulate(make("ppo", ModelCatalog(w.parent)), bundled, SPEC, 3000) for w in weights]
+    results = [simulate(load("ppo", ModelCatalog(w.parent)), bundled, SPEC, 3000) for w in weights]
     assert results[0] == results[1]
     assert list((tmp_path / "run0" / "tensorboard").rglob("events.out.tfevents*"))
 

@@ -15,10 +15,11 @@ import pytest
 import torch
 from fastapi.testclient import TestClient
 
+from policy import load
 from policy.api import create_app
 from policy.errors import PolicyError, UnknownPolicy
-from policy.policies.base import make
-from policy.rl.catalog import SHIPPED_MODELS, ModelCatalog, sha256_of, shipped_models
+from policy.rl.catalog import SHIPPED_MODELS, ModelCatalog, shipped_models
+from policy.rl.model_files import sha256_of
 from policy.service import DecisionService
 from policy.traces import load_traces
 from tests.conftest import DATA
@@ -119,8 +120,8 @@ def test_weights_that_differ_from_the_recorded_hash_are_refused(tmp_path: Path) 
 def test_models_are_named_by_stem_and_a_path_is_no_name() -> None:
     catalog = shipped_models()
     assert catalog.names == ("ppo",)
-    assert make("ppo").name == "ppo"
+    assert load("ppo").name == "ppo"
     with pytest.raises(UnknownPolicy, match="choose from"):
-        make(str(SHIPPED_MODELS / "ppo.pt"))
+        load(str(SHIPPED_MODELS / "ppo.pt"))
     with pytest.raises(UnknownPolicy, match="no model"):
         catalog.policy("../ppo")

@@ -7,9 +7,10 @@ import itertools
 import numpy as np
 import pytest
 
+from policy import load
 from policy.errors import UnknownPolicy
 from policy.job import REFERENCE as SPEC
-from policy.policies.base import SPOT0, JobContext, Observation, Policy, make
+from policy.policies.base import SPOT0, JobContext, Observation, Policy
 from policy.simulate import job_starts, simulate
 from policy.traces import TraceSet, load_traces
 from tests.conftest import DATA
@@ -43,14 +44,14 @@ def starts(trace_set: TraceSet) -> list[int]:
 
 def mean_ratio(name: str, trace_set: TraceSet) -> float:
     return float(
-        np.mean([simulate(make(name), trace_set, SPEC, s).cost_ratio for s in starts(trace_set)])
+        np.mean([simulate(load(name), trace_set, SPEC, s).cost_ratio for s in starts(trace_set)])
     )
 
 
 def test_unknown_policy_names_the_registered_ones() -> None:
     names = "best, greedy, omniscient, on_demand, ppo, risk_aware, uniform_progress"
     with pytest.raises(UnknownPolicy, match=names):
-        make("cheapest")
+        load("cheapest")
 
 
 @pytest.mark.parametrize("zone", sorted(REFERENCE))
@@ -62,7 +63,7 @@ def test_greedy_and_uniform_progress_match_the_reference_and_never_miss(
         ("greedy", REFERENCE[zone][0], 0.003),
         ("uniform_progress", REFERENCE[zone][1], 0.008),
     ):
-        results = [simulate(make(name), pool, SPEC, s) for s in starts(pool)]
+        results = [simulate(load(name), pool, SPEC, s) for s in starts(pool)]
         assert all(r.done for r in results), name
         assert np.mean([r.cost_ratio for r in results]) == pytest.approx(reference, abs=tolerance)
 
@@ -80,15 +81,15 @@ def test_omniscient_is_at_most_every_other_policy_on_every_job(bundled: TraceSet
     groups = [bundled.subset([n]) for n in bundled.names[::3]] + [bundled]
     for group in groups:
         for start in starts(group)[::6]:
-            bound = simulate(make("omniscient"), group, SPEC, start)
+            bound = simulate(load("omniscient"), group, SPEC, start)
             assert bound.done
             for name in ("on_demand", "greedy", "uniform_progress"):
-                other = simulate(make(name), group, SPEC, start)
+                other = simulate(load(name), group, SPEC, start)
                 assert bound.cost <= other.cost + 1e-9, (group.names, start, name)
 
 
 def test_omniscient_plan_cost_is_what_the_simulator_bills(bundled: TraceSet) -> None:
-    policy = make("omniscient")
+    policy = load("omniscient")
     result = simulate(policy, bundled, SPEC, 444)
     assert result.cost == pytest.approx(policy.plan_cost, rel=1e-12)  # type: ignore[attr-defined]
 
@@ -100,7 +101,7 @@ def test_omniscient_equals_brute_force_over_every_schedule(seed: int) -> None:
     prices = (rng.random((2, 9)) * 2 + 0.2).tolist()
     trace_set = traces(*rows, prices=prices)
     spec = job(4, 8, 1)
-    bound = simulate(make("omniscient"), trace_set, spec, 0)
+    bound = simulate(load("omniscient"), trace_set, spec, 0)
     best = np.inf
     for actions in itertools.product(range(SPOT0 + 2), repeat=8):
         result = simulate(Scripted(list(actions)), trace_set, spec, 0)
@@ -112,7 +113,7 @@ def test_omniscient_equals_brute_force_over_every_schedule(seed: int) -> None:
 def test_omniscient_handles_zero_changeover_and_faster_pools() -> None:
     trace_set = traces("110111", "011110", prices=[[1.0] * 6, [1.5] * 6], speeds=[1.0, 2.0])
     spec = job(4, 6, 0)
-    bound = simulate(make("omniscient"), trace_set, spec, 0)
+    bound = simulate(load("omniscient"), trace_set, spec, 0)
     best = min(
         (
             r.cost
@@ -151,7 +152,7 @@ def test_policies_decide_only_from_the_past(bundled: TraceSet) -> None:
     for name in ("greedy", "uniform_progress"):
         seen = []
         for trace_set in (bundled, changed):
-            policy = Recording(make(name))
+            policy = Recording(load(name))
             simulate(policy, trace_set, SPEC, start)
             seen.append(policy.actions[: cut - start])
         assert len(seen[0]) == cut - start and seen[0] == seen[1], name
