@@ -25,11 +25,13 @@ from policy.policies.base import (
     NONE,
     ON_DEMAND,
     SPOT0,
+    WAIT,
+    Action,
     JobContext,
     Observation,
     spot,
 )
-from policy.policies.greedy import slack_ticks
+from policy.policies.rules import slack_exhausted, slack_ticks
 from policy.schemas import (
     Decision,
     DecisionRequest,
@@ -160,26 +162,20 @@ class DecisionService:
             prices=prices,
         )
         action = chosen.act(obs)
-        if action >= SPOT0 and not obs.available[action - SPOT0]:
-            action = NONE
-        return self._explain(action, obs, context, chosen.checkpoint_ticks, chosen.bid, job)
+        if action.instance >= SPOT0 and not obs.available[action.instance - SPOT0]:
+            action = WAIT
+        return self._explain(action, obs, context, job)
 
     def _explain(
-        self,
-        action: int,
-        obs: Observation,
-        context: JobContext,
-        checkpoint_ticks: int | None,
-        bid: float | None,
-        job: JobTerms,
+        self, action: Action, obs: Observation, context: JobContext, job: JobTerms
     ) -> Decision:
         hours = context.job.hours_per_tick
         slack_h = slack_ticks(obs, context) * hours
         work_left = max(0.0, job.compute_hours - obs.progress * hours)
         time_left = max(work_left, job.deadline_hours - obs.tick * hours)
         od_cost = (work_left + job.changeover_hours) * job.on_demand_price
-        if action == ON_DEMAND:
-            safety = slack_h <= 2 * job.changeover_hours + 1e-9
+        if action.instance == ON_DEMAND:
+            safety = slack_exhausted(obs, context)
             reason = (
                 f"safety net: {slack_h:.2f} h of slack is within two changeovers; on-demand to "
                 "the end"
@@ -188,8 +184,8 @@ class DecisionService:
                 f"left in {time_left:.1f} h"
             )
             return _on_demand(job, obs.progress * hours, reason)
-        if action >= SPOT0:
-            z = action - SPOT0
+        if action.instance >= SPOT0:
+            z = action.instance - SPOT0
             name = context.pools[z].name
             hazard = AvailabilityHazard(
                 np.r_[context.past_available[z], True][None, :], self._half_life_ticks
@@ -200,15 +196,15 @@ class DecisionService:
                 _terms(name, float(context.spot_price[z]), job.on_demand_price, run_h),
             )
             minutes = (
-                checkpoint_ticks * hours * 60
-                if checkpoint_ticks
+                action.checkpoint_ticks * hours * 60
+                if action.checkpoint_ticks
                 else plan.checkpoint_interval_hours * 60
             )
             return Decision(
                 action="spot",
                 pool=name,
                 market="spot",
-                bid=bid,
+                bid=action.bid,
                 checkpoint_interval_minutes=round(minutes, 2),
                 expected_cost_usd=round(min(plan.cost.total, od_cost), 4),
                 reason=f"spot in {name}: forecast run {run_h:.2f} h at "

@@ -28,7 +28,8 @@ from policy.traces import TraceSet
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CheckpointMode:
-    """Checkpoint costs: interval (None = the policy's ``checkpoint_ticks``), stall, notice."""
+    """Checkpoint costs: interval (None = the ``checkpoint_ticks`` of the policy's actions),
+    stall, notice."""
 
     interval_minutes: float | None
     stall_seconds: float
@@ -246,5 +247,5 @@ def simulate(
     run = JobRun(traces, spec, start, checkpoint)
     while not run.over:
         action = policy.act(run.observe())
-        run.step(action, policy.bid, policy.checkpoint_ticks)
+        run.step(action.instance, action.bid, action.checkpoint_ticks)
     return run.result()

@@ -76,21 +76,33 @@ class Observation:
     """float [pools]: spot price per hour at this tick."""
 
 
+@dataclass(frozen=True, slots=True)
+class Action:
+    """What a policy picks for a tick."""
+
+    instance: int
+    """NONE (wait), ON_DEMAND or spot(z)."""
+    bid: float | None = None
+    """Max spot price per hour: the instance is taken back when the price rises above it."""
+    checkpoint_ticks: int | None = None
+    """Checkpoint interval, in ticks (simulator checkpoint mode; None: the simulator's)."""
+
+
+WAIT = Action(NONE)
+RUN_ON_DEMAND = Action(ON_DEMAND)
+
+
 class Policy(ABC):
     """Picks wait, on-demand or spot in a pool at every tick of a job."""
 
     name: ClassVar[str]
     reads_future: ClassVar[bool] = False
     """True only for the omniscient bound: the simulator then shows it the whole job."""
-    bid: float | None = None
-    """Max spot price per hour: the instance is taken back when the price rises above it."""
-    checkpoint_ticks: int | None = None
-    """Checkpoint interval this policy chooses, in ticks (simulator checkpoint mode)."""
 
     @abstractmethod
     def reset(self, context: JobContext) -> None:
         """Start a new job."""
 
     @abstractmethod
-    def act(self, obs: Observation) -> int:
-        """The action for this tick."""
+    def act(self, obs: Observation) -> Action:
+        """The action for this tick (seeing only this tick and the past)."""

@@ -9,19 +9,9 @@ availability so far.
 
 from __future__ import annotations
 
-from policy.policies.base import ON_DEMAND, SPOT0, JobContext, Observation, Policy
+from policy.policies.base import Action, JobContext, Observation, Policy
 from policy.policies.failover import FailoverChooser
-
-
-def slack_ticks(obs: Observation, context: JobContext) -> float:
-    """Ticks left before the deadline minus ticks of work left."""
-    job = context.job
-    return (job.deadline - obs.tick) - (job.work - obs.progress)
-
-
-def safety_net(obs: Observation, context: JobContext) -> bool:
-    """True when only on-demand can still surely meet the deadline."""
-    return obs.state < SPOT0 and slack_ticks(obs, context) <= 2 * context.job.changeover
+from policy.policies.rules import Guardrails
 
 
 class Greedy(Policy):
@@ -31,16 +21,11 @@ class Greedy(Policy):
 
     def reset(self, context: JobContext) -> None:
         """Start a job with no commitment to on-demand."""
-        self._context = context
+        self._rules = Guardrails(context)
         self._chooser = FailoverChooser(context)
-        self._on_demand_to_the_end = False
 
-    def act(self, obs: Observation) -> int:
-        """Stay on spot; else take the best available spot; else wait, until the safety net."""
+    def act(self, obs: Observation) -> Action:
+        """The rules (stay on spot; the safety net); else the best available spot, or wait."""
         self._chooser.observe(obs)
-        if self._on_demand_to_the_end or safety_net(obs, self._context):
-            self._on_demand_to_the_end = True
-            return ON_DEMAND
-        if obs.state >= SPOT0:
-            return obs.state
-        return self._chooser.best_available(obs)
+        fixed = self._rules.fixed(obs)
+        return Action(self._chooser.best_available(obs) if fixed is None else fixed)

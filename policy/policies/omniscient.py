@@ -17,7 +17,7 @@ from fractions import Fraction
 import numpy as np
 
 from policy.errors import PolicyError
-from policy.policies.base import NONE, SPOT0, JobContext, Observation, Policy
+from policy.policies.base import NONE, SPOT0, Action, JobContext, Observation, Policy
 
 CONTINUE, WAIT = 0, 1
 """Decision codes; 2 + s means 'change to instance s'."""
@@ -33,9 +33,9 @@ class Omniscient(Policy):
         """Plan the whole job."""
         self.plan_cost, self._actions = optimal_schedule(context)
 
-    def act(self, obs: Observation) -> int:
+    def act(self, obs: Observation) -> Action:
         """The planned action for this tick."""
-        return int(self._actions[obs.tick])
+        return Action(int(self._actions[obs.tick]))
 
 
 def _progress_units(speed: np.ndarray) -> int:

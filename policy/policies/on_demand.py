@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from policy.policies.base import ON_DEMAND, JobContext, Observation, Policy
+from policy.policies.base import RUN_ON_DEMAND, Action, JobContext, Observation, Policy
 
 
 class OnDemand(Policy):
@@ -13,6 +13,6 @@ class OnDemand(Policy):
     def reset(self, context: JobContext) -> None:
         """Nothing to prepare."""
 
-    def act(self, obs: Observation) -> int:
+    def act(self, obs: Observation) -> Action:
         """Always on-demand."""
-        return ON_DEMAND
+        return RUN_ON_DEMAND

@@ -32,8 +32,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from policy.hazard import MarketForecast
-from policy.policies.base import NONE, ON_DEMAND, SPOT0, JobContext, Observation, Policy
-from policy.policies.greedy import slack_ticks
+from policy.policies.base import NONE, ON_DEMAND, SPOT0, Action, JobContext, Observation, Policy
+from policy.policies.rules import Guardrails, slack_ticks
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,8 +62,8 @@ class RiskAware(Policy):
         half_life = self.params.half_life_hours / job.hours_per_tick
         self.forecast = MarketForecast(context.past_available, half_life, self.params.prior_weight)
         self._value = 1.0 - context.spot_price / context.on_demand_price
-        self._on_demand_to_the_end = False
-        self.checkpoint_ticks = None
+        self._rules = Guardrails(context)
+        self._checkpoint_ticks: int | None = None
 
     def _short_of_spot(self, obs: Observation) -> bool:
         """Whether the forecast spot share cannot cover the work left by the deadline."""
@@ -88,23 +88,19 @@ class RiskAware(Policy):
         if stall <= 0 or state < SPOT0:
             return
         mtbf = max(self.forecast.pools.mean_run(state - SPOT0), 1.0)
-        self.checkpoint_ticks = max(1, round(math.sqrt(2.0 * stall * mtbf)))
+        self._checkpoint_ticks = max(1, round(math.sqrt(2.0 * stall * mtbf)))
 
-    def act(self, obs: Observation) -> int:
-        """The four rules, safety net first."""
+    def act(self, obs: Observation) -> Action:
+        """The shared rules (safety net, stay on spot), then rules 3 and 4."""
         self.forecast.observe(obs.tick, obs.available)
-        action = self._decide(obs)
-        self._set_checkpoint_interval(action)
-        return action
+        fixed = self._rules.fixed(obs)
+        instance = self._decide(obs) if fixed is None else fixed
+        self._set_checkpoint_interval(instance)
+        return Action(instance, checkpoint_ticks=self._checkpoint_ticks)
 
     def _decide(self, obs: Observation) -> int:
         changeover = self._context.job.changeover
         slack = slack_ticks(obs, self._context)
-        if self._on_demand_to_the_end or (obs.state < SPOT0 and slack <= 2 * changeover):
-            self._on_demand_to_the_end = True
-            return ON_DEMAND
-        if obs.state >= SPOT0:
-            return obs.state
         choice, run = self._best_spot(obs)
         unit = max(changeover, 1)
         if obs.state == ON_DEMAND:

@@ -9,9 +9,9 @@ available pool with the best availability so far.
 
 from __future__ import annotations
 
-from policy.policies.base import NONE, ON_DEMAND, SPOT0, JobContext, Observation, Policy
+from policy.policies.base import NONE, ON_DEMAND, Action, JobContext, Observation, Policy
 from policy.policies.failover import FailoverChooser
-from policy.policies.greedy import safety_net
+from policy.policies.rules import Guardrails
 
 
 class UniformProgress(Policy):
@@ -22,6 +22,7 @@ class UniformProgress(Policy):
     def reset(self, context: JobContext) -> None:
         """Start a job."""
         self._context = context
+        self._rules = Guardrails(context)
         self._chooser = FailoverChooser(context)
         job = context.job
         self._rate = job.work / job.deadline_exact
@@ -30,13 +31,13 @@ class UniformProgress(Policy):
         """ep(t): where uniform progress would be at ``tick``."""
         return self._rate * tick
 
-    def act(self, obs: Observation) -> int:
-        """The four rules, safety net first."""
+    def act(self, obs: Observation) -> Action:
+        """The shared rules (safety net, stay on spot), then uniform progress."""
         self._chooser.observe(obs)
-        if safety_net(obs, self._context):
-            return ON_DEMAND
-        if obs.state >= SPOT0:
-            return obs.state
+        fixed = self._rules.fixed(obs)
+        return Action(self._follow_the_line(obs) if fixed is None else fixed)
+
+    def _follow_the_line(self, obs: Observation) -> int:
         if obs.state == ON_DEMAND:
             ahead = obs.progress >= self.expected_progress(
                 obs.tick + 2 * self._context.job.changeover

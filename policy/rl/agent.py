@@ -13,8 +13,9 @@ from typing import Any
 import torch
 
 from policy.errors import PolicyError
-from policy.policies.base import JobContext, Observation, Policy
-from policy.rl.env import Guardrails, instance_action, spaces
+from policy.policies.base import Action, JobContext, Observation, Policy
+from policy.policies.rules import Guardrails
+from policy.rl.env import instance_action, spaces
 from policy.rl.features import FeatureBuilder
 from policy.rl.model_files import MODEL_NAME, AgentConfig, sha256_of, verified_config
 
@@ -84,17 +85,20 @@ class LearnedPolicy(Policy):
         self._rules = Guardrails(context)
         self._n_pools = len(context.pools)
         self._ticks_per_minute = 60.0 / (context.job.hours_per_tick * 3600.0)
-        self.checkpoint_ticks = None
+        self._checkpoint_ticks: int | None = None
 
-    def act(self, obs: Observation) -> int:
-        """The rules' action where they fix one, else the model's deterministic choice."""
+    def act(self, obs: Observation) -> Action:
+        """The rules' action where they fix one, else the model's deterministic choice (its
+        last checkpoint interval holds while the rules decide)."""
         vector = self._features.vector(obs)  # updates the risk forecast on every tick
         fixed = self._rules.fixed(obs)
         if fixed is not None:
-            return fixed
+            return Action(fixed, checkpoint_ticks=self._checkpoint_ticks)
         with torch.no_grad():
             tensor = torch.as_tensor(vector[None, :])
             action = self.network.get_distribution(tensor).mode()[0].numpy()
         minutes = self.config.checkpoint_minutes[int(action[1])]
-        self.checkpoint_ticks = max(1, round(minutes * self._ticks_per_minute))
-        return instance_action(int(action[0]), self._n_pools)
+        self._checkpoint_ticks = max(1, round(minutes * self._ticks_per_minute))
+        return Action(
+            instance_action(int(action[0]), self._n_pools), checkpoint_ticks=self._checkpoint_ticks
+        )

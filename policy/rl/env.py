@@ -18,8 +18,8 @@ import gymnasium as gym
 import numpy as np
 
 from policy.job import JobSpec
-from policy.policies.base import NONE, ON_DEMAND, SPOT0, JobContext, Observation
-from policy.policies.greedy import safety_net
+from policy.policies.base import NONE, SPOT0, Observation
+from policy.policies.rules import Guardrails
 from policy.rl.features import FeatureBuilder, observation_size
 from policy.simulate import CheckpointMode, JobRun, context_for
 from policy.traces import TraceSet
@@ -41,25 +41,6 @@ def spaces(max_pools: int) -> tuple[gym.spaces.Box, gym.spaces.MultiDiscrete]:
         low=-10.0, high=10.0, shape=(observation_size(max_pools),), dtype=np.float32
     )
     return observations, gym.spaces.MultiDiscrete([SPOT0 + max_pools, len(CHECKPOINT_MINUTES)])
-
-
-class Guardrails:
-    """Rules around a learned policy: keep a running spot instance until it is preempted (as
-    every baseline does), and the safety net: on-demand to the end once not on spot and the
-    slack is down to two changeovers."""
-
-    def __init__(self, context: JobContext) -> None:
-        self.context = context
-        self.engaged = False
-
-    def fixed(self, obs: Observation) -> int | None:
-        """The action the rules impose at this tick, or None when the policy may choose."""
-        if obs.state >= SPOT0:
-            return obs.state
-        if self.engaged or safety_net(obs, self.context):
-            self.engaged = True
-            return ON_DEMAND
-        return None
 
 
 class SpotJobEnv(gym.Env[np.ndarray, np.ndarray]):

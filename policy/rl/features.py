@@ -9,7 +9,7 @@ import numpy as np
 
 from policy.hazard import MarketForecast
 from policy.policies.base import ON_DEMAND, SPOT0, JobContext, Observation
-from policy.policies.greedy import slack_ticks
+from policy.policies.rules import slack_ticks
 
 GLOBAL_FEATURES = 8
 POOL_FEATURES = 6

@@ -14,7 +14,7 @@ import numpy as np
 from tqdm import tqdm
 
 import policy
-from policy.policies.base import NONE, JobContext, Observation, Policy
+from policy.policies.base import WAIT, Action, JobContext, Observation, Policy
 from policy.rl.env import CHECKPOINT_MINUTES, SpotJobEnv
 
 
@@ -25,7 +25,7 @@ class _Follower:
         self.env, self.expert = env, expert
         self.policy: Policy | None = None
         self.context: JobContext | None = None
-        self.action = NONE
+        self.action: Action = WAIT
 
     def __call__(self, obs: Observation) -> None:
         if self.policy is None or self.context is not self.env.context:  # a new job
@@ -35,7 +35,7 @@ class _Follower:
 
     def interval(self) -> int:
         """Index of the env's checkpoint interval nearest the expert's (30 min if none)."""
-        ticks = None if self.policy is None else self.policy.checkpoint_ticks
+        ticks = self.action.checkpoint_ticks
         if ticks is None:
             return CHECKPOINT_MINUTES.index(30.0)
         wanted = max(ticks * self.env.traces.gap_seconds / 60.0, 1e-9)
@@ -55,7 +55,7 @@ def demonstrations(
             vector, _ = env.reset(seed=seed + episode)
             done = False
             while not done:
-                action = [follower.action, follower.interval()]
+                action = [follower.action.instance, follower.interval()]
                 features.append(vector)
                 actions.append(action)
                 vector, _, terminated, truncated, _ = env.step(np.array(action))

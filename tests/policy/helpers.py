@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from policy.job import JobSpec
-from policy.policies.base import JobContext, Observation, Policy
+from policy.policies.base import Action, JobContext, Observation, Policy
 from policy.traces import Pool, TraceSet
 
 
@@ -53,6 +53,6 @@ class Scripted(Policy):
     def reset(self, context: JobContext) -> None:
         self.seen.clear()
 
-    def act(self, obs: Observation) -> int:
+    def act(self, obs: Observation) -> Action:
         self.seen.append((obs.tick, obs.progress, obs.state, obs.preempted))
-        return self.actions[min(obs.tick, len(self.actions) - 1)]
+        return Action(self.actions[min(obs.tick, len(self.actions) - 1)], bid=self.bid)

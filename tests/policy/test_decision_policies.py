@@ -11,7 +11,7 @@ import policy
 from policy import load
 from policy.hazard import AvailabilityHazard
 from policy.job import REFERENCE
-from policy.policies.base import JobContext, Observation, Policy
+from policy.policies.base import Action, JobContext, Observation, Policy
 from policy.rl.catalog import ModelCatalog
 from policy.rl.env import SpotJobEnv
 from policy.rl.train import train_ppo, training_starts
@@ -105,15 +105,14 @@ class Recorder(Policy):
 
     def __init__(self, inner: Policy) -> None:
         self.inner = inner
-        self.actions: list[int] = []
+        self.actions: list[Action] = []
 
     def reset(self, context: JobContext) -> None:
         self.inner.reset(context)
 
-    def act(self, obs: Observation) -> int:
+    def act(self, obs: Observation) -> Action:
         action = self.inner.act(obs)
         self.actions.append(action)
-        self.bid, self.checkpoint_ticks = self.inner.bid, self.inner.checkpoint_ticks
         return action
 
 

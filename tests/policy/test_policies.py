@@ -10,7 +10,7 @@ import pytest
 from policy import load
 from policy.errors import UnknownPolicy
 from policy.job import REFERENCE as SPEC
-from policy.policies.base import SPOT0, JobContext, Observation, Policy
+from policy.policies.base import SPOT0, Action, JobContext, Observation, Policy
 from policy.simulate import job_starts, simulate
 from policy.traces import TraceSet, load_traces
 from tests.conftest import DATA
@@ -132,12 +132,12 @@ class Recording(Policy):
 
     def __init__(self, inner: Policy) -> None:
         self.inner = inner
-        self.actions: list[int] = []
+        self.actions: list[Action] = []
 
     def reset(self, context: JobContext) -> None:
         self.inner.reset(context)
 
-    def act(self, obs: Observation) -> int:
+    def act(self, obs: Observation) -> Action:
         self.actions.append(self.inner.act(obs))
         return self.actions[-1]
 

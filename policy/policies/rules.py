@@ -1,0 +1,50 @@
+"""The decision rules every causal policy shares, written once.
+
+- Slack: ticks left before the deadline minus ticks of work left.
+- The safety net: once not on spot with the slack down to two changeovers (one to start
+  on-demand, one spent on a spot start that may be preempted), on-demand to the end, so the
+  deadline is never missed.
+- A running spot instance is kept until it is preempted.
+
+:class:`Guardrails` applies the last two, with the "on-demand to the end" latch; policies
+choose only where it leaves them free.
+"""
+
+from __future__ import annotations
+
+from policy.policies.base import ON_DEMAND, SPOT0, JobContext, Observation
+
+
+def slack_ticks(obs: Observation, context: JobContext) -> float:
+    """Ticks left before the deadline minus ticks of work left."""
+    job = context.job
+    return (job.deadline - obs.tick) - (job.work - obs.progress)
+
+
+def slack_exhausted(obs: Observation, context: JobContext) -> bool:
+    """The slack is down to two changeovers: only on-demand can still surely finish."""
+    return slack_ticks(obs, context) <= 2 * context.job.changeover
+
+
+def safety_net(obs: Observation, context: JobContext) -> bool:
+    """True when, not on spot, only on-demand can still surely meet the deadline."""
+    return obs.state < SPOT0 and slack_exhausted(obs, context)
+
+
+class Guardrails:
+    """Keep a running spot instance until it is preempted; once the safety net is due,
+    on-demand to the end."""
+
+    def __init__(self, context: JobContext) -> None:
+        self.context = context
+        self.engaged = False
+        """Whether the safety net has taken over (for the rest of the job)."""
+
+    def fixed(self, obs: Observation) -> int | None:
+        """The instance the rules impose at this tick, or None when the policy may choose."""
+        if obs.state >= SPOT0:
+            return obs.state
+        if self.engaged or safety_net(obs, self.context):
+            self.engaged = True
+            return ON_DEMAND
+        return None
