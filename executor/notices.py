@@ -1,5 +1,6 @@
-"""Preemption notices: AWS IMDSv2, GCP metadata, Azure Scheduled Events, SIGTERM, and a replay
-of a real trace, all behind one ``NoticeSource`` interface and watched by ``NoticeWatcher``.
+"""Preemption notices: AWS IMDSv2, GCP metadata, Azure Scheduled Events and SIGTERM, all behind
+one ``NoticeSource`` interface and watched by ``NoticeWatcher``; and a real trace's preemption
+times, for replays.
 
 A notice either asks to stop (the instance goes away: checkpoint and exit) or, for AWS's
 rebalance recommendation, only to checkpoint (it is an early and often false alarm: never stop
@@ -244,37 +245,6 @@ class SigtermSource(NoticeSource):
         return Notice(kind="terminate", source=self.name, deadline=self._received + self.grace_s)
 
 
-class ReplaySource(NoticeSource):
-    """Notices at given times (seconds since ``start``), e.g. a real trace's preemptions minus a
-    notice lead, for local runs (see :func:`preemption_times`)."""
-
-    name = "replay"
-
-    def __init__(
-        self,
-        notice_at_s: Sequence[float],
-        *,
-        lead_s: float,
-        clock: Callable[[], float] = time.monotonic,
-        start: float | None = None,
-    ) -> None:
-        self.notice_at_s = sorted(notice_at_s)
-        self.lead_s = lead_s
-        self.clock = clock
-        self.start = clock() if start is None else start
-
-    def poll(self) -> Notice | None:
-        elapsed = self.clock() - self.start
-        due = [t for t in self.notice_at_s if t <= elapsed]
-        if not due:
-            return None
-        return Notice(
-            kind="terminate",
-            source=self.name,
-            deadline=time.time() + max(0.0, due[-1] + self.lead_s - elapsed),
-        )
-
-
 def preemption_times(
     available: Sequence[bool], gap_seconds: float, *, start_tick: int = 0, time_scale: float = 1.0
 ) -> list[float]:
@@ -372,32 +342,38 @@ class NoticeWatcher:
                 source.uninstall()
 
 
+@dataclass(frozen=True, slots=True)
+class CloudSource:
+    """A cloud's notice source as ``$SPOTWISE_NOTICES`` names it."""
+
+    kind: type[AwsImds] | type[GcpMetadata] | type[AzureScheduledEvents]
+    url_variable: str
+    """The variable that overrides its endpoint (tests, proxies)."""
+    default_url: str
+
+
+CLOUD_SOURCES: dict[str, CloudSource] = {
+    "aws": CloudSource(AwsImds, "SPOTWISE_AWS_IMDS_URL", "http://169.254.169.254"),
+    "gcp": CloudSource(GcpMetadata, "SPOTWISE_GCP_METADATA_URL", "http://metadata.google.internal"),
+    "azure": CloudSource(
+        AzureScheduledEvents, "SPOTWISE_AZURE_METADATA_URL", "http://169.254.169.254"
+    ),
+}
+
+
 def sources_from_env() -> list[NoticeSource]:
-    """Cloud sources named in ``$SPOTWISE_NOTICES`` (comma-separated ``aws``, ``gcp``,
-    ``azure``); ``$SPOTWISE_AWS_IMDS_URL``, ``$SPOTWISE_GCP_METADATA_URL`` and
-    ``$SPOTWISE_AZURE_METADATA_URL`` override their endpoints."""
+    """Cloud sources named in ``$SPOTWISE_NOTICES`` (comma-separated names of
+    :data:`CLOUD_SOURCES`), each at its endpoint or the one its URL variable names."""
     import os
 
     sources: list[NoticeSource] = []
     for name in filter(
         None, (n.strip() for n in os.environ.get("SPOTWISE_NOTICES", "").split(","))
     ):
-        if name == "aws":
-            sources.append(
-                AwsImds(os.environ.get("SPOTWISE_AWS_IMDS_URL", "http://169.254.169.254"))
+        cloud = CLOUD_SOURCES.get(name)
+        if cloud is None:
+            raise ValueError(
+                f"SPOTWISE_NOTICES: unknown source {name[:40]!r}; use {', '.join(CLOUD_SOURCES)}"
             )
-        elif name == "gcp":
-            sources.append(
-                GcpMetadata(
-                    os.environ.get("SPOTWISE_GCP_METADATA_URL", "http://metadata.google.internal")
-                )
-            )
-        elif name == "azure":
-            sources.append(
-                AzureScheduledEvents(
-                    os.environ.get("SPOTWISE_AZURE_METADATA_URL", "http://169.254.169.254")
-                )
-            )
-        else:
-            raise ValueError(f"SPOTWISE_NOTICES: unknown source {name!r}; use aws, gcp, azure")
+        sources.append(cloud.kind(os.environ.get(cloud.url_variable, cloud.default_url)))
     return sources

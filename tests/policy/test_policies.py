@@ -10,7 +10,7 @@ import pytest
 from policy import load
 from policy.errors import UnknownPolicy
 from policy.job import REFERENCE as SPEC
-from policy.policies.base import SPOT0, Action, JobContext, Observation, Policy
+from policy.policies.base import SPOT0
 from policy.simulate import job_starts, simulate
 from policy.traces import TraceSet, load_traces
 from tests.conftest import DATA
@@ -123,36 +123,3 @@ def test_omniscient_handles_zero_changeover_and_faster_pools() -> None:
         default=np.inf,
     )
     assert bound.cost == pytest.approx(best)
-
-
-class Recording(Policy):
-    """Wraps a policy and records every action it takes."""
-
-    name = "recording"
-
-    def __init__(self, inner: Policy) -> None:
-        self.inner = inner
-        self.actions: list[Action] = []
-
-    def reset(self, context: JobContext) -> None:
-        self.inner.reset(context)
-
-    def act(self, obs: Observation) -> Action:
-        self.actions.append(self.inner.act(obs))
-        return self.actions[-1]
-
-
-def test_policies_decide_only_from_the_past(bundled: TraceSet) -> None:
-    start = 222
-    cut = start + 300
-    changed = TraceSet(
-        pools=bundled.pools, gap_seconds=bundled.gap_seconds, available=bundled.available.copy()
-    )
-    changed.available[:, cut:] = ~changed.available[:, cut:]
-    for name in ("greedy", "uniform_progress"):
-        seen = []
-        for trace_set in (bundled, changed):
-            policy = Recording(load(name))
-            simulate(policy, trace_set, SPEC, start)
-            seen.append(policy.actions[: cut - start])
-        assert len(seen[0]) == cut - start and seen[0] == seen[1], name

@@ -1,0 +1,3 @@
+from tests.executor.conftest import metadata
+
+__all__ = ["metadata"]

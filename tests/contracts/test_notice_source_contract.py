@@ -1,0 +1,95 @@
+"""The NoticeSource contract, for every cloud source ``$SPOTWISE_NOTICES`` can name (against
+the fake metadata endpoints on 127.0.0.1) and for SIGTERM:
+
+- nothing pending is no notice;
+- garbage on every endpoint it reads is no notice, and no exception;
+- an unreachable endpoint raises (the watcher counts it and polls on), never a notice;
+- a pending preemption is a stop notice whose deadline is not in the past.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Callable
+
+import pytest
+
+from executor.notices import CLOUD_SOURCES, NoticeSource, NoticeWatcher, SigtermSource
+from tests.executor.fake_metadata import FakeMetadata
+
+GARBAGE = ["", "<html>oops</html>", "{{{", '{"action": 5}', "null", "\x00\xff" * 40, "TRUE " * 9]
+
+
+def arm_garbage(fake: FakeMetadata, body: str) -> None:
+    fake.aws_action = fake.aws_rebalance = body
+    fake.gcp_preempted = body
+    fake.azure_events = body
+
+
+PREEMPTIONS: dict[str, Callable[[FakeMetadata], None]] = {
+    "aws": lambda fake: setattr(
+        fake, "aws_action", {"action": "terminate", "time": "2099-01-01T00:00:00Z"}
+    ),
+    "gcp": lambda fake: setattr(fake, "gcp_preempted", "TRUE"),
+    "azure": lambda fake: setattr(
+        fake,
+        "azure_events",
+        {"Events": [{"EventId": "E", "EventType": "Preempt", "NotBefore": ""}]},
+    ),
+}
+
+
+def source(name: str, url: str) -> NoticeSource:
+    return CLOUD_SOURCES[name].kind(url)
+
+
+def test_every_cloud_source_has_a_preemption_case_here() -> None:
+    assert set(PREEMPTIONS) == set(CLOUD_SOURCES)
+
+
+@pytest.mark.parametrize("name", sorted(CLOUD_SOURCES))
+def test_nothing_pending_is_no_notice(metadata: FakeMetadata, name: str) -> None:
+    assert source(name, metadata.url).poll() is None
+
+
+@pytest.mark.parametrize("name", sorted(CLOUD_SOURCES))
+@pytest.mark.parametrize("body", GARBAGE)
+def test_garbage_is_no_notice(metadata: FakeMetadata, name: str, body: str) -> None:
+    arm_garbage(metadata, body)
+    watcher = NoticeWatcher([source(name, metadata.url)])
+    watcher.poll_once()
+    assert watcher.stop_notice is None and watcher.rebalances == 0 and watcher.errors == 0
+
+
+@pytest.mark.parametrize("name", sorted(CLOUD_SOURCES))
+def test_an_unreachable_endpoint_raises_and_the_watcher_polls_on(name: str) -> None:
+    unreachable = CLOUD_SOURCES[name].kind("http://127.0.0.1:9", timeout=0.5)
+    with pytest.raises(OSError):
+        unreachable.poll()
+    watcher = NoticeWatcher([unreachable])
+    watcher.poll_once()
+    watcher.poll_once()
+    assert watcher.errors == 2 and watcher.stop_notice is None
+
+
+@pytest.mark.parametrize("name", sorted(CLOUD_SOURCES))
+def test_a_pending_preemption_is_a_stop_notice(metadata: FakeMetadata, name: str) -> None:
+    PREEMPTIONS[name](metadata)
+    notice = source(name, metadata.url).poll()
+    assert notice is not None and notice.stop and notice.source == name
+    assert notice.deadline is None or notice.deadline >= time.time() - 1
+
+
+def test_sigterm_is_no_notice_until_the_signal_and_then_a_stop_notice() -> None:
+    sigterm = SigtermSource(grace_s=30)
+    sigterm.install()
+    try:
+        assert sigterm.poll() is None
+        os.kill(os.getpid(), signal.SIGTERM)
+        notice = sigterm.poll()
+    finally:
+        sigterm.uninstall()
+    assert notice is not None and notice.stop and notice.source == "sigterm"
+    assert notice.deadline is not None and notice.deadline >= time.time() + 25
