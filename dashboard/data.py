@@ -105,7 +105,6 @@ def risk_backtest() -> dict[str, Any]:
         test_from_hours=480,
         horizon_minutes=60,
         models=("logistic",),
-        include_arima=False,
         advisor=settings.bundled_advisor_snapshots(),
     )
 

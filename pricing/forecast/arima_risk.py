@@ -1,10 +1,9 @@
-"""Parcae-style risk from an autoregressive forecast of availability, calibrated.
+"""Parcae-style risk from an autoregressive forecast of availability.
 
 Per pool, an AR(p) model of the availability indicator is fitted on the training ticks
 (statsmodels ``AutoReg``; ARIMA(p,0,0)); with those fixed coefficients the forecast from every
 tick t uses only ticks <= t. The score is one minus the forecast availability averaged over
-(t, t + h]; a one-feature logistic regression fitted on the training ticks turns it into a
-calibrated probability.
+(t, t + h]; :class:`pricing.forecast.risk.ArimaRisk` calibrates it into a probability.
 """
 
 from __future__ import annotations
@@ -12,7 +11,6 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from sklearn.linear_model import LogisticRegression
 
 
 def ar_unavailability(
@@ -39,16 +37,3 @@ def ar_unavailability(
         total += nxt
         state = np.concatenate([nxt[:, None], state[:, :-1]], axis=1)
     return 1.0 - total / horizon
-
-
-class ArimaRisk:
-    """Calibrates :func:`ar_unavailability` scores to probabilities."""
-
-    name = "arima"
-
-    def fit(self, score: np.ndarray, y: np.ndarray) -> ArimaRisk:
-        self._model = LogisticRegression().fit(score[:, None], y)
-        return self
-
-    def predict_proba(self, score: np.ndarray) -> np.ndarray:
-        return np.asarray(self._model.predict_proba(score[:, None])[:, 1])

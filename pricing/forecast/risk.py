@@ -2,14 +2,16 @@
 the next h minutes, from the pool's availability history (see :mod:`features`).
 
 Every model has ``fit(X, y)`` and ``predict_proba(X) -> p``; :data:`RISK_MODELS` names them.
-scikit-learn (and NumPy) come in when a model is fitted, so naming the models costs nothing.
+Most read the pool features (:mod:`features`); ``arima`` reads one column, the AR forecast's
+unavailability score (:func:`pricing.forecast.arima_risk.ar_unavailability`), as its
+``inputs`` says. scikit-learn (and NumPy) come in when a model is fitted, so naming the models
+costs nothing.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 if TYPE_CHECKING:
     import numpy as np
@@ -19,6 +21,8 @@ class RiskModel(ABC):
     """A probability of preemption within the horizon, per row of features."""
 
     name: str
+    inputs: ClassVar[Literal["features", "ar_score"]] = "features"
+    """What its rows are: the pool features, or the one AR unavailability score."""
 
     @abstractmethod
     def fit(self, x: np.ndarray, y: np.ndarray) -> RiskModel:
@@ -72,7 +76,25 @@ class CalibratedBoosting(RiskModel):
         return self._model.predict_proba(x)[:, 1]
 
 
-RISK_MODELS: dict[str, Callable[[], RiskModel]] = {
+class ArimaRisk(RiskModel):
+    """Parcae-style: the AR forecast's unavailability score, calibrated by a one-feature
+    logistic regression."""
+
+    name = "arima"
+    inputs = "ar_score"
+
+    def fit(self, x: np.ndarray, y: np.ndarray) -> ArimaRisk:
+        from sklearn.linear_model import LogisticRegression
+
+        self._model = LogisticRegression().fit(x[:, :1], y)
+        return self
+
+    def predict_proba(self, x: np.ndarray) -> np.ndarray:
+        return self._model.predict_proba(x[:, :1])[:, 1]
+
+
+RISK_MODELS: dict[str, type[RiskModel]] = {
     Logistic.name: Logistic,
     CalibratedBoosting.name: CalibratedBoosting,
+    ArimaRisk.name: ArimaRisk,
 }

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from sklearn.metrics import brier_score_loss, roc_auc_score
 
-from pricing.forecast.arima_risk import ArimaRisk, ar_unavailability
+from pricing.forecast.arima_risk import ar_unavailability
 from pricing.forecast.features import FEATURES, _trailing_mean, lose_within, pool_features
 from pricing.forecast.risk import RISK_MODELS
 from pricing.frames import region_of_zone
@@ -73,12 +73,11 @@ def bench_risk(
     test_from_hours: float,
     horizon_minutes: float,
     models: Sequence[str] = tuple(RISK_MODELS),
-    include_arima: bool = True,
     advisor: Sequence[Path] = (),
 ) -> dict[str, Any]:
-    """Backtest every risk model, the ARIMA model and ``per_pool_best`` (each pool's model
-    chosen by Brier on the last quarter of its training ticks) on a folder of traces; the
-    ``advisor`` snapshots give the pools' Spot Advisor bands."""
+    """Backtest the named risk models and ``per_pool_best`` (each pool's model chosen by
+    Brier on the last quarter of its training ticks) on a folder of traces; the ``advisor``
+    snapshots give the pools' Spot Advisor bands."""
     available, gap, start, names = read_trace_folder(folder)
     bands = advisor_bands(names, start, advisor)
     pools, ticks = available.shape
@@ -102,20 +101,22 @@ def bench_risk(
     early_cut = int(cut * 0.75)
     fit_part = train & (tick + horizon < early_cut)
     judge_part = up & (tick >= early_cut) & (tick + horizon < cut)
+    inputs = {"features": (x, x)}
+    if any(RISK_MODELS[name].inputs == "ar_score" for name in models):
+        score, early = (
+            np.concatenate(
+                [ar_unavailability(available[p], end - horizon, horizon) for p in range(pools)]
+            )[:, None]
+            for end in (cut, early_cut)
+        )
+        inputs["ar_score"] = (score, early)
     predictions: dict[str, np.ndarray] = {}
     validation: dict[str, np.ndarray] = {}
     for name in models:
-        predictions[name] = RISK_MODELS[name]().fit(x[train], y[train]).predict_proba(x)
-        validation[name] = RISK_MODELS[name]().fit(x[fit_part], y[fit_part]).predict_proba(x)
-    if include_arima:
-        score = np.concatenate(
-            [ar_unavailability(available[p], cut - horizon, horizon) for p in range(pools)]
-        )
-        early = np.concatenate(
-            [ar_unavailability(available[p], early_cut - horizon, horizon) for p in range(pools)]
-        )
-        predictions["arima"] = ArimaRisk().fit(score[train], y[train]).predict_proba(score)
-        validation["arima"] = ArimaRisk().fit(early[fit_part], y[fit_part]).predict_proba(early)
+        model = RISK_MODELS[name]
+        rows, early_rows = inputs[model.inputs]
+        predictions[name] = model().fit(rows[train], y[train]).predict_proba(rows)
+        validation[name] = model().fit(early_rows[fit_part], y[fit_part]).predict_proba(early_rows)
     chosen = {}
     best = np.zeros(len(y))
     for p in range(pools):

@@ -19,11 +19,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from pricing.forecast.backtest import forecast
 from pricing.forecast.boosting import GlobalBoosting
 from pricing.forecast.features import FEATURES, lose_within, pool_features
 from pricing.forecast.grid import to_grid
 from pricing.forecast.models import Arima110, Naive
+from pricing.forecast.panel import PanelForecaster, PerSeries, forecast_panel
 from pricing.forecast.risk import Logistic
 from pricing.frames import unique_id
 from pricing.store import MarketStore
@@ -104,13 +104,11 @@ def price_forecasts(
         grid = grid[counts >= 3]
         n_series += grid["unique_id"].nunique()
         progress(f"{provider}: {grid['unique_id'].nunique()} series on a {freq} grid")
-        predicted = forecast(grid, [Naive, Arima110], steps, freq=freq, level=level)
-        models = [Naive.alias, Arima110.alias]
+        models: list[PanelForecaster] = [PerSeries(Naive), PerSeries(Arima110)]
         if freq == "h" and len(grid) > 2000:
-            boosted = GlobalBoosting().fit(grid, steps, level).predict(grid, steps, freq=freq)
-            predicted = predicted.merge(boosted, on=["unique_id", "ds"])
-            models.append(GlobalBoosting.alias)
-        rows.append(_long(predicted, models, steps, level, created))
+            models.append(GlobalBoosting())
+        predicted = forecast_panel(grid, models, steps, freq=freq, level=level)
+        rows.append(_long(predicted, [m.alias for m in models], steps, level, created))
     return pd.concat(rows, ignore_index=True), n_series
 
 
