@@ -16,15 +16,15 @@ import json
 import mmap
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 
 from executor.errors import CheckpointError
 from executor.statedict import flatten, tensor_bytes, tensor_from_bytes, unflatten
-from executor.storage import MANIFEST, Replica
+from executor.storage import MANIFEST, Replica, open_replica
 
 LARGE_TENSOR_BYTES = 1 << 20
 SMALL_FILE = "small.bin"
@@ -81,6 +81,37 @@ class SaveStats:
     full: bool
 
 
+class Checkpointer(Protocol):
+    """Saves and loads a job's checkpoints: :class:`CheckpointManager` (one process, any
+    replicas) and :class:`~executor.distributed.DistributedCheckpointer` (every rank of a
+    ``torch.distributed`` job, collectively)."""
+
+    last_save: SaveStats | None
+
+    def save(self, step: int, state: Any, *, block: bool = False) -> SaveStats | None:
+        """Checkpoint ``state`` as ``step``; durable on return when ``block``."""
+        ...
+
+    def load(
+        self, step: int = -1, template: Callable[[], dict[str, Any]] | None = None
+    ) -> Checkpoint | None:
+        """The newest intact checkpoint (or ``step``); None when there is none. ``template``
+        builds the state to fill where the format needs one."""
+        ...
+
+    def steps(self) -> list[int]:
+        """Committed steps, newest first."""
+        ...
+
+    def wait(self) -> None:
+        """Return once the save in flight is durable (raising its error, if it failed)."""
+        ...
+
+    def close(self) -> None:
+        """Wait for the save in flight and release what the checkpointer holds."""
+        ...
+
+
 class CheckpointManager:
     """Saves and loads ``step-{N}`` checkpoints on one or more replica URLs."""
 
@@ -100,7 +131,7 @@ class CheckpointManager:
             raise CheckpointError("keep_latest_k and full_every must be at least 1")
         options = storage_options or {}
         try:
-            self.replicas = [Replica(url, options.get(url)) for url in urls]
+            self.replicas = [open_replica(url, options.get(url)) for url in urls]
         except (OSError, ValueError, ImportError) as exc:
             raise CheckpointError(f"cannot open checkpoint replica: {exc}") from exc
         for replica in self.replicas:
@@ -318,9 +349,12 @@ class CheckpointManager:
 
     # ---- loading ------------------------------------------------------------------------
 
-    def load(self, step: int = -1) -> Checkpoint | None:
+    def load(
+        self, step: int = -1, template: Callable[[], dict[str, Any]] | None = None
+    ) -> Checkpoint | None:
         """The newest intact checkpoint (or ``step``) from any replica; None when there is
-        none. Corrupt or partial copies are skipped."""
+        none. Corrupt or partial copies are skipped. No ``template`` is needed: the manifest
+        holds the state's structure."""
         self.wait()
         for candidate in self._candidates(step):
             for replica in self.replicas:

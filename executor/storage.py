@@ -1,10 +1,12 @@
-"""One checkpoint replica on any fsspec URL (a local path, ``s3://bucket/prefix``, ...).
+"""One checkpoint replica: a folder of ``step-{N}`` checkpoints on a local disk or at any fsspec
+URL (``s3://bucket/prefix``, ...), behind one :class:`Replica` interface.
 
-A checkpoint commits atomically. Locally: files go to a temporary folder, are fsync'd, the
-manifest is written last, the folder is fsync'd and renamed to ``step-{N}`` (then the parent is
-fsync'd). On object stores, where one object's write is atomic but there is no rename, the
-files go straight to ``step-{N}/`` and the manifest, written last, is the commit. Only then is
-``latest`` rewritten (atomically), so it never names an uncommitted step.
+A checkpoint commits atomically. Locally (:class:`LocalReplica`): files go to a temporary
+folder, are fsync'd, the manifest is written last, the folder is fsync'd and renamed to
+``step-{N}`` (then the parent is fsync'd). On object stores (:class:`FsspecReplica`), where one
+object's write is atomic but there is no rename, the files go straight to ``step-{N}/`` and the
+manifest, written last, is the commit. Only then is ``latest`` rewritten (atomically), so it
+never names an uncommitted step.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import re
 import shutil
 import uuid
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, BinaryIO, Protocol
 
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
@@ -28,139 +30,188 @@ _STEP = re.compile(r"^step-(\d+)$")
 _TMP_PREFIX = ".tmp-step-"
 
 
-class Replica:
+class Replica(Protocol):
     """A folder of ``step-{N}`` checkpoints at one URL."""
 
-    def __init__(self, url: str, storage_options: dict[str, Any] | None = None) -> None:
-        self.url = url
-        self.fs, root = fsspec.core.url_to_fs(url, **(storage_options or {}))
-        self.root = root.rstrip("/")
-        self.local = isinstance(self.fs, LocalFileSystem)
-        if self.local:
-            os.makedirs(self.root, exist_ok=True)
+    url: str
+
+    def begin(self, step: int) -> str:
+        """Where this step's files are written before the commit (relative path)."""
+        ...
+
+    def write(self, relative: str, chunks: Iterable[bytes | memoryview]) -> tuple[str, int]:
+        """Write a file from chunks (durably); return its sha256 and size."""
+        ...
+
+    def commit(self, staging: str, step: int, manifest: bytes) -> None:
+        """Write the manifest and make the step visible, then point ``latest`` at it."""
+        ...
+
+    def abort(self, staging: str) -> None:
+        """Remove an uncommitted step's files."""
+        ...
+
+    def steps(self) -> list[int]:
+        """Committed steps (folders with a manifest), newest first."""
+        ...
+
+    def read(self, relative: str) -> bytearray | mmap.mmap:
+        """A whole file as a writable buffer."""
+        ...
+
+    def remove_step(self, step: int) -> None:
+        """Delete a committed step."""
+        ...
+
+    def remove_stale(self) -> None:
+        """Delete what crashed writers left behind."""
+        ...
+
+
+def open_replica(url: str, storage_options: dict[str, Any] | None = None) -> Replica:
+    """The replica at ``url``: a local folder, or any other fsspec URL."""
+    fs, root = fsspec.core.url_to_fs(url, **(storage_options or {}))
+    if isinstance(fs, LocalFileSystem):
+        return LocalReplica(url, root)
+    return FsspecReplica(url, fs, root)
+
+
+def _write_chunks(handle: BinaryIO, chunks: Iterable[bytes | memoryview]) -> tuple[str, int]:
+    digest = hashlib.sha256()
+    size = 0
+    for chunk in chunks:
+        digest.update(chunk)
+        handle.write(chunk)
+        size += len(chunk)
+    return digest.hexdigest(), size
+
+
+class LocalReplica:
+    """A replica on this machine's disk: staged in a temporary folder, fsync'd, renamed."""
+
+    def __init__(self, url: str, root: str) -> None:
+        self.url, self.root = url, root.rstrip("/")
+        os.makedirs(self.root, exist_ok=True)
 
     def path(self, relative: str) -> str:
         return f"{self.root}/{relative}"
 
     def begin(self, step: int) -> str:
-        """Where this step's files are written before the commit (relative path)."""
-        if self.local:
-            staging = f"{_TMP_PREFIX}{step}-{uuid.uuid4().hex[:8]}"
-            os.makedirs(self.path(staging))
-            return staging
-        return f"step-{step}"
+        staging = f"{_TMP_PREFIX}{step}-{uuid.uuid4().hex[:8]}"
+        os.makedirs(self.path(staging))
+        return staging
 
     def write(self, relative: str, chunks: Iterable[bytes | memoryview]) -> tuple[str, int]:
-        """Write a file from chunks (durably when local); return its sha256 and size."""
-        digest = hashlib.sha256()
-        size = 0
-        if self.local:
-            with open(self.path(relative), "wb") as handle:
-                for chunk in chunks:
-                    digest.update(chunk)
-                    handle.write(chunk)
-                    size += len(chunk)
-                handle.flush()
-                os.fsync(handle.fileno())
-        else:
-            with self.fs.open(self.path(relative), "wb") as handle:
-                for chunk in chunks:
-                    digest.update(chunk)
-                    handle.write(chunk)
-                    size += len(chunk)
-        return digest.hexdigest(), size
+        with open(self.path(relative), "wb") as handle:
+            written = _write_chunks(handle, chunks)
+            handle.flush()
+            os.fsync(handle.fileno())
+        return written
 
     def commit(self, staging: str, step: int, manifest: bytes) -> None:
-        """Write the manifest and make the step visible, then point ``latest`` at it."""
         target = f"step-{step}"
-        if self.local:
-            self.write(f"{staging}/{MANIFEST}", [manifest])
-            _fsync_dir(self.path(staging))
-            old = None
-            if os.path.exists(self.path(target)):
-                old = self.path(f"{_TMP_PREFIX}old-{step}-{uuid.uuid4().hex[:8]}")
-                os.rename(self.path(target), old)
-            os.rename(self.path(staging), self.path(target))
-            _fsync_dir(self.root)
-            if old:
-                shutil.rmtree(old, ignore_errors=True)
-            latest = self.path(f".{LATEST}.{uuid.uuid4().hex[:8]}")
-            with open(latest, "w") as handle:
-                handle.write(str(step))
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(latest, self.path(LATEST))
-            _fsync_dir(self.root)
-        else:
-            self.fs.pipe_file(self.path(f"{target}/{MANIFEST}"), manifest)
-            self.fs.pipe_file(self.path(LATEST), str(step).encode())
+        self.write(f"{staging}/{MANIFEST}", [manifest])
+        _fsync_dir(self.path(staging))
+        old = None
+        if os.path.exists(self.path(target)):
+            old = self.path(f"{_TMP_PREFIX}old-{step}-{uuid.uuid4().hex[:8]}")
+            os.rename(self.path(target), old)
+        os.rename(self.path(staging), self.path(target))
+        _fsync_dir(self.root)
+        if old:
+            shutil.rmtree(old, ignore_errors=True)
+        latest = self.path(f".{LATEST}.{uuid.uuid4().hex[:8]}")
+        with open(latest, "w") as handle:
+            handle.write(str(step))
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(latest, self.path(LATEST))
+        _fsync_dir(self.root)
 
     def abort(self, staging: str) -> None:
-        """Remove an uncommitted step's files."""
-        with contextlib.suppress(OSError, FileNotFoundError):
-            if self.local:
-                shutil.rmtree(self.path(staging))
-            elif not self.fs.exists(self.path(f"{staging}/{MANIFEST}")):
-                self.fs.rm(self.path(staging), recursive=True)
+        with contextlib.suppress(OSError):
+            shutil.rmtree(self.path(staging))
 
     def steps(self) -> list[int]:
-        """Committed steps (folders with a manifest), newest first."""
         try:
-            if self.local:
-                names = os.listdir(self.root)
-                found = [
-                    int(m.group(1))
-                    for n in names
-                    if (m := _STEP.match(n)) and os.path.exists(self.path(f"{n}/{MANIFEST}"))
-                ]
-            else:
-                self.fs.invalidate_cache()
-                manifests = self.fs.glob(self.path(f"step-*/{MANIFEST}"))
-                found = [
-                    int(m.group(1))
-                    for p in manifests
-                    if (m := _STEP.match(p.rstrip("/").split("/")[-2]))
-                ]
-        except (OSError, FileNotFoundError):
+            names = os.listdir(self.root)
+        except OSError:
             return []
+        found = [
+            int(m.group(1))
+            for n in names
+            if (m := _STEP.match(n)) and os.path.exists(self.path(f"{n}/{MANIFEST}"))
+        ]
         return sorted(found, reverse=True)
 
-    def latest(self) -> int | None:
-        """The step ``latest`` names, if any."""
-        try:
-            return int(self.fs.cat_file(self.path(LATEST)).decode().strip())
-        except (OSError, FileNotFoundError, ValueError):
-            return None
-
     def read(self, relative: str) -> bytearray | mmap.mmap:
-        """A whole file as a writable buffer: locally a private (copy-on-write) memory map, so
-        reading a large checkpoint costs no fresh memory; elsewhere downloaded into memory."""
-        if self.local:
-            with open(self.path(relative), "rb") as handle:
-                if os.fstat(handle.fileno()).st_size == 0:
-                    return bytearray()
-                return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_COPY)
-        return bytearray(self.fs.cat_file(self.path(relative)))
+        """A private (copy-on-write) memory map: reading a large checkpoint costs no fresh
+        memory."""
+        with open(self.path(relative), "rb") as handle:
+            if os.fstat(handle.fileno()).st_size == 0:
+                return bytearray()
+            return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_COPY)
 
     def remove_step(self, step: int) -> None:
-        """Delete a committed step."""
-        with contextlib.suppress(OSError, FileNotFoundError):
-            if self.local:
-                shutil.rmtree(self.path(f"step-{step}"))
-            else:
-                self.fs.rm(self.path(f"step-{step}"), recursive=True)
+        with contextlib.suppress(OSError):
+            shutil.rmtree(self.path(f"step-{step}"))
 
     def remove_stale(self) -> None:
-        """Delete temporary folders and ``latest`` files that crashed writers left behind
-        (local only)."""
-        if not self.local:
-            return
+        """Temporary folders and ``latest`` files of writers that crashed."""
         for name in os.listdir(self.root):
             if name.startswith(_TMP_PREFIX):
                 shutil.rmtree(self.path(name), ignore_errors=True)
             elif name.startswith(f".{LATEST}."):
                 with contextlib.suppress(OSError):
                     os.remove(self.path(name))
+
+
+class FsspecReplica:
+    """A replica on an object store: files straight to ``step-{N}/``, the manifest last."""
+
+    def __init__(self, url: str, fs: Any, root: str) -> None:
+        self.url, self.fs, self.root = url, fs, root.rstrip("/")
+
+    def path(self, relative: str) -> str:
+        return f"{self.root}/{relative}"
+
+    def begin(self, step: int) -> str:
+        return f"step-{step}"
+
+    def write(self, relative: str, chunks: Iterable[bytes | memoryview]) -> tuple[str, int]:
+        with self.fs.open(self.path(relative), "wb") as handle:
+            return _write_chunks(handle, chunks)
+
+    def commit(self, staging: str, step: int, manifest: bytes) -> None:
+        self.fs.pipe_file(self.path(f"step-{step}/{MANIFEST}"), manifest)
+        self.fs.pipe_file(self.path(LATEST), str(step).encode())
+
+    def abort(self, staging: str) -> None:
+        with contextlib.suppress(OSError):
+            if not self.fs.exists(self.path(f"{staging}/{MANIFEST}")):
+                self.fs.rm(self.path(staging), recursive=True)
+
+    def steps(self) -> list[int]:
+        try:
+            self.fs.invalidate_cache()
+            manifests = self.fs.glob(self.path(f"step-*/{MANIFEST}"))
+        except OSError:
+            return []
+        found = [
+            int(m.group(1)) for p in manifests if (m := _STEP.match(p.rstrip("/").split("/")[-2]))
+        ]
+        return sorted(found, reverse=True)
+
+    def read(self, relative: str) -> bytearray:
+        """Downloaded into memory."""
+        return bytearray(self.fs.cat_file(self.path(relative)))
+
+    def remove_step(self, step: int) -> None:
+        with contextlib.suppress(OSError):
+            self.fs.rm(self.path(f"step-{step}"), recursive=True)
+
+    def remove_stale(self) -> None:
+        """Nothing to do: an uncommitted step has no manifest, and is never listed."""
 
 
 def _fsync_dir(path: str) -> None:

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader
 
-from executor.checkpoint import CheckpointManager
+from executor.checkpoint import Checkpointer, CheckpointManager
 from executor.data import ResumableBatches
 from executor.distributed import DistributedCheckpointer
 from executor.errors import CheckpointError, Preempted
@@ -68,7 +68,7 @@ class Guard:
 
     def __init__(
         self,
-        manager: CheckpointManager | DistributedCheckpointer,
+        manager: Checkpointer,
         watcher: NoticeWatcher,
         *,
         model: torch.nn.Module,
@@ -127,10 +127,7 @@ class Guard:
 
     def restore(self) -> bool:
         """Load the newest intact checkpoint; False when there is none."""
-        if isinstance(self.manager, CheckpointManager):
-            checkpoint = self.manager.load()
-        else:
-            checkpoint = self.manager.load(template=self.state)
+        checkpoint = self.manager.load(template=self.state)
         if checkpoint is None:
             return False
         state = checkpoint.state
@@ -250,7 +247,7 @@ def guard(
         notices: sources to watch (default: SIGTERM plus those named in
             ``$SPOTWISE_NOTICES``, e.g. ``aws,gcp``).
     """
-    manager: CheckpointManager | DistributedCheckpointer
+    manager: Checkpointer
     if distributed():
         if len(urls) != 1:
             raise CheckpointError(

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -89,6 +90,23 @@ def moto_server() -> Iterator[str]:
     host, port = server.get_host_and_port()
     yield f"http://{host}:{port}"
     server.stop()
+
+
+@pytest.fixture
+def s3_url(moto_server: str) -> Iterator[tuple[str, dict]]:
+    """A fresh bucket on the moto server: its ``s3://`` URL and the fsspec options to reach it."""
+    import boto3
+
+    bucket = f"ckpt-{uuid.uuid4().hex[:12]}"
+    boto3.client("s3", endpoint_url=moto_server, region_name="us-east-1").create_bucket(
+        Bucket=bucket
+    )
+    options = {
+        "key": "testing",
+        "secret": "testing",
+        "client_kwargs": {"endpoint_url": moto_server, "region_name": "us-east-1"},
+    }
+    yield f"s3://{bucket}/run-1", options
 
 
 API_TOKEN = "s3cret-token"
