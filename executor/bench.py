@@ -10,7 +10,6 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +20,7 @@ from executor.checkpoint import CheckpointManager
 from executor.notices import preemption_times
 from executor.replay import run_under_replay
 from policy.traces import load_traces
-
-Progress = Callable[[str], None]
+from spotwise.progress import Progress
 
 
 def _model_of_size(size_mb: int, width: int = 2048) -> nn.Sequential:

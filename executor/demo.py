@@ -18,11 +18,12 @@ from executor.errors import ExecutorError
 from executor.launchers.local import Replay
 from executor.replay import run_under_replay
 from executor.supervised import supervise
-from executor.supervisor import Progress, SupervisorConfig
+from executor.supervisor import SupervisorConfig
 from policy.client import in_process_for
 from policy.job import REFERENCE
 from policy.schemas import JobTerms
 from policy.traces import TraceSet
+from spotwise.progress import Progress
 
 DEMO_POOLS = ("us-east-1c_v100_1", "us-east-1d_v100_1", "us-east-1f_v100_1", "us-east-2b_v100_1")
 DEMO_START_HOURS = 200.0

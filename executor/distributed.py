@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -30,8 +29,8 @@ import torch.distributed.checkpoint as dcp
 from executor.checkpoint import Checkpoint, SaveStats
 from executor.errors import CheckpointError
 from executor.statedict import flatten, tensor_bytes, tensor_from_bytes, unflatten
+from executor.storage import STEP_FOLDER
 
-_STEP = re.compile(r"^step-(\d+)$")
 COMMIT_FILE = ".metadata"
 
 
@@ -63,7 +62,7 @@ class DistributedCheckpointer:
         found = [
             int(m.group(1))
             for name in os.listdir(self.root)
-            if (m := _STEP.match(name))
+            if (m := STEP_FOLDER.match(name))
             and os.path.exists(os.path.join(self.root, name, COMMIT_FILE))
         ]
         return sorted(found, reverse=True)

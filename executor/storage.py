@@ -26,7 +26,8 @@ from fsspec.implementations.local import LocalFileSystem
 
 MANIFEST = "manifest.json"
 LATEST = "latest"
-_STEP = re.compile(r"^step-(\d+)$")
+STEP_FOLDER = re.compile(r"^step-(\d+)$")
+"""A committed or committing step's folder name, ``step-{N}``."""
 _TMP_PREFIX = ".tmp-step-"
 
 
@@ -140,7 +141,7 @@ class LocalReplica:
         found = [
             int(m.group(1))
             for n in names
-            if (m := _STEP.match(n)) and os.path.exists(self.path(f"{n}/{MANIFEST}"))
+            if (m := STEP_FOLDER.match(n)) and os.path.exists(self.path(f"{n}/{MANIFEST}"))
         ]
         return sorted(found, reverse=True)
 
@@ -198,7 +199,9 @@ class FsspecReplica:
         except OSError:
             return []
         found = [
-            int(m.group(1)) for p in manifests if (m := _STEP.match(p.rstrip("/").split("/")[-2]))
+            int(m.group(1))
+            for p in manifests
+            if (m := STEP_FOLDER.match(p.rstrip("/").split("/")[-2]))
         ]
         return sorted(found, reverse=True)
 

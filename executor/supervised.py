@@ -9,9 +9,10 @@ from typing import Any
 
 from executor.launchers.base import Launcher
 from executor.ledger import JobInfo, Ledger, job_report
-from executor.supervisor import ClientFor, Progress, Supervisor, SupervisorConfig
+from executor.supervisor import ClientFor, Supervisor, SupervisorConfig
 from policy.client import HttpClient, PolicyClient, in_process_for
 from pricing.store import MarketStore
+from spotwise.progress import Progress
 
 
 def client_factory(policy_url: str | None, token: str | None) -> ClientFor:

@@ -39,8 +39,8 @@ from executor.launchers.base import Instance, Launcher, Placement
 from executor.ledger import Ledger
 from policy.client import PolicyClient
 from policy.schemas import DecisionRequest, IdleState, JobTerms, PoolNow
+from spotwise.progress import Progress
 
-Progress = Callable[[str], None]
 ClientFor = Callable[[np.ndarray, int, tuple[str, ...]], PolicyClient]
 """Builds a policy client over the availability history so far (pools × ticks, gap seconds)."""
 

@@ -2,7 +2,8 @@
 
 A trace folder holds one 1-node CBL JSON trace per pool (file stem = pool name, 0 = spot
 available). Where a trace carries a ``prices`` array, spot ticks are billed at that price.
-An optional pools file gives per-pool ``spot_price``, ``on_demand_price`` and ``speed``.
+An optional pools file gives per-pool ``spot_price`` and ``speed`` (on demand has one price per
+job, the job's ``on_demand_price``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ class Pool:
 
     name: str
     spot_price: float | None = None
-    on_demand_price: float | None = None
     speed: float = 1.0
 
 
@@ -118,9 +118,10 @@ def _read_pools(path: Path, names: list[str]) -> dict[str, Pool]:
     for name, terms in doc.items():
         if name not in names:
             raise TraceError(f"{path}: pool {name!r} has no trace; pools are {names}")
-        if not isinstance(terms, dict) or set(terms) - {"spot_price", "on_demand_price", "speed"}:
+        if not isinstance(terms, dict) or set(terms) - {"spot_price", "speed"}:
             raise TraceError(
-                f"{path}: pool {name!r}: give only spot_price, on_demand_price and speed"
+                f"{path}: pool {name!r}: give only spot_price and speed (on demand has one "
+                "price per job: --on-demand-price)"
             )
         for key, value in terms.items():
             if not isinstance(value, int | float) or value <= 0:

@@ -26,15 +26,6 @@ def spot(pool: int) -> int:
     return SPOT0 + pool
 
 
-def describe(action: int, pools: tuple[Pool, ...]) -> str:
-    """An action as words: 'wait', 'on-demand' or 'spot in <pool>'."""
-    if action == NONE:
-        return "wait"
-    if action == ON_DEMAND:
-        return "on-demand"
-    return f"spot in {pools[action - SPOT0].name}"
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class JobContext:
     """What a policy knows when a job starts."""

@@ -4,7 +4,6 @@ on data before its origin; MASE against the last value, pooled, and 90 % interva
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +14,7 @@ from pricing.forecast.boosting import GlobalBoosting
 from pricing.forecast.grid import to_grid
 from pricing.forecast.models import FORECASTERS
 from pricing.sources.aws import read_price_history_csv
-
-Progress = Callable[[str], None]
+from spotwise.progress import Progress
 
 
 def aws_price_grid(csv: Path) -> pd.DataFrame:

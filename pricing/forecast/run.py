@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,13 +26,13 @@ from pricing.forecast.panel import PanelForecaster, PerSeries, forecast_panel
 from pricing.forecast.risk import Logistic
 from pricing.frames import unique_id
 from pricing.store import MarketStore
+from spotwise.progress import Progress
 
-Progress = Callable[[str], None]
 RISK_MODEL = "risk-logistic"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class RunReport:
+class ForecastRun:
     """What one forecasting run wrote."""
 
     price_series: int
@@ -170,7 +169,7 @@ def run_forecasts(
     risk_horizon_minutes: float = 60.0,
     level: int = 90,
     progress: Progress = lambda _: None,
-) -> RunReport:
+) -> ForecastRun:
     """Forecast everything in the store and write the forecasts in one transaction."""
     began = time.perf_counter()
     created = pd.Timestamp.now(tz="UTC")
@@ -181,7 +180,7 @@ def run_forecasts(
     risk = risk_forecasts(store, horizon_minutes=risk_horizon_minutes, created=created)
     parts = [f for f in (prices, risk) if not f.empty]
     written = store.replace_forecasts(pd.concat(parts, ignore_index=True)) if parts else 0
-    return RunReport(
+    return ForecastRun(
         price_series=n_series,
         risk_pools=len(risk),
         rows=written,
