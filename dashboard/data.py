@@ -90,7 +90,7 @@ def jobs() -> pd.DataFrame:
 
 
 @st.cache_data(ttl=10, show_spinner=False)
-def job(job_id: str) -> dict[str, Any]:
+def job(job_id: str) -> ledger.JobReport:
     with _open() as store:
         return ledger.job_report(store, job_id)
 

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from executor.errors import ExecutorError
 from executor.launchers.local import Replay
+from executor.ledger import JobStatus
 from executor.replay import run_under_replay
-from executor.supervised import supervise
+from executor.supervised import SupervisedJob, supervise
 from executor.supervisor import SupervisorConfig
 from policy.client import in_process_for
 from policy.job import REFERENCE
@@ -51,10 +53,32 @@ def example_command(ckpt: Path, epochs: int) -> list[str]:
     ]
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DemoResult:
+    """What the demo shows: the supervised run against the reference, and its ledger."""
+
+    completed: bool
+    preemptions: int
+    migrations: int
+    bitwise_identical: bool
+    """The supervised run's final model and optimizer state equal the reference run's."""
+    cost_usd: float
+    on_demand_cost_usd: float
+    job_id: str
+    ledger: SupervisedJob
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready, with the ledger report under ``ledger``."""
+        return {
+            **{f: getattr(self, f) for f in self.__dataclass_fields__ if f != "ledger"},
+            "ledger": self.ledger.to_dict(),
+        }
+
+
 def run_example(
     store_path: Path, traces: TraceSet, progress: Progress, *, migrate_risk: float = 0.4
-) -> dict[str, Any]:
-    """The reference run, then the supervised run; the demo JSON plus the ledger report."""
+) -> DemoResult:
+    """The reference run, then the supervised run."""
     with tempfile.TemporaryDirectory() as tmp:
         progress("reference run: the example training, uninterrupted")
         plain = run_under_replay(
@@ -83,7 +107,7 @@ def run_example(
             step_s=DEMO_STEP_S,
             boot_s=DEMO_BOOT_S,
         )
-        report, events = supervise(
+        supervised = supervise(
             example_command(ckpt, DEMO_EPOCHS),
             store_path=store_path,
             launcher=replay.launcher(job),
@@ -92,14 +116,15 @@ def run_example(
             name="demo: executor.examples.train_mlp",
             progress=progress,
         )
-    done = next((e for e in reversed(events) if e.get("event") == "done"), None)
-    identical = bool(done and reference["digest"] == done["digest"])
-    summary = {
-        "completed": report["status"] == "completed",
-        "preemptions": report["preemptions"],
-        "migrations": report["migrations"],
-        "bitwise_identical": identical,
-        "cost_usd": report["cost_usd"],
-        "on_demand_cost_usd": report["on_demand_cost_usd"],
-    }
-    return {**summary, "job_id": report["job_id"], "ledger": report}
+    done = next((e for e in reversed(supervised.events) if e.get("event") == "done"), None)
+    report = supervised.report
+    return DemoResult(
+        completed=report.status is JobStatus.COMPLETED,
+        preemptions=report.preemptions,
+        migrations=report.migrations,
+        bitwise_identical=bool(done and reference["digest"] == done["digest"]),
+        cost_usd=report.cost_usd,
+        on_demand_cost_usd=report.on_demand_cost_usd,
+        job_id=report.job_id,
+        ledger=supervised,
+    )

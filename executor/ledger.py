@@ -7,10 +7,11 @@ Hours are the cloud's hours: under the local launcher's replayed traces they are
 
 from __future__ import annotations
 
+import enum
 import os
 import socket
 import uuid
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +19,29 @@ from policy.cost import StorageTerms
 from pricing.errors import StoreError
 from pricing.store import MarketStore
 
-KINDS = ("instance", "notice", "preemption", "migration", "lost_work", "checkpoint", "failure")
-USD_PER_GB_MONTH = 0.023
+
+class EntryKind(enum.StrEnum):
+    """What a ledger entry records."""
+
+    INSTANCE = "instance"
+    NOTICE = "notice"
+    PREEMPTION = "preemption"
+    MIGRATION = "migration"
+    LOST_WORK = "lost_work"
+    CHECKPOINT = "checkpoint"
+    FAILURE = "failure"
+
+
+class JobStatus(enum.StrEnum):
+    """Where a supervised job stands."""
+
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+USD_PER_GB_MONTH = StorageTerms().usd_per_gb_month
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -62,7 +84,7 @@ class Ledger:
 
     def record(
         self,
-        kind: str,
+        kind: EntryKind,
         *,
         pool: str | None = None,
         market: str | None = None,
@@ -73,8 +95,6 @@ class Ledger:
         detail: str | None = None,
     ) -> None:
         """Append one entry."""
-        if kind not in KINDS:
-            raise ValueError(f"unknown ledger kind {kind!r}; one of {KINDS}")
         self._seq += 1
         with MarketStore.open(self.store_path) as store:
             store.execute(
@@ -82,7 +102,7 @@ class Ledger:
                 [
                     self.job_id,
                     self._seq,
-                    kind,
+                    kind.value,
                     pool,
                     market,
                     hours,
@@ -100,11 +120,12 @@ class Ledger:
                 "UPDATE jobs SET worker_pgid = ? WHERE job_id = ?", [process_group, self.job_id]
             )
 
-    def finish(self, status: str) -> None:
+    def finish(self, status: JobStatus) -> None:
         """Mark the job ``completed``, ``failed`` or ``cancelled``, with its end time."""
         with MarketStore.open(self.store_path) as store:
             store.execute(
-                "UPDATE jobs SET ended = now(), status = ? WHERE job_id = ?", [status, self.job_id]
+                "UPDATE jobs SET ended = now(), status = ? WHERE job_id = ?",
+                [status.value, self.job_id],
             )
 
 
@@ -122,7 +143,50 @@ def list_jobs(store: MarketStore) -> list[dict[str, Any]]:
     )
 
 
-def job_report(store: MarketStore, job_id: str) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MarketUse:
+    """Hours and cost in one market (spot or on-demand)."""
+
+    hours: float
+    cost_usd: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CostBreakdown:
+    """The cost model's terms: compute, checkpoint storage and recovery (lost work)."""
+
+    compute: float
+    storage: float
+    recovery: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobReport:
+    """One job's cost so far against on-demand, and what happened to it."""
+
+    job_id: str
+    name: str
+    launcher: str
+    status: JobStatus
+    cost_usd: float
+    on_demand_cost_usd: float
+    savings_usd: float
+    savings_pct: float
+    breakdown: CostBreakdown
+    markets: dict[str, MarketUse]
+    instances: int
+    preemptions: int
+    notices: int
+    migrations: int
+    lost_work_hours: float
+    checkpoint_bytes: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready values."""
+        return {**asdict(self), "status": self.status.value}
+
+
+def job_report(store: MarketStore, job_id: str) -> JobReport:
     """One job's cost so far, savings against on-demand and the cost model's breakdown.
 
     Raises:
@@ -134,18 +198,18 @@ def job_report(store: MarketStore, job_id: str) -> dict[str, Any]:
         raise StoreError(f"no job {job_id!r} in the ledger; recent jobs: {list(known)}")
     job = jobs.iloc[0]
     entries = store.query("SELECT * FROM ledger WHERE job_id = ? ORDER BY seq", [job_id])
-    instances = entries[entries.kind == "instance"]
+    instances = entries[entries.kind == EntryKind.INSTANCE]
     by_market = {
-        market: {
-            "hours": round(float(group.hours.sum()), 4),
-            "cost_usd": round(float(group.cost_usd.sum()), 4),
-        }
+        str(market): MarketUse(
+            hours=round(float(group.hours.sum()), 4),
+            cost_usd=round(float(group.cost_usd.sum()), 4),
+        )
         for market, group in instances.groupby("market")
     }
-    lost = entries[entries.kind == "lost_work"]
+    lost = entries[entries.kind == EntryKind.LOST_WORK]
     lost_hours = float(lost.hours.sum()) if not lost.empty else 0.0
     recovery = float((lost.hours * lost.price).sum()) if not lost.empty else 0.0
-    checkpoint_bytes = int(entries[entries.kind == "checkpoint"].bytes.sum())
+    checkpoint_bytes = int(entries[entries.kind == EntryKind.CHECKPOINT].bytes.sum())
     storage = StorageTerms(
         checkpoint_gb=checkpoint_bytes / 1e9,
         usd_per_gb_month=float(job.checkpoint_usd_per_gb_month),
@@ -153,25 +217,23 @@ def job_report(store: MarketStore, job_id: str) -> dict[str, Any]:
     compute = float(instances.cost_usd.sum()) - recovery
     on_demand = float(job.compute_hours) * float(job.on_demand_price)
     total = compute + recovery + storage
-    return {
-        "job_id": job_id,
-        "name": job["name"],
-        "launcher": job.launcher,
-        "status": job.status,
-        "cost_usd": round(total, 4),
-        "on_demand_cost_usd": round(on_demand, 4),
-        "savings_usd": round(on_demand - total, 4),
-        "savings_pct": round(100 * (1 - total / on_demand), 2) if on_demand else 0.0,
-        "breakdown": {
-            "compute": round(compute, 4),
-            "storage": round(storage, 4),
-            "recovery": round(recovery, 4),
-        },
-        "markets": by_market,
-        "instances": len(instances),
-        "preemptions": int((entries.kind == "preemption").sum()),
-        "notices": int((entries.kind == "notice").sum()),
-        "migrations": int((entries.kind == "migration").sum()),
-        "lost_work_hours": round(lost_hours, 4),
-        "checkpoint_bytes": checkpoint_bytes,
-    }
+    return JobReport(
+        job_id=job_id,
+        name=str(job["name"]),
+        launcher=str(job.launcher),
+        status=JobStatus(job.status),
+        cost_usd=round(total, 4),
+        on_demand_cost_usd=round(on_demand, 4),
+        savings_usd=round(on_demand - total, 4),
+        savings_pct=round(100 * (1 - total / on_demand), 2) if on_demand else 0.0,
+        breakdown=CostBreakdown(
+            compute=round(compute, 4), storage=round(storage, 4), recovery=round(recovery, 4)
+        ),
+        markets=by_market,
+        instances=len(instances),
+        preemptions=int((entries.kind == EntryKind.PREEMPTION).sum()),
+        notices=int((entries.kind == EntryKind.NOTICE).sum()),
+        migrations=int((entries.kind == EntryKind.MIGRATION).sum()),
+        lost_work_hours=round(lost_hours, 4),
+        checkpoint_bytes=checkpoint_bytes,
+    )

@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from executor.launchers.base import Launcher
-from executor.ledger import JobInfo, Ledger, job_report
+from executor.ledger import JobInfo, JobReport, Ledger, job_report
 from executor.supervisor import ClientFor, Supervisor, SupervisorConfig
 from policy.client import HttpClient, PolicyClient, in_process_for
 from pricing.store import MarketStore
@@ -27,6 +28,25 @@ def client_factory(policy_url: str | None, token: str | None) -> ClientFor:
     return remote
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SupervisedJob:
+    """A supervised job: the ledger's report, and the run's own account of it."""
+
+    report: JobReport
+    progress_hours: float
+    placements: tuple[str, ...]
+    events: tuple[dict[str, Any], ...]
+    """The command's JSON events, every instance's in turn."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report with progress and placements, JSON-ready (without the events)."""
+        return {
+            **self.report.to_dict(),
+            "progress_hours": self.progress_hours,
+            "placements": list(self.placements),
+        }
+
+
 def supervise(
     command: Sequence[str],
     *,
@@ -36,9 +56,8 @@ def supervise(
     client_for: ClientFor,
     name: str,
     progress: Progress,
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Run ``command`` under the supervisor on ``launcher``; the ledger report and the
-    command's events."""
+) -> SupervisedJob:
+    """Run ``command`` under the supervisor on ``launcher``, to its end in the ledger."""
     ledger = Ledger(
         store_path,
         JobInfo(
@@ -57,6 +76,9 @@ def supervise(
         launcher.close()
     with MarketStore.open(store_path, read_only=True) as store:
         report = job_report(store, ledger.job_id)
-    report["progress_hours"] = round(run.progress_hours, 4)
-    report["placements"] = run.placements
-    return report, run.events
+    return SupervisedJob(
+        report=report,
+        progress_hours=round(run.progress_hours, 4),
+        placements=tuple(run.placements),
+        events=tuple(run.events),
+    )

@@ -36,7 +36,7 @@ from executor.errors import (
     NoCapacity,
 )
 from executor.launchers.base import Instance, Launcher, Placement
-from executor.ledger import Ledger
+from executor.ledger import EntryKind, JobStatus, Ledger
 from policy.client import PolicyClient
 from policy.schemas import DecisionRequest, IdleState, JobTerms, PoolNow
 from spotwise.progress import Progress
@@ -197,14 +197,14 @@ class Supervisor:
             with self._stop_on_signals():
                 self._run(command)
         except Cancelled:
-            self.ledger.finish("cancelled")
+            self.ledger.finish(JobStatus.CANCELLED)
             raise
         except BaseException:
             if self._instance is not None:
                 self._instance.terminate()
-            self.ledger.finish("failed")
+            self.ledger.finish(JobStatus.FAILED)
             raise
-        self.ledger.finish("completed")
+        self.ledger.finish(JobStatus.COMPLETED)
         return self.report
 
     def _check_cancelled(self) -> None:
@@ -235,7 +235,7 @@ class Supervisor:
                 )
                 continue
             except LaunchError as exc:
-                self.ledger.record("failure", pool=placement.pool, detail=str(exc))
+                self.ledger.record(EntryKind.FAILURE, pool=placement.pool, detail=str(exc))
                 raise
             self._instance = instance
             self.ledger.running_in(instance.process_group())
@@ -252,11 +252,15 @@ class Supervisor:
             if outcome is Outcome.MIGRATED:
                 self.report.migrations += 1
                 avoid = placement.pool
-                self.ledger.record("migration", pool=placement.pool, market=placement.market)
+                self.ledger.record(
+                    EntryKind.MIGRATION, pool=placement.pool, market=placement.market
+                )
                 self.progress(f"moved off {placement.pool}: its risk forecast crossed the bar")
             elif outcome is Outcome.PREEMPTED:
                 self.report.preemptions += 1
-                self.ledger.record("preemption", pool=placement.pool, market=placement.market)
+                self.ledger.record(
+                    EntryKind.PREEMPTION, pool=placement.pool, market=placement.market
+                )
                 self.progress(f"preempted on {placement.describe()}")
             else:
                 self.report.failures += 1
@@ -266,7 +270,7 @@ class Supervisor:
                     if outcome is Outcome.STALLED
                     else f"exit code {code}"
                 )
-                self.ledger.record("failure", pool=placement.pool, detail=why)
+                self.ledger.record(EntryKind.FAILURE, pool=placement.pool, detail=why)
                 if self.report.failures >= self.config.max_failures:
                     raise ExecutorError(
                         f"{command[0]}: {why} (not a preemption), {self.report.failures} "
@@ -275,7 +279,7 @@ class Supervisor:
                 self.progress(f"{why} (not a preemption): relaunching from its checkpoint")
         for folder in self.config.ckpt_dirs:
             size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
-            self.ledger.record("checkpoint", nbytes=size, detail=str(folder))
+            self.ledger.record(EntryKind.CHECKPOINT, nbytes=size, detail=str(folder))
 
     def _watch(self, instance: Instance) -> tuple[Outcome, int]:
         """Follow one instance to its end: forward notices, move on high risk, stop it when
@@ -312,7 +316,7 @@ class Supervisor:
                 kill_at = now + max(coming.in_s, 0.0) + self.config.grace_s
                 if pool:
                     self._taken_until_hours[pool] = coming.at_hours
-                self.ledger.record("notice", pool=pool, market="spot")
+                self.ledger.record(EntryKind.NOTICE, pool=pool, market="spot")
             if kill_at is not None and not killed and now >= kill_at:
                 instance.kill()
                 killed = True
@@ -360,7 +364,7 @@ class Supervisor:
         cost = hours * placement.price
         self.report.cost_usd += cost
         self.ledger.record(
-            "instance",
+            EntryKind.INSTANCE,
             pool=placement.pool,
             market=placement.market,
             hours=hours,
@@ -381,5 +385,5 @@ class Supervisor:
         else:
             self.report.lost_hours += productive
             self.ledger.record(
-                "lost_work", pool=placement.pool, hours=productive, price=placement.price
+                EntryKind.LOST_WORK, pool=placement.pool, hours=productive, price=placement.price
             )

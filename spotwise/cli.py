@@ -331,12 +331,12 @@ def demo(
     except (ExecutorError, PolicyError) as exc:
         fail(str(exc))
     if as_json:
-        print(json.dumps({k: v for k, v in result.items()}, default=str))
+        print(json.dumps(result.to_dict(), default=str))
         return
-    _print_report(result["ledger"], as_json=False)
+    _print_report(result.ledger.to_dict(), as_json=False)
     out.print(
-        f"bit-exact resume: {result['bitwise_identical']}; see it with "
-        f"`spotwise jobs show {result['job_id']}` or `spotwise dashboard`"
+        f"bit-exact resume: {result.bitwise_identical}; see it with "
+        f"`spotwise jobs show {result.job_id}` or `spotwise dashboard`"
     )
 
 

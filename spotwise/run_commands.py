@@ -188,7 +188,7 @@ def run(
     with open_store(store) as market:
         store_path = market.path
     try:
-        report, _ = supervise(
+        supervised = supervise(
             command,
             store_path=store_path,
             launcher=chosen,
@@ -200,11 +200,11 @@ def run(
     except Cancelled as exc:
         err.print(f"{exc}")
         with open_store(store) as market:
-            _print_report(job_report(market, exc.job_id), as_json)
+            _print_report(job_report(market, exc.job_id).to_dict(), as_json)
         raise typer.Exit(128 + exc.signum) from None
     except (ExecutorError, PolicyError, PricingError) as exc:
         fail(str(exc))
-    _print_report(report, as_json)
+    _print_report(supervised.to_dict(), as_json)
 
 
 def _secrets(names: list[str]) -> dict[str, str]:
@@ -335,4 +335,4 @@ def jobs_show(
             report = job_report(market, job_id)
         except PricingError as exc:
             fail(str(exc))
-    _print_report(report, as_json)
+    _print_report(report.to_dict(), as_json)

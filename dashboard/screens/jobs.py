@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import pandas as pd
 import streamlit as st
 
@@ -20,24 +22,22 @@ def render() -> None:
     a, b, c, d = st.columns(4)
     a.metric(
         "Cost so far",
-        f"${report['cost_usd']:,.2f}",
-        f"{report['savings_pct']:.1f}% saved",
+        f"${report.cost_usd:,.2f}",
+        f"{report.savings_pct:.1f}% saved",
     )
-    b.metric(
-        "Preemptions", report["preemptions"], f"{report['notices']} notices", delta_color="off"
-    )
-    c.metric("Migrations", report["migrations"])
-    d.metric("Lost work", f"{report['lost_work_hours']:.2f} h")
+    b.metric("Preemptions", report.preemptions, f"{report.notices} notices", delta_color="off")
+    c.metric("Migrations", report.migrations)
+    d.metric("Lost work", f"{report.lost_work_hours:.2f} h")
     parts = pd.DataFrame(
         [
             {"part": part, "usd": usd}
             for part, usd in [
-                *report["breakdown"].items(),
-                ("on-demand", report["on_demand_cost_usd"]),
+                *asdict(report.breakdown).items(),
+                ("on-demand", report.on_demand_cost_usd),
             ]
         ]
     )
     st.subheader("Cost breakdown against running it all on demand")
     st.altair_chart(charts.bars(parts, "part:N", "usd:Q", color="part:N"), width="stretch")
-    markets = pd.DataFrame([{"market": m, **v} for m, v in report["markets"].items()])
+    markets = pd.DataFrame([{"market": m, **asdict(v)} for m, v in report.markets.items()])
     st.dataframe(markets, hide_index=True, width="stretch")

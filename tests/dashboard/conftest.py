@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from executor.ledger import JobInfo, Ledger
+from executor.ledger import EntryKind, JobInfo, JobStatus, Ledger
 from policy.bench import run_bench, save_summary
 from policy.job import REFERENCE
 from policy.traces import load_traces
@@ -54,10 +54,10 @@ def filled_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
             on_demand_price=3.06,
         ),
     )
-    ledger.record("instance", pool="z1", market="spot", hours=1.5, price=0.9, cost_usd=1.35)
-    ledger.record("preemption", pool="z1", market="spot")
-    ledger.record("instance", market="on-demand", hours=0.6, price=3.06, cost_usd=1.836)
-    ledger.finish("completed")
+    ledger.record(EntryKind.INSTANCE, pool="z1", market="spot", hours=1.5, price=0.9, cost_usd=1.35)
+    ledger.record(EntryKind.PREEMPTION, pool="z1", market="spot")
+    ledger.record(EntryKind.INSTANCE, market="on-demand", hours=0.6, price=3.06, cost_usd=1.836)
+    ledger.finish(JobStatus.COMPLETED)
     return path
 
 

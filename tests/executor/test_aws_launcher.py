@@ -226,8 +226,8 @@ def test_the_supervisor_relaunches_on_aws_after_a_preemption_and_tears_down(
     assert launcher.running_instances() == []
     with MarketStore.open(store) as market:
         ledger_report = job_report(market, ledger.job_id)
-    assert ledger_report["markets"]["spot"]["hours"] > 0
-    assert ledger_report["preemptions"] == 1
+    assert ledger_report.markets["spot"].hours > 0
+    assert ledger_report.preemptions == 1
 
 
 def test_a_cancelled_job_on_aws_leaves_no_instance_running(
@@ -251,4 +251,4 @@ def test_a_cancelled_job_on_aws_leaves_no_instance_running(
         supervisor.run(COMMAND)
     assert launcher.running_instances() == []
     with MarketStore.open(tmp_path / "store.duckdb") as market:
-        assert job_report(market, ledger.job_id)["status"] == "cancelled"
+        assert job_report(market, ledger.job_id).status == "cancelled"

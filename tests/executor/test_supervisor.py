@@ -88,10 +88,10 @@ def test_a_preempted_job_gets_its_notice_and_is_relaunched_to_completion(tmp_pat
     assert report.lost_hours == 0.0  # the notice came in time to save progress
     with MarketStore.open(store) as market_store:
         ledger_report = job_report(market_store, ledger.job_id)
-    assert ledger_report["status"] == "completed"
-    assert ledger_report["notices"] == 1 and ledger_report["preemptions"] == 1
-    assert ledger_report["cost_usd"] < ledger_report["on_demand_cost_usd"]
-    assert ledger_report["markets"]["spot"]["hours"] > 0
+    assert ledger_report.status == "completed"
+    assert ledger_report.notices == 1 and ledger_report.preemptions == 1
+    assert ledger_report.cost_usd < ledger_report.on_demand_cost_usd
+    assert ledger_report.markets["spot"].hours > 0
 
 
 @pytest.mark.slow
@@ -122,7 +122,7 @@ def test_a_replay_paced_by_steps_takes_the_same_course_on_a_machine_three_times_
     assert fast.completed and slow.completed
     assert fast.preemptions == slow.preemptions == 2  # z0 at its fourth tick, z1 at its sixth
     assert fast.placements == slow.placements
-    assert fast_ledger["notices"] == slow_ledger["notices"] == 2
+    assert fast_ledger.notices == slow_ledger.notices == 2
     # A notice lands within a step of the same place; 250 steps of 1.2 cloud seconds each.
     assert slow.cost_usd == pytest.approx(fast.cost_usd, rel=0.02)
     assert fast.progress_hours == pytest.approx(250 * 1.2 / 3600, rel=0.02)
@@ -164,7 +164,7 @@ def test_it_moves_early_when_the_risk_forecast_for_its_pool_crosses_the_bar(
     assert report.migrations >= 1
     assert report.placements[:2] == ["spot in z0", "spot in z1"]
     with MarketStore.open(store) as market_store:
-        assert job_report(market_store, ledger.job_id)["migrations"] == report.migrations
+        assert job_report(market_store, ledger.job_id).migrations == report.migrations
 
 
 @pytest.mark.slow
@@ -184,7 +184,7 @@ def test_a_move_stays_a_move_when_the_pool_is_taken_back_while_it_checkpoints(
     assert report.placements[:2] == ["spot in z0", "spot in z1"]
     with MarketStore.open(store) as market_store:
         ledger_report = job_report(market_store, ledger.job_id)
-    assert (ledger_report["migrations"], ledger_report["preemptions"]) == (1, 0)
+    assert (ledger_report.migrations, ledger_report.preemptions) == (1, 0)
 
 
 def test_jobs_list_and_show_read_the_ledger(tmp_path: Path, cli: CliRun, store_file: Path) -> None:
