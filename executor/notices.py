@@ -15,7 +15,6 @@ import json
 import logging
 import signal
 import threading
-import time
 import urllib.error
 import urllib.request
 from abc import ABC, abstractmethod
@@ -24,6 +23,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from types import FrameType
 from typing import Literal
+
+from executor.clock import SYSTEM_CLOCK, Clock
 
 log = logging.getLogger(__name__)
 
@@ -156,10 +157,12 @@ class GcpMetadata(NoticeSource):
         *,
         timeout: float = 1.0,
         notice_s: float = 30.0,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         self.notice_s = notice_s
+        self.clock = clock
 
     def poll(self) -> Notice | None:
         status, body = _get(
@@ -169,7 +172,9 @@ class GcpMetadata(NoticeSource):
         )
         text = body.decode(errors="replace").strip()
         if status == 200 and text == "TRUE":
-            return Notice(kind="preempt", source=self.name, deadline=time.time() + self.notice_s)
+            return Notice(
+                kind="preempt", source=self.name, deadline=self.clock.time() + self.notice_s
+            )
         if status != 200 or text not in ("TRUE", "FALSE"):
             log.warning("gcp preempted: ignoring HTTP %s %r", status, text[:200])
         return None
@@ -218,9 +223,15 @@ class SigtermSource(NoticeSource):
 
     name = "sigterm"
 
-    def __init__(self, signals: Sequence[int] = (signal.SIGTERM,), grace_s: float = 30.0) -> None:
+    def __init__(
+        self,
+        signals: Sequence[int] = (signal.SIGTERM,),
+        grace_s: float = 30.0,
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> None:
         self.signals = tuple(signals)
         self.grace_s = grace_s
+        self.clock = clock
         self._received: float | None = None
         self._previous: dict[int, object] = {}
 
@@ -237,7 +248,7 @@ class SigtermSource(NoticeSource):
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         if self._received is None:
-            self._received = time.time()
+            self._received = self.clock.time()
 
     def poll(self) -> Notice | None:
         if self._received is None:

@@ -28,6 +28,7 @@ import torch
 from torch.utils.data import DataLoader
 
 from executor.checkpoint import Checkpointer, CheckpointManager
+from executor.clock import SYSTEM_CLOCK, Clock
 from executor.data import ResumableBatches
 from executor.distributed import DistributedCheckpointer
 from executor.errors import CheckpointError, Preempted
@@ -79,8 +80,10 @@ class Guard:
         epochs: int,
         interval_s: float | None,
         mtbf_s: float | None,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.manager = manager
+        self.clock = clock
         self.watcher = watcher
         self.rank = torch.distributed.get_rank() if distributed() else None
         self.model, self.optimizer, self.scheduler, self.scaler = (
@@ -99,7 +102,7 @@ class Guard:
         self.checkpoints = 0
         self.stalls_s: list[float] = []
         self._pending_rng: dict[str, Any] | None = None
-        self._last_checkpoint = time.monotonic()
+        self._last_checkpoint = clock.monotonic()
         self.heartbeat = Heartbeat()
 
     # ---- state --------------------------------------------------------------------------
@@ -193,7 +196,7 @@ class Guard:
         self.heartbeat.beat(self.step_count)
         stop = self.watcher.check_signals() is not None
         due = self.watcher.take_rebalance() or (
-            time.monotonic() - self._last_checkpoint >= self.interval_s
+            self.clock.monotonic() - self._last_checkpoint >= self.interval_s
         )
         if self.rank is not None:
             # Every rank must take the same decision: saves are collective.
@@ -215,7 +218,7 @@ class Guard:
         elif self.manager.last_save is not None:
             self.stalls_s.append(self.manager.last_save.stall_s)
         self.checkpoints += 1
-        self._last_checkpoint = time.monotonic()
+        self._last_checkpoint = self.clock.monotonic()
 
 
 @contextmanager
@@ -235,6 +238,7 @@ def guard(
     full_every: int = 1,
     storage_options: dict[str, dict[str, Any]] | None = None,
     poll_interval_s: float = 1.0,
+    clock: Clock = SYSTEM_CLOCK,
 ) -> Iterator[Guard]:
     """Restore, train under watch, checkpoint on interval and notice, exit gracefully.
 
@@ -262,7 +266,9 @@ def guard(
             full_every=full_every,
             storage_options=storage_options,
         )
-    sources = list(notices) if notices is not None else [SigtermSource(), *sources_from_env()]
+    sources = (
+        list(notices) if notices is not None else [SigtermSource(clock=clock), *sources_from_env()]
+    )
     watcher = NoticeWatcher(sources, interval_s=poll_interval_s).start()
     if mtbf_s is None and os.environ.get("SPOTWISE_MTBF_S"):
         mtbf_s = float(os.environ["SPOTWISE_MTBF_S"])
@@ -280,6 +286,7 @@ def guard(
         epochs=epochs,
         interval_s=interval_s,
         mtbf_s=mtbf_s,
+        clock=clock,
     )
     try:
         g.restore()

@@ -157,3 +157,19 @@ def hold_store(path: Path, seconds: float = 1e5) -> subprocess.Popen[str]:
     )
     assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
     return holder
+
+
+class ManualClock:
+    """A clock that moves only when told (``sleep`` advances it at once)."""
+
+    def __init__(self, start: float = 1_000.0) -> None:
+        self.now = start
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def time(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds

@@ -17,6 +17,7 @@ from collections.abc import Callable
 import pytest
 
 from executor.notices import CLOUD_SOURCES, NoticeSource, NoticeWatcher, SigtermSource
+from tests.conftest import ManualClock
 from tests.executor.fake_metadata import FakeMetadata
 
 GARBAGE = ["", "<html>oops</html>", "{{{", '{"action": 5}', "null", "\x00\xff" * 40, "TRUE " * 9]
@@ -83,7 +84,8 @@ def test_a_pending_preemption_is_a_stop_notice(metadata: FakeMetadata, name: str
 
 
 def test_sigterm_is_no_notice_until_the_signal_and_then_a_stop_notice() -> None:
-    sigterm = SigtermSource(grace_s=30)
+    clock = ManualClock()
+    sigterm = SigtermSource(grace_s=30, clock=clock)
     sigterm.install()
     try:
         assert sigterm.poll() is None
@@ -92,4 +94,4 @@ def test_sigterm_is_no_notice_until_the_signal_and_then_a_stop_notice() -> None:
     finally:
         sigterm.uninstall()
     assert notice is not None and notice.stop and notice.source == "sigterm"
-    assert notice.deadline is not None and notice.deadline >= time.time() + 25
+    assert notice.deadline == clock.now + 30  # on the clock it was given

@@ -17,6 +17,8 @@ from torch.utils.data import DataLoader, TensorDataset
 from executor.data import ResumableBatches
 from executor.errors import PREEMPTED_EXIT_CODE
 from executor.interval import checkpoint_interval_s
+from executor.training_guard import guard
+from tests.conftest import ManualClock
 from tests.executor.fake_metadata import FakeMetadata
 
 TRAIN = [sys.executable, "-m", "executor.examples.train_mlp", "--epochs", "2"]
@@ -167,3 +169,29 @@ def test_mtbf_comes_from_the_pools_risk_forecast(tmp_path: Path) -> None:
         )
     assert forecast_mtbf_s(str(store), "aws:us-east-1a:p3.2xlarge:spot") == 2.5 * 3600
     assert forecast_mtbf_s(str(store), "aws:us-east-1b:p3.2xlarge:spot") is None
+
+
+def test_the_guard_checkpoints_when_its_clock_says_the_interval_is_up(tmp_path: Path) -> None:
+    clock = ManualClock()
+    torch.manual_seed(0)
+    model = torch.nn.Linear(2, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    loader = DataLoader(TensorDataset(torch.randn(40, 2)), batch_size=4)
+    with guard(
+        [str(tmp_path)],
+        model=model,
+        optimizer=optimizer,
+        loader=loader,
+        interval_s=60,
+        notices=[],
+        clock=clock,
+    ) as g:
+        for i, (x,) in enumerate(g.batches()):
+            optimizer.zero_grad()
+            model(x).sum().backward()
+            optimizer.step()
+            if i == 3:
+                clock.sleep(61)  # a minute passes on this clock, none on the wall
+            g.step()
+        assert g.checkpoints == 1 and g.step_count == 10  # at step 4, when the minute was up
+    assert g.checkpoints == 2  # and the final one
