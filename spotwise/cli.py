@@ -227,43 +227,33 @@ def collect_aws_command(
     store: StoreOption = None,
 ) -> None:
     """Collect spot price history (Linux/UNIX), placement scores and Spot Advisor bands."""
-    import boto3
-    import pandas as pd
-    from botocore.config import Config
     from botocore.exceptions import BotoCoreError, ClientError
     from rich.progress import Progress, TextColumn
 
     from pricing.sources.advisor import ADVISOR_URL
-    from pricing.sources.aws import collect_aws, stored_resume_point
+    from pricing.sources.aws import collect_into
 
     start = _parse_since(since)
     types = [t.strip() for t in instance_types.split(",") if t.strip()]
-    client = boto3.client(
-        "ec2",
-        region_name=region,
-        endpoint_url=endpoint_url,
-        config=Config(retries={"max_attempts": max_attempts, "mode": "standard"}),
-    )
     with (
         open_store(store) as market,
         Progress(TextColumn("collecting {task.description}"), console=err, transient=True) as bar,
     ):
         task = bar.add_task(region)
         try:
-            report = collect_aws(
-                client,
-                region=region,
+            report, added = collect_into(
+                market,
+                region,
                 instance_types=types,
-                resume_from=stored_resume_point(market, region),
                 since=start,
-                now=pd.Timestamp.now(tz="UTC"),
+                endpoint_url=endpoint_url,
+                max_attempts=max_attempts,
                 advisor_url=ADVISOR_URL if advisor_url is None else advisor_url or None,
                 placement_scores=placement_scores,
                 on_page=lambda pages, rows: bar.update(
                     task, description=f"{region}: {pages} pages, {rows} prices"
                 ),
             )
-            added = market.upsert(report.frames)
         except (ClientError, BotoCoreError) as exc:
             fail(f"AWS spot price history for {region}: {exc}")
         except PricingError as exc:

@@ -204,12 +204,13 @@ def forecast_schedule(
 
     def job() -> str:
         from pricing.forecast.run import run_forecasts
+        from pricing.sources.aws import collect_into
         from pricing.store import MarketStore
 
         market = MarketStore.open(settings.store_path(store))
         try:
             for region in regions:
-                collect_region_into(market, region)
+                collect_into(market, region)
             report = run_forecasts(market, horizon_hours=horizon_hours)
         finally:
             market.close()
@@ -219,27 +220,3 @@ def forecast_schedule(
         run_schedule(job, period)
     except PricingError as exc:
         fail(str(exc))
-
-
-def collect_region_into(market: object, region: str) -> None:
-    """Collect one AWS region into an open store (the scheduled job's collection step)."""
-    import boto3
-    import pandas as pd
-    from botocore.config import Config
-
-    from pricing.sources.aws import collect_aws, stored_resume_point
-    from pricing.store import MarketStore
-
-    assert isinstance(market, MarketStore)
-    client = boto3.client(
-        "ec2", region_name=region, config=Config(retries={"max_attempts": 8, "mode": "standard"})
-    )
-    report = collect_aws(
-        client,
-        region=region,
-        instance_types=[],
-        resume_from=stored_resume_point(market, region),
-        since=None,
-        now=pd.Timestamp.now(tz="UTC"),
-    )
-    market.upsert(report.frames)

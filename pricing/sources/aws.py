@@ -152,6 +152,48 @@ def collect_aws(
     return report
 
 
+def collect_into(
+    store: MarketStore,
+    region: str,
+    *,
+    instance_types: Sequence[str] = (),
+    since: pd.Timestamp | None = None,
+    endpoint_url: str | None = None,
+    max_attempts: int = 8,
+    advisor_url: str | None = ADVISOR_URL,
+    placement_scores: bool = True,
+    on_page: Callable[[int, int], None] | None = None,
+) -> tuple[CollectReport, dict[str, int]]:
+    """Collect one region into ``store`` from where it left off (:func:`collect_aws` with a
+    boto3 client that retries throttled calls); the report and the new rows per table.
+
+    Raises:
+        botocore.exceptions.ClientError, botocore.exceptions.BotoCoreError: when the price
+            history cannot be fetched.
+    """
+    import boto3
+    from botocore.config import Config
+
+    client = boto3.client(
+        "ec2",
+        region_name=region,
+        endpoint_url=endpoint_url,
+        config=Config(retries={"max_attempts": max_attempts, "mode": "standard"}),
+    )
+    report = collect_aws(
+        client,
+        region=region,
+        instance_types=instance_types,
+        resume_from=stored_resume_point(store, region),
+        since=since,
+        now=pd.Timestamp.now(tz="UTC"),
+        advisor_url=advisor_url,
+        placement_scores=placement_scores,
+        on_page=on_page,
+    )
+    return report, store.upsert(report.frames)
+
+
 def stored_resume_point(store: MarketStore, region: str) -> Callable[[str], pd.Timestamp | None]:
     """The resume rule of :func:`collect_aws` over a store: the newest stored spot price of the
     region for an instance type ('' = any type)."""
