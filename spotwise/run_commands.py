@@ -29,7 +29,7 @@ from spotwise.console import (
 )
 
 if TYPE_CHECKING:
-    from executor.launchers.base import Launcher
+    pass
 
 jobs_app = typer.Typer(help="The executor's cost ledger.", no_args_is_help=True)
 
@@ -124,17 +124,17 @@ def run(
 ) -> None:
     """Run COMMAND to completion across preemptions: ask the policy where, launch, forward
     notices, relaunch, move early on high risk, fall back to on-demand; log it to the ledger."""
-    from executor.launchers.local import Replay
-    from executor.launchers.torchrun import Elastic, torchrun_command
+    from executor.launchers.registry import LAUNCHERS, LaunchSettings
+    from executor.launchers.torchrun import Elastic
     from executor.ledger import job_report
     from executor.supervised import client_factory, supervise
     from executor.supervisor import SupervisorConfig
     from policy.schemas import JobTerms
-    from policy.traces import load_traces
 
-    if launcher not in ("local", "aws", "torchrun"):
-        fail(f"--launcher must be local, aws or torchrun, got {launcher!r}")
-    names = [p.strip() for p in pools.split(",") if p.strip()] if pools else None
+    kind = LAUNCHERS.get(launcher)
+    if kind is None:
+        fail(f"--launcher must be one of {', '.join(LAUNCHERS)}, got {launcher[:40]!r}")
+    names = tuple(p.strip() for p in pools.split(",") if p.strip()) if pools else ()
     try:
         job = JobTerms(
             compute_hours=compute_hours,
@@ -147,31 +147,29 @@ def run(
                 f"--deadline-hours {deadline_hours} is shorter than --compute-hours "
                 f"{compute_hours} plus one changeover ({job.changeover_hours} h): no schedule fits"
             )
-        if launcher == "aws":
-            chosen: Launcher = _aws_launcher(
-                region,
-                names,
-                instance_type,
-                image_id,
-                bucket,
-                endpoint_url,
-                instance_profile,
-                _secrets(secret_env or []),
-            )
-        else:
-            trace_set = load_traces(traces or settings.bundled_traces())
-            if names:
-                trace_set = trace_set.subset(names)
-            chosen = Replay(traces=trace_set, start_hours=start_hours, scale=scale).launcher(job)
-            if launcher == "torchrun":
-                low, _, high = nnodes.partition(":")
-                elastic = Elastic(
-                    min_nodes=int(low),
-                    max_nodes=int(high or low),
-                    nproc_per_node=nproc_per_node,
-                    rdzv_endpoint=rdzv_endpoint,
-                )
-                command = torchrun_command(command, elastic)
+        low, _, high = nnodes.partition(":")
+        launch = LaunchSettings(
+            job=job,
+            pools=names,
+            traces=traces or settings.bundled_traces(),
+            start_hours=start_hours,
+            scale=scale,
+            elastic=Elastic(
+                min_nodes=int(low),
+                max_nodes=int(high or low),
+                nproc_per_node=nproc_per_node,
+                rdzv_endpoint=rdzv_endpoint,
+            ),
+            region=region,
+            instance_type=instance_type,
+            image_id=image_id,
+            bucket=bucket,
+            endpoint_url=endpoint_url,
+            instance_profile=instance_profile,
+            secrets=_secrets(secret_env or []) if launcher == "aws" else {},
+        )
+        chosen = kind.build(launch)
+        command = kind.wrap(command, launch)
     except (PolicyError, ValueError, ExecutorError) as exc:
         fail(str(exc))
     config = SupervisorConfig(
@@ -212,38 +210,6 @@ def _secrets(names: list[str]) -> dict[str, str]:
     if missing:
         fail(f"--secret-env {', '.join(missing)}: not set in this environment")
     return {n: os.environ[n] for n in names}
-
-
-def _aws_launcher(
-    region: str,
-    zones: list[str] | None,
-    instance_type: str,
-    image_id: str | None,
-    bucket: str | None,
-    endpoint_url: str | None,
-    instance_profile: str | None,
-    secrets: dict[str, str],
-) -> Launcher:
-    import uuid
-
-    import boto3
-
-    from executor.launchers.aws import AwsLauncher
-
-    if not image_id or not bucket:
-        fail("--launcher aws needs --image-id (an AMI with Python) and --bucket (for exit codes)")
-    return AwsLauncher(
-        session=boto3.Session(region_name=region),
-        region=region,
-        zones=zones or [f"{region}a", f"{region}b", f"{region}c"],
-        instance_type=instance_type,
-        image_id=image_id,
-        bucket=bucket,
-        job_id=uuid.uuid4().hex[:12],
-        endpoint_url=endpoint_url,
-        instance_profile=instance_profile,
-        secrets=secrets,
-    )
 
 
 def _print_report(report: dict[str, Any], as_json: bool) -> None:

@@ -232,4 +232,4 @@ def test_spotwise_run_supervises_a_command_on_replayed_bundled_traces(
     assert report["status"] == "completed" and report["launcher"] == "local"
     assert report["placements"][0] == "spot in us-east-1a_v100_1"
     bad = cli("run", "--launcher", "mars", "--", "true")
-    assert bad.returncode == 1 and "local, aws or torchrun" in bad.stderr
+    assert bad.returncode == 1 and "one of local, aws, torchrun" in bad.stderr

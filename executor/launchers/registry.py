@@ -1,0 +1,88 @@
+"""The launchers by name (``spotwise run --launcher NAME``): each builds a
+:class:`~executor.launchers.base.Launcher` from one set of run settings, and may wrap the
+command (``torchrun``). A name only ever selects an entry of :data:`LAUNCHERS`."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from executor.errors import ExecutorError
+from executor.launchers.base import Launcher
+from executor.launchers.torchrun import Elastic, torchrun_command
+from policy.schemas import JobTerms
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LaunchSettings:
+    """Everything a launcher may need from the command line."""
+
+    job: JobTerms
+    pools: tuple[str, ...] = ()
+    """The pools to use (local: trace names; aws: zones); empty = all of them."""
+    traces: Path | None = None
+    """local/torchrun: the folder of traces to replay."""
+    start_hours: float = 0.0
+    scale: float = 1.0
+    elastic: Elastic = field(default_factory=Elastic)
+    region: str = "us-east-1"
+    instance_type: str = "p3.2xlarge"
+    image_id: str | None = None
+    bucket: str | None = None
+    endpoint_url: str | None = None
+    instance_profile: str | None = None
+    secrets: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class LauncherKind:
+    """How to build one kind of launcher, and what it does to the command."""
+
+    build: Callable[[LaunchSettings], Launcher]
+    wrap: Callable[[Sequence[str], LaunchSettings], list[str]] = lambda command, _: list(command)
+
+
+def _replay(settings: LaunchSettings) -> Launcher:
+    from executor.launchers.local import Replay
+    from policy.traces import load_traces
+
+    if settings.traces is None:
+        raise ExecutorError("the local launcher needs traces to replay (--traces)")
+    traces = load_traces(settings.traces)
+    if settings.pools:
+        traces = traces.subset(list(settings.pools))
+    replay = Replay(traces=traces, start_hours=settings.start_hours, scale=settings.scale)
+    return replay.launcher(settings.job)
+
+
+def _aws(settings: LaunchSettings) -> Launcher:
+    import boto3
+
+    from executor.launchers.aws import AwsLauncher
+
+    if not settings.image_id or not settings.bucket:
+        raise ExecutorError(
+            "--launcher aws needs --image-id (an AMI with Python) and --bucket (for exit codes)"
+        )
+    region = settings.region
+    return AwsLauncher(
+        session=boto3.Session(region_name=region),
+        region=region,
+        zones=settings.pools or [f"{region}a", f"{region}b", f"{region}c"],
+        instance_type=settings.instance_type,
+        image_id=settings.image_id,
+        bucket=settings.bucket,
+        job_id=uuid.uuid4().hex[:12],
+        endpoint_url=settings.endpoint_url,
+        instance_profile=settings.instance_profile,
+        secrets=settings.secrets,
+    )
+
+
+LAUNCHERS: dict[str, LauncherKind] = {
+    "local": LauncherKind(_replay),
+    "aws": LauncherKind(_aws),
+    "torchrun": LauncherKind(_replay, lambda command, s: torchrun_command(command, s.elastic)),
+}
