@@ -1,4 +1,5 @@
-"""Shared fixtures: a store file per test and the CLI run as a real subprocess."""
+"""Shared fixtures: a store file per test, and the CLI run as a real subprocess or, for
+argument and message tests, in process."""
 
 from __future__ import annotations
 
@@ -56,6 +57,30 @@ def cli(store_file: Path) -> CliRun:
             env=full_env,
             timeout=600,
             check=False,
+        )
+
+    return run
+
+
+@pytest.fixture
+def cli_in_process(store_file: Path) -> CliRun:
+    """Run ``spotwise ARGS`` in this process (typer's test runner) against this test's store:
+    for argument and message tests, where a fresh interpreter per call adds only time."""
+    from typer.testing import CliRunner
+
+    from spotwise.cli import app
+
+    runner = CliRunner()
+
+    def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        result = runner.invoke(
+            app,
+            list(args),
+            env={"SPOTWISE_STORE": str(store_file), "COLUMNS": "200", **(env or {})},
+            catch_exceptions=False,
+        )
+        return subprocess.CompletedProcess(
+            ["spotwise", *args], result.exit_code, result.stdout, result.stderr
         )
 
     return run

@@ -19,6 +19,12 @@ CBL_TRACE = DATA / "traces/cbl/availability/1-node/aws-02-15-2023/us-east-1a_v10
 
 
 @pytest.fixture
+def cli(cli_in_process: CliRun) -> CliRun:
+    """These are message tests: the CLI runs in process."""
+    return cli_in_process
+
+
+@pytest.fixture
 def loaded(cli: CliRun) -> dict:
     result = cli("data", "load", str(DATA / "prices"), str(DATA / "advisor"))
     assert result.returncode == 0, result.stderr

@@ -14,6 +14,12 @@ from pricing.forecast.risk_bench import advisor_bands
 from tests.conftest import CliRun
 
 
+@pytest.fixture
+def cli(cli_in_process: CliRun) -> CliRun:
+    """Commands whose arguments, messages and output are under test run in process."""
+    return cli_in_process
+
+
 def test_labels_look_only_inside_the_horizon() -> None:
     available = np.array([[True, True, False, True, True, True]])
     assert lose_within(available, 1).tolist() == [[False, True, False, False, False, False]]

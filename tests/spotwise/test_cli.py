@@ -43,6 +43,12 @@ def test_load_reports_every_bundled_source_and_a_second_load_changes_nothing(cli
     assert summary_json(cli) == summary
 
 
+@pytest.fixture
+def cli(cli_in_process: CliRun) -> CliRun:
+    """Commands whose arguments, messages and output are under test run in process."""
+    return cli_in_process
+
+
 def test_export_writes_parquet_of_a_table(cli: CliRun, tmp_path: Path) -> None:
     assert cli("data", "load", str(DATA / "traces" / "bamboo")).returncode == 0
     target = tmp_path / "events.parquet"

@@ -12,6 +12,12 @@ from tests.conftest import DATA, CliRun
 TRACES = DATA / "traces/cbl/availability/1-node/aws-02-15-2023"
 
 
+@pytest.fixture
+def cli(cli_in_process: CliRun) -> CliRun:
+    """Commands whose arguments, messages and output are under test run in process."""
+    return cli_in_process
+
+
 def bench(cli: CliRun, *extra: str):
     return cli(
         "bench",
