@@ -20,7 +20,12 @@ class Heartbeat:
     """Writes the step count to the heartbeat file the supervisor named, if any."""
 
     def __init__(self, path: str | None = None) -> None:
-        self.path = path if path is not None else os.environ.get(HEARTBEAT_ENV) or None
+        if path is None:
+            from spotwise.settings import current
+
+            named = current().heartbeat_file
+            path = str(named) if named else None
+        self.path = path
         self._fd: int | None = None
 
     def beat(self, step: int) -> None:

@@ -22,9 +22,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from types import FrameType
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from executor.clock import SYSTEM_CLOCK, Clock
+
+if TYPE_CHECKING:
+    from spotwise.environment import Settings
 
 log = logging.getLogger(__name__)
 
@@ -358,33 +361,29 @@ class CloudSource:
     """A cloud's notice source as ``$SPOTWISE_NOTICES`` names it."""
 
     kind: type[AwsImds] | type[GcpMetadata] | type[AzureScheduledEvents]
-    url_variable: str
-    """The variable that overrides its endpoint (tests, proxies)."""
-    default_url: str
+    url: Callable[[Settings], str]
+    """Its endpoint (``$SPOTWISE_AWS_IMDS_URL``, ... override the clouds' own)."""
 
 
 CLOUD_SOURCES: dict[str, CloudSource] = {
-    "aws": CloudSource(AwsImds, "SPOTWISE_AWS_IMDS_URL", "http://169.254.169.254"),
-    "gcp": CloudSource(GcpMetadata, "SPOTWISE_GCP_METADATA_URL", "http://metadata.google.internal"),
-    "azure": CloudSource(
-        AzureScheduledEvents, "SPOTWISE_AZURE_METADATA_URL", "http://169.254.169.254"
-    ),
+    "aws": CloudSource(AwsImds, lambda s: s.aws_imds_url),
+    "gcp": CloudSource(GcpMetadata, lambda s: s.gcp_metadata_url),
+    "azure": CloudSource(AzureScheduledEvents, lambda s: s.azure_metadata_url),
 }
 
 
 def sources_from_env() -> list[NoticeSource]:
     """Cloud sources named in ``$SPOTWISE_NOTICES`` (comma-separated names of
-    :data:`CLOUD_SOURCES`), each at its endpoint or the one its URL variable names."""
-    import os
+    :data:`CLOUD_SOURCES`), each at its endpoint."""
+    from spotwise.settings import current
 
+    settings = current()
     sources: list[NoticeSource] = []
-    for name in filter(
-        None, (n.strip() for n in os.environ.get("SPOTWISE_NOTICES", "").split(","))
-    ):
+    for name in filter(None, (n.strip() for n in settings.notices.split(","))):
         cloud = CLOUD_SOURCES.get(name)
         if cloud is None:
             raise ValueError(
                 f"SPOTWISE_NOTICES: unknown source {name[:40]!r}; use {', '.join(CLOUD_SOURCES)}"
             )
-        sources.append(cloud.kind(os.environ.get(cloud.url_variable, cloud.default_url)))
+        sources.append(cloud.kind(cloud.url(settings)))
     return sources

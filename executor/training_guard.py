@@ -16,7 +16,6 @@ final checkpoint marked finished.
 
 from __future__ import annotations
 
-import os
 import random
 import time
 from collections.abc import Iterator, Sequence
@@ -35,6 +34,7 @@ from executor.errors import CheckpointError, Preempted
 from executor.heartbeat import Heartbeat
 from executor.interval import checkpoint_interval_s, forecast_mtbf_s
 from executor.notices import NoticeSource, NoticeWatcher, SigtermSource, sources_from_env
+from spotwise.settings import current
 
 
 def distributed() -> bool:
@@ -270,11 +270,12 @@ def guard(
         list(notices) if notices is not None else [SigtermSource(clock=clock), *sources_from_env()]
     )
     watcher = NoticeWatcher(sources, interval_s=poll_interval_s).start()
-    if mtbf_s is None and os.environ.get("SPOTWISE_MTBF_S"):
-        mtbf_s = float(os.environ["SPOTWISE_MTBF_S"])
-    if mtbf_s is None and os.environ.get("SPOTWISE_POOL") and os.environ.get("SPOTWISE_STORE"):
+    settings = current()
+    if mtbf_s is None:
+        mtbf_s = settings.mtbf_s
+    if mtbf_s is None and settings.pool and settings.store:
         # The risk forecast of the pool this job runs in (written by `spotwise forecast run`).
-        mtbf_s = forecast_mtbf_s(os.environ["SPOTWISE_STORE"], os.environ["SPOTWISE_POOL"])
+        mtbf_s = forecast_mtbf_s(str(settings.store), settings.pool)
     g = Guard(
         manager,
         watcher,

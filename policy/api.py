@@ -174,13 +174,13 @@ def app_from_env() -> FastAPI:
     """The app as ``spotwise serve`` configures it through the environment (uvicorn factory):
     ``SPOTWISE_API_TRACES`` (a trace folder), ``SPOTWISE_API_MODELS`` (the learned models'
     folder, read once here) and ``SPOTWISE_API_TOKEN``."""
-    import os
-    from pathlib import Path
-
     from policy.rl.catalog import ModelCatalog, shipped_models
     from policy.traces import load_traces
+    from spotwise.settings import current
 
-    traces = load_traces(Path(os.environ["SPOTWISE_API_TRACES"]))
-    folder = os.environ.get("SPOTWISE_API_MODELS")
-    models = ModelCatalog(Path(folder)) if folder else shipped_models()
-    return create_app(DecisionService(traces, models), os.environ.get("SPOTWISE_API_TOKEN") or None)
+    settings = current()
+    if settings.api_traces is None:
+        raise PolicyError("SPOTWISE_API_TRACES is not set: start the API with `spotwise serve`")
+    traces = load_traces(settings.api_traces)
+    models = ModelCatalog(settings.api_models) if settings.api_models else shipped_models()
+    return create_app(DecisionService(traces, models), settings.api_token or None)

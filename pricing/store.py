@@ -11,7 +11,6 @@ imported when rows go in or come out as frames; opening and summarising a store 
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -28,9 +27,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
 log = logging.getLogger("spotwise.store")
-WAIT_ENV = "SPOTWISE_STORE_WAIT_S"
-DEFAULT_WAIT_S = 30.0
-"""Seconds an open waits for a store another process holds (writes are short)."""
 
 MIGRATIONS: tuple[str, ...] = (
     """
@@ -102,7 +98,9 @@ class MarketStore:
         if read_only and not path.exists():
             raise StoreError(f"no store at {path}: run `spotwise data load` first")
         if wait_s is None:
-            wait_s = float(os.environ.get(WAIT_ENV) or DEFAULT_WAIT_S)
+            from spotwise.settings import current
+
+            wait_s = current().store_wait_s
         deadline = time.monotonic() + wait_s
         pause = 0.02
         while True:

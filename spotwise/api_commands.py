@@ -61,7 +61,7 @@ def _token(token_file: Path | None) -> str | None:
                 f"{mode & 0o777:o}): `chmod 600 {token_file}`"
             )
         return token
-    return os.environ.get("SPOTWISE_API_TOKEN") or None
+    return settings.current().api_token or None
 
 
 def serve(

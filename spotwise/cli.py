@@ -353,3 +353,6 @@ def main() -> None:
         app()
     except BrokenPipeError:
         sys.exit(0)
+    except settings.SettingsError as exc:
+        err.print(f"error: {exc}", highlight=False, soft_wrap=True)
+        sys.exit(2)

@@ -191,7 +191,7 @@ def run(
             store_path=store_path,
             launcher=chosen,
             config=config,
-            client_for=client_factory(policy_url, os.environ.get("SPOTWISE_API_TOKEN")),
+            client_for=client_factory(policy_url, settings.current().api_token),
             name=Path(command[0]).name,
             progress=lambda m: err.print(f"… {m}"),
         )

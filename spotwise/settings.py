@@ -1,29 +1,61 @@
-"""Where Spotwise keeps things: the store file, the bundled data folder and its defaults."""
+"""Every ``SPOTWISE_*`` environment variable, read and checked in one place
+(:class:`spotwise.environment.Settings`, pydantic-settings), and where Spotwise keeps things:
+the store file, the bundled data folder and its defaults.
+
+:func:`current` reads the environment anew on each call: the supervisor sets variables for the
+job it launches, and tests set them per test.
+"""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from platformdirs import user_data_dir
+if TYPE_CHECKING:
+    from spotwise.environment import Settings
 
 STORE_ENV = "SPOTWISE_STORE"
 DATA_ENV = "SPOTWISE_DATA"
+
+
+class SettingsError(ValueError):
+    """A ``SPOTWISE_*`` variable holds a value Spotwise cannot use."""
+
+
+def current() -> Settings:
+    """The settings the environment gives now (:class:`spotwise.environment.Settings`).
+
+    Raises:
+        SettingsError: naming the variable and what it needs.
+    """
+    from pydantic import ValidationError
+
+    from spotwise.environment import Settings
+
+    try:
+        return Settings()
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"SPOTWISE_{str(e['loc'][0]).upper()}: {e['msg']}" for e in exc.errors()
+        )
+        raise SettingsError(f"{problems}; fix or unset the variable") from None
 
 
 def store_path(override: Path | None = None) -> Path:
     """The store file: ``--store``, else ``$SPOTWISE_STORE``, else the user's data folder."""
     if override is not None:
         return override
-    if env := os.environ.get(STORE_ENV):
-        return Path(env)
+    if (env := current().store) is not None:
+        return env
+    from platformdirs import user_data_dir
+
     return Path(user_data_dir("spotwise", appauthor=False)) / "market.duckdb"
 
 
 def bundled_data_dir() -> Path:
     """The real data shipped with Spotwise (``$SPOTWISE_DATA`` overrides)."""
-    if env := os.environ.get(DATA_ENV):
-        return Path(env)
+    if (env := current().data) is not None:
+        return env
     return Path(__file__).resolve().parent.parent / "data"
 
 

@@ -1,0 +1,39 @@
+"""The ``SPOTWISE_*`` environment variables as one pydantic-settings model (imported only when
+settings are read: pydantic-settings takes a tenth of a second to import)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """The ``SPOTWISE_*`` variables (name = ``SPOTWISE_`` + the field in capitals)."""
+
+    model_config = SettingsConfigDict(env_prefix="SPOTWISE_", extra="ignore", frozen=True)
+
+    store: Path | None = None
+    """The store file (``--store`` beats it)."""
+    data: Path | None = None
+    """The bundled data folder (default: the one shipped with Spotwise)."""
+    store_wait_s: float = Field(default=30.0, ge=0)
+    """Seconds an open waits for a store another process holds."""
+    api_token: str | None = None
+    """The policy API's bearer token (``spotwise serve``, and clients of it)."""
+    api_traces: Path | None = None
+    api_models: Path | None = None
+    pool: str | None = None
+    """Set by the supervisor: the pool the job runs in."""
+    market: str | None = None
+    """Set by the supervisor: spot or on-demand."""
+    mtbf_s: float | None = Field(default=None, gt=0)
+    """Mean seconds between preemptions, for the guard's checkpoint interval."""
+    notices: str = ""
+    """Cloud notice sources to watch, comma-separated (aws, gcp, azure)."""
+    aws_imds_url: str = "http://169.254.169.254"
+    gcp_metadata_url: str = "http://metadata.google.internal"
+    azure_metadata_url: str = "http://169.254.169.254"
+    heartbeat_file: Path | None = None
+    """Set by the supervisor: where the guard writes its step count."""
