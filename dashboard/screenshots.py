@@ -14,10 +14,11 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+import httpx
 
 PAGES = {"market": "", "risk": "risk", "plan": "plan", "policies": "policies", "jobs": "jobs"}
 CHART = "canvas, svg.marks"
@@ -43,10 +44,9 @@ def dashboard_server(store: Path) -> Iterator[str]:
         deadline = time.monotonic() + 60
         while True:
             try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
+                if httpx.get(f"{url}/_stcore/health", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
                 pass
             if server.poll() is not None or time.monotonic() > deadline:
                 problem = server.stderr.read() if server.stderr else b""

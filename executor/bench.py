@@ -7,7 +7,6 @@ machine.
 from __future__ import annotations
 
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -17,6 +16,7 @@ import torch
 from torch import nn
 
 from executor.checkpoint import CheckpointManager
+from executor.example_runs import example_command, reference_run
 from executor.notices import preemption_times
 from executor.replay import run_under_replay
 from policy.traces import load_traces
@@ -123,17 +123,10 @@ def bench_resume(
     traces = load_traces(data_dir / folder)
     available = traces.available[traces.names.index(pool)]
     real_times = preemption_times(available, traces.gap_seconds)
-    base = [sys.executable, "-m", "executor.examples.train_mlp", "--epochs", str(epochs)]
     with tempfile.TemporaryDirectory() as tmp:
         progress("uninterrupted run")
-        began = time.monotonic()
-        plain = run_under_replay(
-            [*base, "--ckpt", f"{tmp}/plain", "--step-sleep-s", str(step_sleep_s)],
-            [],
-            lead_s=lead_s,
-            grace_s=grace_s,
-        )
-        plain_s = time.monotonic() - began
+        plain = reference_run(f"{tmp}/plain", epochs=epochs, step_sleep_s=step_sleep_s)
+        plain_s = plain.wall_s
         # Scale the trace's clock so that its first preemptions fall inside the run.
         window = real_times[preemptions - 1] if len(real_times) >= preemptions else real_times[-1]
         scale = window / (0.8 * plain_s)
@@ -142,11 +135,7 @@ def bench_resume(
         progress(f"replaying {pool} ({len(real_times)} preemptions, clock ×{scale:.0f})")
         replayed = run_under_replay(
             [
-                *base,
-                "--ckpt",
-                f"{tmp}/replayed",
-                "--step-sleep-s",
-                str(step_sleep_s),
+                *example_command(f"{tmp}/replayed", epochs=epochs, step_sleep_s=step_sleep_s),
                 "--mtbf-s",
                 f"{mtbf_s:.3f}",
             ],
@@ -154,9 +143,9 @@ def bench_resume(
             lead_s=lead_s,
             grace_s=grace_s,
         )
-    done_plain = plain.launches[-1].event("done")
+    done_plain = plain.done
     done = replayed.launches[-1].event("done")
-    assert done_plain is not None and done is not None
+    assert done is not None
     ends = [launch.event("done") or launch.event("preempted") for launch in replayed.launches]
     steps_run = sum(e["steps_here"] for e in ends if e)
     stalls = [s for e in ends if e for s in e["stall_s"]]

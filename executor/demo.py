@@ -9,16 +9,14 @@ machine and under load.
 
 from __future__ import annotations
 
-import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from executor.errors import ExecutorError
+from executor.example_runs import example_command, reference_run
 from executor.launchers.local import Replay
 from executor.ledger import JobStatus
-from executor.replay import run_under_replay
 from executor.supervised import SupervisedJob, supervise
 from executor.supervisor import SupervisorConfig
 from policy.client import in_process_for
@@ -36,21 +34,7 @@ DEMO_STEP_S = 36.0
 DEMO_BOOT_S = 1800.0
 """Cloud seconds an instance takes to start and resume."""
 DEMO_EPOCHS = 4
-
-
-def example_command(ckpt: Path, epochs: int) -> list[str]:
-    """The bundled example training (``executor.examples.train_mlp``)."""
-    return [
-        sys.executable,
-        "-m",
-        "executor.examples.train_mlp",
-        "--epochs",
-        str(epochs),
-        "--step-sleep-s",
-        "0.03",
-        "--ckpt",
-        str(ckpt),
-    ]
+DEMO_STEP_SLEEP_S = 0.03
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -81,12 +65,9 @@ def run_example(
     """The reference run, then the supervised run."""
     with tempfile.TemporaryDirectory() as tmp:
         progress("reference run: the example training, uninterrupted")
-        plain = run_under_replay(
-            example_command(Path(tmp) / "plain", DEMO_EPOCHS), [], lead_s=2, grace_s=5
-        )
-        reference = plain.launches[-1].event("done")
-        if reference is None:
-            raise ExecutorError("the reference run ended without its done event")
+        reference = reference_run(
+            Path(tmp) / "plain", epochs=DEMO_EPOCHS, step_sleep_s=DEMO_STEP_SLEEP_S
+        ).done
         compute_hours = int(reference["step"]) * DEMO_STEP_S / 3600
         job = JobTerms(
             compute_hours=compute_hours,
@@ -108,7 +89,7 @@ def run_example(
             boot_s=DEMO_BOOT_S,
         )
         supervised = supervise(
-            example_command(ckpt, DEMO_EPOCHS),
+            example_command(ckpt, epochs=DEMO_EPOCHS, step_sleep_s=DEMO_STEP_SLEEP_S),
             store_path=store_path,
             launcher=replay.launcher(job),
             config=SupervisorConfig(job=job, migrate_risk=migrate_risk, ckpt_dirs=(ckpt,)),

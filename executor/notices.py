@@ -15,8 +15,6 @@ import json
 import logging
 import signal
 import threading
-import urllib.error
-import urllib.request
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -25,6 +23,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Literal
 
 from executor.clock import SYSTEM_CLOCK, Clock
+from executor.errors import ExecutorError
 
 if TYPE_CHECKING:
     from spotwise.environment import Settings
@@ -59,15 +58,25 @@ class NoticeSource(ABC):
         """The pending notice, or None. May raise on transport errors (the watcher logs)."""
 
 
+class NoticeUnavailable(ExecutorError):
+    """A notice source could not be reached (the watcher counts it and polls on)."""
+
+
 def _get(
     url: str, headers: dict[str, str], timeout: float, method: str = "GET"
 ) -> tuple[int, bytes]:
-    request = urllib.request.Request(url, headers=headers, method=method)
+    """One request to a metadata endpoint, never through a proxy.
+
+    Raises:
+        NoticeUnavailable: when the endpoint cannot be reached in ``timeout`` seconds.
+    """
+    import httpx
+
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            return response.status, response.read()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read()
+        response = httpx.request(method, url, headers=headers, timeout=timeout, trust_env=False)
+    except httpx.TransportError as exc:
+        raise NoticeUnavailable(f"{url}: {exc or type(exc).__name__}") from exc
+    return response.status_code, response.content
 
 
 def _iso_epoch(text: str) -> float:

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pandas as pd
@@ -99,10 +97,13 @@ def fetch_advisor(url: str = ADVISOR_URL, timeout_s: float = 10.0) -> object:
     Raises:
         SourceUnavailable: when the feed cannot be reached or is not JSON.
     """
+    import httpx
+
     try:
-        with urllib.request.urlopen(url, timeout=timeout_s) as response:
-            return json.loads(response.read())
-    except (urllib.error.URLError, TimeoutError, OSError, json.JSONDecodeError) as exc:
+        response = httpx.get(url, timeout=timeout_s, follow_redirects=True)
+        response.raise_for_status()
+        return json.loads(response.content)
+    except (httpx.HTTPError, json.JSONDecodeError) as exc:
         raise SourceUnavailable(f"Spot Advisor feed unreachable at {url}: {exc}") from exc
 
 

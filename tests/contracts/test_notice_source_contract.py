@@ -16,7 +16,13 @@ from collections.abc import Callable
 
 import pytest
 
-from executor.notices import CLOUD_SOURCES, NoticeSource, NoticeWatcher, SigtermSource
+from executor.notices import (
+    CLOUD_SOURCES,
+    NoticeSource,
+    NoticeUnavailable,
+    NoticeWatcher,
+    SigtermSource,
+)
 from tests.conftest import ManualClock
 from tests.executor.fake_metadata import FakeMetadata
 
@@ -67,7 +73,7 @@ def test_garbage_is_no_notice(metadata: FakeMetadata, name: str, body: str) -> N
 @pytest.mark.parametrize("name", sorted(CLOUD_SOURCES))
 def test_an_unreachable_endpoint_raises_and_the_watcher_polls_on(name: str) -> None:
     unreachable = CLOUD_SOURCES[name].kind("http://127.0.0.1:9", timeout=0.5)
-    with pytest.raises(OSError):
+    with pytest.raises(NoticeUnavailable, match=r"127\.0\.0\.1:9"):
         unreachable.poll()
     watcher = NoticeWatcher([unreachable])
     watcher.poll_once()

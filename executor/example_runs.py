@@ -1,0 +1,55 @@
+"""The bundled example training (``executor.examples.train_mlp``) as the demo and the benches
+run it: its command line, and the uninterrupted reference run that a resumed run must match
+bit for bit."""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from executor.errors import ExecutorError
+from executor.replay import ReplayRun, run_under_replay
+
+
+def example_command(ckpt: Path | str, *, epochs: int, step_sleep_s: float) -> list[str]:
+    """The example training, checkpointing to ``ckpt``."""
+    return [
+        sys.executable,
+        "-m",
+        "executor.examples.train_mlp",
+        "--epochs",
+        str(epochs),
+        "--step-sleep-s",
+        str(step_sleep_s),
+        "--ckpt",
+        str(ckpt),
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class ReferenceRun:
+    """The example run once, uninterrupted."""
+
+    run: ReplayRun
+    done: dict[str, Any]
+    """Its ``done`` event: the step count and the final state's digest."""
+    wall_s: float
+
+
+def reference_run(ckpt: Path | str, *, epochs: int, step_sleep_s: float) -> ReferenceRun:
+    """Run the example uninterrupted.
+
+    Raises:
+        ExecutorError: when it fails, or ends without its ``done`` event.
+    """
+    began = time.monotonic()
+    run = run_under_replay(
+        example_command(ckpt, epochs=epochs, step_sleep_s=step_sleep_s), [], lead_s=2, grace_s=5
+    )
+    done = run.launches[-1].event("done")
+    if done is None:
+        raise ExecutorError("the reference run ended without its done event")
+    return ReferenceRun(run=run, done=done, wall_s=time.monotonic() - began)
