@@ -14,6 +14,7 @@ import logging
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,8 +29,38 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("spotwise.store")
 
-MIGRATIONS: tuple[str, ...] = (
-    """
+
+@dataclass(frozen=True, slots=True)
+class Schema:
+    """One package's tables in the store, and the migrations that build them: migration ``i``
+    takes the package's tables from version ``i`` to ``i + 1``."""
+
+    name: str
+    migrations: tuple[str, ...]
+    tables: tuple[str, ...]
+
+    @property
+    def version(self) -> int:
+        return len(self.migrations)
+
+
+SCHEMAS: dict[str, Schema] = {}
+"""Every schema a store opened by this process holds (each package registers its own)."""
+
+
+def register_schema(schema: Schema) -> Schema:
+    """Make every store this process opens hold ``schema``'s tables (migrating them)."""
+    known = SCHEMAS.setdefault(schema.name, schema)
+    if known != schema:
+        raise ValueError(f"a different schema {schema.name!r} is registered already")
+    return schema
+
+
+MARKET = register_schema(
+    Schema(
+        "market",
+        (
+            """
     CREATE TABLE prices (source VARCHAR NOT NULL, provider VARCHAR NOT NULL,
         region VARCHAR NOT NULL, zone VARCHAR NOT NULL, instance_type VARCHAR NOT NULL,
         market VARCHAR NOT NULL, ts TIMESTAMPTZ NOT NULL, price DOUBLE NOT NULL);
@@ -49,30 +80,23 @@ MIGRATIONS: tuple[str, ...] = (
         model VARCHAR NOT NULL, horizon INTEGER NOT NULL, mean DOUBLE, lo DOUBLE, hi DOUBLE,
         level DOUBLE, p_preempt DOUBLE, created_at TIMESTAMPTZ NOT NULL);
     """,
-    """
-    CREATE TABLE jobs (job_id VARCHAR PRIMARY KEY, name VARCHAR NOT NULL,
-        command VARCHAR NOT NULL, launcher VARCHAR NOT NULL, started TIMESTAMPTZ NOT NULL,
-        ended TIMESTAMPTZ, status VARCHAR NOT NULL, compute_hours DOUBLE NOT NULL,
-        deadline_hours DOUBLE NOT NULL, on_demand_price DOUBLE NOT NULL,
-        checkpoint_usd_per_gb_month DOUBLE NOT NULL);
-    CREATE TABLE ledger (job_id VARCHAR NOT NULL, seq INTEGER NOT NULL,
-        ts TIMESTAMPTZ NOT NULL, kind VARCHAR NOT NULL, pool VARCHAR, market VARCHAR,
-        hours DOUBLE, price DOUBLE, cost_usd DOUBLE, bytes BIGINT, detail VARCHAR,
-        PRIMARY KEY (job_id, seq));
-    """,
-    """
-    ALTER TABLE jobs ADD COLUMN host VARCHAR;
-    ALTER TABLE jobs ADD COLUMN supervisor_pid INTEGER;
-    ALTER TABLE jobs ADD COLUMN worker_pgid INTEGER;
-    """,
+        ),
+        ("prices", "availability", "events", "bands", "placement_scores", "forecasts"),
+    )
 )
-"""Migration ``i`` takes a store from schema version ``i`` to ``i + 1``. Version 2 adds the
-executor's ledger (``jobs``, ``ledger``), written by :mod:`executor.ledger`; version 3 records
-where each job's supervisor runs (``host``, ``supervisor_pid``) and the process group of the
-command it runs locally (``worker_pgid``), so a job can be cancelled even if its supervisor died."""
+TABLES = MARKET.tables
+"""The market tables (the data contracts of :mod:`pricing.frames`)."""
 
-SCHEMA_VERSION = len(MIGRATIONS)
-TABLES = ("prices", "availability", "events", "bands", "placement_scores", "forecasts")
+
+def _from_one_version(version: int) -> dict[str, int]:
+    """Schema versions of a store written before each package kept its own: one number, whose
+    first migration built the market tables and the next two the executor's ledger."""
+    return {"market": min(version, 1), "ledger": max(0, version - 1)}
+
+
+def exportable_tables() -> tuple[str, ...]:
+    """Every table of every registered schema."""
+    return tuple(t for schema in SCHEMAS.values() for t in schema.tables)
 
 
 class MarketStore:
@@ -118,14 +142,14 @@ class MarketStore:
                 pause = min(pause * 2, 1.0)
         con.execute("SET TimeZone = 'UTC'")
         store = cls(con, path)
-        if not read_only:
-            store._migrate()
-        elif store.schema_version() != SCHEMA_VERSION:
+        try:
+            if read_only:
+                store._check_versions(writable=False)
+            else:
+                store._migrate()
+        except BaseException:
             con.close()
-            raise StoreError(
-                f"the store {path} has schema version {store.schema_version()}, "
-                f"this Spotwise needs {SCHEMA_VERSION}: open it once for writing"
-            )
+            raise
         return store
 
     def close(self) -> None:
@@ -138,30 +162,58 @@ class MarketStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def schema_version(self) -> int:
-        """The schema version recorded in the file (0 for an empty file)."""
-        exists = self._con.execute(
-            "SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_version'"
+    def _has_table(self, name: str) -> bool:
+        row = self._con.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [name]
         ).fetchone()
-        if not exists or exists[0] == 0:
-            return 0
-        row = self._con.execute("SELECT max(version) FROM schema_version").fetchone()
-        return int(row[0]) if row and row[0] is not None else 0
+        return bool(row and row[0])
+
+    def schema_versions(self) -> dict[str, int]:
+        """The version of each package's tables recorded in the file (none in a new file)."""
+        if self._has_table("schemas"):
+            rows = self._con.execute("SELECT name, version FROM schemas").fetchall()
+            return {str(name): int(version) for name, version in rows}
+        if self._has_table("schema_version"):
+            row = self._con.execute("SELECT max(version) FROM schema_version").fetchone()
+            return _from_one_version(int(row[0]) if row and row[0] is not None else 0)
+        return {}
+
+    def _check_versions(self, *, writable: bool) -> None:
+        """Refuse a store newer than this code; read-only, refuse one that is behind it."""
+        found = self.schema_versions()
+        for schema in SCHEMAS.values():
+            version = found.get(schema.name, 0)
+            if version > schema.version:
+                raise StoreError(
+                    f"the store {self.path} has {schema.name} tables of version {version}, "
+                    f"newer than this Spotwise ({schema.version}): upgrade Spotwise"
+                )
+            if version < schema.version and not writable:
+                raise StoreError(
+                    f"the store {self.path} has {schema.name} tables of version {version}, "
+                    f"this Spotwise needs {schema.version}: open it once for writing"
+                )
 
     def _migrate(self) -> None:
-        current = self.schema_version()
-        if current > SCHEMA_VERSION:
-            raise StoreError(
-                f"the store {self.path} has schema version {current}, newer than "
-                f"this Spotwise ({SCHEMA_VERSION}): upgrade Spotwise"
-            )
-        if current == SCHEMA_VERSION:
+        self._check_versions(writable=True)
+        found = self.schema_versions()
+        pending = [s for s in SCHEMAS.values() if found.get(s.name, 0) < s.version]
+        if not pending and self._has_table("schemas"):
             return
         with self._transaction():
-            self._con.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER)")
-            for version in range(current, SCHEMA_VERSION):
-                self._con.execute(MIGRATIONS[version])
-                self._con.execute("INSERT INTO schema_version VALUES (?)", [version + 1])
+            self._con.execute(
+                "CREATE TABLE IF NOT EXISTS schemas (name VARCHAR PRIMARY KEY, version INTEGER)"
+            )
+            if self._has_table("schema_version"):  # the one-number layout, from before
+                for name, version in found.items():
+                    self._con.execute("INSERT INTO schemas VALUES (?, ?)", [name, version])
+                self._con.execute("DROP TABLE schema_version")
+            for schema in pending:
+                for version in range(found.get(schema.name, 0), schema.version):
+                    self._con.execute(schema.migrations[version])
+                self._con.execute(
+                    "INSERT OR REPLACE INTO schemas VALUES (?, ?)", [schema.name, schema.version]
+                )
 
     @contextmanager
     def _transaction(self) -> Iterator[None]:
@@ -287,7 +339,7 @@ class MarketStore:
                 }
         return {
             "store": str(self.path),
-            "schema_version": self.schema_version(),
+            "schemas": self.schema_versions(),
             "tables": tables,
             "sources": dict(sorted(sources.items())),
         }
@@ -298,8 +350,9 @@ class MarketStore:
         Raises:
             StoreError: for an unknown table.
         """
-        if table not in TABLES:
-            raise StoreError(f"unknown table {table!r}: choose one of {', '.join(TABLES)}")
+        tables = exportable_tables()
+        if table not in tables:
+            raise StoreError(f"unknown table {table!r}: choose one of {', '.join(tables)}")
         target.parent.mkdir(parents=True, exist_ok=True)
         partial = target.with_name(f".{target.name}.partial")
         path_literal = str(partial).replace("'", "''")

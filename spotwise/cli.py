@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
+import executor.ledger_schema  # noqa: F401  (every store the CLI opens holds the ledger too)
 from executor.errors import ExecutorError
 from policy.errors import PolicyError
 from pricing.errors import PricingError
-from pricing.store import TABLES
+from pricing.store import exportable_tables
 from spotwise import (
     api_commands,
     dashboard_command,
@@ -141,7 +142,8 @@ def data_summary(
 
 
 def _print_summary(summary: dict[str, Any]) -> None:
-    out.print(f"store {summary['store']} (schema v{summary['schema_version']})")
+    versions = ", ".join(f"{name} v{v}" for name, v in summary["schemas"].items())
+    out.print(f"store {summary['store']} ({versions})")
     tables = Table("table", "rows", title="tables")
     for table, rows in summary["tables"].items():
         tables.add_row(table, f"{rows:,}")
@@ -162,7 +164,9 @@ def _print_summary(summary: dict[str, Any]) -> None:
 
 @data_app.command("export")
 def data_export(
-    table: Annotated[str, typer.Option("--table", help=f"One of: {', '.join(TABLES)}.")],
+    table: Annotated[
+        str, typer.Option("--table", help=f"One of: {', '.join(exportable_tables())}.")
+    ],
     parquet: Annotated[Path, typer.Option("--parquet", help="Parquet file to write.")],
     store: StoreOption = None,
 ) -> None:

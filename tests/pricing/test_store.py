@@ -8,9 +8,10 @@ import duckdb
 import pandas as pd
 import pytest
 
+from executor.ledger_schema import LEDGER
 from pricing.errors import StoreError
 from pricing.frames import validate
-from pricing.store import SCHEMA_VERSION, TABLES, MarketStore
+from pricing.store import MARKET, SCHEMAS, TABLES, MarketStore, exportable_tables
 from tests.conftest import hold_store
 
 
@@ -34,10 +35,41 @@ def prices(*values: float, source: str = "test") -> pd.DataFrame:
     )
 
 
+CURRENT = {"market": MARKET.version, "ledger": LEDGER.version}
+
+
 def test_new_store_has_every_table_at_the_current_schema_version(store_file: Path) -> None:
+    assert set(SCHEMAS) == {"market", "ledger"}  # each package registers its own tables
     with MarketStore.open(store_file) as store:
-        assert store.schema_version() == SCHEMA_VERSION
+        assert store.schema_versions() == CURRENT
         assert set(store.summary()["tables"]) == set(TABLES)
+        assert set(exportable_tables()) == {*TABLES, "jobs", "ledger"}
+
+
+def test_a_store_from_before_each_package_kept_its_own_schema_is_migrated(
+    store_file: Path,
+) -> None:
+    """A store of the one-number layout at version 2 (market tables, ledger without the
+    columns of its version 2) keeps its rows and gains the new columns."""
+    store_file.parent.mkdir(parents=True)
+    con = duckdb.connect(str(store_file))
+    con.execute(MARKET.migrations[0])
+    con.execute(LEDGER.migrations[0])
+    con.execute("CREATE TABLE schema_version (version INTEGER)")
+    con.execute("INSERT INTO schema_version VALUES (1), (2)")
+    con.execute(
+        "INSERT INTO jobs VALUES ('j1', 'old', 'cmd', 'local', now(), NULL, 'completed', "
+        "1, 2, 3.06, 0.023)"
+    )
+    con.close()
+    with pytest.raises(StoreError, match=r"ledger tables of version 1.*open it once for writing"):
+        MarketStore.open(store_file, read_only=True)
+    with MarketStore.open(store_file) as store:
+        assert store.schema_versions() == CURRENT
+        jobs = store.records("SELECT job_id, host FROM jobs")
+    assert jobs == [{"job_id": "j1", "host": None}]
+    with MarketStore.open(store_file, read_only=True) as store:
+        assert store.schema_versions() == CURRENT
 
 
 def test_upserting_the_same_rows_twice_changes_nothing(store_file: Path) -> None:
@@ -79,7 +111,7 @@ def test_a_failing_upsert_leaves_every_table_as_it_was(store_file: Path) -> None
 
 def test_store_newer_than_the_code_is_refused(store_file: Path) -> None:
     with MarketStore.open(store_file) as store:
-        store.query(f"INSERT INTO schema_version VALUES ({SCHEMA_VERSION + 1})")
+        store.query(f"UPDATE schemas SET version = {LEDGER.version + 1} WHERE name = 'ledger'")
     with pytest.raises(StoreError, match="newer than this Spotwise"):
         MarketStore.open(store_file)
 
@@ -88,7 +120,7 @@ def test_an_empty_duckdb_file_is_migrated_in_place(store_file: Path) -> None:
     store_file.parent.mkdir(parents=True)
     duckdb.connect(str(store_file)).close()
     with MarketStore.open(store_file) as store:
-        assert store.schema_version() == SCHEMA_VERSION
+        assert store.schema_versions() == CURRENT
 
 
 def test_reading_a_missing_store_says_how_to_create_it(tmp_path: Path) -> None:
@@ -128,7 +160,7 @@ def test_an_open_waits_for_a_store_another_process_holds_then_gives_up(
             MarketStore.open(store_file, wait_s=0.3)
         began = time.monotonic()
         with MarketStore.open(store_file, wait_s=30) as store:  # the holder lets go in ~2 s
-            assert store.schema_version() == SCHEMA_VERSION
+            assert store.schema_versions() == CURRENT
         assert time.monotonic() - began < 20
     finally:
         holder.kill()

@@ -58,6 +58,12 @@ def test_export_writes_parquet_of_a_table(cli: CliRun, tmp_path: Path) -> None:
     assert rows is not None and rows[0] == summary_json(cli)["tables"]["events"] > 0
     bad = cli("data", "export", "--table", "nope", "--parquet", str(target))
     assert bad.returncode != 0 and "unknown table" in bad.stderr
+    assert "jobs, ledger" in bad.stderr  # the executor's tables are the store's too
+    ledger = tmp_path / "out" / "ledger.parquet"
+    result = cli("data", "export", "--table", "ledger", "--parquet", str(ledger))
+    assert result.returncode == 0, result.stderr
+    columns = duckdb.connect().execute(f"DESCRIBE SELECT * FROM '{ledger}'").fetchall()
+    assert {c[0] for c in columns} >= {"job_id", "kind", "cost_usd"}
 
 
 def test_summary_of_a_missing_store_says_how_to_fill_it(cli: CliRun) -> None:

@@ -1,0 +1,37 @@
+"""The executor's tables in the store: ``jobs`` (one row per supervised job) and ``ledger``
+(its instances, notices, preemptions, migrations, lost work and checkpoints), registered with
+the store so every store this process opens holds them.
+
+Version 1 adds both tables; version 2 records where each job's supervisor runs (``host``,
+``supervisor_pid``) and the process group of the command it runs locally (``worker_pgid``), so
+a job can be cancelled even if its supervisor died.
+"""
+
+from __future__ import annotations
+
+from pricing.store import Schema, register_schema
+
+LEDGER = register_schema(
+    Schema(
+        "ledger",
+        (
+            """
+    CREATE TABLE jobs (job_id VARCHAR PRIMARY KEY, name VARCHAR NOT NULL,
+        command VARCHAR NOT NULL, launcher VARCHAR NOT NULL, started TIMESTAMPTZ NOT NULL,
+        ended TIMESTAMPTZ, status VARCHAR NOT NULL, compute_hours DOUBLE NOT NULL,
+        deadline_hours DOUBLE NOT NULL, on_demand_price DOUBLE NOT NULL,
+        checkpoint_usd_per_gb_month DOUBLE NOT NULL);
+    CREATE TABLE ledger (job_id VARCHAR NOT NULL, seq INTEGER NOT NULL,
+        ts TIMESTAMPTZ NOT NULL, kind VARCHAR NOT NULL, pool VARCHAR, market VARCHAR,
+        hours DOUBLE, price DOUBLE, cost_usd DOUBLE, bytes BIGINT, detail VARCHAR,
+        PRIMARY KEY (job_id, seq));
+    """,
+            """
+    ALTER TABLE jobs ADD COLUMN host VARCHAR;
+    ALTER TABLE jobs ADD COLUMN supervisor_pid INTEGER;
+    ALTER TABLE jobs ADD COLUMN worker_pgid INTEGER;
+    """,
+        ),
+        ("jobs", "ledger"),
+    )
+)
