@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard.screens import jobs, market, plan, policies, risk
+from spotwise.dashboard.screens import jobs, market, plan, policies, risk
 
 
 def main() -> None:

@@ -11,14 +11,14 @@ import duckdb
 import pandas as pd
 import streamlit as st
 
-from executor import ledger
-from policy.bench import last_summary
-from policy.market import pools_from_store
-from policy.plan import Plan, PlanInputs, plan_job
-from pricing import views
-from pricing.errors import PricingError
-from pricing.store import MarketStore
 from spotwise import settings
+from spotwise.executor import ledger
+from spotwise.policy.bench import last_summary
+from spotwise.policy.market import pools_from_store
+from spotwise.policy.plan import Plan, PlanInputs, plan_job
+from spotwise.pricing import views
+from spotwise.pricing.errors import PricingError
+from spotwise.pricing.store import MarketStore
 
 HOW_TO_LOAD = (
     "No market data in the store yet. Load the bundled real data with `spotwise data load` "
@@ -48,7 +48,7 @@ def store_ready() -> bool:
 
 @st.cache_data(ttl=60, show_spinner=False)
 def view(name: str, **kwargs: Any) -> pd.DataFrame:
-    """A :mod:`pricing.views` function's frame (cached for a minute)."""
+    """A :mod:`spotwise.pricing.views` function's frame (cached for a minute)."""
     with _open() as store:
         result: pd.DataFrame = getattr(views, name)(store, **kwargs)
         return result
@@ -98,7 +98,7 @@ def job(job_id: str) -> ledger.JobReport:
 @st.cache_data(show_spinner=False)
 def risk_backtest() -> dict[str, Any]:
     """The risk bench (logistic model) on the bundled 9-zone traces, test from hour 480."""
-    from pricing.forecast.risk_bench import bench_risk
+    from spotwise.pricing.forecast.risk_bench import bench_risk
 
     return bench_risk(
         settings.bundled_traces(),
@@ -115,9 +115,9 @@ def run_policy_bench(
 ) -> dict[str, Any]:
     """``spotwise bench policy`` on the bundled traces with the issue's job (48 h of work in
     60 h, 0.2 h changeover, $0.918 spot, $3.06 on demand); ``_on_progress(share done)``."""
-    from policy.bench import count_jobs, run_bench
-    from policy.job import REFERENCE
-    from policy.traces import load_traces
+    from spotwise.policy.bench import count_jobs, run_bench
+    from spotwise.policy.job import REFERENCE
+    from spotwise.policy.traces import load_traces
 
     traces = load_traces(settings.bundled_traces())
     spec = REFERENCE

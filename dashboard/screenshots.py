@@ -1,6 +1,6 @@
 """Screenshots of every dashboard page in headless Chromium, against a server on 127.0.0.1.
 
-    python -m dashboard.screenshots --out docs/screenshots [--store PATH]
+    python -m spotwise.dashboard.screenshots --out docs/screenshots [--store PATH]
 
 Each page is loaded, the script waits until its main chart is drawn, then saves a PNG.
 """

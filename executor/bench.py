@@ -15,11 +15,11 @@ from typing import Any
 import torch
 from torch import nn
 
-from executor.checkpoint import CheckpointManager
-from executor.example_runs import example_command, reference_run
-from executor.notices import preemption_times
-from executor.replay import run_under_replay
-from policy.traces import load_traces
+from spotwise.executor.checkpoint import CheckpointManager
+from spotwise.executor.example_runs import example_command, reference_run
+from spotwise.executor.notices import preemption_times
+from spotwise.executor.replay import run_under_replay
+from spotwise.policy.traces import load_traces
 from spotwise.progress import Progress
 
 

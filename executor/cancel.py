@@ -16,9 +16,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from executor.errors import ExecutorError
-from pricing.errors import StoreError
-from pricing.store import MarketStore
+from spotwise.executor.errors import ExecutorError
+from spotwise.pricing.errors import StoreError
+from spotwise.pricing.store import MarketStore
 
 
 def _job(store_path: Path, job_id: str) -> dict[str, Any]:

@@ -5,7 +5,7 @@ background thread: tensors of 1 MiB or more get a file each, smaller ones share 
 an incremental save writes only the large tensors whose bytes changed since the last full
 checkpoint (referencing the full one's files for the rest); every ``full_every``-th save is
 full. Each replica commits atomically with a manifest holding a sha256 per file
-(:mod:`executor.storage`); ``latest`` moves only after that. A second save waits for the
+(:mod:`spotwise.executor.storage`); ``latest`` moves only after that. A second save waits for the
 first. ``load()`` verifies every file and falls back to the newest intact copy on any replica.
 """
 
@@ -22,9 +22,9 @@ from typing import Any, Protocol
 
 import torch
 
-from executor.errors import CheckpointError
-from executor.statedict import flatten, tensor_bytes, tensor_from_bytes, unflatten
-from executor.storage import MANIFEST, Replica, open_replica
+from spotwise.executor.errors import CheckpointError
+from spotwise.executor.statedict import flatten, tensor_bytes, tensor_from_bytes, unflatten
+from spotwise.executor.storage import MANIFEST, Replica, open_replica
 
 LARGE_TENSOR_BYTES = 1 << 20
 SMALL_FILE = "small.bin"

@@ -14,15 +14,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from executor.example_runs import example_command, reference_run
-from executor.launchers.local import Replay
-from executor.ledger import JobStatus
-from executor.supervised import SupervisedJob, supervise
-from executor.supervisor import SupervisorConfig
-from policy.client import in_process_for
-from policy.job import REFERENCE
-from policy.schemas import JobTerms
-from policy.traces import TraceSet
+from spotwise.executor.example_runs import example_command, reference_run
+from spotwise.executor.launchers.local import Replay
+from spotwise.executor.ledger import JobStatus
+from spotwise.executor.supervised import SupervisedJob, supervise
+from spotwise.executor.supervisor import SupervisorConfig
+from spotwise.policy.client import in_process_for
+from spotwise.policy.job import REFERENCE
+from spotwise.policy.schemas import JobTerms
+from spotwise.policy.traces import TraceSet
 from spotwise.progress import Progress
 
 DEMO_POOLS = ("us-east-1c_v100_1", "us-east-1d_v100_1", "us-east-1f_v100_1", "us-east-2b_v100_1")

@@ -26,10 +26,10 @@ import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 
-from executor.checkpoint import Checkpoint, SaveStats
-from executor.errors import CheckpointError
-from executor.statedict import flatten, tensor_bytes, tensor_from_bytes, unflatten
-from executor.storage import STEP_FOLDER
+from spotwise.executor.checkpoint import Checkpoint, SaveStats
+from spotwise.executor.errors import CheckpointError
+from spotwise.executor.statedict import flatten, tensor_bytes, tensor_from_bytes, unflatten
+from spotwise.executor.storage import STEP_FOLDER
 
 COMMIT_FILE = ".metadata"
 

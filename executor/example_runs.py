@@ -1,6 +1,6 @@
-"""The bundled example training (``executor.examples.train_mlp``) as the demo and the benches
-run it: its command line, and the uninterrupted reference run that a resumed run must match
-bit for bit."""
+"""The bundled example training (``spotwise.executor.examples.train_mlp``) as the demo and
+the benches run it: its command line, and the uninterrupted reference run that a resumed run
+must match bit for bit."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from executor.errors import ExecutorError
-from executor.replay import ReplayRun, run_under_replay
+from spotwise.executor.errors import ExecutorError
+from spotwise.executor.replay import ReplayRun, run_under_replay
 
 
 def example_command(ckpt: Path | str, *, epochs: int, step_sleep_s: float) -> list[str]:
@@ -19,7 +19,7 @@ def example_command(ckpt: Path | str, *, epochs: int, step_sleep_s: float) -> li
     return [
         sys.executable,
         "-m",
-        "executor.examples.train_mlp",
+        "spotwise.executor.examples.train_mlp",
         "--epochs",
         str(epochs),
         "--step-sleep-s",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from policy.cost import daly_interval
+from spotwise.policy.cost import daly_interval
 
 DEFAULT_MTBF_S = 3600.0
 DEFAULT_INTERVAL_S = 60.0
@@ -23,9 +23,9 @@ def checkpoint_interval_s(
 def forecast_mtbf_s(store_path: str, pool: str) -> float | None:
     """The mean time to preemption (seconds) that ``spotwise forecast run`` last wrote for
     ``pool`` (``provider:zone:instance_type:spot``), or None when there is none."""
-    from pricing.errors import StoreError
-    from pricing.forecast.run import RISK_MODEL
-    from pricing.store import MarketStore
+    from spotwise.pricing.errors import StoreError
+    from spotwise.pricing.forecast.run import RISK_MODEL
+    from spotwise.pricing.store import MarketStore
 
     try:
         store = MarketStore.open(store_path, read_only=True)

@@ -15,10 +15,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import executor.ledger_schema  # noqa: F401  (the store holds the executor's tables)
-from policy.cost import StorageTerms
-from pricing.errors import StoreError
-from pricing.store import MarketStore
+import spotwise.executor.ledger_schema  # noqa: F401  (the store holds the executor's tables)
+from spotwise.policy.cost import StorageTerms
+from spotwise.pricing.errors import StoreError
+from spotwise.pricing.store import MarketStore
 
 
 class EntryKind(enum.StrEnum):

@@ -9,7 +9,7 @@ a job can be cancelled even if its supervisor died.
 
 from __future__ import annotations
 
-from pricing.store import Schema, register_schema
+from spotwise.pricing.store import Schema, register_schema
 
 LEDGER = register_schema(
     Schema(

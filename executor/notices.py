@@ -22,8 +22,8 @@ from datetime import datetime
 from types import FrameType
 from typing import TYPE_CHECKING, Literal
 
-from executor.clock import SYSTEM_CLOCK, Clock
-from executor.errors import ExecutorError
+from spotwise.executor.clock import SYSTEM_CLOCK, Clock
+from spotwise.executor.errors import ExecutorError
 
 if TYPE_CHECKING:
     from spotwise.environment import Settings

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from executor.errors import PREEMPTED_EXIT_CODE, ExecutorError
+from spotwise.executor.errors import PREEMPTED_EXIT_CODE, ExecutorError
 
 
 @dataclass(slots=True)

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from executor.errors import CheckpointError
+from spotwise.executor.errors import CheckpointError
 
 
 def flatten(state: Any) -> tuple[Any, dict[str, torch.Tensor]]:

@@ -8,11 +8,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from executor.launchers.base import Launcher
-from executor.ledger import JobInfo, JobReport, Ledger, job_report
-from executor.supervisor import ClientFor, Supervisor, SupervisorConfig
-from policy.client import HttpClient, PolicyClient, in_process_for
-from pricing.store import MarketStore
+from spotwise.executor.launchers.base import Launcher
+from spotwise.executor.ledger import JobInfo, JobReport, Ledger, job_report
+from spotwise.executor.supervisor import ClientFor, Supervisor, SupervisorConfig
+from spotwise.policy.client import HttpClient, PolicyClient, in_process_for
+from spotwise.pricing.store import MarketStore
 from spotwise.progress import Progress
 
 

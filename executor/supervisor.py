@@ -27,18 +27,18 @@ from types import FrameType
 
 import numpy as np
 
-from executor.clock import SYSTEM_CLOCK, Clock
-from executor.errors import (
+from spotwise.executor.clock import SYSTEM_CLOCK, Clock
+from spotwise.executor.errors import (
     PREEMPTED_EXIT_CODE,
     Cancelled,
     ExecutorError,
     LaunchError,
     NoCapacity,
 )
-from executor.launchers.base import Instance, Launcher, Placement
-from executor.ledger import EntryKind, JobStatus, Ledger
-from policy.client import PolicyClient
-from policy.schemas import DecisionRequest, IdleState, JobTerms, PoolNow
+from spotwise.executor.launchers.base import Instance, Launcher, Placement
+from spotwise.executor.ledger import EntryKind, JobStatus, Ledger
+from spotwise.policy.client import PolicyClient
+from spotwise.policy.schemas import DecisionRequest, IdleState, JobTerms, PoolNow
 from spotwise.progress import Progress
 
 ClientFor = Callable[[np.ndarray, int, tuple[str, ...]], PolicyClient]

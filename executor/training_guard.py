@@ -26,14 +26,14 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader
 
-from executor.checkpoint import Checkpointer, CheckpointManager
-from executor.clock import SYSTEM_CLOCK, Clock
-from executor.data import ResumableBatches
-from executor.distributed import DistributedCheckpointer
-from executor.errors import CheckpointError, Preempted
-from executor.heartbeat import Heartbeat
-from executor.interval import checkpoint_interval_s, forecast_mtbf_s
-from executor.notices import NoticeSource, NoticeWatcher, SigtermSource, sources_from_env
+from spotwise.executor.checkpoint import Checkpointer, CheckpointManager
+from spotwise.executor.clock import SYSTEM_CLOCK, Clock
+from spotwise.executor.data import ResumableBatches
+from spotwise.executor.distributed import DistributedCheckpointer
+from spotwise.executor.errors import CheckpointError, Preempted
+from spotwise.executor.heartbeat import Heartbeat
+from spotwise.executor.interval import checkpoint_interval_s, forecast_mtbf_s
+from spotwise.executor.notices import NoticeSource, NoticeWatcher, SigtermSource, sources_from_env
 from spotwise.settings import current
 
 

@@ -9,6 +9,6 @@ the API and the executor all use it.
 
 from __future__ import annotations
 
-from policy.registry import load, names
+from spotwise.policy.registry import load, names
 
 __all__ = ["load", "names"]

@@ -13,9 +13,16 @@ from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from policy.errors import PolicyError
-from policy.schemas import Decision, DecisionRequest, Health, JobTerms, PoolForecast, PoolRank
-from policy.service import DecisionService, RequestError
+from spotwise.policy.errors import PolicyError
+from spotwise.policy.schemas import (
+    Decision,
+    DecisionRequest,
+    Health,
+    JobTerms,
+    PoolForecast,
+    PoolRank,
+)
+from spotwise.policy.service import DecisionService, RequestError
 
 MAX_BODY_BYTES = 64 * 1024
 """Largest request body accepted (a decision over 64 pools is about 5 KB)."""
@@ -174,8 +181,8 @@ def app_from_env() -> FastAPI:
     """The app as ``spotwise serve`` configures it through the environment (uvicorn factory):
     ``SPOTWISE_API_TRACES`` (a trace folder), ``SPOTWISE_API_MODELS`` (the learned models'
     folder, read once here) and ``SPOTWISE_API_TOKEN``."""
-    from policy.rl.catalog import ModelCatalog, shipped_models
-    from policy.traces import load_traces
+    from spotwise.policy.rl.catalog import ModelCatalog, shipped_models
+    from spotwise.policy.traces import load_traces
     from spotwise.settings import current
 
     settings = current()

@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-import policy
-from policy.job import JobSpec
-from policy.simulate import CheckpointMode, JobResult, job_starts, simulate
-from policy.traces import TraceSet
+from spotwise import policy
+from spotwise.policy.job import JobSpec
+from spotwise.policy.simulate import CheckpointMode, JobResult, job_starts, simulate
+from spotwise.policy.traces import TraceSet
 
 if TYPE_CHECKING:
-    from policy.rl.catalog import ModelCatalog
+    from spotwise.policy.rl.catalog import ModelCatalog
 
 ZonesMode = Literal["single", "multi"]
 

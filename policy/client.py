@@ -7,9 +7,9 @@ from typing import Protocol
 import httpx
 import numpy as np
 
-from policy.schemas import Decision, DecisionRequest, JobTerms, PoolForecast, PoolRank
-from policy.service import DecisionService, RequestError
-from policy.traces import Pool, TraceSet
+from spotwise.policy.schemas import Decision, DecisionRequest, JobTerms, PoolForecast, PoolRank
+from spotwise.policy.service import DecisionService, RequestError
+from spotwise.policy.traces import Pool, TraceSet
 
 
 class PolicyClient(Protocol):

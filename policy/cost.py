@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from policy.errors import PolicyError
+from spotwise.policy.errors import PolicyError
 
 HOURS_PER_MONTH = 730.0
 

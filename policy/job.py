@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from policy.errors import PolicyError
+from spotwise.policy.errors import PolicyError
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -16,8 +16,8 @@ from typing import Any
 
 import pandas as pd
 
-from policy.cost import HOURS_PER_MONTH
-from pricing.store import MarketStore
+from spotwise.policy.cost import HOURS_PER_MONTH
+from spotwise.pricing.store import MarketStore
 
 BAND_MID_FREQUENCY = {0: 0.025, 1: 0.075, 2: 0.125, 3: 0.175, 4: 0.25}
 """Mid interruption frequency (per month) of each Spot Advisor band."""

@@ -1,8 +1,8 @@
 """Planning a job: which pools, what market mix, which checkpoint interval, at what cost.
 
 For each pool the expected spot run comes from Daly's model with the pool's MTBF (see
-:mod:`policy.cost`). When the expected spot run would overrun the deadline, the plan mixes in
-on-demand: spot runs for as long as the deadline allows and on-demand does the rest.
+:mod:`spotwise.policy.cost`). When the expected spot run would overrun the deadline, the plan
+mixes in on-demand: spot runs for as long as the deadline allows and on-demand does the rest.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from policy.cost import CostBreakdown, StorageTerms, expected_spot_cost, expected_spot_run
-from policy.errors import PolicyError
-from policy.market import PoolTerms
+from spotwise.policy.cost import CostBreakdown, StorageTerms, expected_spot_cost, expected_spot_run
+from spotwise.policy.errors import PolicyError
+from spotwise.policy.market import PoolTerms
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -11,11 +11,11 @@ import importlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from policy.errors import UnknownPolicy
+from spotwise.policy.errors import UnknownPolicy
 
 if TYPE_CHECKING:
-    from policy.policies.base import Policy
-    from policy.rl.catalog import ModelCatalog
+    from spotwise.policy.policies.base import Policy
+    from spotwise.policy.rl.catalog import ModelCatalog
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,15 +47,15 @@ def register(name: str, entry_point: str, *, reads_future: bool = False) -> None
     SPECS[name] = PolicySpec(name, entry_point, reads_future)
 
 
-register("on_demand", "policy.policies.on_demand:OnDemand")
-register("greedy", "policy.policies.greedy:Greedy")
-register("uniform_progress", "policy.policies.uniform_progress:UniformProgress")
-register("risk_aware", "policy.policies.risk_aware:RiskAware")
-register("omniscient", "policy.policies.omniscient:Omniscient", reads_future=True)
+register("on_demand", "spotwise.policy.policies.on_demand:OnDemand")
+register("greedy", "spotwise.policy.policies.greedy:Greedy")
+register("uniform_progress", "spotwise.policy.policies.uniform_progress:UniformProgress")
+register("risk_aware", "spotwise.policy.policies.risk_aware:RiskAware")
+register("omniscient", "spotwise.policy.policies.omniscient:Omniscient", reads_future=True)
 
 
 def _catalog(models: ModelCatalog | None) -> ModelCatalog:
-    from policy.rl.catalog import shipped_models
+    from spotwise.policy.rl.catalog import shipped_models
 
     return models or shipped_models()
 

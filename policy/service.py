@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-import policy
-from policy.errors import PolicyError
-from policy.hazard import AvailabilityHazard
-from policy.job import JobSpec
-from policy.market import PoolTerms
-from policy.plan import PlanInputs, plan_pool
-from policy.policies.base import (
+from spotwise import policy
+from spotwise.policy.errors import PolicyError
+from spotwise.policy.hazard import AvailabilityHazard
+from spotwise.policy.job import JobSpec
+from spotwise.policy.market import PoolTerms
+from spotwise.policy.plan import PlanInputs, plan_pool
+from spotwise.policy.policies.base import (
     NONE,
     ON_DEMAND,
     SPOT0,
@@ -31,8 +31,8 @@ from policy.policies.base import (
     Observation,
     spot,
 )
-from policy.policies.rules import slack_exhausted, slack_ticks
-from policy.schemas import (
+from spotwise.policy.policies.rules import slack_exhausted, slack_ticks
+from spotwise.policy.schemas import (
     Decision,
     DecisionRequest,
     JobTerms,
@@ -40,10 +40,10 @@ from policy.schemas import (
     PoolNow,
     PoolRank,
 )
-from policy.traces import Pool, TraceSet
+from spotwise.policy.traces import Pool, TraceSet
 
 if TYPE_CHECKING:
-    from policy.rl.catalog import ModelCatalog
+    from spotwise.policy.rl.catalog import ModelCatalog
 
 HISTORY_HOURS = 240.0
 """History each decision fits on: ten half-lives of the risk forecast."""
@@ -67,7 +67,7 @@ class DecisionService:
     """
 
     def __init__(self, history: TraceSet, models: ModelCatalog | None = None) -> None:
-        from policy.rl.catalog import shipped_models
+        from spotwise.policy.rl.catalog import shipped_models
 
         self.history = history
         self.models = models or shipped_models()

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from policy.job import JobSpec
-from policy.policies.base import NONE, ON_DEMAND, SPOT0, JobContext, Observation, Policy
-from policy.traces import TraceSet
+from spotwise.policy.job import JobSpec
+from spotwise.policy.policies.base import NONE, ON_DEMAND, SPOT0, JobContext, Observation, Policy
+from spotwise.policy.traces import TraceSet
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from policy.errors import TraceError
-from pricing.errors import InputError
-from pricing.sources.traces import read_cbl_json
+from spotwise.policy.errors import TraceError
+from spotwise.pricing.errors import InputError
+from spotwise.pricing.sources.traces import read_cbl_json
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

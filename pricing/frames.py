@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from pricing.errors import InputError
+from spotwise.pricing.errors import InputError
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from pricing.errors import InputError
-from pricing.sources import FileFormat, Parsed, advisor, aws, gcp, traces
-from pricing.sources.tabular import unreadable
-from pricing.store import MarketStore
+from spotwise.pricing.errors import InputError
+from spotwise.pricing.sources import FileFormat, Parsed, advisor, aws, gcp, traces
+from spotwise.pricing.sources.tabular import unreadable
+from spotwise.pricing.store import MarketStore
 
 FORMATS: dict[str, FileFormat] = {
     f.name: f for f in (*traces.FORMATS, *aws.FORMATS, *gcp.FORMATS, *advisor.FORMATS)

@@ -2,7 +2,7 @@
 
 Schema changes are numbered migrations applied in order inside a transaction; the file
 records its version, and a store newer than this code is refused. Writes are idempotent
-upserts keyed by each frame's key (:data:`pricing.frames.SPECS`): writing the same rows
+upserts keyed by each frame's key (:data:`spotwise.pricing.frames.SPECS`): writing the same rows
 twice changes nothing, and a changed value replaces the old one. One call to
 :meth:`MarketStore.upsert` is one transaction: all of its frames land, or none. pandas is
 imported when rows go in or come out as frames; opening and summarising a store do without.
@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from pricing.errors import StoreError
-from pricing.frames import SPECS
+from spotwise.pricing.errors import StoreError
+from spotwise.pricing.frames import SPECS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -85,7 +85,7 @@ MARKET = register_schema(
     )
 )
 TABLES = MARKET.tables
-"""The market tables (the data contracts of :mod:`pricing.frames`)."""
+"""The market tables (the data contracts of :mod:`spotwise.pricing.frames`)."""
 
 
 def _from_one_version(version: int) -> dict[str, int]:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pandas as pd
 
-from pricing.store import MarketStore
+from spotwise.pricing.store import MarketStore
 
 
 def is_empty(store: MarketStore) -> bool:

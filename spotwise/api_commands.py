@@ -15,8 +15,6 @@ from typing import Annotated
 
 import typer
 
-from policy.errors import PolicyError
-from policy.job import REFERENCE, JobSpec
 from spotwise import settings
 from spotwise.console import (
     ChangeoverHours,
@@ -29,6 +27,8 @@ from spotwise.console import (
     fail,
     out,
 )
+from spotwise.policy.errors import PolicyError
+from spotwise.policy.job import REFERENCE, JobSpec
 
 policy_app = typer.Typer(help="Learned policies.", no_args_is_help=True)
 
@@ -82,8 +82,8 @@ def serve(
     """Serve the policy API (decisions, pool ranking, risk forecasts) with uvicorn."""
     import uvicorn
 
-    from policy.rl.catalog import ModelCatalog
-    from policy.traces import load_traces
+    from spotwise.policy.rl.catalog import ModelCatalog
+    from spotwise.policy.traces import load_traces
 
     token = _token(token_file)
     if host not in LOOPBACK and token is None:
@@ -109,7 +109,7 @@ def serve(
         os.environ.pop("SPOTWISE_API_TOKEN", None)
     err.print(f"policy API on http://{host}:{port} (docs at /docs, auth: {bool(token)})")
     uvicorn.run(
-        "policy.api:app_from_env",
+        "spotwise.policy.api:app_from_env",
         factory=True,
         host=host,
         port=port,
@@ -134,8 +134,8 @@ def bench_api(
     """Start the API on 127.0.0.1 and load it with decision requests at a fixed rate."""
     import httpx
 
-    from policy.loadtest import decision_bodies, load_test
-    from policy.traces import load_traces
+    from spotwise.policy.loadtest import decision_bodies, load_test
+    from spotwise.policy.traces import load_traces
 
     folder = _traces_folder(traces)
     try:
@@ -213,8 +213,8 @@ def train(
     progress: Annotated[bool, typer.Option("--progress/--no-progress")] = True,
 ) -> None:
     """Train a learned policy on the traces' past (progress bar; TensorBoard logs in --out)."""
-    from policy.rl.train import train_ppo
-    from policy.traces import load_traces
+    from spotwise.policy.rl.train import train_ppo
+    from spotwise.policy.traces import load_traces
 
     if algo != "ppo":
         fail(f"--algo {algo!r} is not supported; use ppo")

@@ -14,11 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-import executor.ledger_schema  # noqa: F401  (every store the CLI opens holds the ledger too)
-from executor.errors import ExecutorError
-from policy.errors import PolicyError
-from pricing.errors import PricingError
-from pricing.store import exportable_tables
+import spotwise.executor.ledger_schema  # noqa: F401  (every store the CLI opens holds the ledger too)
 from spotwise import (
     api_commands,
     dashboard_command,
@@ -29,12 +25,16 @@ from spotwise import (
     startup_bench,
 )
 from spotwise.console import StoreOption, err, fail, open_store, out
+from spotwise.executor.errors import ExecutorError
+from spotwise.policy.errors import PolicyError
+from spotwise.pricing.errors import PricingError
+from spotwise.pricing.store import exportable_tables
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from pricing.ingest import LoadReport
-    from pricing.store import MarketStore
+    from spotwise.pricing.ingest import LoadReport
+    from spotwise.pricing.store import MarketStore
 
 app = typer.Typer(
     help="Spotwise: train ML models cheaply and safely on spot GPUs.",
@@ -89,7 +89,7 @@ def data_load(
 def _load(market: MarketStore, paths: list[Path], format_name: str | None) -> LoadReport:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from pricing.ingest import discover, load_paths
+    from spotwise.pricing.ingest import discover, load_paths
 
     try:
         n_files = len(discover(paths)[0])
@@ -234,8 +234,8 @@ def collect_aws_command(
     from botocore.exceptions import BotoCoreError, ClientError
     from rich.progress import Progress, TextColumn
 
-    from pricing.sources.advisor import ADVISOR_URL
-    from pricing.sources.aws import collect_into
+    from spotwise.pricing.sources.advisor import ADVISOR_URL
+    from spotwise.pricing.sources.aws import collect_into
 
     start = _parse_since(since)
     types = [t.strip() for t in instance_types.split(",") if t.strip()]
@@ -297,9 +297,9 @@ def demo(
     """The main job end to end: load the bundled data, fit forecasts, plan a job, then train
     the example under the supervisor on replayed real V100 traces (preemptions, a migration,
     bit-exact resume) and print the cost report."""
-    from executor.demo import run_example
-    from policy.traces import load_traces
-    from pricing.forecast.run import run_forecasts
+    from spotwise.executor.demo import run_example
+    from spotwise.policy.traces import load_traces
+    from spotwise.pricing.forecast.run import run_forecasts
     from spotwise.run_commands import _print_report
 
     def step(message: str) -> None:
@@ -336,8 +336,8 @@ def demo(
 
 def _print_plan(market: MarketStore) -> None:
     """The planner's pick for the demo's kind of job (a V100 instance, p3.2xlarge)."""
-    from policy.market import pools_from_store
-    from policy.plan import PlanInputs, plan_job
+    from spotwise.policy.market import pools_from_store
+    from spotwise.policy.plan import PlanInputs, plan_job
 
     pools = pools_from_store(market, "p3.2xlarge", "aws", None)
     if not pools:

@@ -12,9 +12,9 @@ from typing import Annotated, NoReturn
 import typer
 from rich.console import Console
 
-from pricing.errors import PricingError
-from pricing.store import MarketStore
 from spotwise import settings
+from spotwise.pricing.errors import PricingError
+from spotwise.pricing.store import MarketStore
 
 err = Console(stderr=True)
 # Piped output gets wide tables rather than truncated cells.

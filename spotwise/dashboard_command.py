@@ -12,7 +12,7 @@ import typer
 from spotwise import settings
 from spotwise.console import StoreOption, err
 
-APP = Path(__file__).resolve().parent.parent / "dashboard" / "app.py"
+APP = Path(__file__).parent / "dashboard" / "app.py"
 
 
 def dashboard(

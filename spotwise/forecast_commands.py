@@ -10,10 +10,10 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from pricing.errors import PricingError
-from pricing.forecast.risk import RISK_MODELS
 from spotwise import settings
 from spotwise.console import StoreOption, err, fail, open_store, out
+from spotwise.pricing.errors import PricingError
+from spotwise.pricing.forecast.risk import RISK_MODELS
 
 
 def bench_risk_command(
@@ -53,7 +53,7 @@ def bench_risk_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Backtest preemption-risk models: AUC and Brier against climatology and persistence."""
-    from pricing.forecast.risk_bench import bench_risk
+    from spotwise.pricing.forecast.risk_bench import bench_risk
 
     names = [m.strip() for m in models.split(",") if m.strip()]
     unknown = [m for m in names if m not in RISK_MODELS]
@@ -112,8 +112,8 @@ def bench_price_command(
     """Backtest price forecasters: MASE against the last value and 90 % interval coverage."""
     import pandas as pd
 
-    from pricing.errors import PricingError
-    from pricing.forecast.price_bench import bench_price
+    from spotwise.pricing.errors import PricingError
+    from spotwise.pricing.forecast.price_bench import bench_price
 
     try:
         start = pd.Timestamp(test_from)
@@ -159,7 +159,7 @@ def forecast_run(
     store: StoreOption = None,
 ) -> None:
     """Forecast every price series and the preemption risk of every traced pool."""
-    from pricing.forecast.run import run_forecasts
+    from spotwise.pricing.forecast.run import run_forecasts
 
     with open_store(store) as market:
         report = run_forecasts(
@@ -191,7 +191,7 @@ def forecast_schedule(
     """Collect and forecast on a schedule in the foreground; Ctrl-C or SIGTERM stops it."""
     import logging
 
-    from pricing.jobs import parse_every, run_schedule
+    from spotwise.pricing.jobs import parse_every, run_schedule
 
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr
@@ -203,9 +203,9 @@ def forecast_schedule(
     regions = list(collect_region or [])
 
     def job() -> str:
-        from pricing.forecast.run import run_forecasts
-        from pricing.sources.aws import collect_into
-        from pricing.store import MarketStore
+        from spotwise.pricing.forecast.run import run_forecasts
+        from spotwise.pricing.sources.aws import collect_into
+        from spotwise.pricing.store import MarketStore
 
         market = MarketStore.open(settings.store_path(store))
         try:

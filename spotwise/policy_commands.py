@@ -10,8 +10,6 @@ from typing import Annotated, Literal
 import typer
 from rich.table import Table
 
-from policy.errors import PolicyError
-from policy.job import REFERENCE, JobSpec
 from spotwise import settings
 from spotwise.console import (
     ChangeoverHours,
@@ -28,6 +26,8 @@ from spotwise.console import (
     out,
     positive,
 )
+from spotwise.policy.errors import PolicyError
+from spotwise.policy.job import REFERENCE, JobSpec
 
 bench_app = typer.Typer(help="Benchmarks that print JSON.", no_args_is_help=True)
 
@@ -107,9 +107,9 @@ def bench_policy(
     """Simulate policies on real traces; cost ratio = cost / on-demand cost of the job."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from policy.bench import count_jobs, plot_bench, run_bench, save_summary
-    from policy.simulate import CheckpointMode
-    from policy.traces import load_traces
+    from spotwise.policy.bench import count_jobs, plot_bench, run_bench, save_summary
+    from spotwise.policy.simulate import CheckpointMode
+    from spotwise.policy.traces import load_traces
 
     if zones not in ("single", "multi"):
         fail(f"--zones must be single or multi, got {zones!r}")
@@ -127,7 +127,7 @@ def bench_policy(
         trace_set = load_traces(folder, pools)
         catalog = None
         if models is not None:
-            from policy.rl.catalog import ModelCatalog
+            from spotwise.policy.rl.catalog import ModelCatalog
 
             catalog = ModelCatalog(models)
         checkpoint = (
@@ -228,8 +228,8 @@ def plan(
     store: StoreOption = None,
 ) -> None:
     """Recommend pools, market mix and checkpoint interval, with the cost against on-demand."""
-    from policy.market import pools_from_store
-    from policy.plan import PlanInputs, plan_job
+    from spotwise.policy.market import pools_from_store
+    from spotwise.policy.plan import PlanInputs, plan_job
 
     if provider not in ("aws", "gcp", "all"):
         fail(f"--provider must be aws, gcp or all, got {provider!r}")
@@ -322,7 +322,7 @@ def bench_checkpoint_command(
 ) -> None:
     """torch.save against Spotwise's checkpoints on the same state: stall, notice-to-durable,
     restore, incremental bytes."""
-    from executor.bench import bench_checkpoint
+    from spotwise.executor.bench import bench_checkpoint
 
     result = bench_checkpoint(size_mb, folder, progress=lambda m: err.print(f"… {m}"))
     _print_result(result, as_json)
@@ -337,7 +337,7 @@ def bench_resume_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """The example training uninterrupted and under a replayed real preemption trace."""
-    from executor.bench import bench_resume
+    from spotwise.executor.bench import bench_resume
 
     result = bench_resume(
         settings.bundled_data_dir(),

@@ -11,10 +11,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from executor.errors import Cancelled, ExecutorError
-from policy.errors import PolicyError
-from policy.job import REFERENCE
-from pricing.errors import PricingError
 from spotwise import settings
 from spotwise.console import (
     ComputeHours,
@@ -27,6 +23,10 @@ from spotwise.console import (
     open_store,
     out,
 )
+from spotwise.executor.errors import Cancelled, ExecutorError
+from spotwise.policy.errors import PolicyError
+from spotwise.policy.job import REFERENCE
+from spotwise.pricing.errors import PricingError
 
 if TYPE_CHECKING:
     pass
@@ -124,12 +124,12 @@ def run(
 ) -> None:
     """Run COMMAND to completion across preemptions: ask the policy where, launch, forward
     notices, relaunch, move early on high risk, fall back to on-demand; log it to the ledger."""
-    from executor.launchers.registry import LAUNCHERS, LaunchSettings
-    from executor.launchers.torchrun import Elastic
-    from executor.ledger import job_report
-    from executor.supervised import client_factory, supervise
-    from executor.supervisor import SupervisorConfig
-    from policy.schemas import JobTerms
+    from spotwise.executor.launchers.registry import LAUNCHERS, LaunchSettings
+    from spotwise.executor.launchers.torchrun import Elastic
+    from spotwise.executor.ledger import job_report
+    from spotwise.executor.supervised import client_factory, supervise
+    from spotwise.executor.supervisor import SupervisorConfig
+    from spotwise.policy.schemas import JobTerms
 
     kind = LAUNCHERS.get(launcher)
     if kind is None:
@@ -240,7 +240,7 @@ def jobs_list(
     as_json: Annotated[bool, typer.Option("--json")] = False, store: StoreOption = None
 ) -> None:
     """Every supervised job: status, cost so far, preemptions, migrations."""
-    from executor.ledger import list_jobs
+    from spotwise.executor.ledger import list_jobs
 
     missing = not settings.store_path(store).exists()
     with open_store(store, read_only=missing) as market:  # (writable: migrates an old store)
@@ -275,7 +275,7 @@ def jobs_cancel(
 ) -> None:
     """Cancel a running job: its supervisor passes a notice, waits for the checkpoint, stops
     the job and everything it runs (cloud instances too), and records it cancelled."""
-    from executor.cancel import cancel_job
+    from spotwise.executor.cancel import cancel_job
 
     with open_store(store) as market:
         path = market.path
@@ -293,7 +293,7 @@ def jobs_show(
     store: StoreOption = None,
 ) -> None:
     """One job's cost so far, savings against on-demand and cost breakdown."""
-    from executor.ledger import job_report
+    from spotwise.executor.ledger import job_report
 
     missing = not settings.store_path(store).exists()
     with open_store(store, read_only=missing) as market:

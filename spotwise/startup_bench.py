@@ -45,7 +45,7 @@ def measure(args: tuple[str, ...], env: dict[str, str]) -> tuple[float, float]:
 def startup_bench(store: Path, repeats: int) -> dict[str, object]:
     """Median seconds and peak MB per command, and the heavy libraries ``spotwise.cli``
     imports (none expected)."""
-    from pricing.store import MarketStore
+    from spotwise.pricing.store import MarketStore
 
     MarketStore.open(store).close()  # `data summary` needs a store (an empty one is fine)
     env = {**os.environ, "SPOTWISE_STORE": str(store)}

@@ -7,7 +7,7 @@ from dataclasses import asdict
 import pandas as pd
 import streamlit as st
 
-from dashboard import charts, data
+from spotwise.dashboard import charts, data
 
 
 def render() -> None:

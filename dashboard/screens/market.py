@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import charts, data
+from spotwise.dashboard import charts, data
 
 ALL = "all"
 

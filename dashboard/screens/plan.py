@@ -5,10 +5,10 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from dashboard import charts, data
-from policy.cost import StorageTerms
-from policy.errors import PolicyError
-from policy.plan import PlanInputs
+from spotwise.dashboard import charts, data
+from spotwise.policy.cost import StorageTerms
+from spotwise.policy.errors import PolicyError
+from spotwise.policy.plan import PlanInputs
 
 
 def render() -> None:

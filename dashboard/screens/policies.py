@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-import policy
-from dashboard import charts, data
+from spotwise import policy
+from spotwise.dashboard import charts, data
 
 
 def render() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import charts, data
+from spotwise.dashboard import charts, data
 
 
 def render() -> None:

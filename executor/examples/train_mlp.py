@@ -6,8 +6,8 @@ AdamW, a OneCycle LR schedule, a GradScaler and a shuffling DataLoader, all unde
 ``done``) and, when finished, writes ``--out`` with a sha256 of the final model and optimizer
 state, so runs can be compared bit for bit.
 
-    python -m executor.examples.train_mlp --ckpt /tmp/ckpt --epochs 3 --out result.json
-    torchrun --nproc-per-node 2 -m executor.examples.train_mlp --ckpt /shared/ckpt
+    python -m spotwise.executor.examples.train_mlp --ckpt /tmp/ckpt --epochs 3 --out result.json
+    torchrun --nproc-per-node 2 -m spotwise.executor.examples.train_mlp --ckpt /shared/ckpt
 
 Under torchrun it trains data-parallel (DDP over gloo) and checkpoints through
 torch.distributed.checkpoint.
@@ -31,9 +31,9 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
-from executor.errors import Preempted
-from executor.statedict import flatten, tensor_bytes
-from executor.training_guard import Guard, guard
+from spotwise.executor.errors import Preempted
+from spotwise.executor.statedict import flatten, tensor_bytes
+from spotwise.executor.training_guard import Guard, guard
 
 # dist.set_timeout is public in recent torch; older releases (>= 2.3) have the private name.
 set_timeout = getattr(dist, "set_timeout", None) or dist.distributed_c10d._set_pg_timeout

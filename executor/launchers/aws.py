@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 from botocore.exceptions import ClientError
 
-from executor.clock import SYSTEM_CLOCK, Clock
-from executor.errors import PREEMPTED_EXIT_CODE, ExecutorError, NoCapacity
-from executor.launchers.base import Placement, Preemption
+from spotwise.executor.clock import SYSTEM_CLOCK, Clock
+from spotwise.executor.errors import PREEMPTED_EXIT_CODE, ExecutorError, NoCapacity
+from spotwise.executor.launchers.base import Placement, Preemption
 
 CAPACITY_ERRORS = {
     "InsufficientInstanceCapacity",

@@ -25,12 +25,12 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from executor.clock import SYSTEM_CLOCK, Clock
-from executor.errors import LaunchError
-from executor.heartbeat import HEARTBEAT_ENV, last_step, seconds_quiet
-from executor.launchers.base import Placement, Preemption
-from policy.schemas import JobTerms
-from policy.traces import TraceSet
+from spotwise.executor.clock import SYSTEM_CLOCK, Clock
+from spotwise.executor.errors import LaunchError
+from spotwise.executor.heartbeat import HEARTBEAT_ENV, last_step, seconds_quiet
+from spotwise.executor.launchers.base import Placement, Preemption
+from spotwise.policy.schemas import JobTerms
+from spotwise.policy.traces import TraceSet
 
 
 class LocalInstance:

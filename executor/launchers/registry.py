@@ -9,10 +9,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from executor.errors import ExecutorError
-from executor.launchers.base import Launcher
-from executor.launchers.torchrun import Elastic, torchrun_command
-from policy.schemas import JobTerms
+from spotwise.executor.errors import ExecutorError
+from spotwise.executor.launchers.base import Launcher
+from spotwise.executor.launchers.torchrun import Elastic, torchrun_command
+from spotwise.policy.schemas import JobTerms
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -45,8 +45,8 @@ class LauncherKind:
 
 
 def _replay(settings: LaunchSettings) -> Launcher:
-    from executor.launchers.local import Replay
-    from policy.traces import load_traces
+    from spotwise.executor.launchers.local import Replay
+    from spotwise.policy.traces import load_traces
 
     if settings.traces is None:
         raise ExecutorError("the local launcher needs traces to replay (--traces)")
@@ -60,7 +60,7 @@ def _replay(settings: LaunchSettings) -> Launcher:
 def _aws(settings: LaunchSettings) -> Launcher:
     import boto3
 
-    from executor.launchers.aws import AwsLauncher
+    from spotwise.executor.launchers.aws import AwsLauncher
 
     if not settings.image_id or not settings.bucket:
         raise ExecutorError(

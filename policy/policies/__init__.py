@@ -1,1 +1,1 @@
-"""Built-in policies (registered by name in :mod:`policy.registry`)."""
+"""Built-in policies (registered by name in :mod:`spotwise.policy.registry`)."""

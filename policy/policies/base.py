@@ -1,7 +1,7 @@
 """The policy interface: every policy sees the present tick and the past, and picks an action.
 
 Actions are small ints: :data:`NONE` (wait), :data:`ON_DEMAND`, or ``spot(z)`` for spot in
-pool ``z``. Policies are registered by name in :mod:`policy.registry` and built with
+pool ``z``. Policies are registered by name in :mod:`spotwise.policy.registry` and built with
 :func:`policy.load`.
 """
 
@@ -13,8 +13,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from policy.job import JobTicks
-from policy.traces import Pool
+from spotwise.policy.job import JobTicks
+from spotwise.policy.traces import Pool
 
 NONE = 0
 ON_DEMAND = 1

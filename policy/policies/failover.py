@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from policy.policies.base import NONE, JobContext, Observation, spot
+from spotwise.policy.policies.base import NONE, JobContext, Observation, spot
 
 
 class FailoverChooser:

@@ -16,8 +16,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from policy.errors import PolicyError
-from policy.policies.base import NONE, SPOT0, Action, JobContext, Observation, Policy
+from spotwise.policy.errors import PolicyError
+from spotwise.policy.policies.base import NONE, SPOT0, Action, JobContext, Observation, Policy
 
 CONTINUE, WAIT = 0, 1
 """Decision codes; 2 + s means 'change to instance s'."""

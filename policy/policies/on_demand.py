@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from policy.policies.base import RUN_ON_DEMAND, Action, JobContext, Observation, Policy
+from spotwise.policy.policies.base import RUN_ON_DEMAND, Action, JobContext, Observation, Policy
 
 
 class OnDemand(Policy):

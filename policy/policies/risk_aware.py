@@ -2,8 +2,8 @@
 on-demand for the work the forecast says spot will not cover, and a checkpoint interval from the
 forecast hazard.
 
-Every pool has a preemption-risk forecast (:class:`policy.hazard.MarketForecast`): the expected
-remaining spot run given how long the pool has been up, fitted on the pool's past only.
+Every pool has a preemption-risk forecast (:class:`spotwise.policy.hazard.MarketForecast`): the
+expected remaining spot run given how long the pool has been up, fitted on the pool's past only.
 The rules, safety net first:
 
 1. Not on spot and slack <= 2 changeovers: on-demand to the end (the deadline is never missed).
@@ -31,9 +31,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from policy.hazard import MarketForecast
-from policy.policies.base import NONE, ON_DEMAND, SPOT0, Action, JobContext, Observation, Policy
-from policy.policies.rules import Guardrails, slack_ticks
+from spotwise.policy.hazard import MarketForecast
+from spotwise.policy.policies.base import (
+    NONE,
+    ON_DEMAND,
+    SPOT0,
+    Action,
+    JobContext,
+    Observation,
+    Policy,
+)
+from spotwise.policy.policies.rules import Guardrails, slack_ticks
 
 
 @dataclass(frozen=True, slots=True)

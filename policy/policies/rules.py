@@ -12,7 +12,7 @@ choose only where it leaves them free.
 
 from __future__ import annotations
 
-from policy.policies.base import ON_DEMAND, SPOT0, JobContext, Observation
+from spotwise.policy.policies.base import ON_DEMAND, SPOT0, JobContext, Observation
 
 
 def slack_ticks(obs: Observation, context: JobContext) -> float:

@@ -9,9 +9,9 @@ available pool with the best availability so far.
 
 from __future__ import annotations
 
-from policy.policies.base import NONE, ON_DEMAND, Action, JobContext, Observation, Policy
-from policy.policies.failover import FailoverChooser
-from policy.policies.rules import Guardrails
+from spotwise.policy.policies.base import NONE, ON_DEMAND, Action, JobContext, Observation, Policy
+from spotwise.policy.policies.failover import FailoverChooser
+from spotwise.policy.policies.rules import Guardrails
 
 
 class UniformProgress(Policy):

@@ -12,12 +12,12 @@ from typing import Any
 
 import torch
 
-from policy.errors import PolicyError
-from policy.policies.base import Action, JobContext, Observation, Policy
-from policy.policies.rules import Guardrails
-from policy.rl.env import instance_action, spaces
-from policy.rl.features import FeatureBuilder
-from policy.rl.model_files import MODEL_NAME, AgentConfig, sha256_of, verified_config
+from spotwise.policy.errors import PolicyError
+from spotwise.policy.policies.base import Action, JobContext, Observation, Policy
+from spotwise.policy.policies.rules import Guardrails
+from spotwise.policy.rl.env import instance_action, spaces
+from spotwise.policy.rl.features import FeatureBuilder
+from spotwise.policy.rl.model_files import MODEL_NAME, AgentConfig, sha256_of, verified_config
 
 
 def build_network(config: AgentConfig) -> Any:

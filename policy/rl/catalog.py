@@ -1,9 +1,9 @@
 """The learned models of one folder: their names, configs and weight hashes, read when the
 program starts, without torch.
 
-:class:`ModelCatalog` lists a folder's models (:mod:`policy.rl.model_files`) and checks every
-hash at start-up; a network is built (and torch imported) the first time a policy asks for it,
-after its hash is checked again. A request or flag names a model, never a path to load.
+:class:`ModelCatalog` lists a folder's models (:mod:`spotwise.policy.rl.model_files`) and
+checks every hash at start-up; a network is built (and torch imported) the first time a policy
+asks for it, after its hash is checked again. A request or flag names a model, never a path to load.
 """
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from policy.errors import PolicyError, UnknownPolicy
-from policy.rl.model_files import MODEL_NAME, verified_config
+from spotwise.policy.errors import PolicyError, UnknownPolicy
+from spotwise.policy.rl.model_files import MODEL_NAME, verified_config
 
 if TYPE_CHECKING:
-    from policy.rl.agent import LearnedPolicy, LoadedModel
+    from spotwise.policy.rl.agent import LearnedPolicy, LoadedModel
 
 SHIPPED_MODELS = Path(__file__).parent / "models"
 
@@ -47,7 +47,7 @@ class ModelCatalog:
         Raises:
             UnknownPolicy: naming the models this catalog has.
         """
-        from policy.rl.agent import LearnedPolicy, load_model
+        from spotwise.policy.rl.agent import LearnedPolicy, load_model
 
         if name not in self._configs:
             raise UnknownPolicy(

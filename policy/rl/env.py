@@ -1,9 +1,9 @@
 """A gymnasium environment over the simulator: one episode = one job on a real trace.
 
-Observation: :class:`policy.rl.features.FeatureBuilder`'s vector. Action: (instance, checkpoint
-interval), the instance being wait, on-demand or spot in pool slot z, and the interval one of
-:data:`CHECKPOINT_MINUTES` (scored in the simulator's checkpoint mode). Reward: minus the cost
-over the job's on-demand cost, so an episode returns minus its cost ratio. ``terminated`` = the
+Observation: :class:`spotwise.policy.rl.features.FeatureBuilder`'s vector. Action: (instance,
+checkpoint interval), the instance being wait, on-demand or spot in pool slot z, and the interval
+one of :data:`CHECKPOINT_MINUTES` (scored in the simulator's checkpoint mode). Reward: minus the
+cost over the job's on-demand cost, so an episode returns minus its cost ratio. ``terminated`` = the
 job is done, ``truncated`` = the deadline passed. The agent is asked only at ticks where it has
 a choice (:class:`Guardrails`: a spot instance runs until preempted; the safety net takes over
 when only on-demand can still meet the deadline); the ticks in between run on by the rules.
@@ -17,12 +17,12 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from policy.job import JobSpec
-from policy.policies.base import NONE, SPOT0, Observation
-from policy.policies.rules import Guardrails
-from policy.rl.features import FeatureBuilder, observation_size
-from policy.simulate import CheckpointMode, JobRun, context_for
-from policy.traces import TraceSet
+from spotwise.policy.job import JobSpec
+from spotwise.policy.policies.base import NONE, SPOT0, Observation
+from spotwise.policy.policies.rules import Guardrails
+from spotwise.policy.rl.features import FeatureBuilder, observation_size
+from spotwise.policy.simulate import CheckpointMode, JobRun, context_for
+from spotwise.policy.traces import TraceSet
 
 CHECKPOINT_MINUTES = (10.0, 30.0, 90.0)
 ENV_ID = "spotwise/SpotJob-v0"
@@ -131,7 +131,7 @@ class SpotJobEnv(gym.Env[np.ndarray, np.ndarray]):
 def register_env() -> None:
     """Make ``gym.make(ENV_ID, ...)`` build :class:`SpotJobEnv`."""
     if ENV_ID not in gym.registry:
-        gym.register(id=ENV_ID, entry_point="policy.rl.env:SpotJobEnv")
+        gym.register(id=ENV_ID, entry_point="spotwise.policy.rl.env:SpotJobEnv")
 
 
 register_env()

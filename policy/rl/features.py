@@ -7,9 +7,9 @@ import math
 
 import numpy as np
 
-from policy.hazard import MarketForecast
-from policy.policies.base import ON_DEMAND, SPOT0, JobContext, Observation
-from policy.policies.rules import slack_ticks
+from spotwise.policy.hazard import MarketForecast
+from spotwise.policy.policies.base import ON_DEMAND, SPOT0, JobContext, Observation
+from spotwise.policy.policies.rules import slack_ticks
 
 GLOBAL_FEATURES = 8
 POOL_FEATURES = 6

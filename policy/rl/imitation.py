@@ -13,9 +13,9 @@ from collections.abc import Callable
 import numpy as np
 from tqdm import tqdm
 
-import policy
-from policy.policies.base import WAIT, Action, JobContext, Observation, Policy
-from policy.rl.env import CHECKPOINT_MINUTES, SpotJobEnv
+from spotwise import policy
+from spotwise.policy.policies.base import WAIT, Action, JobContext, Observation, Policy
+from spotwise.policy.rl.env import CHECKPOINT_MINUTES, SpotJobEnv
 
 
 class _Follower:

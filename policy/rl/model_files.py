@@ -11,10 +11,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from policy.errors import PolicyError
+from spotwise.policy.errors import PolicyError
 
 FEATURES_VERSION = 1
-"""The version of :mod:`policy.rl.features` this Spotwise computes."""
+"""The version of :mod:`spotwise.policy.rl.features` this Spotwise computes."""
 NET_ARCH = (64, 64)
 MODEL_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 """What a model's file stem may be (and so what a request may call it)."""

@@ -1,5 +1,6 @@
 """Training a learned policy with stable-baselines3 on the jobs of a trace's past: optionally
-warm-started by cloning a rule policy's decisions (:mod:`policy.rl.imitation`), then PPO."""
+warm-started by cloning a rule policy's decisions (:mod:`spotwise.policy.rl.imitation`), then
+PPO."""
 
 from __future__ import annotations
 
@@ -7,14 +8,14 @@ from pathlib import Path
 
 import numpy as np
 
-from policy.job import JobSpec
-from policy.rl.agent import save_model
-from policy.rl.env import CHECKPOINT_MINUTES, SpotJobEnv
-from policy.rl.features import HALF_LIFE_HOURS
-from policy.rl.imitation import clone, demonstrations
-from policy.rl.model_files import NET_ARCH, AgentConfig
-from policy.simulate import job_starts
-from policy.traces import TraceSet
+from spotwise.policy.job import JobSpec
+from spotwise.policy.rl.agent import save_model
+from spotwise.policy.rl.env import CHECKPOINT_MINUTES, SpotJobEnv
+from spotwise.policy.rl.features import HALF_LIFE_HOURS
+from spotwise.policy.rl.imitation import clone, demonstrations
+from spotwise.policy.rl.model_files import NET_ARCH, AgentConfig
+from spotwise.policy.simulate import job_starts
+from spotwise.policy.traces import TraceSet
 
 
 def training_starts(traces: TraceSet, spec: JobSpec, until_hours: float) -> list[int]:

@@ -3,7 +3,7 @@
 Per pool, an AR(p) model of the availability indicator is fitted on the training ticks
 (statsmodels ``AutoReg``; ARIMA(p,0,0)); with those fixed coefficients the forecast from every
 tick t uses only ticks <= t. The score is one minus the forecast availability averaged over
-(t, t + h]; :class:`pricing.forecast.risk.ArimaRisk` calibrates it into a probability.
+(t, t + h]; :class:`spotwise.pricing.forecast.risk.ArimaRisk` calibrates it into a probability.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from pricing.forecast.models import Forecaster
+from spotwise.pricing.forecast.models import Forecaster
 
 ModelFactory = Callable[[], Forecaster]
 

@@ -1,7 +1,7 @@
 """Price forecasters on one regular series: ``fit(y)`` then ``predict(h, level)``.
 
 Each returns the mean and a central ``level`` % interval per step ahead; the orchestrator
-(:mod:`pricing.forecast.backtest`) names output columns after the model's alias, as
+(:mod:`spotwise.pricing.forecast.backtest`) names output columns after the model's alias, as
 statsforecast does (``Naive``, ``Naive-lo-90``, ``Naive-hi-90``).
 """
 

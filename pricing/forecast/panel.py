@@ -14,9 +14,9 @@ from typing import Protocol
 
 import pandas as pd
 
-from pricing.forecast.backtest import ModelFactory, forecast
-from pricing.forecast.boosting import GlobalBoosting
-from pricing.forecast.models import FORECASTERS
+from spotwise.pricing.forecast.backtest import ModelFactory, forecast
+from spotwise.pricing.forecast.boosting import GlobalBoosting
+from spotwise.pricing.forecast.models import FORECASTERS
 
 
 class PanelForecaster(Protocol):

@@ -9,11 +9,11 @@ from typing import Any
 
 import pandas as pd
 
-from pricing.forecast.backtest import cross_validation, score
-from pricing.forecast.boosting import GlobalBoosting
-from pricing.forecast.grid import to_grid
-from pricing.forecast.models import FORECASTERS
-from pricing.sources.aws import read_price_history_csv
+from spotwise.pricing.forecast.backtest import cross_validation, score
+from spotwise.pricing.forecast.boosting import GlobalBoosting
+from spotwise.pricing.forecast.grid import to_grid
+from spotwise.pricing.forecast.models import FORECASTERS
+from spotwise.pricing.sources.aws import read_price_history_csv
 from spotwise.progress import Progress
 
 

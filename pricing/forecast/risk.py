@@ -3,7 +3,7 @@ the next h minutes, from the pool's availability history (see :mod:`features`).
 
 Every model has ``fit(X, y)`` and ``predict_proba(X) -> p``; :data:`RISK_MODELS` names them.
 Most read the pool features (:mod:`features`); ``arima`` reads one column, the AR forecast's
-unavailability score (:func:`pricing.forecast.arima_risk.ar_unavailability`), as its
+unavailability score (:func:`spotwise.pricing.forecast.arima_risk.ar_unavailability`), as its
 ``inputs`` says. scikit-learn (and NumPy) come in when a model is fitted, so naming the models
 costs nothing.
 """

@@ -16,12 +16,12 @@ import numpy as np
 import pandas as pd
 from sklearn.metrics import brier_score_loss, roc_auc_score
 
-from pricing.forecast.arima_risk import ar_unavailability
-from pricing.forecast.features import FEATURES, _trailing_mean, lose_within, pool_features
-from pricing.forecast.risk import RISK_MODELS
-from pricing.frames import region_of_zone
-from pricing.sources.advisor import read_advisor_file
-from pricing.sources.traces import cbl_pool, read_cbl_json
+from spotwise.pricing.forecast.arima_risk import ar_unavailability
+from spotwise.pricing.forecast.features import FEATURES, _trailing_mean, lose_within, pool_features
+from spotwise.pricing.forecast.risk import RISK_MODELS
+from spotwise.pricing.frames import region_of_zone
+from spotwise.pricing.sources.advisor import read_advisor_file
+from spotwise.pricing.sources.traces import cbl_pool, read_cbl_json
 
 _FOLDER_DATE = r"(\d\d)-(\d\d)-(\d{4})$"
 

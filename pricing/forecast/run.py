@@ -18,14 +18,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from pricing.forecast.boosting import GlobalBoosting
-from pricing.forecast.features import FEATURES, lose_within, pool_features
-from pricing.forecast.grid import to_grid
-from pricing.forecast.models import Arima110, Naive
-from pricing.forecast.panel import PanelForecaster, PerSeries, forecast_panel
-from pricing.forecast.risk import Logistic
-from pricing.frames import unique_id
-from pricing.store import MarketStore
+from spotwise.pricing.forecast.boosting import GlobalBoosting
+from spotwise.pricing.forecast.features import FEATURES, lose_within, pool_features
+from spotwise.pricing.forecast.grid import to_grid
+from spotwise.pricing.forecast.models import Arima110, Naive
+from spotwise.pricing.forecast.panel import PanelForecaster, PerSeries, forecast_panel
+from spotwise.pricing.forecast.risk import Logistic
+from spotwise.pricing.frames import unique_id
+from spotwise.pricing.store import MarketStore
 from spotwise.progress import Progress
 
 RISK_MODEL = "risk-logistic"

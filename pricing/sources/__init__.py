@@ -1,6 +1,6 @@
 """Readers of every bundled data format, and collectors of live data.
 
-Each reader turns one file into canonical frames (validated, see :mod:`pricing.frames`);
+Each reader turns one file into canonical frames (validated, see :mod:`spotwise.pricing.frames`);
 :data:`FORMATS` lists them by name so a file's format can be recognised or named.
 """
 

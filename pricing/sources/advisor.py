@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from pricing.errors import InputError, SourceUnavailable
-from pricing.frames import validate
-from pricing.sources import FileFormat, Parsed
-from pricing.sources.tabular import read_json
+from spotwise.pricing.errors import InputError, SourceUnavailable
+from spotwise.pricing.frames import validate
+from spotwise.pricing.sources import FileFormat, Parsed
+from spotwise.pricing.sources.tabular import read_json
 
 ADVISOR_URL = "https://spot-bid-advisor.s3.amazonaws.com/spot-advisor-data.json"
 _DATE_IN_NAME = re.compile(r"(\d{4}-\d\d-\d\d)")

@@ -15,12 +15,12 @@ from typing import Any
 
 import pandas as pd
 
-from pricing.errors import InputError, SourceUnavailable
-from pricing.frames import ROW, region_of_zone, validate
-from pricing.sources import FileFormat, Parsed
-from pricing.sources.advisor import ADVISOR_URL, fetch_advisor, parse_advisor
-from pricing.sources.tabular import parse_utc, read_csv
-from pricing.store import MarketStore
+from spotwise.pricing.errors import InputError, SourceUnavailable
+from spotwise.pricing.frames import ROW, region_of_zone, validate
+from spotwise.pricing.sources import FileFormat, Parsed
+from spotwise.pricing.sources.advisor import ADVISOR_URL, fetch_advisor, parse_advisor
+from spotwise.pricing.sources.tabular import parse_utc, read_csv
+from spotwise.pricing.store import MarketStore
 
 PRODUCT = "Linux/UNIX"
 LINUX_PRODUCTS = frozenset({PRODUCT, "Linux/UNIX (Amazon VPC)"})

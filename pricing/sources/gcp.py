@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from pricing.frames import ROW, validate
-from pricing.sources import FileFormat, Parsed
-from pricing.sources.tabular import parse_utc, read_csv
+from spotwise.pricing.frames import ROW, validate
+from spotwise.pricing.sources import FileFormat, Parsed
+from spotwise.pricing.sources.tabular import parse_utc, read_csv
 
 COLUMNS = ("snapshot_utc", "machine_type", "region", "hour_ondemand_usd", "hour_spot_usd")
 COMPANION_HEADER = "snapshot_utc,commit,n_series_in_subset"

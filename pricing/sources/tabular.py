@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from pricing.errors import InputError
-from pricing.frames import ROW
+from spotwise.pricing.errors import InputError
+from spotwise.pricing.frames import ROW
 
 _UTC_SUFFIX = re.compile(r"(?:Z|[+-]00:?00)$")
 _ANY_OFFSET = re.compile(r"[+-]\d\d:?\d\d$")

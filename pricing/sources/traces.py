@@ -16,10 +16,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from pricing.errors import InputError
-from pricing.frames import ROW, region_of_zone, validate
-from pricing.sources import FileFormat, Parsed
-from pricing.sources.tabular import read_csv, read_json
+from spotwise.pricing.errors import InputError
+from spotwise.pricing.frames import ROW, region_of_zone, validate
+from spotwise.pricing.sources import FileFormat, Parsed
+from spotwise.pricing.sources.tabular import read_csv, read_json
 
 EPOCH = pd.Timestamp("1970-01-01", tz="UTC")
 CBL_INSTANCE_TYPES = {

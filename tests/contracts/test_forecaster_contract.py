@@ -15,9 +15,9 @@ import pandas as pd
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from pricing.forecast.models import FORECASTERS
-from pricing.forecast.panel import PANEL_FORECASTERS
-from pricing.forecast.risk import RISK_MODELS
+from spotwise.pricing.forecast.models import FORECASTERS
+from spotwise.pricing.forecast.panel import PANEL_FORECASTERS
+from spotwise.pricing.forecast.risk import RISK_MODELS
 
 H, LEVEL = 12, 90
 

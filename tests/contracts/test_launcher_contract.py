@@ -20,11 +20,11 @@ import boto3
 import numpy as np
 import pytest
 
-from executor.launchers.aws import AwsInstance, AwsLauncher
-from executor.launchers.base import Instance, Launcher, Placement
-from executor.launchers.local import LocalInstance, LocalLauncher, Replay
-from policy.schemas import JobTerms
-from policy.traces import Pool, TraceSet
+from spotwise.executor.launchers.aws import AwsInstance, AwsLauncher
+from spotwise.executor.launchers.base import Instance, Launcher, Placement
+from spotwise.executor.launchers.local import LocalInstance, LocalLauncher, Replay
+from spotwise.policy.schemas import JobTerms
+from spotwise.policy.traces import Pool, TraceSet
 
 JOB = JobTerms(compute_hours=1, deadline_hours=3, spot_price=0.9, on_demand_price=3.06)
 RUNS = [  # until the file $EXIT_FILE names appears, then exit with the code in it

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import pytest
 
-from executor.notices import (
+from spotwise.executor.notices import (
     CLOUD_SOURCES,
     NoticeSource,
     NoticeUnavailable,

@@ -11,12 +11,20 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import policy
-from policy.job import REFERENCE as SPEC
-from policy.policies.base import NONE, ON_DEMAND, SPOT0, Action, JobContext, Observation, Policy
-from policy.registry import SPECS, reads_future
-from policy.simulate import job_starts, simulate
-from policy.traces import TraceSet, load_traces
+from spotwise import policy
+from spotwise.policy.job import REFERENCE as SPEC
+from spotwise.policy.policies.base import (
+    NONE,
+    ON_DEMAND,
+    SPOT0,
+    Action,
+    JobContext,
+    Observation,
+    Policy,
+)
+from spotwise.policy.registry import SPECS, reads_future
+from spotwise.policy.simulate import job_starts, simulate
+from spotwise.policy.traces import TraceSet, load_traces
 from tests.conftest import DATA
 
 BUNDLED = DATA / "traces/cbl/availability/1-node/aws-02-15-2023"

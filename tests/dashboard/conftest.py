@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from executor.ledger import EntryKind, JobInfo, JobStatus, Ledger
-from policy.bench import run_bench, save_summary
-from policy.job import REFERENCE
-from policy.traces import load_traces
-from pricing.forecast.run import run_forecasts
-from pricing.ingest import load_paths
-from pricing.store import MarketStore
+from spotwise.executor.ledger import EntryKind, JobInfo, JobStatus, Ledger
+from spotwise.policy.bench import run_bench, save_summary
+from spotwise.policy.job import REFERENCE
+from spotwise.policy.traces import load_traces
+from spotwise.pricing.forecast.run import run_forecasts
+from spotwise.pricing.ingest import load_paths
+from spotwise.pricing.store import MarketStore
 from tests.conftest import DATA
 
 TRACES = DATA / "traces/cbl/availability/1-node/aws-02-15-2023"

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard import data
-from pricing.store import MarketStore
+from spotwise.dashboard import data
+from spotwise.pricing.store import MarketStore
 
 pytestmark = pytest.mark.slow  # the session fixture builds a store with forecasts (~30 s)
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.screenshots import PAGES, dashboard_server, find_chromium, take
+from spotwise.dashboard.screenshots import PAGES, dashboard_server, find_chromium, take
 
 
 @pytest.mark.slow

@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from executor.heartbeat import Heartbeat
+from spotwise.executor.heartbeat import Heartbeat
 
 PREEMPTED_EXIT_CODE = 75
 

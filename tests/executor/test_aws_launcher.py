@@ -11,17 +11,17 @@ from pathlib import Path
 import boto3
 import pytest
 
-from executor.errors import ExecutorError
-from executor.launchers.aws import AwsInstance, AwsLauncher, user_data
-from executor.launchers.base import Placement
-from executor.ledger import JobInfo, Ledger, job_report
-from executor.supervisor import Supervisor, SupervisorConfig
-from policy.client import in_process_for
-from policy.schemas import JobTerms
-from pricing.store import MarketStore
+from spotwise.executor.errors import ExecutorError
+from spotwise.executor.launchers.aws import AwsInstance, AwsLauncher, user_data
+from spotwise.executor.launchers.base import Placement
+from spotwise.executor.ledger import JobInfo, Ledger, job_report
+from spotwise.executor.supervisor import Supervisor, SupervisorConfig
+from spotwise.policy.client import in_process_for
+from spotwise.policy.schemas import JobTerms
+from spotwise.pricing.store import MarketStore
 
 REGION, BUCKET = "us-east-1", "spotwise-ckpt"
-COMMAND = ["python", "-m", "executor.examples.train_mlp", "--ckpt", f"s3://{BUCKET}/ckpt"]
+COMMAND = ["python", "-m", "spotwise.executor.examples.train_mlp", "--ckpt", f"s3://{BUCKET}/ckpt"]
 
 
 @pytest.fixture
@@ -73,7 +73,7 @@ def test_user_data_installs_runs_with_aws_notices_and_reports_the_exit_code() ->
     )
     assert script.startswith("#!/bin/bash")
     assert "pip install --quiet spotwise==0.1.0" in script
-    assert "env SPOTWISE_NOTICES=aws SPOTWISE_POOL=us-east-1a python -m executor" in script
+    assert "env SPOTWISE_NOTICES=aws SPOTWISE_POOL=us-east-1a python -m spotwise.executor" in script
     assert f"s3://{BUCKET}/spotwise/jobs/j1/$ID/exit" in script
     assert script.rstrip().endswith("shutdown -h now")
 
@@ -233,7 +233,7 @@ def test_the_supervisor_relaunches_on_aws_after_a_preemption_and_tears_down(
 def test_a_cancelled_job_on_aws_leaves_no_instance_running(
     launcher: AwsLauncher, tmp_path: Path
 ) -> None:
-    from executor.errors import Cancelled
+    from spotwise.executor.errors import Cancelled
 
     job = JobTerms(compute_hours=1, deadline_hours=3, spot_price=0.9, on_demand_price=3.06)
     ledger = aws_ledger(tmp_path / "store.duckdb")

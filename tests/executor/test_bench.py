@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from executor.errors import ExecutorError
-from executor.replay import run_under_replay
+from spotwise.executor.errors import ExecutorError
+from spotwise.executor.replay import run_under_replay
 from tests.conftest import CliRun
 
 

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 import torch
 
-from executor.checkpoint import CheckpointManager, unseal
-from executor.errors import CheckpointError
-from executor.storage import FsspecReplica, Replica
+from spotwise.executor.checkpoint import CheckpointManager, unseal
+from spotwise.executor.errors import CheckpointError
+from spotwise.executor.storage import FsspecReplica, Replica
 
 
 def state(step: int, big: int = 300_000) -> dict:
@@ -148,7 +148,7 @@ def forkserver() -> multiprocessing.context.ForkServerContext:
     pytest process can deadlock in torch's thread pools)."""
     context = multiprocessing.get_context("forkserver")
     assert isinstance(context, multiprocessing.context.ForkServerContext)
-    context.set_forkserver_preload(["torch", "executor.checkpoint"])
+    context.set_forkserver_preload(["torch", "spotwise.executor.checkpoint"])
     return context
 
 

@@ -20,7 +20,7 @@ TORCHRUN = [
     "--nproc-per-node",
     "2",
     "-m",
-    "executor.examples.train_mlp",
+    "spotwise.executor.examples.train_mlp",
     "--epochs",
     "2",
 ]

@@ -15,7 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from executor.launchers.torchrun import Elastic, torchrun_command
+from spotwise.executor.launchers.torchrun import Elastic, torchrun_command
 
 
 def lose_node(pid: int) -> None:
@@ -32,7 +32,7 @@ def test_killing_one_of_two_nodes_shrinks_the_job_and_it_resumes(tmp_path: Path)
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     ckpt = tmp_path / "ckpt"
-    command = [sys.executable, "-m", "executor.examples.train_mlp", "--ckpt", str(ckpt)]
+    command = [sys.executable, "-m", "spotwise.executor.examples.train_mlp", "--ckpt", str(ckpt)]
     command += ["--epochs", "3", "--step-sleep-s", "0.02", "--interval-s", "0.5"]
 
     def node_command(host: bool) -> list[str]:

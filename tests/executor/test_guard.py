@@ -14,14 +14,14 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
-from executor.data import ResumableBatches
-from executor.errors import PREEMPTED_EXIT_CODE
-from executor.interval import checkpoint_interval_s
-from executor.training_guard import guard
+from spotwise.executor.data import ResumableBatches
+from spotwise.executor.errors import PREEMPTED_EXIT_CODE
+from spotwise.executor.interval import checkpoint_interval_s
+from spotwise.executor.training_guard import guard
 from tests.conftest import ManualClock
 from tests.executor.fake_metadata import FakeMetadata
 
-TRAIN = [sys.executable, "-m", "executor.examples.train_mlp", "--epochs", "2"]
+TRAIN = [sys.executable, "-m", "spotwise.executor.examples.train_mlp", "--epochs", "2"]
 
 
 def launch(ckpt: Path, *extra: str, env: dict[str, str] | None = None) -> subprocess.Popen:
@@ -143,8 +143,8 @@ def test_interval_is_daly_from_the_measured_stall_and_never_below_a_persist() ->
 def test_mtbf_comes_from_the_pools_risk_forecast(tmp_path: Path) -> None:
     import pandas as pd
 
-    from executor.interval import forecast_mtbf_s
-    from pricing.store import MarketStore
+    from spotwise.executor.interval import forecast_mtbf_s
+    from spotwise.pricing.store import MarketStore
 
     store = tmp_path / "market.duckdb"
     assert forecast_mtbf_s(str(store), "aws:us-east-1a:p3.2xlarge:spot") is None

@@ -9,7 +9,7 @@ import time
 import numpy as np
 import pytest
 
-from executor.notices import (
+from spotwise.executor.notices import (
     AwsImds,
     AzureScheduledEvents,
     GcpMetadata,
@@ -19,7 +19,7 @@ from executor.notices import (
     preemption_times,
     sources_from_env,
 )
-from policy.traces import load_traces
+from spotwise.policy.traces import load_traces
 from tests.conftest import DATA
 from tests.executor.fake_metadata import FakeMetadata
 

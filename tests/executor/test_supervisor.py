@@ -10,14 +10,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from executor.errors import ExecutorError
-from executor.launchers.local import Replay
-from executor.ledger import JobInfo, Ledger, job_report, list_jobs
-from executor.supervisor import Supervisor, SupervisorConfig
-from policy.client import in_process_for
-from policy.schemas import JobTerms
-from policy.traces import Pool, TraceSet
-from pricing.store import MarketStore
+from spotwise.executor.errors import ExecutorError
+from spotwise.executor.launchers.local import Replay
+from spotwise.executor.ledger import JobInfo, Ledger, job_report, list_jobs
+from spotwise.executor.supervisor import Supervisor, SupervisorConfig
+from spotwise.policy.client import in_process_for
+from spotwise.policy.schemas import JobTerms
+from spotwise.policy.traces import Pool, TraceSet
+from spotwise.pricing.store import MarketStore
 from tests.conftest import CliRun
 
 GAP, SCALE = 60, 60.0  # one tick per wall second

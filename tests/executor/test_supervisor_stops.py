@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from executor.errors import Cancelled
-from pricing.errors import StoreError
-from pricing.store import MarketStore
+from spotwise.executor.errors import Cancelled
+from spotwise.pricing.errors import StoreError
+from spotwise.pricing.store import MarketStore
 from tests.conftest import CliRun
 from tests.executor.test_supervisor import market, supervise
 

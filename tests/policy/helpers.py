@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from policy.job import JobSpec
-from policy.policies.base import Action, JobContext, Observation, Policy
-from policy.traces import Pool, TraceSet
+from spotwise.policy.job import JobSpec
+from spotwise.policy.policies.base import Action, JobContext, Observation, Policy
+from spotwise.policy.traces import Pool, TraceSet
 
 
 def traces(

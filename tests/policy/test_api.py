@@ -11,11 +11,11 @@ import schemathesis
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, settings
 
-from policy.api import create_app
-from policy.client import HttpClient, InProcessClient
-from policy.schemas import DecisionRequest, JobTerms
-from policy.service import DecisionService, RequestError
-from policy.traces import load_traces
+from spotwise.policy.api import create_app
+from spotwise.policy.client import HttpClient, InProcessClient
+from spotwise.policy.schemas import DecisionRequest, JobTerms
+from spotwise.policy.service import DecisionService, RequestError
+from spotwise.policy.traces import load_traces
 from tests.conftest import API_TOKEN, DATA, CliRun
 
 BUNDLED = DATA / "traces/cbl/availability/1-node/aws-02-15-2023"

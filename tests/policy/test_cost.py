@@ -7,7 +7,7 @@ import math
 import pandas as pd
 import pytest
 
-from policy.cost import (
+from spotwise.policy.cost import (
     StorageTerms,
     daly_interval,
     expected_spot_cost,
@@ -15,9 +15,9 @@ from policy.cost import (
     total_cost,
     young_interval,
 )
-from policy.errors import PolicyError
-from policy.market import PoolTerms
-from policy.plan import PlanInputs, plan_job, plan_pool
+from spotwise.policy.errors import PolicyError
+from spotwise.policy.market import PoolTerms
+from spotwise.policy.plan import PlanInputs, plan_job, plan_pool
 
 
 def test_worked_case_from_the_field_costs_830_and_saves_72_3_percent() -> None:

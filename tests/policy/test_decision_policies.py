@@ -7,15 +7,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import policy
-from policy import load
-from policy.hazard import AvailabilityHazard
-from policy.job import REFERENCE
-from policy.rl.catalog import ModelCatalog
-from policy.rl.env import SpotJobEnv
-from policy.rl.train import train_ppo, training_starts
-from policy.simulate import job_starts, simulate
-from policy.traces import TraceSet, load_traces
+from spotwise import policy
+from spotwise.policy import load
+from spotwise.policy.hazard import AvailabilityHazard
+from spotwise.policy.job import REFERENCE
+from spotwise.policy.rl.catalog import ModelCatalog
+from spotwise.policy.rl.env import SpotJobEnv
+from spotwise.policy.rl.train import train_ppo, training_starts
+from spotwise.policy.simulate import job_starts, simulate
+from spotwise.policy.traces import TraceSet, load_traces
 from tests.conftest import DATA
 from tests.policy.helpers import job, traces
 
@@ -110,7 +110,7 @@ def test_the_env_passes_gymnasium_and_sb3_checks(bundled: TraceSet) -> None:
     assert starts and max(starts) * bundled.gap_seconds / 3600 + 60 <= 480
     import gymnasium as gym
 
-    from policy.rl.env import ENV_ID
+    from spotwise.policy.rl.env import ENV_ID
 
     made = gym.make(ENV_ID, traces=bundled, spec=SPEC, max_pools=9, starts=starts)
     check_env(made.unwrapped)
@@ -137,8 +137,8 @@ def test_an_episode_returns_minus_its_cost_ratio_and_the_interval_matters(
 def test_the_env_features_match_inference_which_sees_every_tick(bundled: TraceSet) -> None:
     """Training and inference must see the same features: the env's risk forecast observes the
     ticks the guardrails play (a spot run) as the deployed policy does."""
-    from policy.rl.features import FeatureBuilder
-    from policy.simulate import JobRun, context_for
+    from spotwise.policy.rl.features import FeatureBuilder
+    from spotwise.policy.simulate import JobRun, context_for
 
     start = 3000
     env = SpotJobEnv(bundled, SPEC, max_pools=9, starts=[start], single_share=0.0)
@@ -189,7 +189,7 @@ def test_cloning_the_expert_reproduces_its_choices_on_the_jobs_it_saw(bundled: T
     import torch
     from stable_baselines3 import PPO
 
-    from policy.rl.imitation import clone, demonstrations
+    from spotwise.policy.rl.imitation import clone, demonstrations
 
     starts = training_starts(bundled, SPEC, 480)[::50]
     env = SpotJobEnv(bundled, SPEC, max_pools=9, starts=starts)

@@ -15,13 +15,13 @@ import pytest
 import torch
 from fastapi.testclient import TestClient
 
-from policy import load
-from policy.api import create_app
-from policy.errors import PolicyError, UnknownPolicy
-from policy.rl.catalog import SHIPPED_MODELS, ModelCatalog, shipped_models
-from policy.rl.model_files import sha256_of
-from policy.service import DecisionService
-from policy.traces import load_traces
+from spotwise.policy import load
+from spotwise.policy.api import create_app
+from spotwise.policy.errors import PolicyError, UnknownPolicy
+from spotwise.policy.rl.catalog import SHIPPED_MODELS, ModelCatalog, shipped_models
+from spotwise.policy.rl.model_files import sha256_of
+from spotwise.policy.service import DecisionService
+from spotwise.policy.traces import load_traces
 from tests.conftest import DATA
 
 BUNDLED = DATA / "traces/cbl/availability/1-node/aws-02-15-2023"

@@ -7,12 +7,12 @@ import itertools
 import numpy as np
 import pytest
 
-from policy import load
-from policy.errors import UnknownPolicy
-from policy.job import REFERENCE as SPEC
-from policy.policies.base import SPOT0
-from policy.simulate import job_starts, simulate
-from policy.traces import TraceSet, load_traces
+from spotwise.policy import load
+from spotwise.policy.errors import UnknownPolicy
+from spotwise.policy.job import REFERENCE as SPEC
+from spotwise.policy.policies.base import SPOT0
+from spotwise.policy.simulate import job_starts, simulate
+from spotwise.policy.traces import TraceSet, load_traces
 from tests.conftest import DATA
 from tests.policy.helpers import Scripted, job, traces
 

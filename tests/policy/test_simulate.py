@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from policy.errors import TraceError
-from policy.policies.base import NONE, ON_DEMAND, spot
-from policy.simulate import CheckpointMode, job_starts, simulate
-from policy.traces import load_traces
+from spotwise.policy.errors import TraceError
+from spotwise.policy.policies.base import NONE, ON_DEMAND, spot
+from spotwise.policy.simulate import CheckpointMode, job_starts, simulate
+from spotwise.policy.traces import load_traces
 from tests.conftest import DATA
 from tests.policy.helpers import Scripted, job, traces
 

@@ -216,8 +216,8 @@ def test_a_folder_that_cannot_be_read_fails_the_whole_load(tmp_path: Path) -> No
     import os
     import tempfile
 
-    from pricing.errors import InputError
-    from pricing.ingest import discover
+    from spotwise.pricing.errors import InputError
+    from spotwise.pricing.ingest import discover
 
     top = Path(tempfile.mkdtemp(dir="/tmp"))
     try:

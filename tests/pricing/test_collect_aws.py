@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 from botocore.config import Config
 
-from pricing.sources.aws import CollectReport, collect_aws, stored_resume_point
-from pricing.store import MarketStore
+from spotwise.pricing.sources.aws import CollectReport, collect_aws, stored_resume_point
+from spotwise.pricing.store import MarketStore
 from tests.conftest import CliRun
 from tests.pricing.conftest import unused_url
 from tests.pricing.ec2_endpoint import PriceHistoryEndpoint

@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pricing.forecast.backtest import cross_validation, forecast, score
-from pricing.forecast.boosting import GlobalBoosting
-from pricing.forecast.grid import to_grid
-from pricing.forecast.models import FORECASTERS, Arima110, Naive, SeasonalNaive, arima_mle
+from spotwise.pricing.forecast.backtest import cross_validation, forecast, score
+from spotwise.pricing.forecast.boosting import GlobalBoosting
+from spotwise.pricing.forecast.grid import to_grid
+from spotwise.pricing.forecast.models import FORECASTERS, Arima110, Naive, SeasonalNaive, arima_mle
 from tests.conftest import CliRun
 
 

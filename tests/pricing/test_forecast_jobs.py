@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pricing.store import MarketStore
+from spotwise.pricing.store import MarketStore
 from tests.conftest import DATA, CliRun, hold_store
 
 
@@ -106,8 +106,8 @@ def test_schedule_stops_after_the_first_run_on_an_error_that_cannot_heal(
 
 
 def test_store_open_errors_say_whether_waiting_can_help(tmp_path: Path) -> None:
-    from pricing.errors import StoreError
-    from pricing.store import _open_error
+    from spotwise.pricing.errors import StoreError
+    from spotwise.pricing.store import _open_error
 
     not_a_store = tmp_path / "notes.duckdb"
     not_a_store.write_text("just text")

@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pricing.forecast.features import FEATURES, lose_within, pool_features
-from pricing.forecast.risk_bench import advisor_bands
+from spotwise.pricing.forecast.features import FEATURES, lose_within, pool_features
+from spotwise.pricing.forecast.risk_bench import advisor_bands
 from tests.conftest import CliRun
 
 

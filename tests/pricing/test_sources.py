@@ -8,16 +8,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pricing.frames import SPECS
-from pricing.ingest import FORMATS, detect_format
-from pricing.sources.traces import read_cbl, read_cbl_json
+from spotwise.pricing.frames import SPECS
+from spotwise.pricing.ingest import FORMATS, detect_format
+from spotwise.pricing.sources.traces import read_cbl, read_cbl_json
 from tests.conftest import DATA
 
 CBL = DATA / "traces" / "cbl"
 
 
 def test_every_bundled_data_file_is_recognised_as_exactly_one_format() -> None:
-    from pricing.ingest import discover
+    from spotwise.pricing.ingest import discover
 
     files, skipped = discover([DATA])
     assert {detect_format(f).name for f in files} == set(FORMATS)

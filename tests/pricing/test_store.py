@@ -8,10 +8,10 @@ import duckdb
 import pandas as pd
 import pytest
 
-from executor.ledger_schema import LEDGER
-from pricing.errors import StoreError
-from pricing.frames import validate
-from pricing.store import MARKET, SCHEMAS, TABLES, MarketStore, exportable_tables
+from spotwise.executor.ledger_schema import LEDGER
+from spotwise.pricing.errors import StoreError
+from spotwise.pricing.frames import validate
+from spotwise.pricing.store import MARKET, SCHEMAS, TABLES, MarketStore, exportable_tables
 from tests.conftest import hold_store
 
 

@@ -14,9 +14,9 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from policy.api import MAX_BODY_BYTES, create_app
-from policy.service import DecisionService
-from policy.traces import load_traces
+from spotwise.policy.api import MAX_BODY_BYTES, create_app
+from spotwise.policy.service import DecisionService
+from spotwise.policy.traces import load_traces
 from tests.conftest import API_TOKEN, DATA
 
 BUNDLED = DATA / "traces/cbl/availability/1-node/aws-02-15-2023"

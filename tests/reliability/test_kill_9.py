@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from executor.checkpoint import CheckpointManager
-from pricing.store import MarketStore
+from spotwise.executor.checkpoint import CheckpointManager
+from spotwise.pricing.store import MarketStore
 from tests.conftest import DATA
 from tests.executor.test_checkpoint import forkserver
 

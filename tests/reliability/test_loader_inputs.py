@@ -13,9 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pricing.errors import InputError
-from pricing.ingest import load_paths
-from pricing.store import MarketStore
+from spotwise.pricing.errors import InputError
+from spotwise.pricing.ingest import load_paths
+from spotwise.pricing.store import MarketStore
 from tests.conftest import DATA
 
 

@@ -1,5 +1,6 @@
-"""The project's modules import one another without a cycle (lazy imports inside functions
-count too: a cycle that closes at call time still ties the modules together)."""
+"""The project's modules import one another only under the ``spotwise`` namespace, and without
+a cycle (lazy imports inside functions count too: a cycle that closes at call time still ties
+the modules together)."""
 
 from __future__ import annotations
 
@@ -8,16 +9,20 @@ import graphlib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("pricing", "policy", "executor", "dashboard", "spotwise")
+FOLDERS = ("pricing", "policy", "executor", "dashboard")
+"""Top-level folders that install as ``spotwise.<folder>``."""
 
 
 def project_modules() -> dict[str, Path]:
+    """Every module of the project by its installed name (``spotwise.policy.service``)."""
     modules = {}
-    for package in PACKAGES:
-        for path in (ROOT / package).rglob("*.py"):
+    for folder in (*FOLDERS, "spotwise"):
+        for path in (ROOT / folder).rglob("*.py"):
             parts = path.relative_to(ROOT).with_suffix("").parts
+            if parts[0] == "spotwise" and len(parts) > 1 and parts[1] in FOLDERS:
+                continue  # the same files, through the links under spotwise/
             name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-            modules[name] = path
+            modules[name if parts[0] == "spotwise" else f"spotwise.{name}"] = path
     return modules
 
 
@@ -53,9 +58,21 @@ def import_graph() -> dict[str, set[str]]:
     return graph
 
 
+def test_the_project_imports_itself_only_under_the_spotwise_namespace() -> None:
+    """``import policy`` would load a second copy of the module (and put a package called
+    ``policy`` in the user's way): every import names ``spotwise.policy``."""
+    stray = [
+        (module, name)
+        for module, path in project_modules().items()
+        for name in imported_names(path, module)
+        if name.split(".")[0] in FOLDERS
+    ]
+    assert stray == []
+
+
 def test_the_import_graph_has_no_cycle() -> None:
     graph = import_graph()
-    assert len(graph) > 100 and graph["policy.service"]  # it sees the project and its imports
+    assert len(graph) > 100 and graph["spotwise.policy.service"]  # it sees the project
     try:
         graphlib.TopologicalSorter(graph).prepare()
     except graphlib.CycleError as exc:
@@ -64,8 +81,9 @@ def test_the_import_graph_has_no_cycle() -> None:
 
 def test_the_cycle_check_finds_a_cycle() -> None:
     graph = import_graph()
-    graph["policy.policies.base"] = {*graph["policy.policies.base"], "policy.registry"}
-    graph["policy.registry"] = {*graph["policy.registry"], "policy.policies.greedy"}
+    base, registry = "spotwise.policy.policies.base", "spotwise.policy.registry"
+    graph[base] = {*graph[base], registry}
+    graph[registry] = {*graph[registry], "spotwise.policy.policies.greedy"}
     try:
         graphlib.TopologicalSorter(graph).prepare()
     except graphlib.CycleError:
