@@ -23,6 +23,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Literal
 
 from spotwise.executor.clock import SYSTEM_CLOCK, Clock
+from spotwise.executor.endpoints import AWS_IMDS_URL, AZURE_METADATA_URL, GCP_METADATA_URL
 from spotwise.executor.errors import ExecutorError
 
 if TYPE_CHECKING:
@@ -91,7 +92,7 @@ class AwsImds(NoticeSource):
 
     def __init__(
         self,
-        base_url: str = "http://169.254.169.254",
+        base_url: str = AWS_IMDS_URL,
         *,
         timeout: float = 1.0,
         token_ttl_s: int = 21600,
@@ -165,7 +166,7 @@ class GcpMetadata(NoticeSource):
 
     def __init__(
         self,
-        base_url: str = "http://metadata.google.internal",
+        base_url: str = GCP_METADATA_URL,
         *,
         timeout: float = 1.0,
         notice_s: float = 30.0,
@@ -197,7 +198,7 @@ class AzureScheduledEvents(NoticeSource):
 
     name = "azure"
 
-    def __init__(self, base_url: str = "http://169.254.169.254", *, timeout: float = 1.0) -> None:
+    def __init__(self, base_url: str = AZURE_METADATA_URL, *, timeout: float = 1.0) -> None:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
 

@@ -8,6 +8,8 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from spotwise.executor.endpoints import AWS_IMDS_URL, AZURE_METADATA_URL, GCP_METADATA_URL
+
 
 class Settings(BaseSettings):
     """The ``SPOTWISE_*`` variables (name = ``SPOTWISE_`` + the field in capitals)."""
@@ -32,8 +34,8 @@ class Settings(BaseSettings):
     """Mean seconds between preemptions, for the guard's checkpoint interval."""
     notices: str = ""
     """Cloud notice sources to watch, comma-separated (aws, gcp, azure)."""
-    aws_imds_url: str = "http://169.254.169.254"
-    gcp_metadata_url: str = "http://metadata.google.internal"
-    azure_metadata_url: str = "http://169.254.169.254"
+    aws_imds_url: str = AWS_IMDS_URL
+    gcp_metadata_url: str = GCP_METADATA_URL
+    azure_metadata_url: str = AZURE_METADATA_URL
     heartbeat_file: Path | None = None
     """Set by the supervisor: where the guard writes its step count."""

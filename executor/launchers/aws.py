@@ -25,6 +25,7 @@ import numpy as np
 from botocore.exceptions import ClientError
 
 from spotwise.executor.clock import SYSTEM_CLOCK, Clock
+from spotwise.executor.endpoints import AWS_IMDS_URL
 from spotwise.executor.errors import PREEMPTED_EXIT_CODE, ExecutorError, NoCapacity
 from spotwise.executor.launchers.base import Placement, Preemption
 
@@ -66,10 +67,10 @@ def user_data(
             "set -u",
             f"python3 -m pip install --quiet {shlex.quote(package)}",
             *secrets,
-            "TOKEN=$(curl -s -X PUT http://169.254.169.254/latest/api/token "
+            f"TOKEN=$(curl -s -X PUT {AWS_IMDS_URL}/latest/api/token "
             "-H 'X-aws-ec2-metadata-token-ttl-seconds: 300')",
             'ID=$(curl -s -H "X-aws-ec2-metadata-token: $TOKEN" '
-            "http://169.254.169.254/latest/meta-data/instance-id)",
+            f"{AWS_IMDS_URL}/latest/meta-data/instance-id)",
             f"env SPOTWISE_NOTICES=aws {exports} {shlex.join(command)}",
             "CODE=$?",
             f'echo "$CODE" | aws s3 cp - "s3://{bucket}/{prefix}/$ID/exit"',
