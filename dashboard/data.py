@@ -5,7 +5,7 @@ Pages never query the store or compute anything themselves; they call these func
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import duckdb
 import pandas as pd
@@ -19,6 +19,9 @@ from spotwise.policy.plan import Plan, PlanInputs, plan_job
 from spotwise.pricing import views
 from spotwise.pricing.errors import PricingError
 from spotwise.pricing.store import MarketStore
+
+if TYPE_CHECKING:
+    from spotwise.pricing.forecast.risk_bench import RiskBench
 
 HOW_TO_LOAD = (
     "No market data in the store yet. Load the bundled real data with `spotwise data load` "
@@ -96,7 +99,7 @@ def job(job_id: str) -> ledger.JobReport:
 
 
 @st.cache_data(show_spinner=False)
-def risk_backtest() -> dict[str, Any]:
+def risk_backtest() -> RiskBench:
     """The risk bench (logistic model) on the bundled 9-zone traces, test from hour 480."""
     from spotwise.pricing.forecast.risk_bench import bench_risk
 

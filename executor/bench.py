@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import tempfile
 import time
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,44 @@ from spotwise.policy.traces import load_traces
 from spotwise.progress import Progress
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckpointBench:
+    """``torch.save`` against Spotwise's checkpoints, on one state, side by side."""
+
+    size_mb: float
+    torch_save_s: float
+    stall_s: float
+    """Training blocked per save (staging to pinned buffers)."""
+    notice_to_durable_s: float
+    restore_s: float
+    incremental_bytes_ratio: float
+    stall_vs_torch_save: float
+    first_stall_s: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResumeBench:
+    """The example training under a replayed real preemption trace, against its uninterrupted
+    run."""
+
+    bitwise_identical: bool
+    preemptions: int
+    lost_steps: int
+    restart_to_first_step_s: float
+    stall_s_per_checkpoint: float
+    checkpoints_per_10min: float
+    goodput_at_one_preemption_per_10min: float
+    steps: int
+    trace: str
+    trace_clock_scale: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
 def _model_of_size(size_mb: int, width: int = 2048) -> nn.Sequential:
     """Linear layers of ``width``² fp32 weights adding up to about ``size_mb`` MiB."""
     per_layer = width * width * 4
@@ -33,7 +72,7 @@ def _model_of_size(size_mb: int, width: int = 2048) -> nn.Sequential:
 
 def bench_checkpoint(
     size_mb: int, folder: Path | None = None, progress: Progress = lambda _: None
-) -> dict[str, Any]:
+) -> CheckpointBench:
     """torch.save against the CheckpointManager on the same state of ``size_mb`` MiB."""
     with tempfile.TemporaryDirectory(dir=folder) as tmp:
         root = Path(tmp)
@@ -93,16 +132,16 @@ def bench_checkpoint(
         incremental = manager.last_save
         manager.close()
     assert full is not None and incremental is not None and not incremental.full
-    return {
-        "size_mb": round(state_bytes / 2**20, 1),
-        "torch_save_s": round(torch_save_s, 4),
-        "stall_s": round(stall_s, 4),
-        "notice_to_durable_s": round(notice_to_durable_s, 4),
-        "restore_s": round(restore_s, 4),
-        "incremental_bytes_ratio": round(incremental.bytes_written / full.bytes_written, 4),
-        "stall_vs_torch_save": round(stall_s / torch_save_s, 4),
-        "first_stall_s": round(first_stall_s, 4),
-    }
+    return CheckpointBench(
+        size_mb=round(state_bytes / 2**20, 1),
+        torch_save_s=round(torch_save_s, 4),
+        stall_s=round(stall_s, 4),
+        notice_to_durable_s=round(notice_to_durable_s, 4),
+        restore_s=round(restore_s, 4),
+        incremental_bytes_ratio=round(incremental.bytes_written / full.bytes_written, 4),
+        stall_vs_torch_save=round(stall_s / torch_save_s, 4),
+        first_stall_s=round(first_stall_s, 4),
+    )
 
 
 DEFAULT_TRACE = ("traces/cbl/preemption/1-node/aws-04-22-2023", "us-east-1c_v100_1")
@@ -117,7 +156,7 @@ def bench_resume(
     grace_s: float = 5.0,
     preemptions: int = 4,
     progress: Progress = lambda _: None,
-) -> dict[str, Any]:
+) -> ResumeBench:
     """The example training uninterrupted, then under a replayed real preemption trace."""
     folder, pool = DEFAULT_TRACE
     traces = load_traces(data_dir / folder)
@@ -158,17 +197,15 @@ def bench_resume(
     restart_s = sum(restarts) / len(restarts) if restarts else 0.0
     stall_s = sum(stalls) / len(stalls) if stalls else 0.0
     per_10min = checkpoints / replayed.wall_s * 600
-    return {
-        "bitwise_identical": done["digest"] == done_plain["digest"],
-        "preemptions": replayed.preemptions,
-        "lost_steps": steps_run - done["step"],
-        "restart_to_first_step_s": round(restart_s, 3),
-        "stall_s_per_checkpoint": round(stall_s, 5),
-        "checkpoints_per_10min": round(per_10min, 2),
-        "goodput_at_one_preemption_per_10min": round(
-            1 - (restart_s + per_10min * stall_s) / 600, 4
-        ),
-        "steps": done["step"],
-        "trace": f"{folder}/{pool}.json",
-        "trace_clock_scale": round(scale, 1),
-    }
+    return ResumeBench(
+        bitwise_identical=done["digest"] == done_plain["digest"],
+        preemptions=replayed.preemptions,
+        lost_steps=int(steps_run - done["step"]),
+        restart_to_first_step_s=round(restart_s, 3),
+        stall_s_per_checkpoint=round(stall_s, 5),
+        checkpoints_per_10min=round(per_10min, 2),
+        goodput_at_one_preemption_per_10min=round(1 - (restart_s + per_10min * stall_s) / 600, 4),
+        steps=int(done["step"]),
+        trace=f"{folder}/{pool}.json",
+        trace_clock_scale=round(scale, 1),
+    )

@@ -72,18 +72,18 @@ def bench_risk_command(
     except (ValueError, PricingError) as exc:
         fail(str(exc))
     if as_json:
-        print(json.dumps(result, indent=2))
+        print(json.dumps(result.to_dict(), indent=2))
         return
     table = Table(
         "model",
         "AUC",
         "Brier",
-        title=f"risk within {horizon_minutes:g} min, {result['n']} test ticks",
+        title=f"risk within {horizon_minutes:g} min, {result.n} test ticks",
     )
-    for name, scores in result["models"].items():
+    for name, scores in result.models.items():
         table.add_row(name, f"{scores['auc']:.3f}", f"{scores['brier']:.3f}")
-    table.add_row("climatology", "-", f"{result['climatology_brier']:.3f}")
-    table.add_row("persistence", f"{result['persistence_auc']:.3f}", "-")
+    table.add_row("climatology", "-", f"{result.climatology_brier:.3f}")
+    table.add_row("persistence", f"{result.persistence_auc:.3f}", "-")
     out.print(table)
 
 
@@ -131,18 +131,17 @@ def bench_price_command(
         )
     except (ValueError, PricingError) as exc:
         fail(str(exc))
-    err.print(f"… {result['seconds']} s")
+    err.print(f"… {result.seconds} s")
     if as_json:
-        print(json.dumps(result, indent=2))
+        print(json.dumps(result.to_dict(), indent=2))
         return
     table = Table(
         "model",
         "MASE",
         "coverage 90 %",
-        title=f"{result['n_series']} series, "
-        f"{result['n_origins']} origins, {horizon_hours} h ahead",
+        title=f"{result.n_series} series, {result.n_origins} origins, {horizon_hours} h ahead",
     )
-    for name, scores in result["models"].items():
+    for name, scores in result.models.items():
         table.add_row(name, f"{scores['mase']:.3f}", f"{scores['coverage_90']:.1%}")
     out.print(table)
 

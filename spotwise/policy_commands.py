@@ -325,7 +325,7 @@ def bench_checkpoint_command(
     from spotwise.executor.bench import bench_checkpoint
 
     result = bench_checkpoint(size_mb, folder, progress=lambda m: err.print(f"… {m}"))
-    _print_result(result, as_json)
+    _print_result(result.to_dict(), as_json)
 
 
 @bench_app.command("resume")
@@ -345,7 +345,7 @@ def bench_resume_command(
         step_sleep_s=step_sleep_s,
         progress=lambda m: err.print(f"… {m}"),
     )
-    _print_result(result, as_json)
+    _print_result(result.to_dict(), as_json)
 
 
 def _print_result(result: dict[str, object], as_json: bool) -> None:

@@ -41,19 +41,19 @@ def render() -> None:
     with st.spinner("backtesting…"):
         result = data.risk_backtest()
     left, middle, right = st.columns(3)
-    model = result["models"]["logistic"]
+    model = result.models["logistic"]
     left.metric(
         "AUC (logistic)",
         f"{model['auc']:.3f}",
-        f"{model['auc'] - result['persistence_auc']:+.3f} vs persistence",
+        f"{model['auc'] - result.persistence_auc:+.3f} vs persistence",
     )
     middle.metric(
         "Brier (logistic)",
         f"{model['brier']:.3f}",
-        f"{model['brier'] - result['climatology_brier']:+.3f} vs climatology",
+        f"{model['brier'] - result.climatology_brier:+.3f} vs climatology",
         delta_color="inverse",
     )
-    right.metric("test ticks", f"{result['n']:,}")
+    right.metric("test ticks", f"{result.n:,}")
     bands = data.view(
         "advisor_bands", instance_type=st.text_input("Spot Advisor bands for", "p3.2xlarge")
     )

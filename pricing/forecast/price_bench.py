@@ -4,6 +4,7 @@ on data before its origin; MASE against the last value, pooled, and 90 % interva
 from __future__ import annotations
 
 import time
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,20 @@ def aws_price_grid(csv: Path) -> pd.DataFrame:
     return to_grid(prices, "h", end=prices["ts"].max())
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PriceBench:
+    """Each price model's pooled MASE and interval coverage over the backtest's origins."""
+
+    models: dict[str, dict[str, float]]
+    n_series: int
+    n_origins: int
+    n_forecasts: int
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
 def bench_price(
     csv: Path,
     *,
@@ -34,7 +49,7 @@ def bench_price(
     level: int = 90,
     refit_every_days: int = 7,
     progress: Progress = lambda _: None,
-) -> dict[str, Any]:
+) -> PriceBench:
     """Backtest the per-series models (refitted at every origin) and the global GBM (refitted
     every ``refit_every_days`` origins, on data before the origin it is fitted at)."""
     grid = aws_price_grid(csv)
@@ -65,10 +80,10 @@ def bench_price(
     boosted = pd.concat(parts, ignore_index=True)
     cv = cv.merge(boosted, on=["unique_id", "ds", "cutoff"], how="inner")
     aliases = [*FORECASTERS, GlobalBoosting.alias]
-    return {
-        "models": score(cv, aliases, level=level),
-        "n_series": int(cv["unique_id"].nunique()),
-        "n_origins": len(origins),
-        "n_forecasts": len(cv),
-        "seconds": round(time.perf_counter() - began, 2),
-    }
+    return PriceBench(
+        models=score(cv, aliases, level=level),
+        n_series=int(cv["unique_id"].nunique()),
+        n_origins=len(origins),
+        n_forecasts=len(cv),
+        seconds=round(time.perf_counter() - began, 2),
+    )

@@ -9,6 +9,7 @@ training base rate) and the AUC of persistence (the share of the last h that was
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +68,25 @@ def advisor_bands(
     return bands
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RiskBench:
+    """Each risk model's AUC and Brier on the test ticks, against climatology and
+    persistence."""
+
+    models: dict[str, dict[str, float]]
+    chosen_per_pool: dict[str, str]
+    advisor_bands: dict[str, Any]
+    climatology_brier: float
+    persistence_auc: float
+    n: int
+    """Test ticks scored."""
+    positive_rate: float
+    horizon_ticks: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
 def bench_risk(
     folder: Path,
     *,
@@ -74,7 +94,7 @@ def bench_risk(
     horizon_minutes: float,
     models: Sequence[str] = tuple(RISK_MODELS),
     advisor: Sequence[Path] = (),
-) -> dict[str, Any]:
+) -> RiskBench:
     """Backtest the named risk models and ``per_pool_best`` (each pool's model chosen by
     Brier on the last quarter of its training ticks) on a folder of traces; the ``advisor``
     snapshots give the pools' Spot Advisor bands."""
@@ -128,23 +148,25 @@ def bench_risk(
         chosen[names[p]] = min(briers, key=lambda n: briers[n])
         best[pool == p] = predictions[chosen[names[p]]][pool == p]
     predictions["per_pool_best"] = best
-    result: dict[str, Any] = {"models": {}}
-    for name, p_all in predictions.items():
-        result["models"][name] = {
-            "auc": round(float(roc_auc_score(y[test], p_all[test])), 4),
-            "brier": round(float(brier_score_loss(y[test], p_all[test])), 4),
-        }
-    result["chosen_per_pool"] = chosen
-    result["advisor_bands"] = bands
     base_rate = float(y[train].mean())
-    result["climatology_brier"] = round(
-        float(brier_score_loss(y[test], np.full(test.sum(), base_rate))), 4
-    )
     past_down = np.stack(
         [_trailing_mean((~available[p]).astype(float), horizon) for p in range(pools)]
     )
-    result["persistence_auc"] = round(float(roc_auc_score(y[test], past_down[pool, tick][test])), 4)
-    result["n"] = int(test.sum())
-    result["positive_rate"] = round(float(y[test].mean()), 4)
-    result["horizon_ticks"] = horizon
-    return result
+    return RiskBench(
+        models={
+            name: {
+                "auc": round(float(roc_auc_score(y[test], p_all[test])), 4),
+                "brier": round(float(brier_score_loss(y[test], p_all[test])), 4),
+            }
+            for name, p_all in predictions.items()
+        },
+        chosen_per_pool=chosen,
+        advisor_bands=bands,
+        climatology_brier=round(
+            float(brier_score_loss(y[test], np.full(test.sum(), base_rate))), 4
+        ),
+        persistence_auc=round(float(roc_auc_score(y[test], past_down[pool, tick][test])), 4),
+        n=int(test.sum()),
+        positive_rate=round(float(y[test].mean()), 4),
+        horizon_ticks=horizon,
+    )
