@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 ZonesMode = Literal["single", "multi"]
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class BenchRun:
     """Per key and policy, the results of every job, and the seconds each policy took."""
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import httpx
@@ -36,6 +37,22 @@ def decision_bodies(pools: list[str], n: int, seed: int = 0) -> list[dict[str, A
     return bodies
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LoadTest:
+    """Latency percentiles (from each request's due time, so queueing counts) and errors."""
+
+    p50_ms: float
+    p99_ms: float
+    errors: int
+    requests: int
+    rps: float
+    achieved_rps: float
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
 async def _run(
     base_url: str,
     token: str | None,
@@ -43,7 +60,7 @@ async def _run(
     rps: float,
     seconds: float,
     on_second: Callable[[int], None] | None,
-) -> dict[str, Any]:
+) -> LoadTest:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
     latencies: list[float] = []
@@ -76,14 +93,15 @@ async def _run(
         await asyncio.gather(*tasks)
         elapsed = time.perf_counter() - began
     ms = np.array(latencies) * 1000.0
-    return {
-        "p50_ms": round(float(np.percentile(ms, 50)), 3),
-        "p99_ms": round(float(np.percentile(ms, 99)), 3),
-        "errors": errors,
-        "requests": n,
-        "rps": rps,
-        "achieved_rps": round(n / elapsed, 1),
-    }
+    return LoadTest(
+        p50_ms=round(float(np.percentile(ms, 50)), 3),
+        p99_ms=round(float(np.percentile(ms, 99)), 3),
+        errors=errors,
+        requests=n,
+        rps=rps,
+        achieved_rps=round(n / elapsed, 1),
+        seconds=seconds,
+    )
 
 
 def load_test(
@@ -94,6 +112,6 @@ def load_test(
     rps: float,
     seconds: float,
     on_second: Callable[[int], None] | None = None,
-) -> dict[str, Any]:
+) -> LoadTest:
     """Send ``rps`` decision requests a second for ``seconds``; latency percentiles and errors."""
     return asyncio.run(_run(base_url, token, bodies, rps, seconds, on_second))

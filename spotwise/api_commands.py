@@ -173,12 +173,11 @@ def bench_api(
     finally:
         server.terminate()
         server.wait(10)
-    result["seconds"] = seconds
-    result["workers"] = workers
+    report = {**result.to_dict(), "workers": workers}
     if as_json:
-        out.print_json(json.dumps(result))
+        out.print_json(json.dumps(report))
     else:
-        out.print(result)
+        out.print(report)
 
 
 @policy_app.command("train")
