@@ -21,7 +21,7 @@ from spotwise.executor.example_runs import example_command, reference_run
 from spotwise.executor.notices import preemption_times
 from spotwise.executor.replay import run_under_replay
 from spotwise.policy.traces import load_traces
-from spotwise.progress import Progress
+from spotwise.progress import Progress, silent
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -71,7 +71,7 @@ def _model_of_size(size_mb: int, width: int = 2048) -> nn.Sequential:
 
 
 def bench_checkpoint(
-    size_mb: int, folder: Path | None = None, progress: Progress = lambda _: None
+    size_mb: int, folder: Path | None = None, progress: Progress = silent
 ) -> CheckpointBench:
     """torch.save against the CheckpointManager on the same state of ``size_mb`` MiB."""
     with tempfile.TemporaryDirectory(dir=folder) as tmp:
@@ -155,7 +155,7 @@ def bench_resume(
     lead_s: float = 2.0,
     grace_s: float = 5.0,
     preemptions: int = 4,
-    progress: Progress = lambda _: None,
+    progress: Progress = silent,
 ) -> ResumeBench:
     """The example training uninterrupted, then under a replayed real preemption trace."""
     folder, pool = DEFAULT_TRACE

@@ -39,7 +39,7 @@ from spotwise.executor.launchers.base import Instance, Launcher, Placement
 from spotwise.executor.ledger import EntryKind, JobStatus, Ledger
 from spotwise.policy.client import PolicyClient
 from spotwise.policy.schemas import DecisionRequest, IdleState, JobTerms, PoolNow
-from spotwise.progress import Progress
+from spotwise.progress import Progress, silent
 
 ClientFor = Callable[[np.ndarray, int, tuple[str, ...]], PolicyClient]
 """Builds a policy client over the availability history so far (pools × ticks, gap seconds)."""
@@ -108,7 +108,7 @@ class Supervisor:
         client_for: ClientFor,
         config: SupervisorConfig,
         ledger: Ledger,
-        progress: Progress = lambda _: None,
+        progress: Progress = silent,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.launcher, self.client_for, self.config = launcher, client_for, config

@@ -144,7 +144,7 @@ class MarketStore:
         store = cls(con, path)
         try:
             if read_only:
-                store._check_versions(writable=False)
+                store._check_versions(store.schema_versions(), writable=False)
             else:
                 store._migrate()
         except BaseException:
@@ -178,9 +178,9 @@ class MarketStore:
             return _from_one_version(int(row[0]) if row and row[0] is not None else 0)
         return {}
 
-    def _check_versions(self, *, writable: bool) -> None:
-        """Refuse a store newer than this code; read-only, refuse one that is behind it."""
-        found = self.schema_versions()
+    def _check_versions(self, found: dict[str, int], *, writable: bool) -> None:
+        """Refuse a store (at versions ``found``) newer than this code; read-only, refuse one
+        that is behind it."""
         for schema in SCHEMAS.values():
             version = found.get(schema.name, 0)
             if version > schema.version:
@@ -195,8 +195,8 @@ class MarketStore:
                 )
 
     def _migrate(self) -> None:
-        self._check_versions(writable=True)
         found = self.schema_versions()
+        self._check_versions(found, writable=True)
         pending = [s for s in SCHEMAS.values() if found.get(s.name, 0) < s.version]
         if not pending and self._has_table("schemas"):
             return

@@ -15,7 +15,7 @@ from spotwise.pricing.forecast.boosting import GlobalBoosting
 from spotwise.pricing.forecast.grid import to_grid
 from spotwise.pricing.forecast.models import FORECASTERS
 from spotwise.pricing.sources.aws import read_price_history_csv
-from spotwise.progress import Progress
+from spotwise.progress import Progress, silent
 
 
 def aws_price_grid(csv: Path) -> pd.DataFrame:
@@ -48,7 +48,7 @@ def bench_price(
     horizon_hours: int = 24,
     level: int = 90,
     refit_every_days: int = 7,
-    progress: Progress = lambda _: None,
+    progress: Progress = silent,
 ) -> PriceBench:
     """Backtest the per-series models (refitted at every origin) and the global GBM (refitted
     every ``refit_every_days`` origins, on data before the origin it is fitted at)."""

@@ -26,7 +26,7 @@ from spotwise.pricing.forecast.panel import PanelForecaster, PerSeries, forecast
 from spotwise.pricing.forecast.risk import Logistic
 from spotwise.pricing.frames import unique_id
 from spotwise.pricing.store import MarketStore
-from spotwise.progress import Progress
+from spotwise.progress import Progress, silent
 
 RISK_MODEL = "risk-logistic"
 
@@ -168,7 +168,7 @@ def run_forecasts(
     horizon_hours: int = 24,
     risk_horizon_minutes: float = 60.0,
     level: int = 90,
-    progress: Progress = lambda _: None,
+    progress: Progress = silent,
 ) -> ForecastRun:
     """Forecast everything in the store and write the forecasts in one transaction."""
     began = time.perf_counter()
