@@ -55,6 +55,8 @@ class JobInfo:
     compute_hours: float
     deadline_hours: float
     on_demand_price: float
+    simulated: bool
+    """Run on a replayed market: its hours and dollars are simulated."""
     checkpoint_usd_per_gb_month: float = USD_PER_GB_MONTH
 
 
@@ -67,8 +69,10 @@ class Ledger:
         self._seq = 0
         with MarketStore.open(store_path) as store:
             store.execute(
-                "INSERT INTO jobs VALUES "
-                "(?, ?, ?, ?, now(), NULL, 'running', ?, ?, ?, ?, ?, ?, NULL)",
+                "INSERT INTO jobs (job_id, name, command, launcher, started, status, "
+                "compute_hours, deadline_hours, on_demand_price, checkpoint_usd_per_gb_month, "
+                "host, supervisor_pid, simulated) "
+                "VALUES (?, ?, ?, ?, now(), 'running', ?, ?, ?, ?, ?, ?, ?)",
                 [
                     self.job_id,
                     info.name,
@@ -80,6 +84,7 @@ class Ledger:
                     info.checkpoint_usd_per_gb_month,
                     socket.gethostname(),
                     os.getpid(),
+                    info.simulated,
                 ],
             )
 
@@ -169,6 +174,8 @@ class JobReport:
     name: str
     launcher: str
     status: JobStatus
+    simulated: bool
+    """Hours and dollars of a replayed market, not a bill."""
     cost_usd: float
     on_demand_cost_usd: float
     savings_usd: float
@@ -223,6 +230,7 @@ def job_report(store: MarketStore, job_id: str) -> JobReport:
         name=str(job["name"]),
         launcher=str(job.launcher),
         status=JobStatus(job.status),
+        simulated=bool(job.simulated),
         cost_usd=round(total, 4),
         on_demand_cost_usd=round(on_demand, 4),
         savings_usd=round(on_demand - total, 4),

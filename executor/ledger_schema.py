@@ -4,7 +4,8 @@ the store so every store this process opens holds them.
 
 Version 1 adds both tables; version 2 records where each job's supervisor runs (``host``,
 ``supervisor_pid``) and the process group of the command it runs locally (``worker_pgid``), so
-a job can be cancelled even if its supervisor died.
+a job can be cancelled even if its supervisor died; version 3 marks jobs run on a replayed market
+(``simulated``: every launcher but ``aws`` before it).
 """
 
 from __future__ import annotations
@@ -30,6 +31,10 @@ LEDGER = register_schema(
     ALTER TABLE jobs ADD COLUMN host VARCHAR;
     ALTER TABLE jobs ADD COLUMN supervisor_pid INTEGER;
     ALTER TABLE jobs ADD COLUMN worker_pgid INTEGER;
+    """,
+            """
+    ALTER TABLE jobs ADD COLUMN simulated BOOLEAN;
+    UPDATE jobs SET simulated = launcher <> 'aws';
     """,
         ),
         ("jobs", "ledger"),

@@ -64,6 +64,7 @@ def supervise(
             name=name,
             command=" ".join(command),
             launcher=launcher.name,
+            simulated=launcher.simulated,
             compute_hours=config.job.compute_hours,
             deadline_hours=config.job.deadline_hours,
             on_demand_price=config.job.on_demand_price,

@@ -217,7 +217,9 @@ def _print_report(report: dict[str, Any], as_json: bool) -> None:
         print(json.dumps(report, default=str))
         return
     out.print(
-        f"job {report['job_id']} ({report['status']}): ${report['cost_usd']:,.2f} against "
+        f"job {report['job_id']} ({report['status']}"
+        f"{', simulated on a replayed market' if report['simulated'] else ''}): "
+        f"${report['cost_usd']:,.2f} against "
         f"${report['on_demand_cost_usd']:,.2f} on demand ({report['savings_pct']:.1f}% saved)"
     )
     b = report["breakdown"]

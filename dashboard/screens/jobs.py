@@ -28,6 +28,8 @@ def render() -> None:
     b.metric("Preemptions", report.preemptions, f"{report.notices} notices", delta_color="off")
     c.metric("Migrations", report.migrations)
     d.metric("Lost work", f"{report.lost_work_hours:.2f} h")
+    if report.simulated:
+        st.caption("Simulated: hours and dollars of a replayed market, not a bill.")
     parts = pd.DataFrame(
         [
             {"part": part, "usd": usd}

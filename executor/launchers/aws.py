@@ -139,6 +139,7 @@ class AwsLauncher:
     """Starts EC2 instances in the zones of one region (the pools)."""
 
     name = "aws"
+    simulated = False
 
     def __init__(
         self,

@@ -74,6 +74,8 @@ class Launcher(Protocol):
 
     name: str
     pools: tuple[str, ...]
+    simulated: bool
+    """Whether the market is a replay (its hours and dollars are simulated, not billed)."""
 
     def now_hours(self) -> float:
         """The cloud's hours since the job started."""

@@ -206,6 +206,7 @@ class LocalLauncher:
     """Pools from a :class:`TraceSet`, replayed from ``start_tick`` at ``pace``."""
 
     name = "local"
+    simulated = True
 
     def __init__(
         self,
@@ -227,8 +228,10 @@ class LocalLauncher:
     def _now_s(self) -> float:
         return self.pace.now_s(self._running)
 
-    def _tick(self) -> int:
-        tick = self.start_tick + int(self._now_s() / self.traces.gap_seconds)
+    def _tick(self, now_s: float | None = None) -> int:
+        """The trace tick at ``now_s`` cloud seconds (default: now)."""
+        seconds = self._now_s() if now_s is None else now_s
+        tick = self.start_tick + int(seconds / self.traces.gap_seconds)
         return min(tick, self.traces.n_ticks - 1)
 
     def now_hours(self) -> float:
@@ -274,7 +277,7 @@ class LocalLauncher:
             return None
         row = self.traces.available[self.pools.index(pool)]
         now_s = self._now_s()
-        tick = min(self.start_tick + int(now_s / self.traces.gap_seconds), len(row) - 1)
+        tick = self._tick(now_s)
         down = np.flatnonzero(~row[tick:])
         if not len(down):
             return None

@@ -52,6 +52,7 @@ def filled_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
             compute_hours=2,
             deadline_hours=3,
             on_demand_price=3.06,
+            simulated=True,
         ),
     )
     ledger.record(EntryKind.INSTANCE, pool="z1", market="spot", hours=1.5, price=0.9, cost_usd=1.35)

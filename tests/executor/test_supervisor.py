@@ -63,6 +63,7 @@ def supervise(
             compute_hours=terms.compute_hours,
             deadline_hours=terms.deadline_hours,
             on_demand_price=terms.on_demand_price,
+            simulated=True,
         ),
     )
     settings = {"lead_s": 0.4, "grace_s": 2.0, "migrate_risk": 1.0, **config}
@@ -88,7 +89,7 @@ def test_a_preempted_job_gets_its_notice_and_is_relaunched_to_completion(tmp_pat
     assert report.lost_hours == 0.0  # the notice came in time to save progress
     with MarketStore.open(store) as market_store:
         ledger_report = job_report(market_store, ledger.job_id)
-    assert ledger_report.status == "completed"
+    assert ledger_report.status == "completed" and ledger_report.simulated
     assert ledger_report.notices == 1 and ledger_report.preemptions == 1
     assert ledger_report.cost_usd < ledger_report.on_demand_cost_usd
     assert ledger_report.markets["spot"].hours > 0
@@ -199,6 +200,8 @@ def test_jobs_list_and_show_read_the_ledger(tmp_path: Path, cli: CliRun, store_f
     report = json.loads(shown.stdout)
     assert report["status"] == "completed" and report["instances"] == 1
     assert set(report["breakdown"]) == {"compute", "storage", "recovery"}
+    text = cli("jobs", "show", ledger.job_id, env=env).stdout
+    assert "simulated on a replayed market" in text
     missing = cli("jobs", "show", "nope", env=env)
     assert missing.returncode == 1 and "no job 'nope'" in missing.stderr
 

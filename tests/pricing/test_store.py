@@ -68,6 +68,8 @@ def test_a_store_from_before_each_package_kept_its_own_schema_is_migrated(
         assert store.schema_versions() == CURRENT
         jobs = store.records("SELECT job_id, host FROM jobs")
     assert jobs == [{"job_id": "j1", "host": None}]
+    with MarketStore.open(store_file) as store:  # a local job was a replay
+        assert store.records("SELECT simulated FROM jobs") == [{"simulated": True}]
     with MarketStore.open(store_file, read_only=True) as store:
         assert store.schema_versions() == CURRENT
 

@@ -27,6 +27,7 @@ def test_demo_trains_through_preemptions_and_a_migration_and_resumes_bit_exactly
         "on-demand",
     ]
     assert report["bitwise_identical"] is True
+    assert report["ledger"]["simulated"] is True  # its dollars are a replay's, and say so
     assert 0 < report["cost_usd"] < report["on_demand_cost_usd"]
     tables = summary_json(cli)["tables"]  # it loaded the bundled data and fitted forecasts
     assert tables["prices"] > 20_000 and tables["forecasts"] > 0
