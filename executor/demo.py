@@ -94,7 +94,7 @@ def run_example(
             launcher=replay.launcher(job),
             config=SupervisorConfig(job=job, migrate_risk=migrate_risk, ckpt_dirs=(ckpt,)),
             client_for=in_process_for,
-            name="demo: executor.examples.train_mlp",
+            name="demo: spotwise.executor.examples.train_mlp",
             progress=progress,
         )
     done = next((e for e in reversed(supervised.events) if e.get("event") == "done"), None)

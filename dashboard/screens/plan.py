@@ -27,7 +27,7 @@ def render() -> None:
     left, middle, right = st.columns(3)
     checkpoint_gb = left.number_input("Checkpoint size (GB)", min_value=0.1, value=10.0)
     storage_price = middle.number_input(
-        "Storage $/GB-month", min_value=0.0, value=StorageTerms().usd_per_gb_month
+        "Storage $/GB-month", min_value=0.0, value=StorageTerms().usd_per_gb_month, format="%.3f"
     )
     provider = right.selectbox("Provider", ["all", "aws", "gcp"])
     on_demand = st.number_input(
