@@ -12,6 +12,13 @@ Checkpoint mode (off by default: the CBL setting, where a preemption loses no wo
 checkpoint every M minutes of productive time, each stalling progress S seconds, and a
 preemption loses the progress since the last checkpoint unless the notice (N seconds) is long
 enough to write one (N >= S).
+
+Observation modes (design.md, "What a real controller can see"): in ``all`` the policy sees
+every pool at every tick. In ``current`` and ``probe`` it sees the pool it runs in; a spot
+action is a launch request naming one or more pools, which lands in the cheapest available one
+or fails. A failed request keeps the instance the job has; an idle job loses the tick, and
+with ``probe_seconds`` longer than a tick, the ticks those seconds span. In ``probe`` mode the
+policy learns the availability of every pool it named, as of that tick.
 """
 
 from __future__ import annotations
@@ -22,7 +29,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from spotwise.policy.job import JobSpec
-from spotwise.policy.policies.base import NONE, ON_DEMAND, SPOT0, JobContext, Observation, Policy
+from spotwise.policy.policies.base import (
+    NONE,
+    ON_DEMAND,
+    SPOT0,
+    Action,
+    JobContext,
+    Observation,
+    ObserveMode,
+    Policy,
+    PoolPrior,
+)
 from spotwise.policy.traces import TraceSet
 
 
@@ -51,6 +68,7 @@ class JobResult:
     changeovers: int
     lost_ticks: float
     checkpoints: int
+    failed_requests: int = 0
 
 
 def job_starts(
@@ -67,6 +85,27 @@ def job_starts(
     return list(range(first, n_ticks - deadline_ticks, every))
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Visibility:
+    """What a controller is shown: the observation mode, the cost of a failed launch request,
+    how many hours of each pool's past it has (None = all), and its prior for unseen pools."""
+
+    observe: ObserveMode = "all"
+    probe_seconds: float = 60.0
+    history_hours: float | None = None
+    prior: PoolPrior | None = None
+
+    def probe_ticks(self, gap_seconds: float) -> int:
+        """Ticks a failed request costs an idle job (0 in ``all`` mode)."""
+        if self.observe == "all":
+            return 0
+        return max(1, math.ceil(self.probe_seconds / gap_seconds - 1e-9))
+
+
+EVERYTHING = Visibility()
+"""The literature's setting: every pool at every tick, all of the past."""
+
+
 def context_for(
     traces: TraceSet,
     spec: JobSpec,
@@ -74,24 +113,31 @@ def context_for(
     checkpoint: CheckpointMode | None = None,
     *,
     reads_future: bool = False,
+    visibility: Visibility = EVERYTHING,
 ) -> JobContext:
-    """What a policy may know at the start of a job: the past, or everything if it is the
-    omniscient bound (``reads_future``)."""
+    """What a policy may know at the start of a job: the past it is given, or everything if
+    it is the omniscient bound (``reads_future``)."""
     job = spec.ticks(traces.gap_seconds)
     end = start + job.deadline
     prices = traces.spot_prices(spec.spot_price)
+    first = 0
+    if visibility.history_hours is not None:
+        first = max(0, start - round(visibility.history_hours * 3600 / traces.gap_seconds))
     return JobContext(
         job=job,
         pools=traces.pools,
         spot_price=prices[:, start],
         on_demand_price=spec.on_demand_price,
         speed=np.array([p.speed for p in traces.pools]),
-        past_available=traces.available[:, :start],
+        past_available=traces.available[:, first:start],
         checkpoint_stall_ticks=0.0
         if checkpoint is None
         else checkpoint.stall_seconds / traces.gap_seconds,
         future_available=traces.available[:, start:end] if reads_future else None,
         future_prices=prices[:, start:end] if reads_future else None,
+        observe=visibility.observe,
+        probe_ticks=visibility.probe_ticks(traces.gap_seconds),
+        prior=visibility.prior,
     )
 
 
@@ -105,9 +151,16 @@ class JobRun:
         spec: JobSpec,
         start: int,
         checkpoint: CheckpointMode | None = None,
+        visibility: Visibility = EVERYTHING,
     ) -> None:
         job = spec.ticks(traces.gap_seconds)
         self.job, self.start, self.checkpoint = job, start, checkpoint
+        self.observe_mode = visibility.observe
+        self._probe_ticks = visibility.probe_ticks(traces.gap_seconds)
+        self._blocked_until = 0
+        n_pools = len(traces.pools)
+        self._seen = np.zeros(n_pools, dtype=bool)
+        self._seen_at = np.full(n_pools, -np.inf)
         self._available = traces.available
         self._prices = traces.spot_prices(spec.spot_price)
         self._speed = [p.speed for p in traces.pools]
@@ -128,8 +181,11 @@ class JobRun:
             preempted=False,
             available=self._available[:, start],
             prices=self._prices[:, start],
+            last_seen=None if visibility.observe == "all" else self._seen,
+            seen_age=None if visibility.observe == "all" else np.full(n_pools, np.inf),
         )
         self.tick = 0
+        self.failed_requests = 0
         self.cost = self.progress = 0.0
         self._state, self._left = NONE, 0
         self._committed = self._since_checkpoint = self._stall_debt = 0.0
@@ -156,6 +212,7 @@ class JobRun:
             ):
                 obs.preempted = True
                 self.preemptions += 1
+                self._seen[z], self._seen_at[z] = False, self.tick
                 if self.checkpoint is not None:
                     if self._lost_on_preemption:
                         self.lost += self.progress - self._committed
@@ -165,20 +222,48 @@ class JobRun:
                 self._state, self._left = NONE, 0
         obs.tick, obs.progress, obs.state = self.tick, self.progress, self._state
         obs.changeover_left = self._left
-        obs.available, obs.prices = self._available[:, now], self._prices[:, now]
+        obs.prices = self._prices[:, now]
+        if self.observe_mode == "all":
+            obs.available = self._available[:, now]
+            return obs
+        if self._state >= SPOT0:
+            z = self._state - SPOT0
+            self._seen[z], self._seen_at[z] = True, self.tick
+        assert obs.seen_age is not None
+        np.subtract(self.tick, self._seen_at, out=obs.seen_age)
+        obs.available = self._seen & (obs.seen_age == 0)
         return obs
 
-    def step(
-        self, action: int, bid: float | None = None, checkpoint_ticks: int | None = None
-    ) -> float:
-        """Run the current tick with ``action`` and return what it cost."""
+    def _land(self, action: Action, bid: float | None) -> int:
+        """Where a launch request lands this tick: the cheapest available named pool (the
+        earlier named on a tie), else the instance the job already has; learns what it named."""
+        now = self.start + self.tick
+        named = list(action.named_pools())
+        if self.observe_mode == "probe":
+            self._seen[named] = self._available[named, now]
+            self._seen_at[named] = self.tick
+        best, best_price = -1, math.inf
+        for z in named:
+            price = self._prices[z, now]
+            if self._available[z, now] and (bid is None or price <= bid) and price < best_price:
+                best, best_price = z, price
+        if best >= 0:
+            return SPOT0 + best
+        self.failed_requests += 1
+        if self._state == NONE:
+            self._blocked_until = self.tick + self._probe_ticks
+        return self._state
+
+    def step(self, choice: Action) -> float:
+        """Run the current tick with the policy's ``choice`` and return what it cost."""
         now = self.start + self.tick
         before = self.cost
-        if action >= SPOT0 and (
-            not self._available[action - SPOT0, now]
-            or (bid is not None and self._prices[action - SPOT0, now] > bid)
-        ):
-            action = NONE
+        bid, checkpoint_ticks = choice.bid, choice.checkpoint_ticks
+        action = choice.instance
+        if self.tick < self._blocked_until:
+            action = NONE  # a failed request is still taking the job's time
+        elif action >= SPOT0 and action != self._state:
+            action = self._land(choice, bid)
         if action != self._state:
             self._state = action
             self._left = self.job.changeover if action != NONE else 0
@@ -232,6 +317,7 @@ class JobRun:
             changeovers=self.changeovers,
             lost_ticks=self.lost,
             checkpoints=self.checkpoints,
+            failed_requests=self.failed_requests,
         )
 
 
@@ -241,11 +327,21 @@ def simulate(
     spec: JobSpec,
     start: int,
     checkpoint: CheckpointMode | None = None,
+    visibility: Visibility = EVERYTHING,
 ) -> JobResult:
-    """Run one job that starts at tick ``start`` of ``traces`` under ``policy``."""
-    policy.reset(context_for(traces, spec, start, checkpoint, reads_future=policy.reads_future))
-    run = JobRun(traces, spec, start, checkpoint)
+    """Run one job that starts at tick ``start`` of ``traces`` under ``policy``, showing it
+    what ``visibility`` allows."""
+    policy.reset(
+        context_for(
+            traces,
+            spec,
+            start,
+            checkpoint,
+            reads_future=policy.reads_future,
+            visibility=visibility,
+        )
+    )
+    run = JobRun(traces, spec, start, checkpoint, visibility)
     while not run.over:
-        action = policy.act(run.observe())
-        run.step(action.instance, action.bid, action.checkpoint_ticks)
+        run.step(policy.act(run.observe()))
     return run.result()

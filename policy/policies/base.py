@@ -7,9 +7,11 @@ pool ``z``. Policies are registered by name in :mod:`spotwise.policy.registry` a
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 import numpy as np
 
@@ -19,6 +21,11 @@ from spotwise.policy.traces import Pool
 NONE = 0
 ON_DEMAND = 1
 SPOT0 = 2
+
+ObserveMode = Literal["all", "current", "probe"]
+"""What a policy is shown (design.md, "What a real controller can see"): ``all`` every pool at
+every tick; ``current`` the pool the job runs in; ``probe`` that plus what launch requests teach."""
+OBSERVE_MODES: tuple[ObserveMode, ...] = ("all", "current", "probe")
 
 
 def spot(pool: int) -> int:
@@ -45,6 +52,12 @@ class JobContext:
     """bool [pools, job ticks]: only for policies that read the future (the omniscient bound)."""
     future_prices: np.ndarray | None = None
     """float [pools, job ticks] spot prices: only for policies that read the future."""
+    observe: ObserveMode = "all"
+    probe_ticks: int = 0
+    """Ticks a failed launch request leaves an idle job unable to start anything (0 in ``all``
+    mode, where a policy never asks blind)."""
+    prior: PoolPrior | None = None
+    """What similar pools say before this job's own pools have a history (cold starts)."""
 
 
 @dataclass(slots=True)
@@ -65,6 +78,35 @@ class Observation:
     """bool [pools]: spot available at this tick."""
     prices: np.ndarray
     """float [pools]: spot price per hour at this tick."""
+    last_seen: np.ndarray | None = None
+    """bool [pools]: the last availability seen of each pool (False if never seen); None means
+    ``available`` (the ``all`` mode)."""
+    seen_age: np.ndarray | None = None
+    """float [pools]: ticks since that was seen (0 = this tick, inf = never); None = all 0."""
+
+    def belief(self) -> np.ndarray:
+        """bool [pools]: each pool's availability as last seen (``available`` in ``all`` mode)."""
+        return self.available if self.last_seen is None else self.last_seen
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PoolPrior:
+    """A pool's risk before its own history says anything: a mean availability run and the
+    share of time spot can be had, each worth some pseudo-observations, and where they came from."""
+
+    mean_run_hours: float
+    available_share: float
+    weight_runs: float = 2.0
+    """Pseudo-runs the mean run counts as."""
+    weight_hours: float = 24.0
+    """Pseudo-hours the available share counts as."""
+    source: str = "default"
+
+    def __post_init__(self) -> None:
+        if not (self.mean_run_hours > 0 and math.isfinite(self.mean_run_hours)):
+            raise ValueError(f"mean_run_hours must be positive, got {self.mean_run_hours}")
+        if not 0.0 <= self.available_share <= 1.0:
+            raise ValueError(f"available_share must be in [0, 1], got {self.available_share}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,10 +119,25 @@ class Action:
     """Max spot price per hour: the instance is taken back when the price rises above it."""
     checkpoint_ticks: int | None = None
     """Checkpoint interval, in ticks (simulator checkpoint mode; None: the simulator's)."""
+    also: tuple[int, ...] = ()
+    """More pools the launch request names with ``instance``'s (an EC2 Fleet request): it lands
+    in the cheapest available one, ties going to the earlier named."""
+
+    def named_pools(self) -> tuple[int, ...]:
+        """Every pool the launch request names, in order (none unless ``instance`` is spot)."""
+        return (self.instance - SPOT0, *self.also) if self.instance >= SPOT0 else ()
 
 
 WAIT = Action(NONE)
 RUN_ON_DEMAND = Action(ON_DEMAND)
+
+
+def request(pools: Sequence[int], checkpoint_ticks: int | None = None) -> Action:
+    """A launch request naming ``pools`` in order of preference (WAIT when there are none)."""
+    if not len(pools):
+        return Action(NONE, checkpoint_ticks=checkpoint_ticks)
+    first, *rest = (int(z) for z in pools)
+    return Action(spot(first), checkpoint_ticks=checkpoint_ticks, also=tuple(rest))
 
 
 class Policy(ABC):

@@ -2,8 +2,8 @@
 
 - Slack: ticks left before the deadline minus ticks of work left.
 - The safety net: once not on spot with the slack down to two changeovers (one to start
-  on-demand, one spent on a spot start that may be preempted), on-demand to the end, so the
-  deadline is never missed.
+  on-demand, one spent on a spot start that may be preempted) plus the time a failed launch
+  request takes, on-demand to the end, so the deadline is never missed.
 - A running spot instance is kept until it is preempted.
 
 :class:`Guardrails` applies the last two, with the "on-demand to the end" latch; policies
@@ -22,8 +22,9 @@ def slack_ticks(obs: Observation, context: JobContext) -> float:
 
 
 def slack_exhausted(obs: Observation, context: JobContext) -> bool:
-    """The slack is down to two changeovers: only on-demand can still surely finish."""
-    return slack_ticks(obs, context) <= 2 * context.job.changeover
+    """The slack is down to two changeovers and a failed request: only on-demand can still
+    surely finish."""
+    return slack_ticks(obs, context) <= 2 * context.job.changeover + context.probe_ticks
 
 
 def safety_net(obs: Observation, context: JobContext) -> bool:

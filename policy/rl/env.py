@@ -18,7 +18,7 @@ import gymnasium as gym
 import numpy as np
 
 from spotwise.policy.job import JobSpec
-from spotwise.policy.policies.base import NONE, SPOT0, Observation
+from spotwise.policy.policies.base import NONE, SPOT0, Action, Observation
 from spotwise.policy.policies.rules import Guardrails
 from spotwise.policy.rl.features import FeatureBuilder, observation_size
 from spotwise.policy.simulate import CheckpointMode, JobRun, context_for
@@ -105,7 +105,7 @@ class SpotJobEnv(gym.Env[np.ndarray, np.ndarray]):
             action = self._rules.fixed(self._obs)
             if action is None:
                 break
-            cost += self._run.step(action, None, self._interval)
+            cost += self._run.step(Action(action, checkpoint_ticks=self._interval))
             if not self._run.over:
                 self._obs = self._run.observe()
         return cost
@@ -115,7 +115,7 @@ class SpotJobEnv(gym.Env[np.ndarray, np.ndarray]):
         run = self._run
         self._interval = max(1, round(CHECKPOINT_MINUTES[int(action[1])] * self._ticks_per_minute))
         cost = self._cost + run.step(
-            instance_action(int(action[0]), self._n_pools), None, self._interval
+            Action(instance_action(int(action[0]), self._n_pools), checkpoint_ticks=self._interval)
         )
         self._cost = 0.0
         if not run.over:

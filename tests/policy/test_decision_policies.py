@@ -11,6 +11,7 @@ from spotwise import policy
 from spotwise.policy import load
 from spotwise.policy.hazard import AvailabilityHazard
 from spotwise.policy.job import REFERENCE
+from spotwise.policy.policies.base import Action
 from spotwise.policy.rl.catalog import ModelCatalog
 from spotwise.policy.rl.env import SpotJobEnv
 from spotwise.policy.rl.train import train_ppo, training_starts
@@ -154,7 +155,7 @@ def test_the_env_features_match_inference_which_sees_every_tick(bundled: TraceSe
         obs = run.observe()
         expected = features.vector(obs)
         if tick < played:
-            run.step(2 if tick == 0 else obs.state, None, env._interval)
+            run.step(Action(2 if tick == 0 else obs.state, checkpoint_ticks=env._interval))
     np.testing.assert_allclose(seen, expected, rtol=1e-6)
 
 
