@@ -17,7 +17,14 @@ import numpy as np
 
 from spotwise import policy
 from spotwise.policy.job import JobSpec
-from spotwise.policy.simulate import CheckpointMode, JobResult, job_starts, simulate
+from spotwise.policy.simulate import (
+    EVERYTHING,
+    CheckpointMode,
+    JobResult,
+    Visibility,
+    job_starts,
+    simulate,
+)
 from spotwise.policy.traces import TraceSet
 
 if TYPE_CHECKING:
@@ -80,6 +87,7 @@ def run_bench(
     checkpoint: CheckpointMode | None = None,
     on_job: Callable[[str, str], None] | None = None,
     models: ModelCatalog | None = None,
+    visibility: Visibility = EVERYTHING,
 ) -> BenchRun:
     """Simulate every policy on every job start (and pool, for ``single``); learned models
     come from ``models`` (default: the shipped ones)."""
@@ -106,7 +114,9 @@ def run_bench(
             began = time.perf_counter()
             jobs = []
             for start in starts:
-                jobs.append(simulate(policy.load(name, models), group, spec, start, checkpoint))
+                jobs.append(
+                    simulate(policy.load(name, models), group, spec, start, checkpoint, visibility)
+                )
                 if on_job:
                     on_job(key, name)
             run.results[key][name] = jobs

@@ -6,25 +6,44 @@ has been available for ``age`` ticks, the expected remaining run is the weighted
 ``L - age`` over past runs longer than ``age`` (weights halve every ``half_life`` ticks since
 the run ended, so the model follows regime shifts), shrunk toward "as long again" (``age``)
 with ``prior_weight``: when only old runs outlasted ``age``, their weights are small and the
-estimate is not theirs. The hazard per tick is its inverse. Only ticks already observed enter
-the model, so it never looks ahead.
+estimate is not theirs. A :class:`~spotwise.policy.policies.base.PoolPrior` adds pseudo-runs
+of its mean length, so a pool with no history starts from what similar pools say instead of
+from nothing. The hazard per tick is its inverse. Only ticks already observed enter the model,
+so it never looks ahead.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
+
+if TYPE_CHECKING:
+    from spotwise.policy.policies.base import PoolPrior
 
 
 class AvailabilityHazard:
     """Run lengths of every pool seen so far, and the age of each pool's current run."""
 
     def __init__(
-        self, past_available: np.ndarray, half_life_ticks: float, prior_weight: float = 0.0
+        self,
+        past_available: np.ndarray,
+        half_life_ticks: float,
+        prior_weight: float = 0.0,
+        prior_run: tuple[float, float] | None = None,
+        *,
+        pooled: bool = False,
     ) -> None:
-        """Learn from ``past_available`` (bool [pools, ticks]) and continue with :meth:`observe`."""
+        """Learn from ``past_available`` (bool [pools, ticks]) and continue with :meth:`observe`;
+        ``prior_run`` is (mean run in ticks, pseudo-runs) from similar pools; ``pooled`` judges
+        every pool by the runs of all of them."""
+        self.pooled = pooled
         n_pools, n_past = past_available.shape
         self.half_life = float(half_life_ticks)
         self.prior_weight = float(prior_weight)
+        self.prior_run = prior_run
+        self._prior_end = -n_past
+        """The prior counts as runs that ended before the history, and fades as they would."""
         self._age = np.zeros(n_pools, dtype=int)
         self._now = -1
         self._arrays: list[tuple[np.ndarray, np.ndarray]] = []
@@ -59,14 +78,29 @@ class AvailabilityHazard:
         lasted a while is expected to last as long again).
         """
         age = int(self._age[pool]) if age is None else age
-        lengths, ends = self._arrays[pool]
+        lengths, ends = self._runs(pool)
         longer = lengths > age
         as_long_again = float(max(age, 1))
-        if not longer.any():
+        total, weight = self.prior_weight * as_long_again, self.prior_weight
+        if self.prior_run is not None:
+            mean, runs = self.prior_run
+            runs *= 0.5 ** ((self._now - self._prior_end) / self.half_life)
+            total, weight = total + runs * max(mean, as_long_again), weight + runs
+        if longer.any():
+            weights = 0.5 ** ((self._now - ends[longer]) / self.half_life)
+            total += np.sum(weights * (lengths[longer] - age))
+            weight += np.sum(weights)
+        if weight == 0:
             return as_long_again
-        weights = 0.5 ** ((self._now - ends[longer]) / self.half_life)
-        total = np.sum(weights * (lengths[longer] - age)) + self.prior_weight * as_long_again
-        return float(total / (np.sum(weights) + self.prior_weight))
+        return float(total / weight)
+
+    def _runs(self, pool: int) -> tuple[np.ndarray, np.ndarray]:
+        if not self.pooled:
+            return self._arrays[pool]
+        return (
+            np.concatenate([lengths for lengths, _ in self._arrays]),
+            np.concatenate([ends for _, ends in self._arrays]),
+        )
 
     def mean_run(self, pool: int) -> float:
         """Recency-weighted mean run length of ``pool`` in ticks (the MTBF while on spot)."""
@@ -77,20 +111,42 @@ class MarketForecast:
     """The risk forecast of every pool plus the forecast share of ticks spot can work."""
 
     def __init__(
-        self, past_available: np.ndarray, half_life_ticks: float, prior_weight: float = 0.0
+        self,
+        past_available: np.ndarray,
+        half_life_ticks: float,
+        prior_weight: float = 0.0,
+        prior: PoolPrior | None = None,
+        hours_per_tick: float = 1.0,
+        *,
+        pooled: bool = False,
     ) -> None:
-        """Learn from ``past_available`` (bool [pools, ticks before the job])."""
-        self.pools = AvailabilityHazard(past_available, half_life_ticks, prior_weight)
-        any_past: np.ndarray = np.asarray(past_available.any(axis=0, keepdims=True))
-        self.any_pool = AvailabilityHazard(any_past, half_life_ticks)
+        """Learn from ``past_available`` (bool [pools, ticks before the job]), starting from
+        ``prior`` (its hours read with ``hours_per_tick``) where given."""
+        n_pools, n_past = past_available.shape
+        pool_run = any_run = None
+        up_weight = weight = 0.0
         self._decay = 0.5 ** (1.0 / half_life_ticks)
-        weights = self._decay ** np.arange(any_past.shape[1])[::-1]
-        self._up_weight = float(np.sum(weights * any_past[0]))
-        self._weight = float(np.sum(weights))
+        if prior is not None:
+            run = prior.mean_run_hours / hours_per_tick
+            pool_run = (run, prior.weight_runs)
+            # independent pools: some pool is up unless all are down
+            any_share = 1.0 - (1.0 - prior.available_share) ** n_pools
+            any_run = pool_run
+            weight = prior.weight_hours / hours_per_tick * self._decay**n_past
+            up_weight = any_share * weight
+        self.pools = AvailabilityHazard(
+            past_available, half_life_ticks, prior_weight, pool_run, pooled=pooled
+        )
+        any_past: np.ndarray = np.asarray(past_available.any(axis=0, keepdims=True))
+        self.any_pool = AvailabilityHazard(any_past, half_life_ticks, 0.0, any_run)
+        weights = self._decay ** np.arange(n_past)[::-1]
+        self._up_weight = up_weight + float(np.sum(weights * any_past[0]))
+        self._weight = weight + float(np.sum(weights))
         self._now = -1
 
     def observe(self, tick: int, available: np.ndarray) -> None:
-        """Add tick ``tick`` (ticks since the job started; each tick counted once)."""
+        """Add tick ``tick`` (ticks since the job started; each tick counted once), with
+        ``available`` each pool's availability as last seen."""
         if tick == self._now:
             return
         self._now = tick

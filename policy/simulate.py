@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from spotwise.policy.job import JobSpec
+from spotwise.policy.observe import ObserveMode
 from spotwise.policy.policies.base import (
     NONE,
     ON_DEMAND,
@@ -36,7 +37,6 @@ from spotwise.policy.policies.base import (
     Action,
     JobContext,
     Observation,
-    ObserveMode,
     Policy,
     PoolPrior,
 )

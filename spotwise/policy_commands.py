@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import math
+import os
 import time
 from pathlib import Path
 from typing import Annotated, Literal
@@ -28,8 +30,167 @@ from spotwise.console import (
 )
 from spotwise.policy.errors import PolicyError
 from spotwise.policy.job import REFERENCE, JobSpec
+from spotwise.policy.observe import OBSERVE_MODES, ObserveMode
 
 bench_app = typer.Typer(help="Benchmarks that print JSON.", no_args_is_help=True)
+
+ObserveOption = Annotated[
+    str,
+    typer.Option(
+        "--observe",
+        help="What a policy sees: all (every pool every tick), current (the pool it runs in) or "
+        "probe (current plus what launch requests teach).",
+    ),
+]
+ProbeSecondsOption = Annotated[
+    float,
+    typer.Option(
+        "--probe-seconds", min=0.0, callback=finite, help="Time a failed launch request takes."
+    ),
+]
+HistoryOption = Annotated[
+    str,
+    typer.Option(
+        "--history-hours",
+        help="Hours of each pool's past a job is given: a number (0 = a cold start) or all.",
+    ),
+]
+
+
+def _observe_mode(value: str) -> ObserveMode:
+    for mode in OBSERVE_MODES:
+        if value == mode:
+            return mode
+    fail(f"--observe must be one of {', '.join(OBSERVE_MODES)}, got {value!r}")
+
+
+def _history_hours(value: str) -> float | None:
+    if value.strip().lower() == "all":
+        return None
+    try:
+        hours = float(value)
+    except ValueError:
+        hours = -1.0
+    if not (hours >= 0 and math.isfinite(hours)):
+        fail(f"--history-hours must be a number of hours >= 0 or all, got {value!r}")
+    return hours
+
+
+@bench_app.command("suite")
+def bench_suite(
+    quick: Annotated[
+        bool, typer.Option("--quick", help="One job shape, one changeover, jobs every 24 h.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
+    plot: Annotated[
+        Path | None,
+        typer.Option(
+            "--plot", help="Write a PNG of the gap share per class and policy.", show_default=False
+        ),
+    ] = None,
+    policies: Annotated[
+        str, typer.Option("--policies", help="Comma-separated policy names.")
+    ] = "greedy,uniform_progress,risk_aware,ppo,omniscient",
+    window: Annotated[
+        str,
+        typer.Option(
+            "--window",
+            help="held_back: jobs after each trace set's two-thirds cut (the report); train: "
+            "jobs that end before it (for tuning).",
+        ),
+    ] = "held_back",
+    workers: Annotated[
+        int, typer.Option("--workers", min=0, help="Processes (0: one per CPU).")
+    ] = 0,
+    models: ModelsOption = None,
+) -> None:
+    """Every bundled multi-pool trace set × job shapes × changeovers × observation × history:
+    each policy's cost ratio and the share of the greedy → omniscient gap it closes."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from spotwise.policy import suite
+
+    if window not in (suite.HELD_BACK, suite.TRAIN):
+        fail(f"--window must be held_back or train, got {window!r}")
+    names = [p.strip() for p in policies.split(",") if p.strip()]
+    for required in (suite.BASELINE, suite.BOUND):
+        if required not in names:
+            names.append(required)
+    root = settings.bundled_data_dir() / "traces/cbl/availability/1-node"
+    try:
+        sets = suite.bundled_trace_sets(root)
+        catalog = None
+        if models is not None:
+            from spotwise.policy.rl.catalog import ModelCatalog
+
+            catalog = ModelCatalog(models)
+        total = len(suite.classes(list(sets), quick=quick))
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=err,
+            transient=True,
+        ) as bar:
+            task = bar.add_task("classes", total=total)
+            run = suite.run_suite(
+                sets,
+                policies=names,
+                quick=quick,
+                window=suite.HELD_BACK if window == suite.HELD_BACK else suite.TRAIN,
+                workers=workers or os.cpu_count() or 1,
+                on_class=lambda r: bar.update(task, advance=1, description=r.scenario.key),
+                models=catalog,
+            )
+    except (PolicyError, ValueError) as exc:
+        fail(str(exc))
+    summary = run.summary()
+    summary["verdict"] = suite.verdict(summary)
+    save_suite(summary, settings.store_path(None).parent)
+    if plot:
+        suite.plot_suite(summary, plot)
+        err.print(f"plot written to {plot}")
+    if as_json:
+        print(json.dumps(summary, indent=2))
+        return
+    table = Table("class", *names, title="mean cost ratio (share of the greedy → omniscient gap)")
+    for row in summary["classes"]:
+        table.add_row(
+            row["class"],
+            *(_cell(row["policies"][n]) for n in names),
+        )
+    table.add_section()
+    overall = summary["overall"]
+    table.add_row(
+        "mean (gap share over probe classes)",
+        *(
+            f"{overall[n]['mean_cost_ratio']:.3f} ({_share(overall[n]['gap_share_probe'])})"
+            for n in names
+        ),
+    )
+    out.print(table)
+    out.print(f"verdict: {json.dumps(summary['verdict'])}")
+
+
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.0%}"
+
+
+def _cell(stats: dict[str, object]) -> str:
+    ratio = float(stats["mean_cost_ratio"])  # type: ignore[arg-type]
+    misses = f", {stats['misses']} missed" if stats["misses"] else ""
+    return f"{ratio:.3f} ({_share(stats['gap_share'])}){misses}"  # type: ignore[arg-type]
+
+
+def save_suite(summary: dict[str, object], folder: Path) -> Path:
+    """Keep the suite JSON next to the store (``bench-suite.json``) for the dashboard."""
+    target = folder / "bench-suite.json"
+    folder.mkdir(parents=True, exist_ok=True)
+    partial = target.with_suffix(".partial")
+    partial.write_text(json.dumps(summary))
+    partial.replace(target)
+    return target
 
 
 @bench_app.command("policy")
@@ -103,16 +264,24 @@ def bench_policy(
     ] = None,
     verbose: Annotated[bool, typer.Option("--verbose", help="Print timings on stderr.")] = False,
     models: ModelsOption = None,
+    observe: ObserveOption = "all",
+    probe_seconds: ProbeSecondsOption = 60.0,
+    history_hours: HistoryOption = "all",
 ) -> None:
     """Simulate policies on real traces; cost ratio = cost / on-demand cost of the job."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from spotwise.policy.bench import count_jobs, plot_bench, run_bench, save_summary
-    from spotwise.policy.simulate import CheckpointMode
+    from spotwise.policy.simulate import CheckpointMode, Visibility
     from spotwise.policy.traces import load_traces
 
     if zones not in ("single", "multi"):
         fail(f"--zones must be single or multi, got {zones!r}")
+    visibility = Visibility(
+        observe=_observe_mode(observe),
+        probe_seconds=probe_seconds,
+        history_hours=_history_hours(history_hours),
+    )
     mode: Literal["single", "multi"] = "single" if zones == "single" else "multi"
     names = [p.strip() for p in policies.split(",") if p.strip()]
     folder = traces or settings.bundled_traces()
@@ -167,6 +336,7 @@ def bench_policy(
                 checkpoint=checkpoint,
                 on_job=lambda key, name: bar.update(task, advance=1, description=f"{key} {name}"),
                 models=catalog,
+                visibility=visibility,
             )
     except (PolicyError, ValueError) as exc:
         fail(str(exc))

@@ -11,21 +11,17 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import ClassVar
 
 import numpy as np
 
 from spotwise.policy.job import JobTicks
+from spotwise.policy.observe import ObserveMode
 from spotwise.policy.traces import Pool
 
 NONE = 0
 ON_DEMAND = 1
 SPOT0 = 2
-
-ObserveMode = Literal["all", "current", "probe"]
-"""What a policy is shown (design.md, "What a real controller can see"): ``all`` every pool at
-every tick; ``current`` the pool the job runs in; ``probe`` that plus what launch requests teach."""
-OBSERVE_MODES: tuple[ObserveMode, ...] = ("all", "current", "probe")
 
 
 def spot(pool: int) -> int:

@@ -1,16 +1,22 @@
-"""Choosing a spot pool to fail over to: the available one with the best availability so far."""
+"""Choosing a spot pool: the one with the best availability so far.
+
+Seeing every pool (``all``), that is the available pool with the most available ticks. Seeing
+only what launch requests teach (``current``, ``probe``), it is a fleet request naming every
+pool not just seen down, best availability first, as an engineer would ask EC2 for capacity.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
-from spotwise.policy.policies.base import NONE, JobContext, Observation, spot
+from spotwise.policy.policies.base import NONE, Action, JobContext, Observation, request, spot
 
 
 class FailoverChooser:
-    """Counts each pool's available ticks (past and present) and picks the best available pool."""
+    """Counts each pool's available ticks (past and present, as last seen) and picks a pool."""
 
     def __init__(self, context: JobContext) -> None:
+        self._blind = context.observe != "all"
         self._available_ticks = context.past_available.sum(axis=1).astype(float)
         self._seen = float(context.past_available.shape[1])
         self._last_tick = -1
@@ -18,7 +24,7 @@ class FailoverChooser:
     def observe(self, obs: Observation) -> None:
         """Count this tick once (call on every tick)."""
         if obs.tick != self._last_tick:
-            self._available_ticks += obs.available
+            self._available_ticks += obs.belief()
             self._seen += 1
             self._last_tick = obs.tick
 
@@ -28,3 +34,22 @@ class FailoverChooser:
             return NONE
         score = np.where(obs.available, self._available_ticks, -1.0)
         return spot(int(np.argmax(score)))
+
+    def choose(self, obs: Observation) -> Action:
+        """The best available pool, or, blind, a request for every pool worth asking."""
+        if not self._blind:
+            return Action(self.best_available(obs))
+        return request(self.worth_asking(obs, np.asarray(self._available_ticks)))
+
+    @staticmethod
+    def worth_asking(obs: Observation, score: np.ndarray) -> list[int]:
+        """Pools not seen down at this tick, highest ``score`` first."""
+        down_now = ~obs.belief() & (obs.seen_age == 0) if obs.seen_age is not None else None
+        order = np.argsort(-score, kind="stable")
+        return [int(z) for z in order if down_now is None or not down_now[z]]
+
+    def any_hope(self, obs: Observation) -> bool:
+        """Whether some pool is believed up (as last seen) or was never seen."""
+        if obs.seen_age is None:
+            return bool(obs.available.any())
+        return bool((obs.belief() | np.isinf(obs.seen_age)).any())

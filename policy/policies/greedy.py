@@ -4,7 +4,7 @@ Slack is the time left minus the work left. The safety net switches to on-demand
 once slack is down to two changeovers while not on spot: one changeover to start on-demand,
 and one spent on a spot start that may be preempted. A running spot instance is kept until
 it is preempted. With several pools it fails over to the available pool with the best
-availability so far.
+availability so far; seeing only what requests teach, it asks for every pool in that order.
 """
 
 from __future__ import annotations
@@ -28,4 +28,4 @@ class Greedy(Policy):
         """The rules (stay on spot; the safety net); else the best available spot, or wait."""
         self._chooser.observe(obs)
         fixed = self._rules.fixed(obs)
-        return Action(self._chooser.best_available(obs) if fixed is None else fixed)
+        return self._chooser.choose(obs) if fixed is None else Action(fixed)

@@ -2,15 +2,19 @@
 on-demand for the work the forecast says spot will not cover, and a checkpoint interval from the
 forecast hazard.
 
-Every pool has a preemption-risk forecast (:class:`spotwise.policy.hazard.MarketForecast`): the
-expected remaining spot run given how long the pool has been up, fitted on the pool's past only.
-The rules, safety net first:
+Every pool has a preemption-risk forecast (:mod:`spotwise.policy.risk`, the shipped one by
+default): the expected remaining spot run given how long the pool has been up, fitted on the
+pool's past only and started from the prior of similar pools when that past is short. Seeing
+only what launch requests teach, a pool counts as it was last seen, and a pool seen down has a
+fresh run ahead of it when it comes back. The rules, safety net first:
 
 1. Not on spot and slack <= 2 changeovers: on-demand to the end (the deadline is never missed).
 2. On spot: stay until preempted.
 3. Idle: take the available pool with the longest expected run if that run is worth its
    changeover (>= ``idle_run`` changeovers); else go on-demand when the forecast share of time
    spot can work (``caution`` ×) would not cover the work left by the deadline; else wait.
+   Blind, "take" is a request naming every pool worth it, best first, and "wait" asks again
+   (a failed request costs only the idle tick).
 4. On on-demand: move to spot only if the expected run pays for both changeovers
    (>= ``switch_run`` changeovers) and the slack keeps room for them.
 
@@ -31,17 +35,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from spotwise.policy.hazard import MarketForecast
 from spotwise.policy.policies.base import (
-    NONE,
     ON_DEMAND,
+    RUN_ON_DEMAND,
     SPOT0,
+    WAIT,
     Action,
     JobContext,
     Observation,
     Policy,
+    request,
 )
+from spotwise.policy.policies.failover import FailoverChooser
 from spotwise.policy.policies.rules import Guardrails, slack_ticks
+from spotwise.policy.risk import SHIPPED, fit_forecaster
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +61,7 @@ class RiskAwareParams:
     half_life_hours: float = 24.0
     prior_weight: float = 1.0
     """Pseudo-runs of "as long again" that the run forecast is shrunk toward."""
+    forecaster: str = SHIPPED
 
 
 class RiskAware(Policy):
@@ -66,9 +74,14 @@ class RiskAware(Policy):
     def reset(self, context: JobContext) -> None:
         """Fit the risk forecasts on the past and start a job."""
         self._context = context
-        job = context.job
-        half_life = self.params.half_life_hours / job.hours_per_tick
-        self.forecast = MarketForecast(context.past_available, half_life, self.params.prior_weight)
+        self._blind = context.observe != "all"
+        params = self.params
+        self.forecast = fit_forecaster(
+            context,
+            name=params.forecaster,
+            half_life_hours=params.half_life_hours,
+            prior_weight=params.prior_weight,
+        )
         self._value = 1.0 - context.spot_price / context.on_demand_price
         self._rules = Guardrails(context)
         self._checkpoint_ticks: int | None = None
@@ -80,41 +93,56 @@ class RiskAware(Policy):
         share = self.forecast.spot_share(job.changeover)
         return share * time_left < self.params.caution * (job.work - obs.progress)
 
-    def _best_spot(self, obs: Observation) -> tuple[int, float]:
-        """The available pool with the most expected saving, and its expected work in ticks."""
-        best, best_run, best_score = NONE, 0.0, -math.inf
-        speed = self._context.speed
-        for z in np.flatnonzero(obs.available):
-            run = self.forecast.pools.expected_remaining(int(z))
-            score = run * self._value[z] * speed[z]
-            if score > best_score:
-                best, best_run, best_score = SPOT0 + int(z), run * speed[z], score
-        return best, best_run
+    def _ranked(self, obs: Observation) -> list[tuple[int, float]]:
+        """Pools that may be had, most expected saving first, with their expected work in
+        ticks: the available ones, or, blind, every pool not just seen down."""
+        speed, belief = self._context.speed, obs.belief()
+        if self._blind:
+            candidates = FailoverChooser.worth_asking(obs, np.zeros(len(speed)))
+        else:
+            candidates = [int(z) for z in np.flatnonzero(obs.available)]
+        scored = []
+        for z in candidates:
+            run = self.forecast.expected_run(z, fresh=not belief[z])
+            scored.append((run * self._value[z] * speed[z], z, run * speed[z]))
+        scored.sort(key=lambda item: -item[0])
+        return [(z, run) for _, z, run in scored]
 
     def _set_checkpoint_interval(self, state: int) -> None:
         stall = self._context.checkpoint_stall_ticks
         if stall <= 0 or state < SPOT0:
             return
-        mtbf = max(self.forecast.pools.mean_run(state - SPOT0), 1.0)
+        mtbf = max(self.forecast.expected_run(state - SPOT0, fresh=True), 1.0)
         self._checkpoint_ticks = max(1, round(math.sqrt(2.0 * stall * mtbf)))
 
     def act(self, obs: Observation) -> Action:
         """The shared rules (safety net, stay on spot), then rules 3 and 4."""
-        self.forecast.observe(obs.tick, obs.available)
+        self.forecast.update(obs.tick, obs.belief())
         fixed = self._rules.fixed(obs)
-        instance = self._decide(obs) if fixed is None else fixed
-        self._set_checkpoint_interval(instance)
-        return Action(instance, checkpoint_ticks=self._checkpoint_ticks)
+        action = self._decide(obs) if fixed is None else Action(fixed)
+        self._set_checkpoint_interval(action.instance)
+        return Action(action.instance, checkpoint_ticks=self._checkpoint_ticks, also=action.also)
 
-    def _decide(self, obs: Observation) -> int:
+    def _take(self, pools: list[int]) -> Action:
+        return request(pools) if self._blind else Action(SPOT0 + pools[0])
+
+    def _decide(self, obs: Observation) -> Action:
         changeover = self._context.job.changeover
-        slack = slack_ticks(obs, self._context)
-        choice, run = self._best_spot(obs)
         unit = max(changeover, 1)
+        ranked = self._ranked(obs)
         if obs.state == ON_DEMAND:
-            if choice != NONE and run >= self.params.switch_run * unit and slack > 4 * changeover:
-                return choice
-            return ON_DEMAND
-        if choice != NONE and run >= self.params.idle_run * unit:
-            return choice
-        return ON_DEMAND if self._short_of_spot(obs) else NONE
+            worth = [z for z, run in ranked if run >= self.params.switch_run * unit]
+            if worth and slack_ticks(obs, self._context) > 4 * changeover:
+                return self._take(worth)
+            return RUN_ON_DEMAND
+        worth = [z for z, run in ranked if run >= self.params.idle_run * unit]
+        believed_up = bool(obs.belief().any()) or (
+            obs.seen_age is not None and bool(np.isinf(obs.seen_age).any())
+        )
+        if worth and believed_up:
+            return self._take(worth)
+        if self._short_of_spot(obs):
+            return RUN_ON_DEMAND
+        if self._blind:
+            return request(worth or [z for z, _ in ranked])
+        return WAIT

@@ -4,12 +4,22 @@ Expected progress grows uniformly: ep(t) = K·t/T. (1) Idle and behind ep(t) →
 (2) take spot whenever available and stay until preempted; (3) hysteresis: on on-demand,
 stay until progress >= ep(t + 2D); (4) safety net: when the time left is under the work left
 plus two changeovers, on-demand to the end. With several pools it fails over to the
-available pool with the best availability so far.
+available pool with the best availability so far; seeing only what requests teach, it asks for
+every pool in that order, and counts spot as not there once a request found every pool down.
 """
 
 from __future__ import annotations
 
-from spotwise.policy.policies.base import NONE, ON_DEMAND, Action, JobContext, Observation, Policy
+from spotwise.policy.policies.base import (
+    NONE,
+    ON_DEMAND,
+    RUN_ON_DEMAND,
+    WAIT,
+    Action,
+    JobContext,
+    Observation,
+    Policy,
+)
 from spotwise.policy.policies.failover import FailoverChooser
 from spotwise.policy.policies.rules import Guardrails
 
@@ -35,15 +45,18 @@ class UniformProgress(Policy):
         """The shared rules (safety net, stay on spot), then uniform progress."""
         self._chooser.observe(obs)
         fixed = self._rules.fixed(obs)
-        return Action(self._follow_the_line(obs) if fixed is None else fixed)
+        return self._follow_the_line(obs) if fixed is None else Action(fixed)
 
-    def _follow_the_line(self, obs: Observation) -> int:
+    def _follow_the_line(self, obs: Observation) -> Action:
+        chooser = self._chooser
         if obs.state == ON_DEMAND:
             ahead = obs.progress >= self.expected_progress(
                 obs.tick + 2 * self._context.job.changeover
             )
-            return self._chooser.best_available(obs) if ahead else ON_DEMAND
-        choice = self._chooser.best_available(obs)
-        if choice != NONE:
-            return choice
-        return ON_DEMAND if obs.progress < self.expected_progress(obs.tick) else NONE
+            return chooser.choose(obs) if ahead else RUN_ON_DEMAND
+        behind = obs.progress < self.expected_progress(obs.tick)
+        if not behind or chooser.any_hope(obs):
+            choice = chooser.choose(obs)
+            if choice.instance != NONE:
+                return choice
+        return RUN_ON_DEMAND if behind else WAIT

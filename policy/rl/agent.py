@@ -15,7 +15,7 @@ import torch
 from spotwise.policy.errors import PolicyError
 from spotwise.policy.policies.base import Action, JobContext, Observation, Policy
 from spotwise.policy.policies.rules import Guardrails
-from spotwise.policy.rl.env import instance_action, spaces
+from spotwise.policy.rl.env import instance_action, launch, spaces
 from spotwise.policy.rl.features import FeatureBuilder
 from spotwise.policy.rl.model_files import MODEL_NAME, AgentConfig, sha256_of, verified_config
 
@@ -84,6 +84,7 @@ class LearnedPolicy(Policy):
         self._features = FeatureBuilder(context, self.config.max_pools)
         self._rules = Guardrails(context)
         self._n_pools = len(context.pools)
+        self._blind = context.observe != "all"
         self._ticks_per_minute = 60.0 / (context.job.hours_per_tick * 3600.0)
         self._checkpoint_ticks: int | None = None
 
@@ -99,6 +100,9 @@ class LearnedPolicy(Policy):
             action = self.network.get_distribution(tensor).mode()[0].numpy()
         minutes = self.config.checkpoint_minutes[int(action[1])]
         self._checkpoint_ticks = max(1, round(minutes * self._ticks_per_minute))
-        return Action(
-            instance_action(int(action[0]), self._n_pools), checkpoint_ticks=self._checkpoint_ticks
+        return launch(
+            instance_action(int(action[0]), self._n_pools),
+            obs,
+            self._blind,
+            self._checkpoint_ticks,
         )

@@ -18,10 +18,17 @@ import gymnasium as gym
 import numpy as np
 
 from spotwise.policy.job import JobSpec
-from spotwise.policy.policies.base import NONE, SPOT0, Action, Observation
+from spotwise.policy.policies.base import NONE, ON_DEMAND, SPOT0, Action, Observation, request
+from spotwise.policy.policies.failover import FailoverChooser
 from spotwise.policy.policies.rules import Guardrails
 from spotwise.policy.rl.features import FeatureBuilder, observation_size
-from spotwise.policy.simulate import CheckpointMode, JobRun, context_for
+from spotwise.policy.simulate import (
+    EVERYTHING,
+    CheckpointMode,
+    JobRun,
+    Visibility,
+    context_for,
+)
 from spotwise.policy.traces import TraceSet
 
 CHECKPOINT_MINUTES = (10.0, 30.0, 90.0)
@@ -33,6 +40,18 @@ def instance_action(slot: int, n_pools: int) -> int:
     if slot < SPOT0:
         return slot
     return slot if slot - SPOT0 < n_pools else NONE
+
+
+def launch(instance: int, obs: Observation, blind: bool, checkpoint_ticks: int) -> Action:
+    """The simulator action of an instance choice; blind (``current``/``probe``), a spot choice
+    asks for its pool first and every other pool not just seen down after it, and waiting asks
+    again (a failed request costs only the idle tick)."""
+    if not blind or instance == ON_DEMAND or obs.state >= SPOT0:
+        return Action(instance, checkpoint_ticks=checkpoint_ticks)
+    pools = FailoverChooser.worth_asking(obs, np.zeros(len(obs.prices)))
+    if instance >= SPOT0:
+        pools = [instance - SPOT0, *(z for z in pools if z != instance - SPOT0)]
+    return request(pools, checkpoint_ticks)
 
 
 def spaces(max_pools: int) -> tuple[gym.spaces.Box, gym.spaces.MultiDiscrete]:
@@ -56,12 +75,14 @@ class SpotJobEnv(gym.Env[np.ndarray, np.ndarray]):
         starts: Sequence[int],
         single_share: float = 0.5,
         checkpoint: CheckpointMode | None = None,
+        visibility: Visibility = EVERYTHING,
     ) -> None:
         if not starts:
             raise ValueError("no job start fits before the training cut-off")
         self.traces, self.job_spec, self.max_pools = traces, spec, max_pools
         self.starts = list(starts)
         self.single_share = single_share
+        self.visibility = visibility
         self.checkpoint = checkpoint or CheckpointMode(
             interval_minutes=None, stall_seconds=30.0, notice_seconds=120.0
         )
@@ -79,8 +100,10 @@ class SpotJobEnv(gym.Env[np.ndarray, np.ndarray]):
         traces = self.traces
         if self.np_random.random() < self.single_share:
             traces = traces.subset([traces.names[int(self.np_random.integers(len(traces.names)))]])
-        self._run = JobRun(traces, self.job_spec, start, self.checkpoint)
-        context = context_for(traces, self.job_spec, start, self.checkpoint)
+        self._run = JobRun(traces, self.job_spec, start, self.checkpoint, self.visibility)
+        context = context_for(
+            traces, self.job_spec, start, self.checkpoint, visibility=self.visibility
+        )
         self.context = context
         self._features = FeatureBuilder(context, self.max_pools)
         self._rules = Guardrails(context)

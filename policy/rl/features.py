@@ -30,7 +30,12 @@ class FeatureBuilder:
             raise ValueError(f"{n_pools} pools, but the model was trained for at most {max_pools}")
         self.context, self.max_pools = context, max_pools
         job = context.job
-        self.forecast = MarketForecast(context.past_available, HALF_LIFE_HOURS / job.hours_per_tick)
+        self.forecast = MarketForecast(
+            context.past_available,
+            HALF_LIFE_HOURS / job.hours_per_tick,
+            prior=context.prior,
+            hours_per_tick=job.hours_per_tick,
+        )
         self._unit = float(max(job.changeover, 1))
         self._vector = np.zeros(observation_size(max_pools), dtype=np.float32)
         pools = self._vector[GLOBAL_FEATURES:].reshape(max_pools, POOL_FEATURES)
@@ -39,7 +44,7 @@ class FeatureBuilder:
 
     def observe(self, obs: Observation) -> None:
         """Feed this tick to the risk forecast (every tick, once; again is a no-op)."""
-        self.forecast.observe(obs.tick, obs.available)
+        self.forecast.observe(obs.tick, obs.belief())
 
     def vector(self, obs: Observation) -> np.ndarray:
         """The features of this tick (a fresh array); observes the tick first."""
@@ -59,13 +64,14 @@ class FeatureBuilder:
         v[7] = min(3.0, share * time_left / max(work_left, 1.0)) / 3.0
         n_pools = len(self.context.pools)
         pools = v[GLOBAL_FEATURES:].reshape(self.max_pools, POOL_FEATURES)
-        pools[:n_pools, 0] = obs.available
+        belief = obs.belief()
+        pools[:n_pools, 0] = belief
         pools[:n_pools, 2] = 0.0
         if obs.state >= SPOT0:
             pools[obs.state - SPOT0, 2] = 1.0
         age = forecast.pools.age
         for z in range(n_pools):
             pools[z, 3] = math.log1p(age[z]) / 7.0
-            run = forecast.pools.expected_remaining(z) if obs.available[z] else 0.0
+            run = forecast.pools.expected_remaining(z) if belief[z] else 0.0
             pools[z, 4] = math.log1p(run / self._unit) / 5.0
         return v.copy()
