@@ -144,14 +144,15 @@ class MarketForecast:
         self._weight = weight + float(np.sum(weights))
         self._now = -1
 
-    def observe(self, tick: int, available: np.ndarray) -> None:
+    def observe(self, tick: int, available: np.ndarray, any_up: bool | None = None) -> None:
         """Add tick ``tick`` (ticks since the job started; each tick counted once), with
-        ``available`` each pool's availability as last seen."""
+        ``available`` each pool's availability as last seen and ``any_up`` whether some pool is
+        up where that is known fresher (else: some pool as last seen)."""
         if tick == self._now:
             return
         self._now = tick
         self.pools.observe(tick, available)
-        up = bool(available.any())
+        up = bool(available.any()) if any_up is None else any_up
         self.any_pool.observe(tick, np.array([up]))
         self._up_weight = self._decay * self._up_weight + up
         self._weight = self._decay * self._weight + 1.0

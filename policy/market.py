@@ -16,12 +16,8 @@ from typing import Any
 
 import pandas as pd
 
-from spotwise.policy.cost import HOURS_PER_MONTH
+from spotwise.policy.risk import DEFAULT_BAND, band_mtbf_hours
 from spotwise.pricing.store import MarketStore
-
-BAND_MID_FREQUENCY = {0: 0.025, 1: 0.075, 2: 0.125, 3: 0.175, 4: 0.25}
-"""Mid interruption frequency (per month) of each Spot Advisor band."""
-DEFAULT_BAND = 2
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -42,11 +38,6 @@ class PoolTerms:
     @property
     def name(self) -> str:
         return f"{self.provider}:{self.zone or self.region}:{self.instance_type}"
-
-
-def band_mtbf_hours(band: int) -> float:
-    """MTBF implied by a band: a month over its mid interruption frequency."""
-    return HOURS_PER_MONTH / BAND_MID_FREQUENCY[band]
 
 
 def pools_from_store(

@@ -15,8 +15,48 @@ from typing import ClassVar
 
 import numpy as np
 
+from spotwise.policy.cost import HOURS_PER_MONTH
 from spotwise.policy.hazard import MarketForecast
-from spotwise.policy.policies.base import JobContext
+from spotwise.policy.policies.base import SPOT0, JobContext, Observation, PoolPrior
+
+BAND_MID_FREQUENCY = {0: 0.025, 1: 0.075, 2: 0.125, 3: 0.175, 4: 0.25}
+"""Mid interruption frequency (per month) of each Spot Advisor band."""
+DEFAULT_BAND = 2
+
+
+def band_mtbf_hours(band: int) -> float:
+    """MTBF implied by a band: a month over its mid interruption frequency."""
+    return HOURS_PER_MONTH / BAND_MID_FREQUENCY[band]
+
+
+DEFAULT_PRIOR = PoolPrior(
+    mean_run_hours=2.0,
+    available_share=0.5,
+    weight_runs=1.0,
+    source="default: nothing is known about this pool or similar ones",
+)
+"""The prior of a pool nothing is known about: spot runs last a couple of hours and spot is there
+half the time, each worth one pseudo-run or a day, so what the job sees soon outweighs it. (A
+Spot Advisor band's MTBF counts interruptions of a running instance, not runs of capacity, so
+it sets the planner's MTBF, not this.)"""
+
+
+def prior_of(context: JobContext) -> PoolPrior:
+    """The job's prior, or :data:`DEFAULT_PRIOR` when it was given none."""
+    return context.prior or DEFAULT_PRIOR
+
+
+def fresh_any_up(obs: Observation) -> bool | None:
+    """Whether some pool is up as of this tick or the last (the job runs on spot, or its last
+    request saw one up); None when nothing that fresh was seen (``all`` mode: the truth)."""
+    if obs.seen_age is None:
+        return bool(obs.available.any())
+    if obs.state >= SPOT0:
+        return True
+    fresh = obs.seen_age <= 1
+    if not fresh.any():
+        return None
+    return bool((obs.belief() & fresh).any())
 
 
 class RiskForecaster(ABC):
@@ -25,9 +65,9 @@ class RiskForecaster(ABC):
     name: ClassVar[str]
 
     @abstractmethod
-    def update(self, tick: int, belief: np.ndarray) -> None:
+    def update(self, tick: int, belief: np.ndarray, any_up: bool | None = None) -> None:
         """Add tick ``tick`` of the job (once per tick) with each pool's availability as last
-        seen (bool [pools])."""
+        seen (bool [pools]) and, where the job knows it fresh, whether some pool is up."""
 
     @abstractmethod
     def expected_run(self, pool: int, *, fresh: bool = False) -> float:
@@ -60,13 +100,13 @@ class SurvivalForecaster(RiskForecaster):
             context.past_available,
             half_life_hours / job.hours_per_tick,
             prior_weight,
-            context.prior,
+            prior_of(context),
             job.hours_per_tick,
             pooled=self.pooled,
         )
 
-    def update(self, tick: int, belief: np.ndarray) -> None:
-        self._market.observe(tick, belief)
+    def update(self, tick: int, belief: np.ndarray, any_up: bool | None = None) -> None:
+        self._market.observe(tick, belief, any_up)
 
     def expected_run(self, pool: int, *, fresh: bool = False) -> float:
         hazard = self._market.pools

@@ -48,7 +48,7 @@ from spotwise.policy.policies.base import (
 )
 from spotwise.policy.policies.failover import FailoverChooser
 from spotwise.policy.policies.rules import Guardrails, slack_ticks
-from spotwise.policy.risk import SHIPPED, fit_forecaster
+from spotwise.policy.risk import SHIPPED, fit_forecaster, fresh_any_up
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +117,7 @@ class RiskAware(Policy):
 
     def act(self, obs: Observation) -> Action:
         """The shared rules (safety net, stay on spot), then rules 3 and 4."""
-        self.forecast.update(obs.tick, obs.belief())
+        self.forecast.update(obs.tick, obs.belief(), fresh_any_up(obs))
         fixed = self._rules.fixed(obs)
         action = self._decide(obs) if fixed is None else Action(fixed)
         self._set_checkpoint_interval(action.instance)
@@ -136,10 +136,9 @@ class RiskAware(Policy):
                 return self._take(worth)
             return RUN_ON_DEMAND
         worth = [z for z, run in ranked if run >= self.params.idle_run * unit]
-        believed_up = bool(obs.belief().any()) or (
-            obs.seen_age is not None and bool(np.isinf(obs.seen_age).any())
-        )
-        if worth and believed_up:
+        belief = obs.belief()
+        never_seen = np.isinf(obs.seen_age) if obs.seen_age is not None else belief & False
+        if any(belief[z] or never_seen[z] for z in worth):
             return self._take(worth)
         if self._short_of_spot(obs):
             return RUN_ON_DEMAND

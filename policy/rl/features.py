@@ -10,6 +10,7 @@ import numpy as np
 from spotwise.policy.hazard import MarketForecast
 from spotwise.policy.policies.base import ON_DEMAND, SPOT0, JobContext, Observation
 from spotwise.policy.policies.rules import slack_ticks
+from spotwise.policy.risk import prior_of
 
 GLOBAL_FEATURES = 8
 POOL_FEATURES = 6
@@ -33,7 +34,7 @@ class FeatureBuilder:
         self.forecast = MarketForecast(
             context.past_available,
             HALF_LIFE_HOURS / job.hours_per_tick,
-            prior=context.prior,
+            prior=prior_of(context),
             hours_per_tick=job.hours_per_tick,
         )
         self._unit = float(max(job.changeover, 1))
