@@ -28,7 +28,7 @@ def traces(
 
 
 def job(
-    work: int, deadline: int, changeover: int, spot: float = 1.0, on_demand: float = 3.0
+    work: float, deadline: float, changeover: float, spot: float = 1.0, on_demand: float = 3.0
 ) -> JobSpec:
     """A job in hours; with the default 1 h ticks, hours are ticks."""
     return JobSpec(
