@@ -313,6 +313,9 @@ def plot_suite(summary: dict[str, Any], target: Path) -> None:
             width,
             label=name,
         )
+    for i, row in enumerate(rows):
+        if row["policies"][BASELINE]["gap_share"] is None:
+            ax.text(i, 0.05, "no gap", rotation=90, ha="center", va="bottom", fontsize=6)
     ax.axhline(0.0, color="black", linewidth=0.8)
     ax.axhline(1.0, color="grey", linestyle=":", linewidth=1)
     ax.axhline(0.4, color="tab:red", linestyle="--", linewidth=1, label="target 0.4 (probe)")

@@ -90,6 +90,9 @@ def test_bench_rejects_bad_arguments_with_one_line(cli: CliRun, tmp_path: Path) 
         (("--zones", "many"), "--zones must be"),
         (("--policies", "greedy,best_guess"), "unknown policy 'best_guess'"),
         (("--deadline-hours", "40"), "shorter than the compute"),
+        (("--observe", "everything"), "--observe must be one of all, current, probe"),
+        (("--history-hours", "-3"), "--history-hours must be a number of hours >= 0 or all"),
+        (("--history-hours", "week"), "--history-hours must be a number of hours >= 0 or all"),
     ):
         result = bench(cli, *args)
         assert result.returncode != 0 and needle in result.stderr, result.stderr
@@ -239,3 +242,62 @@ def test_train_refuses_an_unknown_algorithm(cli: CliRun) -> None:
     result = cli("policy", "train", "--algo", "dqn")
     assert result.returncode == 1
     assert "use ppo" in result.stderr
+
+
+def test_a_blind_cold_bench_runs_and_the_bound_does_not_move(cli: CliRun) -> None:
+    """Seeing only what requests teach, from a cold start, greedy's fleet request over every pool
+    finds about what it would have seen (within 0.01), and the bound is the same."""
+    ratios = {}
+    for mode, history in (("all", "all"), ("probe", "0")):
+        result = bench(
+            cli,
+            "--zones",
+            "multi",
+            "--policies",
+            "greedy,omniscient",
+            "--observe",
+            mode,
+            "--history-hours",
+            history,
+            "--json",
+        )
+        assert result.returncode == 0, result.stderr
+        ratios[mode] = json.loads(result.stdout)["results"]["all"]
+    assert ratios["probe"]["omniscient"] == ratios["all"]["omniscient"]
+    assert (
+        ratios["probe"]["greedy"]["mean_cost_ratio"]
+        >= ratios["all"]["greedy"]["mean_cost_ratio"] - 0.01
+    )
+
+
+def test_bench_suite_quick_reports_every_class_against_the_bound(cli: CliRun) -> None:
+    result = cli(
+        "bench", "suite", "--quick", "--policies", "risk_aware", "--workers", "1", "--json"
+    )
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    rows = summary["classes"]
+    sets = {r["trace_set"] for r in rows}
+    assert sets == {"aws-02-15-2023", "aws-10-26-2022"}  # every multi-pool availability set
+    assert len(rows) == 2 * 2 * 2  # sets x observation x history (one shape and changeover)
+    assert {(r["observe"], r["history_hours"]) for r in rows} == {
+        ("all", 0.0),
+        ("all", 168.0),
+        ("probe", 0.0),
+        ("probe", 168.0),
+    }
+    for row in rows:
+        stats = row["policies"]
+        assert set(stats) == {"risk_aware", "greedy", "omniscient"}
+        bound = stats["omniscient"]["mean_cost_ratio"]
+        assert all(s["mean_cost_ratio"] >= bound - 1e-9 for s in stats.values())
+        assert all(s["misses"] == 0 for s in stats.values())
+        if stats["greedy"]["gap_share"] is not None:
+            assert stats["greedy"]["gap_share"] == 0 and stats["omniscient"]["gap_share"] == 1
+    same_jobs = {
+        r["policies"]["omniscient"]["mean_cost_ratio"]
+        for r in rows
+        if r["trace_set"] == "aws-02-15-2023"
+    }
+    assert len(same_jobs) == 1  # the bound does not depend on what the policy sees
+    assert set(summary["verdict"]) >= {"probe_gap_share", "worst_excess_over_greedy"}
