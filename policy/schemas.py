@@ -32,12 +32,19 @@ class JobTerms(BaseModel):
 
 
 class PoolNow(BaseModel):
-    """One pool at this moment."""
+    """One pool as the controller last saw it: available or not, and how long ago."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     available: bool
     price: float | None = Field(default=None, ge=1e-4, le=10_000)
+    seen_minutes_ago: float | None = Field(
+        default=0.0,
+        ge=0,
+        le=1_000_000,
+        description="How long ago ``available`` was seen: 0 = now; null = never seen (then "
+        "``available`` is ignored). A controller that sees every pool sends 0 for all.",
+    )
 
 
 class IdleState(BaseModel):
@@ -99,6 +106,13 @@ class DecisionRequest(BaseModel):
     job: JobTerms
     state: JobState
     pools: dict[str, PoolNow] = Field(min_length=1, max_length=64)
+    observe: Literal["all", "current", "probe"] = Field(
+        default="all",
+        description="What the controller sees: every pool now (all), or only the pool it runs "
+        "in plus what its launch requests taught (current, probe); blind, a spot decision is a "
+        "launch request naming ``request_pools``.",
+    )
+    probe_seconds: float = Field(default=60.0, ge=0, le=3_600)
 
 
 class Decision(BaseModel):
@@ -111,6 +125,11 @@ class Decision(BaseModel):
     checkpoint_interval_minutes: float | None
     expected_cost_usd: float
     reason: str
+    request_pools: list[str] = Field(
+        default_factory=list,
+        description="For spot: the pools to name in the launch request, in order of preference "
+        "(an EC2 Fleet request); it lands in the cheapest available one.",
+    )
 
 
 class PoolRank(BaseModel):

@@ -17,7 +17,6 @@ import pandas as pd
 
 from spotwise import policy
 from spotwise.policy.errors import PolicyError
-from spotwise.policy.hazard import AvailabilityHazard
 from spotwise.policy.job import JobSpec
 from spotwise.policy.market import PoolTerms
 from spotwise.policy.plan import PlanInputs, plan_pool
@@ -32,6 +31,7 @@ from spotwise.policy.policies.base import (
     spot,
 )
 from spotwise.policy.policies.rules import slack_exhausted, slack_ticks
+from spotwise.policy.risk import fit_forecaster
 from spotwise.policy.schemas import (
     Decision,
     DecisionRequest,
@@ -40,6 +40,7 @@ from spotwise.policy.schemas import (
     PoolNow,
     PoolRank,
 )
+from spotwise.policy.simulate import Visibility
 from spotwise.policy.traces import Pool, TraceSet
 
 if TYPE_CHECKING:
@@ -75,14 +76,34 @@ class DecisionService:
         keep = min(history.n_ticks, round(HISTORY_HOURS * 3600 / history.gap_seconds))
         self._past = history.available[:, history.n_ticks - keep :]
         self._index = {name: i for i, name in enumerate(history.names)}
-        self._hazards = {
-            name: AvailabilityHazard(self._past[i : i + 1], self._half_life_ticks)
-            for name, i in self._index.items()
-        }
+        self._risk = fit_forecaster(
+            JobContext(
+                job=JobSpec(
+                    compute_hours=1.0,
+                    deadline_hours=2.0,
+                    changeover_hours=0.0,
+                    spot_price=1.0,
+                    on_demand_price=1.0,
+                ).ticks(history.gap_seconds),
+                pools=history.pools,
+                spot_price=np.ones(len(history.pools)),
+                on_demand_price=1.0,
+                speed=np.ones(len(history.pools)),
+                past_available=self._past,
+            ),
+            half_life_hours=HALF_LIFE_HOURS,
+            prior_weight=0.0,
+        )
+        """The one risk forecast (:mod:`spotwise.policy.risk`) of every pool on its history."""
 
     @property
     def _half_life_ticks(self) -> float:
         return HALF_LIFE_HOURS * 3600 / self.history.gap_seconds
+
+    def _fresh_run_hours(self, name: str) -> float:
+        """Expected length of a spot run that starts now in ``name``, in hours."""
+        ticks = self._risk.expected_run(self._index[name], fresh=True)
+        return ticks * self.history.gap_seconds / 3600
 
     @property
     def pools(self) -> tuple[str, ...]:
@@ -104,8 +125,8 @@ class DecisionService:
         deadline is told on-demand, which finishes soonest)."""
         job, state = request.job, request.state
         pools = dict(request.pools)
-        if state.pool is not None and state.pool not in pools:
-            pools[state.pool] = PoolNow(available=True)  # it runs there, so it is up
+        if state.pool is not None:
+            pools[state.pool] = PoolNow(available=True)  # it runs there, so it is up now
         names = list(pools)
         rows = self._rows(names)
         if not job.feasible:
@@ -137,6 +158,10 @@ class DecisionService:
             speed=np.ones(len(names)),
             past_available=self._past[rows],
             checkpoint_stall_ticks=job.checkpoint_seconds / gap,
+            observe=request.observe,
+            probe_ticks=Visibility(
+                observe=request.observe, probe_seconds=request.probe_seconds
+            ).probe_ticks(gap),
         )
         if request.policy not in self.policies:
             raise RequestError(
@@ -152,19 +177,32 @@ class DecisionService:
             else spot(names.index(str(state.pool)))
         )
         per_hour = 3600.0 / gap
+        blind = request.observe != "all"
+        seen = np.array([p.available and p.seen_minutes_ago is not None for p in pools.values()])
+        age = np.array(
+            [
+                math.inf if p.seen_minutes_ago is None else p.seen_minutes_ago / 60 * per_hour
+                for p in pools.values()
+            ]
+        )
         obs = Observation(
             tick=min(round(state.elapsed_hours * per_hour), ticks.deadline),
             progress=min(state.progress_hours * per_hour, float(ticks.work)),
             state=current,
             changeover_left=round(state.changeover_left_hours * per_hour),
             preempted=False,
-            available=np.array([p.available for p in pools.values()]),
+            available=seen & (age < 1) if blind else seen,
             prices=prices,
+            last_seen=seen if blind else None,
+            seen_age=age if blind else None,
         )
         action = chosen.act(obs)
-        if action.instance >= SPOT0 and not obs.available[action.instance - SPOT0]:
+        if not blind and action.instance >= SPOT0 and not obs.available[action.instance - SPOT0]:
             action = WAIT
-        return self._explain(action, obs, context, job)
+        decision = self._explain(action, obs, context, job)
+        if decision.action == "spot":
+            decision.request_pools = [names[z] for z in action.named_pools()]
+        return decision
 
     def _explain(
         self, action: Action, obs: Observation, context: JobContext, job: JobTerms
@@ -187,10 +225,7 @@ class DecisionService:
         if action.instance >= SPOT0:
             z = action.instance - SPOT0
             name = context.pools[z].name
-            hazard = AvailabilityHazard(
-                np.r_[context.past_available[z], True][None, :], self._half_life_ticks
-            )
-            run_h = hazard.expected_remaining(0) * hours
+            run_h = self._fresh_run_hours(name)
             plan = plan_pool(
                 _inputs(job, work_left, time_left),
                 _terms(name, float(context.spot_price[z]), job.on_demand_price, run_h),
@@ -225,7 +260,7 @@ class DecisionService:
         ranks = []
         inputs = _inputs(job, job.compute_hours, job.deadline_hours)
         for name in self.pools:
-            mtbf = self._hazards[name].mean_run(0) * self.history.gap_seconds / 3600
+            mtbf = self._fresh_run_hours(name)
             plan = plan_pool(inputs, _terms(name, job.spot_price, job.on_demand_price, mtbf))
             ranks.append(
                 PoolRank(
@@ -241,20 +276,20 @@ class DecisionService:
 
     def forecast(self, pool: str) -> PoolForecast:
         """The pool's preemption risk now, from its recent availability runs."""
-        row = self._past[self._rows([pool])[0]]
-        hazard = self._hazards[pool]
+        z = self._rows([pool])[0]
+        row = self._past[z]
         tick_h = self.history.gap_seconds / 3600
         up = bool(row[-1])
-        remaining = hazard.expected_remaining(0) * tick_h if up else None
+        remaining = self._risk.expected_run(z) * tick_h if up else None
         probability = None
         if remaining is not None:
-            probability = 1.0 - math.exp(-1.0 / max(remaining, 1e-9))
+            probability = self._risk.p_preempted(z, 1.0 / tick_h)
         weights = 0.5 ** (np.arange(len(row))[::-1] / self._half_life_ticks)
         return PoolForecast(
             pool=pool,
             available_now=up,
             available_share=round(float(np.sum(weights * row) / np.sum(weights)), 4),
-            mean_run_hours=round(hazard.mean_run(0) * tick_h, 4),
+            mean_run_hours=round(self._fresh_run_hours(pool), 4),
             expected_hours_to_preemption=None if remaining is None else round(remaining, 4),
             preemption_probability_60min=None if probability is None else round(probability, 4),
             history_hours=round(len(row) * tick_h, 2),

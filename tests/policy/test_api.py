@@ -59,6 +59,30 @@ def test_a_decision_names_the_action_pool_cost_and_reason(client: TestClient) ->
     assert decision["pool"] in decision["reason"]
 
 
+def test_a_blind_controller_gets_a_launch_request_over_the_pools_worth_asking(
+    client: TestClient,
+) -> None:
+    """A controller that sees only its own pool (probe mode) reports each pool as last seen,
+    with its age or never; it is told to ask for capacity, best pools first, and a pool seen
+    down just now is left out of the request."""
+    names = list(SERVICE.pools)
+    pools: dict[str, Any] = {n: {"available": False, "seen_minutes_ago": None} for n in names}
+    pools[names[0]] = {"available": False, "seen_minutes_ago": 0}
+    pools[names[1]] = {"available": True, "seen_minutes_ago": 90}
+    request = {
+        "job": JOB,
+        "state": {"elapsed_hours": 1.0, "progress_hours": 0.5},
+        "pools": pools,
+        "observe": "probe",
+    }
+    decision = client.post("/v1/decision", json=request, headers=AUTH).json()
+    assert decision["action"] == "spot" and decision["pool"] == decision["request_pools"][0]
+    assert names[0] not in decision["request_pools"] and names[1] in decision["request_pools"]
+    assert set(decision["request_pools"]) <= set(names)
+    seeing = client.post("/v1/decision", json=body(), headers=AUTH).json()
+    assert seeing["request_pools"] == [seeing["pool"]]  # seeing every pool: the one chosen
+
+
 def test_the_safety_net_answers_on_demand_when_slack_is_gone(client: TestClient) -> None:
     late = body(elapsed_hours=11.7, progress_hours=0.0)
     decision = client.post("/v1/decision", json=late, headers=AUTH).json()
