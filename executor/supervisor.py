@@ -118,6 +118,11 @@ class Supervisor:
         """Pools under a preemption notice, until (launcher hours) the provider takes them."""
         self._refused_until: dict[str, float] = {}
         """Pools that refused a launch, left alone until this (``clock.monotonic``)."""
+        self._seen: dict[str, tuple[bool, float]] = {}
+        """Blind (a cloud): each pool's availability as a launch last showed it, and when
+        (launcher hours)."""
+        self._asked: list[str] = []
+        """The rest of the pools the last launch request named, tried in order."""
         self._cached_client: tuple[tuple[object, ...], PolicyClient] | None = None
         self._cancel: int | None = None
         """The signal that asked the supervisor to stop, once one has."""
@@ -159,15 +164,27 @@ class Supervisor:
         job = self.config.job
         if self.report.preemptions >= self.config.on_demand_after:
             return Placement(market="on-demand", pool=None, price=job.on_demand_price)
+        if self._asked:  # the launch request names more pools: try the next one
+            return Placement(market="spot", pool=self._asked.pop(0), price=job.spot_price)
         now, hours = self.clock.monotonic(), self.launcher.now_hours()
-        available = {
-            p: a
-            and p != avoid
-            and self._refused_until.get(p, 0.0) <= now
-            and self._taken_until_hours.get(p, 0.0) <= hours
-            for p, a in self.launcher.available().items()
-        }
-        pools = {p: PoolNow(available=a) for p, a in available.items()}
+        blind = self.launcher.observe != "all"
+        shown = self.launcher.available() if not blind else dict.fromkeys(self.launcher.pools, True)
+        pools = {}
+        for p, up in shown.items():
+            usable = (
+                up
+                and p != avoid
+                and self._refused_until.get(p, 0.0) <= now
+                and self._taken_until_hours.get(p, 0.0) <= hours
+            )
+            if not blind:
+                pools[p] = PoolNow(available=usable)
+            elif p in self._seen:
+                seen_up, at = self._seen[p]
+                ago = max(0.0, (hours - at) * 60)
+                pools[p] = PoolNow(available=seen_up and usable, seen_minutes_ago=ago)
+            else:
+                pools[p] = PoolNow(available=usable, seen_minutes_ago=None if usable else 0.0)
         decision = client.decide(
             DecisionRequest(
                 policy=self.config.policy,
@@ -177,13 +194,19 @@ class Supervisor:
                     progress_hours=min(self.report.progress_hours, job.compute_hours),
                 ),
                 pools=pools,
+                observe="probe" if blind else "all",
             )
         )
         if decision.action == "wait":
             return None
         if decision.action == "on-demand":
             return Placement(market="on-demand", pool=None, price=job.on_demand_price)
+        self._asked = [p for p in decision.request_pools if p != decision.pool]
         return Placement(market="spot", pool=decision.pool, price=job.spot_price)
+
+    def _saw(self, pool: str | None, up: bool, hours: float | None = None) -> None:
+        if pool:
+            self._seen[pool] = (up, self.launcher.now_hours() if hours is None else hours)
 
     def run(self, command: Sequence[str]) -> RunReport:
         """Run ``command`` until it completes; the job is never left ``running``.
@@ -233,11 +256,14 @@ class Supervisor:
                 self._refused_until[placement.pool or ""] = (
                     self.clock.monotonic() + self.config.no_capacity_s
                 )
+                self._saw(placement.pool, False)
                 continue
             except LaunchError as exc:
                 self.ledger.record(EntryKind.FAILURE, pool=placement.pool, detail=str(exc))
                 raise
             self._instance = instance
+            self._asked = []
+            self._saw(placement.pool, True)
             self.ledger.running_in(instance.process_group())
             self.report.instances += 1
             self.report.placements.append(placement.describe())
@@ -258,6 +284,7 @@ class Supervisor:
                 self.progress(f"moved off {placement.pool}: its risk forecast crossed the bar")
             elif outcome is Outcome.PREEMPTED:
                 self.report.preemptions += 1
+                self._saw(placement.pool, False)
                 self.ledger.record(
                     EntryKind.PREEMPTION, pool=placement.pool, market=placement.market
                 )

@@ -41,6 +41,16 @@ Spot Advisor band's MTBF counts interruptions of a running instance, not runs of
 it sets the planner's MTBF, not this.)"""
 
 
+HISTORY_ALONE = PoolPrior(
+    mean_run_hours=1.0,
+    available_share=0.5,
+    weight_runs=0.0,
+    weight_hours=0.0,
+    source="none: the history alone",
+)
+"""A prior that weighs nothing: forecasts that report what the history says (the API's)."""
+
+
 def prior_of(context: JobContext) -> PoolPrior:
     """The job's prior, or :data:`DEFAULT_PRIOR` when it was given none."""
     return context.prior or DEFAULT_PRIOR

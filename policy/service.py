@@ -31,7 +31,7 @@ from spotwise.policy.policies.base import (
     spot,
 )
 from spotwise.policy.policies.rules import slack_exhausted, slack_ticks
-from spotwise.policy.risk import fit_forecaster
+from spotwise.policy.risk import HISTORY_ALONE, fit_forecaster
 from spotwise.policy.schemas import (
     Decision,
     DecisionRequest,
@@ -90,6 +90,7 @@ class DecisionService:
                 on_demand_price=1.0,
                 speed=np.ones(len(history.pools)),
                 past_available=self._past,
+                prior=HISTORY_ALONE,
             ),
             half_life_hours=HALF_LIFE_HOURS,
             prior_weight=0.0,

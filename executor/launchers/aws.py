@@ -28,6 +28,7 @@ from spotwise.executor.clock import SYSTEM_CLOCK, Clock
 from spotwise.executor.endpoints import AWS_IMDS_URL
 from spotwise.executor.errors import PREEMPTED_EXIT_CODE, ExecutorError, NoCapacity
 from spotwise.executor.launchers.base import Placement, Preemption
+from spotwise.policy.observe import ObserveMode
 
 CAPACITY_ERRORS = {
     "InsufficientInstanceCapacity",
@@ -140,6 +141,7 @@ class AwsLauncher:
 
     name = "aws"
     simulated = False
+    observe: ObserveMode = "probe"
 
     def __init__(
         self,
@@ -213,7 +215,7 @@ class AwsLauncher:
 
     def available(self) -> dict[str, bool]:
         """AWS does not publish spot capacity: every zone counts as available until a launch
-        there is refused (the supervisor then avoids it)."""
+        there is refused (the supervisor, in probe mode, goes by what launches taught)."""
         return dict.fromkeys(self.pools, True)
 
     def history(self) -> tuple[np.ndarray, int]:

@@ -8,6 +8,8 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
+from spotwise.policy.observe import ObserveMode
+
 Market = Literal["spot", "on-demand"]
 
 
@@ -76,6 +78,9 @@ class Launcher(Protocol):
     pools: tuple[str, ...]
     simulated: bool
     """Whether the market is a replay (its hours and dollars are simulated, not billed)."""
+    observe: ObserveMode
+    """What the supervisor can see of the pools: ``all`` (a replay knows every pool's
+    availability) or ``probe`` (a cloud shows only what launches teach)."""
 
     def now_hours(self) -> float:
         """The cloud's hours since the job started."""

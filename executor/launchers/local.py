@@ -29,6 +29,7 @@ from spotwise.executor.clock import SYSTEM_CLOCK, Clock
 from spotwise.executor.errors import LaunchError
 from spotwise.executor.heartbeat import HEARTBEAT_ENV, last_step, seconds_quiet
 from spotwise.executor.launchers.base import Placement, Preemption
+from spotwise.policy.observe import ObserveMode
 from spotwise.policy.schemas import JobTerms
 from spotwise.policy.traces import TraceSet
 
@@ -207,6 +208,7 @@ class LocalLauncher:
 
     name = "local"
     simulated = True
+    observe: ObserveMode = "all"
 
     def __init__(
         self,

@@ -6,16 +6,17 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
-from spotwise.executor.errors import ExecutorError
+from spotwise.executor.errors import ExecutorError, NoCapacity
 from spotwise.executor.launchers.local import Replay
 from spotwise.executor.ledger import JobInfo, Ledger, job_report, list_jobs
 from spotwise.executor.supervisor import Supervisor, SupervisorConfig
 from spotwise.policy.client import in_process_for
-from spotwise.policy.schemas import JobTerms
+from spotwise.policy.schemas import DecisionRequest, JobTerms
 from spotwise.policy.traces import Pool, TraceSet
 from spotwise.pricing.store import MarketStore
 from tests.conftest import CliRun
@@ -236,3 +237,54 @@ def test_spotwise_run_supervises_a_command_on_replayed_bundled_traces(
     assert report["placements"][0] == "spot in us-east-1a_v100_1"
     bad = cli("run", "--launcher", "mars", "--", "true")
     assert bad.returncode == 1 and "one of local, aws, torchrun" in bad.stderr
+
+
+class BlindReplay:
+    """A replay seen as a cloud shows it: every pool looks available until a launch there is
+    refused (NoCapacity where the trace is down now), as AWS does."""
+
+    observe = "probe"
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def available(self) -> dict[str, bool]:
+        return dict.fromkeys(self.inner.pools, True)
+
+    def launch(self, placement: Any, command: Any, env: Any) -> Any:
+        if placement.pool is not None and not self.inner.available()[placement.pool]:
+            raise NoCapacity(f"{placement.pool} is down now")
+        return self.inner.launch(placement, command, env)
+
+
+def test_a_blind_supervisor_asks_down_the_launch_request_and_remembers_refusals(
+    tmp_path: Path,
+) -> None:
+    supervisor, command, _, _ = supervise(tmp_path, market("0" * 30, "0" * 30, "1" * 30), 2.0)
+    supervisor.launcher = BlindReplay(supervisor.launcher)
+    requests: list[DecisionRequest] = []
+    decide_with = supervisor.client_for
+
+    def recording(*args: Any) -> Any:
+        client = decide_with(*args)
+        original = client.decide
+
+        def decide(request: DecisionRequest) -> Any:
+            requests.append(request)
+            return original(request)
+
+        client.decide = decide
+        return client
+
+    supervisor.client_for = recording
+    report = supervisor.run(command)
+    assert report.completed and report.placements == ["spot in z2"]
+    first = requests[0]
+    assert first.observe == "probe"
+    assert all(p.seen_minutes_ago is None for p in first.pools.values())  # nothing seen yet
+    assert len(requests) == 1  # z0 and z1 refused: the request's next pools, not a new decision
+    assert supervisor._seen["z0"][0] is False and supervisor._seen["z1"][0] is False
+    assert supervisor._seen["z2"][0] is True
