@@ -7,7 +7,7 @@ import math
 import os
 import time
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 from rich.table import Table
@@ -32,6 +32,9 @@ from spotwise.policy.errors import PolicyError
 from spotwise.policy.job import REFERENCE, JobSpec
 from spotwise.policy.observe import OBSERVE_MODES, ObserveMode
 
+if TYPE_CHECKING:
+    from spotwise.policy.rl.catalog import ModelCatalog
+
 bench_app = typer.Typer(help="Benchmarks that print JSON.", no_args_is_help=True)
 
 ObserveOption = Annotated[
@@ -55,6 +58,29 @@ HistoryOption = Annotated[
         help="Hours of each pool's past a job is given: a number (0 = a cold start) or all.",
     ),
 ]
+
+
+def _progress_bar() -> Any:
+    """A transient bar on stderr: what runs, how far, how long."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    )
+
+
+def _catalog(models: Path | None) -> ModelCatalog | None:
+    """The learned models of ``--models`` (None: the shipped ones)."""
+    if models is None:
+        return None
+    from spotwise.policy.rl.catalog import ModelCatalog
+
+    return ModelCatalog(models)
 
 
 def _observe_mode(value: str) -> ObserveMode:
@@ -106,8 +132,6 @@ def bench_suite(
 ) -> None:
     """Every bundled multi-pool trace set × job shapes × changeovers × observation × history:
     each policy's cost ratio and the share of the greedy → omniscient gap it closes."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     from spotwise.policy import suite
 
     if window not in (suite.HELD_BACK, suite.TRAIN):
@@ -119,20 +143,9 @@ def bench_suite(
     root = settings.bundled_data_dir() / "traces/cbl/availability/1-node"
     try:
         sets = suite.bundled_trace_sets(root)
-        catalog = None
-        if models is not None:
-            from spotwise.policy.rl.catalog import ModelCatalog
-
-            catalog = ModelCatalog(models)
+        catalog = _catalog(models)
         total = len(suite.classes(list(sets), quick=quick))
-        with Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=err,
-            transient=True,
-        ) as bar:
+        with _progress_bar() as bar:
             task = bar.add_task("classes", total=total)
             run = suite.run_suite(
                 sets,
@@ -269,8 +282,6 @@ def bench_policy(
     history_hours: HistoryOption = "all",
 ) -> None:
     """Simulate policies on real traces; cost ratio = cost / on-demand cost of the job."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     from spotwise.policy.bench import count_jobs, plot_bench, run_bench, save_summary
     from spotwise.policy.simulate import CheckpointMode, Visibility
     from spotwise.policy.traces import load_traces
@@ -294,11 +305,7 @@ def bench_policy(
             on_demand_price=on_demand_price,
         )
         trace_set = load_traces(folder, pools)
-        catalog = None
-        if models is not None:
-            from spotwise.policy.rl.catalog import ModelCatalog
-
-            catalog = ModelCatalog(models)
+        catalog = _catalog(models)
         checkpoint = (
             None
             if checkpoint_minutes is None
@@ -317,14 +324,7 @@ def bench_policy(
             start_every_hours=start_every_hours,
         )
         began = time.perf_counter()
-        with Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=err,
-            transient=True,
-        ) as bar:
+        with _progress_bar() as bar:
             task = bar.add_task("simulating", total=total)
             run = run_bench(
                 trace_set,
