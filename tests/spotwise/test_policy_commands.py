@@ -244,6 +244,7 @@ def test_train_refuses_an_unknown_algorithm(cli: CliRun) -> None:
     assert "use ppo" in result.stderr
 
 
+@pytest.mark.slow
 def test_a_blind_cold_bench_runs_and_the_bound_does_not_move(cli: CliRun) -> None:
     """Seeing only what requests teach, from a cold start, greedy's fleet request over every pool
     finds about what it would have seen (within 0.01), and the bound is the same."""
