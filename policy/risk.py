@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
@@ -41,19 +42,20 @@ Spot Advisor band's MTBF counts interruptions of a running instance, not runs of
 it sets the planner's MTBF, not this.)"""
 
 
-HISTORY_ALONE = PoolPrior(
-    mean_run_hours=1.0,
-    available_share=0.5,
-    weight_runs=0.0,
-    weight_hours=0.0,
-    source="none: the history alone",
-)
-"""A prior that weighs nothing: forecasts that report what the history says (the API's)."""
-
-
 def prior_of(context: JobContext) -> PoolPrior:
     """The job's prior, or :data:`DEFAULT_PRIOR` when it was given none."""
     return context.prior or DEFAULT_PRIOR
+
+
+@dataclass(frozen=True, slots=True)
+class History:
+    """What a forecaster is fitted on: availability before now, the tick length, and the prior
+    (None: the history alone)."""
+
+    past_available: np.ndarray
+    """bool [pools, ticks]."""
+    hours_per_tick: float
+    prior: PoolPrior | None = None
 
 
 def fresh_any_up(obs: Observation) -> bool | None:
@@ -104,14 +106,13 @@ class SurvivalForecaster(RiskForecaster):
     name = "survival"
     pooled = False
 
-    def __init__(self, context: JobContext, half_life_hours: float, prior_weight: float) -> None:
-        job = context.job
+    def __init__(self, history: History, half_life_hours: float, prior_weight: float) -> None:
         self._market = MarketForecast(
-            context.past_available,
-            half_life_hours / job.hours_per_tick,
+            history.past_available,
+            half_life_hours / history.hours_per_tick,
             prior_weight,
-            prior_of(context),
-            job.hours_per_tick,
+            history.prior,
+            history.hours_per_tick,
             pooled=self.pooled,
         )
 
@@ -125,11 +126,6 @@ class SurvivalForecaster(RiskForecaster):
     def spot_share(self, changeover_ticks: int) -> float:
         return self._market.spot_share(changeover_ticks)
 
-    @property
-    def age(self) -> np.ndarray:
-        """int [pools]: ticks each pool has been up as far as the job knows."""
-        return self._market.pools.age
-
 
 class PooledForecaster(SurvivalForecaster):
     """The same survival model with every pool judged by the runs of all of them: the pooled
@@ -139,7 +135,7 @@ class PooledForecaster(SurvivalForecaster):
     pooled = True
 
 
-RISK_FORECASTERS: dict[str, Callable[[JobContext, float, float], RiskForecaster]] = {
+RISK_FORECASTERS: dict[str, Callable[[History, float, float], RiskForecaster]] = {
     SurvivalForecaster.name: SurvivalForecaster,
     PooledForecaster.name: PooledForecaster,
 }
@@ -153,11 +149,30 @@ def fit_forecaster(
     half_life_hours: float = 24.0,
     prior_weight: float = 1.0,
 ) -> RiskForecaster:
-    """The forecaster ``name`` fitted on what ``context`` gives a job.
+    """The forecaster ``name`` fitted on what ``context`` gives a job (its prior, or the
+    default one).
+
+    Raises:
+        KeyError: naming the registered forecasters.
+    """
+    history = History(context.past_available, context.job.hours_per_tick, prior_of(context))
+    return fit_on_history(
+        history, name=name, half_life_hours=half_life_hours, prior_weight=prior_weight
+    )
+
+
+def fit_on_history(
+    history: History,
+    *,
+    name: str = SHIPPED,
+    half_life_hours: float = 24.0,
+    prior_weight: float = 1.0,
+) -> RiskForecaster:
+    """The forecaster ``name`` fitted on ``history`` alone (no job around it: the API's).
 
     Raises:
         KeyError: naming the registered forecasters.
     """
     if name not in RISK_FORECASTERS:
         raise KeyError(f"unknown risk forecaster {name!r}; known: {sorted(RISK_FORECASTERS)}")
-    return RISK_FORECASTERS[name](context, half_life_hours, prior_weight)
+    return RISK_FORECASTERS[name](history, half_life_hours, prior_weight)

@@ -31,7 +31,7 @@ from spotwise.policy.policies.base import (
     spot,
 )
 from spotwise.policy.policies.rules import slack_exhausted, slack_ticks
-from spotwise.policy.risk import HISTORY_ALONE, fit_forecaster
+from spotwise.policy.risk import History, fit_on_history
 from spotwise.policy.schemas import (
     Decision,
     DecisionRequest,
@@ -76,22 +76,8 @@ class DecisionService:
         keep = min(history.n_ticks, round(HISTORY_HOURS * 3600 / history.gap_seconds))
         self._past = history.available[:, history.n_ticks - keep :]
         self._index = {name: i for i, name in enumerate(history.names)}
-        self._risk = fit_forecaster(
-            JobContext(
-                job=JobSpec(
-                    compute_hours=1.0,
-                    deadline_hours=2.0,
-                    changeover_hours=0.0,
-                    spot_price=1.0,
-                    on_demand_price=1.0,
-                ).ticks(history.gap_seconds),
-                pools=history.pools,
-                spot_price=np.ones(len(history.pools)),
-                on_demand_price=1.0,
-                speed=np.ones(len(history.pools)),
-                past_available=self._past,
-                prior=HISTORY_ALONE,
-            ),
+        self._risk = fit_on_history(
+            History(self._past, history.gap_seconds / 3600),
             half_life_hours=HALF_LIFE_HOURS,
             prior_weight=0.0,
         )

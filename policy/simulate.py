@@ -1,7 +1,8 @@
 """The trace simulator: one job under one policy, tick by tick, with the semantics of design.md.
 
 In each tick the policy picks wait, on-demand, or spot in pool z (only if z is available at
-that tick and its price is within the policy's bid; else it waits). Picking something other
+that tick and its price is within the policy's bid; else the job keeps what it has, so an idle
+job waits). Picking something other
 than the current instance starts a changeover: D ticks billed at that market's price and not
 productive. A spot instance whose
 pool turns unavailable (or whose price rises above the policy's bid) is preempted at the

@@ -18,14 +18,12 @@ class FailoverChooser:
     def __init__(self, context: JobContext) -> None:
         self._blind = context.observe != "all"
         self._available_ticks = context.past_available.sum(axis=1).astype(float)
-        self._seen = float(context.past_available.shape[1])
         self._last_tick = -1
 
     def observe(self, obs: Observation) -> None:
         """Count this tick once (call on every tick)."""
         if obs.tick != self._last_tick:
             self._available_ticks += obs.belief()
-            self._seen += 1
             self._last_tick = obs.tick
 
     def best_available(self, obs: Observation) -> int:
