@@ -176,14 +176,18 @@ def plot_bench(summary: dict[str, Any], target: Path) -> None:
     plt.close(fig)
 
 
-def save_summary(summary: dict[str, Any], folder: Path) -> Path:
-    """Keep the bench JSON next to the store (``bench-policy-{zones}.json``) for the dashboard."""
-    target = folder / f"bench-policy-{summary['zones']}.json"
-    folder.mkdir(parents=True, exist_ok=True)
+def save_json(doc: dict[str, Any], target: Path) -> Path:
+    """Write ``doc`` to ``target`` whole or not at all (a partial file, then a rename)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_suffix(".partial")
-    partial.write_text(json.dumps(summary))
+    partial.write_text(json.dumps(doc))
     partial.replace(target)
     return target
+
+
+def save_summary(summary: dict[str, Any], folder: Path) -> Path:
+    """Keep the bench JSON next to the store (``bench-policy-{zones}.json``) for the dashboard."""
+    return save_json(summary, folder / f"bench-policy-{summary['zones']}.json")
 
 
 def last_summary(folder: Path, zones: ZonesMode) -> dict[str, Any] | None:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from spotwise import policy
+from spotwise.policy.bench import save_json
 from spotwise.policy.job import REFERENCE, JobSpec
 from spotwise.policy.observe import ObserveMode
 from spotwise.policy.policies.base import PoolPrior
@@ -291,6 +292,11 @@ def verdict(summary: dict[str, Any], best: str = BEST) -> dict[str, Any]:
         "probe_gap_share": share,
         "missed_deadlines": misses,
     }
+
+
+def save_suite(summary: dict[str, Any], folder: Path) -> Path:
+    """Keep the suite JSON next to the store (``bench-suite.json``)."""
+    return save_json(summary, folder / "bench-suite.json")
 
 
 def plot_suite(summary: dict[str, Any], target: Path) -> None:

@@ -160,7 +160,7 @@ def bench_suite(
         fail(str(exc))
     summary = run.summary()
     summary["verdict"] = suite.verdict(summary)
-    save_suite(summary, settings.store_path(None).parent)
+    suite.save_suite(summary, settings.store_path(None).parent)
     if plot:
         suite.plot_suite(summary, plot)
         err.print(f"plot written to {plot}")
@@ -194,16 +194,6 @@ def _cell(stats: dict[str, object]) -> str:
     ratio = float(stats["mean_cost_ratio"])  # type: ignore[arg-type]
     misses = f", {stats['misses']} missed" if stats["misses"] else ""
     return f"{ratio:.3f} ({_share(stats['gap_share'])}){misses}"  # type: ignore[arg-type]
-
-
-def save_suite(summary: dict[str, object], folder: Path) -> Path:
-    """Keep the suite JSON next to the store (``bench-suite.json``) for the dashboard."""
-    target = folder / "bench-suite.json"
-    folder.mkdir(parents=True, exist_ok=True)
-    partial = target.with_suffix(".partial")
-    partial.write_text(json.dumps(summary))
-    partial.replace(target)
-    return target
 
 
 @bench_app.command("policy")

@@ -84,6 +84,13 @@ class Observation:
         """bool [pools]: each pool's availability as last seen (``available`` in ``all`` mode)."""
         return self.available if self.last_seen is None else self.last_seen
 
+    def askable(self) -> list[int]:
+        """Pools a launch request may name: all but those seen down at this tick (blind), or
+        the available ones (``all``)."""
+        if self.seen_age is None:
+            return [int(z) for z in np.flatnonzero(self.available)]
+        return [int(z) for z in np.flatnonzero(self.belief() | (self.seen_age > 0))]
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PoolPrior:

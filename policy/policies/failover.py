@@ -37,14 +37,8 @@ class FailoverChooser:
         """The best available pool, or, blind, a request for every pool worth asking."""
         if not self._blind:
             return Action(self.best_available(obs))
-        return request(self.worth_asking(obs, np.asarray(self._available_ticks)))
-
-    @staticmethod
-    def worth_asking(obs: Observation, score: np.ndarray) -> list[int]:
-        """Pools not seen down at this tick, highest ``score`` first."""
-        down_now = ~obs.belief() & (obs.seen_age == 0) if obs.seen_age is not None else None
-        order = np.argsort(-score, kind="stable")
-        return [int(z) for z in order if down_now is None or not down_now[z]]
+        askable = obs.askable()
+        return request(sorted(askable, key=lambda z: -self._available_ticks[z]))
 
     def any_hope(self, obs: Observation) -> bool:
         """Whether some pool is believed up (as last seen) or was never seen."""

@@ -46,7 +46,6 @@ from spotwise.policy.policies.base import (
     Policy,
     request,
 )
-from spotwise.policy.policies.failover import FailoverChooser
 from spotwise.policy.policies.rules import Guardrails, slack_ticks
 from spotwise.policy.risk import SHIPPED, fit_forecaster, fresh_any_up
 
@@ -97,12 +96,8 @@ class RiskAware(Policy):
         """Pools that may be had, most expected saving first, with their expected work in
         ticks: the available ones, or, blind, every pool not just seen down."""
         speed, belief = self._context.speed, obs.belief()
-        if self._blind:
-            candidates = FailoverChooser.worth_asking(obs, np.zeros(len(speed)))
-        else:
-            candidates = [int(z) for z in np.flatnonzero(obs.available)]
         scored = []
-        for z in candidates:
+        for z in obs.askable():
             run = self.forecast.expected_run(z, fresh=not belief[z])
             scored.append((run * self._value[z] * speed[z], z, run * speed[z]))
         scored.sort(key=lambda item: -item[0])

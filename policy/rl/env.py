@@ -19,7 +19,6 @@ import numpy as np
 
 from spotwise.policy.job import JobSpec
 from spotwise.policy.policies.base import NONE, ON_DEMAND, SPOT0, Action, Observation, request
-from spotwise.policy.policies.failover import FailoverChooser
 from spotwise.policy.policies.rules import Guardrails
 from spotwise.policy.rl.features import FeatureBuilder, observation_size
 from spotwise.policy.simulate import (
@@ -48,7 +47,7 @@ def launch(instance: int, obs: Observation, blind: bool, checkpoint_ticks: int) 
     again (a failed request costs only the idle tick)."""
     if not blind or instance == ON_DEMAND or obs.state >= SPOT0:
         return Action(instance, checkpoint_ticks=checkpoint_ticks)
-    pools = FailoverChooser.worth_asking(obs, np.zeros(len(obs.prices)))
+    pools = obs.askable()
     if instance >= SPOT0:
         pools = [instance - SPOT0, *(z for z in pools if z != instance - SPOT0)]
     return request(pools, checkpoint_ticks)
