@@ -27,7 +27,7 @@ from spotwise.policy.bench import save_json
 from spotwise.policy.job import REFERENCE, JobSpec
 from spotwise.policy.observe import ObserveMode
 from spotwise.policy.policies.base import PoolPrior
-from spotwise.policy.registry import BEST
+from spotwise.policy.registry import BEST, reads_future
 from spotwise.policy.simulate import JobResult, Visibility, job_starts, simulate
 from spotwise.policy.traces import TraceSet, load_traces
 
@@ -142,31 +142,38 @@ class ClassResult:
     jobs: dict[str, list[JobResult]]
 
 
-def _run_class(
-    scenario: SuiteClass,
+def _run_group(
+    scenarios: Sequence[SuiteClass],
     traces: TraceSet,
     prior: PoolPrior,
     policies: Sequence[str],
     window: Window,
     start_every_hours: float,
     models: ModelCatalog | None,
-) -> ClassResult:
-    spec = scenario.spec()
-    visibility = Visibility(
-        observe=scenario.observe, history_hours=scenario.history_hours, prior=prior
-    )
+) -> list[ClassResult]:
+    """The classes of one trace set, job shape and changeover. A policy that reads the future
+    sees the same jobs whatever the observation or history, so it runs once for all of them."""
+    spec = scenarios[0].spec()
     starts = window_starts(traces, spec, window, start_every_hours)
-    jobs = {
-        name: [
-            simulate(policy.load(name, models), traces, spec, s, None, visibility) for s in starts
-        ]
-        for name in policies
-    }
-    return ClassResult(scenario, jobs)
+
+    def jobs_of(name: str, scenario: SuiteClass) -> list[JobResult]:
+        seen = Visibility(
+            observe=scenario.observe, history_hours=scenario.history_hours, prior=prior
+        )
+        return [simulate(policy.load(name, models), traces, spec, s, None, seen) for s in starts]
+
+    ahead = {name: jobs_of(name, scenarios[0]) for name in policies if reads_future(name)}
+    return [
+        ClassResult(
+            scenario,
+            {name: ahead[name] if name in ahead else jobs_of(name, scenario) for name in policies},
+        )
+        for scenario in scenarios
+    ]
 
 
-def _run_class_args(args: tuple[Any, ...]) -> ClassResult:
-    return _run_class(*args)
+def _run_group_args(args: tuple[Any, ...]) -> list[ClassResult]:
+    return _run_group(*args)
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,24 +263,37 @@ def run_suite(
         policy.load(name, models)  # fail early on an unknown name
     every = start_every_hours or (24.0 if quick else 12.0)
     priors = {name: pooled_prior(traces, name) for name, traces in sets.items()}
+    groups: dict[tuple[str, float, float, float], list[SuiteClass]] = {}
+    for c in classes(list(sets), quick=quick):
+        key = (c.trace_set, c.compute_hours, c.deadline_hours, c.changeover_hours)
+        groups.setdefault(key, []).append(c)
     tasks = [
-        (c, sets[c.trace_set], priors[c.trace_set], policies, window, every, models)
-        for c in classes(list(sets), quick=quick)
+        (
+            group,
+            sets[group[0].trace_set],
+            priors[group[0].trace_set],
+            policies,
+            window,
+            every,
+            models,
+        )
+        for group in groups.values()
     ]
     results = []
-    for result in _map(tasks, workers):
-        results.append(result)
-        if on_class:
-            on_class(result)
+    for group_results in _map(tasks, workers):
+        for result in group_results:
+            results.append(result)
+            if on_class:
+                on_class(result)
     return SuiteRun(window, results)
 
 
-def _map(tasks: list[tuple[Any, ...]], workers: int) -> Iterator[ClassResult]:
+def _map(tasks: list[tuple[Any, ...]], workers: int) -> Iterator[list[ClassResult]]:
     if workers <= 1:
-        yield from map(_run_class_args, tasks)
+        yield from map(_run_group_args, tasks)
         return
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        yield from pool.map(_run_class_args, tasks)
+        yield from pool.map(_run_group_args, tasks)
 
 
 def verdict(summary: dict[str, Any], best: str = BEST) -> dict[str, Any]:

@@ -302,3 +302,13 @@ def test_bench_suite_quick_reports_every_class_against_the_bound(cli: CliRun) ->
     }
     assert len(same_jobs) == 1  # the bound does not depend on what the policy sees
     assert set(summary["verdict"]) >= {"probe_gap_share", "worst_excess_over_greedy"}
+
+
+def test_bench_suite_rejects_bad_arguments_with_one_line(cli: CliRun) -> None:
+    for args, needle in (
+        (("--window", "later"), "--window must be held_back or train"),
+        (("--policies", "greedy,hunch"), "unknown policy 'hunch'"),
+        (("--workers", "-1"), "--workers"),
+    ):
+        result = cli("bench", "suite", "--quick", *args)
+        assert result.returncode != 0 and needle in result.stderr, result.stderr
