@@ -204,9 +204,10 @@ class Supervisor:
         self._asked = [p for p in decision.request_pools if p != decision.pool]
         return Placement(market="spot", pool=decision.pool, price=job.spot_price)
 
-    def _saw(self, pool: str | None, up: bool, hours: float | None = None) -> None:
+    def _saw(self, pool: str | None, up: bool) -> None:
+        """Remember what a launch or a preemption showed of ``pool``, as of now."""
         if pool:
-            self._seen[pool] = (up, self.launcher.now_hours() if hours is None else hours)
+            self._seen[pool] = (up, self.launcher.now_hours())
 
     def run(self, command: Sequence[str]) -> RunReport:
         """Run ``command`` until it completes; the job is never left ``running``.

@@ -84,6 +84,12 @@ class Observation:
         """bool [pools]: each pool's availability as last seen (``available`` in ``all`` mode)."""
         return self.available if self.last_seen is None else self.last_seen
 
+    def hopeful(self) -> np.ndarray:
+        """bool [pools]: up as last seen, or never seen (``available`` in ``all`` mode)."""
+        if self.seen_age is None:
+            return self.available
+        return self.belief() | np.isinf(self.seen_age)
+
     def askable(self) -> list[int]:
         """Pools a launch request may name: all but those seen down at this tick (blind), or
         the available ones (``all``)."""

@@ -39,9 +39,3 @@ class FailoverChooser:
             return Action(self.best_available(obs))
         askable = obs.askable()
         return request(sorted(askable, key=lambda z: -self._available_ticks[z]))
-
-    def any_hope(self, obs: Observation) -> bool:
-        """Whether some pool is believed up (as last seen) or was never seen."""
-        if obs.seen_age is None:
-            return bool(obs.available.any())
-        return bool((obs.belief() | np.isinf(obs.seen_age)).any())

@@ -33,8 +33,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numpy as np
-
 from spotwise.policy.policies.base import (
     ON_DEMAND,
     RUN_ON_DEMAND,
@@ -131,9 +129,8 @@ class RiskAware(Policy):
                 return self._take(worth)
             return RUN_ON_DEMAND
         worth = [z for z, run in ranked if run >= self.params.idle_run * unit]
-        belief = obs.belief()
-        never_seen = np.isinf(obs.seen_age) if obs.seen_age is not None else belief & False
-        if any(belief[z] or never_seen[z] for z in worth):
+        hopeful = obs.hopeful()
+        if any(hopeful[z] for z in worth):
             return self._take(worth)
         if self._short_of_spot(obs):
             return RUN_ON_DEMAND

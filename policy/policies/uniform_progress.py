@@ -55,7 +55,7 @@ class UniformProgress(Policy):
             )
             return chooser.choose(obs) if ahead else RUN_ON_DEMAND
         behind = obs.progress < self.expected_progress(obs.tick)
-        if not behind or chooser.any_hope(obs):
+        if not behind or obs.hopeful().any():
             choice = chooser.choose(obs)
             if choice.instance != NONE:
                 return choice
