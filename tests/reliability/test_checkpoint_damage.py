@@ -3,6 +3,8 @@ returns different state and never crashes; it falls back to the previous intact 
 
 from __future__ import annotations
 
+import atexit
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -25,6 +27,7 @@ def state(step: int) -> dict[str, object]:
 
 def _written() -> tuple[Path, dict[str, bytes]]:
     folder = Path(tempfile.mkdtemp(prefix="spotwise-damage-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)  # built at import: no fixture
     manager = CheckpointManager([str(folder)], async_save=False)
     for step in (1, 2):
         manager.save(step, state(step))
