@@ -105,8 +105,10 @@ def test_a_policy_acts_only_from_the_present_and_the_past(
 def test_a_policy_never_misses_a_deadline_on_one_pool_or_many(bundled: TraceSet, name: str) -> None:
     deadline = SPEC.ticks(bundled.gap_seconds).deadline
     starts = job_starts(bundled.n_ticks, bundled.gap_seconds, deadline, 0, 96)
+    # the bound reads the future, so what it is shown cannot change it (tested on its own)
+    modes = ("all",) if reads_future(name) else OBSERVE_MODES
     for zones in (["us-west-2b_v100_1"], list(bundled.names)):
-        for observe in OBSERVE_MODES:
+        for observe in modes:
             seen = Visibility(observe=observe, history_hours=0.0 if observe == "probe" else None)
             for start in starts:
                 result = simulate(policy.load(name), bundled.subset(zones), SPEC, start, None, seen)
