@@ -94,6 +94,32 @@ class AvailabilityHazard:
             return as_long_again
         return float(total / weight)
 
+    def p_end_within(self, pool: int, ticks: float) -> float:
+        """P(the current run of ``pool`` ends within ``ticks``), from the same weighted runs:
+        the weighted share of past runs longer than the current age that end within ``ticks``
+        more; the shrinkage ("as long again") and the prior count as exponential runs of their
+        mean. 1.0 when the pool is down."""
+        age = int(self._age[pool])
+        if age == 0:
+            return 1.0
+        lengths, ends = self._runs(pool)
+        longer = lengths > age
+        as_long_again = float(age)
+        ended = self.prior_weight * -np.expm1(-ticks / as_long_again)
+        weight = self.prior_weight
+        if self.prior_run is not None:
+            mean, runs = self.prior_run
+            runs *= 0.5 ** ((self._now - self._prior_end) / self.half_life)
+            ended += runs * -np.expm1(-ticks / max(mean, as_long_again))
+            weight += runs
+        if longer.any():
+            weights = 0.5 ** ((self._now - ends[longer]) / self.half_life)
+            ended += np.sum(weights * (lengths[longer] - age <= ticks))
+            weight += np.sum(weights)
+        if weight == 0:
+            return float(-np.expm1(-ticks / as_long_again))
+        return float(ended / weight)
+
     def _runs(self, pool: int) -> tuple[np.ndarray, np.ndarray]:
         if not self.pooled:
             return self._arrays[pool]
@@ -119,13 +145,17 @@ class MarketForecast:
         hours_per_tick: float = 1.0,
         *,
         pooled: bool = False,
+        reversion_ticks: float | None = None,
     ) -> None:
         """Learn from ``past_available`` (bool [pools, ticks before the job]), starting from
-        ``prior`` (its hours read with ``hours_per_tick``) where given."""
+        ``prior`` (its hours read with ``hours_per_tick``) where given; ``reversion_ticks``: how
+        fast the recent share reverts to the long-run one (None: it does not)."""
         n_pools, n_past = past_available.shape
         pool_run = any_run = None
         up_weight = weight = 0.0
         self._decay = 0.5 ** (1.0 / half_life_ticks)
+        self._reversion = reversion_ticks
+        long_up = long_weight = 0.0
         if prior is not None:
             run = prior.mean_run_hours / hours_per_tick
             pool_run = (run, prior.weight_runs)
@@ -134,6 +164,8 @@ class MarketForecast:
             any_run = pool_run
             weight = prior.weight_hours / hours_per_tick * self._decay**n_past
             up_weight = any_share * weight
+            long_weight = prior.weight_hours / hours_per_tick
+            long_up = any_share * long_weight
         self.pools = AvailabilityHazard(
             past_available, half_life_ticks, prior_weight, pool_run, pooled=pooled
         )
@@ -142,6 +174,8 @@ class MarketForecast:
         weights = self._decay ** np.arange(n_past)[::-1]
         self._up_weight = up_weight + float(np.sum(weights * any_past[0]))
         self._weight = weight + float(np.sum(weights))
+        self._long_up = long_up + float(np.sum(any_past[0]))
+        self._long_weight = long_weight + n_past
         self._now = -1
 
     def observe(self, tick: int, available: np.ndarray, any_up: bool | None = None) -> None:
@@ -156,12 +190,20 @@ class MarketForecast:
         self.any_pool.observe(tick, np.array([up]))
         self._up_weight = self._decay * self._up_weight + up
         self._weight = self._decay * self._weight + 1.0
+        self._long_up += up
+        self._long_weight += 1.0
 
-    def spot_share(self, changeover_ticks: int) -> float:
-        """Forecast share of the coming ticks that spot can work: the recent share of ticks
-        with some pool available, less one changeover per run."""
+    def spot_share(self, changeover_ticks: int, horizon_ticks: float | None = None) -> float:
+        """Forecast share of the next ``horizon_ticks`` that spot can work: the share of ticks
+        with some pool available, less one changeover per run. The recent share reverts to the
+        long-run one (an Ornstein-Uhlenbeck mean, when a reversion time is set), so a storm
+        that just passed weighs less on a long horizon."""
         if self._weight == 0:
             return 0.0
         available = self._up_weight / self._weight
+        if self._reversion and horizon_ticks and self._long_weight > 0:
+            x = horizon_ticks / self._reversion
+            recent = (1.0 - np.exp(-x)) / x
+            available = recent * available + (1 - recent) * self._long_up / self._long_weight
         run = self.any_pool.mean_run(0)
         return available * max(0.0, 1.0 - changeover_ticks / max(run, 1.0))

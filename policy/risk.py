@@ -42,6 +42,19 @@ Spot Advisor band's MTBF counts interruptions of a running instance, not runs of
 it sets the planner's MTBF, not this.)"""
 
 
+def pooled_prior(past_available: np.ndarray, hours_per_tick: float, source: str) -> PoolPrior:
+    """Mean availability run and available share over every pool of ``past_available`` (bool
+    [pools, ticks]): what a store that saw those pools would say about one it has not."""
+    past = past_available.astype(np.int8)
+    starts = int(np.sum(np.diff(past, axis=1, prepend=0) == 1))
+    up_ticks = int(past.sum())
+    return PoolPrior(
+        mean_run_hours=max(up_ticks, 1) / max(starts, 1) * hours_per_tick,
+        available_share=up_ticks / max(past.size, 1),
+        source=source,
+    )
+
+
 def prior_of(context: JobContext) -> PoolPrior:
     """The job's prior, or :data:`DEFAULT_PRIOR` when it was given none."""
     return context.prior or DEFAULT_PRIOR
@@ -87,8 +100,9 @@ class RiskForecaster(ABC):
         starts now (``fresh``)."""
 
     @abstractmethod
-    def spot_share(self, changeover_ticks: int) -> float:
-        """Forecast share of the coming ticks that some pool's spot can work."""
+    def spot_share(self, changeover_ticks: int, horizon_ticks: float | None = None) -> float:
+        """Forecast share of the coming ``horizon_ticks`` (None: the next few) that some pool's
+        spot can work."""
 
     def hazard(self, pool: int) -> float:
         """Preemptions per tick of ``pool`` now."""
@@ -106,14 +120,22 @@ class SurvivalForecaster(RiskForecaster):
     name = "survival"
     pooled = False
 
-    def __init__(self, history: History, half_life_hours: float, prior_weight: float) -> None:
+    def __init__(
+        self,
+        history: History,
+        half_life_hours: float,
+        prior_weight: float,
+        reversion_hours: float | None = None,
+    ) -> None:
+        per_tick = history.hours_per_tick
         self._market = MarketForecast(
             history.past_available,
-            half_life_hours / history.hours_per_tick,
+            half_life_hours / per_tick,
             prior_weight,
             history.prior,
-            history.hours_per_tick,
+            per_tick,
             pooled=self.pooled,
+            reversion_ticks=reversion_hours / per_tick if reversion_hours else None,
         )
 
     def update(self, tick: int, belief: np.ndarray, any_up: bool | None = None) -> None:
@@ -123,8 +145,13 @@ class SurvivalForecaster(RiskForecaster):
         hazard = self._market.pools
         return hazard.mean_run(pool) if fresh else hazard.expected_remaining(pool)
 
-    def spot_share(self, changeover_ticks: int) -> float:
-        return self._market.spot_share(changeover_ticks)
+    def spot_share(self, changeover_ticks: int, horizon_ticks: float | None = None) -> float:
+        return self._market.spot_share(changeover_ticks, horizon_ticks)
+
+    def p_preempted(self, pool: int, ticks: float) -> float:
+        """The share of the pool's weighted past runs as old as its current one that ended
+        within ``ticks`` more (not a constant hazard: runs here have a falling one)."""
+        return self._market.pools.p_end_within(pool, ticks)
 
 
 class PooledForecaster(SurvivalForecaster):
@@ -135,7 +162,7 @@ class PooledForecaster(SurvivalForecaster):
     pooled = True
 
 
-RISK_FORECASTERS: dict[str, Callable[[History, float, float], RiskForecaster]] = {
+RISK_FORECASTERS: dict[str, Callable[[History, float, float, float | None], RiskForecaster]] = {
     SurvivalForecaster.name: SurvivalForecaster,
     PooledForecaster.name: PooledForecaster,
 }
@@ -148,6 +175,7 @@ def fit_forecaster(
     name: str = SHIPPED,
     half_life_hours: float = 24.0,
     prior_weight: float = 1.0,
+    reversion_hours: float | None = None,
 ) -> RiskForecaster:
     """The forecaster ``name`` fitted on what ``context`` gives a job (its prior, or the
     default one).
@@ -157,7 +185,11 @@ def fit_forecaster(
     """
     history = History(context.past_available, context.job.hours_per_tick, prior_of(context))
     return fit_on_history(
-        history, name=name, half_life_hours=half_life_hours, prior_weight=prior_weight
+        history,
+        name=name,
+        half_life_hours=half_life_hours,
+        prior_weight=prior_weight,
+        reversion_hours=reversion_hours,
     )
 
 
@@ -167,6 +199,7 @@ def fit_on_history(
     name: str = SHIPPED,
     half_life_hours: float = 24.0,
     prior_weight: float = 1.0,
+    reversion_hours: float | None = None,
 ) -> RiskForecaster:
     """The forecaster ``name`` fitted on ``history`` alone (no job around it: the API's).
 
@@ -175,4 +208,4 @@ def fit_on_history(
     """
     if name not in RISK_FORECASTERS:
         raise KeyError(f"unknown risk forecaster {name!r}; known: {sorted(RISK_FORECASTERS)}")
-    return RISK_FORECASTERS[name](history, half_life_hours, prior_weight)
+    return RISK_FORECASTERS[name](history, half_life_hours, prior_weight, reversion_hours)

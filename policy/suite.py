@@ -28,6 +28,7 @@ from spotwise.policy.job import REFERENCE, JobSpec
 from spotwise.policy.observe import ObserveMode
 from spotwise.policy.policies.base import PoolPrior
 from spotwise.policy.registry import BEST, reads_future
+from spotwise.policy.risk import pooled_prior
 from spotwise.policy.simulate import JobResult, Visibility, job_starts, simulate
 from spotwise.policy.traces import TraceSet, load_traces
 
@@ -87,18 +88,11 @@ def bundled_trace_sets(root: Path) -> dict[str, TraceSet]:
     return sets
 
 
-def pooled_prior(traces: TraceSet, name: str) -> PoolPrior:
-    """Mean availability run and available share pooled over every pool before the cut."""
+def set_prior(traces: TraceSet, name: str) -> PoolPrior:
+    """The set's prior: pooled over every pool before the cut."""
     cut = int(traces.n_ticks * CUT)
-    past = traces.available[:, :cut].astype(np.int8)
-    starts = int(np.sum(np.diff(past, axis=1, prepend=0) == 1))
-    up_ticks = int(past.sum())
-    hours = traces.gap_seconds / 3600
-    return PoolPrior(
-        mean_run_hours=max(up_ticks, 1) / max(starts, 1) * hours,
-        available_share=up_ticks / past.size,
-        source=f"pooled over the {len(traces.pools)} pools of {name} before the held-back cut",
-    )
+    source = f"pooled over the {len(traces.pools)} pools of {name} before the held-back cut"
+    return pooled_prior(traces.available[:, :cut], traces.gap_seconds / 3600, source)
 
 
 def classes(names: Sequence[str], *, quick: bool) -> list[SuiteClass]:
@@ -262,7 +256,7 @@ def run_suite(
     for name in policies:
         policy.load(name, models)  # fail early on an unknown name
     every = start_every_hours or (24.0 if quick else 12.0)
-    priors = {name: pooled_prior(traces, name) for name, traces in sets.items()}
+    priors = {name: set_prior(traces, name) for name, traces in sets.items()}
     groups: dict[tuple[str, float, float, float], list[SuiteClass]] = {}
     for c in classes(list(sets), quick=quick):
         key = (c.trace_set, c.compute_hours, c.deadline_hours, c.changeover_hours)

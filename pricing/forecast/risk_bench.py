@@ -4,6 +4,12 @@ Training rows are ticks t whose label window (t, t + h] ends before ``test_from`
 never look past it); test rows are ticks t >= ``test_from`` at which the pool is available and
 t + h lies inside the trace. Scores: AUC and Brier per model, the Brier of climatology (the
 training base rate) and the AUC of persistence (the share of the last h that was unavailable).
+
+The risk forecasters that decisions read (:data:`spotwise.policy.risk.RISK_FORECASTERS`) are
+scored on the same rows, fitted on the ticks before ``test_from`` and updated tick by tick as a
+controller would be; ``/cold`` ones start with no history of their own, from the prior pooled
+over the training ticks. The one to ship is the lowest Brier on the last quarter of the
+training ticks (fitted on the three quarters before), never on the test ticks.
 """
 
 from __future__ import annotations
@@ -17,6 +23,13 @@ import numpy as np
 import pandas as pd
 from sklearn.metrics import brier_score_loss, roc_auc_score
 
+from spotwise.policy.risk import (
+    RISK_FORECASTERS,
+    SHIPPED,
+    History,
+    fit_on_history,
+    pooled_prior,
+)
 from spotwise.pricing.forecast.arima_risk import ar_unavailability
 from spotwise.pricing.forecast.features import FEATURES, _trailing_mean, lose_within, pool_features
 from spotwise.pricing.forecast.risk import RISK_MODELS
@@ -74,6 +87,12 @@ class RiskBench:
     persistence."""
 
     models: dict[str, dict[str, float]]
+    forecasters: dict[str, dict[str, float]]
+    """The decisions' risk forecasters on the same rows (``/cold``: no history of their own)."""
+    forecaster_choice: str
+    """The forecaster with the lowest Brier on the last quarter of the training ticks."""
+    shipped_forecaster: str
+    """The one the policies act on (:data:`spotwise.policy.risk.SHIPPED`)."""
     chosen_per_pool: dict[str, str]
     advisor_bands: dict[str, Any]
     climatology_brier: float
@@ -148,6 +167,19 @@ def bench_risk(
         chosen[names[p]] = min(briers, key=lambda n: briers[n])
         best[pool == p] = predictions[chosen[names[p]]][pool == p]
     predictions["per_pool_best"] = best
+    hours_per_tick = gap / 3600
+    forecast = {
+        label: forecast_risk(available, cut, horizon, hours_per_tick, name, cold=cold)
+        for label, name, cold in _forecaster_runs()
+    }
+    validation_forecast = {
+        name: forecast_risk(available[:, :cut], early_cut, horizon, hours_per_tick, name)
+        for name in RISK_FORECASTERS
+    }
+    forecaster_briers = {
+        name: float(np.mean((p[pool[judge_part], tick[judge_part]] - y[judge_part]) ** 2))
+        for name, p in validation_forecast.items()
+    }
     base_rate = float(y[train].mean())
     past_down = np.stack(
         [_trailing_mean((~available[p]).astype(float), horizon) for p in range(pools)]
@@ -160,6 +192,15 @@ def bench_risk(
             }
             for name, p_all in predictions.items()
         },
+        forecasters={
+            label: {
+                "auc": round(float(roc_auc_score(y[test], p[pool[test], tick[test]])), 4),
+                "brier": round(float(brier_score_loss(y[test], p[pool[test], tick[test]])), 4),
+            }
+            for label, p in forecast.items()
+        },
+        forecaster_choice=min(forecaster_briers, key=lambda n: forecaster_briers[n]),
+        shipped_forecaster=SHIPPED,
         chosen_per_pool=chosen,
         advisor_bands=bands,
         climatology_brier=round(
@@ -170,3 +211,39 @@ def bench_risk(
         positive_rate=round(float(y[test].mean()), 4),
         horizon_ticks=horizon,
     )
+
+
+def _forecaster_runs() -> list[tuple[str, str, bool]]:
+    """(label, forecaster, cold) of every scored run: each forecaster with history, and cold."""
+    return [
+        (f"{name}/cold" if cold else name, name, cold)
+        for name in RISK_FORECASTERS
+        for cold in (False, True)
+    ]
+
+
+def forecast_risk(
+    available: np.ndarray,
+    first: int,
+    horizon: int,
+    hours_per_tick: float,
+    name: str,
+    *,
+    cold: bool = False,
+) -> np.ndarray:
+    """P(preempted within ``horizon`` ticks) [pools, ticks] from forecaster ``name``: fitted on
+    the ticks before ``first`` (``cold``: on none, from their pooled prior), then updated with
+    each tick from ``first`` on and asked after it; NaN before ``first``."""
+    pools, ticks = available.shape
+    past = available[:, :first]
+    history = History(past, hours_per_tick)
+    if cold:
+        prior = pooled_prior(past, hours_per_tick, "pooled over the training ticks of every pool")
+        history = History(past[:, :0], hours_per_tick, prior)
+    forecaster = fit_on_history(history, name=name)
+    out = np.full((pools, ticks), np.nan)
+    for t in range(first, ticks):
+        forecaster.update(t - first, available[:, t])
+        for z in np.flatnonzero(available[:, t]):
+            out[z, t] = forecaster.p_preempted(int(z), horizon)
+    return out

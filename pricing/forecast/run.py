@@ -4,9 +4,11 @@ replaced).
 
 Prices: AWS series on an hourly grid, GCP series on a daily grid; ``Naive`` and ``ARIMA`` for
 every series, the global ``GBM`` for the hourly ones. Risk: for every pool with a 1-node
-availability or preemption trace, the logistic model fitted on the pool's own history gives
-``p_preempt`` within the horizon at the newest tick, and ``mean`` holds the expected hours to a
-preemption under that hazard (0 when the pool is unavailable at its newest tick).
+availability or preemption trace, the risk forecaster the decisions act on
+(:data:`spotwise.policy.risk.SHIPPED`), fitted on the pool's own history, gives ``p_preempt``
+within the horizon at the newest tick (1 when the pool is unavailable then), and ``mean`` the
+expected hours of a spot run started there now: the MTBF a new instance in that pool faces,
+which the training guard's checkpoint interval reads.
 """
 
 from __future__ import annotations
@@ -18,17 +20,16 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from spotwise.policy.risk import SHIPPED, History, fit_on_history
 from spotwise.pricing.forecast.boosting import GlobalBoosting
-from spotwise.pricing.forecast.features import FEATURES, lose_within, pool_features
 from spotwise.pricing.forecast.grid import to_grid
 from spotwise.pricing.forecast.models import Arima110, Naive
 from spotwise.pricing.forecast.panel import PanelForecaster, PerSeries, forecast_panel
-from spotwise.pricing.forecast.risk import Logistic
 from spotwise.pricing.frames import unique_id
 from spotwise.pricing.store import MarketStore
 from spotwise.progress import Progress, silent
 
-RISK_MODEL = "risk-logistic"
+RISK_MODEL = f"risk-{SHIPPED}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -132,19 +133,10 @@ def risk_forecasts(
         up = group["available_nodes"].to_numpy() > 0
         gap = float(np.median(np.diff(ts.to_numpy()).astype("timedelta64[s]").astype(float)))
         horizon = max(1, round(horizon_minutes * 60 / gap))
-        features = pool_features(up[None, :], gap, ts.iloc[0])
-        labels = lose_within(up[None, :], horizon)[0]
-        ticks = np.arange(len(up))
-        train = up & (ticks + horizon < len(up))
-        x = features[list(FEATURES)].to_numpy()
-        if not up[-1]:
-            p = 1.0
-        elif labels[train].all() or not labels[train].any():
-            p = float(labels[train].mean()) if train.any() else 0.0
-        else:
-            p = float(Logistic().fit(x[train], labels[train]).predict_proba(x[-1:])[0])
-        hazard = -math.log(max(1e-12, 1 - min(p, 1 - 1e-12))) / (horizon_minutes / 60)
-        expected_hours = 0.0 if not up[-1] else (1 / hazard if hazard > 0 else np.nan)
+        hours_per_tick = gap / 3600
+        forecaster = fit_on_history(History(up[None, :], hours_per_tick), name=SHIPPED)
+        p = forecaster.p_preempted(0, horizon)
+        expected_hours = forecaster.expected_run(0, fresh=True) * hours_per_tick
         rows.append(
             {
                 "unique_id": unique_id(provider, zone, instance_type, "spot"),

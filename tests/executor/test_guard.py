@@ -18,6 +18,7 @@ from spotwise.executor.data import ResumableBatches
 from spotwise.executor.errors import PREEMPTED_EXIT_CODE
 from spotwise.executor.interval import checkpoint_interval_s
 from spotwise.executor.training_guard import guard
+from spotwise.pricing.forecast.run import RISK_MODEL
 from tests.conftest import ManualClock
 from tests.executor.fake_metadata import FakeMetadata
 
@@ -155,7 +156,7 @@ def test_mtbf_comes_from_the_pools_risk_forecast(tmp_path: Path) -> None:
                     {
                         "unique_id": "aws:us-east-1a:p3.2xlarge:spot",
                         "ds": pd.Timestamp.now(tz="UTC"),
-                        "model": "risk-logistic",
+                        "model": RISK_MODEL,
                         "horizon": 60,
                         "mean": 2.5,
                         "lo": None,

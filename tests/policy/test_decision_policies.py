@@ -9,7 +9,7 @@ import pytest
 
 from spotwise import policy
 from spotwise.policy import load
-from spotwise.policy.hazard import AvailabilityHazard
+from spotwise.policy.hazard import AvailabilityHazard, MarketForecast
 from spotwise.policy.job import REFERENCE
 from spotwise.policy.policies.base import Action
 from spotwise.policy.rl.catalog import ModelCatalog
@@ -60,6 +60,27 @@ def test_hazard_shrinks_toward_as_long_again_when_only_stale_runs_outlast_the_ag
     fresh = np.array([[c == "1" for c in ("1" * 40 + "00") * 20]])
     hazard = AvailabilityHazard(fresh, half_life_ticks=1e9, prior_weight=1.0)
     assert hazard.expected_remaining(0, age=6) == pytest.approx((20 * 34 + 6) / 21)
+
+
+def test_the_chance_a_run_ends_soon_is_read_off_the_past_runs_of_its_age() -> None:
+    # Runs of 2, 2 and 6 ticks, the pool now up for 3 ticks: only the 6-run lasted that long.
+    past = np.array([[c == "1" for c in "110110111111000111"]])
+    hazard = AvailabilityHazard(past, half_life_ticks=1e9)
+    assert hazard.age[0] == 3
+    assert hazard.p_end_within(0, 2) == 0.0  # the 6-run had 3 more ticks
+    assert hazard.p_end_within(0, 3) == 1.0
+    hazard.observe(0, np.array([False]))
+    assert hazard.p_end_within(0, 1) == 1.0  # down: taken back already
+
+
+def test_the_spot_share_of_a_far_horizon_reverts_to_the_long_run_share() -> None:
+    # Spot was always there for a week, then gone for the last 12 hours (hourly ticks).
+    past = np.array([[True] * 168 + [False] * 12])
+    forecast = MarketForecast(past, half_life_ticks=6, reversion_ticks=12)
+    near, far = forecast.spot_share(0, 1), forecast.spot_share(0, 48)
+    assert near < 0.3 < 0.6 < far  # the storm dominates the next hour, not the next two days
+    plain = MarketForecast(past, half_life_ticks=6)
+    assert plain.spot_share(0, 48) == pytest.approx(plain.spot_share(0, 1))
 
 
 def test_hazard_counts_an_open_run_as_age_not_as_a_finished_run() -> None:

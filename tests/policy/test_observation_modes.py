@@ -149,6 +149,8 @@ def test_risk_forecasters_are_registered_and_start_from_the_prior() -> None:
     for name in RISK_FORECASTERS:
         forecast = fit_forecaster(cold, name=name, prior_weight=0.0)
         assert forecast.expected_run(0, fresh=True) == pytest.approx(DEFAULT_PRIOR.mean_run_hours)
+        assert forecast.p_preempted(0, 1.0) == 1.0  # not seen up: no run to lose
+        forecast.update(0, np.array([True, False]))
         assert 0.0 < forecast.p_preempted(0, 1.0) < 1.0
     with pytest.raises(KeyError, match="survival"):
         fit_forecaster(cold, name="arima-on-nothing")

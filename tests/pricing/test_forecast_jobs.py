@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from spotwise.pricing.forecast.run import RISK_MODEL
 from spotwise.pricing.store import MarketStore
 from tests.conftest import DATA, CliRun, hold_store
 
@@ -33,13 +34,13 @@ def test_forecast_run_writes_price_and_risk_forecasts_and_replaces_them(
             "SELECT model, count(*) AS n, count(DISTINCT unique_id) AS series "
             "FROM forecasts GROUP BY model ORDER BY model"
         )
-        risk = market.query("SELECT * FROM forecasts WHERE model = 'risk-logistic'")
+        risk = market.query("SELECT * FROM forecasts WHERE model = ?", [RISK_MODEL])
         before = market.summary()["tables"]["forecasts"]
     assert dict(zip(models["model"], models["series"], strict=True)) == {
         "ARIMA": 98,
         "GBM": 98,
         "Naive": 98,
-        "risk-logistic": 9,
+        RISK_MODEL: 9,
     }
     assert (models["n"][models["model"] == "Naive"] == 98 * 6).all()
     assert risk["p_preempt"].between(0, 1).all() and (risk["mean"] >= 0).all()

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from spotwise.policy.risk import RISK_FORECASTERS, SHIPPED
 from spotwise.pricing.forecast.features import FEATURES, lose_within, pool_features
 from spotwise.pricing.forecast.risk_bench import advisor_bands
 from tests.conftest import CliRun
@@ -50,6 +51,13 @@ def test_bench_risk_beats_climatology_and_persistence_on_bundled_traces(cli: Cli
     assert best_auc > scores["persistence_auc"] + 0.03
     assert best_brier < scores["climatology_brier"] - 0.05
     assert scores["n"] > 5000
+    # the forecasters the decisions read are scored on the same rows, with history and cold
+    forecasters = scores["forecasters"]
+    assert set(forecasters) == {f"{n}{c}" for n in RISK_FORECASTERS for c in ("", "/cold")}
+    assert forecasters[SHIPPED]["brier"] < scores["climatology_brier"] - 0.05
+    assert forecasters[SHIPPED]["auc"] > scores["persistence_auc"]
+    assert scores["forecaster_choice"] in RISK_FORECASTERS
+    assert scores["shipped_forecaster"] == SHIPPED
 
 
 def test_bench_risk_rejects_a_test_start_past_the_traces(cli: CliRun) -> None:
