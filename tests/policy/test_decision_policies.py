@@ -104,7 +104,8 @@ def test_costs_no_more_than_on_demand_on_average_on_the_bundled_traces(
 
 
 def test_risk_aware_takes_long_runs_and_skips_short_ones() -> None:
-    # Pool z0 flickers (1-tick runs); z1 is up in long runs. The job must go to z1.
+    # Pool z0 flickers (1-tick runs, shorter than the 2-tick changeover); z1 is up in long
+    # runs. The job must go to z1.
     flicker = "10" * 30
     steady = "0" * 4 + "1" * 56
     past = traces("10" * 50, "1" * 20 + "0" * 5 + "1" * 40 + "0" * 5 + "1" * 30)
@@ -114,7 +115,7 @@ def test_risk_aware_takes_long_runs_and_skips_short_ones() -> None:
         gap_seconds=3600,
         available=np.concatenate([past.available, now.available], axis=1),
     )
-    result = simulate(load("risk_aware"), both, job(20, 40, 1), start=100)
+    result = simulate(load("risk_aware"), both, job(20, 40, 2), start=100)
     assert result.done
     assert result.preemptions == 0  # it never started on the flickering pool
 
