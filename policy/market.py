@@ -10,13 +10,12 @@ an assumption.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
-from spotwise.policy.risk import DEFAULT_BAND, band_mtbf_hours
+from spotwise.policy.risk import DEFAULT_BAND, SHIPPED, band_mtbf_hours
 from spotwise.pricing.store import MarketStore
 
 
@@ -109,25 +108,15 @@ def pools_from_store(
 
 
 def _trace_mtbf(store: MarketStore, instance_type: str) -> dict[tuple[str, str], tuple[float, str]]:
-    """MTBF per (provider, zone) from 1-node traces: hours available per loss of availability."""
-    frame = store.query(
-        """WITH ordered AS (
-             SELECT provider, zone, source, ts, available_nodes,
-                    lag(available_nodes) OVER w AS before,
-                    epoch(lead(ts) OVER w) - epoch(ts) AS seconds
-             FROM availability
-             WHERE lower(instance_type) = ? AND source LIKE 'cbl-%-1node'
-             WINDOW w AS (PARTITION BY provider, zone, source ORDER BY ts))
-           SELECT provider, zone,
-                  sum(CASE WHEN available_nodes = 1 THEN seconds ELSE 0 END) / 3600 AS up_hours,
-                  sum(CASE WHEN before = 1 AND available_nodes = 0 THEN 1 ELSE 0 END) AS losses
-           FROM ordered GROUP BY ALL""",
-        [instance_type],
-    )
-    out = {}
-    for row in frame.itertuples():
-        losses = int(row.losses)
-        up = float(row.up_hours or 0.0)
-        mtbf = up / losses if losses else math.inf
-        out[(row.provider, row.zone)] = (mtbf, f"traces: {up:.0f} h available, {losses} losses")
-    return out
+    """MTBF per (provider, zone) from 1-node traces: the expected run of a spot instance
+    started now, by the risk forecaster the decisions read."""
+    from spotwise.pricing.forecast.run import pool_risks
+
+    return {
+        (r.provider, r.zone): (
+            r.mtbf_hours,
+            f"risk forecaster '{SHIPPED}' over {r.trace_hours:.0f} h of traces to "
+            f"{r.as_of:%Y-%m-%d %H:%M} UTC",
+        )
+        for r in pool_risks(store, horizon_minutes=60.0, instance_type=instance_type)
+    }

@@ -112,45 +112,84 @@ def price_forecasts(
     return pd.concat(rows, ignore_index=True), n_series
 
 
-def risk_forecasts(
-    store: MarketStore, *, horizon_minutes: float, created: pd.Timestamp
-) -> pd.DataFrame:
-    """One risk row per pool with a 1-node trace: P(preempted within the horizon) now."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PoolRisk:
+    """The shipped risk forecaster's view of one pool, fitted on its newest 1-node trace."""
+
+    provider: str
+    zone: str
+    instance_type: str
+    as_of: pd.Timestamp
+    """The trace's newest tick."""
+    p_preempt: float
+    """P(a run now is taken back within the horizon); 1 when the pool is down then."""
+    mtbf_hours: float
+    """Expected hours of a spot run started now (what a new instance there faces)."""
+    trace_hours: float
+
+
+def pool_risks(
+    store: MarketStore, *, horizon_minutes: float, instance_type: str | None = None
+) -> list[PoolRisk]:
+    """Every pool with a 1-node trace (of ``instance_type``, or all), by the risk forecaster
+    the decisions read (:data:`spotwise.policy.risk.SHIPPED`)."""
+    where, params = "", []
+    if instance_type is not None:
+        where, params = " AND lower(instance_type) = ?", [instance_type.lower()]
     availability = store.query(
         "SELECT source, provider, zone, instance_type, ts, available_nodes FROM availability "
-        "WHERE source LIKE 'cbl-%-1node' ORDER BY source, provider, zone, instance_type, ts"
+        f"WHERE source LIKE 'cbl-%-1node'{where} "
+        "ORDER BY source, provider, zone, instance_type, ts",
+        params,
     )
-    rows = []
+    risks = []
     # A pool may have several traces: use the newest.
     ends = availability.groupby(["provider", "zone", "instance_type", "source"])["ts"].max()
     newest_source = {key[:3]: key[3] for key in ends.groupby(level=[0, 1, 2]).idxmax()}
-    for (source, provider, zone, instance_type), group in availability.groupby(
+    for (source, provider, zone, pool_type), group in availability.groupby(
         ["source", "provider", "zone", "instance_type"], sort=True
     ):
-        if newest_source[(provider, zone, instance_type)] != source:
+        if newest_source[(provider, zone, pool_type)] != source or len(group) < 2:
             continue
         ts = pd.to_datetime(group["ts"], utc=True)
         up = group["available_nodes"].to_numpy() > 0
         gap = float(np.median(np.diff(ts.to_numpy()).astype("timedelta64[s]").astype(float)))
-        horizon = max(1, round(horizon_minutes * 60 / gap))
         hours_per_tick = gap / 3600
         forecaster = fit_on_history(History(up[None, :], hours_per_tick), name=SHIPPED)
-        p = forecaster.p_preempted(0, horizon)
-        expected_hours = forecaster.expected_run(0, fresh=True) * hours_per_tick
-        rows.append(
-            {
-                "unique_id": unique_id(provider, zone, instance_type, "spot"),
-                "ds": ts.iloc[-1],
-                "model": RISK_MODEL,
-                "horizon": round(horizon_minutes),
-                "mean": expected_hours,
-                "lo": np.nan,
-                "hi": np.nan,
-                "level": np.nan,
-                "p_preempt": p,
-                "created_at": created,
-            }
+        risks.append(
+            PoolRisk(
+                provider=provider,
+                zone=zone,
+                instance_type=pool_type,
+                as_of=ts.iloc[-1],
+                p_preempt=forecaster.p_preempted(0, max(1, round(horizon_minutes * 60 / gap))),
+                mtbf_hours=forecaster.expected_run(0, fresh=True) * hours_per_tick,
+                trace_hours=len(up) * hours_per_tick,
+            )
         )
+    return risks
+
+
+def risk_forecasts(
+    store: MarketStore, *, horizon_minutes: float, created: pd.Timestamp
+) -> pd.DataFrame:
+    """One risk row per pool with a 1-node trace: P(preempted within the horizon) now, and
+    the expected hours of a run started now."""
+    rows = [
+        {
+            "unique_id": unique_id(r.provider, r.zone, r.instance_type, "spot"),
+            "ds": r.as_of,
+            "model": RISK_MODEL,
+            "horizon": round(horizon_minutes),
+            "mean": r.mtbf_hours,
+            "lo": np.nan,
+            "hi": np.nan,
+            "level": np.nan,
+            "p_preempt": r.p_preempt,
+            "created_at": created,
+        }
+        for r in pool_risks(store, horizon_minutes=horizon_minutes)
+    ]
     return pd.DataFrame(rows)
 
 
