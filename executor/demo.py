@@ -17,12 +17,13 @@ from typing import Any
 from spotwise.executor.example_runs import example_command, reference_run
 from spotwise.executor.launchers.local import Replay
 from spotwise.executor.ledger import JobStatus
+from spotwise.executor.prices import REFERENCE_INSTANCE_TYPE, price_book
 from spotwise.executor.supervised import SupervisedJob, supervise
 from spotwise.executor.supervisor import SupervisorConfig
 from spotwise.policy.client import in_process_for
-from spotwise.policy.job import REFERENCE
 from spotwise.policy.schemas import JobTerms
 from spotwise.policy.traces import TraceSet
+from spotwise.pricing.store import MarketStore
 from spotwise.progress import Progress
 
 DEMO_POOLS = ("us-east-1c_v100_1", "us-east-1d_v100_1", "us-east-1f_v100_1", "us-east-2b_v100_1")
@@ -69,12 +70,15 @@ def run_example(
             Path(tmp) / "plain", epochs=DEMO_EPOCHS, step_sleep_s=DEMO_STEP_SLEEP_S
         ).done
         compute_hours = int(reference["step"]) * DEMO_STEP_S / 3600
+        with MarketStore.open(store_path, read_only=True) as store:
+            prices = price_book(store, DEMO_POOLS, instance_type=REFERENCE_INSTANCE_TYPE)
+        spot = sorted(q.usd_per_hour for q in prices.spot.values())
         job = JobTerms(
             compute_hours=compute_hours,
             deadline_hours=1.6 * compute_hours + 1.0,
             changeover_hours=0.2,
-            spot_price=REFERENCE.spot_price,
-            on_demand_price=REFERENCE.on_demand_price,
+            spot_price=spot[len(spot) // 2],
+            on_demand_price=prices.on_demand_quote().usd_per_hour,
         )
         ckpt = Path(tmp) / "supervised"
         progress(
@@ -91,8 +95,10 @@ def run_example(
         supervised = supervise(
             example_command(ckpt, epochs=DEMO_EPOCHS, step_sleep_s=DEMO_STEP_SLEEP_S),
             store_path=store_path,
-            launcher=replay.launcher(job),
-            config=SupervisorConfig(job=job, migrate_risk=migrate_risk, ckpt_dirs=(ckpt,)),
+            launcher=replay.launcher(),
+            config=SupervisorConfig(
+                job=job, migrate_risk=migrate_risk, ckpt_dirs=(ckpt,), prices=prices
+            ),
             client_for=in_process_for,
             name="demo: spotwise.executor.examples.train_mlp",
             progress=progress,

@@ -8,6 +8,7 @@ Hours are the cloud's hours: under the local launcher's replayed traces they are
 from __future__ import annotations
 
 import enum
+import json
 import os
 import socket
 import uuid
@@ -58,6 +59,8 @@ class JobInfo:
     simulated: bool
     """Run on a replayed market: its hours and dollars are simulated."""
     checkpoint_usd_per_gb_month: float = USD_PER_GB_MONTH
+    prices: dict[str, Any] | None = None
+    """The job's price book (:class:`spotwise.executor.prices.PriceBook`), sources included."""
 
 
 class Ledger:
@@ -71,8 +74,8 @@ class Ledger:
             store.execute(
                 "INSERT INTO jobs (job_id, name, command, launcher, started, status, "
                 "compute_hours, deadline_hours, on_demand_price, checkpoint_usd_per_gb_month, "
-                "host, supervisor_pid, simulated) "
-                "VALUES (?, ?, ?, ?, now(), 'running', ?, ?, ?, ?, ?, ?, ?)",
+                "host, supervisor_pid, simulated, prices) "
+                "VALUES (?, ?, ?, ?, now(), 'running', ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     self.job_id,
                     info.name,
@@ -85,6 +88,7 @@ class Ledger:
                     socket.gethostname(),
                     os.getpid(),
                     info.simulated,
+                    json.dumps(info.prices) if info.prices is not None else None,
                 ],
             )
 
@@ -99,12 +103,15 @@ class Ledger:
         cost_usd: float | None = None,
         nbytes: int | None = None,
         detail: str | None = None,
+        on_demand_price: float | None = None,
     ) -> None:
-        """Append one entry."""
+        """Append one entry (``on_demand_price``: the baseline's rate for its hours)."""
         self._seq += 1
         with MarketStore.open(self.store_path) as store:
             store.execute(
-                "INSERT INTO ledger VALUES (?, ?, now(), ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO ledger (job_id, seq, ts, kind, pool, market, hours, price, "
+                "cost_usd, bytes, detail, on_demand_price) "
+                "VALUES (?, ?, now(), ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     self.job_id,
                     self._seq,
@@ -116,6 +123,7 @@ class Ledger:
                     cost_usd,
                     nbytes,
                     detail,
+                    on_demand_price,
                 ],
             )
 
@@ -139,7 +147,8 @@ def list_jobs(store: MarketStore) -> list[dict[str, Any]]:
     """Every job with its status, cost so far, preemptions and migrations (newest first)."""
     return store.records(
         """
-        SELECT j.job_id, j.name, j.launcher, j.status, j.started, j.ended,
+        SELECT j.job_id, j.name, j.launcher, j.status, coalesce(j.simulated, false) AS simulated,
+            j.started, j.ended,
             coalesce(sum(l.cost_usd) FILTER (WHERE l.kind = 'instance'), 0) AS cost_usd,
             count(*) FILTER (WHERE l.kind = 'preemption') AS preemptions,
             count(*) FILTER (WHERE l.kind = 'migration') AS migrations
@@ -177,9 +186,15 @@ class JobReport:
     simulated: bool
     """Hours and dollars of a replayed market, not a bill."""
     cost_usd: float
+    hours_needed: float
+    """Instance hours less the work lost and redone: what the job took."""
     on_demand_cost_usd: float
+    """The baseline: the hours needed, each at the on-demand price of the same instance type
+    in the region it ran in."""
     savings_usd: float
     savings_pct: float
+    prices: dict[str, Any] | None
+    """The job's price book with every price's source and time (None: a job from before)."""
     breakdown: CostBreakdown
     markets: dict[str, MarketUse]
     instances: int
@@ -223,8 +238,13 @@ def job_report(store: MarketStore, job_id: str) -> JobReport:
         usd_per_gb_month=float(job.checkpoint_usd_per_gb_month),
     ).cost()
     compute = float(instances.cost_usd.sum()) - recovery
-    on_demand = float(job.compute_hours) * float(job.on_demand_price)
+    rate = entries.on_demand_price.fillna(float(job.on_demand_price))
+    needed = float(instances.hours.sum()) - lost_hours
+    on_demand = float((instances.hours * rate[instances.index]).sum())
+    if not lost.empty:
+        on_demand -= float((lost.hours * rate[lost.index]).sum())
     total = compute + recovery + storage
+    prices = job.get("prices")
     return JobReport(
         job_id=job_id,
         name=str(job["name"]),
@@ -232,9 +252,11 @@ def job_report(store: MarketStore, job_id: str) -> JobReport:
         status=JobStatus(job.status),
         simulated=bool(job.simulated),
         cost_usd=round(total, 4),
+        hours_needed=round(needed, 4),
         on_demand_cost_usd=round(on_demand, 4),
         savings_usd=round(on_demand - total, 4),
-        savings_pct=round(100 * (1 - total / on_demand), 2) if on_demand else 0.0,
+        savings_pct=round(100 * (1 - total / on_demand), 2) if on_demand > 0 else 0.0,
+        prices=json.loads(prices) if isinstance(prices, str) else None,
         breakdown=CostBreakdown(
             compute=round(compute, 4), storage=round(storage, 4), recovery=round(recovery, 4)
         ),

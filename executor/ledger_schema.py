@@ -5,7 +5,9 @@ the store so every store this process opens holds them.
 Version 1 adds both tables; version 2 records where each job's supervisor runs (``host``,
 ``supervisor_pid``) and the process group of the command it runs locally (``worker_pgid``), so
 a job can be cancelled even if its supervisor died; version 3 marks jobs run on a replayed market
-(``simulated``: every launcher but ``aws`` before it).
+(``simulated``: every launcher but ``aws`` before it); version 4 keeps the job's prices with their
+sources (``jobs.prices``, JSON) and, per instance and lost work, the on-demand price of the same
+instance type in the same region (``ledger.on_demand_price``), the baseline's rate.
 """
 
 from __future__ import annotations
@@ -35,6 +37,10 @@ LEDGER = register_schema(
             """
     ALTER TABLE jobs ADD COLUMN simulated BOOLEAN;
     UPDATE jobs SET simulated = launcher <> 'aws';
+    """,
+            """
+    ALTER TABLE jobs ADD COLUMN prices VARCHAR;
+    ALTER TABLE ledger ADD COLUMN on_demand_price DOUBLE;
     """,
         ),
         ("jobs", "ledger"),

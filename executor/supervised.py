@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import Any
 
 from spotwise.executor.launchers.base import Launcher
 from spotwise.executor.ledger import JobInfo, JobReport, Ledger, job_report
+from spotwise.executor.prices import PriceBook
 from spotwise.executor.supervisor import ClientFor, Supervisor, SupervisorConfig
 from spotwise.policy.client import HttpClient, PolicyClient, in_process_for
 from spotwise.pricing.store import MarketStore
@@ -58,6 +60,9 @@ def supervise(
     progress: Progress,
 ) -> SupervisedJob:
     """Run ``command`` under the supervisor on ``launcher``, to its end in the ledger."""
+    job = config.job
+    prices = config.prices or PriceBook.flat(launcher.pools, job.spot_price, job.on_demand_price)
+    config = dataclasses.replace(config, prices=prices)
     ledger = Ledger(
         store_path,
         JobInfo(
@@ -68,6 +73,7 @@ def supervise(
             compute_hours=config.job.compute_hours,
             deadline_hours=config.job.deadline_hours,
             on_demand_price=config.job.on_demand_price,
+            prices=prices.to_dict(),
         ),
     )
     supervisor = Supervisor(launcher, client_for, config, ledger, progress)

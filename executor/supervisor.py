@@ -37,6 +37,7 @@ from spotwise.executor.errors import (
 )
 from spotwise.executor.launchers.base import Instance, Launcher, Placement
 from spotwise.executor.ledger import EntryKind, JobStatus, Ledger
+from spotwise.executor.prices import PriceBook
 from spotwise.policy.client import PolicyClient
 from spotwise.policy.schemas import DecisionRequest, IdleState, JobTerms, PoolNow
 from spotwise.progress import Progress, silent
@@ -70,6 +71,9 @@ class SupervisorConfig:
     (None = never)."""
     cancel_grace_s: float = 30.0
     """Wall seconds a cancelled job gets to checkpoint and leave before it is killed."""
+    prices: PriceBook | None = None
+    """What each pool and on-demand cost, with their sources (None: the job's terms, labelled
+    as reference prices)."""
 
 
 class Outcome(enum.StrEnum):
@@ -127,6 +131,10 @@ class Supervisor:
         self._cancel: int | None = None
         """The signal that asked the supervisor to stop, once one has."""
         self._instance: Instance | None = None
+        job = config.job
+        self.prices = config.prices or PriceBook.flat(
+            launcher.pools, job.spot_price, job.on_demand_price
+        )
 
     def cancel(self, signum: int = signal.SIGTERM) -> None:
         """Stop the job: a notice now, a kill after ``cancel_grace_s`` (a second call: now)."""
@@ -163,9 +171,9 @@ class Supervisor:
         """Where to run next (None = wait), from the policy or the on-demand fallback."""
         job = self.config.job
         if self.report.preemptions >= self.config.on_demand_after:
-            return Placement(market="on-demand", pool=None, price=job.on_demand_price)
+            return self._on_demand()
         if self._asked:  # the launch request names more pools: try the next one
-            return Placement(market="spot", pool=self._asked.pop(0), price=job.spot_price)
+            return self._spot(self._asked.pop(0))
         now, hours = self.clock.monotonic(), self.launcher.now_hours()
         blind = self.launcher.observe != "all"
         shown = self.launcher.available() if not blind else dict.fromkeys(self.launcher.pools, True)
@@ -200,9 +208,17 @@ class Supervisor:
         if decision.action == "wait":
             return None
         if decision.action == "on-demand":
-            return Placement(market="on-demand", pool=None, price=job.on_demand_price)
+            return self._on_demand()
         self._asked = [p for p in decision.request_pools if p != decision.pool]
-        return Placement(market="spot", pool=decision.pool, price=job.spot_price)
+        return self._spot(str(decision.pool))
+
+    def _spot(self, pool: str) -> Placement:
+        return Placement(market="spot", pool=pool, price=self.prices.spot_quote(pool).usd_per_hour)
+
+    def _on_demand(self) -> Placement:
+        return Placement(
+            market="on-demand", pool=None, price=self.prices.on_demand_quote().usd_per_hour
+        )
 
     def _saw(self, pool: str | None, up: bool) -> None:
         """Remember what a launch or a preemption showed of ``pool``, as of now."""
@@ -391,6 +407,7 @@ class Supervisor:
         placement = instance.placement
         cost = hours * placement.price
         self.report.cost_usd += cost
+        baseline = self.prices.on_demand_quote(placement.pool).usd_per_hour
         self.ledger.record(
             EntryKind.INSTANCE,
             pool=placement.pool,
@@ -398,6 +415,7 @@ class Supervisor:
             hours=hours,
             price=placement.price,
             cost_usd=cost,
+            on_demand_price=baseline,
         )
         first = next((e for e in instance.events if e.get("event") == "first_step"), None)
         clean = any(e.get("event") in ("done", "preempted") for e in instance.events)
@@ -413,5 +431,9 @@ class Supervisor:
         else:
             self.report.lost_hours += productive
             self.ledger.record(
-                EntryKind.LOST_WORK, pool=placement.pool, hours=productive, price=placement.price
+                EntryKind.LOST_WORK,
+                pool=placement.pool,
+                hours=productive,
+                price=placement.price,
+                on_demand_price=baseline,
             )

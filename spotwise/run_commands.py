@@ -15,17 +15,15 @@ from spotwise import settings
 from spotwise.console import (
     ComputeHours,
     DeadlineHours,
-    OnDemandPrice,
-    SpotPrice,
     StoreOption,
     err,
     fail,
     open_store,
     out,
+    positive,
 )
 from spotwise.executor.errors import Cancelled, ExecutorError
 from spotwise.policy.errors import PolicyError
-from spotwise.policy.job import REFERENCE
 from spotwise.pricing.errors import PricingError
 
 if TYPE_CHECKING:
@@ -52,8 +50,29 @@ def run(
     policy_name: Annotated[str, typer.Option("--policy-name", help="Policy to ask.")] = "best",
     compute_hours: ComputeHours = 1.0,
     deadline_hours: DeadlineHours = 2.0,
-    spot_price: SpotPrice = REFERENCE.spot_price,
-    on_demand_price: OnDemandPrice = REFERENCE.on_demand_price,
+    spot_price: Annotated[
+        float | None,
+        typer.Option(
+            "--spot-price",
+            callback=positive,
+            help="Spot USD/h for every pool (default: each pool's newest price in the store).",
+            show_default=False,
+        ),
+    ] = None,
+    on_demand_price: Annotated[
+        float | None,
+        typer.Option(
+            "--on-demand-price",
+            callback=positive,
+            help="On-demand USD/h (default: the store's for the instance type and region, "
+            "else estimated from the Spot Advisor saving).",
+            show_default=False,
+        ),
+    ] = None,
+    name: Annotated[
+        str | None,
+        typer.Option("--name", help="The job's name (default: the script).", show_default=False),
+    ] = None,
     traces: Annotated[
         Path | None,
         typer.Option("--traces", help="local/torchrun: traces to replay.", show_default=False),
@@ -127,6 +146,7 @@ def run(
     from spotwise.executor.launchers.registry import LAUNCHERS, LaunchSettings
     from spotwise.executor.launchers.torchrun import Elastic
     from spotwise.executor.ledger import job_report
+    from spotwise.executor.prices import price_book
     from spotwise.executor.supervised import client_factory, supervise
     from spotwise.executor.supervisor import SupervisorConfig
     from spotwise.policy.schemas import JobTerms
@@ -136,20 +156,8 @@ def run(
         fail(f"--launcher must be one of {', '.join(LAUNCHERS)}, got {launcher[:40]!r}")
     names = tuple(p.strip() for p in pools.split(",") if p.strip()) if pools else ()
     try:
-        job = JobTerms(
-            compute_hours=compute_hours,
-            deadline_hours=deadline_hours,
-            spot_price=spot_price,
-            on_demand_price=on_demand_price,
-        )
-        if not job.feasible:
-            fail(
-                f"--deadline-hours {deadline_hours} is shorter than --compute-hours "
-                f"{compute_hours} plus one changeover ({job.changeover_hours} h): no schedule fits"
-            )
         low, _, high = nnodes.partition(":")
         launch = LaunchSettings(
-            job=job,
             pools=names,
             traces=traces or settings.bundled_traces(),
             start_hours=start_hours,
@@ -170,6 +178,28 @@ def run(
         )
         chosen = kind.build(launch)
         command = kind.wrap(command, launch)
+        with open_store(store) as market:
+            store_path = market.path
+            prices = price_book(
+                market,
+                chosen.pools,
+                instance_type=instance_type,
+                home_region=region if launcher == "aws" else None,
+                spot_price=spot_price,
+                on_demand_price=on_demand_price,
+            )
+        spot_quotes = sorted(q.usd_per_hour for q in prices.spot.values())
+        job = JobTerms(
+            compute_hours=compute_hours,
+            deadline_hours=deadline_hours,
+            spot_price=spot_quotes[len(spot_quotes) // 2],
+            on_demand_price=prices.on_demand_quote().usd_per_hour,
+        )
+        if not job.feasible:
+            fail(
+                f"--deadline-hours {deadline_hours} is shorter than --compute-hours "
+                f"{compute_hours} plus one changeover ({job.changeover_hours} h): no schedule fits"
+            )
     except (PolicyError, ValueError, ExecutorError) as exc:
         fail(str(exc))
     config = SupervisorConfig(
@@ -182,9 +212,8 @@ def run(
         ckpt_dirs=tuple(Path(c) for c in ckpt or [] if "://" not in c),
         stall_timeout_s=stall_timeout or None,
         cancel_grace_s=cancel_grace,
+        prices=prices,
     )
-    with open_store(store) as market:
-        store_path = market.path
     try:
         supervised = supervise(
             command,
@@ -192,7 +221,7 @@ def run(
             launcher=chosen,
             config=config,
             client_for=client_factory(policy_url, settings.current().api_token),
-            name=Path(command[0]).name,
+            name=name or job_name(command),
             progress=lambda m: err.print(f"… {m}"),
         )
     except Cancelled as exc:
@@ -203,6 +232,17 @@ def run(
     except (ExecutorError, PolicyError, PricingError) as exc:
         fail(str(exc))
     _print_report(supervised.to_dict(), as_json)
+
+
+def job_name(command: list[str]) -> str:
+    """The script a command runs: ``python train.py`` → ``train.py``, ``python -m pkg.mod`` →
+    ``pkg.mod``, ``torchrun ... train.py`` → ``train.py``; else the program."""
+    for i, arg in enumerate(command):
+        if arg == "-m" and i + 1 < len(command):
+            return command[i + 1]
+        if arg.endswith(".py") or arg.endswith(".sh"):
+            return Path(arg).name
+    return Path(command[0]).name if command else "job"
 
 
 def _secrets(names: list[str]) -> dict[str, str]:
@@ -222,6 +262,14 @@ def _print_report(report: dict[str, Any], as_json: bool) -> None:
         f"${report['cost_usd']:,.2f} against "
         f"${report['on_demand_cost_usd']:,.2f} on demand ({report['savings_pct']:.1f}% saved)"
     )
+    if report.get("prices"):
+        out.print(
+            f"  on demand = {report['hours_needed']:.2f} h needed (instance hours less work "
+            f"redone) × the on-demand price of {report['prices']['instance_type']} in the "
+            "region each ran in"
+        )
+        for line in _price_lines(report["prices"]):
+            out.print(f"  {line}")
     b = report["breakdown"]
     out.print(
         f"  compute ${b['compute']:,.2f} + storage ${b['storage']:,.4f} + recovery "
@@ -235,6 +283,21 @@ def _print_report(report: dict[str, Any], as_json: bool) -> None:
         f"{report['lost_work_hours']:.2f} h of work lost, "
         f"{report['checkpoint_bytes'] / 1e6:.1f} MB of checkpoints"
     )
+
+
+def _price_lines(prices: dict[str, Any]) -> list[str]:
+    """One line per distinct quote: the pools (or regions) it prices, the price, its source
+    and time."""
+    from spotwise.executor.prices import Quote
+
+    lines = []
+    for market, by_place in (("spot", prices["spot"]), ("on-demand", prices["on_demand"])):
+        groups: dict[Quote, list[str]] = {}
+        for place, quote in by_place.items():
+            groups.setdefault(Quote(**quote), []).append(place or "every pool")
+        for quote, places in groups.items():
+            lines.append(f"{market} {', '.join(places)}: {quote.describe()}")
+    return lines
 
 
 @jobs_app.command("list")
@@ -260,7 +323,7 @@ def jobs_list(
             str(row["name"]),
             str(row["status"]),
             str(row["started"])[:19],
-            f"{row['cost_usd']:,.2f}",
+            f"{row['cost_usd']:,.2f}" + (" (simulated)" if row["simulated"] else ""),
             str(row["preemptions"]),
             str(row["migrations"]),
         )

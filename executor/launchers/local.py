@@ -30,7 +30,6 @@ from spotwise.executor.errors import LaunchError
 from spotwise.executor.heartbeat import HEARTBEAT_ENV, last_step, seconds_quiet
 from spotwise.executor.launchers.base import Placement, Preemption
 from spotwise.policy.observe import ObserveMode
-from spotwise.policy.schemas import JobTerms
 from spotwise.policy.traces import TraceSet
 
 
@@ -216,15 +215,12 @@ class LocalLauncher:
         *,
         start_tick: int,
         pace: Pace,
-        spot_prices: dict[str, float],
-        on_demand_price: float,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         if not 0 <= start_tick < traces.n_ticks:
             raise ValueError(f"start tick {start_tick} is outside the traces (0..{traces.n_ticks})")
         self.traces, self.start_tick, self.pace, self.clock = traces, start_tick, pace, clock
         self.pools = traces.names
-        self.spot_prices, self.on_demand_price = spot_prices, on_demand_price
         self._running: LocalInstance | None = None
 
     def _now_s(self) -> float:
@@ -298,7 +294,7 @@ class Replay:
     step_s: float | None = None
     boot_s: float = 0.0
 
-    def launcher(self, job: JobTerms, clock: Clock = SYSTEM_CLOCK) -> LocalLauncher:
+    def launcher(self, clock: Clock = SYSTEM_CLOCK) -> LocalLauncher:
         pace: Pace = (
             WallPace(self.scale, clock)
             if self.step_s is None
@@ -308,7 +304,5 @@ class Replay:
             self.traces,
             start_tick=round(self.start_hours * 3600 / self.traces.gap_seconds),
             pace=pace,
-            spot_prices=dict.fromkeys(self.traces.names, job.spot_price),
-            on_demand_price=job.on_demand_price,
             clock=clock,
         )

@@ -12,14 +12,12 @@ from pathlib import Path
 from spotwise.executor.errors import ExecutorError
 from spotwise.executor.launchers.base import Launcher
 from spotwise.executor.launchers.torchrun import Elastic, torchrun_command
-from spotwise.policy.schemas import JobTerms
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LaunchSettings:
     """Everything a launcher may need from the command line."""
 
-    job: JobTerms
     pools: tuple[str, ...] = ()
     """The pools to use (local: trace names; aws: zones); empty = all of them."""
     traces: Path | None = None
@@ -54,7 +52,7 @@ def _replay(settings: LaunchSettings) -> Launcher:
     if settings.pools:
         traces = traces.subset(list(settings.pools))
     replay = Replay(traces=traces, start_hours=settings.start_hours, scale=settings.scale)
-    return replay.launcher(settings.job)
+    return replay.launcher()
 
 
 def _aws(settings: LaunchSettings) -> Launcher:

@@ -85,7 +85,7 @@ def rig(request: pytest.FixtureRequest) -> Iterator[Rig]:
     if request.param == "local":
         pools = (Pool(name="z0"), Pool(name="z1"))
         traces = TraceSet(pools=pools, gap_seconds=60, available=np.ones((2, 200), dtype=bool))
-        launcher = Replay(traces=traces, start_hours=1.0, scale=60.0).launcher(JOB)
+        launcher = Replay(traces=traces, start_hours=1.0, scale=60.0).launcher()
         tmp_path = request.getfixturevalue("tmp_path")
         yield LocalRig(launcher, {"EXIT_FILE": str(tmp_path / "exit")})
         launcher.close()

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from spotwise.executor.ledger import EntryKind, JobInfo, JobStatus, Ledger
+from spotwise.executor.prices import PriceBook
 from spotwise.policy.bench import run_bench, save_summary
 from spotwise.policy.job import REFERENCE
 from spotwise.policy.traces import load_traces
@@ -53,11 +54,20 @@ def filled_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
             deadline_hours=3,
             on_demand_price=3.06,
             simulated=True,
+            prices=PriceBook.flat(("z1",), 0.9, 3.06).to_dict(),
         ),
     )
-    ledger.record(EntryKind.INSTANCE, pool="z1", market="spot", hours=1.5, price=0.9, cost_usd=1.35)
+    spot = {"pool": "z1", "market": "spot", "price": 0.9, "on_demand_price": 3.06}
+    ledger.record(EntryKind.INSTANCE, hours=1.5, cost_usd=1.35, **spot)  # type: ignore[arg-type]
     ledger.record(EntryKind.PREEMPTION, pool="z1", market="spot")
-    ledger.record(EntryKind.INSTANCE, market="on-demand", hours=0.6, price=3.06, cost_usd=1.836)
+    ledger.record(
+        EntryKind.INSTANCE,
+        market="on-demand",
+        hours=0.6,
+        price=3.06,
+        cost_usd=1.836,
+        on_demand_price=3.06,
+    )
     ledger.finish(JobStatus.COMPLETED)
     return path
 

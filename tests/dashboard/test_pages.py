@@ -44,6 +44,19 @@ def test_each_page_draws_its_main_chart_on_the_bundled_data(
     assert charts(app) >= 1
 
 
+def test_a_job_shows_its_baseline_and_every_price_with_its_source(
+    filled_store: Path, use_store
+) -> None:
+    use_store(filled_store)
+    app = page("jobs")
+    app.run()
+    assert "Simulated" in " ".join(c.value for c in app.caption)
+    assert any("2.10 h the job needed" in c.value for c in app.caption)
+    prices = next(d.value for d in app.dataframe if "source" in d.value.columns)
+    assert set(prices["source"]) == {"reference p3.2xlarge price (not a quote)"}
+    assert app.metric[0].delta == "50.4% saved"  # $3.19 against 2.1 h × $3.06 = $6.43
+
+
 def test_market_filters_narrow_the_series(filled_store: Path, use_store) -> None:
     use_store(filled_store)
     app = page("market")

@@ -69,9 +69,7 @@ def supervise(
     )
     settings = {"lead_s": 0.4, "grace_s": 2.0, "migrate_risk": 1.0, **config}
     supervisor = Supervisor(
-        Replay(traces=traces, start_hours=PAST * GAP / 3600, scale=SCALE, step_s=step_s).launcher(
-            terms
-        ),
+        Replay(traces=traces, start_hours=PAST * GAP / 3600, scale=SCALE, step_s=step_s).launcher(),
         in_process_for,
         SupervisorConfig(job=terms, **settings),  # type: ignore[arg-type]
         ledger,
@@ -203,6 +201,8 @@ def test_jobs_list_and_show_read_the_ledger(tmp_path: Path, cli: CliRun, store_f
     assert set(report["breakdown"]) == {"compute", "storage", "recovery"}
     text = cli("jobs", "show", ledger.job_id, env=env).stdout
     assert "simulated on a replayed market" in text
+    assert "reference p3.2xlarge price (not a quote)" in text  # the prices say what they are
+    assert "(simulated)" in cli("jobs", "list", env=env).stdout
     missing = cli("jobs", "show", "nope", env=env)
     assert missing.returncode == 1 and "no job 'nope'" in missing.stderr
 
