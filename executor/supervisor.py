@@ -35,7 +35,7 @@ from spotwise.executor.errors import (
     LaunchError,
     NoCapacity,
 )
-from spotwise.executor.launchers.base import Instance, Launcher, Placement
+from spotwise.executor.launchers.base import Instance, Launcher, Placement, Preemption
 from spotwise.executor.ledger import EntryKind, JobStatus, Ledger
 from spotwise.executor.prices import PriceBook
 from spotwise.policy.client import PolicyClient
@@ -71,6 +71,11 @@ class SupervisorConfig:
     (None = never)."""
     cancel_grace_s: float = 30.0
     """Wall seconds a cancelled job gets to checkpoint and leave before it is killed."""
+    drill_after_s: float | None = None
+    """A drill: wall seconds after an instance's command starts at which it gets a preemption
+    notice through the same path a cloud's takes (None: no drill)."""
+    drill_every: bool = False
+    """Drill every instance (else only the first)."""
     prices: PriceBook | None = None
     """What each pool and on-demand cost, with their sources (None: the job's terms, labelled
     as reference prices)."""
@@ -131,6 +136,8 @@ class Supervisor:
         self._cancel: int | None = None
         """The signal that asked the supervisor to stop, once one has."""
         self._instance: Instance | None = None
+        self._drills = 0
+        """Preemption drills sent so far."""
         job = config.job
         self.prices = config.prices or PriceBook.flat(
             launcher.pools, job.spot_price, job.on_demand_price
@@ -329,7 +336,8 @@ class Supervisor:
         """Follow one instance to its end: forward notices, move on high risk, stop it when
         it hangs or the supervisor is cancelled."""
         noticed = migrating = killed = stalled = False
-        kill_at = cancel_kill_at = None
+        kill_at = cancel_kill_at = started_at = None
+        drill = False
         next_risk_check = self.clock.monotonic()
         pool = instance.placement.pool
         stall_s = self.config.stall_timeout_s
@@ -352,15 +360,31 @@ class Supervisor:
                     instance.kill()
                     killed = stalled = True
             started = any(e.get("event") in ("fresh", "resumed") for e in instance.events)
+            if started and started_at is None:
+                started_at = now
             coming = self.launcher.preemption(instance) if started and not noticed else None
+            if (
+                started_at is not None
+                and not (noticed or migrating)
+                and self._drill_due(now - started_at)
+            ):
+                self._drills += 1
+                self.progress(f"drill: a preemption notice to the job now ({self._drills})")
+                coming = Preemption(in_s=self.config.lead_s, at_hours=self.launcher.now_hours())
+                drill = True
             if coming is not None and coming.in_s <= self.config.lead_s:
                 if not migrating:  # a moving instance has had its notice: one is enough
                     instance.notice()
                 noticed = True
                 kill_at = now + max(coming.in_s, 0.0) + self.config.grace_s
-                if pool:
+                if pool and not drill:  # a drill does not take the pool back
                     self._taken_until_hours[pool] = coming.at_hours
-                self.ledger.record(EntryKind.NOTICE, pool=pool, market="spot")
+                self.ledger.record(
+                    EntryKind.NOTICE,
+                    pool=pool,
+                    market=instance.placement.market,
+                    detail="drill (--preempt-after)" if drill else None,
+                )
             if kill_at is not None and not killed and now >= kill_at:
                 instance.kill()
                 killed = True
@@ -384,6 +408,13 @@ class Supervisor:
         if code == PREEMPTED_EXIT_CODE or killed or (noticed and code < 0):
             return Outcome.PREEMPTED, code
         return Outcome.FAILED, code
+
+    def _drill_due(self, running_s: float) -> bool:
+        """Whether the drill's notice is due for an instance whose command has run this long."""
+        after = self.config.drill_after_s
+        if after is None or (self._drills and not self.config.drill_every):
+            return False
+        return running_s >= after
 
     def _should_move(self, pool: str) -> bool:
         """The current pool's 60-minute risk is above the bar and a free pool is half as risky."""

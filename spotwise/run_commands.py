@@ -138,6 +138,24 @@ def run(
             help="On SIGTERM/Ctrl-C: seconds the job gets to checkpoint before it is killed.",
         ),
     ] = 30.0,
+    preempt_after: Annotated[
+        str | None,
+        typer.Option(
+            "--preempt-after",
+            help="A drill: send the job a preemption notice (the path a cloud's takes) this "
+            "long after its first instance starts, e.g. 5m; it checkpoints, is relaunched and "
+            "resumes.",
+            show_default=False,
+        ),
+    ] = None,
+    preempt_every: Annotated[
+        str | None,
+        typer.Option(
+            "--preempt-every",
+            help="The same drill for every instance, this long after each starts.",
+            show_default=False,
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     store: StoreOption = None,
 ) -> None:
@@ -151,6 +169,7 @@ def run(
     from spotwise.executor.supervisor import SupervisorConfig
     from spotwise.policy.schemas import JobTerms
 
+    drill_s = _drill_seconds(preempt_after, preempt_every)
     kind = LAUNCHERS.get(launcher)
     if kind is None:
         fail(f"--launcher must be one of {', '.join(LAUNCHERS)}, got {launcher[:40]!r}")
@@ -213,6 +232,8 @@ def run(
         stall_timeout_s=stall_timeout or None,
         cancel_grace_s=cancel_grace,
         prices=prices,
+        drill_after_s=drill_s,
+        drill_every=preempt_every is not None,
     )
     try:
         supervised = supervise(
@@ -232,6 +253,21 @@ def run(
     except (ExecutorError, PolicyError, PricingError) as exc:
         fail(str(exc))
     _print_report(supervised.to_dict(), as_json)
+
+
+def _drill_seconds(after: str | None, every: str | None) -> float | None:
+    """Seconds of the preemption drill (``--preempt-after`` or ``--preempt-every``), or None."""
+    from spotwise.pricing.jobs import parse_every
+
+    if after is not None and every is not None:
+        fail("give --preempt-after or --preempt-every, not both")
+    text, flag = (after, "--preempt-after") if after is not None else (every, "--preempt-every")
+    if text is None:
+        return None
+    try:
+        return parse_every(text)
+    except (ValueError, KeyError):
+        fail(f"{flag} {text[:40]!r} is not a duration: use e.g. 30s, 5m or 1h")
 
 
 def job_name(command: list[str]) -> str:

@@ -16,6 +16,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 from collections.abc import Callable, Sequence
@@ -52,8 +53,10 @@ class LocalInstance:
         cloud_hours: Callable[[], float],
         clock: Clock = SYSTEM_CLOCK,
         on_end: Callable[[LocalInstance], None] = lambda _: None,
+        log: Callable[[str], None] | None = None,
     ) -> None:
         self.placement = placement
+        self._log = log or _log_to_stderr(placement)
         self.events: list[dict[str, Any]] = []
         self.started_hours = cloud_hours()
         self._cloud_hours, self._clock, self._on_end = cloud_hours, clock, on_end
@@ -66,6 +69,7 @@ class LocalInstance:
             self._process = subprocess.Popen(
                 list(command),
                 stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
                 text=True,
                 env={**env, HEARTBEAT_ENV: str(self._heartbeat)},
                 start_new_session=True,
@@ -77,20 +81,30 @@ class LocalInstance:
             ) from exc
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
+        self._errors = threading.Thread(target=self._read_errors, daemon=True)
+        self._errors.start()
+
+    def _read_errors(self) -> None:
+        assert self._process.stderr is not None
+        for line in self._process.stderr:
+            self._log(line)
 
     def _read(self) -> None:
+        """JSON event lines become events; every other line is the job's log."""
         assert self._process.stdout is not None
         for line in self._process.stdout:
             try:
                 event = json.loads(line)
             except ValueError:
+                event = None
+            if not isinstance(event, dict):
+                self._log(line)
                 continue
-            if isinstance(event, dict):
-                if event.get("event") in ("fresh", "resumed") and self._first_step is None:
-                    step = event.get("step")
-                    self._first_step = int(step) if isinstance(step, int | float) else 0
-                event["cloud_hours"] = self._cloud_hours()
-                self.events.append(event)
+            if event.get("event") in ("fresh", "resumed") and self._first_step is None:
+                step = event.get("step")
+                self._first_step = int(step) if isinstance(step, int | float) else 0
+            event["cloud_hours"] = self._cloud_hours()
+            self.events.append(event)
 
     def steps_taken(self) -> int:
         """Training steps this instance has taken (from the guard's heartbeat)."""
@@ -105,6 +119,7 @@ class LocalInstance:
         code = self._process.poll()
         if code is not None:
             self._reader.join(timeout=5)
+            self._errors.join(timeout=5)
         return code
 
     def notice(self) -> None:
@@ -281,6 +296,17 @@ class LocalLauncher:
             return None
         at_s = (tick + int(down[0]) - self.start_tick) * self.traces.gap_seconds
         return Preemption(in_s=(at_s - now_s) / self.pace.scale, at_hours=at_s / 3600.0)
+
+
+def _log_to_stderr(placement: Placement) -> Callable[[str], None]:
+    """Print the job's log lines on this process's stderr, prefixed by where it runs."""
+    prefix = f"[{placement.describe()}] "
+
+    def log(line: str) -> None:
+        sys.stderr.write(prefix + line if line.endswith("\n") else prefix + line + "\n")
+        sys.stderr.flush()
+
+    return log
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

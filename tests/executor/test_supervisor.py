@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -288,3 +289,47 @@ def test_a_blind_supervisor_asks_down_the_launch_request_and_remembers_refusals(
     assert len(requests) == 1  # z0 and z1 refused: the request's next pools, not a new decision
     assert supervisor._seen["z0"][0] is False and supervisor._seen["z1"][0] is False
     assert supervisor._seen["z2"][0] is True
+
+
+@pytest.mark.slow
+def test_a_drill_sends_a_real_notice_and_the_job_resumes_where_it_was(tmp_path: Path) -> None:
+    traces = market("1" * 60)  # spot never taken back: only the drill preempts
+    supervisor, command, store, ledger = supervise(tmp_path, traces, work_s=3.0, drill_after_s=1.0)
+    report = supervisor.run(command)
+    assert report.completed and report.preemptions == 1 and report.instances == 2
+    assert report.lost_hours == 0.0  # the notice went the guard's way: checkpoint, then leave
+    with MarketStore.open(store) as market_store:
+        notices = market_store.query(
+            "SELECT detail FROM ledger WHERE job_id = ? AND kind = 'notice'", [ledger.job_id]
+        )
+    assert list(notices["detail"]) == ["drill (--preempt-after)"]
+
+
+def test_drill_durations_are_checked(cli_in_process: CliRun) -> None:
+    both = cli_in_process("run", "--preempt-after", "1m", "--preempt-every", "1m", "--", "true")
+    assert both.returncode == 1 and "not both" in both.stderr
+    bad = cli_in_process("run", "--preempt-after", "soon", "--", "true")
+    assert bad.returncode == 1 and "'soon' is not a duration" in bad.stderr
+
+
+def test_the_jobs_output_is_its_log_and_json_lines_stay_events(tmp_path: Path) -> None:
+    from spotwise.executor.launchers.base import Placement
+    from spotwise.executor.launchers.local import LocalInstance
+
+    script = (
+        "import sys; print('epoch 1 loss 0.5'); print('warning: slow disk', file=sys.stderr); "
+        'print(\'{"event": "done", "step": 3}\')'
+    )
+    lines: list[str] = []
+    instance = LocalInstance(
+        Placement(market="spot", pool="z0", price=1.0),
+        [sys.executable, "-c", script],
+        {},
+        cloud_hours=lambda: 0.5,
+        log=lines.append,
+    )
+    while instance.poll() is None:
+        time.sleep(0.01)
+    assert sorted(line.strip() for line in lines) == ["epoch 1 loss 0.5", "warning: slow disk"]
+    assert instance.events == [{"event": "done", "step": 3, "cloud_hours": 0.5}]
+    instance.terminate()
