@@ -65,8 +65,14 @@ def _aws(settings: LaunchSettings) -> Launcher:
             "--launcher aws needs --image-id (an AMI with Python) and --bucket (for exit codes)"
         )
     region = settings.region
+    session = boto3.Session(region_name=region)
+    if session.get_credentials() is None:
+        raise ExecutorError(
+            "--launcher aws: no AWS credentials found; set AWS_PROFILE, or AWS_ACCESS_KEY_ID "
+            "and AWS_SECRET_ACCESS_KEY, or run `aws configure`, then run again"
+        )
     return AwsLauncher(
-        session=boto3.Session(region_name=region),
+        session=session,
         region=region,
         zones=settings.pools or [f"{region}a", f"{region}b", f"{region}c"],
         instance_type=settings.instance_type,

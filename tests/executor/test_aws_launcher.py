@@ -253,3 +253,32 @@ def test_a_cancelled_job_on_aws_leaves_no_instance_running(
     assert launcher.running_instances() == []
     with MarketStore.open(tmp_path / "store.duckdb") as market:
         assert job_report(market, ledger.job_id).status == "cancelled"
+
+
+def test_without_credentials_the_aws_launcher_says_so_in_one_line(
+    tmp_path: Path, store_file: Path
+) -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(
+        AWS_CONFIG_FILE=str(tmp_path / "none"),
+        AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "none"),
+        AWS_EC2_METADATA_DISABLED="true",
+        SPOTWISE_STORE=str(store_file),
+    )
+    args = ["--launcher", "aws", "--image-id", "ami-1", "--bucket", "b", "--", "true"]
+    result = subprocess.run(
+        [sys.executable, "-m", "spotwise", "run", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        "error: --launcher aws: no AWS credentials found; set AWS_PROFILE, or AWS_ACCESS_KEY_ID "
+        "and AWS_SECRET_ACCESS_KEY, or run `aws configure`, then run again"
+    ]
