@@ -82,9 +82,15 @@ def bench_risk_command(
     )
     for name, scores in result.models.items():
         table.add_row(name, f"{scores['auc']:.3f}", f"{scores['brier']:.3f}")
+    for name, scores in result.forecasters.items():
+        table.add_row(f"forecaster {name}", f"{scores['auc']:.3f}", f"{scores['brier']:.3f}")
     table.add_row("climatology", "-", f"{result.climatology_brier:.3f}")
     table.add_row("persistence", f"{result.persistence_auc:.3f}", "-")
     out.print(table)
+    out.print(
+        f"forecaster chosen on the training ticks: {result.forecaster_choice}; the decisions "
+        f"act on: {result.shipped_forecaster}"
+    )
 
 
 def bench_price_command(
