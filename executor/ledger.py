@@ -58,6 +58,8 @@ class JobInfo:
     on_demand_price: float
     simulated: bool
     """Run on a replayed market: its hours and dollars are simulated."""
+    simulation: str | None = None
+    """What the replay was and how fast it ran."""
     checkpoint_usd_per_gb_month: float = USD_PER_GB_MONTH
     prices: dict[str, Any] | None = None
     """The job's price book (:class:`spotwise.executor.prices.PriceBook`), sources included."""
@@ -74,8 +76,8 @@ class Ledger:
             store.execute(
                 "INSERT INTO jobs (job_id, name, command, launcher, started, status, "
                 "compute_hours, deadline_hours, on_demand_price, checkpoint_usd_per_gb_month, "
-                "host, supervisor_pid, simulated, prices) "
-                "VALUES (?, ?, ?, ?, now(), 'running', ?, ?, ?, ?, ?, ?, ?, ?)",
+                "host, supervisor_pid, simulated, prices, simulation) "
+                "VALUES (?, ?, ?, ?, now(), 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     self.job_id,
                     info.name,
@@ -89,6 +91,7 @@ class Ledger:
                     os.getpid(),
                     info.simulated,
                     json.dumps(info.prices) if info.prices is not None else None,
+                    info.simulation,
                 ],
             )
 
@@ -185,6 +188,8 @@ class JobReport:
     status: JobStatus
     simulated: bool
     """Hours and dollars of a replayed market, not a bill."""
+    simulation: str | None
+    """What the replay was and how fast it ran."""
     cost_usd: float
     hours_needed: float
     """Instance hours less the work lost and redone: what the job took."""
@@ -251,6 +256,7 @@ def job_report(store: MarketStore, job_id: str) -> JobReport:
         launcher=str(job.launcher),
         status=JobStatus(job.status),
         simulated=bool(job.simulated),
+        simulation=job.get("simulation") if isinstance(job.get("simulation"), str) else None,
         cost_usd=round(total, 4),
         hours_needed=round(needed, 4),
         on_demand_cost_usd=round(on_demand, 4),

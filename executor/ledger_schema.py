@@ -7,7 +7,8 @@ Version 1 adds both tables; version 2 records where each job's supervisor runs (
 a job can be cancelled even if its supervisor died; version 3 marks jobs run on a replayed market
 (``simulated``: every launcher but ``aws`` before it); version 4 keeps the job's prices with their
 sources (``jobs.prices``, JSON) and, per instance and lost work, the on-demand price of the same
-instance type in the same region (``ledger.on_demand_price``), the baseline's rate.
+instance type in the same region (``ledger.on_demand_price``), the baseline's rate; version 5
+says what a simulated job's replay was and how fast it ran (``jobs.simulation``).
 """
 
 from __future__ import annotations
@@ -41,6 +42,9 @@ LEDGER = register_schema(
             """
     ALTER TABLE jobs ADD COLUMN prices VARCHAR;
     ALTER TABLE ledger ADD COLUMN on_demand_price DOUBLE;
+    """,
+            """
+    ALTER TABLE jobs ADD COLUMN simulation VARCHAR;
     """,
         ),
         ("jobs", "ledger"),

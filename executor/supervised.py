@@ -70,6 +70,7 @@ def supervise(
             command=" ".join(command),
             launcher=launcher.name,
             simulated=launcher.simulated,
+            simulation=launcher.simulation,
             compute_hours=config.job.compute_hours,
             deadline_hours=config.job.deadline_hours,
             on_demand_price=config.job.on_demand_price,

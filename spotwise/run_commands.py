@@ -294,7 +294,7 @@ def _print_report(report: dict[str, Any], as_json: bool) -> None:
         return
     out.print(
         f"job {report['job_id']} ({report['status']}"
-        f"{', simulated on a replayed market' if report['simulated'] else ''}): "
+        f"{_simulated(report)}): "
         f"${report['cost_usd']:,.2f} against "
         f"${report['on_demand_cost_usd']:,.2f} on demand ({report['savings_pct']:.1f}% saved)"
     )
@@ -319,6 +319,12 @@ def _print_report(report: dict[str, Any], as_json: bool) -> None:
         f"{report['lost_work_hours']:.2f} h of work lost, "
         f"{report['checkpoint_bytes'] / 1e6:.1f} MB of checkpoints"
     )
+
+
+def _simulated(report: dict[str, Any]) -> str:
+    if not report["simulated"]:
+        return ""
+    return f", simulated on a {report.get('simulation') or 'replayed market'}"
 
 
 def _price_lines(prices: dict[str, Any]) -> list[str]:

@@ -141,6 +141,7 @@ class AwsLauncher:
 
     name = "aws"
     simulated = False
+    simulation = None
     observe: ObserveMode = "probe"
 
     def __init__(

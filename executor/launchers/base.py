@@ -82,6 +82,11 @@ class Launcher(Protocol):
     """What the supervisor can see of the pools: ``all`` (a replay knows every pool's
     availability) or ``probe`` (a cloud shows only what launches teach)."""
 
+    @property
+    def simulation(self) -> str | None:
+        """What the replay is and how fast it runs (None on a real cloud)."""
+        ...
+
     def now_hours(self) -> float:
         """The cloud's hours since the job started."""
         ...

@@ -152,6 +152,10 @@ class Pace(Protocol):
     scale: float
     """Cloud seconds per wall second, nominally."""
 
+    def describe(self) -> str:
+        """How fast the replay runs, in words."""
+        ...
+
     def now_s(self, running: LocalInstance | None) -> float:
         """Cloud seconds since the replay began."""
         ...
@@ -175,6 +179,9 @@ class WallPace:
     def __init__(self, scale: float, clock: Clock = SYSTEM_CLOCK) -> None:
         self.scale, self.clock = scale, clock
         self._began = clock.monotonic()
+
+    def describe(self) -> str:
+        return f"{self.scale:g}× the wall clock"
 
     def now_s(self, running: LocalInstance | None) -> float:
         return (self.clock.monotonic() - self._began) * self.scale
@@ -201,6 +208,12 @@ class StepPace:
             raise ValueError(f"step_s {step_s} must be > 0 and boot_s {boot_s} >= 0")
         self.step_s, self.boot_s, self.scale, self.clock = step_s, boot_s, scale, clock
         self._base_s = 0.0
+
+    def describe(self) -> str:
+        return (
+            f"{self.step_s:g} cloud s a training step, {self.boot_s:g} s a launch, "
+            f"{self.scale:g}× the wall clock while waiting"
+        )
 
     def now_s(self, running: LocalInstance | None) -> float:
         steps = 0 if running is None else running.steps_taken()
@@ -237,6 +250,15 @@ class LocalLauncher:
         self.traces, self.start_tick, self.pace, self.clock = traces, start_tick, pace, clock
         self.pools = traces.names
         self._running: LocalInstance | None = None
+
+    @property
+    def simulation(self) -> str:
+        """The replay in words: which traces, from when, how fast."""
+        hours = self.start_tick * self.traces.gap_seconds / 3600
+        return (
+            f"replay of real availability traces of {len(self.pools)} pools from hour {hours:.1f}, "
+            f"{self.pace.describe()}"
+        )
 
     def _now_s(self) -> float:
         return self.pace.now_s(self._running)

@@ -15,6 +15,7 @@ import pytest
 from spotwise.executor.errors import ExecutorError, NoCapacity
 from spotwise.executor.launchers.local import Replay
 from spotwise.executor.ledger import JobInfo, Ledger, job_report, list_jobs
+from spotwise.executor.prices import PriceBook
 from spotwise.executor.supervisor import Supervisor, SupervisorConfig
 from spotwise.policy.client import in_process_for
 from spotwise.policy.schemas import DecisionRequest, JobTerms
@@ -66,6 +67,7 @@ def supervise(
             deadline_hours=terms.deadline_hours,
             on_demand_price=terms.on_demand_price,
             simulated=True,
+            prices=PriceBook.flat(traces.names, terms.spot_price, terms.on_demand_price).to_dict(),
         ),
     )
     settings = {"lead_s": 0.4, "grace_s": 2.0, "migrate_risk": 1.0, **config}
@@ -236,6 +238,10 @@ def test_spotwise_run_supervises_a_command_on_replayed_bundled_traces(
     report = json.loads(result.stdout)
     assert report["status"] == "completed" and report["launcher"] == "local"
     assert report["placements"][0] == "spot in us-east-1a_v100_1"
+    assert report["simulated"] and report["simulation"] == (
+        "replay of real availability traces of 1 pools from hour 100.0, 60× the wall clock"
+    )
+    assert report["name"] == "fake_job.py"  # named after its script, not the interpreter
     bad = cli("run", "--launcher", "mars", "--", "true")
     assert bad.returncode == 1 and "one of local, aws, torchrun" in bad.stderr
 

@@ -29,6 +29,7 @@ def test_demo_trains_through_preemptions_and_a_migration_and_resumes_bit_exactly
     ]
     assert report["bitwise_identical"] is True
     assert report["ledger"]["simulated"] is True  # its dollars are a replay's, and say so
+    assert "36 cloud s a training step" in report["ledger"]["simulation"]
     assert 0 < report["cost_usd"] < report["on_demand_cost_usd"]
     # each pool's spot price is the store's, with its source and time
     spot = report["ledger"]["prices"]["spot"]
