@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from spotwise.executor.job_log import JobLog, log_folder
 from spotwise.executor.launchers.base import Launcher
 from spotwise.executor.ledger import JobInfo, JobReport, Ledger, job_report
 from spotwise.executor.prices import PriceBook
@@ -77,7 +78,8 @@ def supervise(
             prices=prices.to_dict(),
         ),
     )
-    supervisor = Supervisor(launcher, client_for, config, ledger, progress)
+    log = JobLog(log_folder(store_path, ledger.job_id))
+    supervisor = Supervisor(launcher, client_for, config, ledger, progress, log=log)
     try:
         run = supervisor.run(command)
     finally:

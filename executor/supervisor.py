@@ -35,6 +35,7 @@ from spotwise.executor.errors import (
     LaunchError,
     NoCapacity,
 )
+from spotwise.executor.job_log import JobLog
 from spotwise.executor.launchers.base import Instance, Launcher, Placement, Preemption
 from spotwise.executor.ledger import EntryKind, JobStatus, Ledger
 from spotwise.executor.prices import PriceBook
@@ -119,8 +120,11 @@ class Supervisor:
         ledger: Ledger,
         progress: Progress = silent,
         clock: Clock = SYSTEM_CLOCK,
+        log: JobLog | None = None,
     ) -> None:
         self.launcher, self.client_for, self.config = launcher, client_for, config
+        self.log = log
+        """Where the command's output goes, per instance (None: the launcher's default)."""
         self.ledger, self.progress, self.clock = ledger, progress, clock
         self.report = RunReport()
         self._taken_until_hours: dict[str, float] = {}
@@ -274,7 +278,8 @@ class Supervisor:
             env.update(SPOTWISE_POOL=placement.pool or "", SPOTWISE_MARKET=placement.market)
             self.progress(f"launching on {placement.describe()}")
             try:
-                instance = self.launcher.launch(placement, command, env)
+                sink = self.log.for_instance(placement) if self.log else None
+                instance = self.launcher.launch(placement, command, env, sink)
             except NoCapacity as exc:
                 self.progress(f"no capacity ({exc}): choosing again")
                 self._refused_until[placement.pool or ""] = (

@@ -393,6 +393,38 @@ def jobs_cancel(
     out.print(f"job {job_id}: {status}")
 
 
+@jobs_app.command("logs")
+def jobs_logs(
+    job_id: Annotated[str, typer.Argument(help="A job id from `spotwise jobs list`.")],
+    follow: Annotated[
+        bool, typer.Option("--follow", "-f", help="Keep printing until the job ends.")
+    ] = False,
+    poll_s: Annotated[float, typer.Option("--poll-s", min=0.05, hidden=True)] = 1.0,
+    store: StoreOption = None,
+) -> None:
+    """What the job's command printed, instance by instance, prefixed by where each ran."""
+    import time
+
+    from spotwise.executor.job_log import log_folder, read_logs
+    from spotwise.executor.ledger import job_report
+
+    path = settings.store_path(store)
+    printed = 0
+    while True:
+        with open_store(store, read_only=True) as market:
+            try:
+                status = job_report(market, job_id).status
+            except PricingError as exc:
+                fail(str(exc))
+        lines = list(read_logs(log_folder(path, job_id)))
+        for where, line in lines[printed:]:
+            out.print(f"[{where}] {line}", markup=False, highlight=False, soft_wrap=True)
+        printed = len(lines)
+        if not follow or status != "running":
+            return
+        time.sleep(poll_s)
+
+
 @jobs_app.command("show")
 def jobs_show(
     job_id: Annotated[str, typer.Argument(help="A job id from `spotwise jobs list`.")],

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -223,9 +223,14 @@ class AwsLauncher:
         return np.ones((len(self.pools), 1), dtype=bool), 3600
 
     def launch(
-        self, placement: Placement, command: Sequence[str], env: dict[str, str]
+        self,
+        placement: Placement,
+        command: Sequence[str],
+        env: dict[str, str],
+        log: Callable[[str], None] | None = None,
     ) -> AwsInstance:
-        """run_instances in the placement's zone and market.
+        """run_instances in the placement's zone and market (the instance's output does not
+        come back yet: ``log`` is unused).
 
         Raises:
             NoCapacity: when AWS refuses the spot request for capacity or price.

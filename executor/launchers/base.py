@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -99,8 +99,15 @@ class Launcher(Protocol):
         """bool [pools, ticks] availability up to now, and the tick gap in seconds."""
         ...
 
-    def launch(self, placement: Placement, command: Sequence[str], env: dict[str, str]) -> Instance:
-        """Start ``command`` on a new instance at ``placement``."""
+    def launch(
+        self,
+        placement: Placement,
+        command: Sequence[str],
+        env: dict[str, str],
+        log: Callable[[str], None] | None = None,
+    ) -> Instance:
+        """Start ``command`` on a new instance at ``placement``; ``log`` gets each line it
+        prints that is not a JSON event (where the launcher can see them)."""
         ...
 
     def preemption(self, instance: Instance) -> Preemption | None:

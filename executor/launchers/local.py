@@ -286,7 +286,11 @@ class LocalLauncher:
         return self.traces.available[:, : self._tick() + 1], self.traces.gap_seconds
 
     def launch(
-        self, placement: Placement, command: Sequence[str], env: dict[str, str]
+        self,
+        placement: Placement,
+        command: Sequence[str],
+        env: dict[str, str],
+        log: Callable[[str], None] | None = None,
     ) -> LocalInstance:
         self.pace.launched()
         instance = LocalInstance(
@@ -296,6 +300,7 @@ class LocalLauncher:
             cloud_hours=self.now_hours,
             clock=self.clock,
             on_end=self._ended,
+            log=log,
         )
         self._running = instance
         return instance

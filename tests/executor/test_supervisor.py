@@ -261,10 +261,10 @@ class BlindReplay:
     def available(self) -> dict[str, bool]:
         return dict.fromkeys(self.inner.pools, True)
 
-    def launch(self, placement: Any, command: Any, env: Any) -> Any:
+    def launch(self, placement: Any, command: Any, env: Any, log: Any = None) -> Any:
         if placement.pool is not None and not self.inner.available()[placement.pool]:
             raise NoCapacity(f"{placement.pool} is down now")
-        return self.inner.launch(placement, command, env)
+        return self.inner.launch(placement, command, env, log)
 
 
 def test_a_blind_supervisor_asks_down_the_launch_request_and_remembers_refusals(
@@ -339,3 +339,24 @@ def test_the_jobs_output_is_its_log_and_json_lines_stay_events(tmp_path: Path) -
     assert sorted(line.strip() for line in lines) == ["epoch 1 loss 0.5", "warning: slow disk"]
     assert instance.events == [{"event": "done", "step": 3, "cloud_hours": 0.5}]
     instance.terminate()
+
+
+def test_a_jobs_output_is_kept_per_instance_where_only_the_user_can_read_it(
+    cli: CliRun, store_file: Path
+) -> None:
+    script = "import sys; print('loss 0.25'); print('careful', file=sys.stderr)"
+    args = ["--pools", "us-east-1a_v100_1", "--start-hours", "100", "--scale", "60"]
+    result = cli("run", *args, "--json", "--", sys.executable, "-c", script)
+    assert result.returncode == 0, result.stderr
+    assert "[spot in us-east-1a_v100_1] loss 0.25" in result.stderr  # live, on stderr
+    job_id = json.loads(result.stdout)["job_id"]
+    folder = store_file.parent / "logs" / job_id
+    assert folder.stat().st_mode & 0o077 == 0 and folder.parent.stat().st_mode & 0o077 == 0
+    assert [p.name for p in folder.iterdir()] == ["1.log"]
+    logs = cli("jobs", "logs", job_id)
+    assert logs.returncode == 0, logs.stderr
+    assert sorted(logs.stdout.splitlines()) == [
+        "[spot in us-east-1a_v100_1] careful",
+        "[spot in us-east-1a_v100_1] loss 0.25",
+    ]
+    assert cli("jobs", "logs", "nope").returncode == 1
