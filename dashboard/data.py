@@ -43,8 +43,10 @@ def store_ready() -> bool:
         with _open() as store:
             if not views.is_empty(store):
                 return True
-    except PricingError:
-        pass
+    except PricingError as exc:
+        if store_path().exists():  # there, but not readable: say why, not "load data"
+            st.error(str(exc))
+            return False
     st.info(HOW_TO_LOAD, icon="ℹ️")
     return False
 

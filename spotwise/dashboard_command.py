@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from spotwise import settings
-from spotwise.console import StoreOption, err
+from spotwise.console import StoreOption, err, open_store
 
 APP = Path(__file__).parent / "dashboard" / "app.py"
 
@@ -21,7 +21,11 @@ def dashboard(
     store: StoreOption = None,
 ) -> None:
     """Open the cost dashboard (Market, Risk, Plan, Policies, Jobs) on the store."""
-    env = {**os.environ, settings.STORE_ENV: str(settings.store_path(store))}
+    path = settings.store_path(store)
+    if path.exists():
+        with open_store(store):  # once for writing: brings an older store's tables up to date
+            pass
+    env = {**os.environ, settings.STORE_ENV: str(path)}
     err.print(f"dashboard on http://{host}:{port} (store {env[settings.STORE_ENV]})")
     command = [sys.executable, "-m", "streamlit", "run", str(APP)]
     command += ["--server.port", str(port), "--server.address", host, "--server.headless", "true"]

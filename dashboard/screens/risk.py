@@ -33,22 +33,26 @@ def render() -> None:
             charts.bars(risk, "pool:N", "p_preempt:Q", color="model:N"), width="stretch"
         )
         st.caption(f"forecast made {risk.created_at.max():%Y-%m-%d %H:%M} UTC")
-    st.subheader("Backtest of the risk model")
-    st.caption(
-        "Fitted before hour 480 of the bundled aws-02-15-2023 traces, scored after it, "
-        "60-minute horizon (the same code as `spotwise bench risk`)."
-    )
+    st.subheader("Backtest of the risk forecast the decisions read")
     with st.spinner("backtesting…"):
         result = data.risk_backtest()
+    name = result.shipped_forecaster
+    st.caption(
+        f"The '{name}' forecaster (the one behind the forecasts above, the policies and the "
+        "checkpoint interval), fitted before hour 480 of the bundled aws-02-15-2023 traces and "
+        "updated tick by tick after it, 60-minute horizon (the same code as "
+        f"`spotwise bench risk`; the training ticks alone would choose "
+        f"'{result.forecaster_choice}')."
+    )
     left, middle, right = st.columns(3)
-    model = result.models["logistic"]
+    model = result.forecasters[name]
     left.metric(
-        "AUC (logistic)",
+        f"AUC ({name})",
         f"{model['auc']:.3f}",
         f"{model['auc'] - result.persistence_auc:+.3f} vs persistence",
     )
     middle.metric(
-        "Brier (logistic)",
+        f"Brier ({name})",
         f"{model['brier']:.3f}",
         f"{model['brier'] - result.climatology_brier:+.3f} vs climatology",
         delta_color="inverse",

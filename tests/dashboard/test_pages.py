@@ -111,6 +111,18 @@ def test_an_empty_or_missing_store_says_how_to_load_data(
     assert not path.exists() or state == "empty"  # a missing store is not created
 
 
+def test_a_store_that_cannot_be_read_says_why_instead_of_asking_for_data(
+    tmp_path: Path, use_store
+) -> None:
+    path = tmp_path / "market.duckdb"
+    path.write_bytes(b"not a duckdb file")
+    use_store(path)
+    app = page("market")
+    app.run()
+    assert not app.exception and not app.info
+    assert str(path) in " ".join(e.value for e in app.error)
+
+
 def test_the_app_navigates_to_every_page(filled_store: Path, use_store) -> None:
     use_store(filled_store)
     app = AppTest.from_file(str(Path(data.__file__).with_name("app.py")), default_timeout=120)
