@@ -11,7 +11,8 @@ from streamlit.testing.v1 import AppTest
 from spotwise.dashboard import data
 from spotwise.pricing.store import MarketStore
 
-pytestmark = pytest.mark.slow  # the session fixture builds a store with forecasts (~30 s)
+# The session fixture builds a store with forecasts (~30 s): one xdist worker builds it once.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("dashboard-store")]
 
 PAGES = ["market", "risk", "plan", "policies", "jobs"]
 

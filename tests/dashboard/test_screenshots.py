@@ -10,6 +10,7 @@ from spotwise.dashboard.screenshots import PAGES, dashboard_server, find_chromiu
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("dashboard-store")  # the same worker as the pages: one store
 def test_every_page_renders_in_chromium_with_its_chart(filled_store: Path, tmp_path: Path) -> None:
     chromium = find_chromium()
     if chromium is None:
