@@ -30,6 +30,45 @@ if TYPE_CHECKING:
     pass
 
 jobs_app = typer.Typer(help="The executor's cost ledger.", no_args_is_help=True)
+gc_app = typer.Typer(help="End cloud resources no job supervises.", no_args_is_help=True)
+
+
+@gc_app.command("aws")
+def gc_aws(
+    region: Annotated[str, typer.Option("--region", help="AWS region.")] = "us-east-1",
+    endpoint_url: Annotated[
+        str | None,
+        typer.Option("--endpoint-url", help="Another endpoint (e.g. moto).", show_default=False),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="List the orphans, end nothing.")
+    ] = False,
+    store: StoreOption = None,
+) -> None:
+    """End the instances tagged spotwise:job whose job no live supervisor runs."""
+    import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from spotwise.executor.orphans import end_orphans, find_orphans, supervised_jobs
+
+    session = boto3.Session(region_name=region)
+    if session.get_credentials() is None:
+        fail(
+            "no AWS credentials found; set AWS_PROFILE, or AWS_ACCESS_KEY_ID and "
+            "AWS_SECRET_ACCESS_KEY, or run `aws configure`, then run again"
+        )
+    ec2 = session.client("ec2", region_name=region, endpoint_url=endpoint_url)
+    try:
+        orphans = find_orphans(ec2, supervised_jobs(settings.store_path(store)))
+        if not dry_run:
+            end_orphans(ec2, orphans)
+    except (BotoCoreError, ClientError) as exc:
+        fail(f"AWS {region}: {exc}")
+    verb = "would end" if dry_run else "ended"
+    for orphan in orphans:
+        out.print(f"{verb} {orphan.instance_id} (job {orphan.job_id or '?'}): {orphan.why}")
+    if not orphans:
+        out.print(f"no orphaned Spotwise instance in {region}")
 
 
 def run(

@@ -19,6 +19,7 @@ from spotwise.executor.supervisor import Supervisor, SupervisorConfig
 from spotwise.policy.client import in_process_for
 from spotwise.policy.schemas import JobTerms
 from spotwise.pricing.store import MarketStore
+from tests.conftest import CliRun
 
 REGION, BUCKET = "us-east-1", "spotwise-ckpt"
 COMMAND = ["python", "-m", "spotwise.executor.examples.train_mlp", "--ckpt", f"s3://{BUCKET}/ckpt"]
@@ -282,3 +283,60 @@ def test_without_credentials_the_aws_launcher_says_so_in_one_line(
         "error: --launcher aws: no AWS credentials found; set AWS_PROFILE, or AWS_ACCESS_KEY_ID "
         "and AWS_SECRET_ACCESS_KEY, or run `aws configure`, then run again"
     ]
+
+
+def test_gc_ends_only_the_instances_no_live_supervisor_runs(
+    moto_server: str, store_file: Path, cli: CliRun
+) -> None:
+    import subprocess
+    import sys
+
+    ec2 = boto3.Session(region_name=REGION).client("ec2", endpoint_url=moto_server)
+    image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+
+    def start(job: str | None) -> str:
+        tags = [{"ResourceType": "instance", "Tags": [{"Key": "spotwise:job", "Value": job}]}]
+        extra = {"TagSpecifications": tags} if job else {}
+        made = ec2.run_instances(ImageId=image, MinCount=1, MaxCount=1, **extra)
+        return made["Instances"][0]["InstanceId"]
+
+    store_file.parent.mkdir(parents=True, exist_ok=True)
+    live, dead = aws_ledger(store_file), aws_ledger(store_file)
+    # a live supervisor (its command line names spotwise), and one that has exited
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", "spotwise"])
+    exited = subprocess.Popen([sys.executable, "-c", "pass"])
+    exited.wait()
+    with MarketStore.open(store_file) as market:
+        for job, pid in ((live.job_id, sleeper.pid), (dead.job_id, exited.pid)):
+            market.execute("UPDATE jobs SET supervisor_pid = ? WHERE job_id = ?", [pid, job])
+    try:
+        ids = {
+            "live": start(live.job_id),
+            "dead": start(dead.job_id),
+            "unknown": start("never-in-the-ledger"),
+            "untagged": start(None),
+        }
+        listed = cli("gc", "aws", "--endpoint-url", moto_server, "--dry-run")
+        assert listed.returncode == 0, listed.stderr
+        assert sorted(line.split()[2] for line in listed.stdout.splitlines()) == sorted(
+            [ids["dead"], ids["unknown"]]
+        )
+        ended = cli("gc", "aws", "--endpoint-url", moto_server)
+        assert ended.returncode == 0, ended.stderr
+        states = {
+            name: ec2.describe_instances(InstanceIds=[i])["Reservations"][0]["Instances"][0][
+                "State"
+            ]["Name"]
+            for name, i in ids.items()
+        }
+        assert states == {
+            "live": "running",
+            "dead": "terminated",
+            "unknown": "terminated",
+            "untagged": "running",
+        }
+        again = cli("gc", "aws", "--endpoint-url", moto_server)
+        assert "no orphaned Spotwise instance in us-east-1" in again.stdout
+    finally:
+        sleeper.kill()
+        sleeper.wait()

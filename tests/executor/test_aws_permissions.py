@@ -8,7 +8,11 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-CONTROLLER_CODE = [ROOT / "executor/launchers/aws.py", ROOT / "pricing/sources/aws.py"]
+CONTROLLER_CODE = [
+    ROOT / "executor/launchers/aws.py",
+    ROOT / "executor/orphans.py",
+    ROOT / "pricing/sources/aws.py",
+]
 SERVICES = {"ec2": "ec2", "s3": "s3", "ssm": "ssm", "client": "ec2"}
 """The name a boto3 client goes by in the code → its IAM service (the collector's ``client``
 is EC2's)."""
