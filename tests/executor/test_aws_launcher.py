@@ -285,6 +285,7 @@ def test_without_credentials_the_aws_launcher_says_so_in_one_line(
     ]
 
 
+@pytest.mark.slow  # CLI subprocesses
 def test_gc_ends_only_the_instances_no_live_supervisor_runs(
     moto_server: str, store_file: Path, cli: CliRun
 ) -> None:

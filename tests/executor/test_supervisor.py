@@ -341,6 +341,7 @@ def test_the_jobs_output_is_its_log_and_json_lines_stay_events(tmp_path: Path) -
     instance.terminate()
 
 
+@pytest.mark.slow  # CLI subprocesses
 def test_a_jobs_output_is_kept_per_instance_where_only_the_user_can_read_it(
     cli: CliRun, store_file: Path
 ) -> None:
