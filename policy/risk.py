@@ -169,28 +169,9 @@ RISK_FORECASTERS: dict[str, Callable[[History, float, float, float | None], Risk
 SHIPPED = SurvivalForecaster.name
 
 
-def fit_forecaster(
-    context: JobContext,
-    *,
-    name: str = SHIPPED,
-    half_life_hours: float = 24.0,
-    prior_weight: float = 1.0,
-    reversion_hours: float | None = None,
-) -> RiskForecaster:
-    """The forecaster ``name`` fitted on what ``context`` gives a job (its prior, or the
-    default one).
-
-    Raises:
-        KeyError: naming the registered forecasters.
-    """
-    history = History(context.past_available, context.job.hours_per_tick, prior_of(context))
-    return fit_on_history(
-        history,
-        name=name,
-        half_life_hours=half_life_hours,
-        prior_weight=prior_weight,
-        reversion_hours=reversion_hours,
-    )
+def job_history(context: JobContext) -> History:
+    """What a job is given to fit a forecaster on: its past and its prior (or the default)."""
+    return History(context.past_available, context.job.hours_per_tick, prior_of(context))
 
 
 def fit_on_history(

@@ -60,7 +60,7 @@ from spotwise.policy.policies.base import (
     request,
 )
 from spotwise.policy.policies.rules import Guardrails, slack_ticks
-from spotwise.policy.risk import SHIPPED, fit_forecaster, fresh_any_up
+from spotwise.policy.risk import SHIPPED, fit_on_history, fresh_any_up, job_history
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,8 +92,8 @@ class RiskAware(Policy):
         self._context = context
         self._blind = context.observe != "all"
         params = self.params
-        self.forecast = fit_forecaster(
-            context,
+        self.forecast = fit_on_history(
+            job_history(context),
             name=params.forecaster,
             half_life_hours=params.half_life_hours,
             prior_weight=params.prior_weight,
