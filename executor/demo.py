@@ -72,12 +72,11 @@ def run_example(
         compute_hours = int(reference["step"]) * DEMO_STEP_S / 3600
         with MarketStore.open(store_path, read_only=True) as store:
             prices = price_book(store, DEMO_POOLS, instance_type=REFERENCE_INSTANCE_TYPE)
-        spot = sorted(q.usd_per_hour for q in prices.spot.values())
         job = JobTerms(
             compute_hours=compute_hours,
             deadline_hours=1.6 * compute_hours + 1.0,
             changeover_hours=0.2,
-            spot_price=spot[len(spot) // 2],
+            spot_price=prices.typical_spot(),
             on_demand_price=prices.on_demand_quote().usd_per_hour,
         )
         ckpt = Path(tmp) / "supervised"

@@ -67,6 +67,12 @@ class PriceBook:
         region = self.region_of.get(pool, self.home_region) if pool else self.home_region
         return self.on_demand.get(region) or self.on_demand[self.home_region]
 
+    def typical_spot(self) -> float:
+        """The median spot price over the pools (upper median): the job's terms for a policy
+        that takes one spot price."""
+        prices = sorted(q.usd_per_hour for q in self.spot.values())
+        return prices[len(prices) // 2]
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 

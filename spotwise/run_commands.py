@@ -46,17 +46,15 @@ def gc_aws(
     store: StoreOption = None,
 ) -> None:
     """End the instances tagged spotwise:job whose job no live supervisor runs."""
-    import boto3
     from botocore.exceptions import BotoCoreError, ClientError
 
+    from spotwise.executor.launchers.aws import aws_session
     from spotwise.executor.orphans import end_orphans, find_orphans, supervised_jobs
 
-    session = boto3.Session(region_name=region)
-    if session.get_credentials() is None:
-        fail(
-            "no AWS credentials found; set AWS_PROFILE, or AWS_ACCESS_KEY_ID and "
-            "AWS_SECRET_ACCESS_KEY, or run `aws configure`, then run again"
-        )
+    try:
+        session = aws_session(region, "gc aws")
+    except ExecutorError as exc:
+        fail(str(exc))
     ec2 = session.client("ec2", region_name=region, endpoint_url=endpoint_url)
     try:
         orphans = find_orphans(ec2, supervised_jobs(settings.store_path(store)))
@@ -246,11 +244,10 @@ def run(
                 spot_price=spot_price,
                 on_demand_price=on_demand_price,
             )
-        spot_quotes = sorted(q.usd_per_hour for q in prices.spot.values())
         job = JobTerms(
             compute_hours=compute_hours,
             deadline_hours=deadline_hours,
-            spot_price=spot_quotes[len(spot_quotes) // 2],
+            spot_price=prices.typical_spot(),
             on_demand_price=prices.on_demand_quote().usd_per_hour,
         )
         if not job.feasible:

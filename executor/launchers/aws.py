@@ -81,6 +81,24 @@ def user_data(
     )
 
 
+def aws_session(region: str, who: str) -> Any:
+    """A boto3 session for ``region`` with credentials.
+
+    Raises:
+        ExecutorError: in one line, when no credentials are found (``who`` says what needed
+            them).
+    """
+    import boto3
+
+    session = boto3.Session(region_name=region)
+    if session.get_credentials() is None:
+        raise ExecutorError(
+            f"{who}: no AWS credentials found; set AWS_PROFILE, or AWS_ACCESS_KEY_ID "
+            "and AWS_SECRET_ACCESS_KEY, or run `aws configure`, then run again"
+        )
+    return session
+
+
 class AwsInstance:
     """One EC2 instance running the command."""
 

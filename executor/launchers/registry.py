@@ -56,21 +56,14 @@ def _replay(settings: LaunchSettings) -> Launcher:
 
 
 def _aws(settings: LaunchSettings) -> Launcher:
-    import boto3
-
-    from spotwise.executor.launchers.aws import AwsLauncher
+    from spotwise.executor.launchers.aws import AwsLauncher, aws_session
 
     if not settings.image_id or not settings.bucket:
         raise ExecutorError(
             "--launcher aws needs --image-id (an AMI with Python) and --bucket (for exit codes)"
         )
     region = settings.region
-    session = boto3.Session(region_name=region)
-    if session.get_credentials() is None:
-        raise ExecutorError(
-            "--launcher aws: no AWS credentials found; set AWS_PROFILE, or AWS_ACCESS_KEY_ID "
-            "and AWS_SECRET_ACCESS_KEY, or run `aws configure`, then run again"
-        )
+    session = aws_session(region, "--launcher aws")
     return AwsLauncher(
         session=session,
         region=region,
