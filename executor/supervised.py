@@ -84,6 +84,7 @@ def supervise(
         run = supervisor.run(command)
     finally:
         launcher.close()
+        log.close()
     with MarketStore.open(store_path, read_only=True) as store:
         report = job_report(store, ledger.job_id)
     return SupervisedJob(

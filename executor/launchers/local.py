@@ -16,7 +16,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 from collections.abc import Callable, Sequence
@@ -29,6 +28,7 @@ import numpy as np
 from spotwise.executor.clock import SYSTEM_CLOCK, Clock
 from spotwise.executor.errors import LaunchError
 from spotwise.executor.heartbeat import HEARTBEAT_ENV, last_step, seconds_quiet
+from spotwise.executor.job_log import echo
 from spotwise.executor.launchers.base import Placement, Preemption
 from spotwise.policy.observe import ObserveMode
 from spotwise.policy.traces import TraceSet
@@ -56,7 +56,7 @@ class LocalInstance:
         log: Callable[[str], None] | None = None,
     ) -> None:
         self.placement = placement
-        self._log = log or _log_to_stderr(placement)
+        self._log = log or echo(placement)
         self.events: list[dict[str, Any]] = []
         self.started_hours = cloud_hours()
         self._cloud_hours, self._clock, self._on_end = cloud_hours, clock, on_end
@@ -323,17 +323,6 @@ class LocalLauncher:
             return None
         at_s = (tick + int(down[0]) - self.start_tick) * self.traces.gap_seconds
         return Preemption(in_s=(at_s - now_s) / self.pace.scale, at_hours=at_s / 3600.0)
-
-
-def _log_to_stderr(placement: Placement) -> Callable[[str], None]:
-    """Print the job's log lines on this process's stderr, prefixed by where it runs."""
-    prefix = f"[{placement.describe()}] "
-
-    def log(line: str) -> None:
-        sys.stderr.write(prefix + line if line.endswith("\n") else prefix + line + "\n")
-        sys.stderr.flush()
-
-    return log
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
