@@ -293,13 +293,13 @@ def run(
 
 def _drill_seconds(after: str | None, every: str | None) -> float | None:
     """Seconds of the preemption drill (``--preempt-after`` or ``--preempt-every``), or None."""
-    from spotwise.pricing.jobs import parse_every
-
     if after is not None and every is not None:
         fail("give --preempt-after or --preempt-every, not both")
     text, flag = (after, "--preempt-after") if after is not None else (every, "--preempt-every")
     if text is None:
         return None
+    from spotwise.pricing.jobs import parse_every  # (brings in the scheduler: only for a drill)
+
     try:
         return parse_every(text)
     except (ValueError, KeyError):
