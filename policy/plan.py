@@ -120,6 +120,14 @@ def plan_pool(inputs: PlanInputs, pool: PoolTerms) -> PoolPlan:
     )
 
 
+def price_sources(pool: PoolTerms) -> str:
+    """Where a pool's two prices come from, and when the spot one held."""
+    return (
+        f"spot ${pool.spot_price:.3f}/h from the store as of {pool.price_time:%Y-%m-%d %H:%M} "
+        f"UTC, on demand ${pool.on_demand_price:.3f}/h ({pool.on_demand_source})"
+    )
+
+
 def plan_job(inputs: PlanInputs, pools: list[PoolTerms]) -> Plan:
     """Rank the pools by expected total cost.
 
@@ -148,7 +156,6 @@ def plan_job(inputs: PlanInputs, pools: list[PoolTerms]) -> Plan:
     ]
     best = plans[0].pool
     assumptions.append(
-        f"{best.name}: on-demand price {best.on_demand_source}; "
-        f"MTBF {best.mtbf_hours:.1f} h from {best.mtbf_source}"
+        f"{best.name}: {price_sources(best)}; MTBF {best.mtbf_hours:.1f} h from {best.mtbf_source}"
     )
     return Plan(pools=tuple(plans), assumptions=tuple(assumptions))

@@ -33,5 +33,9 @@ class StoreError(PricingError):
         self.permanent = permanent
 
 
+class StoreBehind(StoreError):
+    """Read-only, the store's tables are older than this code: a writable open migrates them."""
+
+
 class SourceUnavailable(PricingError):
     """A remote source could not be reached or refused the request."""

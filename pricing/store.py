@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from spotwise.pricing.errors import StoreError
+from spotwise.pricing.errors import StoreBehind, StoreError
 from spotwise.pricing.frames import SPECS
 
 if TYPE_CHECKING:
@@ -189,7 +189,7 @@ class MarketStore:
                     f"newer than this Spotwise ({schema.version}): upgrade Spotwise"
                 )
             if version < schema.version and not writable:
-                raise StoreError(
+                raise StoreBehind(
                     f"the store {self.path} has {schema.name} tables of version {version}, "
                     f"this Spotwise needs {schema.version}: open it once for writing"
                 )

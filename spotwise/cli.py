@@ -338,7 +338,7 @@ def demo(
 def _print_plan(market: MarketStore) -> None:
     """The planner's pick for the demo's kind of job (a V100 instance, p3.2xlarge)."""
     from spotwise.policy.market import pools_from_store
-    from spotwise.policy.plan import PlanInputs, plan_job
+    from spotwise.policy.plan import PlanInputs, plan_job, price_sources
 
     pools = pools_from_store(market, "p3.2xlarge", "aws", None)
     if not pools:
@@ -348,7 +348,7 @@ def _print_plan(market: MarketStore) -> None:
         f"[bold]›[/] plan for 48 GPU-hours of p3.2xlarge in 60 h: {plan.pool.name}, "
         f"{plan.spot_share:.0%} spot, checkpoint every "
         f"{60 * plan.checkpoint_interval_hours:.0f} min, ${plan.cost.total:,.2f} against "
-        f"${plan.cost.on_demand:,.2f} on demand"
+        f"${plan.cost.on_demand:,.2f} on demand ({price_sources(plan.pool)})"
     )
 
 

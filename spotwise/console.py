@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 
 from spotwise import settings
-from spotwise.pricing.errors import PricingError
+from spotwise.pricing.errors import PricingError, StoreBehind
 from spotwise.pricing.store import MarketStore
 
 err = Console(stderr=True)
@@ -38,9 +38,15 @@ def fail(message: str) -> NoReturn:
 
 @contextmanager
 def open_store(path: Path | None, *, read_only: bool = False) -> Iterator[MarketStore]:
-    """Open the configured store, turning store problems into one clear error."""
+    """Open the configured store, turning store problems into one clear error (a read-only
+    open of an older Spotwise's store migrates it first)."""
+    target = settings.store_path(path)
     try:
-        store = MarketStore.open(settings.store_path(path), read_only=read_only)
+        try:
+            store = MarketStore.open(target, read_only=read_only)
+        except StoreBehind:  # an older Spotwise's store: bring its tables up to date once
+            MarketStore.open(target).close()
+            store = MarketStore.open(target, read_only=True)
     except PricingError as exc:
         fail(str(exc))
     try:

@@ -23,7 +23,7 @@ def dashboard(
     """Open the cost dashboard (Market, Risk, Plan, Policies, Jobs) on the store."""
     path = settings.store_path(store)
     if path.exists():
-        with open_store(store):  # once for writing: brings an older store's tables up to date
+        with open_store(store, read_only=True):  # brings an older store's tables up to date
             pass
     env = {**os.environ, settings.STORE_ENV: str(path)}
     err.print(f"dashboard on http://{host}:{port} (store {env[settings.STORE_ENV]})")

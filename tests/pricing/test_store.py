@@ -12,7 +12,7 @@ from spotwise.executor.ledger_schema import LEDGER
 from spotwise.pricing.errors import StoreError
 from spotwise.pricing.frames import validate
 from spotwise.pricing.store import MARKET, SCHEMAS, TABLES, MarketStore, exportable_tables
-from tests.conftest import hold_store
+from tests.conftest import CliRun, hold_store
 
 
 def prices(*values: float, source: str = "test") -> pd.DataFrame:
@@ -167,3 +167,19 @@ def test_an_open_waits_for_a_store_another_process_holds_then_gives_up(
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_a_read_only_command_brings_an_older_store_up_to_date_first(
+    store_file: Path, cli_in_process: CliRun
+) -> None:
+    store_file.parent.mkdir(parents=True)
+    con = duckdb.connect(str(store_file))
+    con.execute(MARKET.migrations[0])
+    con.execute(LEDGER.migrations[0])
+    con.execute("CREATE TABLE schemas (name VARCHAR PRIMARY KEY, version INTEGER)")
+    con.execute("INSERT INTO schemas VALUES ('market', 1), ('ledger', 1)")
+    con.close()
+    result = cli_in_process("data", "summary", "--json")
+    assert result.returncode == 0, result.stderr  # not "open it once for writing"
+    with MarketStore.open(store_file, read_only=True) as store:
+        assert store.schema_versions() == CURRENT
