@@ -152,6 +152,40 @@ def run(
             "--endpoint-url", help="aws: another endpoint (e.g. moto).", show_default=False
         ),
     ] = None,
+    workdir: Annotated[
+        Path,
+        typer.Option(
+            "--workdir",
+            help="aws: the folder shipped to each instance (its .gitignore honoured); the "
+            "command runs there.",
+        ),
+    ] = Path("."),
+    ignore_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--ignore-file",
+            help="aws: gitignore-style rules for --workdir instead of its .gitignore files.",
+            show_default=False,
+        ),
+    ] = None,
+    setup: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--setup",
+            help="aws: a command run in the workdir before the job, e.g. 'pip install -r "
+            "requirements.txt' (no shell; repeat for more).",
+            show_default=False,
+        ),
+    ] = None,
+    wheel: Annotated[
+        Path | None,
+        typer.Option(
+            "--wheel",
+            help="aws: the Spotwise wheel to install on instances (default: built from this "
+            "install's source).",
+            show_default=False,
+        ),
+    ] = None,
     on_demand_after: Annotated[int, typer.Option("--on-demand-after", min=0)] = 3,
     migrate_risk: Annotated[
         float, typer.Option("--migrate-risk", min=0.0, max=1.0, help="1 = never move early.")
@@ -231,6 +265,10 @@ def run(
             endpoint_url=endpoint_url,
             instance_profile=instance_profile,
             secrets=_secrets(secret_env or []) if launcher == "aws" else {},
+            workdir=workdir,
+            ignore_file=ignore_file,
+            wheel=wheel,
+            setup=tuple(setup or ()),
         )
         chosen = kind.build(launch)
         command = kind.wrap(command, launch)

@@ -1,33 +1,38 @@
 """The AWS launcher: each instance is an EC2 instance (spot or on-demand) started with boto3.
 
-User data installs Spotwise, runs the command with the AWS notice watcher on (IMDS), writes the
-exit code to ``s3://BUCKET/spotwise/jobs/JOB/INSTANCE/exit`` and shuts the instance down
-(``InstanceInitiatedShutdownBehavior=terminate``). A spot launch that AWS refuses for capacity
-or price raises :class:`NoCapacity`, so the supervisor can choose again (or go on demand).
+Its user data is the boot script (:mod:`executor.boot_script`): it fetches the shipped workdir
+and wheel (:mod:`executor.code_bundle`), runs the command with the AWS notice watcher on (IMDS),
+streams its output to ``s3://BUCKET/spotwise/jobs/JOB/INSTANCE/log/`` and writes the exit code
+next to it, then shuts the instance down (``InstanceInitiatedShutdownBehavior=terminate``).
+The launcher reads the output back as the job's log and events. A spot launch that AWS refuses
+for capacity or price raises :class:`NoCapacity`, so the supervisor can choose again (or go on
+demand).
 Asking an instance to move terminates it: the OS shutdown sends SIGTERM, on which the job
 checkpoints and exits with the preempted code.
 
-User data is readable by every process on the instance and through ``DescribeInstanceAttribute``,
-so it carries only the non-secret settings of :data:`PLAIN_ENV`. Secrets (``secrets=``) go to
-SSM Parameter Store as SecureStrings under ``/spotwise/JOB/NAME``; the boot script reads them
-with the instance role into the command's environment, and :meth:`AwsLauncher.close` deletes
-them.
+User data is readable by every process on the instance, so it carries no secret: secrets
+(``secrets=``) go to SSM Parameter Store as SecureStrings under ``/spotwise/JOB/NAME``; the
+instance reads them with its role into the command's environment, and
+:meth:`AwsLauncher.close` deletes them.
 """
 
 from __future__ import annotations
 
+import json
 import re
-import shlex
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 from botocore.exceptions import ClientError
 
+from spotwise.executor.boot_script import BOOT_LOG, boot_script
 from spotwise.executor.clock import SYSTEM_CLOCK, Clock
-from spotwise.executor.endpoints import AWS_IMDS_URL
+from spotwise.executor.code_bundle import ShippedCode
 from spotwise.executor.errors import PREEMPTED_EXIT_CODE, ExecutorError, NoCapacity
+from spotwise.executor.job_log import echo
 from spotwise.executor.launchers.base import Placement, Preemption
+from spotwise.executor.on_instance import EXIT_NAME, LOG_FOLDER
 from spotwise.policy.observe import ObserveMode
 
 CAPACITY_ERRORS = {
@@ -38,47 +43,7 @@ CAPACITY_ERRORS = {
     "Unsupported",
 }
 SPOT_TERMINATION = "Server.SpotInstanceTermination"
-PLAIN_ENV = ("SPOTWISE_POOL", "SPOTWISE_MARKET", "SPOTWISE_MTBF_S", "SPOTWISE_NOTICES")
-"""The only variables user data may carry: none of them is a secret."""
 SECRET_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
-
-
-def user_data(
-    command: Sequence[str],
-    env: dict[str, str],
-    *,
-    package: str,
-    bucket: str,
-    prefix: str,
-    secret_parameters: dict[str, str] | None = None,
-) -> str:
-    """The boot script: install, read the secrets from SSM, run the command, report its exit
-    code to S3, shut down. ``env`` is filtered to :data:`PLAIN_ENV`; ``secret_parameters``
-    maps a variable name to the SSM parameter holding its value."""
-    plain = {k: v for k, v in env.items() if k in PLAIN_ENV}
-    exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(plain.items()))
-    secrets = [
-        f"export {name}=$(aws ssm get-parameter --with-decryption --name "
-        f"{shlex.quote(parameter)} --query Parameter.Value --output text)"
-        for name, parameter in sorted((secret_parameters or {}).items())
-    ]
-    return "\n".join(
-        [
-            "#!/bin/bash",
-            "set -u",
-            f"python3 -m pip install --quiet {shlex.quote(package)}",
-            *secrets,
-            f"TOKEN=$(curl -s -X PUT {AWS_IMDS_URL}/latest/api/token "
-            "-H 'X-aws-ec2-metadata-token-ttl-seconds: 300')",
-            'ID=$(curl -s -H "X-aws-ec2-metadata-token: $TOKEN" '
-            f"{AWS_IMDS_URL}/latest/meta-data/instance-id)",
-            f"env SPOTWISE_NOTICES=aws {exports} {shlex.join(command)}",
-            "CODE=$?",
-            f'echo "$CODE" | aws s3 cp - "s3://{bucket}/{prefix}/$ID/exit"',
-            "shutdown -h now",
-            "",
-        ]
-    )
 
 
 def aws_session(region: str, who: str) -> Any:
@@ -100,27 +65,80 @@ def aws_session(region: str, who: str) -> Any:
 
 
 class AwsInstance:
-    """One EC2 instance running the command."""
+    """One EC2 instance running the command; its output comes back from S3 in chunks."""
 
-    def __init__(self, launcher: AwsLauncher, instance_id: str, placement: Placement) -> None:
+    def __init__(
+        self,
+        launcher: AwsLauncher,
+        instance_id: str,
+        placement: Placement,
+        log: Callable[[str], None],
+    ) -> None:
         self.launcher, self.instance_id, self.placement = launcher, instance_id, placement
         self.events: list[dict[str, Any]] = []
         self.started_hours = launcher.now_hours()
+        self._log = log
         self._code: int | None = None
+        self._last_chunk = ""
+        self._lines_read = 0
 
-    def _exit_code(self) -> int | None:
-        key = f"{self.launcher.prefix}/{self.instance_id}/exit"
+    def _key(self, name: str) -> str:
+        return f"{self.launcher.prefix}/{self.instance_id}/{name}"
+
+    def _read(self, name: str) -> str | None:
+        """An object of this instance's folder as text, None while it is not there."""
         try:
-            body = self.launcher.s3.get_object(Bucket=self.launcher.bucket, Key=key)["Body"]
+            body = self.launcher.s3.get_object(Bucket=self.launcher.bucket, Key=self._key(name))
         except ClientError as exc:
             if exc.response["Error"]["Code"] in ("NoSuchKey", "404"):
                 return None
             raise
-        return int(body.read().decode().strip() or "1")
+        return str(body["Body"].read().decode(errors="replace"))
+
+    def _exit_code(self) -> int | None:
+        text = self._read(EXIT_NAME)
+        return None if text is None else int(text.strip() or "1")
+
+    def read_output(self) -> None:
+        """Pass the log chunks the instance sent since the last call on: the command's JSON
+        event lines on stdout become events, every other line goes to the job's log."""
+        pages = self.launcher.s3.get_paginator("list_objects_v2").paginate(
+            Bucket=self.launcher.bucket,
+            Prefix=self._key(LOG_FOLDER) + "/",
+            StartAfter=self._last_chunk or self._key(LOG_FOLDER) + "/",
+        )
+        for page in pages:
+            for item in page.get("Contents", []):
+                body = self.launcher.s3.get_object(Bucket=self.launcher.bucket, Key=item["Key"])
+                for record in body["Body"].read().decode(errors="replace").splitlines():
+                    self._line(json.loads(record))
+                self._last_chunk = item["Key"]
+
+    def _line(self, record: dict[str, str]) -> None:
+        self._lines_read += 1
+        line = record.get("line", "")
+        if record.get("stream") == "out":
+            try:
+                event = json.loads(line)
+            except ValueError:
+                event = None
+            if isinstance(event, dict):
+                event["cloud_hours"] = self.launcher.now_hours()
+                self.events.append(event)
+                return
+        self._log(line)
+
+    def _boot_failure(self) -> None:
+        """When the command never ran, the boot script's own log says why."""
+        if self._lines_read == 0:
+            for line in (self._read(BOOT_LOG) or "").splitlines()[-40:]:
+                self._log(f"boot: {line}")
 
     def poll(self) -> int | None:
-        if self._code is None:
-            self._code = self._exit_code()
+        if self._code is not None:
+            return self._code
+        self.read_output()
+        self._code = self._exit_code()
         if self._code is None:
             reservations = self.launcher.ec2.describe_instances(InstanceIds=[self.instance_id])
             instance = reservations["Reservations"][0]["Instances"][0]
@@ -133,6 +151,9 @@ class AwsInstance:
                 # Gone without reporting: a spot reclaim is a preemption, anything else fails.
                 reason = instance.get("StateReason", {}).get("Code", "")
                 self._code = PREEMPTED_EXIT_CODE if reason == SPOT_TERMINATION else 1
+        self.read_output()  # the last chunks go up before the exit code
+        if self._code != 0:
+            self._boot_failure()
         return self._code
 
     def notice(self) -> None:
@@ -147,7 +168,7 @@ class AwsInstance:
         return None
 
     def quiet_s(self) -> None:
-        """Not known from here: the instance reports only its exit code."""
+        """Not known from here: the step heartbeat stays on the instance."""
         return None
 
     def terminate(self) -> None:
@@ -172,20 +193,23 @@ class AwsLauncher:
         image_id: str,
         bucket: str,
         job_id: str,
-        package: str = "spotwise",
+        code: ShippedCode,
+        setup: Sequence[str] = (),
         endpoint_url: str | None = None,
         instance_profile: str | None = None,
         secrets: dict[str, str] | None = None,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
-        """``secrets`` (variable name → value) reach the command through SSM SecureStrings,
-        which the instance profile must be allowed to read (``ssm:GetParameter``)."""
+        """``code`` is the shipped workdir and wheel (:func:`executor.code_bundle.ship`);
+        ``setup`` commands run in the workdir before the command. ``secrets`` (variable name →
+        value) reach the command through SSM SecureStrings, which the instance profile must be
+        allowed to read (``ssm:GetParameter``)."""
         self.ec2 = session.client("ec2", region_name=region, endpoint_url=endpoint_url)
         self.s3 = session.client("s3", region_name=region, endpoint_url=endpoint_url)
         self.ssm = session.client("ssm", region_name=region, endpoint_url=endpoint_url)
         self.pools = tuple(zones)
         self.instance_type, self.image_id = instance_type, image_id
-        self.bucket, self.package = bucket, package
+        self.region, self.bucket, self.code, self.setup = region, bucket, code, tuple(setup)
         self.prefix = f"spotwise/jobs/{job_id}"
         self.job_id = job_id
         self.instance_profile = instance_profile
@@ -247,8 +271,8 @@ class AwsLauncher:
         env: dict[str, str],
         log: Callable[[str], None] | None = None,
     ) -> AwsInstance:
-        """run_instances in the placement's zone and market (the instance's output does not
-        come back yet: ``log`` is unused).
+        """run_instances in the placement's zone and market; the instance's output goes to
+        ``log`` (default: printed, prefixed by where it runs).
 
         Raises:
             NoCapacity: when AWS refuses the spot request for capacity or price.
@@ -258,12 +282,14 @@ class AwsLauncher:
             "InstanceType": self.instance_type,
             "MinCount": 1,
             "MaxCount": 1,
-            "UserData": user_data(
+            "UserData": boot_script(
                 command,
                 env,
-                package=self.package,
+                code=self.code,
+                region=self.region,
                 bucket=self.bucket,
                 prefix=self.prefix,
+                setup=self.setup,
                 secret_parameters=self.secret_parameters,
             ),
             "InstanceInitiatedShutdownBehavior": "terminate",
@@ -297,7 +323,7 @@ class AwsLauncher:
                 raise NoCapacity(f"{placement.pool}: {code}") from exc
             raise ExecutorError(f"run_instances in {placement.pool or 'any zone'}: {exc}") from exc
         instance_id = response["Instances"][0]["InstanceId"]
-        return AwsInstance(self, instance_id, placement)
+        return AwsInstance(self, instance_id, placement, log or echo(placement))
 
     def preemption(self, instance: Any) -> Preemption | None:
         """Unknown from outside: the job itself watches IMDS for the two-minute notice."""

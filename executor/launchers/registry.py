@@ -32,6 +32,14 @@ class LaunchSettings:
     endpoint_url: str | None = None
     instance_profile: str | None = None
     secrets: dict[str, str] = field(default_factory=dict)
+    workdir: Path = Path(".")
+    """aws: the folder shipped to each instance (its .gitignore honoured); the command runs
+    there."""
+    ignore_file: Path | None = None
+    wheel: Path | None = None
+    """aws: the Spotwise wheel to install there (default: built from the installed source)."""
+    setup: tuple[str, ...] = ()
+    """aws: commands run in the workdir before the command (e.g. pip install -r ...)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,14 +64,28 @@ def _replay(settings: LaunchSettings) -> Launcher:
 
 
 def _aws(settings: LaunchSettings) -> Launcher:
+    import sys
+
+    from spotwise.executor.code_bundle import ship
     from spotwise.executor.launchers.aws import AwsLauncher, aws_session
 
-    if not settings.image_id or not settings.bucket:
+    if not settings.image_id or not settings.bucket or not settings.instance_profile:
         raise ExecutorError(
-            "--launcher aws needs --image-id (an AMI with Python) and --bucket (for exit codes)"
+            "--launcher aws needs --image-id (an AMI with Python 3.11+ and torch), --bucket "
+            "(for the code, the logs and the exit codes) and --instance-profile (the role its "
+            "instances use to reach them): see docs/aws.md"
         )
     region = settings.region
     session = aws_session(region, "--launcher aws")
+    s3 = session.client("s3", region_name=region, endpoint_url=settings.endpoint_url)
+    code = ship(
+        s3,
+        settings.bucket,
+        settings.workdir,
+        ignore_file=settings.ignore_file,
+        wheel=settings.wheel,
+        say=lambda line: print(f"shipping {line}", file=sys.stderr),
+    )
     return AwsLauncher(
         session=session,
         region=region,
@@ -72,6 +94,8 @@ def _aws(settings: LaunchSettings) -> Launcher:
         image_id=settings.image_id,
         bucket=settings.bucket,
         job_id=uuid.uuid4().hex[:12],
+        code=code,
+        setup=settings.setup,
         endpoint_url=settings.endpoint_url,
         instance_profile=settings.instance_profile,
         secrets=settings.secrets,

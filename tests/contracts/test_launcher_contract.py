@@ -20,6 +20,7 @@ import boto3
 import numpy as np
 import pytest
 
+from spotwise.executor.code_bundle import ShippedCode
 from spotwise.executor.launchers.aws import AwsInstance, AwsLauncher
 from spotwise.executor.launchers.base import Instance, Launcher, Placement
 from spotwise.executor.launchers.local import LocalInstance, LocalLauncher, Replay
@@ -102,6 +103,9 @@ def rig(request: pytest.FixtureRequest) -> Iterator[Rig]:
         image_id=ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"],
         bucket="contract",
         job_id=f"contract-{time.monotonic_ns()}",
+        code=ShippedCode(
+            "spotwise/code/a/workdir.tar.gz", "spotwise/code/b/spotwise-0-py3-none-any.whl"
+        ),
         endpoint_url=moto,
     )
     yield AwsRig(aws, {})

@@ -1,8 +1,9 @@
 """A small fake of the AWS, GCP and Azure metadata endpoints on 127.0.0.1.
 
 State is set by the test: ``aws_action`` / ``aws_rebalance`` (a dict, None for 404, or a str
-served as a garbage body), ``token_ttl_s`` (tokens expire; an expired or missing token gets
-401), ``gcp_preempted`` (body text) and ``azure_events`` (dict or garbage str).
+served as a garbage body), ``instance_id`` (str), ``token_ttl_s`` (tokens expire; an expired or
+missing token gets 401), ``gcp_preempted`` (body text) and ``azure_events`` (dict or garbage
+str).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ class FakeMetadata:
     def __init__(self) -> None:
         self.aws_action: dict[str, Any] | str | None = None
         self.aws_rebalance: dict[str, Any] | str | None = None
+        self.instance_id: str | None = None
         self.gcp_preempted = "FALSE"
         self.azure_events: dict[str, Any] | str = {"DocumentIncarnation": 1, "Events": []}
         self.tokens: dict[str, float] = {}
@@ -58,6 +60,7 @@ class FakeMetadata:
                     item = {
                         "/latest/meta-data/spot/instance-action": fake.aws_action,
                         "/latest/meta-data/events/recommendations/rebalance": fake.aws_rebalance,
+                        "/latest/meta-data/instance-id": fake.instance_id,
                     }.get(self.path)
                     self.reply(404) if item is None else self.reply(
                         200, item if isinstance(item, str) else json.dumps(item)

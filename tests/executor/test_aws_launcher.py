@@ -11,8 +11,10 @@ from pathlib import Path
 import boto3
 import pytest
 
+from spotwise.executor.boot_script import boot_script
+from spotwise.executor.code_bundle import ShippedCode
 from spotwise.executor.errors import ExecutorError
-from spotwise.executor.launchers.aws import AwsInstance, AwsLauncher, user_data
+from spotwise.executor.launchers.aws import AwsInstance, AwsLauncher
 from spotwise.executor.launchers.base import Placement
 from spotwise.executor.ledger import JobInfo, Ledger, job_report
 from spotwise.executor.supervisor import Supervisor, SupervisorConfig
@@ -22,6 +24,9 @@ from spotwise.pricing.store import MarketStore
 from tests.conftest import CliRun
 
 REGION, BUCKET = "us-east-1", "spotwise-ckpt"
+CODE = ShippedCode(
+    "spotwise/code/aa11/workdir.tar.gz", "spotwise/code/bb22/spotwise-0.1.0-py3-none-any.whl"
+)
 COMMAND = ["python", "-m", "spotwise.executor.examples.train_mlp", "--ckpt", f"s3://{BUCKET}/ckpt"]
 
 
@@ -40,6 +45,7 @@ def launcher(moto_server: str) -> AwsLauncher:
         image_id=image,
         bucket=BUCKET,
         job_id="job42",
+        code=CODE,
         endpoint_url=moto_server,
     )
 
@@ -65,32 +71,41 @@ def report_exit(launcher: AwsLauncher, instance_id: str, code: int) -> None:
     launcher.ec2.terminate_instances(InstanceIds=[instance_id])
 
 
-def test_user_data_installs_runs_with_aws_notices_and_reports_the_exit_code() -> None:
-    script = user_data(
+def test_the_boot_script_fetches_the_shipped_code_and_runs_the_command_under_the_runner() -> None:
+    script = boot_script(
         COMMAND,
         {"SPOTWISE_POOL": "us-east-1a"},
-        package="spotwise==0.1.0",
+        code=CODE,
+        region=REGION,
         bucket=BUCKET,
         prefix="spotwise/jobs/j1",
+        setup=["pip install -r requirements.txt"],
     )
     assert script.startswith("#!/bin/bash")
-    assert "pip install --quiet spotwise==0.1.0" in script
-    assert "env SPOTWISE_NOTICES=aws SPOTWISE_POOL=us-east-1a python -m spotwise.executor" in script
-    assert f"s3://{BUCKET}/spotwise/jobs/j1/$ID/exit" in script
-    assert script.rstrip().endswith("shutdown -h now")
+    assert "pip install spotwise" not in script  # nothing by name from a public index
+    assert f"s3 get {CODE.wheel_key} " in script and f"s3 get {CODE.workdir_key} " in script
+    assert "--setup 'pip install -r requirements.txt'" in script
+    assert "env SPOTWISE_NOTICES=aws SPOTWISE_POOL=us-east-1a" in script
+    assert "-- python -m spotwise.executor.examples.train_mlp" in script
+    assert script.rstrip().endswith("$SHUTDOWN")
 
 
-def test_user_data_carries_no_secret_from_the_environment() -> None:
+def test_the_boot_script_carries_no_secret_and_quotes_what_a_flag_names() -> None:
     env = {
         "SPOTWISE_POOL": "us-east-1a",
         "SPOTWISE_API_TOKEN": "tok-123",
         "SPOTWISE_STORE": "/home/me/market.duckdb",
         "AWS_SECRET_ACCESS_KEY": "aws-456",
     }
-    script = user_data(COMMAND, env, package="spotwise", bucket=BUCKET, prefix="p")
+    hostile = ["python", "train.py", "--name", "$(touch /tmp/pwned)"]
+    script = boot_script(
+        hostile, env, code=CODE, region=REGION, bucket=BUCKET, prefix="p", setup=["x; rm -rf /"]
+    )
     assert "SPOTWISE_POOL=us-east-1a" in script
     for value in ("tok-123", "aws-456", "SPOTWISE_API_TOKEN", "/home/me"):
         assert value not in script
+    assert "--name '$(touch /tmp/pwned)'" in script
+    assert "--setup 'x; rm -rf /'" in script
 
 
 def test_secrets_reach_the_instance_through_ssm_and_are_deleted_at_the_end(
@@ -110,6 +125,7 @@ def test_secrets_reach_the_instance_through_ssm_and_are_deleted_at_the_end(
         image_id=image,
         bucket=BUCKET,
         job_id="job7",
+        code=CODE,
         endpoint_url=moto_server,
         instance_profile="spotwise-job",
         secrets={"WANDB_API_KEY": "wb-789"},
@@ -124,7 +140,7 @@ def test_secrets_reach_the_instance_through_ssm_and_are_deleted_at_the_end(
     )
     script = base64.b64decode(attribute["UserData"]["Value"]).decode()
     assert "wb-789" not in script
-    assert "get-parameter --with-decryption --name /spotwise/job7/WANDB_API_KEY" in script
+    assert "--secret WANDB_API_KEY=/spotwise/job7/WANDB_API_KEY" in script
     instance.terminate()
     launcher.close()
     with pytest.raises(ssm.exceptions.ParameterNotFound):
@@ -141,6 +157,7 @@ def test_secrets_without_an_instance_role_are_refused(moto_server: str) -> None:
             image_id="ami-1",
             bucket=BUCKET,
             job_id="job8",
+            code=CODE,
             endpoint_url=moto_server,
             secrets={"TOKEN": "x"},
         )
@@ -184,7 +201,7 @@ def test_an_exit_reported_just_before_shutdown_is_not_taken_for_a_failure(
             return code
 
     launched = launcher.launch(Placement(market="spot", pool="us-east-1a", price=0.9), COMMAND, {})
-    instance = ReportsBetweenReads(launcher, launched.instance_id, launched.placement)
+    instance = ReportsBetweenReads(launcher, launched.instance_id, launched.placement, print)
     assert instance.poll() == 0
 
 
@@ -270,7 +287,8 @@ def test_without_credentials_the_aws_launcher_says_so_in_one_line(
         AWS_EC2_METADATA_DISABLED="true",
         SPOTWISE_STORE=str(store_file),
     )
-    args = ["--launcher", "aws", "--image-id", "ami-1", "--bucket", "b", "--", "true"]
+    args = ["--launcher", "aws", "--image-id", "ami-1", "--bucket", "b", "--instance-profile", "r"]
+    args += ["--", "true"]
     result = subprocess.run(
         [sys.executable, "-m", "spotwise", "run", *args],
         env=env,

@@ -10,39 +10,45 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 CONTROLLER_CODE = [
     ROOT / "executor/launchers/aws.py",
+    ROOT / "executor/code_bundle.py",
     ROOT / "executor/orphans.py",
     ROOT / "pricing/sources/aws.py",
 ]
+INSTANCE_CODE = [ROOT / "executor/on_instance.py", ROOT / "executor/boot_script.py"]
 SERVICES = {"ec2": "ec2", "s3": "s3", "ssm": "ssm", "client": "ec2"}
 """The name a boto3 client goes by in the code → its IAM service (the collector's ``client``
 is EC2's)."""
-CLI_CALLS = {r"aws ssm get-parameter": "ssm:GetParameter", r"aws s3 cp -": "s3:PutObject"}
-"""What the boot script runs on the instance, as IAM actions."""
+IAM_NAMES = {
+    "s3:HeadObject": "s3:GetObject",
+    "s3:DownloadFile": "s3:GetObject",
+    "s3:UploadFile": "s3:PutObject",
+    "s3:ListObjectsV2": "s3:ListBucket",
+}
+"""boto3 calls whose IAM action has another name."""
+CLI_CALLS = {r'aws s3 cp --quiet "s3://': "s3:GetObject", r'aws s3 cp --quiet "$3"': "s3:PutObject"}
+"""What the boot script runs with the AWS CLI when the AMI's Python lacks boto3."""
 
 
 def _camel(snake: str) -> str:
     return "".join(part.capitalize() for part in snake.split("_"))
 
 
-def controller_actions() -> set[str]:
-    """IAM actions of every boto3 call in the controller's code, and what they imply."""
+def boto3_actions(paths: list[Path]) -> set[str]:
+    """IAM actions of every boto3 call in ``paths``, and what they imply."""
     actions = set()
-    for path in CONTROLLER_CODE:
+    for path in paths:
         text = path.read_text()
-        for client, method in re.findall(r"\b(ec2|s3|ssm|client)\.(?!get_paginator)(\w+)\(", text):
-            actions.add(f"{SERVICES[client]}:{_camel(method)}")
-        for method in re.findall(r'get_paginator\("(\w+)"\)', text):
-            actions.add(f"ec2:{_camel(method)}")
+        calls = re.findall(r"\b(ec2|s3|ssm|client)\.(?!get_paginator)(\w+)\(", text)
+        calls += re.findall(r'\b(ec2|s3|ssm|client)\.get_paginator\("(\w+)"\)', text)
+        for client, method in calls:
+            action = f"{SERVICES[client]}:{_camel(method)}"
+            actions.add(IAM_NAMES.get(action, action))
         if "TagSpecifications" in text:
             actions.add("ec2:CreateTags")  # tags at launch need it
         if "IamInstanceProfile" in text:
             actions.add("iam:PassRole")
+        actions |= {action for command, action in CLI_CALLS.items() if command in text}
     return actions
-
-
-def instance_actions() -> set[str]:
-    text = (ROOT / "executor/launchers/aws.py").read_text()
-    return {action for command, action in CLI_CALLS.items() if command in text}
 
 
 def documented_policies() -> list[set[str]]:
@@ -57,7 +63,8 @@ def documented_policies() -> list[set[str]]:
 
 def test_the_documented_policies_allow_every_call_and_nothing_unused() -> None:
     controller, instance = documented_policies()
-    called = controller_actions()
-    assert {"ec2:RunInstances", "ec2:DescribeSpotPriceHistory", "s3:GetObject"} <= called
+    called = boto3_actions(CONTROLLER_CODE)
+    assert {"ec2:RunInstances", "ec2:DescribeSpotPriceHistory", "s3:PutObject"} <= called
     assert called == controller  # every call allowed, and nothing allowed that is not called
-    assert instance_actions() == instance == {"ssm:GetParameter", "s3:PutObject"}
+    on_instance = boto3_actions(INSTANCE_CODE)
+    assert on_instance == instance == {"ssm:GetParameter", "s3:GetObject", "s3:PutObject"}

@@ -31,7 +31,7 @@ def test_bench_checkpoint_prints_every_figure(cli: CliRun) -> None:
 
 @pytest.mark.slow
 def test_bench_resume_is_bitwise_identical_under_a_replayed_trace(cli: CliRun) -> None:
-    result = cli("bench", "resume", "--epochs", "2", "--step-sleep-s", "0.03", "--json")
+    result = cli("bench", "resume", "--epochs", "1", "--step-sleep-s", "0.03", "--json")
     assert result.returncode == 0, result.stderr
     figures = json.loads(result.stdout)
     assert figures["bitwise_identical"] is True

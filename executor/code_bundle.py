@@ -1,0 +1,265 @@
+"""What a job ships to its instances: the workdir as a tarball and a wheel of the installed
+Spotwise, each stored once per content under ``s3://BUCKET/spotwise/code/SHA256/``, so an
+unchanged workdir is not uploaded twice and nothing is fetched from a public index by name.
+
+The workdir honours its ``.gitignore`` files (nested ones too, as git reads them) or one explicit
+ignore file; ``.git`` never ships. The tarball is reproducible (sorted, zeroed times and owners),
+so its hash is its content's.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import tomllib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pathspec
+from boto3.exceptions import S3UploadFailedError
+from botocore.exceptions import ClientError
+
+from spotwise.executor.errors import ExecutorError
+
+CODE_PREFIX = "spotwise/code"
+WORKDIR_NAME = "workdir.tar.gz"
+DEFAULT_MAX_MB = 512.0
+PIP_WHEEL = (sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation")
+WHEEL_NAME = re.compile(r"^spotwise-[A-Za-z0-9_.+-]+\.whl$")
+"""A wheel's file name as pip writes it (the boot script uses it as is)."""
+REPRODUCIBLE_EPOCH = "315532800"
+"""1980-01-01, the earliest time a zip (a wheel) can hold: builds at it hash alike."""
+
+
+@dataclass(frozen=True, slots=True)
+class Bundle:
+    """One file to ship: where it is here and its content-addressed key in the bucket."""
+
+    path: Path
+    key: str
+    size: int
+    files: int = 1
+
+    def describe(self) -> str:
+        return f"{self.files} file{'s' * (self.files != 1)}, {self.size / 1e6:.2f} MB"
+
+
+def _content_key(path: Path, name: str) -> str:
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    return f"{CODE_PREFIX}/{digest}/{name}"
+
+
+def _spec(lines: list[str]) -> pathspec.PathSpec:
+    return pathspec.GitIgnoreSpec.from_lines(lines)
+
+
+def workdir_files(root: Path, ignore_file: Path | None = None) -> Iterator[str]:
+    """The workdir's files to ship, as sorted relative POSIX paths.
+
+    With ``ignore_file`` its patterns (gitignore syntax) apply from ``root`` and ``.gitignore``
+    files are not read; otherwise each folder's ``.gitignore`` applies below it, the deepest
+    deciding. Symbolic links are not followed and do not ship.
+    """
+    if ignore_file is not None:
+        explicit: list[tuple[str, pathspec.PathSpec]] = [
+            ("", _spec(ignore_file.read_text().splitlines()))
+        ]
+
+    def ignored(rel: str, specs: list[tuple[str, pathspec.PathSpec]]) -> bool:
+        verdict = False
+        for base, spec in specs:
+            result = spec.check_file(rel[len(base) :])
+            if result.include is not None:
+                verdict = result.include
+        return verdict
+
+    def walk(folder: Path, rel: str, specs: list[tuple[str, pathspec.PathSpec]]) -> Iterator[str]:
+        if ignore_file is None and (folder / ".gitignore").is_file():
+            specs = [*specs, (rel, _spec((folder / ".gitignore").read_text().splitlines()))]
+        for entry in sorted(os.scandir(folder), key=lambda e: e.name):
+            path = rel + entry.name
+            if entry.is_symlink() or entry.name == ".git":
+                continue
+            if entry.is_dir():
+                if not ignored(path + "/", specs):
+                    yield from walk(Path(entry.path), path + "/", specs)
+            elif entry.is_file() and not ignored(path, specs):
+                yield path
+
+    yield from walk(root, "", explicit if ignore_file is not None else [])
+
+
+def pack_workdir(
+    root: Path,
+    into: Path,
+    *,
+    ignore_file: Path | None = None,
+    max_mb: float = DEFAULT_MAX_MB,
+) -> Bundle:
+    """The workdir as a reproducible tarball in folder ``into``.
+
+    Raises:
+        ExecutorError: when the workdir is not a folder, or its files pass ``max_mb`` (the
+            message names the largest, to ignore them).
+    """
+    if not root.is_dir():
+        raise ExecutorError(f"--workdir {root}: not a folder; pass the folder your script is in")
+    files = list(workdir_files(root, ignore_file))
+    sizes = {name: (root / name).stat().st_size for name in files}
+    total = sum(sizes.values())
+    if total > max_mb * 1e6:
+        largest = ", ".join(
+            f"{name} ({size / 1e6:.0f} MB)"
+            for name, size in sorted(sizes.items(), key=lambda kv: -kv[1])[:3]
+        )
+        raise ExecutorError(
+            f"--workdir {root}: {total / 1e6:.0f} MB to ship, over {max_mb:g} MB; the largest "
+            f"are {largest}: list data and outputs in .gitignore (or --ignore-file), and read "
+            "data from S3 instead"
+        )
+    path = into / WORKDIR_NAME
+    with (
+        open(path, "wb") as raw,
+        gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as packed,
+        tarfile.open(fileobj=packed, mode="w", format=tarfile.PAX_FORMAT) as tar,
+    ):
+        for name in files:
+            source = root / name
+            info = tarfile.TarInfo(name)
+            info.size = sizes[name]
+            info.mode = 0o755 if os.access(source, os.X_OK) else 0o644
+            with open(source, "rb") as data:
+                tar.addfile(info, data)
+    return Bundle(path, _content_key(path, WORKDIR_NAME), path.stat().st_size, len(files))
+
+
+def source_tree() -> Path | None:
+    """The folder the installed Spotwise was built from (an editable or local-folder
+    install, as pip records it), or None when it came from a wheel."""
+    for distribution in metadata.distributions(name="spotwise"):
+        url = json.loads(distribution.read_text("direct_url.json") or "{}").get("url", "")
+        root = Path(url.removeprefix("file://"))
+        if url.startswith("file://") and (root / "pyproject.toml").is_file():
+            return root
+    return None
+
+
+def build_wheel(into: Path) -> Bundle:
+    """A wheel of the installed Spotwise, built (reproducibly) from a copy of its source tree,
+    so the tree itself gains no build folders.
+
+    Raises:
+        ExecutorError: when it was not installed from a source tree, or the build fails (both
+            say to pass ``--wheel``).
+    """
+    root = source_tree()
+    if root is None:
+        raise ExecutorError(
+            "this Spotwise was installed from a wheel, not a source folder: pass that wheel "
+            "with --wheel PATH"
+        )
+    project = tomllib.loads((root / "pyproject.toml").read_text())
+    folders = set(project["tool"]["setuptools"]["package-dir"].values())
+    with tempfile.TemporaryDirectory(prefix="spotwise-wheel-") as scratch:
+        copy = Path(scratch) / "src"
+        copy.mkdir()
+        for name in ("pyproject.toml", "README.md", "LICENSE"):
+            shutil.copy2(root / name, copy / name)
+        for folder in sorted(folders):
+            shutil.copytree(
+                root / folder,
+                copy / folder,
+                symlinks=True,
+                ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+            )
+        built = subprocess.run(
+            [*PIP_WHEEL, "-w", str(into), str(copy)],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "SOURCE_DATE_EPOCH": REPRODUCIBLE_EPOCH},
+        )
+    if built.returncode != 0:
+        tail = built.stderr.strip().splitlines()[-3:]
+        raise ExecutorError(
+            f"cannot build a wheel of Spotwise from {root}: {' / '.join(tail)}; build one "
+            "(pip wheel --no-deps) and pass it with --wheel PATH"
+        )
+    (wheel,) = into.glob("spotwise-*.whl")
+    return given_wheel(wheel)
+
+
+def given_wheel(path: Path) -> Bundle:
+    """A wheel the user built.
+
+    Raises:
+        ExecutorError: when it is not a Spotwise wheel.
+    """
+    if not path.is_file() or not WHEEL_NAME.match(path.name):
+        raise ExecutorError(f"--wheel {path}: not a spotwise-*.whl file as pip names them")
+    return Bundle(path, _content_key(path, path.name), path.stat().st_size)
+
+
+def upload(s3: Any, bucket: str, bundle: Bundle) -> bool:
+    """Put ``bundle`` in the bucket unless its content is there already; whether it was put.
+
+    Raises:
+        ExecutorError: when the bucket cannot be read or written (says which and why).
+    """
+    try:
+        s3.head_object(Bucket=bucket, Key=bundle.key)
+        return False
+    except ClientError as exc:
+        if exc.response["Error"]["Code"] not in ("404", "NoSuchKey", "NotFound"):
+            raise ExecutorError(f"s3://{bucket}/{bundle.key}: {exc}") from exc
+    try:
+        s3.upload_file(str(bundle.path), bucket, bundle.key)
+    except (ClientError, S3UploadFailedError) as exc:
+        raise ExecutorError(f"cannot upload to s3://{bucket}/{bundle.key}: {exc}") from exc
+    return True
+
+
+@dataclass(frozen=True, slots=True)
+class ShippedCode:
+    """The keys an instance fetches: the workdir tarball and the wheel."""
+
+    workdir_key: str
+    wheel_key: str
+
+    @property
+    def wheel_name(self) -> str:
+        return self.wheel_key.rsplit("/", 1)[1]
+
+
+def ship(
+    s3: Any,
+    bucket: str,
+    workdir: Path,
+    *,
+    ignore_file: Path | None = None,
+    wheel: Path | None = None,
+    max_mb: float = DEFAULT_MAX_MB,
+    say: Callable[[str], None] = lambda _: None,
+) -> ShippedCode:
+    """Pack the workdir, build (or take) the wheel, upload what the bucket lacks."""
+    with tempfile.TemporaryDirectory(prefix="spotwise-ship-") as scratch:
+        folder = Path(scratch)
+        bundles = {
+            "workdir": pack_workdir(workdir, folder, ignore_file=ignore_file, max_mb=max_mb),
+            "wheel": given_wheel(wheel) if wheel is not None else build_wheel(folder),
+        }
+        for what, bundle in bundles.items():
+            sent = upload(s3, bucket, bundle)
+            state = "uploaded" if sent else "already there"
+            say(f"{what}: {bundle.describe()} → s3://{bucket}/{bundle.key} ({state})")
+    return ShippedCode(bundles["workdir"].key, bundles["wheel"].key)
