@@ -31,6 +31,53 @@ if TYPE_CHECKING:
 
 jobs_app = typer.Typer(help="The executor's cost ledger.", no_args_is_help=True)
 gc_app = typer.Typer(help="End cloud resources no job supervises.", no_args_is_help=True)
+check_app = typer.Typer(help="Is an account ready for spotwise run?", no_args_is_help=True)
+
+
+@check_app.command("aws")
+def check_aws(
+    region: Annotated[str, typer.Option("--region", help="AWS region.")] = "us-east-1",
+    bucket: Annotated[str | None, typer.Option("--bucket", show_default=False)] = None,
+    image_id: Annotated[str | None, typer.Option("--image-id", show_default=False)] = None,
+    instance_profile: Annotated[
+        str | None, typer.Option("--instance-profile", show_default=False)
+    ] = None,
+    instance_type: Annotated[str, typer.Option("--instance-type")] = "p3.2xlarge",
+    endpoint_url: Annotated[
+        str | None,
+        typer.Option("--endpoint-url", help="Another endpoint (e.g. moto).", show_default=False),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the checks as JSON.")] = False,
+) -> None:
+    """Credentials, bucket, AMI, instance profile, spot quota and every permission spotwise
+    run needs, each with its fix; exit code 1 when something is missing."""
+    from dataclasses import asdict
+
+    from spotwise.executor.aws_check import AwsCheck
+    from spotwise.executor.launchers.aws import aws_session
+
+    try:
+        session = aws_session(region, "check aws")
+    except ExecutorError as exc:
+        fail(str(exc))
+    checks = AwsCheck(
+        session,
+        region,
+        bucket=bucket,
+        image_id=image_id,
+        instance_profile=instance_profile,
+        instance_type=instance_type,
+        endpoint_url=endpoint_url,
+    ).run()
+    if as_json:
+        print(json.dumps([asdict(c) for c in checks]))
+    else:
+        for check in checks:
+            out.print(check.line(), markup=False, highlight=False)
+        missing = sum(c.status == "missing" for c in checks)
+        out.print(f"{missing} to fix" if missing else "ready", highlight=False)
+    if any(c.status == "missing" for c in checks):
+        raise typer.Exit(1)
 
 
 @gc_app.command("aws")

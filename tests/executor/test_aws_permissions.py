@@ -15,11 +15,21 @@ CONTROLLER_CODE = [
     ROOT / "pricing/sources/aws.py",
 ]
 INSTANCE_CODE = [ROOT / "executor/on_instance.py", ROOT / "executor/boot_script.py"]
-SERVICES = {"ec2": "ec2", "s3": "s3", "ssm": "ssm", "client": "ec2"}
+CHECK_CODE = [ROOT / "executor/aws_check.py"]
+SERVICES = {
+    "ec2": "ec2",
+    "s3": "s3",
+    "ssm": "ssm",
+    "client": "ec2",
+    "sts": "sts",
+    "iam": "iam",
+    "quotas": "servicequotas",
+}
 """The name a boto3 client goes by in the code → its IAM service (the collector's ``client``
 is EC2's)."""
 IAM_NAMES = {
     "s3:HeadObject": "s3:GetObject",
+    "s3:HeadBucket": "s3:ListBucket",
     "s3:DownloadFile": "s3:GetObject",
     "s3:UploadFile": "s3:PutObject",
     "s3:ListObjectsV2": "s3:ListBucket",
@@ -38,8 +48,9 @@ def boto3_actions(paths: list[Path]) -> set[str]:
     actions = set()
     for path in paths:
         text = path.read_text()
-        calls = re.findall(r"\b(ec2|s3|ssm|client)\.(?!get_paginator)(\w+)\(", text)
-        calls += re.findall(r'\b(ec2|s3|ssm|client)\.get_paginator\("(\w+)"\)', text)
+        clients = "|".join(SERVICES)
+        calls = re.findall(rf"\b({clients})\.(?!get_paginator)(\w+)\(", text)
+        calls += re.findall(rf'\b({clients})\.get_paginator\("(\w+)"\)', text)
         for client, method in calls:
             action = f"{SERVICES[client]}:{_camel(method)}"
             actions.add(IAM_NAMES.get(action, action))
@@ -62,9 +73,12 @@ def documented_policies() -> list[set[str]]:
 
 
 def test_the_documented_policies_allow_every_call_and_nothing_unused() -> None:
-    controller, instance = documented_policies()
+    controller, instance, check = documented_policies()
     called = boto3_actions(CONTROLLER_CODE)
     assert {"ec2:RunInstances", "ec2:DescribeSpotPriceHistory", "s3:PutObject"} <= called
     assert called == controller  # every call allowed, and nothing allowed that is not called
     on_instance = boto3_actions(INSTANCE_CODE)
     assert on_instance == instance == {"ssm:GetParameter", "s3:GetObject", "s3:PutObject"}
+    # `spotwise check aws` probes the controller's calls and reads a few things of its own.
+    assert boto3_actions(CHECK_CODE) - controller == check
+    assert "iam:GetInstanceProfile" in check

@@ -1,0 +1,120 @@
+"""`spotwise check aws` against moto's server with IAM enforced: a user given docs/aws.md's
+policies less one permission sees that permission, and a missing bucket, each with its fix."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import boto3
+import httpx
+import pytest
+
+from tests.conftest import CliRun
+
+ROOT = Path(__file__).resolve().parents[2]
+REGION, BUCKET, ACCOUNT = "us-east-1", "spotwise-check", "123456789012"
+
+
+def documented_policies() -> list[dict]:
+    text = (ROOT / "docs/aws.md").read_text()
+    text = text.replace("ACCOUNT", ACCOUNT).replace("BUCKET", BUCKET).replace("ROLE", "runner")
+    return [json.loads(block) for block in re.findall(r"```json\n(.*?)```", text, flags=re.S)]
+
+
+def user_keys(moto_server: str, without: str) -> dict[str, str]:
+    """A user with the controller's and the check's documented policies, less ``without``."""
+    iam = boto3.client("iam", endpoint_url=moto_server, region_name=REGION)
+    iam.create_user(UserName="runner")
+    controller, _, check = documented_policies()
+    for statement in controller["Statement"]:
+        statement["Action"] = [a for a in statement["Action"] if a != without]
+        if not all(a.startswith("s3:") for a in statement["Action"]):
+            # moto matches only S3 requests to resource ARNs (others are "*"), and no conditions
+            statement["Resource"] = "*"
+            statement.pop("Condition", None)
+    for name, policy in (("controller", controller), ("check", check)):
+        iam.put_user_policy(UserName="runner", PolicyName=name, PolicyDocument=json.dumps(policy))
+    key = iam.create_access_key(UserName="runner")["AccessKey"]
+    return {
+        "AWS_ACCESS_KEY_ID": key["AccessKeyId"],
+        "AWS_SECRET_ACCESS_KEY": key["SecretAccessKey"],
+        "AWS_SESSION_TOKEN": "",  # a user's own keys, not a session's
+    }
+
+
+def checks(result: object) -> dict[str, dict[str, str]]:
+    return {c["what"]: c for c in json.loads(result.stdout)}  # type: ignore[attr-defined]
+
+
+@pytest.mark.slow  # CLI subprocesses
+def test_check_lists_a_missing_permission_and_a_missing_bucket_with_their_fixes(
+    moto_server: str, cli: CliRun
+) -> None:
+    ec2 = boto3.client("ec2", endpoint_url=moto_server, region_name=REGION)
+    image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+    iam = boto3.client("iam", endpoint_url=moto_server, region_name=REGION)
+    iam.create_role(RoleName="spotwise-instance", AssumeRolePolicyDocument="{}")
+    iam.create_instance_profile(InstanceProfileName="spotwise-instance")
+    iam.add_role_to_instance_profile(
+        InstanceProfileName="spotwise-instance", RoleName="spotwise-instance"
+    )
+    keys = user_keys(moto_server, without="ssm:DeleteParameter")
+    args = ("check", "aws", "--region", REGION, "--endpoint-url", moto_server, "--image-id", image)
+    args += ("--instance-profile", "spotwise-instance", "--bucket", BUCKET)
+
+    # No bucket yet: the line says so and how to make it; the S3 probes wait for it.
+    before = cli(*args, env=keys)
+    assert before.returncode == 1, before.stderr
+    text = cli(*args, "--json", env=keys)
+    found = checks(text)
+    assert found["bucket"]["status"] == "missing"
+    assert found["bucket"]["fix"] == f"aws s3 mb s3://{BUCKET} --region {REGION}"
+    assert found["s3:PutObject"]["status"] == "skipped"
+    assert f"✗ bucket: s3://{BUCKET} does not exist" in before.stdout
+
+    boto3.client("s3", endpoint_url=moto_server, region_name=REGION).create_bucket(Bucket=BUCKET)
+    httpx.post(f"{moto_server}/moto-api/reset-auth", content=b"0").raise_for_status()
+    try:
+        after = cli(*args, "--json", env=keys)
+    finally:
+        httpx.post(f"{moto_server}/moto-api/reset-auth", content=b"inf").raise_for_status()
+    found = checks(after)
+    assert after.returncode == 1
+    assert found["credentials"]["detail"].startswith(f"arn:aws:iam::{ACCOUNT}:user/runner")
+    assert found["bucket"]["status"] == "ok"
+    assert found["image"]["status"] == "ok"
+    assert found["instance profile"]["detail"] == "spotwise-instance (role spotwise-instance)"
+    # The one permission taken away is the one reported missing, with its fix.
+    missing = {what for what, c in found.items() if c["status"] == "missing"}
+    assert missing == {"ssm:DeleteParameter"}, found
+    assert "allow ssm:DeleteParameter" in found["ssm:DeleteParameter"]["fix"]
+    for allowed in ("s3:PutObject", "s3:GetObject", "s3:ListBucket", "ssm:PutParameter"):
+        assert found[allowed]["status"] == "ok", found[allowed]
+    launch = found["ec2:RunInstances, ec2:CreateTags, iam:PassRole"]
+    assert launch == {**launch, "status": "ok", "detail": "allowed (dry run)"}
+
+
+def test_check_without_credentials_is_one_line(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(
+        AWS_CONFIG_FILE=str(tmp_path / "none"),
+        AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "none"),
+        AWS_EC2_METADATA_DISABLED="true",
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "spotwise", "check", "aws"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        "error: check aws: no AWS credentials found; set AWS_PROFILE, or AWS_ACCESS_KEY_ID "
+        "and AWS_SECRET_ACCESS_KEY, or run `aws configure`, then run again"
+    ]
