@@ -64,8 +64,10 @@ def test_check_lists_a_missing_permission_and_a_missing_bucket_with_their_fixes(
         InstanceProfileName="spotwise-instance", RoleName="spotwise-instance"
     )
     keys = user_keys(moto_server, without="ssm:DeleteParameter")
-    args = ("check", "aws", "--region", REGION, "--endpoint-url", moto_server, "--image-id", image)
-    args += ("--instance-profile", "spotwise-instance", "--bucket", BUCKET)
+    args = [
+        *("check", "aws", "--region", REGION, "--endpoint-url", moto_server),
+        *("--image-id", image, "--instance-profile", "spotwise-instance", "--bucket", BUCKET),
+    ]
 
     # No bucket yet: the line says so and how to make it; the S3 probes wait for it.
     before = cli(*args, env=keys)
