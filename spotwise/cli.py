@@ -58,6 +58,7 @@ app.command("run", context_settings={"allow_extra_args": True, "ignore_unknown_o
 app.add_typer(run_commands.jobs_app, name="jobs")
 app.add_typer(run_commands.gc_app, name="gc")
 app.add_typer(run_commands.check_app, name="check")
+app.add_typer(run_commands.setup_app, name="setup")
 app.command("dashboard")(dashboard_command.dashboard)
 policy_commands.bench_app.command("api")(api_commands.bench_api)
 policy_commands.bench_app.command("startup")(startup_bench.bench_startup)

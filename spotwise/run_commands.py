@@ -34,6 +34,47 @@ gc_app = typer.Typer(help="End cloud resources no job supervises.", no_args_is_h
 check_app = typer.Typer(help="Is an account ready for spotwise run?", no_args_is_help=True)
 
 
+setup_app = typer.Typer(help="Prepare a cloud account for spotwise run.", no_args_is_help=True)
+
+
+@setup_app.command("aws")
+def setup_aws(
+    bucket: Annotated[str, typer.Option("--bucket", help="The bucket to make (or reuse).")],
+    region: Annotated[str, typer.Option("--region", help="AWS region.")] = "us-east-1",
+    role: Annotated[
+        str, typer.Option("--role", help="The instances' role and instance profile.")
+    ] = "spotwise-instance",
+    endpoint_url: Annotated[
+        str | None,
+        typer.Option("--endpoint-url", help="Another endpoint (e.g. moto).", show_default=False),
+    ] = None,
+) -> None:
+    """Once per account: a private bucket, and the instances' role and instance profile with
+    the least policy of docs/aws.md. Running it again changes nothing."""
+    from spotwise.executor.aws_setup import set_up
+    from spotwise.executor.launchers.aws import aws_session
+
+    try:
+        session = aws_session(region, "setup aws")
+        set_up(
+            session,
+            region,
+            bucket,
+            role,
+            endpoint_url=endpoint_url,
+            say=lambda line: out.print(line, highlight=False),
+        )
+    except ExecutorError as exc:
+        fail(str(exc))
+    out.print(
+        "next: give the credentials spotwise runs with the policy for that machine "
+        "(docs/aws.md), then\n"
+        f"  spotwise check aws --region {region} --bucket {bucket} --instance-profile {role} "
+        "--image-id AMI",
+        highlight=False,
+    )
+
+
 @check_app.command("aws")
 def check_aws(
     region: Annotated[str, typer.Option("--region", help="AWS region.")] = "us-east-1",

@@ -1,5 +1,6 @@
-"""`spotwise check aws` against moto's server with IAM enforced: a user given docs/aws.md's
-policies less one permission sees that permission, and a missing bucket, each with its fix."""
+"""`spotwise setup aws` and `spotwise check aws` against moto's server: setup makes a private
+bucket and the instances' role once; check, with IAM enforced, shows a user given docs/aws.md's
+policies less one permission that permission, and a missing bucket, each with its fix."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import os
 import re
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import boto3
@@ -29,8 +31,8 @@ def documented_policies() -> list[dict]:
 def user_keys(moto_server: str, without: str) -> dict[str, str]:
     """A user with the controller's and the check's documented policies, less ``without``."""
     iam = boto3.client("iam", endpoint_url=moto_server, region_name=REGION)
-    iam.create_user(UserName="runner")
-    controller, _, check = documented_policies()
+    iam.create_user(UserName="runner")  # once per process: moto's state outlives a test
+    controller, _, check, _ = documented_policies()
     for statement in controller["Statement"]:
         statement["Action"] = [a for a in statement["Action"] if a != without]
         if not all(a.startswith("s3:") for a in statement["Action"]):
@@ -58,15 +60,14 @@ def test_check_lists_a_missing_permission_and_a_missing_bucket_with_their_fixes(
     ec2 = boto3.client("ec2", endpoint_url=moto_server, region_name=REGION)
     image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
     iam = boto3.client("iam", endpoint_url=moto_server, region_name=REGION)
-    iam.create_role(RoleName="spotwise-instance", AssumeRolePolicyDocument="{}")
-    iam.create_instance_profile(InstanceProfileName="spotwise-instance")
-    iam.add_role_to_instance_profile(
-        InstanceProfileName="spotwise-instance", RoleName="spotwise-instance"
-    )
+    name = f"check-{uuid.uuid4().hex[:8]}"  # moto's state outlives a test
+    iam.create_role(RoleName=name, AssumeRolePolicyDocument="{}")
+    iam.create_instance_profile(InstanceProfileName=name)
+    iam.add_role_to_instance_profile(InstanceProfileName=name, RoleName=name)
     keys = user_keys(moto_server, without="ssm:DeleteParameter")
     args = [
         *("check", "aws", "--region", REGION, "--endpoint-url", moto_server),
-        *("--image-id", image, "--instance-profile", "spotwise-instance", "--bucket", BUCKET),
+        *("--image-id", image, "--instance-profile", name, "--bucket", BUCKET),
     ]
 
     # No bucket yet: the line says so and how to make it; the S3 probes wait for it.
@@ -90,7 +91,7 @@ def test_check_lists_a_missing_permission_and_a_missing_bucket_with_their_fixes(
     assert found["credentials"]["detail"].startswith(f"arn:aws:iam::{ACCOUNT}:user/runner")
     assert found["bucket"]["status"] == "ok"
     assert found["image"]["status"] == "ok"
-    assert found["instance profile"]["detail"] == "spotwise-instance (role spotwise-instance)"
+    assert found["instance profile"]["detail"] == f"{name} (role {name})"
     # The one permission taken away is the one reported missing, with its fix.
     missing = {what for what, c in found.items() if c["status"] == "missing"}
     assert missing == {"ssm:DeleteParameter"}, found
@@ -120,3 +121,27 @@ def test_check_without_credentials_is_one_line(tmp_path: Path) -> None:
         "error: check aws: no AWS credentials found; set AWS_PROFILE, or AWS_ACCESS_KEY_ID "
         "and AWS_SECRET_ACCESS_KEY, or run `aws configure`, then run again"
     ]
+
+
+@pytest.mark.slow  # CLI subprocesses
+def test_setup_makes_a_private_bucket_and_the_role_once(moto_server: str, cli: CliRun) -> None:
+    bucket, role = f"setup-{uuid.uuid4().hex[:8]}", f"role-{uuid.uuid4().hex[:8]}"
+    args = ("setup", "aws", "--region", "eu-west-1", "--bucket", bucket, "--role", role)
+    first = cli(*args, "--endpoint-url", moto_server)
+    assert first.returncode == 0, first.stderr
+    assert f"bucket s3://{bucket} in eu-west-1: made, public access blocked" in first.stdout
+    assert f"instance profile {role}: made, with the role {role}" in first.stdout
+    again = cli(*args, "--endpoint-url", moto_server)
+    assert again.returncode == 0, again.stderr
+    assert f"bucket s3://{bucket} in eu-west-1: found" in again.stdout
+    assert f"role {role}: found" in again.stdout
+    s3 = boto3.client("s3", endpoint_url=moto_server, region_name="eu-west-1")
+    blocks = s3.get_public_access_block(Bucket=bucket)["PublicAccessBlockConfiguration"]
+    assert all(blocks.values()) and len(blocks) == 4
+    assert s3.get_bucket_location(Bucket=bucket)["LocationConstraint"] == "eu-west-1"
+    iam = boto3.client("iam", endpoint_url=moto_server, region_name="eu-west-1")
+    policy = iam.get_role_policy(RoleName=role, PolicyName="spotwise-instance")
+    shown = json.loads(json.dumps(documented_policies()[1]).replace(BUCKET, bucket))
+    assert policy["PolicyDocument"] == shown  # the role policy the docs show
+    profile = iam.get_instance_profile(InstanceProfileName=role)
+    assert [r["RoleName"] for r in profile["InstanceProfile"]["Roles"]] == [role]

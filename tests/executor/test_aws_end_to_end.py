@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +72,7 @@ class Ec2Boots:
         self.booted: list[tuple[str, int]] = []
         self.errors: list[BaseException] = []
         self._done = threading.Event()
+        self.started = self._running()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
@@ -81,7 +83,7 @@ class Ec2Boots:
         return [i["InstanceId"] for r in answer["Reservations"] for i in r["Instances"]]
 
     def _run(self) -> None:
-        seen: set[str] = set()
+        seen = set(self.started)  # other tests' instances (moto's state is per process)
         try:
             while not self._done.is_set():
                 for instance_id in self._running():
@@ -116,7 +118,8 @@ def test_spotwise_run_ships_a_script_that_runs_on_the_instance_and_its_logs_come
     ec2 = session.client("ec2", endpoint_url=moto_server)
     image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
     iam = session.client("iam", endpoint_url=moto_server)
-    iam.create_instance_profile(InstanceProfileName="spotwise-instance")
+    profile = f"profile-{uuid.uuid4().hex[:8]}"  # moto's state outlives a test
+    iam.create_instance_profile(InstanceProfileName=profile)
     (tmp_path / "instances").mkdir()
     ec2_boots = Ec2Boots(ec2, metadata, tmp_path / "instances", moto_server)
     aws = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
@@ -124,7 +127,7 @@ def test_spotwise_run_ships_a_script_that_runs_on_the_instance_and_its_logs_come
         ran = cli(
             *("run", "--launcher", "aws", "--region", REGION, "--pools", f"{REGION}a"),
             *("--endpoint-url", moto_server, "--image-id", image, "--bucket", BUCKET),
-            *("--instance-profile", "spotwise-instance"),
+            *("--instance-profile", profile),
             *("--workdir", str(workdir), "--spot-price", "0.9", "--on-demand-price", "3.06"),
             *("--setup", "python -c 'import sys; print(\"setup ran in\", sys.prefix)'"),
             *("--json", "--", "python", "train.py", "--ckpt", "ckpt", "--epochs", "1"),
@@ -162,7 +165,7 @@ def test_spotwise_run_ships_a_script_that_runs_on_the_instance_and_its_logs_come
     assert (work / "train.py").is_file() and not (work / "data").exists()
     assert not (work / "debug.log").exists()
     assert json.loads((work / "result.json").read_text())["steps"] > 0
-    assert ec2_boots._running() == []  # torn down
+    assert instance_id not in ec2_boots._running()  # torn down
 
 
 def test_a_boot_that_fails_before_the_command_says_why_in_the_job_log(

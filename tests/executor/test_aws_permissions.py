@@ -7,6 +7,8 @@ import json
 import re
 from pathlib import Path
 
+from spotwise.executor.aws_setup import instance_role_policy
+
 ROOT = Path(__file__).resolve().parents[2]
 CONTROLLER_CODE = [
     ROOT / "executor/launchers/aws.py",
@@ -16,6 +18,7 @@ CONTROLLER_CODE = [
 ]
 INSTANCE_CODE = [ROOT / "executor/on_instance.py", ROOT / "executor/boot_script.py"]
 CHECK_CODE = [ROOT / "executor/aws_check.py"]
+SETUP_CODE = [ROOT / "executor/aws_setup.py"]
 SERVICES = {
     "ec2": "ec2",
     "s3": "s3",
@@ -30,6 +33,7 @@ is EC2's)."""
 IAM_NAMES = {
     "s3:HeadObject": "s3:GetObject",
     "s3:HeadBucket": "s3:ListBucket",
+    "s3:PutPublicAccessBlock": "s3:PutBucketPublicAccessBlock",
     "s3:DownloadFile": "s3:GetObject",
     "s3:UploadFile": "s3:PutObject",
     "s3:ListObjectsV2": "s3:ListBucket",
@@ -73,7 +77,7 @@ def documented_policies() -> list[set[str]]:
 
 
 def test_the_documented_policies_allow_every_call_and_nothing_unused() -> None:
-    controller, instance, check = documented_policies()
+    controller, instance, check, setup = documented_policies()
     called = boto3_actions(CONTROLLER_CODE)
     assert {"ec2:RunInstances", "ec2:DescribeSpotPriceHistory", "s3:PutObject"} <= called
     assert called == controller  # every call allowed, and nothing allowed that is not called
@@ -82,3 +86,12 @@ def test_the_documented_policies_allow_every_call_and_nothing_unused() -> None:
     # `spotwise check aws` probes the controller's calls and reads a few things of its own.
     assert boto3_actions(CHECK_CODE) - controller == check
     assert "iam:GetInstanceProfile" in check
+    # `spotwise setup aws` (an administrator, once) makes the bucket and the role.
+    assert boto3_actions(SETUP_CODE) == setup
+    assert {"iam:CreateRole", "s3:PutBucketPublicAccessBlock"} <= setup
+
+
+def test_the_role_setup_aws_makes_is_the_one_the_docs_show() -> None:
+    doc = (ROOT / "docs/aws.md").read_text()
+    shown = json.loads(re.findall(r"```json\n(.*?)```", doc, flags=re.S)[1])
+    assert shown == instance_role_policy("BUCKET", "ACCOUNT")
