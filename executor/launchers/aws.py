@@ -42,6 +42,7 @@ CAPACITY_ERRORS = {
     "InsufficientCapacity",
     "Unsupported",
 }
+HISTORY_TICK_S = 300
 SPOT_TERMINATION = "Server.SpotInstanceTermination"
 SECRET_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 
@@ -262,7 +263,10 @@ class AwsLauncher:
         return dict.fromkeys(self.pools, True)
 
     def history(self) -> tuple[np.ndarray, int]:
-        return np.ones((len(self.pools), 1), dtype=bool), 3600
+        """No past to show: one tick of five minutes, the scale of a launch and of a spot
+        notice. (An hour-long tick made a changeover an hour, so a job with an hour of slack
+        went on demand at once.)"""
+        return np.ones((len(self.pools), 1), dtype=bool), HISTORY_TICK_S
 
     def launch(
         self,
