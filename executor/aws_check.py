@@ -18,6 +18,8 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 from botocore.parsers import ResponseParserError
 
+from spotwise.executor.orphans import job_tags
+
 Status = Literal["ok", "missing", "unknown", "skipped"]
 DENIED = {"AccessDenied", "AccessDeniedException", "UnauthorizedOperation", "403", "Forbidden"}
 DOCS = "docs/aws.md"
@@ -256,8 +258,8 @@ class AwsCheck:
             "s3:PutObject": lambda: s3.put_object(Bucket=bucket, Key=PROBE_KEY, Body=b"1"),
             "s3:GetObject": lambda: s3.get_object(Bucket=bucket, Key=PROBE_KEY),
             "s3:ListBucket": lambda: s3.list_objects_v2(Bucket=bucket, Prefix="spotwise/check/"),
-            "ssm:PutParameter": lambda: ssm.put_parameter(
-                Name=PROBE_PARAMETER, Value="1", Type="SecureString", Overwrite=True
+            "ssm:PutParameter, ssm:AddTagsToResource": lambda: ssm.put_parameter(
+                Name=PROBE_PARAMETER, Value="1", Type="SecureString", Tags=job_tags("check")
             ),
             "ssm:DeleteParameter": lambda: ssm.delete_parameter(Name=PROBE_PARAMETER),
         }

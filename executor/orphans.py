@@ -1,6 +1,8 @@
-"""Cloud instances nobody supervises any more: every instance Spotwise starts is tagged
-``spotwise:job=JOB``; one whose job is not running in the ledger, or whose supervisor on this
-host is gone, is an orphan, and ``spotwise gc aws`` ends it."""
+"""Cloud resources nobody supervises any more. Every instance and secret Spotwise makes is
+tagged ``spotwise:job=JOB`` and ``spotwise:host=HOST`` (the machine whose ledger has the
+job); one of this host whose job is not running in the ledger, or whose supervisor is gone, is
+an orphan, and ``spotwise gc aws`` ends it. Another host's resources are that host's ledger's
+to judge: they are left alone unless asked (``--any-host``)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,8 @@ from spotwise.executor.cancel import supervisor_alive
 from spotwise.pricing.store import MarketStore
 
 JOB_TAG = "spotwise:job"
+HOST_TAG = "spotwise:host"
+SECRETS_PATH = "/spotwise/"
 LIVE_STATES = ("pending", "running", "stopping", "stopped")
 
 
@@ -43,14 +47,21 @@ def supervised_jobs(store_path: Path) -> set[str]:
     }
 
 
-def find_orphans(ec2: Any, supervised: set[str]) -> list[Orphan]:
-    """Tagged instances not yet terminated whose job is not in ``supervised``."""
-    pages = ec2.get_paginator("describe_instances").paginate(
-        Filters=[
-            {"Name": "tag-key", "Values": [JOB_TAG]},
-            {"Name": "instance-state-name", "Values": list(LIVE_STATES)},
-        ]
-    )
+def job_tags(job_id: str) -> list[dict[str, str]]:
+    """The tags of everything made for ``job_id`` on this host."""
+    return [{"Key": JOB_TAG, "Value": job_id}, {"Key": HOST_TAG, "Value": socket.gethostname()}]
+
+
+def find_orphans(ec2: Any, supervised: set[str], host: str | None) -> list[Orphan]:
+    """Tagged instances of ``host`` (None: any) not yet terminated whose job is not in
+    ``supervised``."""
+    filters = [
+        {"Name": "tag-key", "Values": [JOB_TAG]},
+        {"Name": "instance-state-name", "Values": list(LIVE_STATES)},
+    ]
+    if host is not None:
+        filters.append({"Name": f"tag:{HOST_TAG}", "Values": [host]})
+    pages = ec2.get_paginator("describe_instances").paginate(Filters=filters)
     orphans = []
     for page in pages:
         for reservation in page["Reservations"]:
@@ -73,3 +84,20 @@ def end_orphans(ec2: Any, orphans: list[Orphan]) -> None:
     """Terminate ``orphans`` (one call)."""
     if orphans:
         ec2.terminate_instances(InstanceIds=[o.instance_id for o in orphans])
+
+
+def find_orphan_secrets(ssm: Any, supervised: set[str], host: str | None) -> list[str]:
+    """SSM parameters under ``/spotwise/JOB/`` (tagged for ``host``; None: any) whose job is
+    not in ``supervised``: a job's secrets outlive it only when its supervisor died."""
+    filters = [{"Key": "Path", "Option": "Recursive", "Values": [SECRETS_PATH]}]
+    if host is not None:
+        filters.append({"Key": f"tag:{HOST_TAG}", "Values": [host]})
+    pages = ssm.get_paginator("describe_parameters").paginate(ParameterFilters=filters)
+    names = [p["Name"] for page in pages for p in page["Parameters"]]
+    return [n for n in names if n.split("/")[2] not in supervised]
+
+
+def delete_secrets(ssm: Any, names: list[str]) -> None:
+    """Delete ``names`` from SSM, ten per call (the API's most)."""
+    for start in range(0, len(names), 10):
+        ssm.delete_parameters(Names=names[start : start + 10])

@@ -131,30 +131,55 @@ def gc_aws(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="List the orphans, end nothing.")
     ] = False,
+    any_host: Annotated[
+        bool,
+        typer.Option(
+            "--any-host",
+            help="Also what other machines started (their ledgers are not read: only when "
+            "no Spotwise runs there any more).",
+        ),
+    ] = False,
     store: StoreOption = None,
 ) -> None:
-    """End the instances tagged spotwise:job whose job no live supervisor runs."""
+    """End the instances, and delete the secrets, of jobs no live supervisor runs (this
+    host's, unless --any-host)."""
+    import socket
+
     from botocore.exceptions import BotoCoreError, ClientError
 
     from spotwise.executor.launchers.aws import aws_session
-    from spotwise.executor.orphans import end_orphans, find_orphans, supervised_jobs
+    from spotwise.executor.orphans import (
+        delete_secrets,
+        end_orphans,
+        find_orphan_secrets,
+        find_orphans,
+        supervised_jobs,
+    )
 
     try:
         session = aws_session(region, "gc aws")
     except ExecutorError as exc:
         fail(str(exc))
     ec2 = session.client("ec2", region_name=region, endpoint_url=endpoint_url)
+    ssm = session.client("ssm", region_name=region, endpoint_url=endpoint_url)
+    host = None if any_host else socket.gethostname()
     try:
-        orphans = find_orphans(ec2, supervised_jobs(settings.store_path(store)))
+        supervised = supervised_jobs(settings.store_path(store))
+        orphans = find_orphans(ec2, supervised, host)
+        secrets = find_orphan_secrets(ssm, supervised, host)
         if not dry_run:
             end_orphans(ec2, orphans)
+            delete_secrets(ssm, secrets)
     except (BotoCoreError, ClientError) as exc:
         fail(f"AWS {region}: {exc}")
     verb = "would end" if dry_run else "ended"
     for orphan in orphans:
         out.print(f"{verb} {orphan.instance_id} (job {orphan.job_id or '?'}): {orphan.why}")
-    if not orphans:
-        out.print(f"no orphaned Spotwise instance in {region}")
+    for name in secrets:
+        out.print(f"{'would delete' if dry_run else 'deleted'} secret {name}", highlight=False)
+    if not orphans and not secrets:
+        where = "" if any_host else f" started from {host}"
+        out.print(f"no orphaned Spotwise instance or secret in {region}{where}", highlight=False)
 
 
 def run(

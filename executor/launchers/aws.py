@@ -33,6 +33,7 @@ from spotwise.executor.errors import PREEMPTED_EXIT_CODE, ExecutorError, NoCapac
 from spotwise.executor.job_log import echo
 from spotwise.executor.launchers.base import Placement, Preemption
 from spotwise.executor.on_instance import EXIT_NAME, LOG_FOLDER
+from spotwise.executor.orphans import job_tags
 from spotwise.policy.observe import ObserveMode
 
 CAPACITY_ERRORS = {
@@ -232,7 +233,7 @@ class AwsLauncher:
             parameter = f"/spotwise/{self.job_id}/{name}"
             try:
                 self.ssm.put_parameter(
-                    Name=parameter, Value=value, Type="SecureString", Overwrite=True
+                    Name=parameter, Value=value, Type="SecureString", Tags=job_tags(self.job_id)
                 )
             except ClientError as exc:
                 raise ExecutorError(f"cannot store secret {name} in SSM: {exc}") from exc
@@ -301,7 +302,7 @@ class AwsLauncher:
                 {
                     "ResourceType": "instance",
                     "Tags": [
-                        {"Key": "spotwise:job", "Value": self.job_id},
+                        *job_tags(self.job_id),
                         {"Key": "spotwise:market", "Value": placement.market},
                     ],
                 }

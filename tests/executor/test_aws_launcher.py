@@ -4,8 +4,10 @@ supervisor."""
 from __future__ import annotations
 
 import base64
+import socket
 import threading
 import time
+import uuid
 from pathlib import Path
 
 import boto3
@@ -172,7 +174,11 @@ def test_a_spot_launch_is_a_tagged_spot_instance_in_its_zone(launcher: AwsLaunch
     assert ec2_instance["InstanceType"] == "p3.2xlarge"
     assert ec2_instance.get("InstanceLifecycle") == "spot"
     tags = {t["Key"]: t["Value"] for t in ec2_instance["Tags"]}
-    assert tags == {"spotwise:job": "job42", "spotwise:market": "spot"}
+    assert tags == {
+        "spotwise:job": "job42",
+        "spotwise:host": socket.gethostname(),
+        "spotwise:market": "spot",
+    }
     assert instance.poll() is None  # running, nothing reported yet
     report_exit(launcher, instance.instance_id, 0)
     assert instance.poll() == 0
@@ -307,17 +313,25 @@ def test_without_credentials_the_aws_launcher_says_so_in_one_line(
 def test_gc_ends_only_the_instances_no_live_supervisor_runs(
     moto_server: str, store_file: Path, cli: CliRun
 ) -> None:
+    import socket
     import subprocess
     import sys
 
-    ec2 = boto3.Session(region_name=REGION).client("ec2", endpoint_url=moto_server)
+    session = boto3.Session(region_name=REGION)
+    ec2 = session.client("ec2", endpoint_url=moto_server)
+    ssm = session.client("ssm", endpoint_url=moto_server)
     image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+    here = socket.gethostname()
 
-    def start(job: str | None) -> str:
-        tags = [{"ResourceType": "instance", "Tags": [{"Key": "spotwise:job", "Value": job}]}]
-        extra = {"TagSpecifications": tags} if job else {}
+    def start(job: str | None, host: str = here) -> str:
+        tags = [{"Key": "spotwise:job", "Value": job}, {"Key": "spotwise:host", "Value": host}]
+        extra = {"TagSpecifications": [{"ResourceType": "instance", "Tags": tags}]} if job else {}
         made = ec2.run_instances(ImageId=image, MinCount=1, MaxCount=1, **extra)
-        return made["Instances"][0]["InstanceId"]
+        if job:  # and a secret of the job, tagged the same way
+            ssm.put_parameter(
+                Name=f"/spotwise/{job}/KEY", Value="s", Type="SecureString", Tags=tags
+            )
+        return str(made["Instances"][0]["InstanceId"])
 
     store_file.parent.mkdir(parents=True, exist_ok=True)
     live, dead = aws_ledger(store_file), aws_ledger(store_file)
@@ -328,18 +342,24 @@ def test_gc_ends_only_the_instances_no_live_supervisor_runs(
     with MarketStore.open(store_file) as market:
         for job, pid in ((live.job_id, sleeper.pid), (dead.job_id, exited.pid)):
             market.execute("UPDATE jobs SET supervisor_pid = ? WHERE job_id = ?", [pid, job])
+    other = f"other-{uuid.uuid4().hex[:6]}"  # a colleague's machine, with a ledger of its own
+    gone, theirs = f"gone-{uuid.uuid4().hex[:6]}", f"theirs-{uuid.uuid4().hex[:6]}"
     try:
         ids = {
             "live": start(live.job_id),
             "dead": start(dead.job_id),
-            "unknown": start("never-in-the-ledger"),
+            "unknown": start(gone),
             "untagged": start(None),
+            "other host": start(theirs, host=other),
         }
         listed = cli("gc", "aws", "--endpoint-url", moto_server, "--dry-run")
         assert listed.returncode == 0, listed.stderr
-        assert sorted(line.split()[2] for line in listed.stdout.splitlines()) == sorted(
-            [ids["dead"], ids["unknown"]]
-        )
+        would_end = [line.split()[2] for line in listed.stdout.splitlines() if "would end" in line]
+        assert sorted(would_end) == sorted([ids["dead"], ids["unknown"]])
+        deletes = {
+            line.split("/")[2] for line in listed.stdout.splitlines() if "would delete" in line
+        }
+        assert {dead.job_id, gone} <= deletes and not deletes & {live.job_id, theirs}
         ended = cli("gc", "aws", "--endpoint-url", moto_server)
         assert ended.returncode == 0, ended.stderr
         states = {
@@ -353,9 +373,15 @@ def test_gc_ends_only_the_instances_no_live_supervisor_runs(
             "dead": "terminated",
             "unknown": "terminated",
             "untagged": "running",
+            "other host": "running",
         }
+        left = {p["Name"].split("/")[2] for p in ssm.describe_parameters()["Parameters"]}
+        assert live.job_id in left and dead.job_id not in left
         again = cli("gc", "aws", "--endpoint-url", moto_server)
-        assert "no orphaned Spotwise instance in us-east-1" in again.stdout
+        assert "no orphaned Spotwise instance or secret in us-east-1 started from" in again.stdout
+        # The colleague's instance goes only when asked for every host.
+        everywhere = cli("gc", "aws", "--endpoint-url", moto_server, "--any-host", "--dry-run")
+        assert ids["other host"] in everywhere.stdout and ids["live"] not in everywhere.stdout
     finally:
         sleeper.kill()
         sleeper.wait()

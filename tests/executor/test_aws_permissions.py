@@ -62,6 +62,8 @@ def boto3_actions(paths: list[Path]) -> set[str]:
             actions.add("ec2:CreateTags")  # tags at launch need it
         if "IamInstanceProfile" in text:
             actions.add("iam:PassRole")
+        if re.search(r"put_parameter\([^)]*\bTags=", text):
+            actions.add("ssm:AddTagsToResource")  # tags at creation need it
         actions |= {action for command, action in CLI_CALLS.items() if command in text}
     return actions
 
