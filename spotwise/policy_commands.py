@@ -385,6 +385,18 @@ def plan(
     ] = 0.2,
     top: Annotated[int, typer.Option("--top", min=1, help="Pools to show.")] = 5,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    skypilot: Annotated[
+        Path | None,
+        typer.Option(
+            "--skypilot",
+            help="Also write a SkyPilot task here: the --top pools in order, on spot.",
+            show_default=False,
+        ),
+    ] = None,
+    run: Annotated[
+        str | None,
+        typer.Option("--run", help="The SkyPilot task's run command.", show_default=False),
+    ] = None,
     store: StoreOption = None,
 ) -> None:
     """Recommend pools, market mix and checkpoint interval, with the cost against on-demand."""
@@ -393,6 +405,8 @@ def plan(
 
     if provider not in ("aws", "gcp", "all"):
         fail(f"--provider must be aws, gcp or all, got {provider!r}")
+    if skypilot is not None and not run:
+        fail("--skypilot needs --run 'python train.py ...' (the task's command)")
     with open_store(store, read_only=True) as market:
         pools = pools_from_store(market, instance_type, provider, on_demand_price)
     try:
@@ -406,6 +420,14 @@ def plan(
     except PolicyError as exc:
         fail(f"{instance_type}: {exc}")
     shown = result.pools[:top]
+    if skypilot is not None:
+        from spotwise.policy.skypilot import skypilot_task, write_task
+
+        try:
+            write_task(skypilot_task(result, run=str(run), top=top), result, skypilot)
+        except OSError as exc:
+            fail(f"--skypilot {skypilot}: {exc.strerror or exc}")
+        err.print(f"wrote the SkyPilot task {skypilot} ({len(shown)} pools, spot)")
     if as_json:
         print(
             json.dumps(

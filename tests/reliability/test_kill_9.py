@@ -80,7 +80,7 @@ def test_kill_9_during_writes_never_loses_the_last_committed_checkpoint(tmp_path
     rng = random.Random(7)
     folder = str(tmp_path / "ckpt")
     committed = started = mid_write = 0
-    for _ in range(24):
+    for _ in range(16):
         parent, child_end = context.Pipe()
         child = context.Process(target=_write_forever, args=(folder, child_end))
         child.start()
@@ -109,4 +109,4 @@ def test_kill_9_during_writes_never_loses_the_last_committed_checkpoint(tmp_path
             assert loaded.state["step"] == loaded.step
             assert torch.equal(loaded.state["w"], torch.full((400_000,), float(loaded.step)))
             committed = loaded.step
-    assert mid_write >= 12  # most kills landed while a checkpoint was being written
+    assert mid_write >= 8  # most kills landed while a checkpoint was being written
