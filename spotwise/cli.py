@@ -182,6 +182,37 @@ def data_export(
     err.print(f"wrote {rows} {table} rows to {parquet}")
 
 
+def _collect_on_demand(
+    store: Path | None,
+    region: str,
+    types: list[str],
+    endpoint_url: str | None,
+    max_attempts: int,
+) -> None:
+    """``collect aws --on-demand``: the region's on-demand prices from the AWS Price List."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from spotwise.pricing.sources.aws_price_list import collect_on_demand_into
+
+    with open_store(store) as market:
+        try:
+            report, added = collect_on_demand_into(
+                market, [region], types, endpoint_url=endpoint_url, max_attempts=max_attempts
+            )
+        except (ClientError, BotoCoreError) as exc:
+            fail(f"AWS Price List for {region}: {exc}")
+        except PricingError as exc:
+            fail(str(exc))
+    for line in report.skipped:
+        err.print(f"skipped {line}", highlight=False, soft_wrap=True)
+    published = report.frame["ts"].max() if len(report.frame) else None
+    err.print(
+        f"[green]collected {region}[/] on-demand prices in {report.pages} pages: "
+        f"{len(report.frame)} rows ({added} new)"
+        + (f", published {published:%Y-%m-%d}" if published is not None else "")
+    )
+
+
 @collect_app.command("aws")
 def collect_aws_command(
     region: Annotated[str, typer.Option("--region", help="AWS region, e.g. us-east-1.")],
@@ -231,9 +262,18 @@ def collect_aws_command(
             "--max-attempts", min=1, help="Attempts per API call; throttled calls back off."
         ),
     ] = 8,
+    on_demand: Annotated[
+        bool,
+        typer.Option(
+            "--on-demand",
+            help="Collect the region's on-demand prices from the AWS Price List instead "
+            "(--endpoint-url is then the Price List's).",
+        ),
+    ] = False,
     store: StoreOption = None,
 ) -> None:
-    """Collect spot price history (Linux/UNIX), placement scores and Spot Advisor bands."""
+    """Collect spot price history (Linux/UNIX), placement scores and Spot Advisor bands; with
+    --on-demand, on-demand prices from the AWS Price List."""
     from botocore.exceptions import BotoCoreError, ClientError
     from rich.progress import Progress, TextColumn
 
@@ -242,6 +282,9 @@ def collect_aws_command(
 
     start = _parse_since(since)
     types = [t.strip() for t in instance_types.split(",") if t.strip()]
+    if on_demand:
+        _collect_on_demand(store, region, types, endpoint_url, max_attempts)
+        return
     with (
         open_store(store) as market,
         Progress(TextColumn("collecting {task.description}"), console=err, transient=True) as bar,

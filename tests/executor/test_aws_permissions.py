@@ -15,6 +15,7 @@ CONTROLLER_CODE = [
     ROOT / "executor/code_bundle.py",
     ROOT / "executor/orphans.py",
     ROOT / "pricing/sources/aws.py",
+    ROOT / "pricing/sources/aws_price_list.py",
 ]
 INSTANCE_CODE = [ROOT / "executor/on_instance.py", ROOT / "executor/boot_script.py"]
 CHECK_CODE = [ROOT / "executor/aws_check.py"]
@@ -27,6 +28,7 @@ SERVICES = {
     "sts": "sts",
     "iam": "iam",
     "quotas": "servicequotas",
+    "pricing": "pricing",
 }
 """The name a boto3 client goes by in the code → its IAM service (the collector's ``client``
 is EC2's)."""
