@@ -1,7 +1,9 @@
 """The policy HTTP API (FastAPI): decisions, pool rankings, risk forecasts, health.
 
 Every route but ``/healthz`` needs ``Authorization: Bearer <token>`` when the app has a token.
-Run it with ``spotwise serve`` (uvicorn; more workers with ``--workers``).
+Past ``max_in_flight`` requests at once a request gets 503 with ``Retry-After``
+(:mod:`policy.admission`). Run it with ``spotwise serve`` (uvicorn; more workers with
+``--workers``).
 """
 
 import hmac
@@ -13,6 +15,7 @@ from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from spotwise.policy.admission import DEFAULT_MAX_IN_FLIGHT, AdmissionControl
 from spotwise.policy.errors import PolicyError
 from spotwise.policy.schemas import (
     Decision,
@@ -96,8 +99,11 @@ def _validation_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
     ]
 
 
-def create_app(service: DecisionService, token: str | None) -> FastAPI:
-    """The API over ``service``; ``token`` None = no auth (loopback only, see ``serve``)."""
+def create_app(
+    service: DecisionService, token: str | None, max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
+) -> FastAPI:
+    """The API over ``service``; ``token`` None = no auth (loopback only, see ``serve``). The
+    routes are plain functions: they run in the thread pool, so the event loop can shed."""
     app = FastAPI(
         title="Spotwise policy API",
         version="1",
@@ -119,6 +125,7 @@ def create_app(service: DecisionService, token: str | None) -> FastAPI:
             )
 
     app.add_middleware(BodyLimit)
+    app.add_middleware(AdmissionControl, max_in_flight=max_in_flight)  # outermost: sheds first
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -160,17 +167,17 @@ def create_app(service: DecisionService, token: str | None) -> FastAPI:
         return Health(status="ok", pools=len(service.pools), policies=list(service.policies))
 
     @app.post("/v1/decision", dependencies=auth, responses={401: {}, 404: {}, 422: {}})
-    async def decision(request: DecisionRequest) -> Decision:
+    def decision(request: DecisionRequest) -> Decision:
         """The next action for a job: wait, on-demand, or spot in a pool."""
         return service.decide(request)
 
     @app.get("/v1/pools", dependencies=auth, responses={401: {}, 422: {}})
-    async def pools(job: Annotated[JobTerms, Query()]) -> list[PoolRank]:
+    def pools(job: Annotated[JobTerms, Query()]) -> list[PoolRank]:
         """Pools ranked by the expected cost of the job."""
         return service.rank_pools(job)
 
     @app.get("/v1/forecast/{pool}", dependencies=auth, responses={401: {}, 404: {}})
-    async def forecast(pool: str) -> PoolForecast:
+    def forecast(pool: str) -> PoolForecast:
         """A pool's preemption-risk forecast."""
         return service.forecast(pool)
 
@@ -180,7 +187,7 @@ def create_app(service: DecisionService, token: str | None) -> FastAPI:
 def app_from_env() -> FastAPI:
     """The app as ``spotwise serve`` configures it through the environment (uvicorn factory):
     ``SPOTWISE_API_TRACES`` (a trace folder), ``SPOTWISE_API_MODELS`` (the learned models'
-    folder, read once here) and ``SPOTWISE_API_TOKEN``."""
+    folder, read once here), ``SPOTWISE_API_TOKEN`` and ``SPOTWISE_API_MAX_IN_FLIGHT``."""
     from spotwise.policy.rl.catalog import ModelCatalog, shipped_models
     from spotwise.policy.traces import load_traces
     from spotwise.settings import current
@@ -190,4 +197,6 @@ def app_from_env() -> FastAPI:
         raise PolicyError("SPOTWISE_API_TRACES is not set: start the API with `spotwise serve`")
     traces = load_traces(settings.api_traces)
     models = ModelCatalog(settings.api_models) if settings.api_models else shipped_models()
-    return create_app(DecisionService(traces, models), settings.api_token or None)
+    return create_app(
+        DecisionService(traces, models), settings.api_token or None, settings.api_max_in_flight
+    )

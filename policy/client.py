@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+import time
+from typing import Any, Protocol
 
 import httpx
 import numpy as np
@@ -39,14 +40,37 @@ class InProcessClient:
 
 
 class HttpClient:
-    """Calls ``spotwise serve`` at ``base_url`` with an optional bearer token."""
+    """Calls ``spotwise serve`` at ``base_url`` with an optional bearer token. A busy server's
+    503 is retried after its ``Retry-After`` for up to ``busy_wait_s`` seconds."""
 
-    def __init__(self, base_url: str, token: str | None = None, timeout_s: float = 10.0) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        token: str | None = None,
+        timeout_s: float = 10.0,
+        busy_wait_s: float = 30.0,
+    ) -> None:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._http = httpx.Client(base_url=base_url, headers=headers, timeout=timeout_s)
+        self.busy_wait_s = busy_wait_s
 
     def close(self) -> None:
         self._http.close()
+
+    def _send(self, method: str, url: str, **kwargs: Any) -> httpx.Response:
+        """The request, again after each 503 while ``busy_wait_s`` lasts."""
+        deadline = time.monotonic() + self.busy_wait_s
+        while True:
+            response = self._http.request(method, url, **kwargs)
+            if response.status_code != 503:
+                return response
+            try:
+                pause = min(float(response.headers.get("Retry-After", "1")), 10.0)
+            except ValueError:
+                pause = 1.0
+            if time.monotonic() + pause > deadline:
+                return response
+            time.sleep(pause)
 
     def _check(self, response: httpx.Response) -> httpx.Response:
         if response.status_code >= 400:
@@ -58,15 +82,15 @@ class HttpClient:
         return response
 
     def decide(self, request: DecisionRequest) -> Decision:
-        response = self._http.post("/v1/decision", json=request.model_dump(mode="json"))
+        response = self._send("POST", "/v1/decision", json=request.model_dump(mode="json"))
         return Decision.model_validate(self._check(response).json())
 
     def rank_pools(self, job: JobTerms) -> list[PoolRank]:
-        response = self._http.get("/v1/pools", params=job.model_dump(mode="json"))
+        response = self._send("GET", "/v1/pools", params=job.model_dump(mode="json"))
         return [PoolRank.model_validate(r) for r in self._check(response).json()]
 
     def forecast(self, pool: str) -> PoolForecast:
-        response = self._http.get(f"/v1/forecast/{pool}")
+        response = self._send("GET", f"/v1/forecast/{pool}")
         return PoolForecast.model_validate(self._check(response).json())
 
 

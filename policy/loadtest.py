@@ -1,16 +1,108 @@
 """An open-loop load test of the policy API: requests sent on a fixed schedule, latency measured
-from each request's scheduled time (so a slow server cannot hide its queueing)."""
+from each request's scheduled time (so a slow server cannot hide its queueing).
+
+The client speaks HTTP/1.1 over asyncio streams with kept-alive connections: an HTTP library's
+client costs a millisecond of CPU a request, so at a thousand requests a second the generator,
+not the server, would set the figures.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import json
+import socket
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
-import httpx
 import numpy as np
+
+Stream = tuple[asyncio.StreamReader, asyncio.StreamWriter]
+MAX_CONNECTIONS = 1024
+"""Connections the generator may hold open: requests beyond them wait (and that counts)."""
+
+
+class Connections:
+    """Kept-alive HTTP/1.1 connections to one server, and the encoded requests to send."""
+
+    def __init__(self, base_url: str, token: str | None, bodies: list[dict[str, Any]]) -> None:
+        url = urlsplit(base_url)
+        self.host, self.port = url.hostname or "127.0.0.1", url.port or 80
+        auth = f"Authorization: Bearer {token}\r\n" if token else ""
+        self.requests = []
+        for body in bodies:
+            data = json.dumps(body).encode()
+            head = (
+                f"POST /v1/decision HTTP/1.1\r\nHost: {self.host}\r\n{auth}"
+                f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n"
+            )
+            self.requests.append(head.encode() + data)
+        self._idle: list[Stream] = []
+        self._open = 0
+        self._freed = asyncio.Condition()
+
+    async def send(self, i: int) -> int:
+        """Send request ``i`` (mod the bodies) and read the answer: its status (0: no answer).
+        A kept-alive connection the server has since closed (idle too long) is replaced once,
+        as HTTP clients do."""
+        for attempt in (0, 1):
+            reused, (reader, writer) = await self._take()
+            try:
+                writer.write(self.requests[i % len(self.requests)])
+                head = await reader.readuntil(b"\r\n\r\n")
+                lines = head.decode("latin-1").split("\r\n")
+                status = int(lines[0].split()[1])
+                fields = {
+                    k.lower(): v for k, v in (ln.split(": ", 1) for ln in lines[1:] if ": " in ln)
+                }
+                await reader.readexactly(int(fields.get("content-length", "0")))
+            except (OSError, asyncio.IncompleteReadError, ValueError, IndexError) as exc:
+                writer.close()
+                await self._give(None)
+                stale = isinstance(exc, asyncio.IncompleteReadError) and not exc.partial
+                if reused and stale and attempt == 0:
+                    continue
+                return 0
+            await self._give(None if fields.get("connection") == "close" else (reader, writer))
+            return status
+        return 0
+
+    async def _take(self) -> tuple[bool, Stream]:
+        """(whether it was kept alive from before, a connection)."""
+        async with self._freed:
+            while not self._idle and self._open >= MAX_CONNECTIONS:
+                await self._freed.wait()
+            if self._idle:
+                return True, self._idle.pop()
+            self._open += 1
+        try:
+            reader, writer = await asyncio.open_connection(self.host, self.port)
+        except OSError:
+            async with self._freed:
+                self._open -= 1
+                self._freed.notify()
+            raise
+        sock = writer.get_extra_info("socket")
+        if sock is not None:  # a request is one write: send it now, not after the last ACK
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return False, (reader, writer)
+
+    async def _give(
+        self, connection: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None
+    ) -> None:
+        async with self._freed:
+            if connection is None:
+                self._open -= 1
+            else:
+                self._idle.append(connection)
+            self._freed.notify()
+
+    def close(self) -> None:
+        for _, writer in self._idle:
+            writer.close()
 
 
 def decision_bodies(pools: list[str], n: int, seed: int = 0) -> list[dict[str, Any]]:
@@ -39,18 +131,30 @@ def decision_bodies(pools: list[str], n: int, seed: int = 0) -> list[dict[str, A
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LoadTest:
-    """Latency percentiles (from each request's due time, so queueing counts) and errors."""
+    """One open-loop run: what was offered, what was served and how fast (latency from each
+    request's due time, so queueing counts), and what was shed (503) or failed."""
 
-    p50_ms: float
-    p99_ms: float
-    errors: int
-    requests: int
-    rps: float
-    achieved_rps: float
+    offered_rps: float
     seconds: float
+    requests: int
+    served: int
+    served_rps: float
+    served_p50_ms: float
+    served_p99_ms: float
+    shed: int
+    shed_p99_ms: float | None
+    """How long a turned-away request took to hear so (None: none was shed)."""
+    errors: int
+    """Neither served nor shed: other statuses, timeouts, refused connections."""
+    error_statuses: dict[str, int]
+    """The errors by status ("0": no answer: refused, reset or closed)."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def _p(values: list[float], q: float) -> float:
+    return round(float(np.percentile(np.array(values) * 1000.0, q)), 3)
 
 
 async def _run(
@@ -61,46 +165,50 @@ async def _run(
     seconds: float,
     on_second: Callable[[int], None] | None,
 ) -> LoadTest:
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
-    latencies: list[float] = []
-    errors = 0
-    async with httpx.AsyncClient(
-        base_url=base_url, headers=headers, limits=limits, timeout=10.0
-    ) as client:
+    connections = Connections(base_url, token, bodies)
+    served: list[float] = []
+    shed: list[float] = []
+    errors: Counter[str] = Counter()
 
-        async def one(body: dict[str, Any], due: float) -> None:
-            nonlocal errors
-            try:
-                response = await client.post("/v1/decision", json=body)
-                if response.status_code != 200:
-                    errors += 1
-            except httpx.HTTPError:
-                errors += 1
-            latencies.append(time.perf_counter() - due)
+    async def one(i: int, due: float) -> None:
+        try:
+            status = await connections.send(i)
+        except OSError:
+            status = 0
+        took = time.perf_counter() - due
+        if status == 200:
+            served.append(took)
+        elif status == 503:
+            shed.append(took)
+        else:
+            errors[str(status)] += 1
 
-        n = round(rps * seconds)
-        began = time.perf_counter()
-        tasks = []
-        for i in range(n):
-            due = began + i / rps
-            delay = due - time.perf_counter()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            tasks.append(asyncio.create_task(one(bodies[i % len(bodies)], due)))
-            if on_second and (i + 1) % max(1, round(rps)) == 0:
-                on_second((i + 1) // max(1, round(rps)))
-        await asyncio.gather(*tasks)
-        elapsed = time.perf_counter() - began
-    ms = np.array(latencies) * 1000.0
+    n = round(rps * seconds)
+    began = time.perf_counter()
+    tasks = []
+    for i in range(n):
+        due = began + i / rps
+        delay = due - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        tasks.append(asyncio.create_task(one(i, due)))
+        if on_second and (i + 1) % max(1, round(rps)) == 0:
+            on_second((i + 1) // max(1, round(rps)))
+    await asyncio.gather(*tasks)
+    elapsed = time.perf_counter() - began
+    connections.close()
     return LoadTest(
-        p50_ms=round(float(np.percentile(ms, 50)), 3),
-        p99_ms=round(float(np.percentile(ms, 99)), 3),
-        errors=errors,
-        requests=n,
-        rps=rps,
-        achieved_rps=round(n / elapsed, 1),
+        offered_rps=rps,
         seconds=seconds,
+        requests=n,
+        served=len(served),
+        served_rps=round(len(served) / elapsed, 1),
+        served_p50_ms=_p(served, 50) if served else float("nan"),
+        served_p99_ms=_p(served, 99) if served else float("nan"),
+        shed=len(shed),
+        shed_p99_ms=_p(shed, 99) if shed else None,
+        errors=sum(errors.values()),
+        error_statuses=dict(errors),
     )
 
 
@@ -113,5 +221,59 @@ def load_test(
     seconds: float,
     on_second: Callable[[int], None] | None = None,
 ) -> LoadTest:
-    """Send ``rps`` decision requests a second for ``seconds``; latency percentiles and errors."""
+    """Send ``rps`` decision requests a second for ``seconds`` whatever the answers (open
+    loop)."""
     return asyncio.run(_run(base_url, token, bodies, rps, seconds, on_second))
+
+
+async def _capacity(
+    base_url: str, token: str | None, bodies: list[dict[str, Any]], clients: int, seconds: float
+) -> float:
+    connections = Connections(base_url, token, bodies)
+    done = 0
+    stop = time.perf_counter() + seconds
+
+    async def loop(k: int) -> None:
+        nonlocal done
+        i = k
+        while time.perf_counter() < stop:
+            done += await connections.send(i) == 200
+            i += clients
+
+    began = time.perf_counter()
+    await asyncio.gather(*(loop(k) for k in range(clients)))
+    elapsed = time.perf_counter() - began
+    connections.close()
+    return done / elapsed
+
+
+def closed_loop_rate(
+    base_url: str, token: str | None, bodies: list[dict[str, Any]], *, clients: int, seconds: float
+) -> float:
+    """Requests a second served when ``clients`` each send the next request as soon as the
+    last is answered (a lower bound on capacity: the server waits on the client between
+    requests)."""
+    return asyncio.run(_capacity(base_url, token, bodies, clients, seconds))
+
+
+def find_capacity(
+    base_url: str,
+    token: str | None,
+    bodies: list[dict[str, Any]],
+    *,
+    seconds: float = 2.0,
+    shed_share: float = 0.02,
+    steps: int = 6,
+) -> tuple[float, list[LoadTest]]:
+    """The most requests a second the server serves: offer 1.5× more each step, from the
+    closed-loop rate, until it sheds more than ``shed_share`` of them; the best served rate
+    seen, and the steps."""
+    offered = 1.5 * closed_loop_rate(base_url, token, bodies, clients=1, seconds=seconds)
+    runs = []
+    for _ in range(steps):
+        run = load_test(base_url, token, bodies, rps=offered, seconds=seconds)
+        runs.append(run)
+        if run.shed > shed_share * run.requests:
+            break
+        offered *= 1.5
+    return max(r.served_rps for r in runs), runs

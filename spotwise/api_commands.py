@@ -78,6 +78,16 @@ def serve(
     ] = None,
     workers: Annotated[int, typer.Option("--workers", min=1, help="uvicorn workers.")] = 1,
     models: ModelsOption = None,
+    max_in_flight: Annotated[
+        int | None,
+        typer.Option(
+            "--max-in-flight",
+            min=1,
+            help="Requests served at once per worker; past it, 503 with Retry-After at once "
+            "(default: $SPOTWISE_API_MAX_IN_FLIGHT, else 4).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Serve the policy API (decisions, pool ranking, risk forecasts) with uvicorn."""
     import uvicorn
@@ -107,7 +117,13 @@ def serve(
         os.environ["SPOTWISE_API_TOKEN"] = token
     else:
         os.environ.pop("SPOTWISE_API_TOKEN", None)
-    err.print(f"policy API on http://{host}:{port} (docs at /docs, auth: {bool(token)})")
+    if max_in_flight is not None:
+        os.environ["SPOTWISE_API_MAX_IN_FLIGHT"] = str(max_in_flight)
+    limit = settings.current().api_max_in_flight
+    err.print(
+        f"policy API on http://{host}:{port} (docs at /docs, auth: {bool(token)}, "
+        f"{limit} requests at once per worker)"
+    )
     uvicorn.run(
         "spotwise.policy.api:app_from_env",
         factory=True,
@@ -125,16 +141,36 @@ def _free_port() -> int:
 
 
 def bench_api(
-    rps: Annotated[float, typer.Option("--rps", min=1.0, help="Requests per second.")] = 200.0,
-    seconds: Annotated[float, typer.Option("--seconds", min=1.0)] = 20.0,
+    seconds: Annotated[
+        float, typer.Option("--seconds", min=1.0, help="Length of each run.")
+    ] = 10.0,
+    overload: Annotated[
+        float, typer.Option("--overload", min=1.0, help="The second run offers this × capacity.")
+    ] = 2.0,
     traces: TracesOption = None,
     workers: Annotated[int, typer.Option("--workers", min=1, help="Server workers.")] = 1,
+    max_in_flight: Annotated[
+        int | None,
+        typer.Option("--max-in-flight", min=1, help="The server's admission limit per worker."),
+    ] = None,
+    load_core: Annotated[
+        int | None,
+        typer.Option(
+            "--load-core",
+            min=0,
+            help="Pin the load generator to this core and the server to the others, so the "
+            "figures are the server's (default: the last core, when there are two or more).",
+            show_default=False,
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
 ) -> None:
-    """Start the API on 127.0.0.1 and load it with decision requests at a fixed rate."""
+    """Start the API on 127.0.0.1, find its capacity (the most it serves, offering more until
+    it sheds), then offer 1× and --overload × that: served rate and latency, shed requests
+    (503) and their latency, errors."""
     import httpx
 
-    from spotwise.policy.loadtest import decision_bodies, load_test
+    from spotwise.policy.loadtest import decision_bodies, find_capacity, load_test
     from spotwise.policy.traces import load_traces
 
     folder = _traces_folder(traces)
@@ -142,12 +178,23 @@ def bench_api(
         pools = list(load_traces(folder).names)
     except PolicyError as exc:
         fail(str(exc))
+    cores = sorted(os.sched_getaffinity(0))
+    if load_core is None and len(cores) >= 2:
+        load_core = cores[-1]
+    if load_core is not None and (load_core not in cores or len(cores) < 2):
+        fail(f"--load-core {load_core}: pick one of {cores} (two or more are needed)")
+    server_cores = [c for c in cores if c != load_core] if load_core is not None else cores
+    limit = max_in_flight or settings.current().api_max_in_flight
     token, port = secrets.token_hex(16), _free_port()
-    env = {**os.environ, "SPOTWISE_API_TOKEN": token}
+    env = {**os.environ, "SPOTWISE_API_TOKEN": token, "SPOTWISE_API_MAX_IN_FLIGHT": str(limit)}
     command = [sys.executable, "-m", "spotwise", "serve", "--port", str(port)]
     command += ["--traces", str(folder), "--workers", str(workers)]
     server = subprocess.Popen(command, env=env, stderr=subprocess.DEVNULL)
+    if load_core is not None:
+        os.sched_setaffinity(server.pid, server_cores)  # its workers, spawned later, inherit
+        os.sched_setaffinity(0, {load_core})
     base = f"http://127.0.0.1:{port}"
+    runs = {}
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -160,20 +207,32 @@ def bench_api(
                 fail("the API server did not start")
             time.sleep(0.2)
         bodies = decision_bodies(pools, 256)
-        load_test(base, token, bodies, rps=rps, seconds=2.0)  # warm-up
-        total = round(seconds)
-        result = load_test(
-            base,
-            token,
-            bodies,
-            rps=rps,
-            seconds=seconds,
-            on_second=lambda s: err.print(f"  {s}/{total} s", highlight=False),
-        )
+        load_test(base, token, bodies, rps=100, seconds=2.0)  # warm-up
+        err.print("measuring capacity: offering more until it sheds")
+        rate, search = find_capacity(base, token, bodies)
+        for step in search:
+            err.print(
+                f"  offered {step.offered_rps:.0f}/s: served {step.served_rps:.0f}/s, "
+                f"shed {step.shed}",
+                highlight=False,
+            )
+        for multiple in (1.0, overload):
+            err.print(f"offering {multiple:g}× capacity = {multiple * rate:.0f} requests/s")
+            run = load_test(base, token, bodies, rps=multiple * rate, seconds=seconds)
+            runs[f"{multiple:g}x"] = run.to_dict()
+        alive = server.poll() is None
     finally:
         server.terminate()
         server.wait(10)
-    report = {**result.to_dict(), "workers": workers}
+    report = {
+        "capacity_rps": round(rate, 1),
+        "runs": runs,
+        "server_stayed_up": alive,
+        "workers": workers,
+        "max_in_flight": limit,
+        "load_core": load_core,
+        "server_cores": server_cores,
+    }
     if as_json:
         out.print_json(json.dumps(report))
     else:

@@ -9,6 +9,7 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from spotwise.executor.endpoints import AWS_IMDS_URL, AZURE_METADATA_URL, GCP_METADATA_URL
+from spotwise.policy.admission import DEFAULT_MAX_IN_FLIGHT
 
 
 class Settings(BaseSettings):
@@ -24,6 +25,8 @@ class Settings(BaseSettings):
     """Seconds an open waits for a store another process holds."""
     api_token: str | None = None
     """The policy API's bearer token (``spotwise serve``, and clients of it)."""
+    api_max_in_flight: int = Field(default=DEFAULT_MAX_IN_FLIGHT, ge=1, le=10_000)
+    """Requests the policy API serves at once per worker; past it, 503 + Retry-After."""
     api_traces: Path | None = None
     api_models: Path | None = None
     pool: str | None = None

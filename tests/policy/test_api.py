@@ -171,12 +171,17 @@ def test_serve_refuses_a_public_address_without_a_token(cli: CliRun) -> None:
 
 
 @pytest.mark.slow
-def test_bench_api_prints_latency_json(cli: CliRun) -> None:
-    result = cli("bench", "api", "--rps", "50", "--seconds", "2", "--json")
+def test_bench_api_measures_capacity_then_holds_twice_that_load(cli: CliRun) -> None:
+    result = cli("bench", "api", "--seconds", "2", "--json")
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
-    assert report["errors"] == 0 and report["requests"] == 100
-    assert 0 < report["p50_ms"] <= report["p99_ms"]
+    assert report["capacity_rps"] > 0 and report["server_stayed_up"] is True
+    calm, busy = report["runs"]["1x"], report["runs"]["2x"]
+    for run in (calm, busy):
+        assert run["errors"] == 0
+        assert run["served"] + run["shed"] == run["requests"]
+        assert 0 < run["served_p50_ms"] <= run["served_p99_ms"]
+    assert busy["shed"] > 0  # twice what it can serve: the excess is turned away
 
 
 def test_serve_warns_when_the_token_file_is_readable_by_others(cli: CliRun, tmp_path: Path) -> None:
