@@ -279,8 +279,23 @@ def test_a_cancelled_job_on_aws_leaves_no_instance_running(
         assert job_report(market, ledger.job_id).status == "cancelled"
 
 
-def test_without_credentials_the_aws_launcher_says_so_in_one_line(
-    tmp_path: Path, store_file: Path
+@pytest.mark.parametrize(
+    ("who", "args"),
+    [
+        (
+            "--launcher aws",
+            [
+                *("run", "--launcher", "aws", "--image-id", "ami-1", "--bucket", "b"),
+                *("--instance-profile", "r", "--", "true"),
+            ],
+        ),
+        ("check aws", ["check", "aws"]),
+        ("setup aws", ["setup", "aws", "--bucket", "b"]),
+        ("gc aws", ["gc", "aws"]),
+    ],
+)
+def test_without_credentials_every_aws_command_says_so_in_one_line(
+    who: str, args: list[str], tmp_path: Path, store_file: Path
 ) -> None:
     import os
     import subprocess
@@ -293,10 +308,8 @@ def test_without_credentials_the_aws_launcher_says_so_in_one_line(
         AWS_EC2_METADATA_DISABLED="true",
         SPOTWISE_STORE=str(store_file),
     )
-    args = ["--launcher", "aws", "--image-id", "ami-1", "--bucket", "b", "--instance-profile", "r"]
-    args += ["--", "true"]
     result = subprocess.run(
-        [sys.executable, "-m", "spotwise", "run", *args],
+        [sys.executable, "-m", "spotwise", *args],
         env=env,
         capture_output=True,
         text=True,
@@ -304,7 +317,7 @@ def test_without_credentials_the_aws_launcher_says_so_in_one_line(
     )
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == [
-        "error: --launcher aws: no AWS credentials found; set AWS_PROFILE, or AWS_ACCESS_KEY_ID "
+        f"error: {who}: no AWS credentials found; set AWS_PROFILE, or AWS_ACCESS_KEY_ID "
         "and AWS_SECRET_ACCESS_KEY, or run `aws configure`, then run again"
     ]
 
