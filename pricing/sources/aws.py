@@ -171,15 +171,7 @@ def collect_into(
         botocore.exceptions.ClientError, botocore.exceptions.BotoCoreError: when the price
             history cannot be fetched.
     """
-    import boto3
-    from botocore.config import Config
-
-    client = boto3.client(
-        "ec2",
-        region_name=region,
-        endpoint_url=endpoint_url,
-        config=Config(retries={"max_attempts": max_attempts, "mode": "standard"}),
-    )
+    client = retrying_client("ec2", region, endpoint_url, max_attempts)
     report = collect_aws(
         client,
         region=region,
@@ -192,6 +184,19 @@ def collect_into(
         on_page=on_page,
     )
     return report, store.upsert(report.frames)
+
+
+def retrying_client(service: str, region: str, endpoint_url: str | None, max_attempts: int) -> Any:
+    """A boto3 client whose throttled calls back off and retry (botocore's standard mode)."""
+    import boto3
+    from botocore.config import Config
+
+    return boto3.client(
+        service,
+        region_name=region,
+        endpoint_url=endpoint_url,
+        config=Config(retries={"max_attempts": max_attempts, "mode": "standard"}),
+    )
 
 
 def stored_resume_point(store: MarketStore, region: str) -> Callable[[str], pd.Timestamp | None]:

@@ -139,15 +139,9 @@ def collect_on_demand_into(
         botocore.exceptions.ClientError, botocore.exceptions.BotoCoreError: when the price
             list cannot be read.
     """
-    import boto3
-    from botocore.config import Config
+    from spotwise.pricing.sources.aws import retrying_client
 
-    pricing = boto3.client(
-        "pricing",
-        region_name=PRICING_REGION,
-        endpoint_url=endpoint_url,
-        config=Config(retries={"max_attempts": max_attempts, "mode": "standard"}),
-    )
+    pricing = retrying_client("pricing", PRICING_REGION, endpoint_url, max_attempts)
     report = collect_on_demand(pricing, regions, instance_types)
     added = store.upsert({"prices": report.frame}) if len(report.frame) else {}
     return report, added.get("prices", 0)
