@@ -279,6 +279,7 @@ def test_a_cancelled_job_on_aws_leaves_no_instance_running(
         assert job_report(market, ledger.job_id).status == "cancelled"
 
 
+@pytest.mark.slow  # CLI subprocesses, four of them
 @pytest.mark.parametrize(
     ("who", "args"),
     [
