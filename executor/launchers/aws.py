@@ -81,6 +81,7 @@ class AwsInstance:
         self.started_hours = launcher.now_hours()
         self._log = log
         self._code: int | None = None
+        self._asked_to_leave = False
         self._last_chunk = ""
         self._lines_read = 0
 
@@ -150,9 +151,11 @@ class AwsInstance:
             # reported between the two reads above: read the report once more.
             self._code = self._exit_code()
             if self._code is None:
-                # Gone without reporting: a spot reclaim is a preemption, anything else fails.
+                # Gone without reporting: a spot reclaim, or a shutdown we asked for (a notice:
+                # the job had its chance to checkpoint), is a preemption; anything else fails.
                 reason = instance.get("StateReason", {}).get("Code", "")
-                self._code = PREEMPTED_EXIT_CODE if reason == SPOT_TERMINATION else 1
+                taken = reason == SPOT_TERMINATION or self._asked_to_leave
+                self._code = PREEMPTED_EXIT_CODE if taken else 1
         self.read_output()  # the last chunks go up before the exit code
         if self._code != 0:
             self._boot_failure()
@@ -160,6 +163,7 @@ class AwsInstance:
 
     def notice(self) -> None:
         """Ask it to leave: a terminate is an OS shutdown, i.e. SIGTERM to the job."""
+        self._asked_to_leave = True
         self.launcher.ec2.terminate_instances(InstanceIds=[self.instance_id])
 
     def kill(self) -> None:

@@ -191,6 +191,16 @@ def test_an_instance_that_vanishes_without_reporting_is_a_failure(launcher: AwsL
     assert instance.poll() == 1
 
 
+def test_an_instance_asked_to_leave_that_is_gone_without_reporting_was_preempted(
+    launcher: AwsLauncher,
+) -> None:
+    """A notice (a migration or a drill) shuts the instance down; if it is gone before its exit
+    code reached S3, the job still had its chance to checkpoint: a preemption, not a failure."""
+    instance = launcher.launch(Placement(market="spot", pool="us-east-1a", price=0.9), COMMAND, {})
+    instance.notice()
+    assert instance.poll() == 75
+
+
 def test_an_exit_reported_just_before_shutdown_is_not_taken_for_a_failure(
     launcher: AwsLauncher,
 ) -> None:
