@@ -62,8 +62,15 @@ def instance_role_policy(bucket: str, account: str) -> dict[str, Any]:
     }
 
 
-def _exists(exc: ClientError, *codes: str) -> bool:
-    return exc.response.get("Error", {}).get("Code") in codes
+def _make_or_find(make: Callable[[], object], exists: str) -> str:
+    """Call ``make``: "made", or "found" when AWS answers ``exists`` (it was there already)."""
+    try:
+        make()
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") != exists:
+            raise
+        return "found"
+    return "made"
 
 
 def set_up(
@@ -88,41 +95,27 @@ def set_up(
     try:
         account = sts.get_caller_identity()["Account"]
         step = f"making the bucket s3://{bucket}"
-        try:
-            where = {} if region == "us-east-1" else {"LocationConstraint": region}
-            s3.create_bucket(
+        where = {"LocationConstraint": region} if region != "us-east-1" else None
+        made = _make_or_find(
+            lambda: s3.create_bucket(
                 Bucket=bucket, **({"CreateBucketConfiguration": where} if where else {})
-            )
-            made = "made"
-        except ClientError as exc:
-            if not _exists(exc, "BucketAlreadyOwnedByYou"):
-                raise
-            made = "found"
+            ),
+            "BucketAlreadyOwnedByYou",
+        )
         s3.put_public_access_block(
             Bucket=bucket,
-            PublicAccessBlockConfiguration=dict.fromkeys(
-                (
-                    "BlockPublicAcls",
-                    "IgnorePublicAcls",
-                    "BlockPublicPolicy",
-                    "RestrictPublicBuckets",
-                ),
-                True,
-            ),
+            PublicAccessBlockConfiguration=dict.fromkeys(PUBLIC_ACCESS_BLOCKS, True),
         )
         say(f"bucket s3://{bucket} in {region}: {made}, public access blocked")
         step = f"making the role {role}"
-        try:
-            iam.create_role(
+        made = _make_or_find(
+            lambda: iam.create_role(
                 RoleName=role,
                 AssumeRolePolicyDocument=json.dumps(TRUST_POLICY),
                 Description="Spotwise job instances: fetch code, send logs, read job secrets",
-            )
-            made = "made"
-        except ClientError as exc:
-            if not _exists(exc, "EntityAlreadyExists"):
-                raise
-            made = "found"
+            ),
+            "EntityAlreadyExists",
+        )
         iam.put_role_policy(
             RoleName=role,
             PolicyName=ROLE_POLICY_NAME,
@@ -130,13 +123,9 @@ def set_up(
         )
         say(f"role {role}: {made}, policy {ROLE_POLICY_NAME} set (docs/aws.md)")
         step = f"making the instance profile {role}"
-        try:
-            iam.create_instance_profile(InstanceProfileName=role)
-            made = "made"
-        except ClientError as exc:
-            if not _exists(exc, "EntityAlreadyExists"):
-                raise
-            made = "found"
+        made = _make_or_find(
+            lambda: iam.create_instance_profile(InstanceProfileName=role), "EntityAlreadyExists"
+        )
         profile = iam.get_instance_profile(InstanceProfileName=role)["InstanceProfile"]
         if role not in [r["RoleName"] for r in profile.get("Roles", [])]:
             iam.add_role_to_instance_profile(InstanceProfileName=role, RoleName=role)

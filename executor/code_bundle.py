@@ -72,9 +72,14 @@ def workdir_files(root: Path, ignore_file: Path | None = None) -> Iterator[str]:
     deciding. Symbolic links are not followed and do not ship.
     """
     if ignore_file is not None:
-        explicit: list[tuple[str, pathspec.PathSpec]] = [
-            ("", _spec(ignore_file.read_text().splitlines()))
-        ]
+        try:
+            rules = ignore_file.read_text().splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ExecutorError(
+                f"--ignore-file {ignore_file}: cannot read it ({exc}); pass a text file of "
+                "gitignore rules"
+            ) from exc
+        explicit: list[tuple[str, pathspec.PathSpec]] = [("", _spec(rules))]
 
     def ignored(rel: str, specs: list[tuple[str, pathspec.PathSpec]]) -> bool:
         verdict = False

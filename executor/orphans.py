@@ -11,9 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from spotwise.executor.cancel import supervisor_alive
-from spotwise.pricing.store import MarketStore
-
 JOB_TAG = "spotwise:job"
 HOST_TAG = "spotwise:host"
 SECRETS_PATH = "/spotwise/"
@@ -31,6 +28,9 @@ class Orphan:
 
 def supervised_jobs(store_path: Path) -> set[str]:
     """Jobs the ledger has running with a supervisor that is alive (or on another host)."""
+    from spotwise.executor.cancel import supervisor_alive  # the store: only gc reads it
+    from spotwise.pricing.store import MarketStore
+
     if not store_path.exists():
         return set()
     with MarketStore.open(store_path, read_only=True) as store:
