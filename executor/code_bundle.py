@@ -28,7 +28,7 @@ from typing import Any
 
 import pathspec
 from boto3.exceptions import S3UploadFailedError
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from spotwise.executor.errors import ExecutorError
 
@@ -219,18 +219,21 @@ def upload(s3: Any, bucket: str, bundle: Bundle) -> bool:
     """Put ``bundle`` in the bucket unless its content is there already; whether it was put.
 
     Raises:
-        ExecutorError: when the bucket cannot be read or written (says which and why).
+        ExecutorError: when the bucket cannot be reached, read or written (says which and why).
     """
+    where = f"s3://{bucket}/{bundle.key}"
     try:
         s3.head_object(Bucket=bucket, Key=bundle.key)
         return False
     except ClientError as exc:
         if exc.response["Error"]["Code"] not in ("404", "NoSuchKey", "NotFound"):
-            raise ExecutorError(f"s3://{bucket}/{bundle.key}: {exc}") from exc
+            raise ExecutorError(f"{where}: {exc}") from exc
+    except BotoCoreError as exc:
+        raise ExecutorError(f"{where}: {exc}; check --region and --endpoint-url") from exc
     try:
         s3.upload_file(str(bundle.path), bucket, bundle.key)
-    except (ClientError, S3UploadFailedError) as exc:
-        raise ExecutorError(f"cannot upload to s3://{bucket}/{bundle.key}: {exc}") from exc
+    except (ClientError, BotoCoreError, S3UploadFailedError) as exc:
+        raise ExecutorError(f"cannot upload to {where}: {exc}") from exc
     return True
 
 

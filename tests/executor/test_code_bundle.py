@@ -61,7 +61,7 @@ def test_an_explicit_ignore_file_replaces_the_gitignore_files(tmp_path: Path) ->
     )
     rules = make_tree(tmp_path, {"ship.ignore": "*.md\n"}) / "ship.ignore"
     assert list(workdir_files(root, rules)) == [".gitignore", "train.py"]
-    with pytest.raises(ExecutorError, match="--ignore-file .*missing.ignore: cannot read it"):
+    with pytest.raises(ExecutorError, match=r"--ignore-file .*missing\.ignore: cannot read it"):
         pack_workdir(root, tmp_path, ignore_file=tmp_path / "missing.ignore")
 
 
