@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -25,9 +25,6 @@ from spotwise.console import (
 from spotwise.executor.errors import Cancelled, ExecutorError
 from spotwise.policy.errors import PolicyError
 from spotwise.pricing.errors import PricingError
-
-if TYPE_CHECKING:
-    pass
 
 jobs_app = typer.Typer(help="The executor's cost ledger.", no_args_is_help=True)
 gc_app = typer.Typer(help="End cloud resources no job supervises.", no_args_is_help=True)
