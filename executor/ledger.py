@@ -9,17 +9,36 @@ from __future__ import annotations
 
 import enum
 import json
+import logging
 import os
 import socket
+import time
 import uuid
 from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import duckdb
+import pandas as pd
+
 import spotwise.executor.ledger_schema  # noqa: F401  (the store holds the executor's tables)
+from spotwise.executor.ledger_journal import (
+    ENTRY_COLUMNS,
+    JOB_COLUMNS,
+    Journal,
+    LedgerWrite,
+    Write,
+    apply_writes,
+    journal_path,
+    pending_writes,
+    replay_orphans,
+)
 from spotwise.policy.cost import StorageTerms
-from spotwise.pricing.errors import StoreError
+from spotwise.pricing.errors import PricingError, StoreError
 from spotwise.pricing.store import MarketStore
+
+log = logging.getLogger(__name__)
 
 
 class EntryKind(enum.StrEnum):
@@ -66,34 +85,52 @@ class JobInfo:
 
 
 class Ledger:
-    """Appends one job's entries to the store (opening it per write, so readers can look in)."""
+    """Writes one job's entries to the store as they happen (opening it per write, so others
+    can use it in between).
+
+    A write the store cannot take at once (another process holds it, or it fails) waits, in
+    memory and in the job's pending journal (:mod:`spotwise.executor.ledger_journal`), and goes
+    in with the next write, or on :meth:`retry`, in order: the supervisor never stops or dies
+    for the store.
+    """
+
+    write_wait_s = 0.5
+    """How long one write waits for a busy store before it is kept pending."""
+    retry_every_s = 1.0
 
     def __init__(self, store_path: Path, info: JobInfo, job_id: str | None = None) -> None:
         self.store_path = store_path
         self.job_id = job_id or uuid.uuid4().hex[:12]
         self._seq = 0
-        with MarketStore.open(store_path) as store:
-            store.execute(
-                "INSERT INTO jobs (job_id, name, command, launcher, started, status, "
-                "compute_hours, deadline_hours, on_demand_price, checkpoint_usd_per_gb_month, "
-                "host, supervisor_pid, simulated, prices, simulation) "
-                "VALUES (?, ?, ?, ?, now(), 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    self.job_id,
-                    info.name,
-                    info.command,
-                    info.launcher,
-                    info.compute_hours,
-                    info.deadline_hours,
-                    info.on_demand_price,
-                    info.checkpoint_usd_per_gb_month,
-                    socket.gethostname(),
-                    os.getpid(),
-                    info.simulated,
-                    json.dumps(info.prices) if info.prices is not None else None,
-                    info.simulation,
-                ],
-            )
+        self._writes: list[LedgerWrite] = []
+        self._pending: list[LedgerWrite] = []
+        self._journaled = 0
+        self._journal = Journal(journal_path(store_path, self.job_id))
+        self._last_try = 0.0
+        self._busy_since: float | None = None
+        self._submit(
+            Write.START,
+            job_id=self.job_id,
+            name=info.name,
+            command=info.command,
+            launcher=info.launcher,
+            started=_now(),
+            status=JobStatus.RUNNING.value,
+            compute_hours=info.compute_hours,
+            deadline_hours=info.deadline_hours,
+            on_demand_price=info.on_demand_price,
+            checkpoint_usd_per_gb_month=info.checkpoint_usd_per_gb_month,
+            host=socket.gethostname(),
+            supervisor_pid=os.getpid(),
+            simulated=info.simulated,
+            prices=json.dumps(info.prices) if info.prices is not None else None,
+            simulation=info.simulation,
+        )
+
+    @property
+    def pending(self) -> int:
+        """Writes not yet in the store."""
+        return len(self._pending)
 
     def record(
         self,
@@ -110,55 +147,185 @@ class Ledger:
     ) -> None:
         """Append one entry (``on_demand_price``: the baseline's rate for its hours)."""
         self._seq += 1
-        with MarketStore.open(self.store_path) as store:
-            store.execute(
-                "INSERT INTO ledger (job_id, seq, ts, kind, pool, market, hours, price, "
-                "cost_usd, bytes, detail, on_demand_price) "
-                "VALUES (?, ?, now(), ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    self.job_id,
-                    self._seq,
-                    kind.value,
-                    pool,
-                    market,
-                    hours,
-                    price,
-                    cost_usd,
-                    nbytes,
-                    detail,
-                    on_demand_price,
-                ],
-            )
+        self._submit(
+            Write.ENTRY,
+            job_id=self.job_id,
+            seq=self._seq,
+            ts=_now(),
+            kind=kind.value,
+            pool=pool,
+            market=market,
+            hours=hours,
+            price=price,
+            cost_usd=cost_usd,
+            bytes=nbytes,
+            detail=detail,
+            on_demand_price=on_demand_price,
+        )
 
     def running_in(self, process_group: int | None) -> None:
         """Record the local process group the job's command runs in now (None: none here)."""
-        with MarketStore.open(self.store_path) as store:
-            store.execute(
-                "UPDATE jobs SET worker_pgid = ? WHERE job_id = ?", [process_group, self.job_id]
-            )
+        self._submit(Write.PROCESS_GROUP, worker_pgid=process_group, job_id=self.job_id)
 
     def finish(self, status: JobStatus) -> None:
-        """Mark the job ``completed``, ``failed`` or ``cancelled``, with its end time."""
-        with MarketStore.open(self.store_path) as store:
-            store.execute(
-                "UPDATE jobs SET ended = now(), status = ? WHERE job_id = ?",
-                [status.value, self.job_id],
+        """Mark the job ``completed``, ``failed`` or ``cancelled``, with its end time, and wait
+        (up to the store's wait) for the pending writes to go in; what still cannot is left in
+        the journal, which any later ``spotwise jobs`` command or job writes."""
+        self._submit(Write.FINISH, ended=_now(), status=status.value, job_id=self.job_id)
+        if self._pending:
+            from spotwise.settings import current
+
+            self._flush(current().store_wait_s)
+        if self._pending:
+            log.warning(
+                "the store %s stayed busy: %d ledger writes of job %s are pending in %s; "
+                "`spotwise jobs show %s` writes them once it is free",
+                self.store_path,
+                len(self._pending),
+                self.job_id,
+                self._journal.path,
+                self.job_id,
             )
+        self._journal.close()
+
+    def retry(self) -> None:
+        """Try the pending writes again, without waiting (at most once a second)."""
+        now = time.monotonic()
+        if self._pending and now - self._last_try >= self.retry_every_s:
+            self._flush(0.0)
+
+    def report(self) -> JobReport:
+        """The job's report from what this ledger wrote, whether or not the store has it yet."""
+        jobs, entries = _apply(_empty(JOB_FRAME_COLUMNS), _empty(ENTRY_COLUMNS), self._writes)
+        return _report(jobs.iloc[0], entries, pending=len(self._pending))
+
+    def _submit(self, write: Write, **values: Any) -> None:
+        item = LedgerWrite(write, values)
+        self._writes.append(item)
+        self._pending.append(item)
+        self._flush(self.write_wait_s)
+
+    def _flush(self, wait_s: float) -> None:
+        """Write the pending writes in one transaction, or keep them in the journal."""
+        self._last_try = time.monotonic()
+        try:
+            with MarketStore.open(self.store_path, wait_s=wait_s) as store:
+                if self._writes[0] in self._pending:  # the job's first write: tidy up first
+                    replay_orphans(store)
+                apply_writes(store, self._pending)
+        except (PricingError, duckdb.Error, OSError) as exc:
+            self._keep(exc)
+            return
+        self._pending.clear()
+        self._journaled = 0
+        self._journal.discard()
+        if self._busy_since is not None:
+            log.warning(
+                "the ledger's pending writes are in the store (after %.0f s)",
+                time.monotonic() - self._busy_since,
+            )
+            self._busy_since = None
+
+    def _keep(self, exc: Exception) -> None:
+        if self._busy_since is None:
+            self._busy_since = time.monotonic()
+            log.warning(
+                "the ledger keeps writes in %s until the store is free: %s",
+                self._journal.path,
+                str(exc).splitlines()[0],
+            )
+        try:
+            self._journal.append(self._pending[self._journaled :])
+            self._journaled = len(self._pending)
+        except OSError as error:  # kept in memory still
+            log.error("cannot write the pending journal %s: %s", self._journal.path, error)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+JOB_FRAME_COLUMNS = (*JOB_COLUMNS, "ended", "worker_pgid")
+
+
+def _empty(columns: tuple[str, ...]) -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Series(dtype=object) for c in columns})
+
+
+def _apply(
+    jobs: pd.DataFrame, entries: pd.DataFrame, writes: list[LedgerWrite]
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The ``jobs`` and ``ledger`` rows with pending ``writes`` made, as the store will make
+    them (a job or entry already there is kept)."""
+    job_rows = {row["job_id"]: row for row in jobs.to_dict("records")}
+    entry_rows = entries.to_dict("records")
+    seen = {(row["job_id"], int(row["seq"])) for row in entry_rows}
+    for item in writes:
+        values, job = item.values, job_rows.get(item.job_id)
+        if item.write is Write.START and job is None:
+            job_rows[item.job_id] = {**values, "ended": None, "worker_pgid": None}
+        elif item.write is Write.ENTRY and (item.job_id, int(values["seq"])) not in seen:
+            entry_rows.append(values)
+            seen.add((item.job_id, int(values["seq"])))
+        elif item.write is Write.PROCESS_GROUP and job is not None:
+            job["worker_pgid"] = values["worker_pgid"]
+        elif item.write is Write.FINISH and job is not None:
+            job.update(ended=values["ended"], status=values["status"])
+    merged_jobs = pd.DataFrame(list(job_rows.values()), columns=list(JOB_FRAME_COLUMNS))
+    merged_entries = pd.DataFrame(entry_rows, columns=list(ENTRY_COLUMNS))
+    for column in ("hours", "price", "cost_usd", "bytes", "on_demand_price", "seq"):
+        merged_entries[column] = pd.to_numeric(merged_entries[column], errors="coerce")
+    for column in ("started", "ended"):
+        merged_jobs[column] = pd.to_datetime(merged_jobs[column], utc=True, format="ISO8601")
+    return merged_jobs, merged_entries.sort_values(["job_id", "seq"], ignore_index=True)
+
+
+def _frames(
+    store: MarketStore, job_id: str | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, int]]:
+    """The store's ``jobs`` and ``ledger`` rows (of ``job_id``, or all) with the pending
+    journals' writes made, and the pending writes per job."""
+    where, params = (" WHERE job_id = ?", [job_id]) if job_id is not None else ("", [])
+    jobs = store.query(f"SELECT {', '.join(JOB_FRAME_COLUMNS)} FROM jobs{where}", params)
+    entries = store.query(f"SELECT {', '.join(ENTRY_COLUMNS)} FROM ledger{where}", params)
+    pending = pending_writes(store.path, job_id)
+    writes = [w for per_job in pending.values() for w in per_job]
+    jobs, entries = _apply(jobs, entries, writes)
+    return jobs, entries, {job: len(w) for job, w in pending.items()}
+
+
+def job_row(store: MarketStore, job_id: str) -> dict[str, Any] | None:
+    """``job_id``'s row of ``jobs``, pending writes included (None: no such job)."""
+    jobs, _, _ = _frames(store, job_id)
+    if jobs.empty:
+        return None
+    row = jobs.iloc[0].to_dict()
+    return {k: (None if pd.isna(v) else v) if not isinstance(v, str) else v for k, v in row.items()}
 
 
 def list_jobs(store: MarketStore) -> list[dict[str, Any]]:
-    """Every job with its status, cost so far, preemptions and migrations (newest first)."""
-    return store.records(
-        """
-        SELECT j.job_id, j.name, j.launcher, j.status, coalesce(j.simulated, false) AS simulated,
-            j.started, j.ended,
-            coalesce(sum(l.cost_usd) FILTER (WHERE l.kind = 'instance'), 0) AS cost_usd,
-            count(*) FILTER (WHERE l.kind = 'preemption') AS preemptions,
-            count(*) FILTER (WHERE l.kind = 'migration') AS migrations
-        FROM jobs j LEFT JOIN ledger l USING (job_id)
-        GROUP BY ALL ORDER BY j.started DESC
-        """
-    )
+    """Every job with its status, cost so far, preemptions, migrations and pending writes
+    (newest first)."""
+    jobs, entries, pending = _frames(store)
+    rows = []
+    for job in jobs.sort_values("started", ascending=False).itertuples():
+        own = entries[entries["job_id"] == job.job_id]
+        rows.append(
+            {
+                "job_id": str(job.job_id),
+                "name": str(job.name),
+                "launcher": str(job.launcher),
+                "status": str(job.status),
+                "simulated": bool(job.simulated) if not pd.isna(job.simulated) else False,
+                "started": job.started.to_pydatetime(),
+                "ended": None if pd.isna(job.ended) else job.ended.to_pydatetime(),
+                "cost_usd": float(own.loc[own["kind"] == EntryKind.INSTANCE, "cost_usd"].sum()),
+                "preemptions": int((own["kind"] == EntryKind.PREEMPTION).sum()),
+                "migrations": int((own["kind"] == EntryKind.MIGRATION).sum()),
+                "pending": pending.get(str(job.job_id), 0),
+            }
+        )
+    return rows
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -208,6 +375,8 @@ class JobReport:
     migrations: int
     lost_work_hours: float
     checkpoint_bytes: int
+    pending_writes: int = 0
+    """Ledger writes not yet in the store (its supervisor waits for the store to be free)."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready values."""
@@ -215,17 +384,22 @@ class JobReport:
 
 
 def job_report(store: MarketStore, job_id: str) -> JobReport:
-    """One job's cost so far, savings against on-demand and the cost model's breakdown.
+    """One job's cost so far, savings against on-demand and the cost model's breakdown
+    (pending writes included, and counted in ``pending_writes``).
 
     Raises:
         StoreError: for an unknown job (naming the known ones).
     """
-    jobs = store.query("SELECT * FROM jobs WHERE job_id = ?", [job_id])
+    jobs, entries, pending = _frames(store, job_id)
     if jobs.empty:
         known = store.query("SELECT job_id FROM jobs ORDER BY started DESC LIMIT 5")["job_id"]
         raise StoreError(f"no job {job_id!r} in the ledger; recent jobs: {list(known)}")
-    job = jobs.iloc[0]
-    entries = store.query("SELECT * FROM ledger WHERE job_id = ? ORDER BY seq", [job_id])
+    return _report(jobs.iloc[0], entries, pending=pending.get(job_id, 0))
+
+
+def _report(job: pd.Series, entries: pd.DataFrame, *, pending: int) -> JobReport:
+    """A job's report from its ``jobs`` row and its ``ledger`` entries."""
+    job_id = str(job.job_id)
     instances = entries[entries.kind == EntryKind.INSTANCE]
     by_market = {
         str(market): MarketUse(
@@ -273,4 +447,5 @@ def job_report(store: MarketStore, job_id: str) -> JobReport:
         migrations=int((entries.kind == EntryKind.MIGRATION).sum()),
         lost_work_hours=round(lost_hours, 4),
         checkpoint_bytes=checkpoint_bytes,
+        pending_writes=pending,
     )

@@ -11,11 +11,10 @@ from typing import Any
 
 from spotwise.executor.job_log import JobLog, log_folder
 from spotwise.executor.launchers.base import Launcher
-from spotwise.executor.ledger import JobInfo, JobReport, Ledger, job_report
+from spotwise.executor.ledger import JobInfo, JobReport, Ledger
 from spotwise.executor.prices import PriceBook
 from spotwise.executor.supervisor import ClientFor, Supervisor, SupervisorConfig
 from spotwise.policy.client import HttpClient, PolicyClient, in_process_for
-from spotwise.pricing.store import MarketStore
 from spotwise.progress import Progress
 
 
@@ -85,10 +84,8 @@ def supervise(
     finally:
         launcher.close()
         log.close()
-    with MarketStore.open(store_path, read_only=True) as store:
-        report = job_report(store, ledger.job_id)
     return SupervisedJob(
-        report=report,
+        report=ledger.report(),
         progress_hours=round(run.progress_hours, 4),
         placements=tuple(run.placements),
         events=tuple(run.events),

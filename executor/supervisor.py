@@ -393,6 +393,7 @@ class Supervisor:
             if kill_at is not None and not killed and now >= kill_at:
                 instance.kill()
                 killed = True
+            self.ledger.retry()
             if started and pool and not noticed and not migrating and now >= next_risk_check:
                 next_risk_check = now + max(self.config.poll_s * 10, 0.2)
                 if self._should_move(pool):

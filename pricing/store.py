@@ -11,8 +11,9 @@ imported when rows go in or come out as frames; opening and summarising a store 
 from __future__ import annotations
 
 import logging
+import re
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -136,7 +137,7 @@ class MarketStore:
                 error = _open_error(path, exc)
                 if error.permanent or time.monotonic() + pause > deadline:
                     raise error from exc
-                if pause == 0.02:
+                if pause == 0.02 and wait_s >= 1:
                     log.warning("waiting up to %.0f s for the store %s: %s", wait_s, path, exc)
                 time.sleep(pause)
                 pause = min(pause * 2, 1.0)
@@ -310,6 +311,12 @@ class MarketStore:
         with self._transaction():
             self._con.execute(sql, params or [])
 
+    def execute_all(self, statements: Sequence[tuple[str, list[Any]]]) -> None:
+        """Run write statements in order, in one transaction: all of them or none."""
+        with self._transaction():
+            for sql, params in statements:
+                self._con.execute(sql, params)
+
     def query(self, sql: str, params: list[Any] | None = None) -> pd.DataFrame:
         """Run a read query and return its rows."""
         return self._con.execute(sql, params or []).df()
@@ -371,8 +378,8 @@ def _open_error(path: Path, exc: Exception) -> StoreError:
     text = str(exc)
     if "Conflicting lock" in text or "Could not set lock" in text:
         return StoreError(
-            f"the store {path} is in use by another process ({text.splitlines()[0]}). Wait for "
-            "it to finish, close it, or pass another --store"
+            f"the store {path} is in use by another process ({_holder(text)}). Wait for it to "
+            "finish, close it, or pass another --store"
         )
     if isinstance(exc, PermissionError) or any(
         words in text for words in ("Permission denied", "Read-only file system")
@@ -387,6 +394,21 @@ def _open_error(path: Path, exc: Exception) -> StoreError:
         "Spotwise store? Pass another --store",
         permanent=True,
     )
+
+
+def _holder(lock_error: str) -> str:
+    """The process holding the store, as DuckDB names it (PID), with its command line when
+    this machine shows it."""
+    found = re.search(r"\(PID (\d+)\)", lock_error)
+    if not found:
+        return lock_error.splitlines()[0]
+    pid = found.group(1)
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return f"held by PID {pid}"
+    command = " ".join(a.decode(errors="replace") for a in argv if a)
+    return f"held by PID {pid}: {command[:200]}"
 
 
 def _concat(parts: list[pd.DataFrame]) -> pd.DataFrame:

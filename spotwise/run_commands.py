@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -25,6 +27,9 @@ from spotwise.console import (
 from spotwise.executor.errors import Cancelled, ExecutorError
 from spotwise.policy.errors import PolicyError
 from spotwise.pricing.errors import PricingError
+
+if TYPE_CHECKING:
+    from spotwise.pricing.store import MarketStore
 
 jobs_app = typer.Typer(help="The executor's cost ledger.", no_args_is_help=True)
 gc_app = typer.Typer(help="End cloud resources no job supervises.", no_args_is_help=True)
@@ -503,6 +508,11 @@ def _print_report(report: dict[str, Any], as_json: bool) -> None:
         f"{report['lost_work_hours']:.2f} h of work lost, "
         f"{report['checkpoint_bytes'] / 1e6:.1f} MB of checkpoints"
     )
+    if report.get("pending_writes"):
+        out.print(
+            f"  [yellow]{report['pending_writes']} ledger writes pending[/]: counted here, and "
+            "in the store once its supervisor (or the next `spotwise jobs` command) finds it free"
+        )
 
 
 def _simulated(report: dict[str, Any]) -> str:
@@ -526,6 +536,19 @@ def _price_lines(prices: dict[str, Any]) -> list[str]:
     return lines
 
 
+@contextmanager
+def _ledger_store(store: Path | None) -> Iterator[MarketStore]:
+    """The store for reading the ledger: opened for writing when it exists (to migrate an older
+    store and write the ledger writes a gone supervisor left pending), else read-only."""
+    from spotwise.executor.ledger_journal import replay_orphans
+
+    missing = not settings.store_path(store).exists()
+    with open_store(store, read_only=missing) as market:
+        if not missing:
+            replay_orphans(market)
+        yield market
+
+
 @jobs_app.command("list")
 def jobs_list(
     as_json: Annotated[bool, typer.Option("--json")] = False, store: StoreOption = None
@@ -533,8 +556,7 @@ def jobs_list(
     """Every supervised job: status, cost so far, preemptions, migrations."""
     from spotwise.executor.ledger import list_jobs
 
-    missing = not settings.store_path(store).exists()
-    with open_store(store, read_only=missing) as market:  # (writable: migrates an old store)
+    with _ledger_store(store) as market:
         rows = list_jobs(market)
     if as_json:
         print(json.dumps(rows, default=lambda v: v.isoformat() if hasattr(v, "isoformat") else v))
@@ -547,7 +569,7 @@ def jobs_list(
         table.add_row(
             str(row["job_id"]),
             str(row["name"]),
-            str(row["status"]),
+            str(row["status"]) + (f" ({row['pending']} pending)" if row["pending"] else ""),
             str(row["started"])[:19],
             f"{row['cost_usd']:,.2f}" + (" (simulated)" if row["simulated"] else ""),
             str(row["preemptions"]),
@@ -618,8 +640,7 @@ def jobs_show(
     """One job's cost so far, savings against on-demand and cost breakdown."""
     from spotwise.executor.ledger import job_report
 
-    missing = not settings.store_path(store).exists()
-    with open_store(store, read_only=missing) as market:
+    with _ledger_store(store) as market:
         try:
             report = job_report(market, job_id)
         except PricingError as exc:

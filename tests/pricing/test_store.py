@@ -158,8 +158,10 @@ def test_an_open_waits_for_a_store_another_process_holds_then_gives_up(
     MarketStore.open(store_file).close()
     holder = hold_store(store_file, seconds=2)
     try:
-        with pytest.raises(StoreError, match="in use by another process"):
+        with pytest.raises(StoreError, match="in use by another process") as refused:
             MarketStore.open(store_file, wait_s=0.3)
+        assert f"held by PID {holder.pid}: " in str(refused.value)  # names the holder
+        assert "import duckdb" in str(refused.value)  # and what it runs
         began = time.monotonic()
         with MarketStore.open(store_file, wait_s=30) as store:  # the holder lets go in ~2 s
             assert store.schema_versions() == CURRENT
