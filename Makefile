@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 TORCH_PIN := torch==2.13.0
 
-.PHONY: setup demo test test-fast lint clean
+.PHONY: setup demo test test-fast soak lint clean
 
 $(BIN)/spotwise: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,10 @@ test: lint
 
 test-fast: lint
 	$(BIN)/pytest -q -n 3 --dist loadgroup -m "not slow"
+
+# Minutes of many processes on one store (CI runs it after `make test`).
+soak: setup
+	$(BIN)/pytest -q --soak -rA tests/soak
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

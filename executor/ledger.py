@@ -375,6 +375,8 @@ class JobReport:
     migrations: int
     lost_work_hours: float
     checkpoint_bytes: int
+    entries: int
+    """Ledger entries (instances, notices, preemptions, ... each one)."""
     pending_writes: int = 0
     """Ledger writes not yet in the store (its supervisor waits for the store to be free)."""
 
@@ -447,5 +449,6 @@ def _report(job: pd.Series, entries: pd.DataFrame, *, pending: int) -> JobReport
         migrations=int((entries.kind == EntryKind.MIGRATION).sum()),
         lost_work_hours=round(lost_hours, 4),
         checkpoint_bytes=checkpoint_bytes,
+        entries=len(entries),
         pending_writes=pending,
     )

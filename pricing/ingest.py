@@ -128,6 +128,41 @@ def read_files(
     return parsed
 
 
+@dataclass(frozen=True, slots=True)
+class ReadPaths:
+    """Files read and validated, not yet stored."""
+
+    files: tuple[Parsed, ...]
+    skipped: tuple[Path, ...]
+
+
+def read_paths(
+    paths: Sequence[Path],
+    *,
+    format_name: str | None = None,
+    on_file: Callable[[Path], None] | None = None,
+) -> ReadPaths:
+    """Read and validate the files under ``paths`` (no store needed: loads read first, then
+    hold the store only to write).
+
+    Raises:
+        InputError: for a missing path, an unknown format or any bad file.
+    """
+    files, skipped = discover(paths)
+    parsed = read_files(files, format_name=format_name, on_file=on_file)
+    return ReadPaths(tuple(parsed), tuple(skipped))
+
+
+def store_files(store: MarketStore, read: ReadPaths) -> LoadReport:
+    """Write files already read into the store in one transaction."""
+    frames: dict[str, list[pd.DataFrame]] = {}
+    for item in read.files:
+        for table, frame in item.frames.items():
+            frames.setdefault(table, []).append(frame)
+    added = store.upsert(frames)
+    return LoadReport(files=read.files, skipped=read.skipped, added=added)
+
+
 def load_paths(
     store: MarketStore,
     paths: Sequence[Path],
@@ -136,11 +171,4 @@ def load_paths(
     on_file: Callable[[Path], None] | None = None,
 ) -> LoadReport:
     """Load files and folders into the store in one transaction."""
-    files, skipped = discover(paths)
-    parsed = read_files(files, format_name=format_name, on_file=on_file)
-    frames: dict[str, list[pd.DataFrame]] = {}
-    for item in parsed:
-        for table, frame in item.frames.items():
-            frames.setdefault(table, []).append(frame)
-    added = store.upsert(frames)
-    return LoadReport(files=tuple(parsed), skipped=tuple(skipped), added=added)
+    return store_files(store, read_paths(paths, format_name=format_name, on_file=on_file))

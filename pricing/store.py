@@ -153,6 +153,16 @@ class MarketStore:
             raise
         return store
 
+    @classmethod
+    def open_to_read(cls, path: Path | str, *, wait_s: float | None = None) -> MarketStore:
+        """Open read-only (so other readers can too); an older Spotwise's store is brought up
+        to date first, in one short writable open."""
+        try:
+            return cls.open(path, read_only=True, wait_s=wait_s)
+        except StoreBehind:
+            cls.open(path, wait_s=wait_s).close()
+            return cls.open(path, read_only=True, wait_s=wait_s)
+
     def close(self) -> None:
         """Close the connection."""
         self._con.close()

@@ -84,15 +84,15 @@ def data_load(
     store: StoreOption = None,
 ) -> None:
     """Load market data files into the store (one transaction: all or nothing)."""
-    with open_store(store) as market:
-        report = _load(market, paths or [settings.bundled_data_dir()], format_name)
+    report = _load(store, paths or [settings.bundled_data_dir()], format_name)
     _print_load_report(report)
 
 
-def _load(market: MarketStore, paths: list[Path], format_name: str | None) -> LoadReport:
+def _load(store: Path | None, paths: list[Path], format_name: str | None) -> LoadReport:
+    """Read every file (showing progress), then hold the store only to write them."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from spotwise.pricing.ingest import discover, load_paths
+    from spotwise.pricing.ingest import discover, read_paths, store_files
 
     try:
         n_files = len(discover(paths)[0])
@@ -105,12 +105,13 @@ def _load(market: MarketStore, paths: list[Path], format_name: str | None) -> Lo
             transient=True,
         ) as bar:
             task = bar.add_task("", total=n_files)
-            return load_paths(
-                market,
+            read = read_paths(
                 paths,
                 format_name=format_name,
                 on_file=lambda p: bar.update(task, advance=1, description=p.name),
             )
+        with open_store(store) as market:
+            return store_files(market, read)
     except PricingError as exc:
         fail(str(exc))
 
@@ -194,15 +195,16 @@ def _collect_on_demand(
 
     from spotwise.pricing.sources.aws_price_list import collect_on_demand_into
 
-    with open_store(store) as market:
-        try:
-            report, added = collect_on_demand_into(
-                market, [region], types, endpoint_url=endpoint_url, max_attempts=max_attempts
-            )
-        except (ClientError, BotoCoreError) as exc:
-            fail(f"AWS Price List for {region}: {exc}")
-        except PricingError as exc:
-            fail(str(exc))
+    with open_store(store) as market:  # made and brought up to date here, held by neither
+        path = market.path
+    try:
+        report, added = collect_on_demand_into(
+            path, [region], types, endpoint_url=endpoint_url, max_attempts=max_attempts
+        )
+    except (ClientError, BotoCoreError) as exc:
+        fail(f"AWS Price List for {region}: {exc}")
+    except PricingError as exc:
+        fail(str(exc))
     for line in report.skipped:
         err.print(f"skipped {line}", highlight=False, soft_wrap=True)
     published = report.frame["ts"].max() if len(report.frame) else None
@@ -285,14 +287,13 @@ def collect_aws_command(
     if on_demand:
         _collect_on_demand(store, region, types, endpoint_url, max_attempts)
         return
-    with (
-        open_store(store) as market,
-        Progress(TextColumn("collecting {task.description}"), console=err, transient=True) as bar,
-    ):
+    with open_store(store) as market:  # made and brought up to date here, held by neither
+        path = market.path
+    with Progress(TextColumn("collecting {task.description}"), console=err, transient=True) as bar:
         task = bar.add_task(region)
         try:
             report, added = collect_into(
-                market,
+                path,
                 region,
                 instance_types=types,
                 since=start,
@@ -351,20 +352,26 @@ def demo(
     def step(message: str) -> None:
         err.print(f"[bold]›[/] {message}")
 
-    with open_store(store) as market:
-        step("loading the bundled real data")
-        report = _load(market, [settings.bundled_data_dir()], None)
+    step("loading the bundled real data")
+    report = _load(store, [settings.bundled_data_dir()], None)
+    with open_store(store, read_only=True) as market:
+        store_path = market.path
         if not as_json:
             _print_load_report(report)
             _print_summary(market.summary())
-        step("fitting price and preemption-risk forecasts")
-        forecasts = run_forecasts(market, progress=lambda m: err.print(f"  {m}", highlight=False))
-        step(
-            f"forecasts: {forecasts.price_series} price series, {forecasts.risk_pools} pools "
-            f"in {forecasts.seconds:.0f} s"
+    step("fitting price and preemption-risk forecasts")
+    try:
+        forecasts = run_forecasts(
+            store_path, progress=lambda m: err.print(f"  {m}", highlight=False)
         )
+    except PricingError as exc:
+        fail(str(exc))
+    step(
+        f"forecasts: {forecasts.price_series} price series, {forecasts.risk_pools} pools "
+        f"in {forecasts.seconds:.0f} s"
+    )
+    with open_store(store, read_only=True) as market:
         _print_plan(market)
-        store_path = market.path
     traces = load_traces(settings.bundled_traces())
     try:
         result = run_example(store_path, traces, step)

@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 
 from spotwise import settings
-from spotwise.pricing.errors import PricingError, StoreBehind
+from spotwise.pricing.errors import PricingError
 from spotwise.pricing.store import MarketStore
 
 err = Console(stderr=True)
@@ -42,11 +42,7 @@ def open_store(path: Path | None, *, read_only: bool = False) -> Iterator[Market
     open of an older Spotwise's store migrates it first)."""
     target = settings.store_path(path)
     try:
-        try:
-            store = MarketStore.open(target, read_only=read_only)
-        except StoreBehind:  # an older Spotwise's store: bring its tables up to date once
-            MarketStore.open(target).close()
-            store = MarketStore.open(target, read_only=True)
+        store = MarketStore.open_to_read(target) if read_only else MarketStore.open(target)
     except PricingError as exc:
         fail(str(exc))
     try:

@@ -166,13 +166,17 @@ def forecast_run(
     """Forecast every price series and the preemption risk of every traced pool."""
     from spotwise.pricing.forecast.run import run_forecasts
 
-    with open_store(store) as market:
+    with open_store(store) as market:  # made and brought up to date here, held by neither
+        path = market.path
+    try:
         report = run_forecasts(
-            market,
+            path,
             horizon_hours=horizon_hours,
             risk_horizon_minutes=risk_horizon_minutes,
             progress=lambda m: err.print(f"… {m}"),
         )
+    except PricingError as exc:
+        fail(str(exc))
     err.print(
         f"[green]wrote {report.rows} forecast rows[/] for {report.price_series} price "
         f"series and {report.risk_pools} pools in {report.seconds} s"
@@ -212,13 +216,11 @@ def forecast_schedule(
         from spotwise.pricing.sources.aws import collect_into
         from spotwise.pricing.store import MarketStore
 
-        market = MarketStore.open(settings.store_path(store))
-        try:
-            for region in regions:
-                collect_into(market, region)
-            report = run_forecasts(market, horizon_hours=horizon_hours)
-        finally:
-            market.close()
+        path = settings.store_path(store)
+        MarketStore.open(path).close()  # made and brought up to date, held by neither
+        for region in regions:
+            collect_into(path, region)
+        report = run_forecasts(path, horizon_hours=horizon_hours)
         return f"{report.rows} forecast rows for {report.price_series} series"
 
     try:

@@ -31,6 +31,21 @@ def pytest_configure(config: pytest.Config) -> None:
         threadpool_limits(limits=int(threads))
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--soak", action="store_true", help="run only the soak tests (minutes each; `make soak`)"
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Soak tests run under ``--soak`` only (CI runs them after the suite), and alone then."""
+    soak = bool(config.getoption("--soak"))
+    keep = [item for item in items if ("soak" in item.keywords) == soak]
+    if len(keep) < len(items):
+        config.hook.pytest_deselected(items=[item for item in items if item not in keep])
+        items[:] = keep
+
+
 @pytest.fixture
 def store_file(tmp_path: Path) -> Path:
     return tmp_path / "store" / "market.duckdb"

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -68,13 +69,42 @@ def _long(
     return out[out["horizon"] <= horizon_steps]
 
 
+@dataclass(frozen=True, slots=True)
+class ForecastInputs:
+    """What a forecasting run reads from the store (it holds the store only to read them)."""
+
+    prices: pd.DataFrame
+    availability: pd.DataFrame
+    """The 1-node availability traces, ordered by trace, pool and time."""
+
+
+def read_inputs(store: MarketStore, instance_type: str | None = None) -> ForecastInputs:
+    """Every price row, and the 1-node availability traces (of ``instance_type``, or all)."""
+    where, params = "", []
+    if instance_type is not None:
+        where, params = " AND lower(instance_type) = ?", [instance_type.lower()]
+    return ForecastInputs(
+        prices=store.query(
+            "SELECT source, provider, region, zone, instance_type, market, ts, price FROM prices"
+        ),
+        availability=store.query(
+            "SELECT source, provider, zone, instance_type, ts, available_nodes FROM availability "
+            f"WHERE source LIKE 'cbl-%-1node'{where} "
+            "ORDER BY source, provider, zone, instance_type, ts",
+            params,
+        ),
+    )
+
+
 def price_forecasts(
-    store: MarketStore, *, horizon_hours: int, level: int, created: pd.Timestamp, progress: Progress
+    prices: pd.DataFrame,
+    *,
+    horizon_hours: int,
+    level: int,
+    created: pd.Timestamp,
+    progress: Progress,
 ) -> tuple[pd.DataFrame, int]:
     """Forecast rows for every price series, and the number of series."""
-    prices = store.query(
-        "SELECT source, provider, region, zone, instance_type, market, ts, price FROM prices"
-    )
     if prices.empty:
         return pd.DataFrame(), 0
     prices["unique_id"] = [
@@ -133,15 +163,12 @@ def pool_risks(
 ) -> list[PoolRisk]:
     """Every pool with a 1-node trace (of ``instance_type``, or all), by the risk forecaster
     the decisions read (:data:`spotwise.policy.risk.SHIPPED`)."""
-    where, params = "", []
-    if instance_type is not None:
-        where, params = " AND lower(instance_type) = ?", [instance_type.lower()]
-    availability = store.query(
-        "SELECT source, provider, zone, instance_type, ts, available_nodes FROM availability "
-        f"WHERE source LIKE 'cbl-%-1node'{where} "
-        "ORDER BY source, provider, zone, instance_type, ts",
-        params,
-    )
+    availability = read_inputs(store, instance_type).availability
+    return risks_of(availability, horizon_minutes=horizon_minutes)
+
+
+def risks_of(availability: pd.DataFrame, *, horizon_minutes: float) -> list[PoolRisk]:
+    """:func:`pool_risks` of 1-node availability traces already read."""
     risks = []
     # A pool may have several traces: use the newest.
     ends = availability.groupby(["provider", "zone", "instance_type", "source"])["ts"].max()
@@ -171,7 +198,7 @@ def pool_risks(
 
 
 def risk_forecasts(
-    store: MarketStore, *, horizon_minutes: float, created: pd.Timestamp
+    availability: pd.DataFrame, *, horizon_minutes: float, created: pd.Timestamp
 ) -> pd.DataFrame:
     """One risk row per pool with a 1-node trace: P(preempted within the horizon) now, and
     the expected hours of a run started now."""
@@ -188,29 +215,38 @@ def risk_forecasts(
             "p_preempt": r.p_preempt,
             "created_at": created,
         }
-        for r in pool_risks(store, horizon_minutes=horizon_minutes)
+        for r in risks_of(availability, horizon_minutes=horizon_minutes)
     ]
     return pd.DataFrame(rows)
 
 
 def run_forecasts(
-    store: MarketStore,
+    store_path: Path,
     *,
     horizon_hours: int = 24,
     risk_horizon_minutes: float = 60.0,
     level: int = 90,
     progress: Progress = silent,
 ) -> ForecastRun:
-    """Forecast everything in the store and write the forecasts in one transaction."""
+    """Forecast everything in the store at ``store_path`` and write the forecasts in one
+    transaction. The store is held only to read the inputs and to write the result: other
+    processes use it while the models fit."""
     began = time.perf_counter()
     created = pd.Timestamp.now(tz="UTC")
+    with MarketStore.open_to_read(store_path) as store:
+        inputs = read_inputs(store)
     prices, n_series = price_forecasts(
-        store, horizon_hours=horizon_hours, level=level, created=created, progress=progress
+        inputs.prices, horizon_hours=horizon_hours, level=level, created=created, progress=progress
     )
     progress("preemption risk per pool")
-    risk = risk_forecasts(store, horizon_minutes=risk_horizon_minutes, created=created)
+    risk = risk_forecasts(
+        inputs.availability, horizon_minutes=risk_horizon_minutes, created=created
+    )
     parts = [f for f in (prices, risk) if not f.empty]
-    written = store.replace_forecasts(pd.concat(parts, ignore_index=True)) if parts else 0
+    written = 0
+    if parts:
+        with MarketStore.open(store_path) as store:
+            written = store.replace_forecasts(pd.concat(parts, ignore_index=True))
     return ForecastRun(
         price_series=n_series,
         risk_pools=len(risk),

@@ -153,7 +153,7 @@ def collect_aws(
 
 
 def collect_into(
-    store: MarketStore,
+    store_path: Path,
     region: str,
     *,
     instance_types: Sequence[str] = (),
@@ -164,26 +164,31 @@ def collect_into(
     placement_scores: bool = True,
     on_page: Callable[[int, int], None] | None = None,
 ) -> tuple[CollectReport, dict[str, int]]:
-    """Collect one region into ``store`` from where it left off (:func:`collect_aws` with a
-    boto3 client that retries throttled calls); the report and the new rows per table.
+    """Collect one region into the store at ``store_path`` from where it left off
+    (:func:`collect_aws` with a boto3 client that retries throttled calls); the report and the
+    new rows per table. The store is held only to read where to resume and to write, not while
+    AWS answers.
 
     Raises:
         botocore.exceptions.ClientError, botocore.exceptions.BotoCoreError: when the price
             history cannot be fetched.
     """
     client = retrying_client("ec2", region, endpoint_url, max_attempts)
+    with MarketStore.open_to_read(store_path) as store:
+        resume_from = stored_resume_point(store, region)
     report = collect_aws(
         client,
         region=region,
         instance_types=instance_types,
-        resume_from=stored_resume_point(store, region),
+        resume_from=resume_from,
         since=since,
         now=pd.Timestamp.now(tz="UTC"),
         advisor_url=advisor_url,
         placement_scores=placement_scores,
         on_page=on_page,
     )
-    return report, store.upsert(report.frames)
+    with MarketStore.open(store_path) as store:
+        return report, store.upsert(report.frames)
 
 
 def retrying_client(service: str, region: str, endpoint_url: str | None, max_attempts: int) -> Any:
@@ -201,13 +206,21 @@ def retrying_client(service: str, region: str, endpoint_url: str | None, max_att
 
 def stored_resume_point(store: MarketStore, region: str) -> Callable[[str], pd.Timestamp | None]:
     """The resume rule of :func:`collect_aws` over a store: the newest stored spot price of the
-    region for an instance type ('' = any type)."""
+    region for an instance type ('' = any type), read now (the store may close after)."""
+    newest = store.query(
+        "SELECT instance_type, max(ts) AS ts FROM prices "
+        "WHERE provider = 'aws' AND region = ? AND market = 'spot' GROUP BY instance_type",
+        [region],
+    )
+    by_type = {
+        str(t): pd.Timestamp(ts).tz_convert("UTC")
+        for t, ts in zip(newest["instance_type"], newest["ts"], strict=True)
+    }
 
     def resume_from(instance_type: str) -> pd.Timestamp | None:
-        where = {"provider": "aws", "region": region, "market": "spot"}
-        return store.newest(
-            "prices", {**where, "instance_type": instance_type} if instance_type else where
-        )
+        if instance_type:
+            return by_type.get(instance_type)
+        return max(by_type.values()) if by_type else None
 
     return resume_from
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -125,7 +126,7 @@ def collect_on_demand(
 
 
 def collect_on_demand_into(
-    store: MarketStore,
+    store_path: Path,
     regions: Sequence[str],
     instance_types: Sequence[str] = (),
     *,
@@ -143,8 +144,10 @@ def collect_on_demand_into(
 
     pricing = retrying_client("pricing", PRICING_REGION, endpoint_url, max_attempts)
     report = collect_on_demand(pricing, regions, instance_types)
-    added = store.upsert({"prices": report.frame}) if len(report.frame) else {}
-    return report, added.get("prices", 0)
+    if not len(report.frame):
+        return report, 0
+    with MarketStore.open(store_path) as store:  # held only to write
+        return report, store.upsert({"prices": report.frame}).get("prices", 0)
 
 
 _COLUMNS = ("source", "provider", "region", "zone", "instance_type", "market", "ts", "price")

@@ -33,7 +33,7 @@ def filled_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
                 DATA / "advisor/spot-advisor-data_2025-06-28.json",
             ],
         )
-        run_forecasts(store)
+    run_forecasts(path)
     spec = REFERENCE
     run = run_bench(
         load_traces(TRACES),

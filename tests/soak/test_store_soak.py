@@ -1,0 +1,236 @@
+"""Soak: many Spotwise processes on one store for a few minutes, as a team runs it. The
+forecast schedule, a large load in a loop, a supervised run with preemptions, `jobs list` in a
+loop and the dashboard's pages in a loop: no command fails, the ledger holds every entry the
+supervisor wrote, and the store is consistent afterwards."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from spotwise.pricing.store import MarketStore
+from tests.conftest import DATA
+
+pytestmark = pytest.mark.soak
+
+PRICES = DATA / "prices/aws_spot_price_history_2019-12_2020-01.csv"
+TRACES = DATA / "traces/cbl/availability/1-node/aws-02-15-2023"
+FAKE_JOB = Path(__file__).resolve().parent.parent / "executor" / "fake_job.py"
+LIMIT_S = 420
+
+
+def large_price_file(folder: Path) -> Path:
+    """The bundled AWS price history, each price repeated every 10 minutes until the next
+    (about 600 000 rows, 40 MB): the same series and prices, so forecasts cost the same."""
+    prices = pd.read_csv(PRICES, parse_dates=["timestamp"])
+    parts = []
+    for _, series in prices.groupby(["availability_zone", "instance_type"]):
+        series = series.sort_values("timestamp").set_index("timestamp")
+        dense = series.resample("10min").ffill().dropna().reset_index()
+        parts.append(dense)
+    dense = pd.concat(parts, ignore_index=True)[list(prices.columns)]
+    dense["timestamp"] = dense["timestamp"].dt.strftime("%Y-%m-%dT%H:%M:%SZ")
+    target = folder / "aws_spot_price_history_dense.csv"
+    dense.to_csv(target, index=False)
+    return target
+
+
+class Commands:
+    """Every command the soak runs, with its exit code and the tail of its stderr."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
+        self.runs: Counter[str] = Counter()
+        self.failures: list[str] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, *args: str) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run(
+            [sys.executable, "-m", "spotwise", *args],
+            capture_output=True,
+            text=True,
+            env=self.env,
+            timeout=300,
+            check=False,
+        )
+        with self._lock:
+            self.runs[" ".join(args[:2])] += 1
+            if result.returncode != 0:
+                self.failures.append(f"{' '.join(args)}: {result.stderr[-2000:]}")
+        return result
+
+
+def repeat(until: threading.Event, work: Callable[[], object], pause_s: float) -> threading.Thread:
+    def loop() -> None:
+        while not until.is_set():
+            work()
+            until.wait(pause_s)
+
+    thread = threading.Thread(target=loop, daemon=True)
+    thread.start()
+    return thread
+
+
+def dashboard_pages(store: Path, failures: list[str]) -> int:
+    """Render the dashboard's pages once (Streamlit's AppTest, in this process)."""
+    import streamlit as st
+    from streamlit.testing.v1 import AppTest
+
+    os.environ["SPOTWISE_STORE"] = str(store)
+    st.cache_data.clear()
+    drawn = 0
+    for name in ("market", "risk", "jobs"):
+        app = AppTest.from_string(
+            f"from dashboard.screens import {name}\n{name}.render()", default_timeout=120
+        )
+        app.run()
+        problems = [e.value for e in app.exception] + [e.value for e in app.error]
+        if problems:
+            failures.append(f"dashboard {name}: {problems}")
+        drawn += 1
+    return drawn
+
+
+def test_a_store_shared_by_every_kind_of_process_loses_nothing_and_fails_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = tmp_path / "store" / "market.duckdb"
+    env = {**os.environ, "SPOTWISE_STORE": str(store), "COLUMNS": "200"}
+    monkeypatch.setenv("SPOTWISE_STORE", str(store))
+    run = Commands(env)
+    assert run("data", "load", str(PRICES), str(TRACES)).returncode == 0, run.failures
+    big = large_price_file(tmp_path)
+    began = time.monotonic()
+
+    schedule = subprocess.Popen(
+        [sys.executable, "-m", "spotwise", "forecast", "schedule", "--every", "1m"],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    job = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "spotwise",
+            "run",
+            "--pools",
+            "us-east-1a_v100_1",
+            "--start-hours",
+            "100",
+            "--scale",
+            "60",
+            "--compute-hours",
+            "1.5",
+            "--deadline-hours",
+            "6",
+            "--preempt-every",
+            "20s",
+            "--json",
+            "--",
+            sys.executable,
+            str(FAKE_JOB),
+            "--work-s",
+            "90",
+            "--state",
+            str(tmp_path / "progress"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    done = threading.Event()
+    loops = [
+        repeat(done, lambda: run("data", "load", str(big)), 5.0),
+        repeat(done, lambda: run("jobs", "list", "--json"), 2.0),
+        repeat(done, lambda: run("data", "summary", "--json"), 3.0),
+    ]
+    schedule_lines: list[str] = []
+
+    def read_schedule() -> None:
+        assert schedule.stderr is not None
+        schedule_lines.extend(schedule.stderr)
+
+    reader = threading.Thread(target=read_schedule, daemon=True)
+    reader.start()
+    pages = 0
+    try:
+        while time.monotonic() - began < LIMIT_S:
+            pages += dashboard_pages(store, run.failures)
+            ok_runs = sum("ok:" in line for line in schedule_lines)
+            if job.poll() is not None and ok_runs >= 2 and run.runs["data load"] >= 3:
+                break
+            time.sleep(1.0)
+    finally:
+        done.set()
+        for thread in loops:
+            thread.join(timeout=300)
+        schedule.send_signal(signal.SIGTERM)
+        schedule.wait(timeout=120)
+        reader.join(timeout=10)
+        if job.poll() is None:
+            job.kill()
+    job_out, job_err = job.communicate(timeout=60)
+    soaked_s = time.monotonic() - began
+
+    assert job.returncode == 0, job_err[-3000:]
+    assert run.failures == []
+    schedule_text = "".join(schedule_lines)
+    assert "failed" not in schedule_text, schedule_text[-3000:]
+    assert sum("ok:" in line for line in schedule_lines) >= 2, schedule_text[-3000:]
+    assert schedule.returncode == 0
+
+    # The ledger holds every entry the supervisor wrote: its own account against the store's.
+    by_supervisor = json.loads(job_out)
+    shown = run("jobs", "show", by_supervisor["job_id"], "--json")
+    assert shown.returncode == 0, shown.stderr
+    in_store = json.loads(shown.stdout)
+    assert in_store["pending_writes"] == 0
+    assert by_supervisor["preemptions"] >= 2 and by_supervisor["status"] == "completed"
+    for key in ("entries", "instances", "preemptions", "notices", "migrations", "cost_usd"):
+        assert in_store[key] == by_supervisor[key], key
+    assert job_err.count("launching on") == by_supervisor["instances"]
+
+    # The store is consistent: the summary's counts are the tables', every forecast whole.
+    summary = run("data", "summary", "--json")
+    assert summary.returncode == 0, summary.stderr
+    tables = json.loads(summary.stdout)["tables"]
+    with MarketStore.open(store, read_only=True) as market:
+        for table, rows in tables.items():
+            assert market.records(f"SELECT count(*) AS n FROM {table}")[0]["n"] == rows
+        runs_per_forecast = market.records(
+            "SELECT max(n) AS most FROM (SELECT unique_id, model, count(DISTINCT created_at) "
+            "AS n FROM forecasts GROUP BY ALL)"
+        )[0]["most"]
+        naive = market.records(
+            "SELECT count(*) AS n, count(DISTINCT (unique_id, horizon)) AS distinct_rows "
+            "FROM forecasts WHERE model = 'Naive'"
+        )[0]
+    assert runs_per_forecast == 1 and naive["n"] == naive["distinct_rows"] > 0
+    counted = ("entries", "instances", "preemptions", "notices")
+    print(
+        json.dumps(
+            {
+                "soak_s": round(soaked_s, 1),
+                "commands": dict(run.runs),
+                "failed_commands": len(run.failures),
+                "forecast_runs_ok": sum("ok:" in line for line in schedule_lines),
+                "dashboard_pages": pages,
+                "ledger_kept_pending": job_err.count("keeps writes in"),
+                "supervisor": {k: by_supervisor[k] for k in counted},
+                "store": {k: in_store[k] for k in counted},
+            }
+        )
+    )
