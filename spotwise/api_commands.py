@@ -255,6 +255,24 @@ def train(
         ),
     ] = "risk_aware",
     imitation_episodes: Annotated[int, typer.Option("--imitation-episodes", min=1)] = 1000,
+    imitation_epochs: Annotated[int, typer.Option("--imitation-epochs", min=1)] = 30,
+    dagger_rounds: Annotated[
+        int,
+        typer.Option(
+            "--dagger-rounds",
+            min=0,
+            help="After cloning, rounds of playing jobs itself with the expert labelling them.",
+        ),
+    ] = 0,
+    suite_classes: Annotated[
+        bool,
+        typer.Option(
+            "--suite",
+            help="Train on every class of the scenario suite (every bundled trace set, job "
+            "shape, changeover, observation mode and history; jobs that end before each set's "
+            "held-back cut) instead of one trace set and job shape.",
+        ),
+    ] = False,
     until_hours: Annotated[
         float,
         typer.Option(
@@ -271,31 +289,40 @@ def train(
     progress: Annotated[bool, typer.Option("--progress/--no-progress")] = True,
 ) -> None:
     """Train a learned policy on the traces' past (progress bar; TensorBoard logs in --out)."""
-    from spotwise.policy.rl.train import train_ppo
+    from spotwise.policy.rl.train import suite_scenarios, trace_scenarios, train_ppo
     from spotwise.policy.traces import load_traces
 
     if algo != "ppo":
         fail(f"--algo {algo!r} is not supported; use ppo")
     try:
-        spec = JobSpec(
-            compute_hours=compute_hours,
-            deadline_hours=deadline_hours,
-            changeover_hours=changeover_hours,
-            spot_price=spot_price,
-            on_demand_price=on_demand_price,
-        )
-        trace_set = load_traces(_traces_folder(traces))
+        if suite_classes:
+            from spotwise.policy.suite import bundled_trace_sets
+
+            root = settings.bundled_data_dir() / "traces/cbl/availability/1-node"
+            scenarios = suite_scenarios(bundled_trace_sets(root))
+            trained: dict[str, object] = {"suite": "every class, training jobs"}
+        else:
+            spec = JobSpec(
+                compute_hours=compute_hours,
+                deadline_hours=deadline_hours,
+                changeover_hours=changeover_hours,
+                spot_price=spot_price,
+                on_demand_price=on_demand_price,
+            )
+            scenarios = trace_scenarios(load_traces(_traces_folder(traces)), spec, until_hours)
+            trained = {"until_hours": until_hours}
         began = time.perf_counter()
         target = train_ppo(
-            trace_set,
-            spec,
+            scenarios,
             out=out_dir,
             timesteps=timesteps,
             seed=seed,
-            until_hours=until_hours,
             imitate=None if imitate == "none" else imitate,
             imitation_episodes=imitation_episodes,
+            imitation_epochs=imitation_epochs,
+            dagger_rounds=dagger_rounds,
             progress_bar=progress,
+            trained=trained,
         )
     except (PolicyError, ValueError) as exc:
         fail(str(exc))

@@ -105,4 +105,5 @@ class LearnedPolicy(Policy):
             obs,
             self._blind,
             self._checkpoint_ticks,
+            self._features.ranking,
         )

@@ -12,6 +12,7 @@ when only on-demand can still meet the deadline); the ticks in between run on by
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
@@ -41,13 +42,20 @@ def instance_action(slot: int, n_pools: int) -> int:
     return slot if slot - SPOT0 < n_pools else NONE
 
 
-def launch(instance: int, obs: Observation, blind: bool, checkpoint_ticks: int) -> Action:
+def launch(
+    instance: int,
+    obs: Observation,
+    blind: bool,
+    checkpoint_ticks: int,
+    ranking: Sequence[int] | None = None,
+) -> Action:
     """The simulator action of an instance choice; blind (``current``/``probe``), a spot choice
-    asks for its pool first and every other pool not just seen down after it, and waiting asks
-    again (a failed request costs only the idle tick)."""
+    asks for its pool first and every other pool not just seen down after it (best first by
+    ``ranking``, else in order), and waiting asks again (a failed request costs only the idle
+    tick)."""
     if not blind or instance == ON_DEMAND or obs.state >= SPOT0:
         return Action(instance, checkpoint_ticks=checkpoint_ticks)
-    pools = obs.askable()
+    pools = list(ranking) if ranking is not None else obs.askable()
     if instance >= SPOT0:
         pools = [instance - SPOT0, *(z for z in pools if z != instance - SPOT0)]
     return request(pools, checkpoint_ticks)
@@ -61,9 +69,22 @@ def spaces(max_pools: int) -> tuple[gym.spaces.Box, gym.spaces.MultiDiscrete]:
     return observations, gym.spaces.MultiDiscrete([SPOT0 + max_pools, len(CHECKPOINT_MINUTES)])
 
 
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    """One kind of job to train on: its traces, shape, what the controller sees, and the
+    start ticks it may begin at."""
+
+    traces: TraceSet
+    spec: JobSpec
+    starts: Sequence[int]
+    visibility: Visibility = EVERYTHING
+
+
 class SpotJobEnv(gym.Env[np.ndarray, np.ndarray]):
     """Jobs on random start ticks of ``traces`` (each on one random pool with probability
-    ``single_share``, else on all pools), every start's deadline before ``until_tick``."""
+    ``single_share``, else on all pools), every start's deadline before ``until_tick``. With
+    ``scenarios``, each job first draws one of them (its traces, shape, visibility, starts),
+    and ``traces``, ``spec`` and ``starts`` only seed the spaces."""
 
     def __init__(
         self,
@@ -75,26 +96,33 @@ class SpotJobEnv(gym.Env[np.ndarray, np.ndarray]):
         single_share: float = 0.5,
         checkpoint: CheckpointMode | None = None,
         visibility: Visibility = EVERYTHING,
+        scenarios: Sequence[Scenario] = (),
     ) -> None:
-        if not starts:
+        self.scenarios = list(scenarios) or [Scenario(traces, spec, list(starts), visibility)]
+        if any(not s.starts for s in self.scenarios):
             raise ValueError("no job start fits before the training cut-off")
-        self.traces, self.job_spec, self.max_pools = traces, spec, max_pools
-        self.starts = list(starts)
+        self.max_pools = max_pools
         self.single_share = single_share
-        self.visibility = visibility
+        self._use(self.scenarios[0])
         self.checkpoint = checkpoint or CheckpointMode(
             interval_minutes=None, stall_seconds=30.0, notice_seconds=120.0
         )
         self.observation_space, self.action_space = spaces(max_pools)
-        self._ticks_per_minute = 60.0 / traces.gap_seconds
         self.on_tick: Callable[[Observation], None] | None = None
         """Called with every tick's observation (an expert to imitate follows the job)."""
+
+    def _use(self, scenario: Scenario) -> None:
+        self.traces, self.job_spec = scenario.traces, scenario.spec
+        self.starts, self.visibility = list(scenario.starts), scenario.visibility
+        self._ticks_per_minute = 60.0 / scenario.traces.gap_seconds
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
-        """A new job on a random start and pool set."""
+        """A new job on a random scenario, start and pool set."""
         super().reset(seed=seed)
+        if len(self.scenarios) > 1:
+            self._use(self.scenarios[int(self.np_random.integers(len(self.scenarios)))])
         start = int(self.np_random.choice(self.starts))
         traces = self.traces
         if self.np_random.random() < self.single_share:
@@ -136,9 +164,14 @@ class SpotJobEnv(gym.Env[np.ndarray, np.ndarray]):
         """Run the chosen action for one tick, then every tick up to the next choice."""
         run = self._run
         self._interval = max(1, round(CHECKPOINT_MINUTES[int(action[1])] * self._ticks_per_minute))
-        cost = self._cost + run.step(
-            Action(instance_action(int(action[0]), self._n_pools), checkpoint_ticks=self._interval)
+        chosen = launch(  # as the deployed policy acts (a blind spot choice is a request)
+            instance_action(int(action[0]), self._n_pools),
+            self._obs,
+            self.visibility.observe != "all",
+            self._interval,
+            self._features.ranking,
         )
+        cost = self._cost + run.step(chosen)
         self._cost = 0.0
         if not run.over:
             self._obs = run.observe()

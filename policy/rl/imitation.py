@@ -43,9 +43,17 @@ class _Follower:
 
 
 def demonstrations(
-    env: SpotJobEnv, expert: str, episodes: int, seed: int, *, progress: bool = False
+    env: SpotJobEnv,
+    expert: str,
+    episodes: int,
+    seed: int,
+    *,
+    progress: bool = False,
+    learner: object | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(features, actions) at the choice points of ``episodes`` jobs played by ``expert``."""
+    """(features, actions) at the choice points of ``episodes`` jobs played by ``expert``;
+    with ``learner`` (an SB3 model), the learner plays and the expert only labels the states
+    it reaches (DAgger: the learner is taught where its own mistakes lead)."""
     features: list[np.ndarray] = []
     actions: list[list[int]] = []
     follower = _Follower(env, expert)
@@ -58,7 +66,10 @@ def demonstrations(
                 action = [follower.action.instance, follower.interval()]
                 features.append(vector)
                 actions.append(action)
-                vector, _, terminated, truncated, _ = env.step(np.array(action))
+                played = np.array(action)
+                if learner is not None:
+                    played, _ = learner.predict(vector, deterministic=True)  # type: ignore[attr-defined]
+                vector, _, terminated, truncated, _ = env.step(played)
                 done = terminated or truncated
     finally:
         env.on_tick = None

@@ -1,20 +1,28 @@
-"""Training a learned policy with stable-baselines3 on the jobs of a trace's past: optionally
-warm-started by cloning a rule policy's decisions (:mod:`spotwise.policy.rl.imitation`), then
-PPO."""
+"""Training a learned policy with stable-baselines3 on past jobs: optionally warm-started by
+cloning a rule policy's decisions (:mod:`spotwise.policy.rl.imitation`), then PPO.
+
+Jobs come from scenarios: one trace set and job shape (:func:`trace_scenarios`), or every
+class of the scenario suite on its training jobs (:func:`suite_scenarios`: every bundled trace
+set, job shape, changeover, observation mode and history, jobs ending before each set's
+held-back cut), so one model serves them all.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from spotwise.policy.job import JobSpec
 from spotwise.policy.rl.agent import save_model
-from spotwise.policy.rl.env import CHECKPOINT_MINUTES, SpotJobEnv
+from spotwise.policy.rl.augment import Storms, stormier
+from spotwise.policy.rl.env import CHECKPOINT_MINUTES, Scenario, SpotJobEnv
 from spotwise.policy.rl.features import HALF_LIFE_HOURS
 from spotwise.policy.rl.imitation import clone, demonstrations
 from spotwise.policy.rl.model_files import NET_ARCH, AgentConfig
-from spotwise.policy.simulate import job_starts
+from spotwise.policy.simulate import Visibility, job_starts
 from spotwise.policy.traces import TraceSet
 
 
@@ -26,39 +34,94 @@ def training_starts(traces: TraceSet, spec: JobSpec, until_hours: float) -> list
     return [s for s in starts if s + job.deadline <= cutoff]
 
 
+def trace_scenarios(traces: TraceSet, spec: JobSpec, until_hours: float) -> list[Scenario]:
+    """One trace set and job shape, every pool visible, jobs ending before ``until_hours``."""
+    return [Scenario(traces, spec, training_starts(traces, spec, until_hours))]
+
+
+def suite_scenarios(
+    sets: dict[str, TraceSet], start_every_hours: float = 3.0, stormy_copies: int = 0
+) -> list[Scenario]:
+    """Every class of the scenario suite on its training jobs (those that end before each
+    set's held-back cut), with the suite's priors; and the same on ``stormy_copies`` rougher
+    copies of each set, the k-th k times as stormy (:func:`spotwise.policy.rl.augment.stormier`),
+    each with its own prior."""
+    from spotwise.policy.suite import TRAIN, classes, set_prior, window_starts
+
+    markets = list(sets.items())
+    for copy in range(1, stormy_copies + 1):
+        storms = Storms(outages_per_day=copy * 1.0, storms_per_day=copy * 0.3)
+        markets += [(name, stormier(t, seed=copy, storms=storms)) for name, t in sets.items()]
+    scenarios = []
+    for name, traces in markets:
+        prior = set_prior(traces, name)
+        for c in classes([name], quick=False):
+            spec = c.spec()
+            seen = Visibility(observe=c.observe, history_hours=c.history_hours, prior=prior)
+            starts = window_starts(traces, spec, TRAIN, start_every_hours)
+            if starts:
+                scenarios.append(Scenario(traces, spec, starts, seen))
+    return scenarios
+
+
+def _describe(scenarios: Sequence[Scenario]) -> dict[str, Any]:
+    first = scenarios[0]
+    return {
+        "pools": sorted({name for s in scenarios for name in s.traces.names}),
+        "scenarios": len(scenarios),
+        "n_starts": int(sum(len(s.starts) for s in scenarios)),
+        "job": {
+            "compute_hours": first.spec.compute_hours,
+            "deadline_hours": first.spec.deadline_hours,
+            "changeover_hours": first.spec.changeover_hours,
+            "spot_price": first.spec.spot_price,
+            "on_demand_price": first.spec.on_demand_price,
+        }
+        if len(scenarios) == 1
+        else "every shape of the suite",
+        "gap_seconds": sorted({s.traces.gap_seconds for s in scenarios}),
+    }
+
+
 def train_ppo(
-    traces: TraceSet,
-    spec: JobSpec,
+    scenarios: Sequence[Scenario],
     *,
     out: Path,
     timesteps: int,
     seed: int,
-    until_hours: float,
     imitate: str | None = "risk_aware",
     imitation_episodes: int = 1000,
     imitation_epochs: int = 30,
+    dagger_rounds: int = 0,
+    single_share: float = 0.2,
     progress_bar: bool = False,
+    trained: dict[str, Any] | None = None,
 ) -> Path:
-    """Train PPO on jobs that end before ``until_hours``; write ``out/ppo.pt`` (weights) +
-    ``.json`` (config and weights hash) and TensorBoard logs under ``out/tensorboard``. Returns
-    the .pt path.
+    """Train PPO on jobs of ``scenarios``; write ``out/ppo.pt`` (weights) + ``.json`` (config
+    and weights hash) and TensorBoard logs under ``out/tensorboard``. Returns the .pt path.
 
     With ``imitate``, the policy network first clones that policy's choices on
-    ``imitation_episodes`` training jobs, and PPO then fine-tunes it at a lower learning rate.
+    ``imitation_episodes`` training jobs, then ``dagger_rounds`` times plays as many jobs
+    itself, has the expert label the choices it met and clones them all again (DAgger); PPO
+    then fine-tunes it at a lower learning rate.
+    ``trained`` adds to what the config says of the training.
     """
     import torch
     from stable_baselines3 import PPO
     from stable_baselines3.common.env_util import make_vec_env
 
     torch.set_num_threads(1)
-    starts = training_starts(traces, spec, until_hours)
-    max_pools = len(traces.pools)
-    env = make_vec_env(
-        SpotJobEnv,
-        n_envs=4,
-        seed=seed,
-        env_kwargs={"traces": traces, "spec": spec, "max_pools": max_pools, "starts": starts},
-    )
+    max_pools = max(len(s.traces.pools) for s in scenarios)
+    first = scenarios[0]
+    env_kwargs = {
+        "traces": first.traces,
+        "spec": first.spec,
+        "max_pools": max_pools,
+        "starts": first.starts,
+        "single_share": single_share,
+        "scenarios": list(scenarios),
+    }
+    env = make_vec_env(SpotJobEnv, n_envs=4, seed=seed, env_kwargs=env_kwargs)
     model = PPO(
         "MlpPolicy",
         env,
@@ -68,7 +131,7 @@ def train_ppo(
         gamma=0.999,
         gae_lambda=0.95,
         ent_coef=0.003,
-        learning_rate=1e-4 if imitate else 3e-4,
+        learning_rate=3e-5 if imitate else 3e-4,
         policy_kwargs={"net_arch": list(NET_ARCH)},
         tensorboard_log=str(out / "tensorboard"),
         seed=seed,
@@ -77,19 +140,33 @@ def train_ppo(
     )
     imitation: dict[str, object] = {}
     if imitate:
-        demo_env = SpotJobEnv(traces, spec, max_pools=max_pools, starts=starts)
+        demo_env = SpotJobEnv(**env_kwargs)  # type: ignore[arg-type]
         features, actions = demonstrations(
             demo_env, imitate, imitation_episodes, seed, progress=progress_bar
         )
         loss = clone(model, features, actions, epochs=imitation_epochs, seed=seed)
+        for round_ in range(1, dagger_rounds + 1):
+            more_features, more_actions = demonstrations(
+                demo_env,
+                imitate,
+                imitation_episodes,
+                seed + round_ * imitation_episodes,
+                progress=progress_bar,
+                learner=model,
+            )
+            features = np.concatenate([features, more_features])
+            actions = np.concatenate([actions, more_actions])
+            loss = clone(model, features, actions, epochs=imitation_epochs, seed=seed + round_)
         imitation = {
             "expert": imitate,
             "episodes": imitation_episodes,
+            "dagger_rounds": dagger_rounds,
             "epochs": imitation_epochs,
             "choices": len(actions),
             "final_nll": round(loss, 4),
         }
-    model.learn(total_timesteps=timesteps, progress_bar=progress_bar, tb_log_name="ppo")
+    if timesteps:
+        model.learn(total_timesteps=timesteps, progress_bar=progress_bar, tb_log_name="ppo")
     config = AgentConfig(
         algo="ppo",
         max_pools=max_pools,
@@ -97,21 +174,15 @@ def train_ppo(
         checkpoint_minutes=CHECKPOINT_MINUTES,
         half_life_hours=HALF_LIFE_HOURS,
         trained={
-            "pools": list(traces.names),
-            "until_hours": until_hours,
-            "n_starts": len(starts),
+            **_describe(scenarios),
+            **(trained or {}),
             "timesteps": timesteps,
             "seed": seed,
+            "single_share": single_share,
             "imitation": imitation,
-            "job": {
-                "compute_hours": spec.compute_hours,
-                "deadline_hours": spec.deadline_hours,
-                "changeover_hours": spec.changeover_hours,
-                "spot_price": spec.spot_price,
-                "on_demand_price": spec.on_demand_price,
-            },
-            "gap_seconds": traces.gap_seconds,
-            "mean_start_hour": float(np.mean(starts)) * traces.gap_seconds / 3600,
+            "mean_start_hour": float(
+                np.mean([t * s.traces.gap_seconds / 3600 for s in scenarios for t in s.starts])
+            ),
         },
     )
     return save_model(model.policy, config, out, "ppo")

@@ -14,7 +14,7 @@ from spotwise.policy.job import REFERENCE
 from spotwise.policy.policies.base import Action
 from spotwise.policy.rl.catalog import ModelCatalog
 from spotwise.policy.rl.env import SpotJobEnv
-from spotwise.policy.rl.train import train_ppo, training_starts
+from spotwise.policy.rl.train import trace_scenarios, train_ppo, training_starts
 from spotwise.policy.simulate import job_starts, simulate
 from spotwise.policy.traces import TraceSet, load_traces
 from tests.conftest import DATA
@@ -186,14 +186,13 @@ def test_seeded_training_is_reproducible_and_loadable_from_its_folder(
 ) -> None:
     weights = [
         train_ppo(
-            bundled,
-            SPEC,
+            trace_scenarios(bundled, SPEC, 480),
             out=tmp_path / f"run{i}",
             timesteps=2048,
             seed=7,
-            until_hours=480,
             imitation_episodes=3,
             imitation_epochs=2,
+            trained={"until_hours": 480},
         )
         for i in range(2)
     ]
@@ -228,3 +227,47 @@ def test_cloning_the_expert_reproduces_its_choices_on_the_jobs_it_saw(bundled: T
     before = agreement(model)
     clone(model, features, actions, epochs=40, seed=0, balance=False)
     assert agreement(model) > 0.95 > before
+
+
+def test_stormier_copies_only_take_capacity_away_and_storms_hit_a_region_at_once(
+    bundled: TraceSet,
+) -> None:
+    from spotwise.policy.rl.augment import Storms, stormier
+
+    rough = stormier(bundled, seed=1, storms=Storms(outages_per_day=0.0, storms_per_day=2.0))
+    assert rough.available.shape == bundled.available.shape
+    assert not (rough.available & ~bundled.available).any()  # nothing added
+    assert rough.available.mean() < bundled.available.mean()
+    taken = bundled.available & ~rough.available
+    east1 = [i for i, n in enumerate(bundled.names) if n.startswith("us-east-1")]
+    # a regional storm takes every pool of the region that was up, at the same ticks
+    up_in_all = bundled.available[east1].all(axis=0)
+    assert (taken[east1][:, up_in_all].all(axis=0) == taken[east1][:, up_in_all].any(axis=0)).all()
+    again = stormier(bundled, seed=1, storms=Storms(outages_per_day=0.0, storms_per_day=2.0))
+    assert (again.available == rough.available).all()  # a seed is a copy
+
+
+def test_suite_training_jobs_cover_every_class_and_end_before_the_held_back_cut(
+    bundled: TraceSet,
+) -> None:
+    from spotwise.policy.rl.train import suite_scenarios
+    from spotwise.policy.suite import CUT, classes
+
+    sets = {"aws-02-15-2023": bundled}
+    scenarios = suite_scenarios(sets, start_every_hours=24.0, stormy_copies=1)
+    assert len(scenarios) == 2 * len(classes(list(sets), quick=False))
+    cut = int(bundled.n_ticks * CUT)
+    for scenario in scenarios:
+        deadline = scenario.spec.ticks(bundled.gap_seconds).deadline
+        assert max(scenario.starts) + deadline <= cut
+    assert {s.visibility.observe for s in scenarios} == {"all", "probe"}
+    assert {s.visibility.history_hours for s in scenarios} == {0.0, 168.0}
+    assert {s.spec.changeover_hours for s in scenarios} == {0.05, 0.2}
+    env = SpotJobEnv(bundled, SPEC, max_pools=9, starts=[0], single_share=0.0, scenarios=scenarios)
+    shapes = set()
+    for seed in range(30):
+        env.reset(seed=seed)
+        shapes.add(
+            (env.job_spec.compute_hours, env.job_spec.deadline_hours, env.visibility.observe)
+        )
+    assert len(shapes) == 6  # every shape in both modes is drawn
