@@ -203,7 +203,9 @@ class Ledger:
         item = LedgerWrite(write, values)
         self._writes.append(item)
         self._pending.append(item)
-        self._flush(self.write_wait_s)
+        # a store already found busy is tried once, not waited for: the supervisor has a job
+        # to watch
+        self._flush(0.0 if self._busy_since is not None else self.write_wait_s)
 
     def _flush(self, wait_s: float) -> None:
         """Write the pending writes in one transaction, or keep them in the journal."""
