@@ -60,7 +60,13 @@ from spotwise.policy.policies.base import (
     request,
 )
 from spotwise.policy.policies.rules import Guardrails, slack_ticks
-from spotwise.policy.risk import SHIPPED, fit_on_history, fresh_any_up, job_history
+from spotwise.policy.risk import (
+    SHIPPED,
+    RiskForecaster,
+    fit_on_history,
+    fresh_any_up,
+    job_history,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +86,18 @@ class RiskAwareParams:
     """How fast the recent spot share reverts to the long-run one (0: it does not)."""
 
 
+def risk_forecast(context: JobContext, params: RiskAwareParams) -> RiskForecaster:
+    """The risk forecast the rules act on, fitted on the job's past (the learned policy's
+    features read the same one)."""
+    return fit_on_history(
+        job_history(context),
+        name=params.forecaster,
+        half_life_hours=params.half_life_hours,
+        prior_weight=params.prior_weight,
+        reversion_hours=params.reversion_hours or None,
+    )
+
+
 class RiskAware(Policy):
     """Spot where the risk forecast promises a run worth its changeovers; on-demand only for
     the work that the forecast says spot will not cover by the deadline."""
@@ -91,14 +109,7 @@ class RiskAware(Policy):
         """Fit the risk forecasts on the past and start a job."""
         self._context = context
         self._blind = context.observe != "all"
-        params = self.params
-        self.forecast = fit_on_history(
-            job_history(context),
-            name=params.forecaster,
-            half_life_hours=params.half_life_hours,
-            prior_weight=params.prior_weight,
-            reversion_hours=params.reversion_hours or None,
-        )
+        self.forecast = risk_forecast(context, self.params)
         self._value = 1.0 - context.spot_price / context.on_demand_price
         self._rules = Guardrails(context)
         self._n_pools = len(context.pools)

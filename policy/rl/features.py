@@ -15,9 +15,9 @@ import math
 import numpy as np
 
 from spotwise.policy.policies.base import ON_DEMAND, SPOT0, JobContext, Observation
-from spotwise.policy.policies.risk_aware import RiskAwareParams
+from spotwise.policy.policies.risk_aware import RiskAwareParams, risk_forecast
 from spotwise.policy.policies.rules import slack_ticks
-from spotwise.policy.risk import fit_on_history, fresh_any_up, job_history
+from spotwise.policy.risk import fresh_any_up
 
 GLOBAL_FEATURES = 14
 POOL_FEATURES = 8
@@ -45,13 +45,7 @@ class FeatureBuilder:
         if n_pools > max_pools:
             raise ValueError(f"{n_pools} pools, but the model was trained for at most {max_pools}")
         self.context, self.max_pools = context, max_pools
-        self.forecast = fit_on_history(
-            job_history(context),
-            name=PARAMS.forecaster,
-            half_life_hours=PARAMS.half_life_hours,
-            prior_weight=PARAMS.prior_weight,
-            reversion_hours=PARAMS.reversion_hours or None,
-        )
+        self.forecast = risk_forecast(context, PARAMS)
         self._seen_tick = -1
         self.ranking: list[int] = []
         """The pools a request may name now, most expected saving first (as ``risk_aware``
