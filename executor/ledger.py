@@ -301,17 +301,26 @@ def job_row(store: MarketStore, job_id: str) -> dict[str, Any] | None:
     jobs, _, _ = _frames(store, job_id)
     if jobs.empty:
         return None
-    row = jobs.iloc[0].to_dict()
-    return {k: (None if pd.isna(v) else v) if not isinstance(v, str) else v for k, v in row.items()}
+    return {k: None if pd.isna(v) else v for k, v in jobs.iloc[0].to_dict().items()}
 
 
 def list_jobs(store: MarketStore) -> list[dict[str, Any]]:
     """Every job with its status, cost so far, preemptions, migrations and pending writes
     (newest first)."""
     jobs, entries, pending = _frames(store)
+    kind = entries["kind"]
+    per_job = (
+        entries.assign(
+            cost_usd=entries["cost_usd"].where(kind == EntryKind.INSTANCE, 0.0),
+            preemptions=kind == EntryKind.PREEMPTION,
+            migrations=kind == EntryKind.MIGRATION,
+        )
+        .groupby("job_id")[["cost_usd", "preemptions", "migrations"]]
+        .sum()
+    )
     rows = []
     for job in jobs.sort_values("started", ascending=False).itertuples():
-        own = entries[entries["job_id"] == job.job_id]
+        sums = per_job.loc[job.job_id] if job.job_id in per_job.index else None
         rows.append(
             {
                 "job_id": str(job.job_id),
@@ -321,9 +330,9 @@ def list_jobs(store: MarketStore) -> list[dict[str, Any]]:
                 "simulated": bool(job.simulated) if not pd.isna(job.simulated) else False,
                 "started": job.started.to_pydatetime(),
                 "ended": None if pd.isna(job.ended) else job.ended.to_pydatetime(),
-                "cost_usd": float(own.loc[own["kind"] == EntryKind.INSTANCE, "cost_usd"].sum()),
-                "preemptions": int((own["kind"] == EntryKind.PREEMPTION).sum()),
-                "migrations": int((own["kind"] == EntryKind.MIGRATION).sum()),
+                "cost_usd": float(sums["cost_usd"]) if sums is not None else 0.0,
+                "preemptions": int(sums["preemptions"]) if sums is not None else 0,
+                "migrations": int(sums["migrations"]) if sums is not None else 0,
                 "pending": pending.get(str(job.job_id), 0),
             }
         )

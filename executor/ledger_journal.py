@@ -221,13 +221,7 @@ def pending_writes(store_path: Path, job_id: str | None = None) -> dict[str, lis
     return found
 
 
-@dataclass(frozen=True, slots=True)
-class _Orphan:
-    path: Path
-    fd: int
-
-
-def _orphans(store_path: Path) -> Iterator[_Orphan]:
+def _orphans(store_path: Path) -> Iterator[Path]:
     """Journals no live supervisor holds, each locked while the caller replays it."""
     for path in sorted(pending_folder(store_path).glob("*.jsonl")):
         try:
@@ -244,7 +238,7 @@ def _orphans(store_path: Path) -> Iterator[_Orphan]:
             except FileNotFoundError:
                 same = False
             if same:  # not removed by its writer since we opened it
-                yield _Orphan(path, fd)
+                yield path
         finally:
             os.close(fd)
 
@@ -253,14 +247,14 @@ def replay_orphans(store: MarketStore) -> int:
     """Write the pending journals whose supervisor is gone into ``store``, in order, and remove
     them; a journal that cannot be read is left with a warning. Returns the writes made."""
     made = 0
-    for orphan in _orphans(store.path):
+    for path in _orphans(store.path):
         try:
-            writes = read_journal(orphan.path)
+            writes = read_journal(path)
             apply_writes(store, writes)
         except StoreError as exc:
             log.warning("pending ledger writes not replayed: %s", exc)
             continue
-        orphan.path.unlink()
+        path.unlink()
         made += len(writes)
-        log.info("wrote %d pending ledger writes from %s", len(writes), orphan.path)
+        log.info("wrote %d pending ledger writes from %s", len(writes), path)
     return made

@@ -24,7 +24,7 @@ from spotwise import (
     settings,
     startup_bench,
 )
-from spotwise.console import StoreOption, err, fail, open_store, out
+from spotwise.console import StoreOption, err, fail, open_store, out, ready_store
 from spotwise.executor.errors import ExecutorError
 from spotwise.policy.errors import PolicyError
 from spotwise.pricing.errors import PricingError
@@ -195,8 +195,7 @@ def _collect_on_demand(
 
     from spotwise.pricing.sources.aws_price_list import collect_on_demand_into
 
-    with open_store(store) as market:  # made and brought up to date here, held by neither
-        path = market.path
+    path = ready_store(store)
     try:
         report, added = collect_on_demand_into(
             path, [region], types, endpoint_url=endpoint_url, max_attempts=max_attempts
@@ -287,8 +286,7 @@ def collect_aws_command(
     if on_demand:
         _collect_on_demand(store, region, types, endpoint_url, max_attempts)
         return
-    with open_store(store) as market:  # made and brought up to date here, held by neither
-        path = market.path
+    path = ready_store(store)
     with Progress(TextColumn("collecting {task.description}"), console=err, transient=True) as bar:
         task = bar.add_task(region)
         try:

@@ -51,6 +51,13 @@ def open_store(path: Path | None, *, read_only: bool = False) -> Iterator[Market
         store.close()
 
 
+def ready_store(path: Path | None) -> Path:
+    """The configured store's path, the store made or brought up to date and then let go, for
+    work that opens it only when it reads or writes (one clear error if it cannot be)."""
+    with open_store(path) as store:
+        return store.path
+
+
 def finite(value: float | None) -> float | None:
     """Typer callback: refuse inf and nan (``min=`` lets them through)."""
     if value is not None and not math.isfinite(value):

@@ -11,7 +11,7 @@ import typer
 from rich.table import Table
 
 from spotwise import settings
-from spotwise.console import StoreOption, err, fail, open_store, out
+from spotwise.console import StoreOption, err, fail, out, ready_store
 from spotwise.pricing.errors import PricingError
 from spotwise.pricing.forecast.risk import RISK_MODELS
 
@@ -166,8 +166,7 @@ def forecast_run(
     """Forecast every price series and the preemption risk of every traced pool."""
     from spotwise.pricing.forecast.run import run_forecasts
 
-    with open_store(store) as market:  # made and brought up to date here, held by neither
-        path = market.path
+    path = ready_store(store)
     try:
         report = run_forecasts(
             path,

@@ -23,6 +23,7 @@ from spotwise.console import (
     open_store,
     out,
     positive,
+    ready_store,
 )
 from spotwise.executor.errors import Cancelled, ExecutorError
 from spotwise.policy.errors import PolicyError
@@ -590,8 +591,7 @@ def jobs_cancel(
     the job and everything it runs (cloud instances too), and records it cancelled."""
     from spotwise.executor.cancel import cancel_job
 
-    with open_store(store) as market:
-        path = market.path
+    path = ready_store(store)
     try:
         status = cancel_job(path, job_id, wait_s=wait_s)
     except (ExecutorError, PricingError) as exc:
