@@ -208,16 +208,24 @@ def read_journal(path: Path) -> list[LedgerWrite]:
 
 
 def pending_writes(store_path: Path, job_id: str | None = None) -> dict[str, list[LedgerWrite]]:
-    """Every journal's writes not yet in the store (or only ``job_id``'s), by job."""
-    paths = (
-        [journal_path(store_path, job_id)]
-        if job_id is not None
-        else sorted(pending_folder(store_path).glob("*.jsonl"))
-    )
+    """Every journal's writes not yet in the store (or only ``job_id``'s), by job. Listing
+    them all, a damaged journal is left out with a warning, so one bad file does not hide every
+    job.
+
+    Raises:
+        StoreError: when ``job_id``'s own journal is damaged (naming the file and line).
+    """
+    if job_id is not None:
+        path = journal_path(store_path, job_id)
+        return {job_id: read_journal(path)} if path.is_file() else {}
     found = {}
-    for path in paths:
-        if path.is_file():
+    for path in sorted(pending_folder(store_path).glob("*.jsonl")):
+        try:
             found[path.stem] = read_journal(path)
+        except StoreError as exc:
+            log.warning("left out of the listing: %s", exc)
+        except FileNotFoundError:  # written by its supervisor meanwhile
+            continue
     return found
 
 

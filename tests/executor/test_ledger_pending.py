@@ -205,3 +205,19 @@ def test_a_damaged_journal_is_refused_by_file_and_line_and_a_cut_short_line_is_l
         read_journal(journal)
     with pytest.raises(StoreError, match="not a job id"):
         journal_path(store, "../../etc/passwd")
+
+
+def test_a_damaged_journal_does_not_hide_the_other_jobs(cli: CliRun, store_file: Path) -> None:
+    MarketStore.open(store_file).close()
+    ledger = Ledger(store_file, INFO)
+    ledger.finish(JobStatus.COMPLETED)
+    damaged = journal_path(store_file, "deadbeef")
+    damaged.parent.mkdir(exist_ok=True)
+    damaged.write_text('{"write": "drop", "values": {}}\n')
+    listed = cli("jobs", "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert [row["job_id"] for row in json.loads(listed.stdout)] == [ledger.job_id]
+    assert "deadbeef.jsonl: line 1 is not a ledger write" in listed.stderr
+    shown = cli("jobs", "show", "deadbeef")
+    assert shown.returncode == 1 and "line 1 is not a ledger write" in shown.stderr
+    assert damaged.read_text() == '{"write": "drop", "values": {}}\n'  # left as it was
