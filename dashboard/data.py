@@ -7,7 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-import duckdb
 import pandas as pd
 import streamlit as st
 
@@ -17,7 +16,9 @@ from spotwise.policy.bench import last_summary
 from spotwise.policy.market import pools_from_store
 from spotwise.policy.plan import Plan, PlanInputs, plan_job
 from spotwise.pricing import views
+from spotwise.pricing.database import PostgresStore
 from spotwise.pricing.errors import PricingError
+from spotwise.pricing.operational import open_operational
 from spotwise.pricing.store import MarketStore
 
 if TYPE_CHECKING:
@@ -37,6 +38,15 @@ def _open() -> MarketStore:
     return MarketStore.open(store_path(), read_only=True)
 
 
+def _open_operational() -> MarketStore | PostgresStore:
+    """The jobs, ledger and forecasts: the store file, or the operational database."""
+    return open_operational(store_path(), read_only=True)
+
+
+OPERATIONAL_VIEWS = {"price_forecasts", "risk_forecasts"}
+"""The views that read operational tables."""
+
+
 def store_ready() -> bool:
     """Whether the store exists and holds prices; if not, say how to load them."""
     try:
@@ -54,7 +64,7 @@ def store_ready() -> bool:
 @st.cache_data(ttl=60, show_spinner=False)
 def view(name: str, **kwargs: Any) -> pd.DataFrame:
     """A :mod:`spotwise.pricing.views` function's frame (cached for a minute)."""
-    with _open() as store:
+    with _open_operational() if name in OPERATIONAL_VIEWS else _open() as store:
         result: pd.DataFrame = getattr(views, name)(store, **kwargs)
         return result
 
@@ -88,15 +98,15 @@ def bench_summary(zones: str) -> dict[str, Any] | None:
 def jobs() -> pd.DataFrame:
     """The ledger's jobs (none when the store is missing or predates the ledger)."""
     try:
-        with _open() as store:
+        with _open_operational() as store:
             return pd.DataFrame(ledger.list_jobs(store))
-    except (PricingError, duckdb.Error):
+    except PricingError:
         return pd.DataFrame()
 
 
 @st.cache_data(ttl=10, show_spinner=False)
 def job(job_id: str) -> ledger.JobReport:
-    with _open() as store:
+    with _open_operational() as store:
         return ledger.job_report(store, job_id)
 
 

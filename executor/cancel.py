@@ -20,12 +20,12 @@ from spotwise.executor.errors import ExecutorError
 from spotwise.executor.ledger import job_row
 from spotwise.executor.ledger_journal import replay_orphans
 from spotwise.pricing.errors import StoreError
-from spotwise.pricing.store import MarketStore
+from spotwise.pricing.operational import open_operational
 
 
 def _job(store_path: Path, job_id: str) -> dict[str, Any]:
     """The job's row, its pending ledger writes included."""
-    with MarketStore.open(store_path, read_only=True) as store:
+    with open_operational(store_path, read_only=True) as store:
         row = job_row(store, job_id)
     if row is None:
         raise ExecutorError(f"no job {job_id!r} in the ledger; `spotwise jobs list` shows them")
@@ -85,7 +85,7 @@ def cancel_job(
         )
     if pid is None or not supervisor_alive(pid):
         stopped = pgid is not None and _stop_group(pgid, grace_s)
-        with MarketStore.open(store_path) as store:
+        with open_operational(store_path) as store:
             replay_orphans(store)  # the dead supervisor's last writes go first
             store.execute(
                 "UPDATE jobs SET status = 'cancelled', ended = now() "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from spotwise.policy.cost import daly_interval
 
 DEFAULT_MTBF_S = 3600.0
@@ -25,10 +27,10 @@ def forecast_mtbf_s(store_path: str, pool: str) -> float | None:
     ``pool`` (``provider:zone:instance_type:spot``), or None when there is none."""
     from spotwise.pricing.errors import StoreError
     from spotwise.pricing.forecast.run import RISK_MODEL
-    from spotwise.pricing.store import MarketStore
+    from spotwise.pricing.operational import open_operational
 
     try:
-        store = MarketStore.open(store_path, read_only=True)
+        store = open_operational(Path(store_path), read_only=True)
     except StoreError:
         return None
     with store:

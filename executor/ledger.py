@@ -19,7 +19,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pandas as pd
 
 import spotwise.executor.ledger_schema  # noqa: F401  (the store holds the executor's tables)
@@ -36,7 +35,7 @@ from spotwise.executor.ledger_journal import (
 )
 from spotwise.policy.cost import StorageTerms
 from spotwise.pricing.errors import PricingError, StoreError
-from spotwise.pricing.store import MarketStore
+from spotwise.pricing.operational import OperationalStore, open_operational
 
 log = logging.getLogger(__name__)
 
@@ -211,11 +210,11 @@ class Ledger:
         """Write the pending writes in one transaction, or keep them in the journal."""
         self._last_try = time.monotonic()
         try:
-            with MarketStore.open(self.store_path, wait_s=wait_s) as store:
+            with open_operational(self.store_path, wait_s=wait_s) as store:
                 if self._writes[0] in self._pending:  # the job's first write: tidy up first
                     replay_orphans(store)
                 apply_writes(store, self._pending)
-        except (PricingError, duckdb.Error, OSError) as exc:
+        except (PricingError, OSError) as exc:
             self._keep(exc)
             return
         self._pending.clear()
@@ -283,7 +282,7 @@ def _apply(
 
 
 def _frames(
-    store: MarketStore, job_id: str | None = None
+    store: OperationalStore, job_id: str | None = None
 ) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, int]]:
     """The store's ``jobs`` and ``ledger`` rows (of ``job_id``, or all) with the pending
     journals' writes made, and the pending writes per job."""
@@ -296,7 +295,7 @@ def _frames(
     return jobs, entries, {job: len(w) for job, w in pending.items()}
 
 
-def job_row(store: MarketStore, job_id: str) -> dict[str, Any] | None:
+def job_row(store: OperationalStore, job_id: str) -> dict[str, Any] | None:
     """``job_id``'s row of ``jobs``, pending writes included (None: no such job)."""
     jobs, _, _ = _frames(store, job_id)
     if jobs.empty:
@@ -304,7 +303,7 @@ def job_row(store: MarketStore, job_id: str) -> dict[str, Any] | None:
     return {k: None if pd.isna(v) else v for k, v in jobs.iloc[0].to_dict().items()}
 
 
-def list_jobs(store: MarketStore) -> list[dict[str, Any]]:
+def list_jobs(store: OperationalStore) -> list[dict[str, Any]]:
     """Every job with its status, cost so far, preemptions, migrations and pending writes
     (newest first)."""
     jobs, entries, pending = _frames(store)
@@ -396,7 +395,7 @@ class JobReport:
         return {**asdict(self), "status": self.status.value}
 
 
-def job_report(store: MarketStore, job_id: str) -> JobReport:
+def job_report(store: OperationalStore, job_id: str) -> JobReport:
     """One job's cost so far, savings against on-demand and the cost model's breakdown
     (pending writes included, and counted in ``pending_writes``).
 

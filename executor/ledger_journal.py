@@ -21,10 +21,12 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from spotwise.pricing.errors import StoreError
-from spotwise.pricing.store import MarketStore
+
+if TYPE_CHECKING:
+    from spotwise.pricing.operational import OperationalStore
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +134,7 @@ class LedgerWrite:
         return cls(Write(str(raw.get("write"))), raw["values"])
 
 
-def apply_writes(store: MarketStore, writes: Sequence[LedgerWrite]) -> None:
+def apply_writes(store: OperationalStore, writes: Sequence[LedgerWrite]) -> None:
     """Make ``writes`` in order, in one transaction (all or none)."""
     store.execute_all([w.statement() for w in writes])
 
@@ -251,7 +253,7 @@ def _orphans(store_path: Path) -> Iterator[Path]:
             os.close(fd)
 
 
-def replay_orphans(store: MarketStore) -> int:
+def replay_orphans(store: OperationalStore) -> int:
     """Write the pending journals whose supervisor is gone into ``store``, in order, and remove
     them; a journal that cannot be read is left with a warning. Returns the writes made."""
     made = 0

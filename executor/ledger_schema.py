@@ -22,12 +22,13 @@ LEDGER = register_schema(
             """
     CREATE TABLE jobs (job_id VARCHAR PRIMARY KEY, name VARCHAR NOT NULL,
         command VARCHAR NOT NULL, launcher VARCHAR NOT NULL, started TIMESTAMPTZ NOT NULL,
-        ended TIMESTAMPTZ, status VARCHAR NOT NULL, compute_hours DOUBLE NOT NULL,
-        deadline_hours DOUBLE NOT NULL, on_demand_price DOUBLE NOT NULL,
-        checkpoint_usd_per_gb_month DOUBLE NOT NULL);
+        ended TIMESTAMPTZ, status VARCHAR NOT NULL, compute_hours DOUBLE PRECISION NOT NULL,
+        deadline_hours DOUBLE PRECISION NOT NULL, on_demand_price DOUBLE PRECISION NOT NULL,
+        checkpoint_usd_per_gb_month DOUBLE PRECISION NOT NULL);
     CREATE TABLE ledger (job_id VARCHAR NOT NULL, seq INTEGER NOT NULL,
         ts TIMESTAMPTZ NOT NULL, kind VARCHAR NOT NULL, pool VARCHAR, market VARCHAR,
-        hours DOUBLE, price DOUBLE, cost_usd DOUBLE, bytes BIGINT, detail VARCHAR,
+        hours DOUBLE PRECISION, price DOUBLE PRECISION, cost_usd DOUBLE PRECISION,
+        bytes BIGINT, detail VARCHAR,
         PRIMARY KEY (job_id, seq));
     """,
             """
@@ -41,7 +42,7 @@ LEDGER = register_schema(
     """,
             """
     ALTER TABLE jobs ADD COLUMN prices VARCHAR;
-    ALTER TABLE ledger ADD COLUMN on_demand_price DOUBLE;
+    ALTER TABLE ledger ADD COLUMN on_demand_price DOUBLE PRECISION;
     """,
             """
     ALTER TABLE jobs ADD COLUMN simulation VARCHAR;

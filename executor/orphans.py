@@ -29,11 +29,11 @@ class Orphan:
 def supervised_jobs(store_path: Path) -> set[str]:
     """Jobs the ledger has running with a supervisor that is alive (or on another host)."""
     from spotwise.executor.cancel import supervisor_alive  # the store: only gc reads it
-    from spotwise.pricing.store import MarketStore
+    from spotwise.pricing.operational import open_operational, operational_exists
 
-    if not store_path.exists():
+    if not operational_exists(store_path):
         return set()
-    with MarketStore.open(store_path, read_only=True) as store:
+    with open_operational(store_path, read_only=True) as store:
         rows = store.records(
             "SELECT job_id, host, supervisor_pid FROM jobs WHERE status = 'running'"
         )

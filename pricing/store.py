@@ -64,7 +64,7 @@ MARKET = register_schema(
             """
     CREATE TABLE prices (source VARCHAR NOT NULL, provider VARCHAR NOT NULL,
         region VARCHAR NOT NULL, zone VARCHAR NOT NULL, instance_type VARCHAR NOT NULL,
-        market VARCHAR NOT NULL, ts TIMESTAMPTZ NOT NULL, price DOUBLE NOT NULL);
+        market VARCHAR NOT NULL, ts TIMESTAMPTZ NOT NULL, price DOUBLE PRECISION NOT NULL);
     CREATE TABLE availability (source VARCHAR NOT NULL, provider VARCHAR NOT NULL,
         zone VARCHAR NOT NULL, instance_type VARCHAR NOT NULL, ts TIMESTAMPTZ NOT NULL,
         available_nodes INTEGER NOT NULL, target_nodes INTEGER NOT NULL);
@@ -73,13 +73,14 @@ MARKET = register_schema(
         ts TIMESTAMPTZ NOT NULL, event VARCHAR NOT NULL);
     CREATE TABLE bands (source VARCHAR NOT NULL, provider VARCHAR NOT NULL,
         region VARCHAR NOT NULL, instance_type VARCHAR NOT NULL, observed TIMESTAMPTZ NOT NULL,
-        interruption_band INTEGER NOT NULL, savings_pct DOUBLE NOT NULL);
+        interruption_band INTEGER NOT NULL, savings_pct DOUBLE PRECISION NOT NULL);
     CREATE TABLE placement_scores (source VARCHAR NOT NULL, provider VARCHAR NOT NULL,
         region VARCHAR NOT NULL, zone VARCHAR NOT NULL, instance_type VARCHAR NOT NULL,
         observed TIMESTAMPTZ NOT NULL, score INTEGER NOT NULL);
     CREATE TABLE forecasts (unique_id VARCHAR NOT NULL, ds TIMESTAMPTZ NOT NULL,
-        model VARCHAR NOT NULL, horizon INTEGER NOT NULL, mean DOUBLE, lo DOUBLE, hi DOUBLE,
-        level DOUBLE, p_preempt DOUBLE, created_at TIMESTAMPTZ NOT NULL);
+        model VARCHAR NOT NULL, horizon INTEGER NOT NULL, mean DOUBLE PRECISION,
+        lo DOUBLE PRECISION, hi DOUBLE PRECISION, level DOUBLE PRECISION,
+        p_preempt DOUBLE PRECISION, created_at TIMESTAMPTZ NOT NULL);
     """,
         ),
         ("prices", "availability", "events", "bands", "placement_scores", "forecasts"),
@@ -93,6 +94,45 @@ def _from_one_version(version: int) -> dict[str, int]:
     """Schema versions of a store written before each package kept its own: one number, whose
     first migration built the market tables and the next two the executor's ledger."""
     return {"market": min(version, 1), "ledger": max(0, version - 1)}
+
+
+FORECAST_COLUMNS = (
+    "unique_id",
+    "ds",
+    "model",
+    "horizon",
+    "mean",
+    "lo",
+    "hi",
+    "level",
+    "p_preempt",
+    "created_at",
+)
+"""The columns of the ``forecasts`` table."""
+
+
+def check_versions(
+    found: dict[str, int], schemas: Mapping[str, Schema], where: str, *, writable: bool
+) -> None:
+    """Refuse a store (at versions ``found``) newer than this code; read-only, refuse one that
+    is behind it (:class:`StoreBehind`).
+
+    Raises:
+        StoreError: naming the store ``where`` and what to do.
+    """
+    for schema in schemas.values():
+        version = found.get(schema.name, 0)
+        if version > schema.version:
+            raise StoreError(
+                f"the store {where} has {schema.name} tables of version {version}, newer than "
+                f"this Spotwise ({schema.version}): upgrade Spotwise",
+                permanent=True,
+            )
+        if version < schema.version and not writable:
+            raise StoreBehind(
+                f"the store {where} has {schema.name} tables of version {version}, this "
+                f"Spotwise needs {schema.version}: open it once for writing"
+            )
 
 
 def exportable_tables() -> tuple[str, ...]:
@@ -190,20 +230,7 @@ class MarketStore:
         return {}
 
     def _check_versions(self, found: dict[str, int], *, writable: bool) -> None:
-        """Refuse a store (at versions ``found``) newer than this code; read-only, refuse one
-        that is behind it."""
-        for schema in SCHEMAS.values():
-            version = found.get(schema.name, 0)
-            if version > schema.version:
-                raise StoreError(
-                    f"the store {self.path} has {schema.name} tables of version {version}, "
-                    f"newer than this Spotwise ({schema.version}): upgrade Spotwise"
-                )
-            if version < schema.version and not writable:
-                raise StoreBehind(
-                    f"the store {self.path} has {schema.name} tables of version {version}, "
-                    f"this Spotwise needs {schema.version}: open it once for writing"
-                )
+        check_versions(found, SCHEMAS, str(self.path), writable=writable)
 
     def _migrate(self) -> None:
         found = self.schema_versions()
@@ -223,7 +250,9 @@ class MarketStore:
                 for version in range(found.get(schema.name, 0), schema.version):
                     self._con.execute(schema.migrations[version])
                 self._con.execute(
-                    "INSERT OR REPLACE INTO schemas VALUES (?, ?)", [schema.name, schema.version]
+                    "INSERT INTO schemas VALUES (?, ?) "
+                    "ON CONFLICT (name) DO UPDATE SET version = excluded.version",
+                    [schema.name, schema.version],
                 )
 
     @contextmanager
@@ -278,18 +307,7 @@ class MarketStore:
     def replace_forecasts(self, frame: pd.DataFrame) -> int:
         """Write forecasts in one transaction, replacing each (series, model)'s previous ones;
         return the rows written."""
-        columns = (
-            "unique_id",
-            "ds",
-            "model",
-            "horizon",
-            "mean",
-            "lo",
-            "hi",
-            "level",
-            "p_preempt",
-            "created_at",
-        )
+        columns = FORECAST_COLUMNS
         with self._transaction():
             self._con.register("staging", frame.loc[:, list(columns)])
             try:

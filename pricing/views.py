@@ -3,11 +3,14 @@ availability over time, Spot Advisor bands and risk forecasts (the dashboard's d
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from spotwise.pricing.store import MarketStore
+
+if TYPE_CHECKING:
+    from spotwise.pricing.operational import OperationalStore
 
 
 def is_empty(store: MarketStore) -> bool:
@@ -54,7 +57,7 @@ def price_history(
     )
 
 
-def price_forecasts(store: MarketStore, series: list[str]) -> pd.DataFrame:
+def price_forecasts(store: OperationalStore, series: list[str]) -> pd.DataFrame:
     """The stored price forecasts (mean and interval per model) of some series."""
     if not series:
         return pd.DataFrame(columns=["unique_id", "ds", "model", "mean", "lo", "hi", "level"])
@@ -126,7 +129,7 @@ def advisor_bands(store: MarketStore, *, instance_type: str | None = None) -> pd
     )
 
 
-def risk_forecasts(store: MarketStore) -> pd.DataFrame:
+def risk_forecasts(store: OperationalStore) -> pd.DataFrame:
     """The newest preemption-risk forecast per pool: P(preempted within the horizon) and the
     expected hours to preemption."""
     return store.query(

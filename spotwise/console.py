@@ -14,6 +14,7 @@ from rich.console import Console
 
 from spotwise import settings
 from spotwise.pricing.errors import PricingError
+from spotwise.pricing.operational import OperationalStore, open_operational
 from spotwise.pricing.store import MarketStore
 
 err = Console(stderr=True)
@@ -43,6 +44,22 @@ def open_store(path: Path | None, *, read_only: bool = False) -> Iterator[Market
     target = settings.store_path(path)
     try:
         store = MarketStore.open_to_read(target) if read_only else MarketStore.open(target)
+    except PricingError as exc:
+        fail(str(exc))
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+@contextmanager
+def open_operational_store(
+    path: Path | None, *, read_only: bool = False
+) -> Iterator[OperationalStore]:
+    """Open the jobs, ledger and forecasts' store (the store file, or the database
+    ``SPOTWISE_OPERATIONAL_STORE`` names), turning store problems into one clear error."""
+    try:
+        store = open_operational(settings.store_path(path), read_only=read_only)
     except PricingError as exc:
         fail(str(exc))
     try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from spotwise.executor.endpoints import AWS_IMDS_URL, AZURE_METADATA_URL, GCP_METADATA_URL
@@ -19,6 +19,9 @@ class Settings(BaseSettings):
 
     store: Path | None = None
     """The store file (``--store`` beats it)."""
+    operational_store: str | None = None
+    """A PostgreSQL URL for the jobs, ledger, forecasts and placement scores (default: the
+    store file)."""
     data: Path | None = None
     """The bundled data folder (default: the one shipped with Spotwise)."""
     store_wait_s: float = Field(default=30.0, ge=0)
@@ -42,3 +45,12 @@ class Settings(BaseSettings):
     azure_metadata_url: str = AZURE_METADATA_URL
     heartbeat_file: Path | None = None
     """Set by the supervisor: where the guard writes its step count."""
+
+    @field_validator("operational_store")
+    @classmethod
+    def _database_url(cls, value: str | None) -> str | None:
+        from spotwise.pricing.database import is_database_url
+
+        if value is not None and not is_database_url(value):
+            raise ValueError("must be a postgresql:// URL (unset it to keep them in the store)")
+        return value

@@ -20,6 +20,7 @@ from spotwise.console import (
     StoreOption,
     err,
     fail,
+    open_operational_store,
     open_store,
     out,
     positive,
@@ -30,7 +31,7 @@ from spotwise.policy.errors import PolicyError
 from spotwise.pricing.errors import PricingError
 
 if TYPE_CHECKING:
-    from spotwise.pricing.store import MarketStore
+    from spotwise.pricing.operational import OperationalStore
 
 jobs_app = typer.Typer(help="The executor's cost ledger.", no_args_is_help=True)
 gc_app = typer.Typer(help="End cloud resources no job supervises.", no_args_is_help=True)
@@ -437,7 +438,7 @@ def run(
         )
     except Cancelled as exc:
         err.print(f"{exc}")
-        with open_store(store) as market:
+        with open_operational_store(store) as market:
             _print_report(job_report(market, exc.job_id).to_dict(), as_json)
         raise typer.Exit(128 + exc.signum) from None
     except (ExecutorError, PolicyError, PricingError) as exc:
@@ -538,13 +539,14 @@ def _price_lines(prices: dict[str, Any]) -> list[str]:
 
 
 @contextmanager
-def _ledger_store(store: Path | None) -> Iterator[MarketStore]:
+def _ledger_store(store: Path | None) -> Iterator[OperationalStore]:
     """The store for reading the ledger: opened for writing when it exists (to migrate an older
     store and write the ledger writes a gone supervisor left pending), else read-only."""
     from spotwise.executor.ledger_journal import replay_orphans
+    from spotwise.pricing.operational import operational_exists
 
-    missing = not settings.store_path(store).exists()
-    with open_store(store, read_only=missing) as market:
+    missing = not operational_exists(settings.store_path(store))
+    with open_operational_store(store, read_only=missing) as market:
         if not missing:
             replay_orphans(market)
         yield market
@@ -617,7 +619,7 @@ def jobs_logs(
     path = settings.store_path(store)
     printed = 0
     while True:
-        with open_store(store, read_only=True) as market:
+        with open_operational_store(store, read_only=True) as market:
             try:
                 status = job_report(market, job_id).status
             except PricingError as exc:

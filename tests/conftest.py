@@ -16,6 +16,8 @@ import httpx
 import pytest
 from threadpoolctl import threadpool_limits
 
+from tests.postgres import PostgresServer
+
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "data"
 
@@ -35,15 +37,45 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--soak", action="store_true", help="run only the soak tests (minutes each; `make soak`)"
     )
+    parser.addoption(
+        "--operational-store",
+        choices=("file", "postgresql"),
+        default="file",
+        help="where the jobs, ledger and forecasts live: the store file, or a fresh database "
+        "on a local PostgreSQL server per test (`make test-postgres`)",
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Soak tests run under ``--soak`` only (CI runs them after the suite), and alone then."""
     soak = bool(config.getoption("--soak"))
     keep = [item for item in items if ("soak" in item.keywords) == soak]
+    if config.getoption("--operational-store") == "postgresql":
+        keep = [item for item in keep if "store_file_only" not in item.keywords]
     if len(keep) < len(items):
         config.hook.pytest_deselected(items=[item for item in items if item not in keep])
         items[:] = keep
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """A local PostgreSQL server (Unix socket only) for this test process."""
+    server = PostgresServer()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(autouse=True)
+def operational_store(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Under ``--operational-store postgresql``, every test's jobs, ledger and forecasts go to
+    a fresh database of its own (the CLI's subprocesses inherit it); else the store file."""
+    monkeypatch.delenv("SPOTWISE_OPERATIONAL_STORE", raising=False)
+    if request.config.getoption("--operational-store") != "postgresql":
+        return "file"
+    server: PostgresServer = request.getfixturevalue("postgres_server")
+    url = server.fresh_database()
+    monkeypatch.setenv("SPOTWISE_OPERATIONAL_STORE", url)
+    return url
 
 
 @pytest.fixture

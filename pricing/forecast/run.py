@@ -27,6 +27,7 @@ from spotwise.pricing.forecast.grid import to_grid
 from spotwise.pricing.forecast.models import Arima110, Naive
 from spotwise.pricing.forecast.panel import PanelForecaster, PerSeries, forecast_panel
 from spotwise.pricing.frames import unique_id
+from spotwise.pricing.operational import open_operational
 from spotwise.pricing.store import MarketStore
 from spotwise.progress import Progress, silent
 
@@ -245,7 +246,7 @@ def run_forecasts(
     parts = [f for f in (prices, risk) if not f.empty]
     written = 0
     if parts:
-        with MarketStore.open(store_path) as store:
+        with open_operational(store_path) as store:
             written = store.replace_forecasts(pd.concat(parts, ignore_index=True))
     return ForecastRun(
         price_series=n_series,

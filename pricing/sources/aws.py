@@ -17,6 +17,7 @@ import pandas as pd
 
 from spotwise.pricing.errors import InputError, SourceUnavailable
 from spotwise.pricing.frames import ROW, region_of_zone, validate
+from spotwise.pricing.operational import upsert_frames
 from spotwise.pricing.sources import FileFormat, Parsed
 from spotwise.pricing.sources.advisor import ADVISOR_URL, fetch_advisor, parse_advisor
 from spotwise.pricing.sources.tabular import parse_utc, read_csv
@@ -187,8 +188,7 @@ def collect_into(
         placement_scores=placement_scores,
         on_page=on_page,
     )
-    with MarketStore.open(store_path) as store:
-        return report, store.upsert(report.frames)
+    return report, upsert_frames(store_path, report.frames)
 
 
 def retrying_client(service: str, region: str, endpoint_url: str | None, max_attempts: int) -> Any:

@@ -1,0 +1,284 @@
+"""The operational tables in PostgreSQL: jobs, ledger, forecasts and placement scores shared by
+processes on many machines (``SPOTWISE_OPERATIONAL_STORE=postgresql://…``), while the market
+data and its analytics stay in the local DuckDB file.
+
+:class:`PostgresStore` answers the calls the operational code makes of
+:class:`~spotwise.pricing.store.MarketStore` (``execute``, ``execute_all``, ``query``,
+``records``, ``upsert``, ``replace_forecasts``, ``newest``) with the same SQL: ``?`` parameters
+become psycopg's, and the tables come from the same registered schemas and migrations, so a
+database and a DuckDB file hold the same tables at the same versions. The market tables exist
+there too and stay empty. Migrations run under an advisory lock, so two processes that open a
+new database at once do not both build it.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
+
+from spotwise.pricing.errors import StoreError
+from spotwise.pricing.frames import SPECS
+from spotwise.pricing.store import FORECAST_COLUMNS, SCHEMAS, check_versions
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import psycopg
+
+log = logging.getLogger("spotwise.store")
+
+URL_SCHEMES = ("postgresql://", "postgres://")
+_MIGRATION_LOCK = 0x5370_6F74
+"""The advisory lock key migrations hold ("Spot")."""
+
+
+def is_database_url(value: str) -> bool:
+    """Whether ``value`` names a PostgreSQL database rather than a file."""
+    return value.startswith(URL_SCHEMES)
+
+
+def redacted(url: str) -> str:
+    """``url`` without its password, for messages and logs."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rsplit("@", 1)[-1]
+    return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))
+
+
+def _placeholders(sql: str) -> str:
+    """DuckDB's ``?`` parameters as psycopg's ``%s``; a ``?`` in quoted text stays, and every
+    literal ``%`` is doubled (psycopg reads them even inside quotes)."""
+    parts = re.split(r"('(?:[^']|'')*')", sql)
+    return "".join(
+        part.replace("%", "%%")
+        if part.startswith("'")
+        else part.replace("%", "%%").replace("?", "%s")
+        for part in parts
+    )
+
+
+class PostgresStore:
+    """A PostgreSQL database holding the operational tables (open with :meth:`open`)."""
+
+    def __init__(self, connection: psycopg.Connection[Any], url: str, path: Path) -> None:
+        self._con = connection
+        self.url = url
+        self.path = path
+        """The local store file: pending ledger journals live next to it."""
+
+    @classmethod
+    def open(cls, url: str, path: Path, *, wait_s: float | None = None) -> PostgresStore:
+        """Connect to ``url`` (retrying for up to ``wait_s`` seconds, default
+        ``$SPOTWISE_STORE_WAIT_S``, while the server does not answer) and bring its tables up
+        to date; ``path`` is the local store file the journals sit beside.
+
+        Raises:
+            StoreError: when the server stays unreachable, refuses the login, or holds tables
+                newer than this code.
+        """
+        import psycopg
+
+        if wait_s is None:
+            from spotwise.settings import current
+
+            wait_s = current().store_wait_s
+        deadline = time.monotonic() + wait_s
+        pause = 0.05
+        while True:
+            try:
+                con = psycopg.connect(url, autocommit=True, connect_timeout=10)
+                break
+            except psycopg.OperationalError as exc:
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+                lasting = any(w in first for w in ("authentication", "does not exist", "role"))
+                if lasting or time.monotonic() + pause > deadline:
+                    raise StoreError(
+                        f"cannot reach the operational store {redacted(url)}: {first}. Check "
+                        "SPOTWISE_OPERATIONAL_STORE and that the server is up",
+                        permanent=lasting,
+                    ) from exc
+                if pause == 0.05 and wait_s >= 1:
+                    log.warning("waiting up to %.0f s for %s: %s", wait_s, redacted(url), first)
+                time.sleep(pause)
+                pause = min(pause * 2, 1.0)
+        con.execute("SET TIME ZONE 'UTC'")
+        store = cls(con, url, path)
+        try:
+            store._migrate()
+        except BaseException:
+            con.close()
+            raise
+        return store
+
+    def close(self) -> None:
+        """Close the connection."""
+        self._con.close()
+
+    def __enter__(self) -> PostgresStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __str__(self) -> str:
+        return redacted(self.url)
+
+    def schema_versions(self) -> dict[str, int]:
+        """The version of each package's tables recorded in the database (none when new)."""
+        if not self._scalar("SELECT to_regclass('schemas') IS NOT NULL"):
+            return {}
+        rows = self._con.execute("SELECT name, version FROM schemas").fetchall()
+        return {str(name): int(version) for name, version in rows}
+
+    def _migrate(self) -> None:
+        with self._transaction():
+            self._con.execute("SELECT pg_advisory_xact_lock(%s)", [_MIGRATION_LOCK])
+            found = self.schema_versions()
+            check_versions(found, SCHEMAS, redacted(self.url), writable=True)
+            self._con.execute(
+                "CREATE TABLE IF NOT EXISTS schemas (name VARCHAR PRIMARY KEY, version INTEGER)"
+            )
+            for schema in SCHEMAS.values():
+                start = found.get(schema.name, 0)
+                if start == schema.version:
+                    continue
+                for version in range(start, schema.version):
+                    self._con.execute(schema.migrations[version])
+                self._con.execute(
+                    "INSERT INTO schemas VALUES (%s, %s) "
+                    "ON CONFLICT (name) DO UPDATE SET version = excluded.version",
+                    [schema.name, schema.version],
+                )
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """One transaction: all of the block's writes or none; a database error comes out as
+        a :class:`StoreError`."""
+        import psycopg
+
+        try:
+            with self._con.transaction():
+                yield
+        except psycopg.Error as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+            raise StoreError(
+                f"the operational store {redacted(self.url)} refused the write ({first}); "
+                "nothing was stored"
+            ) from exc
+
+    def execute(self, sql: str, params: list[Any] | None = None) -> None:
+        """Run one write statement in its own transaction."""
+        self.execute_all([(sql, params or [])])
+
+    def execute_all(self, statements: Sequence[tuple[str, list[Any]]]) -> None:
+        """Run write statements in order, in one transaction: all of them or none."""
+        with self._transaction():
+            for sql, params in statements:
+                self._con.execute(_placeholders(sql), params)
+
+    def records(self, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
+        """Run a read query and return its rows as dicts."""
+        cursor = self._con.execute(_placeholders(sql), params or [])
+        names = [column.name for column in cursor.description or []]
+        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+    def query(self, sql: str, params: list[Any] | None = None) -> pd.DataFrame:
+        """Run a read query and return its rows (times as UTC timestamps, as DuckDB's)."""
+        import pandas as pd
+
+        cursor = self._con.execute(_placeholders(sql), params or [])
+        names = [column.name for column in cursor.description or []]
+        frame = pd.DataFrame.from_records(cursor.fetchall(), columns=names)
+        for column in names:
+            if frame[column].map(lambda v: hasattr(v, "tzinfo")).any():
+                frame[column] = pd.to_datetime(frame[column], utc=True)
+        return frame
+
+    def upsert(self, frames: Mapping[str, list[pd.DataFrame] | pd.DataFrame]) -> dict[str, int]:
+        """Write validated frames in one transaction, replacing rows with the same key; return
+        the new rows per table."""
+        import pandas as pd
+
+        added: dict[str, int] = {}
+        with self._transaction():
+            for table, parts in frames.items():
+                batch = pd.concat(parts, ignore_index=True) if isinstance(parts, list) else parts
+                if batch.empty:
+                    continue
+                spec = SPECS[table]
+                batch = batch.drop_duplicates(list(spec.key), keep="last")
+                self._stage(table, batch, spec.columns)
+                on = " AND ".join(f"t.{k} = s.{k}" for k in spec.key)
+                row = self._con.execute(
+                    f"SELECT count(*) FROM {table} t JOIN staging s ON {on}"
+                ).fetchone()
+                existing = int(row[0]) if row else 0
+                self._con.execute(f"DELETE FROM {table} t USING staging s WHERE {on}")
+                self._insert_staged(table, spec.columns)
+                added[table] = added.get(table, 0) + len(batch) - existing
+        return added
+
+    def replace_forecasts(self, frame: pd.DataFrame) -> int:
+        """Write forecasts in one transaction, replacing each (series, model)'s previous ones;
+        return the rows written."""
+        columns = FORECAST_COLUMNS
+        with self._transaction():
+            self._stage("forecasts", frame, columns)
+            self._con.execute(
+                "DELETE FROM forecasts f USING (SELECT DISTINCT unique_id, model FROM staging) s"
+                " WHERE f.unique_id = s.unique_id AND f.model = s.model"
+            )
+            self._insert_staged("forecasts", columns)
+        return len(frame)
+
+    def newest(self, table: str, where: Mapping[str, Any]) -> pd.Timestamp | None:
+        """Newest time in ``table`` among rows whose columns equal ``where``'s values."""
+        import pandas as pd
+
+        spec = SPECS[table]
+        clause = " AND ".join(f"{column} = %s" for column in where) or "TRUE"
+        row = self._con.execute(
+            f"SELECT max({spec.time_column}) FROM {table} WHERE {clause}",
+            list(where.values()),
+        ).fetchone()
+        if not row or row[0] is None:
+            return None
+        return pd.Timestamp(row[0]).tz_convert("UTC")
+
+    def _stage(self, table: str, frame: pd.DataFrame, columns: Sequence[str]) -> None:
+        """Copy ``frame``'s ``columns`` into a temporary ``staging`` table (dropped at commit)
+        shaped like ``table``."""
+        import pandas as pd
+
+        names = ", ".join(columns)
+        self._con.execute(
+            f"CREATE TEMP TABLE staging ON COMMIT DROP AS SELECT {names} FROM {table} LIMIT 0"
+        )
+        rows = frame.loc[:, list(columns)].astype(object)
+        rows = rows.where(pd.notna(rows), None)
+        with self._con.cursor().copy(f"COPY staging ({names}) FROM STDIN") as copy:
+            for values in rows.itertuples(index=False, name=None):
+                copy.write_row([_plain(v) for v in values])
+
+    def _insert_staged(self, table: str, columns: Sequence[str]) -> None:
+        names = ", ".join(columns)
+        self._con.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM staging")
+
+    def _scalar(self, sql: str) -> Any:
+        row = self._con.execute(sql).fetchone()
+        return row[0] if row else None
+
+
+def _plain(value: Any) -> Any:
+    """A pandas or numpy value as the Python value psycopg writes."""
+    if hasattr(value, "to_pydatetime"):
+        return value.to_pydatetime()
+    if hasattr(value, "item"):
+        return value.item()
+    return value

@@ -1,0 +1,32 @@
+"""A throwaway PostgreSQL server for the tests (pgserver's pip-installed binaries, listening on
+a Unix socket in a temporary folder only), and a fresh database per test."""
+
+from __future__ import annotations
+
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Any
+
+
+class PostgresServer:
+    """One server per test process; :meth:`fresh_database` gives each test its own database."""
+
+    def __init__(self) -> None:
+        import pgserver
+
+        self.folder = Path(tempfile.mkdtemp(prefix="spotwise-pg-"))
+        self._server: Any = pgserver.get_server(self.folder / "data", cleanup_mode="stop")
+        self.url: str = self._server.get_uri()
+
+    def fresh_database(self) -> str:
+        """A new empty database's URL."""
+        import psycopg
+
+        name = f"t_{uuid.uuid4().hex[:12]}"
+        with psycopg.connect(self.url, autocommit=True) as con:
+            con.execute(f"CREATE DATABASE {name}")
+        return self.url.replace("/postgres?", f"/{name}?", 1)
+
+    def stop(self) -> None:
+        self._server.cleanup()
