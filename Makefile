@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 TORCH_PIN := torch==2.13.0
 
-.PHONY: setup demo test test-fast soak lint clean
+.PHONY: setup demo test test-fast test-postgres soak lint clean
 
 $(BIN)/spotwise: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,9 +31,19 @@ test: lint
 test-fast: lint
 	$(BIN)/pytest -q -n 3 --dist loadgroup -m "not slow"
 
-# Minutes of many processes on one store (CI runs it after `make test`).
+# The tests of the jobs, ledger and forecasts again, with those tables in PostgreSQL (a local
+# throwaway server, a fresh database per test; CI runs it after `make test`).
+POSTGRES_TESTS := tests/pricing/test_operational_store.py tests/executor/test_ledger_pending.py \
+	tests/executor/test_supervisor.py tests/executor/test_supervisor_stops.py \
+	tests/executor/test_prices.py tests/executor/test_aws_launcher.py \
+	tests/pricing/test_forecast_jobs.py tests/dashboard/test_pages.py tests/spotwise/test_demo.py
+test-postgres: setup
+	$(BIN)/pytest -q -n 3 --dist loadgroup --operational-store postgresql $(POSTGRES_TESTS)
+
+# Minutes of many processes on one store, then the same with PostgreSQL (CI runs it last).
 soak: setup
 	$(BIN)/pytest -q --soak -rA tests/soak
+	$(BIN)/pytest -q --soak -rA --operational-store postgresql tests/soak
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -32,14 +32,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("spotwise.store")
 
-URL_SCHEMES = ("postgresql://", "postgres://")
+OPERATIONAL_TABLES = ("jobs", "ledger", "forecasts", "placement_scores")
+"""The tables whose rows live in the database (the market tables there stay empty)."""
 _MIGRATION_LOCK = 0x5370_6F74
 """The advisory lock key migrations hold ("Spot")."""
-
-
-def is_database_url(value: str) -> bool:
-    """Whether ``value`` names a PostgreSQL database rather than a file."""
-    return value.startswith(URL_SCHEMES)
 
 
 def redacted(url: str) -> str:
@@ -135,6 +131,15 @@ class PostgresStore:
             return {}
         rows = self._con.execute("SELECT name, version FROM schemas").fetchall()
         return {str(name): int(version) for name, version in rows}
+
+    def summary(self) -> dict[str, Any]:
+        """The database (without its password), its schema versions and rows per operational
+        table."""
+        tables = {}
+        for table in OPERATIONAL_TABLES:
+            if self._scalar(f"SELECT to_regclass('{table}') IS NOT NULL"):
+                tables[table] = int(self._scalar(f"SELECT count(*) FROM {table}"))
+        return {"store": redacted(self.url), "schemas": self.schema_versions(), "tables": tables}
 
     def _migrate(self) -> None:
         with self._transaction():

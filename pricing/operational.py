@@ -12,11 +12,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from spotwise.pricing.database import PostgresStore
+from spotwise.pricing.database import OPERATIONAL_TABLES, PostgresStore
 from spotwise.pricing.store import MarketStore
 
 if TYPE_CHECKING:
     import pandas as pd
+
+__all__ = ["OPERATIONAL_TABLES", "OperationalStore", "open_operational", "upsert_frames"]
 
 
 class OperationalStore(Protocol):
@@ -38,6 +40,8 @@ class OperationalStore(Protocol):
     def upsert(self, frames: Mapping[str, list[pd.DataFrame] | pd.DataFrame]) -> dict[str, int]: ...
 
     def replace_forecasts(self, frame: pd.DataFrame) -> int: ...
+
+    def summary(self) -> dict[str, Any]: ...
 
     def close(self) -> None: ...
 
@@ -65,10 +69,6 @@ def open_operational(
 def operational_exists(store_path: Path) -> bool:
     """Whether there is an operational store to read (a database always is)."""
     return operational_url() is not None or store_path.exists()
-
-
-OPERATIONAL_TABLES = ("jobs", "ledger", "forecasts", "placement_scores")
-"""The tables :func:`open_operational` holds."""
 
 
 def upsert_frames(

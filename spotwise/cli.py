@@ -24,7 +24,15 @@ from spotwise import (
     settings,
     startup_bench,
 )
-from spotwise.console import StoreOption, err, fail, open_store, out, ready_store
+from spotwise.console import (
+    StoreOption,
+    err,
+    fail,
+    open_operational_store,
+    open_store,
+    out,
+    ready_store,
+)
 from spotwise.executor.errors import ExecutorError
 from spotwise.policy.errors import PolicyError
 from spotwise.pricing.errors import PricingError
@@ -137,8 +145,13 @@ def data_summary(
     store: StoreOption = None,
 ) -> None:
     """Rows per table; rows, series and time span per source."""
+    from spotwise.pricing.operational import operational_url
+
     with open_store(store, read_only=True) as market:
         summary = market.summary()
+    if operational_url() is not None:
+        with open_operational_store(store, read_only=True) as operational:
+            summary["operational"] = operational.summary()
     if as_json:
         print(json.dumps(summary, indent=2))
         return
@@ -164,6 +177,10 @@ def _print_summary(summary: dict[str, Any]) -> None:
                 stats["end"][:16],
             )
     out.print(sources)
+    if "operational" in summary:
+        database = summary["operational"]
+        rows = ", ".join(f"{table} {n:,}" for table, n in database["tables"].items())
+        out.print(f"jobs, ledger, forecasts and placement scores in {database['store']}: {rows}")
 
 
 @data_app.command("export")

@@ -11,6 +11,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from spotwise.executor.endpoints import AWS_IMDS_URL, AZURE_METADATA_URL, GCP_METADATA_URL
 from spotwise.policy.admission import DEFAULT_MAX_IN_FLIGHT
 
+DATABASE_URL_SCHEMES = ("postgresql://", "postgres://")
+"""How a PostgreSQL URL starts."""
+
 
 class Settings(BaseSettings):
     """The ``SPOTWISE_*`` variables (name = ``SPOTWISE_`` + the field in capitals)."""
@@ -49,8 +52,6 @@ class Settings(BaseSettings):
     @field_validator("operational_store")
     @classmethod
     def _database_url(cls, value: str | None) -> str | None:
-        from spotwise.pricing.database import is_database_url
-
-        if value is not None and not is_database_url(value):
+        if value is not None and not value.startswith(DATABASE_URL_SCHEMES):
             raise ValueError("must be a postgresql:// URL (unset it to keep them in the store)")
         return value

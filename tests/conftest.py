@@ -10,6 +10,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 import httpx
@@ -84,6 +85,7 @@ def store_file(tmp_path: Path) -> Path:
 
 
 CliRun = Callable[..., subprocess.CompletedProcess[str]]
+StoreBusy = Callable[[Path], AbstractContextManager[None]]
 
 
 @pytest.fixture
@@ -210,6 +212,33 @@ def api_server() -> Iterator[str]:
     finally:
         process.terminate()
         process.wait(10)
+
+
+@pytest.fixture
+def store_busy(
+    operational_store: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> StoreBusy:
+    """Make the ledger's store unavailable for a while: another process holds the store file,
+    or (PostgreSQL) the database cannot be reached."""
+
+    @contextmanager
+    def busy(store: Path) -> Iterator[None]:
+        if operational_store == "file":
+            holder = hold_store(store)
+            try:
+                yield
+            finally:
+                holder.kill()
+                holder.wait()
+            return
+        down = f"postgresql://spotwise@/down?host={tmp_path}/no-server"
+        monkeypatch.setenv("SPOTWISE_OPERATIONAL_STORE", down)
+        try:
+            yield
+        finally:
+            monkeypatch.setenv("SPOTWISE_OPERATIONAL_STORE", operational_store)
+
+    return busy
 
 
 def hold_store(path: Path, seconds: float = 1e5) -> subprocess.Popen[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import tempfile
 import uuid
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -13,10 +14,12 @@ class PostgresServer:
     """One server per test process; :meth:`fresh_database` gives each test its own database."""
 
     def __init__(self) -> None:
-        import pgserver
-
         self.folder = Path(tempfile.mkdtemp(prefix="spotwise-pg-"))
-        self._server: Any = pgserver.get_server(self.folder / "data", cleanup_mode="stop")
+        with warnings.catch_warnings():  # platformdirs: no XDG_RUNTIME_DIR on CI machines
+            warnings.simplefilter("ignore")
+            import pgserver
+
+            self._server: Any = pgserver.get_server(self.folder / "data", cleanup_mode="stop")
         self.url: str = self._server.get_uri()
 
     def fresh_database(self) -> str:

@@ -16,13 +16,42 @@ from spotwise.pricing.forecast.run import run_forecasts
 from spotwise.pricing.ingest import load_paths
 from spotwise.pricing.store import MarketStore
 from tests.conftest import DATA
+from tests.postgres import PostgresServer
 
 TRACES = DATA / "traces/cbl/availability/1-node/aws-02-15-2023"
 
 
 @pytest.fixture(scope="session")
-def filled_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("dashboard") / "market.duckdb"
+def dashboard_database(request: pytest.FixtureRequest) -> str | None:
+    """Under ``--operational-store postgresql``, the database the dashboard store's jobs,
+    ledger and forecasts live in (one for the session, as the store file is)."""
+    if request.config.getoption("--operational-store") != "postgresql":
+        return None
+    server: PostgresServer = request.getfixturevalue("postgres_server")
+    return server.fresh_database()
+
+
+@pytest.fixture(autouse=True)
+def operational_store(dashboard_database: str | None, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The dashboard tests share one store: under PostgreSQL, its database too."""
+    if dashboard_database is None:
+        monkeypatch.delenv("SPOTWISE_OPERATIONAL_STORE", raising=False)
+        return "file"
+    monkeypatch.setenv("SPOTWISE_OPERATIONAL_STORE", dashboard_database)
+    return dashboard_database
+
+
+@pytest.fixture(scope="session")
+def filled_store(
+    tmp_path_factory: pytest.TempPathFactory, dashboard_database: str | None
+) -> Iterator[Path]:
+    with pytest.MonkeyPatch.context() as patch:
+        if dashboard_database is not None:
+            patch.setenv("SPOTWISE_OPERATIONAL_STORE", dashboard_database)
+        yield _fill(tmp_path_factory.mktemp("dashboard") / "market.duckdb")
+
+
+def _fill(path: Path) -> Path:
     with MarketStore.open(path) as store:
         load_paths(
             store,
@@ -78,3 +107,13 @@ def use_store(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[Path], None
         monkeypatch.setenv("SPOTWISE_STORE", str(path))
 
     yield use
+
+
+@pytest.fixture
+def empty_operational_store(
+    dashboard_database: str | None, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No jobs and no forecasts: under PostgreSQL, a fresh database of this test's own."""
+    if dashboard_database is not None:
+        server: PostgresServer = request.getfixturevalue("postgres_server")
+        monkeypatch.setenv("SPOTWISE_OPERATIONAL_STORE", server.fresh_database())

@@ -98,7 +98,7 @@ def test_the_policy_bench_runs_from_the_page_with_a_progress_bar(
 @pytest.mark.parametrize("name", PAGES)
 @pytest.mark.parametrize("state", ["missing", "empty"])
 def test_an_empty_or_missing_store_says_how_to_load_data(
-    name: str, state: str, tmp_path: Path, use_store
+    name: str, state: str, tmp_path: Path, use_store, empty_operational_store: None
 ) -> None:
     path = tmp_path / "market.duckdb"
     if state == "empty":

@@ -22,7 +22,7 @@ from spotwise.executor.ledger import JobInfo, Ledger, job_report
 from spotwise.executor.supervisor import Supervisor, SupervisorConfig
 from spotwise.policy.client import in_process_for
 from spotwise.policy.schemas import JobTerms
-from spotwise.pricing.store import MarketStore
+from spotwise.pricing.operational import open_operational
 from tests.conftest import CliRun
 
 REGION, BUCKET = "us-east-1", "spotwise-ckpt"
@@ -259,7 +259,7 @@ def test_the_supervisor_relaunches_on_aws_after_a_preemption_and_tears_down(
     assert report.completed and report.preemptions == 1 and report.instances == 2
     assert report.placements[0].startswith("spot in us-east-1")
     assert launcher.running_instances() == []
-    with MarketStore.open(store) as market:
+    with open_operational(store) as market:
         ledger_report = job_report(market, ledger.job_id)
     assert ledger_report.markets["spot"].hours > 0
     assert ledger_report.preemptions == 1 and not ledger_report.simulated
@@ -285,7 +285,7 @@ def test_a_cancelled_job_on_aws_leaves_no_instance_running(
     with pytest.raises(Cancelled):
         supervisor.run(COMMAND)
     assert launcher.running_instances() == []
-    with MarketStore.open(tmp_path / "store.duckdb") as market:
+    with open_operational(tmp_path / "store.duckdb") as market:
         assert job_report(market, ledger.job_id).status == "cancelled"
 
 
@@ -363,7 +363,7 @@ def test_gc_ends_only_the_instances_no_live_supervisor_runs(
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", "spotwise"])
     exited = subprocess.Popen([sys.executable, "-c", "pass"])
     exited.wait()
-    with MarketStore.open(store_file) as market:
+    with open_operational(store_file) as market:
         for job, pid in ((live.job_id, sleeper.pid), (dead.job_id, exited.pid)):
             market.execute("UPDATE jobs SET supervisor_pid = ? WHERE job_id = ?", [pid, job])
     other = f"other-{uuid.uuid4().hex[:6]}"  # a colleague's machine, with a ledger of its own

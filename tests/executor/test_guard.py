@@ -145,11 +145,11 @@ def test_mtbf_comes_from_the_pools_risk_forecast(tmp_path: Path) -> None:
     import pandas as pd
 
     from spotwise.executor.interval import forecast_mtbf_s
-    from spotwise.pricing.store import MarketStore
+    from spotwise.pricing.operational import open_operational
 
     store = tmp_path / "market.duckdb"
     assert forecast_mtbf_s(str(store), "aws:us-east-1a:p3.2xlarge:spot") is None
-    with MarketStore.open(store) as market:
+    with open_operational(store) as market:
         market.replace_forecasts(
             pd.DataFrame(
                 [

@@ -17,8 +17,9 @@ import pytest
 from spotwise.executor.ledger import EntryKind, JobInfo, JobStatus, Ledger, job_report
 from spotwise.executor.ledger_journal import journal_path, pending_writes, read_journal
 from spotwise.pricing.errors import StoreError
+from spotwise.pricing.operational import open_operational
 from spotwise.pricing.store import MarketStore
-from tests.conftest import CliRun, hold_store
+from tests.conftest import CliRun, StoreBusy
 
 INFO = JobInfo(
     name="train.py",
@@ -43,20 +44,22 @@ def record_some(ledger: Ledger) -> None:
 
 
 def stored(store: Path, job_id: str) -> tuple[int, str | None]:
-    with MarketStore.open(store, read_only=True) as market:
+    with open_operational(store, read_only=True) as market:
         rows = market.records("SELECT status FROM jobs WHERE job_id = ?", [job_id])
         entries = market.records("SELECT count(*) AS n FROM ledger WHERE job_id = ?", [job_id])
     return int(entries[0]["n"]), rows[0]["status"] if rows else None
 
 
 def test_writes_a_busy_store_cannot_take_wait_in_a_journal_and_go_in_order_when_it_is_free(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    store_busy: StoreBusy,
 ) -> None:
     store = tmp_path / "market.duckdb"
     MarketStore.open(store).close()
     monkeypatch.setenv("SPOTWISE_STORE_WAIT_S", "1")
-    holder = hold_store(store)
-    try:
+    with store_busy(store):
         with caplog.at_level(logging.WARNING):
             ledger = Ledger(store, INFO)
             record_some(ledger)
@@ -72,15 +75,12 @@ def test_writes_a_busy_store_cannot_take_wait_in_a_journal_and_go_in_order_when_
         assert sum("keeps writes in" in r.message for r in caplog.records) == 1  # said once
         before = ledger.report()
         assert before.pending_writes == 7 and before.preemptions == 1 and before.instances == 2
-    finally:
-        holder.kill()
-        holder.wait()
     ledger.retry_every_s = 0.0
     ledger.retry()
     assert ledger.pending == 0 and not journal.exists()
     assert stored(store, ledger.job_id) == (5, "running")
     ledger.finish(JobStatus.COMPLETED)
-    with MarketStore.open(store, read_only=True) as market:
+    with open_operational(store, read_only=True) as market:
         after = job_report(market, ledger.job_id)
         seqs = [r["seq"] for r in market.records("SELECT seq FROM ledger ORDER BY ts, seq")]
         pgid = market.records("SELECT worker_pgid FROM jobs")[0]["worker_pgid"]
@@ -91,21 +91,17 @@ def test_writes_a_busy_store_cannot_take_wait_in_a_journal_and_go_in_order_when_
 
 
 def test_a_finished_job_whose_store_stays_busy_is_shown_with_its_pending_writes(
-    tmp_path: Path, cli: CliRun, store_file: Path, monkeypatch: pytest.MonkeyPatch
+    cli: CliRun, store_file: Path, monkeypatch: pytest.MonkeyPatch, store_busy: StoreBusy
 ) -> None:
     MarketStore.open(store_file).close()
     monkeypatch.setenv("SPOTWISE_STORE_WAIT_S", "0.5")
-    holder = hold_store(store_file)
-    try:
+    with store_busy(store_file):
         ledger = Ledger(store_file, INFO)
         record_some(ledger)
         ledger.finish(JobStatus.COMPLETED)  # gives up after the wait, leaves the journal
         assert ledger.pending == 8 and journal_path(store_file, ledger.job_id).exists()
         # its supervisor is done and has let go of the journal: the next `jobs` command
         # writes it once the store is free
-    finally:
-        holder.kill()
-        holder.wait()
     listed = cli("jobs", "list", "--json")
     assert listed.returncode == 0, listed.stderr
     (row,) = json.loads(listed.stdout)
@@ -115,17 +111,13 @@ def test_a_finished_job_whose_store_stays_busy_is_shown_with_its_pending_writes(
 
 
 def test_jobs_show_counts_a_live_supervisors_pending_writes_and_marks_them(
-    tmp_path: Path, cli: CliRun, store_file: Path, monkeypatch: pytest.MonkeyPatch
+    cli: CliRun, store_file: Path, monkeypatch: pytest.MonkeyPatch, store_busy: StoreBusy
 ) -> None:
     MarketStore.open(store_file).close()
     monkeypatch.setenv("SPOTWISE_STORE_WAIT_S", "0.5")
-    holder = hold_store(store_file)
-    try:
+    with store_busy(store_file):
         ledger = Ledger(store_file, INFO)
         record_some(ledger)
-    finally:
-        holder.kill()
-        holder.wait()
     # the supervisor has not retried yet: its journal is still locked, so it stays its own
     shown = cli("jobs", "show", ledger.job_id, "--json")
     assert shown.returncode == 0, shown.stderr
@@ -155,11 +147,10 @@ time.sleep(600)
 
 
 def test_a_supervisor_killed_while_the_store_was_busy_loses_none_of_its_writes(
-    cli: CliRun, store_file: Path
+    cli: CliRun, store_file: Path, store_busy: StoreBusy
 ) -> None:
     MarketStore.open(store_file).close()
-    holder = hold_store(store_file)
-    try:
+    with store_busy(store_file):
         supervisor = subprocess.Popen(
             [sys.executable, "-c", SUPERVISOR, str(store_file), "40"],
             stdout=subprocess.PIPE,
@@ -172,14 +163,11 @@ def test_a_supervisor_killed_while_the_store_was_busy_loses_none_of_its_writes(
         assert int(pending) == 41
         os.kill(supervisor.pid, signal.SIGKILL)
         supervisor.wait()
-    finally:
-        holder.kill()
-        holder.wait()
     assert len(pending_writes(store_file)[job_id]) == 41
     shown = cli("jobs", "show", job_id, "--json")
     assert shown.returncode == 0, shown.stderr
     assert json.loads(shown.stdout)["pending_writes"] == 0
-    with MarketStore.open(store_file, read_only=True) as market:
+    with open_operational(store_file, read_only=True) as market:
         details = [r["detail"] for r in market.records("SELECT detail FROM ledger ORDER BY seq")]
     assert details == [f"checkpoint {n}" for n in range(40)]
     assert pending_writes(store_file) == {}

@@ -13,6 +13,7 @@ from spotwise.executor.ledger import JobInfo, Ledger, job_report
 from spotwise.executor.prices import REFERENCE_SOURCE, PriceBook, price_book
 from spotwise.executor.supervisor import Supervisor, SupervisorConfig
 from spotwise.policy.client import in_process_for
+from spotwise.pricing.operational import open_operational
 from spotwise.pricing.store import MarketStore
 from spotwise.run_commands import job_name
 from tests.executor.test_supervisor import FAKE_JOB, GAP, PAST, SCALE, job, market
@@ -96,7 +97,7 @@ def test_an_on_demand_only_run_saves_nothing(tmp_path: Path) -> None:
     )
     command = [sys.executable, str(FAKE_JOB), "--work-s", "2", "--state", str(tmp_path / "p")]
     assert supervisor.run(command).completed
-    with MarketStore.open(store, read_only=True) as market_store:
+    with open_operational(store, read_only=True) as market_store:
         report = job_report(market_store, ledger.job_id)
     assert list(report.markets) == ["on-demand"]
     assert report.on_demand_cost_usd == pytest.approx(report.cost_usd)

@@ -20,7 +20,7 @@ from spotwise.executor.supervisor import Supervisor, SupervisorConfig
 from spotwise.policy.client import in_process_for
 from spotwise.policy.schemas import DecisionRequest, JobTerms
 from spotwise.policy.traces import Pool, TraceSet
-from spotwise.pricing.store import MarketStore
+from spotwise.pricing.operational import open_operational
 from tests.conftest import CliRun
 
 GAP, SCALE = 60, 60.0  # one tick per wall second
@@ -89,7 +89,7 @@ def test_a_preempted_job_gets_its_notice_and_is_relaunched_to_completion(tmp_pat
     report = supervisor.run(command)
     assert report.completed and report.preemptions == 1 and report.instances >= 2
     assert report.lost_hours == 0.0  # the notice came in time to save progress
-    with MarketStore.open(store) as market_store:
+    with open_operational(store) as market_store:
         ledger_report = job_report(market_store, ledger.job_id)
     assert ledger_report.status == "completed" and ledger_report.simulated
     assert ledger_report.notices == 1 and ledger_report.preemptions == 1
@@ -119,7 +119,7 @@ def test_a_replay_paced_by_steps_takes_the_same_course_on_a_machine_three_times_
         folder.mkdir()
         supervisor, command, store, ledger = supervise(folder, traces, work_s=5.0, step_s=1.2)
         report = supervisor.run([*command, "--step-sleep-s", str(sleep_s)])
-        with MarketStore.open(store) as market_store:
+        with open_operational(store) as market_store:
             reports.append((report, job_report(market_store, ledger.job_id)))
     (fast, fast_ledger), (slow, slow_ledger) = reports
     assert fast.completed and slow.completed
@@ -136,7 +136,7 @@ def test_a_real_error_is_reported_and_not_relaunched_forever(tmp_path: Path) -> 
     with pytest.raises(ExecutorError, match=r"exit code 3 \(not a preemption\), 2 times"):
         supervisor.run([*command, "--fail-with", "3"])
     assert supervisor.report.instances == 2
-    with MarketStore.open(store) as market_store:
+    with open_operational(store) as market_store:
         jobs = list_jobs(market_store)
     assert {j["job_id"]: j["status"] for j in jobs}[ledger.job_id] == "failed"
 
@@ -166,7 +166,7 @@ def test_it_moves_early_when_the_risk_forecast_for_its_pool_crosses_the_bar(
     assert report.completed and report.preemptions == 0
     assert report.migrations >= 1
     assert report.placements[:2] == ["spot in z0", "spot in z1"]
-    with MarketStore.open(store) as market_store:
+    with open_operational(store) as market_store:
         assert job_report(market_store, ledger.job_id).migrations == report.migrations
 
 
@@ -185,7 +185,7 @@ def test_a_move_stays_a_move_when_the_pool_is_taken_back_while_it_checkpoints(
     assert report.completed
     assert (report.migrations, report.preemptions) == (1, 0)
     assert report.placements[:2] == ["spot in z0", "spot in z1"]
-    with MarketStore.open(store) as market_store:
+    with open_operational(store) as market_store:
         ledger_report = job_report(market_store, ledger.job_id)
     assert (ledger_report.migrations, ledger_report.preemptions) == (1, 0)
 
@@ -304,7 +304,7 @@ def test_a_drill_sends_a_real_notice_and_the_job_resumes_where_it_was(tmp_path: 
     report = supervisor.run(command)
     assert report.completed and report.preemptions == 1 and report.instances == 2
     assert report.lost_hours == 0.0  # the notice went the guard's way: checkpoint, then leave
-    with MarketStore.open(store) as market_store:
+    with open_operational(store) as market_store:
         notices = market_store.query(
             "SELECT detail FROM ledger WHERE job_id = ? AND kind = 'notice'", [ledger.job_id]
         )

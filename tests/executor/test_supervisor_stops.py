@@ -17,7 +17,7 @@ import pytest
 
 from spotwise.executor.errors import Cancelled
 from spotwise.pricing.errors import StoreError
-from spotwise.pricing.store import MarketStore
+from spotwise.pricing.operational import open_operational
 from tests.conftest import CliRun
 from tests.executor.test_supervisor import market, supervise
 
@@ -46,7 +46,7 @@ def wait_for(condition, seconds: float = 60.0) -> None:
 
 
 def jobs(store: Path) -> list[dict]:
-    with MarketStore.open(store, read_only=True) as market_store:
+    with open_operational(store, read_only=True) as market_store:
         frame = market_store.query("SELECT job_id, status, ended FROM jobs")
     return frame.to_dict("records")
 
@@ -54,7 +54,7 @@ def jobs(store: Path) -> list[dict]:
 def recorded_group(store: Path) -> int | None:
     """The process group the ledger says the job's command runs in (None before launch)."""
     try:
-        with MarketStore.open(store, read_only=True) as market_store:
+        with open_operational(store, read_only=True) as market_store:
             rows = market_store.records("SELECT worker_pgid FROM jobs")
     except StoreError:
         return None  # the supervisor is writing
@@ -132,7 +132,7 @@ def test_a_job_that_stops_stepping_is_killed_and_resumes_from_its_checkpoint(
     )
     report = supervisor.run([*command, "--hang-after-s", "1.0"])
     assert report.completed and report.failures == 1 and report.instances == 2
-    with MarketStore.open(store, read_only=True) as market_store:
+    with open_operational(store, read_only=True) as market_store:
         details = market_store.query("SELECT detail FROM ledger WHERE kind = 'failure'")
     assert "no step heartbeat" in details.detail[0]
 

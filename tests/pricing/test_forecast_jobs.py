@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from spotwise.pricing.forecast.run import RISK_MODEL
+from spotwise.pricing.operational import open_operational
 from spotwise.pricing.store import MarketStore
 from tests.conftest import DATA, CliRun, hold_store
 
@@ -29,13 +30,13 @@ def test_forecast_run_writes_price_and_risk_forecasts_and_replaces_them(
     assert loaded.returncode == 0, loaded.stderr
     first = cli("forecast", "run", "--horizon-hours", "6")
     assert first.returncode == 0, first.stderr
-    with MarketStore.open(store_file, read_only=True) as market:
+    with open_operational(store_file, read_only=True) as market:
         models = market.query(
             "SELECT model, count(*) AS n, count(DISTINCT unique_id) AS series "
             "FROM forecasts GROUP BY model ORDER BY model"
         )
         risk = market.query("SELECT * FROM forecasts WHERE model = ?", [RISK_MODEL])
-        before = market.summary()["tables"]["forecasts"]
+        before = market.records("SELECT count(*) AS n FROM forecasts")
     assert dict(zip(models["model"], models["series"], strict=True)) == {
         "ARIMA": 98,
         "GBM": 98,
@@ -45,8 +46,8 @@ def test_forecast_run_writes_price_and_risk_forecasts_and_replaces_them(
     assert (models["n"][models["model"] == "Naive"] == 98 * 6).all()
     assert risk["p_preempt"].between(0, 1).all() and (risk["mean"] >= 0).all()
     assert cli("forecast", "run", "--horizon-hours", "6").returncode == 0
-    with MarketStore.open(store_file, read_only=True) as market:
-        assert market.summary()["tables"]["forecasts"] == before
+    with open_operational(store_file, read_only=True) as market:
+        assert market.records("SELECT count(*) AS n FROM forecasts") == before
 
 
 def schedule(store: Path) -> subprocess.Popen[str]:

@@ -19,6 +19,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from spotwise.pricing.operational import open_operational, operational_url
 from spotwise.pricing.store import MarketStore
 from tests.conftest import DATA
 
@@ -210,11 +211,12 @@ def test_a_store_shared_by_every_kind_of_process_loses_nothing_and_fails_nothing
     with MarketStore.open(store, read_only=True) as market:
         for table, rows in tables.items():
             assert market.records(f"SELECT count(*) AS n FROM {table}")[0]["n"] == rows
-        runs_per_forecast = market.records(
+    with open_operational(store, read_only=True) as operational:  # the file, or PostgreSQL
+        runs_per_forecast = operational.records(
             "SELECT max(n) AS most FROM (SELECT unique_id, model, count(DISTINCT created_at) "
-            "AS n FROM forecasts GROUP BY ALL)"
+            "AS n FROM forecasts GROUP BY unique_id, model) AS runs"
         )[0]["most"]
-        naive = market.records(
+        naive = operational.records(
             "SELECT count(*) AS n, count(DISTINCT (unique_id, horizon)) AS distinct_rows "
             "FROM forecasts WHERE model = 'Naive'"
         )[0]
@@ -231,6 +233,7 @@ def test_a_store_shared_by_every_kind_of_process_loses_nothing_and_fails_nothing
                 "ledger_kept_pending": job_err.count("keeps writes in"),
                 "supervisor": {k: by_supervisor[k] for k in counted},
                 "store": {k: in_store[k] for k in counted},
+                "operational_store": "postgresql" if operational_url() else "file",
             }
         )
     )
