@@ -42,8 +42,18 @@ def current() -> Settings:
 
 
 def store_path(override: Path | None = None) -> Path:
-    """The store file: ``--store``, else ``$SPOTWISE_STORE``, else the user's data folder."""
+    """The store file: ``--store``, else ``$SPOTWISE_STORE``, else the user's data folder.
+
+    Raises:
+        SettingsError: for a PostgreSQL URL (it names the operational store, not this file).
+    """
     if override is not None:
+        if str(override).startswith(("postgresql:", "postgres:")):
+            raise SettingsError(
+                f"--store {override} looks like a database URL: --store names the DuckDB "
+                "file of the market data; set SPOTWISE_OPERATIONAL_STORE=postgresql://... to "
+                "keep the jobs, ledger and forecasts in PostgreSQL"
+            )
         return override
     if (env := current().store) is not None:
         return env

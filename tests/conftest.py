@@ -51,8 +51,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Soak tests run under ``--soak`` only (CI runs them after the suite), and alone then."""
     soak = bool(config.getoption("--soak"))
     keep = [item for item in items if ("soak" in item.keywords) == soak]
-    if config.getoption("--operational-store") == "postgresql":
-        keep = [item for item in keep if "store_file_only" not in item.keywords]
     if len(keep) < len(items):
         config.hook.pytest_deselected(items=[item for item in items if item not in keep])
         items[:] = keep

@@ -229,6 +229,15 @@ def test_a_setting_that_is_not_a_database_url_is_refused_by_name(cli: CliRun) ->
     assert "postgresql://" in result.stderr
 
 
+def test_a_database_url_given_as_the_store_file_is_refused_with_the_setting_to_use(
+    cli: CliRun, tmp_path: Path
+) -> None:
+    result = cli("data", "summary", "--store", "postgresql://db.internal/spotwise")
+    assert result.returncode == 2
+    assert "SPOTWISE_OPERATIONAL_STORE=postgresql://" in result.stderr
+    assert not Path("postgresql:").exists()
+
+
 def test_placeholders_and_redaction() -> None:
     assert _placeholders("SELECT * FROM t WHERE a = ? AND b LIKE '50%?' AND c = ?") == (
         "SELECT * FROM t WHERE a = %s AND b LIKE '50%%?' AND c = %s"
