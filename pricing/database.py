@@ -4,7 +4,7 @@ data and its analytics stay in the local DuckDB file.
 
 :class:`PostgresStore` answers the calls the operational code makes of
 :class:`~spotwise.pricing.store.MarketStore` (``execute``, ``execute_all``, ``query``,
-``records``, ``upsert``, ``replace_forecasts``, ``newest``) with the same SQL: ``?`` parameters
+``records``, ``upsert``, ``replace_forecasts``) with the same SQL: ``?`` parameters
 become psycopg's, and the tables come from the same registered schemas and migrations, so a
 database and a DuckDB file hold the same tables at the same versions. The market tables exist
 there too and stay empty. Migrations run under an advisory lock, so two processes that open a
@@ -24,7 +24,13 @@ from urllib.parse import urlsplit, urlunsplit
 
 from spotwise.pricing.errors import StoreError
 from spotwise.pricing.frames import SPECS
-from spotwise.pricing.store import FORECAST_COLUMNS, SCHEMAS, check_versions
+from spotwise.pricing.store import (
+    FORECAST_COLUMNS,
+    REPLACE_FORECASTS_SQL,
+    SCHEMAS,
+    check_versions,
+    upsert_sql,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -219,45 +225,27 @@ class PostgresStore:
                 spec = SPECS[table]
                 batch = batch.drop_duplicates(list(spec.key), keep="last")
                 self._stage(table, batch, spec.columns)
-                on = " AND ".join(f"t.{k} = s.{k}" for k in spec.key)
-                row = self._con.execute(
-                    f"SELECT count(*) FROM {table} t JOIN staging s ON {on}"
-                ).fetchone()
+                count, delete, insert = upsert_sql(table)
+                row = self._con.execute(count).fetchone()
                 existing = int(row[0]) if row else 0
-                self._con.execute(f"DELETE FROM {table} t USING staging s WHERE {on}")
-                self._insert_staged(table, spec.columns)
+                self._con.execute(delete)
+                self._con.execute(insert)
+                self._con.execute("DROP TABLE staging")
                 added[table] = added.get(table, 0) + len(batch) - existing
         return added
 
     def replace_forecasts(self, frame: pd.DataFrame) -> int:
         """Write forecasts in one transaction, replacing each (series, model)'s previous ones;
         return the rows written."""
-        columns = FORECAST_COLUMNS
         with self._transaction():
-            self._stage("forecasts", frame, columns)
-            self._con.execute(
-                "DELETE FROM forecasts f USING (SELECT DISTINCT unique_id, model FROM staging) s"
-                " WHERE f.unique_id = s.unique_id AND f.model = s.model"
-            )
-            self._insert_staged("forecasts", columns)
+            self._stage("forecasts", frame, FORECAST_COLUMNS)
+            for sql in REPLACE_FORECASTS_SQL:
+                self._con.execute(sql)
+            self._con.execute("DROP TABLE staging")
         return len(frame)
 
-    def newest(self, table: str, where: Mapping[str, Any]) -> pd.Timestamp | None:
-        """Newest time in ``table`` among rows whose columns equal ``where``'s values."""
-        import pandas as pd
-
-        spec = SPECS[table]
-        clause = " AND ".join(f"{column} = %s" for column in where) or "TRUE"
-        row = self._con.execute(
-            f"SELECT max({spec.time_column}) FROM {table} WHERE {clause}",
-            list(where.values()),
-        ).fetchone()
-        if not row or row[0] is None:
-            return None
-        return pd.Timestamp(row[0]).tz_convert("UTC")
-
     def _stage(self, table: str, frame: pd.DataFrame, columns: Sequence[str]) -> None:
-        """Copy ``frame``'s ``columns`` into a temporary ``staging`` table (dropped at commit)
+        """Copy ``frame``'s ``columns`` into a temporary ``staging`` table (dropped after use)
         shaped like ``table``."""
         import pandas as pd
 
@@ -270,10 +258,6 @@ class PostgresStore:
         with self._con.cursor().copy(f"COPY staging ({names}) FROM STDIN") as copy:
             for values in rows.itertuples(index=False, name=None):
                 copy.write_row([_plain(v) for v in values])
-
-    def _insert_staged(self, table: str, columns: Sequence[str]) -> None:
-        names = ", ".join(columns)
-        self._con.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM staging")
 
     def _scalar(self, sql: str) -> Any:
         row = self._con.execute(sql).fetchone()

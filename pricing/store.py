@@ -111,6 +111,28 @@ FORECAST_COLUMNS = (
 """The columns of the ``forecasts`` table."""
 
 
+def upsert_sql(table: str) -> tuple[str, str, str]:
+    """The SQL of a keyed upsert from a table ``staging`` holding the batch: count the stored
+    rows it replaces, delete them, insert the batch (DuckDB and PostgreSQL alike)."""
+    spec = SPECS[table]
+    on = " AND ".join(f"t.{k} = s.{k}" for k in spec.key)
+    columns = ", ".join(spec.columns)
+    return (
+        f"SELECT count(*) FROM {table} t JOIN staging s ON {on}",
+        f"DELETE FROM {table} t USING staging s WHERE {on}",
+        f"INSERT INTO {table} ({columns}) SELECT {columns} FROM staging",
+    )
+
+
+REPLACE_FORECASTS_SQL = (
+    "DELETE FROM forecasts f USING (SELECT DISTINCT unique_id, model FROM staging) s "
+    "WHERE f.unique_id = s.unique_id AND f.model = s.model",
+    f"INSERT INTO forecasts ({', '.join(FORECAST_COLUMNS)}) "
+    f"SELECT {', '.join(FORECAST_COLUMNS)} FROM staging",
+)
+"""Replace each (series, model)'s forecasts by those in ``staging``."""
+
+
 def check_versions(
     found: dict[str, int], schemas: Mapping[str, Schema], where: str, *, writable: bool
 ) -> None:
@@ -289,16 +311,11 @@ class MarketStore:
                 batch = batch.drop_duplicates(list(spec.key), keep="last")
                 self._con.register("staging", batch.loc[:, list(spec.columns)])
                 try:
-                    on = " AND ".join(f"t.{k} = s.{k}" for k in spec.key)
-                    row = self._con.execute(
-                        f"SELECT count(*) FROM {table} t JOIN staging s ON {on}"
-                    ).fetchone()
+                    count, delete, insert = upsert_sql(table)
+                    row = self._con.execute(count).fetchone()
                     existing = int(row[0]) if row else 0
-                    self._con.execute(f"DELETE FROM {table} t USING staging s WHERE {on}")
-                    columns = ", ".join(spec.columns)
-                    self._con.execute(
-                        f"INSERT INTO {table} ({columns}) SELECT {columns} FROM staging"
-                    )
+                    self._con.execute(delete)
+                    self._con.execute(insert)
                 finally:
                     self._con.unregister("staging")
                 added[table] = added.get(table, 0) + len(batch) - existing
@@ -307,16 +324,11 @@ class MarketStore:
     def replace_forecasts(self, frame: pd.DataFrame) -> int:
         """Write forecasts in one transaction, replacing each (series, model)'s previous ones;
         return the rows written."""
-        columns = FORECAST_COLUMNS
         with self._transaction():
-            self._con.register("staging", frame.loc[:, list(columns)])
+            self._con.register("staging", frame.loc[:, list(FORECAST_COLUMNS)])
             try:
-                self._con.execute(
-                    "DELETE FROM forecasts f USING (SELECT DISTINCT unique_id, model FROM "
-                    "staging) s WHERE f.unique_id = s.unique_id AND f.model = s.model"
-                )
-                names = ", ".join(columns)
-                self._con.execute(f"INSERT INTO forecasts ({names}) SELECT {names} FROM staging")
+                for sql in REPLACE_FORECASTS_SQL:
+                    self._con.execute(sql)
             finally:
                 self._con.unregister("staging")
         return len(frame)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
@@ -37,35 +37,40 @@ def fail(message: str) -> NoReturn:
     raise typer.Exit(code=1)
 
 
+StoreT = TypeVar("StoreT", bound=OperationalStore)
+
+
 @contextmanager
-def open_store(path: Path | None, *, read_only: bool = False) -> Iterator[MarketStore]:
+def _held(open_it: Callable[[], StoreT]) -> Iterator[StoreT]:
+    """The store ``open_it`` opens, closed after; store problems become one clear error."""
+    try:
+        store = open_it()
+    except PricingError as exc:
+        fail(str(exc))
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def open_store(
+    path: Path | None, *, read_only: bool = False
+) -> AbstractContextManager[MarketStore]:
     """Open the configured store, turning store problems into one clear error (a read-only
     open of an older Spotwise's store migrates it first)."""
     target = settings.store_path(path)
-    try:
-        store = MarketStore.open_to_read(target) if read_only else MarketStore.open(target)
-    except PricingError as exc:
-        fail(str(exc))
-    try:
-        yield store
-    finally:
-        store.close()
+    return _held(
+        lambda: MarketStore.open_to_read(target) if read_only else MarketStore.open(target)
+    )
 
 
-@contextmanager
 def open_operational_store(
     path: Path | None, *, read_only: bool = False
-) -> Iterator[OperationalStore]:
+) -> AbstractContextManager[OperationalStore]:
     """Open the jobs, ledger and forecasts' store (the store file, or the database
     ``SPOTWISE_OPERATIONAL_STORE`` names), turning store problems into one clear error."""
-    try:
-        store = open_operational(settings.store_path(path), read_only=read_only)
-    except PricingError as exc:
-        fail(str(exc))
-    try:
-        yield store
-    finally:
-        store.close()
+    target = settings.store_path(path)
+    return _held(lambda: open_operational(target, read_only=read_only))
 
 
 def ready_store(path: Path | None) -> Path:
