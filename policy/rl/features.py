@@ -21,7 +21,9 @@ from spotwise.policy.risk import fresh_any_up
 
 GLOBAL_FEATURES = 14
 POOL_FEATURES = 8
-PARAMS = RiskAwareParams()
+PARAMS = RiskAwareParams(caution=0.7)
+"""The rule thresholds the v2 features were defined with: a model's inputs must not move when
+the rule policy is retuned (``risk_aware`` itself now runs at caution 0.5)."""
 HALF_LIFE_HOURS = PARAMS.half_life_hours
 
 

@@ -10,11 +10,13 @@ held-back cut), so one model serves them all.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from spotwise import policy
 from spotwise.policy.job import JobSpec
 from spotwise.policy.rl.agent import save_model
 from spotwise.policy.rl.augment import Storms, stormier
@@ -159,6 +161,7 @@ def train_ppo(
             loss = clone(model, features, actions, epochs=imitation_epochs, seed=seed + round_)
         imitation = {
             "expert": imitate,
+            "expert_params": _params_of(imitate),
             "episodes": imitation_episodes,
             "dagger_rounds": dagger_rounds,
             "epochs": imitation_epochs,
@@ -186,3 +189,9 @@ def train_ppo(
         },
     )
     return save_model(model.policy, config, out, "ppo")
+
+
+def _params_of(name: str) -> dict[str, object]:
+    """The expert's thresholds, so a model says which version of the rules it copied."""
+    params = getattr(policy.load(name), "params", None)
+    return asdict(params) if is_dataclass(params) and not isinstance(params, type) else {}
