@@ -15,35 +15,20 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import pandas as pd
-
-from spotwise.policy.job import REFERENCE
 from spotwise.pricing.frames import region_of_zone
+from spotwise.pricing.quotes import (
+    REFERENCE_INSTANCE_TYPE,
+    REFERENCE_SOURCE,
+    Quote,
+    given,
+    on_demand_quote,
+    reference,
+    store_quote,
+)
 from spotwise.pricing.sources.traces import cbl_pool
 from spotwise.pricing.store import MarketStore
 
-REFERENCE_SOURCE = "reference p3.2xlarge price (not a quote)"
-SAME_ERA = pd.Timedelta(days=180)
-"""How far a Spot Advisor snapshot may lie from the spot prices it turns into on-demand ones."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Quote:
-    """A price per hour, where it came from, and when it held (None: given now by the user,
-    or a reference that never held anywhere)."""
-
-    usd_per_hour: float
-    source: str
-    as_of: str | None = None
-    """ISO 8601 time of the price (UTC)."""
-
-    def describe(self) -> str:
-        when = f" as of {self.as_of[:16].replace('T', ' ')} UTC" if self.as_of else ""
-        return f"${self.usd_per_hour:,.3f}/h ({self.source}{when})"
-
-
-def _given(price: float, flag: str) -> Quote:
-    return Quote(usd_per_hour=price, source=f"given with {flag}")
+__all__ = ["REFERENCE_INSTANCE_TYPE", "REFERENCE_SOURCE", "PriceBook", "Quote", "price_book"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -89,9 +74,6 @@ class PriceBook:
         )
 
 
-REFERENCE_INSTANCE_TYPE = "p3.2xlarge"
-
-
 def pool_zone_type(pool: str, instance_type: str) -> tuple[str, str]:
     """Zone and instance type of a launcher's pool: a replayed trace's name
     (``us-east-1a_v100_1``) names both; a cloud pool is a zone of ``instance_type``."""
@@ -119,100 +101,27 @@ def price_book(
         types.add(pool_type)
         region_of[pool] = region_of_zone("aws", zone)
         spot[pool] = (
-            _given(spot_price, "--spot-price")
+            given(spot_price, "--spot-price")
             if spot_price is not None
-            else _store_quote(store, "spot", "zone", zone, pool_type)
-            or _reference(REFERENCE.spot_price, pool_type, f"spot price of {pool}", "--spot-price")
+            else store_quote(store, "spot", "zone", zone, pool_type)
+            or reference("spot", pool_type, f"spot price of {pool}", "--spot-price")
         )
     the_type = types.pop() if len(types) == 1 else instance_type
     home = home_region or (region_of[pools[0]] if pools else "")
-    on_demand = {}
-    for region in {home, *region_of.values()}:
-        if on_demand_price is not None:
-            on_demand[region] = _given(on_demand_price, "--on-demand-price")
-            continue
-        spot_here = [spot[p] for p in pools if region_of[p] == region]
-        on_demand[region] = (
-            _store_quote(store, "on_demand", "region", region, the_type)
-            or _advisor_estimate(store, region, the_type, spot_here)
-            or _reference(
-                REFERENCE.on_demand_price,
-                the_type,
-                f"on-demand price of {the_type} in {region}",
-                "--on-demand-price",
-            )
+    on_demand = {
+        region: on_demand_quote(
+            store,
+            region,
+            the_type,
+            [spot[p] for p in pools if region_of[p] == region],
+            given_price=on_demand_price,
         )
+        for region in {home, *region_of.values()}
+    }
     return PriceBook(
         instance_type=the_type,
         home_region=home,
         spot=spot,
         on_demand=on_demand,
         region_of=region_of,
-    )
-
-
-def _reference(price: float, instance_type: str, what: str, flag: str) -> Quote:
-    """The reference price, for the reference instance type only.
-
-    Raises:
-        ValueError: for another instance type, naming the flag that gives the price.
-    """
-    if instance_type.lower() != REFERENCE_INSTANCE_TYPE:
-        raise ValueError(
-            f"no {what} in the store: give it with {flag}, or collect prices "
-            "into the store first (spotwise data load, or spotwise collect aws)"
-        )
-    return Quote(usd_per_hour=price, source=REFERENCE_SOURCE)
-
-
-def _store_quote(
-    store: MarketStore, market: str, column: str, place: str, instance_type: str
-) -> Quote | None:
-    """The newest ``market`` price of ``instance_type`` where ``column`` = ``place``."""
-    rows = store.query(
-        f"""SELECT arg_max(price, ts) AS price, max(ts) AS ts, arg_max(source, ts) AS source
-            FROM prices WHERE market = ? AND {column} = ? AND lower(instance_type) = ?""",
-        [market, place, instance_type.lower()],
-    )
-    if rows.empty or pd.isna(rows["price"].iloc[0]):
-        return None
-    return Quote(
-        usd_per_hour=float(rows["price"].iloc[0]),
-        source=f"store: {rows['source'].iloc[0]}, {place}",
-        as_of=pd.Timestamp(rows["ts"].iloc[0]).tz_convert("UTC").isoformat(),
-    )
-
-
-def _advisor_estimate(
-    store: MarketStore, region: str, instance_type: str, spot_here: Sequence[Quote]
-) -> Quote | None:
-    """spot / (1 − saving): the mean stored spot quote of the region's pools and the Spot
-    Advisor saving of the snapshot nearest to it, if one lies within :data:`SAME_ERA` (a
-    saving of another year says little about these prices)."""
-    priced = [q for q in spot_here if q.source.startswith("store") and q.as_of]
-    if not priced:
-        return None
-    when = max(pd.Timestamp(str(q.as_of)) for q in priced)
-    rows = store.query(
-        """SELECT savings_pct AS saving, observed FROM bands
-           WHERE region = ? AND lower(instance_type) = ? AND savings_pct > 0
-             AND savings_pct < 100""",
-        [region, instance_type.lower()],
-    )
-    if rows.empty:
-        return None
-    distance = (pd.to_datetime(rows["observed"], utc=True) - when).abs()
-    nearest = int(distance.to_numpy().argmin())
-    if distance.iloc[nearest] > SAME_ERA:
-        return None
-    saving = float(rows["saving"].iloc[nearest])
-    observed = pd.Timestamp(rows["observed"].iloc[nearest]).tz_convert("UTC")
-    mean_spot = sum(q.usd_per_hour for q in priced) / len(priced)
-    return Quote(
-        usd_per_hour=mean_spot / (1 - saving / 100),
-        source=(
-            f"estimated: spot / (1 − the Spot Advisor saving of {saving:.0f}% in {region}, "
-            f"snapshot of {observed:%Y-%m-%d})"
-        ),
-        as_of=when.isoformat(),
     )

@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass
 
 from spotwise.policy.errors import PolicyError
+from spotwise.pricing.quotes import REFERENCE_ON_DEMAND_USD, REFERENCE_SPOT_USD
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -61,8 +62,8 @@ REFERENCE = JobSpec(
     compute_hours=48.0,
     deadline_hours=60.0,
     changeover_hours=0.2,
-    spot_price=0.918,
-    on_demand_price=3.06,
+    spot_price=REFERENCE_SPOT_USD,
+    on_demand_price=REFERENCE_ON_DEMAND_USD,
 )
 """The reference job of the benchmarks: 48 h of V100 work in 60 h, 0.2 h changeover,
 $0.918/h spot against $3.06/h on demand (p3.2xlarge)."""
