@@ -13,7 +13,7 @@ import streamlit as st
 from spotwise import settings
 from spotwise.executor import ledger
 from spotwise.policy.bench import last_summary
-from spotwise.policy.market import pools_from_store
+from spotwise.policy.market import pools_from_store, require_pools
 from spotwise.policy.plan import Plan, PlanInputs, plan_job
 from spotwise.pricing import views
 from spotwise.pricing.database import PostgresStore
@@ -85,8 +85,9 @@ def sources() -> list[str]:
 def plan(inputs: PlanInputs, instance_type: str, provider: str, on_demand: float | None) -> Plan:
     """The planner's ranking, exactly as ``spotwise plan`` computes it."""
     with _open() as store:
-        pools = pools_from_store(store, instance_type, provider, on_demand)
-    return plan_job(inputs, pools)
+        found = pools_from_store(store, instance_type, provider, on_demand)
+    require_pools(found, instance_type)
+    return plan_job(inputs, found.pools, left_out=found.left_out)
 
 
 def bench_summary(zones: str) -> dict[str, Any] | None:

@@ -21,7 +21,13 @@ from collections.abc import Sequence
 from spotwise.executor.code_bundle import ShippedCode
 from spotwise.executor.endpoints import AWS_IMDS_URL
 
-PLAIN_ENV = ("SPOTWISE_POOL", "SPOTWISE_MARKET", "SPOTWISE_MTBF_S", "SPOTWISE_NOTICES")
+PLAIN_ENV = (
+    "SPOTWISE_POOL",
+    "SPOTWISE_MARKET",
+    "SPOTWISE_MTBF_S",
+    "SPOTWISE_CHECKPOINT_S",
+    "SPOTWISE_NOTICES",
+)
 """The only variables user data may carry: none of them is a secret."""
 BOOT_LOG = "boot.log"
 

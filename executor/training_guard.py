@@ -244,7 +244,8 @@ def guard(
 
     Args:
         urls: checkpoint replicas (local folders, ``s3://...``); the first intact copy wins.
-        interval_s: fixed seconds between checkpoints (default: Young/Daly from the stall).
+        interval_s: fixed seconds between checkpoints (default: ``$SPOTWISE_CHECKPOINT_S``, else
+            Young/Daly from the stall).
         mtbf_s: mean time between preemptions for Young/Daly (default: ``$SPOTWISE_MTBF_S``,
             else the risk forecast of pool ``$SPOTWISE_POOL`` in store ``$SPOTWISE_STORE``,
             else one hour).
@@ -271,6 +272,8 @@ def guard(
     )
     watcher = NoticeWatcher(sources, interval_s=poll_interval_s).start()
     settings = current()
+    if interval_s is None:
+        interval_s = settings.checkpoint_s
     if mtbf_s is None:
         mtbf_s = settings.mtbf_s
     if mtbf_s is None and settings.pool and settings.store:

@@ -178,6 +178,59 @@ def expected_spot_run(
     )
 
 
+def spot_late_probability(
+    *,
+    work_hours: float,
+    deadline_hours: float,
+    mtbf_hours: float,
+    checkpoint_hours: float,
+    restart_hours: float,
+    interval_hours: float,
+) -> float:
+    """P(the work, run on spot alone, is not done by the deadline) under a constant hazard.
+
+    Each of the W/T segments (T of work and δ of checkpoint) is retried until it runs
+    unbroken; a try breaks after an exponential time shorter than the segment and costs that
+    time plus the restart. The broken tries over the job are negative-binomial; given their
+    number f, the time they cost is a sum of f bounded losses, taken as normal within its
+    bounds (past 20,000 likely tries, the whole loss is taken as normal).
+    """
+    import numpy as np
+    from scipy import stats
+
+    segment = interval_hours + checkpoint_hours
+    segments = work_hours / interval_hours
+    unbroken = segments * segment
+    slack = deadline_hours - unbroken
+    if math.isinf(mtbf_hours):
+        return float(slack < 0)
+    if slack < 0:
+        return 1.0
+    m = mtbf_hours
+    whole = math.exp(-segment / m)  # P(a try runs the whole segment)
+    if whole < 1e-12:
+        return 1.0
+    broken = -math.expm1(-segment / m)
+    # one broken try loses Y = X + R, X exponential(m) cut at the segment length
+    x1 = (m - (segment + m) * whole) / broken
+    x2 = (2 * m * m - (segment**2 + 2 * segment * m + 2 * m * m) * whole) / broken
+    y_mean, y_sd = x1 + restart_hours, math.sqrt(max(0.0, x2 - x1 * x1))
+    tries = stats.nbinom(segments, whole)
+    most = tries.ppf(1 - 1e-9)
+    if not most < 20_000:  # many broken tries: their total is normal (and this stays fast)
+        lost_mean = tries.mean() * y_mean
+        lost_var = tries.mean() * y_sd**2 + tries.var() * y_mean**2
+        return float(stats.norm.sf((slack - lost_mean) / math.sqrt(max(lost_var, 1e-12))))
+    f = np.arange(0, int(most) + 2)
+    loss_low, loss_high = f * restart_hours, f * (restart_hours + segment)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = (slack - f * y_mean) / (y_sd * np.sqrt(f))
+    over = np.where(f == 0, 0.0, stats.norm.sf(z))
+    over = np.where(slack < loss_low, 1.0, np.where(slack >= loss_high, 0.0, over))
+    late = float(np.sum(tries.pmf(f) * over) + tries.sf(f[-1]))
+    return min(1.0, max(0.0, late))
+
+
 def expected_spot_cost(
     *,
     work_hours: float,

@@ -1,8 +1,11 @@
-"""Planning a job: which pools, what market mix, which checkpoint interval, at what cost.
+"""Planning a job: which pools, what market mix, which checkpoint interval, at what cost, how
+likely spot alone is to be late, and the command that runs it.
 
 For each pool the expected spot run comes from Daly's model with the pool's MTBF (see
 :mod:`spotwise.policy.cost`). When the expected spot run would overrun the deadline, the plan
 mixes in on-demand: spot runs for as long as the deadline allows and on-demand does the rest.
+Every number keeps its source and ``as_of`` (:mod:`spotwise.policy.market`); inputs older than a
+week are flagged stale.
 """
 
 from __future__ import annotations
@@ -10,7 +13,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from spotwise.policy.cost import CostBreakdown, StorageTerms, expected_spot_cost, expected_spot_run
+import pandas as pd
+
+from spotwise.policy.cost import (
+    CostBreakdown,
+    StorageTerms,
+    expected_spot_cost,
+    expected_spot_run,
+    spot_late_probability,
+)
 from spotwise.policy.errors import PolicyError
 from spotwise.policy.market import PoolTerms
 
@@ -48,6 +59,9 @@ class PoolPlan:
     checkpoint_interval_hours: float
     expected_hours: float
     cost: CostBreakdown
+    p_late_on_spot: float
+    """P(spot alone misses the deadline): how likely the supervisor's on-demand fallback is
+    to be needed (the plan itself keeps the deadline)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -56,10 +70,18 @@ class Plan:
 
     pools: tuple[PoolPlan, ...]
     assumptions: tuple[str, ...]
+    made_at: pd.Timestamp
+    """When the plan was made: what stale inputs are measured against."""
+    left_out: dict[str, str] = field(default_factory=dict)
+    """Pools with a spot price but no plan, and why."""
 
     @property
     def best(self) -> PoolPlan:
         return self.pools[0]
+
+    def stale(self, plan: PoolPlan) -> list[str]:
+        """The inputs of ``plan`` older than a week when this plan was made."""
+        return plan.pool.stale_inputs(self.made_at)
 
 
 def plan_pool(inputs: PlanInputs, pool: PoolTerms) -> PoolPlan:
@@ -111,25 +133,38 @@ def plan_pool(inputs: PlanInputs, pool: PoolTerms) -> PoolPlan:
     if on_demand_only.total < cost.total:
         cost, share = on_demand_only, 0.0
     hours = share * run.wall_hours + (1 - share) * work if share else work
+    late = spot_late_probability(
+        work_hours=work,
+        deadline_hours=inputs.deadline_hours,
+        mtbf_hours=pool.mtbf_hours,
+        checkpoint_hours=delta,
+        restart_hours=inputs.restart_hours,
+        interval_hours=interval,
+    )
     return PoolPlan(
         pool=pool,
         spot_share=share,
         checkpoint_interval_hours=interval,
         expected_hours=hours,
         cost=cost,
+        p_late_on_spot=late,
     )
 
 
 def price_sources(pool: PoolTerms) -> str:
-    """Where a pool's two prices come from, and when the spot one held."""
-    return (
-        f"spot ${pool.spot_price:.3f}/h from the store as of {pool.price_time:%Y-%m-%d %H:%M} "
-        f"UTC, on demand ${pool.on_demand_price:.3f}/h ({pool.on_demand_source})"
-    )
+    """Where a pool's two prices come from, and when they held."""
+    return f"spot {pool.spot.describe()}, on demand {pool.on_demand.describe()}"
 
 
-def plan_job(inputs: PlanInputs, pools: list[PoolTerms]) -> Plan:
-    """Rank the pools by expected total cost.
+def plan_job(
+    inputs: PlanInputs,
+    pools: list[PoolTerms],
+    *,
+    left_out: dict[str, str] | None = None,
+    now: pd.Timestamp | None = None,
+) -> Plan:
+    """Rank the pools by expected total cost (``left_out``: pools priced nowhere, and why;
+    ``now``: when the plan is made, default the clock).
 
     Raises:
         PolicyError: when there is no pool, or the deadline is shorter than the work.
@@ -140,9 +175,13 @@ def plan_job(inputs: PlanInputs, pools: list[PoolTerms]) -> Plan:
             f"({inputs.gpu_hours} GPU-hours on one instance): extend it"
         )
     if not pools:
+        reasons = sorted(set((left_out or {}).values()))
+        more = f" (and {len(reasons) - 1} more like it)" if len(reasons) > 1 else ""
         raise PolicyError(
-            "no pool has both a spot and an on-demand price: load data with "
-            "`spotwise data load`, or pass --on-demand-price"
+            f"no pool has both a spot and an on-demand price: {reasons[0]}{more}"
+            if reasons
+            else "no pool to plan on: load prices with `spotwise data load` or collect them "
+            "with `spotwise collect aws`"
         )
     plans = sorted((plan_pool(inputs, p) for p in pools), key=lambda p: p.cost.total)
     delta_s = inputs.checkpoint_gb / inputs.write_gb_per_s
@@ -155,7 +194,62 @@ def plan_job(inputs: PlanInputs, pools: list[PoolTerms]) -> Plan:
         "prices are the newest in the store; preemptions follow a constant hazard (Daly's model)",
     ]
     best = plans[0].pool
-    assumptions.append(
-        f"{best.name}: {price_sources(best)}; MTBF {best.mtbf_hours:.1f} h from {best.mtbf_source}"
+    assumptions.append(f"{best.name}: {price_sources(best)}; {best.risk.describe()}")
+    kinds: dict[str, int] = {}
+    for p in plans:
+        kinds[p.pool.on_demand.kind] = kinds.get(p.pool.on_demand.kind, 0) + 1
+    for kind, what in (
+        ("reference", "the reference price, not a quote"),
+        ("estimate", "estimated from a Spot Advisor saving"),
+    ):
+        if kinds.get(kind):
+            assumptions.append(
+                f"{kinds[kind]} of {len(plans)} pools' on-demand prices are {what}: "
+                "`spotwise collect aws --on-demand --region R` stores the AWS Price List"
+            )
+    priors = sum(p.pool.risk.kind != "trace" for p in plans)
+    if priors:
+        assumptions.append(
+            f"{priors} of {len(plans)} pools have no trace of their own: their MTBF is the "
+            "prior of the traced pools (shown as a range)"
+        )
+    made = now if now is not None else pd.Timestamp.now(tz="UTC")
+    stale = [p for p in plans if p.pool.stale_inputs(made)]
+    if stale:
+        newest = max(p.pool.spot.as_of or "" for p in stale)[:10]
+        assumptions.append(
+            f"{len(stale)} of {len(plans)} pools rest on inputs older than a week (their newest "
+            f"spot price is of {newest or 'no date'}): collect fresh ones with `spotwise collect "
+            "aws` before acting on them"
+        )
+    return Plan(
+        pools=tuple(plans),
+        assumptions=tuple(assumptions),
+        made_at=made,
+        left_out=dict(left_out or {}),
     )
-    return Plan(pools=tuple(plans), assumptions=tuple(assumptions))
+
+
+def next_step(plan: Plan, inputs: PlanInputs, command: str = "python train.py") -> str:
+    """The command that runs the plan: the best pool's region, its plan's pools there in order,
+    the job's hours and the checkpoint interval."""
+    best = plan.best
+    if best.pool.provider != "aws":
+        return (
+            f"Spotwise launches on AWS only; for {best.pool.name} write a SkyPilot task: "
+            f"spotwise plan --gpu-hours {inputs.gpu_hours:g} --deadline-hours "
+            f"{inputs.deadline_hours:g} --instance-type {best.pool.instance_type} "
+            f"--skypilot task.yaml --run '{command}'"
+        )
+    zones = [
+        p.pool.zone
+        for p in plan.pools
+        if p.pool.provider == "aws" and p.pool.region == best.pool.region and p.spot_share > 0
+    ]
+    market = f"--pools {','.join(zones)}" if zones else "--on-demand-after 0"
+    return (
+        f"spotwise run --launcher aws --region {best.pool.region} --instance-type "
+        f"{best.pool.instance_type} {market} --compute-hours {inputs.gpu_hours:g} "
+        f"--deadline-hours {inputs.deadline_hours:g} --checkpoint-minutes "
+        f"{60 * best.checkpoint_interval_hours:.0f} -- {command}"
+    )

@@ -13,12 +13,11 @@ import math
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from spotwise import policy
 from spotwise.policy.errors import PolicyError
 from spotwise.policy.job import JobSpec
-from spotwise.policy.market import PoolTerms
+from spotwise.policy.market import PoolTerms, Risk
 from spotwise.policy.plan import PlanInputs, plan_pool
 from spotwise.policy.policies.base import (
     NONE,
@@ -42,6 +41,7 @@ from spotwise.policy.schemas import (
 )
 from spotwise.policy.simulate import Visibility
 from spotwise.policy.traces import Pool, TraceSet
+from spotwise.pricing.quotes import Quote
 
 if TYPE_CHECKING:
     from spotwise.policy.rl.catalog import ModelCatalog
@@ -322,10 +322,11 @@ def _terms(name: str, spot_price: float, on_demand_price: float, mtbf_hours: flo
         region="",
         zone=name,
         instance_type="",
-        spot_price=spot_price,
-        price_time=pd.Timestamp(0, tz="UTC"),
-        on_demand_price=on_demand_price,
-        mtbf_hours=max(mtbf_hours, 1e-3),
-        on_demand_source="the request",
-        mtbf_source="the pool's availability history",
+        spot=Quote(usd_per_hour=spot_price, source="the request"),
+        on_demand=Quote(usd_per_hour=on_demand_price, source="the request"),
+        risk=Risk(
+            mtbf_hours=max(mtbf_hours, 1e-3),
+            kind="trace",
+            source="the pool's availability history",
+        ),
     )

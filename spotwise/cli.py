@@ -407,7 +407,7 @@ def _print_plan(market: MarketStore) -> None:
     from spotwise.policy.market import pools_from_store
     from spotwise.policy.plan import PlanInputs, plan_job, price_sources
 
-    pools = pools_from_store(market, "p3.2xlarge", "aws", None)
+    pools = pools_from_store(market, "p3.2xlarge", "aws", None).pools
     if not pools:
         return
     plan = plan_job(PlanInputs(gpu_hours=48, deadline_hours=60), pools).best

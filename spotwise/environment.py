@@ -41,6 +41,9 @@ class Settings(BaseSettings):
     """Set by the supervisor: spot or on-demand."""
     mtbf_s: float | None = Field(default=None, gt=0)
     """Mean seconds between preemptions, for the guard's checkpoint interval."""
+    checkpoint_s: float | None = Field(default=None, gt=0)
+    """Seconds between the guard's checkpoints (``spotwise run --checkpoint-minutes``; default:
+    Young/Daly from the measured stall and the MTBF)."""
     notices: str = ""
     """Cloud notice sources to watch, comma-separated (aws, gcp, azure)."""
     aws_imds_url: str = AWS_IMDS_URL

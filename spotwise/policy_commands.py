@@ -33,6 +33,9 @@ from spotwise.policy.job import REFERENCE, JobSpec
 from spotwise.policy.observe import OBSERVE_MODES, ObserveMode
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from spotwise.policy.plan import Plan, PoolPlan
     from spotwise.policy.rl.catalog import ModelCatalog
 
 bench_app = typer.Typer(help="Benchmarks that print JSON.", no_args_is_help=True)
@@ -399,27 +402,30 @@ def plan(
     ] = None,
     store: StoreOption = None,
 ) -> None:
-    """Recommend pools, market mix and checkpoint interval, with the cost against on-demand."""
-    from spotwise.policy.market import pools_from_store
-    from spotwise.policy.plan import PlanInputs, plan_job
+    """Recommend pools, market mix and checkpoint interval, with the cost against on-demand,
+    where every number came from, and the command that runs the plan."""
+    from spotwise.policy.market import pools_from_store, require_pools
+    from spotwise.policy.plan import PlanInputs, next_step, plan_job
 
     if provider not in ("aws", "gcp", "all"):
         fail(f"--provider must be aws, gcp or all, got {provider!r}")
     if skypilot is not None and not run:
         fail("--skypilot needs --run 'python train.py ...' (the task's command)")
     with open_store(store, read_only=True) as market:
-        pools = pools_from_store(market, instance_type, provider, on_demand_price)
+        found = pools_from_store(market, instance_type, provider, on_demand_price)
     try:
+        require_pools(found, instance_type)
         inputs = PlanInputs(
             gpu_hours=gpu_hours,
             deadline_hours=deadline_hours,
             checkpoint_gb=checkpoint_gb,
             restart_hours=restart_hours,
         )
-        result = plan_job(inputs, pools)
+        result = plan_job(inputs, found.pools, left_out=found.left_out)
     except PolicyError as exc:
         fail(f"{instance_type}: {exc}")
     shown = result.pools[:top]
+    command = next_step(result, inputs, run or "python train.py")
     if skypilot is not None:
         from spotwise.policy.skypilot import skypilot_task, write_task
 
@@ -429,66 +435,118 @@ def plan(
             fail(f"--skypilot {skypilot}: {exc.strerror or exc}")
         err.print(f"wrote the SkyPilot task {skypilot} ({len(shown)} pools, spot)")
     if as_json:
-        print(
-            json.dumps(
-                {
-                    "instance_type": instance_type,
-                    "recommended": [
-                        {
-                            "pool": p.pool.name,
-                            "spot_price": p.pool.spot_price,
-                            "on_demand_price": round(p.pool.on_demand_price, 4),
-                            "mtbf_hours": round(p.pool.mtbf_hours, 2),
-                            "market_mix": {
-                                "spot": round(p.spot_share, 3),
-                                "on_demand": round(1 - p.spot_share, 3),
-                            },
-                            "checkpoint_interval_minutes": round(
-                                60 * p.checkpoint_interval_hours, 1
-                            ),
-                            "expected_hours": round(p.expected_hours, 1),
-                            "cost": p.cost.as_dict(),
-                        }
-                        for p in shown
-                    ],
-                    "assumptions": list(result.assumptions),
-                },
-                indent=2,
-            )
-        )
+        print(json.dumps(_plan_json(result, shown, instance_type, command), indent=2))
         return
-    table = Table(
-        "pool",
-        "spot $/h",
-        "OD $/h",
-        "MTBF h",
-        "spot share",
-        "ckpt min",
-        "total $",
-        "vs OD",
-        title=f"{gpu_hours} GPU-hours of {instance_type} in {deadline_hours} h",
-    )
-    for p in shown:
-        table.add_row(
-            p.pool.name,
-            f"{p.pool.spot_price:.3f}",
-            f"{p.pool.on_demand_price:.3f}",
-            f"{p.pool.mtbf_hours:.1f}",
-            f"{p.spot_share:.0%}",
-            f"{60 * p.checkpoint_interval_hours:.0f}",
-            f"{p.cost.total:,.2f}",
-            f"-{p.cost.saved_pct:.1f}%",
-        )
-    out.print(table)
+    _print_plan_table(result, shown, gpu_hours, instance_type, deadline_hours)
     best = result.best.cost
     out.print(
         f"best: {result.best.pool.name}: compute ${best.compute:,.2f} + storage "
         f"${best.storage:,.2f} + recovery ${best.recovery:,.2f} = ${best.total:,.2f} "
-        f"against ${best.on_demand:,.2f} on demand ({best.saved_pct:.1f}% saved)"
+        f"against ${best.on_demand:,.2f} on demand ({best.saved_pct:.1f}% saved); "
+        f"P(spot alone misses the deadline) {result.best.p_late_on_spot:.0%}, covered by the "
+        "supervisor's on-demand fallback"
     )
     out.print("assumptions:")
     for line in result.assumptions:
         out.print(f"  - {line}")
+    for name, why in list(result.left_out.items())[:5]:
+        out.print(f"  - left out {name}: {why}")
+    if len(result.left_out) > 5:
+        out.print(f"  - … and {len(result.left_out) - 5} more pools left out")
+    out.print(f"next: {command}", soft_wrap=True)
+
+
+OD_KINDS = {"store": "list", "estimate": "est.", "given": "given", "reference": "ref."}
+"""How the table names an on-demand price's source (the legend spells them out)."""
+
+
+def _print_plan_table(
+    result: Plan, shown: Sequence[PoolPlan], gpu_hours: float, instance_type: str, deadline: float
+) -> None:
+    table = Table(
+        "pool",
+        "spot $/h",
+        "as of",
+        "OD $/h",
+        "MTBF h",
+        "P(late)",
+        "spot",
+        "ckpt min",
+        "total $",
+        "saved",
+        "",
+        title=f"{gpu_hours:g} GPU-hours of {instance_type} in {deadline:g} h",
+        caption=(
+            "OD: list = price list in the store, est. = from a Spot Advisor saving, ref. = the "
+            "reference price (not a quote), given = --on-demand-price. MTBF: the pool's traces, "
+            "or (range) the prior of the traced pools. P(late): spot alone misses the deadline. "
+            f"stale: an input older than a week on {result.made_at:%Y-%m-%d}."
+        ),
+    )
+    for p in shown:
+        risk = p.pool.risk
+        mtbf = f"{risk.mtbf_hours:.1f}"
+        if risk.low_hours is not None and risk.high_hours is not None:
+            mtbf += f" ({risk.low_hours:.1f}–{risk.high_hours:.1f})"
+        elif risk.kind == "default":
+            mtbf += " (default)"
+        table.add_row(
+            p.pool.name.removesuffix(f":{p.pool.instance_type}"),
+            f"{p.pool.spot_price:.3f}",
+            (p.pool.spot.as_of or "")[:10],
+            f"{p.pool.on_demand_price:.3f} {OD_KINDS[p.pool.on_demand.kind]}",
+            mtbf,
+            f"{p.p_late_on_spot:.0%}",
+            f"{p.spot_share:.0%}",
+            f"{60 * p.checkpoint_interval_hours:.0f}",
+            f"{p.cost.total:,.2f}",
+            f"{p.cost.saved_pct:.1f}%",
+            "stale" if result.stale(p) else "",
+        )
+    out.print(table)
+
+
+def _plan_json(
+    result: Plan, shown: Sequence[PoolPlan], instance_type: str, command: str
+) -> dict[str, Any]:
+    return {
+        "instance_type": instance_type,
+        "made_at": result.made_at.isoformat(),
+        "recommended": [
+            {
+                "pool": p.pool.name,
+                "spot_price": p.pool.spot_price,
+                "spot_price_source": p.pool.spot.source,
+                "spot_price_as_of": p.pool.spot.as_of,
+                "on_demand_price": round(p.pool.on_demand_price, 4),
+                "on_demand_source": p.pool.on_demand.source,
+                "on_demand_as_of": p.pool.on_demand.as_of,
+                "mtbf_hours": round(p.pool.mtbf_hours, 2),
+                "mtbf_source": p.pool.risk.source,
+                "mtbf_kind": p.pool.risk.kind,
+                "mtbf_range_hours": None
+                if p.pool.risk.low_hours is None
+                else [round(p.pool.risk.low_hours, 2), round(p.pool.risk.high_hours or 0, 2)],
+                "mtbf_as_of": None if p.pool.risk.as_of is None else p.pool.risk.as_of.isoformat(),
+                "spot_advisor_band": None
+                if p.pool.band is None
+                else {"band": p.pool.band.band, "observed": p.pool.band.observed.isoformat()},
+                "stale_inputs": result.stale(p),
+                "p_late_on_spot_alone": round(p.p_late_on_spot, 4),
+                "market_mix": {
+                    "spot": round(p.spot_share, 3),
+                    "on_demand": round(1 - p.spot_share, 3),
+                },
+                "checkpoint_interval_minutes": round(60 * p.checkpoint_interval_hours, 1),
+                "expected_hours": round(p.expected_hours, 1),
+                "cost": p.cost.as_dict(),
+            }
+            for p in shown
+        ],
+        "left_out": result.left_out,
+        "assumptions": list(result.assumptions),
+        "next_step": command,
+    }
 
 
 @bench_app.command("checkpoint")

@@ -344,6 +344,16 @@ def run(
             show_default=False,
         ),
     ] = None,
+    checkpoint_minutes: Annotated[
+        float | None,
+        typer.Option(
+            "--checkpoint-minutes",
+            min=0.01,
+            help="Minutes between the guard's checkpoints (default: Young/Daly from the "
+            "measured stall and the pool's MTBF).",
+            show_default=False,
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     store: StoreOption = None,
 ) -> None:
@@ -358,6 +368,9 @@ def run(
     from spotwise.policy.schemas import JobTerms
 
     drill_s = _drill_seconds(preempt_after, preempt_every)
+    if checkpoint_minutes is not None:
+        # the job's guard reads it (its instances inherit the supervisor's environment)
+        os.environ["SPOTWISE_CHECKPOINT_S"] = f"{checkpoint_minutes * 60:g}"
     kind = LAUNCHERS.get(launcher)
     if kind is None:
         fail(f"--launcher must be one of {', '.join(LAUNCHERS)}, got {launcher[:40]!r}")

@@ -196,3 +196,16 @@ def test_the_guard_checkpoints_when_its_clock_says_the_interval_is_up(tmp_path: 
             g.step()
         assert g.checkpoints == 1 and g.step_count == 10  # at step 4, when the minute was up
     assert g.checkpoints == 2  # and the final one
+
+
+def test_the_interval_set_with_spotwise_run_is_the_guards(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SPOTWISE_CHECKPOINT_S", "45")
+    model = torch.nn.Linear(2, 1)
+    loader = DataLoader(TensorDataset(torch.randn(8, 2)), batch_size=4)
+    with guard([str(tmp_path)], model=model, loader=loader, notices=[]) as g:
+        assert g.interval_s == 45.0
+    monkeypatch.delenv("SPOTWISE_CHECKPOINT_S")
+    with guard([str(tmp_path / "other")], model=model, loader=loader, notices=[]) as g:
+        assert g.interval_s == 60.0  # Young/Daly's starting value before a stall is measured

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-import pandas as pd
+import numpy as np
 import pytest
 
 from spotwise.policy.cost import (
@@ -12,12 +12,14 @@ from spotwise.policy.cost import (
     daly_interval,
     expected_spot_cost,
     expected_spot_run,
+    spot_late_probability,
     total_cost,
     young_interval,
 )
 from spotwise.policy.errors import PolicyError
-from spotwise.policy.market import PoolTerms
+from spotwise.policy.market import PoolTerms, Risk
 from spotwise.policy.plan import PlanInputs, plan_job, plan_pool
+from spotwise.pricing.quotes import Quote
 
 
 def test_worked_case_from_the_field_costs_830_and_saves_72_3_percent() -> None:
@@ -95,12 +97,9 @@ def pool(mtbf: float, spot: float = 1.0, od: float = 3.0) -> PoolTerms:
         region="us-east-1",
         zone="us-east-1a",
         instance_type="p3.2xlarge",
-        spot_price=spot,
-        price_time=pd.Timestamp("2024-01-01", tz="UTC"),
-        on_demand_price=od,
-        mtbf_hours=mtbf,
-        on_demand_source="test",
-        mtbf_source="test",
+        spot=Quote(usd_per_hour=spot, source="test", as_of="2024-01-01T00:00:00+00:00"),
+        on_demand=Quote(usd_per_hour=od, source="test"),
+        risk=Risk(mtbf_hours=mtbf, kind="trace", source="test"),
     )
 
 
@@ -129,3 +128,50 @@ def test_plan_ranks_pools_by_expected_cost_and_states_its_assumptions() -> None:
         plan_job(PlanInputs(gpu_hours=100, deadline_hours=50), [pool(50)])
     with pytest.raises(PolicyError, match="spotwise data load"):
         plan_job(inputs, [])
+
+
+def _late_by_simulation(
+    work: float, deadline: float, mtbf: float, delta: float, restart: float, interval: float
+) -> float:
+    """The same model drawn 4,000 times: each segment is retried until it runs unbroken."""
+    rng = np.random.default_rng(0)
+    segment, draws = interval + delta, 4000
+    total = np.zeros(draws)
+    for _ in range(round(work / interval)):
+        left = np.ones(draws, dtype=bool)
+        while left.any():
+            x = rng.exponential(mtbf, draws)
+            total += np.where(left & (x >= segment), segment, 0.0)
+            broken = left & (x < segment)
+            total += np.where(broken, x + restart, 0.0)
+            left = broken
+    return float(np.mean(total > deadline))
+
+
+@pytest.mark.parametrize(
+    "case",
+    [(10, 12, 2, 0.01, 0.1, 0.2), (10, 11, 5, 0.01, 0.1, 0.25), (10, 10.5, 50, 0.01, 0.2, 0.5)],
+)
+def test_the_chance_that_spot_alone_is_late_matches_a_simulation_of_its_model(
+    case: tuple[float, ...],
+) -> None:
+    work, deadline, mtbf, delta, restart, interval = case
+    late = spot_late_probability(
+        work_hours=work,
+        deadline_hours=deadline,
+        mtbf_hours=mtbf,
+        checkpoint_hours=delta,
+        restart_hours=restart,
+        interval_hours=interval,
+    )
+    assert late == pytest.approx(_late_by_simulation(*case), abs=0.02)
+    assert 0.02 < late < 0.98  # cases where the answer is not trivially 0 or 1
+    later = spot_late_probability(
+        work_hours=work,
+        deadline_hours=deadline + 1,
+        mtbf_hours=mtbf,
+        checkpoint_hours=delta,
+        restart_hours=restart,
+        interval_hours=interval,
+    )
+    assert later < late

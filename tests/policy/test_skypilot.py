@@ -7,13 +7,13 @@ import os
 import stat
 from pathlib import Path
 
-import pandas as pd
 import pytest
 import yaml
 
-from spotwise.policy.market import PoolTerms
+from spotwise.policy.market import PoolTerms, Risk
 from spotwise.policy.plan import PlanInputs, plan_job
 from spotwise.policy.skypilot import skypilot_task, write_task
+from spotwise.pricing.quotes import Quote
 
 
 def pool(provider: str, region: str, zone: str, kind: str, spot: float, mtbf: float) -> PoolTerms:
@@ -22,12 +22,9 @@ def pool(provider: str, region: str, zone: str, kind: str, spot: float, mtbf: fl
         region=region,
         zone=zone,
         instance_type=kind,
-        spot_price=spot,
-        price_time=pd.Timestamp("2024-01-01", tz="UTC"),
-        on_demand_price=3.06,
-        mtbf_hours=mtbf,
-        on_demand_source="test",
-        mtbf_source="test",
+        spot=Quote(usd_per_hour=spot, source="test", as_of="2024-01-01T00:00:00+00:00"),
+        on_demand=Quote(usd_per_hour=3.06, source="test"),
+        risk=Risk(mtbf_hours=mtbf, kind="trace", source="test"),
     )
 
 

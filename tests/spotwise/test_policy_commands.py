@@ -168,12 +168,22 @@ def test_plan_recommends_pools_with_a_cost_breakdown(cli: CliRun) -> None:
     }
     assert best["market_mix"]["spot"] + best["market_mix"]["on_demand"] == 1.0
     assert plan["assumptions"]
+    # every number says where it came from and when it held, and old ones are flagged
+    assert best["spot_price_source"].startswith("store: aws-price-history")
+    assert best["spot_price_as_of"].startswith("20")
+    assert best["on_demand_source"] == "reference p3.2xlarge price (not a quote)"
+    assert best["mtbf_kind"] == "default" and "spotwise data load" in best["mtbf_source"]
+    assert "spot price" in best["stale_inputs"] and 0 <= best["p_late_on_spot_alone"] <= 1
+    assert plan["next_step"].startswith("spotwise run --launcher aws --region ")
     text = cli(
         "plan", "--gpu-hours", "100", "--deadline-hours", "150", "--instance-type", "a2-highgpu-1g"
     )
     assert text.returncode == 0 and "assumptions" in text.stdout
+    assert "stale" in text.stdout and "store: gcp-prices" in text.stdout
+    assert "next: Spotwise launches on AWS only" in text.stdout  # a GCP pool: SkyPilot
     none = cli("plan", "--gpu-hours", "10", "--deadline-hours", "20", "--instance-type", "x9")
-    assert none.returncode != 0 and "no pool" in none.stderr
+    assert none.returncode != 0 and "no spot price of x9 in the store" in none.stderr
+    assert "spotwise collect aws --region us-east-1 --instance-types x9" in none.stderr
     upper = cli(
         "plan",
         "--gpu-hours",
