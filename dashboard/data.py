@@ -92,7 +92,7 @@ def plan(inputs: PlanInputs, instance_type: str, provider: str, on_demand: float
 
 def bench_summary(zones: str) -> dict[str, Any] | None:
     """The last ``spotwise bench policy`` result kept next to the store."""
-    return last_summary(store_path().parent, "single" if zones == "single" else "multi")
+    return last_summary(store_path(), "single" if zones == "single" else "multi")
 
 
 @st.cache_data(ttl=10, show_spinner=False)

@@ -10,6 +10,7 @@ import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -185,14 +186,21 @@ def save_json(doc: dict[str, Any], target: Path) -> Path:
     return target
 
 
-def save_summary(summary: dict[str, Any], folder: Path) -> Path:
-    """Keep the bench JSON next to the store (``bench-policy-{zones}.json``) for the dashboard."""
-    return save_json(summary, folder / f"bench-policy-{summary['zones']}.json")
+def kept_next_to(store: Path, what: str) -> Path:
+    """Where a bench result of ``store`` is kept: beside it, named after it
+    (``market.bench-policy-multi.json``), so two stores in one folder keep their own."""
+    return store.with_name(f"{store.stem}.{what}.json")
 
 
-def last_summary(folder: Path, zones: ZonesMode) -> dict[str, Any] | None:
-    """The last saved bench JSON for ``zones``, if any."""
-    target = folder / f"bench-policy-{zones}.json"
+def save_summary(summary: dict[str, Any], store: Path) -> Path:
+    """Keep the bench JSON next to ``store`` for the dashboard, with when it was made."""
+    made = {"saved_at": datetime.now(UTC).isoformat(timespec="seconds")}
+    return save_json({**summary, **made}, kept_next_to(store, f"bench-policy-{summary['zones']}"))
+
+
+def last_summary(store: Path, zones: ZonesMode) -> dict[str, Any] | None:
+    """The last bench JSON of ``store`` for ``zones``, if any."""
+    target = kept_next_to(store, f"bench-policy-{zones}")
     if not target.is_file():
         return None
     doc: dict[str, Any] = json.loads(target.read_text())

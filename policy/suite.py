@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from spotwise import policy
-from spotwise.policy.bench import save_json
+from spotwise.policy.bench import kept_next_to, save_json
 from spotwise.policy.job import REFERENCE, JobSpec
 from spotwise.policy.observe import ObserveMode
 from spotwise.policy.policies.base import PoolPrior
@@ -308,9 +308,9 @@ def verdict(summary: dict[str, Any], best: str = BEST) -> dict[str, Any]:
     }
 
 
-def save_suite(summary: dict[str, Any], folder: Path) -> Path:
-    """Keep the suite JSON next to the store (``bench-suite.json``)."""
-    return save_json(summary, folder / "bench-suite.json")
+def save_suite(summary: dict[str, Any], store: Path) -> Path:
+    """Keep the suite JSON next to ``store`` (``market.bench-suite.json``)."""
+    return save_json(summary, kept_next_to(store, "bench-suite"))
 
 
 def plot_suite(summary: dict[str, Any], target: Path) -> None:

@@ -30,7 +30,7 @@ from spotwise.console import (
 from spotwise.policy.errors import PolicyError
 from spotwise.policy.job import REFERENCE, JobSpec
 
-policy_app = typer.Typer(help="Learned policies.", no_args_is_help=True)
+policy_app = typer.Typer(help="Learned policies.", no_args_is_help=True, rich_markup_mode=None)
 
 TracesOption = Annotated[
     Path | None,
@@ -66,7 +66,9 @@ def _token(token_file: Path | None) -> str | None:
 
 def serve(
     host: Annotated[str, typer.Option("--host", help="Address to bind.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", min=0, max=65535)] = 8000,
+    port: Annotated[
+        int, typer.Option("--port", min=0, max=65535, help="Port to listen on.")
+    ] = 8000,
     traces: TracesOption = None,
     token_file: Annotated[
         Path | None,
@@ -245,8 +247,12 @@ def train(
     out_dir: Annotated[
         Path, typer.Option("--out", help="Folder for ppo.pt, ppo.json and TensorBoard logs.")
     ] = Path("models"),
-    timesteps: Annotated[int, typer.Option("--timesteps", min=1)] = 100_000,
-    seed: Annotated[int, typer.Option("--seed")] = 0,
+    timesteps: Annotated[
+        int, typer.Option("--timesteps", min=1, help="PPO steps after imitation.")
+    ] = 100_000,
+    seed: Annotated[
+        int, typer.Option("--seed", help="Seed of every random draw (same seed, same weights).")
+    ] = 0,
     imitate: Annotated[
         str,
         typer.Option(
@@ -254,8 +260,15 @@ def train(
             help="Warm-start by cloning this policy's choices before PPO (none: from scratch).",
         ),
     ] = "risk_aware",
-    imitation_episodes: Annotated[int, typer.Option("--imitation-episodes", min=1)] = 1000,
-    imitation_epochs: Annotated[int, typer.Option("--imitation-epochs", min=1)] = 30,
+    imitation_episodes: Annotated[
+        int,
+        typer.Option(
+            "--imitation-episodes", min=1, help="Training jobs the expert plays for cloning."
+        ),
+    ] = 1000,
+    imitation_epochs: Annotated[
+        int, typer.Option("--imitation-epochs", min=1, help="Passes over the expert's choices.")
+    ] = 30,
     dagger_rounds: Annotated[
         int,
         typer.Option(
@@ -286,7 +299,9 @@ def train(
     changeover_hours: ChangeoverHours = REFERENCE.changeover_hours,
     spot_price: SpotPrice = REFERENCE.spot_price,
     on_demand_price: OnDemandPrice = REFERENCE.on_demand_price,
-    progress: Annotated[bool, typer.Option("--progress/--no-progress")] = True,
+    progress: Annotated[
+        bool, typer.Option("--progress/--no-progress", help="Show progress bars.")
+    ] = True,
 ) -> None:
     """Train a learned policy on the traces' past (progress bar; TensorBoard logs in --out)."""
     from spotwise.policy.rl.train import suite_scenarios, trace_scenarios, train_ppo

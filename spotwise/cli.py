@@ -48,9 +48,14 @@ app = typer.Typer(
     help="Spotwise: train ML models cheaply and safely on spot GPUs.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # click's help: option names are never cut short at 80 columns
 )
-data_app = typer.Typer(help="Load, summarise and export the market store.", no_args_is_help=True)
-collect_app = typer.Typer(help="Collect live market data from cloud APIs.", no_args_is_help=True)
+data_app = typer.Typer(
+    help="Load, summarise and export the market store.", no_args_is_help=True, rich_markup_mode=None
+)
+collect_app = typer.Typer(
+    help="Collect live market data from cloud APIs.", no_args_is_help=True, rich_markup_mode=None
+)
 app.add_typer(data_app, name="data")
 app.add_typer(collect_app, name="collect")
 app.add_typer(policy_commands.bench_app, name="bench")

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Annotated, NoReturn, TypeVar
+from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
@@ -20,6 +20,50 @@ from spotwise.pricing.store import MarketStore
 err = Console(stderr=True)
 # Piped output gets wide tables rather than truncated cells.
 out = Console(width=None if sys.stdout.isatty() else 160)
+
+
+def progress_bar() -> Any:
+    """A transient bar on stderr: what runs, how far, how long so far and how long to go."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        console=err,
+        transient=True,
+    )
+
+
+def plural(n: float, word: str) -> str:
+    """``1 migration``, ``2 migrations``."""
+    return f"{n:g} {word}" if n == 1 else f"{n:g} {word}s"
+
+
+class BarSteps:
+    """:class:`~spotwise.progress.Steps` drawn as one task of a :func:`progress_bar`."""
+
+    def __init__(self, bar: Any, description: str) -> None:
+        self._bar = bar
+        self._task = bar.add_task(description, total=0)
+
+    def expect(self, n: int) -> None:
+        task = self._bar.tasks[self._task]
+        self._bar.update(self._task, total=(task.total or 0) + n)
+
+    def advance(self, n: int = 1) -> None:
+        self._bar.advance(self._task, n)
+
 
 StoreOption = Annotated[
     Path | None,

@@ -16,8 +16,12 @@ APP = Path(__file__).parent / "dashboard" / "app.py"
 
 
 def dashboard(
-    port: Annotated[int, typer.Option("--port", min=1, max=65535)] = 8501,
-    host: Annotated[str, typer.Option("--host")] = "127.0.0.1",
+    port: Annotated[
+        int, typer.Option("--port", min=1, max=65535, help="Port to listen on.")
+    ] = 8501,
+    host: Annotated[
+        str, typer.Option("--host", help="Address to bind (loopback by default).")
+    ] = "127.0.0.1",
     store: StoreOption = None,
 ) -> None:
     """Open the cost dashboard (Market, Risk, Plan, Policies, Jobs) on the store."""

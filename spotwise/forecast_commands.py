@@ -11,7 +11,7 @@ import typer
 from rich.table import Table
 
 from spotwise import settings
-from spotwise.console import StoreOption, err, fail, out, ready_store
+from spotwise.console import BarSteps, StoreOption, err, fail, out, progress_bar, ready_store
 from spotwise.pricing.errors import PricingError
 from spotwise.pricing.forecast.risk import RISK_MODELS
 
@@ -106,7 +106,9 @@ def bench_price_command(
     test_from: Annotated[
         str, typer.Option("--test-from", help="First origin (ISO date, UTC); then one per day.")
     ] = "2020-01-15",
-    horizon_hours: Annotated[int, typer.Option("--horizon-hours", min=1)] = 24,
+    horizon_hours: Annotated[
+        int, typer.Option("--horizon-hours", min=1, help="Hours ahead to forecast prices.")
+    ] = 24,
     refit_every_days: Annotated[
         int,
         typer.Option(
@@ -153,14 +155,23 @@ def bench_price_command(
 
 
 forecast_app = typer.Typer(
-    help="Price and preemption-risk forecasts in the store.", no_args_is_help=True
+    help="Price and preemption-risk forecasts in the store.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
 )
 
 
 @forecast_app.command("run")
 def forecast_run(
-    horizon_hours: Annotated[int, typer.Option("--horizon-hours", min=1)] = 24,
-    risk_horizon_minutes: Annotated[float, typer.Option("--risk-horizon-minutes", min=1.0)] = 60.0,
+    horizon_hours: Annotated[
+        int, typer.Option("--horizon-hours", min=1, help="Hours ahead to forecast prices.")
+    ] = 24,
+    risk_horizon_minutes: Annotated[
+        float,
+        typer.Option(
+            "--risk-horizon-minutes", min=1.0, help="P(preempted within this many minutes)."
+        ),
+    ] = 60.0,
     store: StoreOption = None,
 ) -> None:
     """Forecast every price series and the preemption risk of every traced pool."""
@@ -168,12 +179,14 @@ def forecast_run(
 
     path = ready_store(store)
     try:
-        report = run_forecasts(
-            path,
-            horizon_hours=horizon_hours,
-            risk_horizon_minutes=risk_horizon_minutes,
-            progress=lambda m: err.print(f"… {m}"),
-        )
+        with progress_bar() as bar:
+            report = run_forecasts(
+                path,
+                horizon_hours=horizon_hours,
+                risk_horizon_minutes=risk_horizon_minutes,
+                progress=lambda m: bar.console.print(f"… {m}"),
+                steps=BarSteps(bar, "forecasting series"),
+            )
     except PricingError as exc:
         fail(str(exc))
     err.print(
@@ -193,7 +206,9 @@ def forecast_schedule(
             show_default=False,
         ),
     ] = None,
-    horizon_hours: Annotated[int, typer.Option("--horizon-hours", min=1)] = 24,
+    horizon_hours: Annotated[
+        int, typer.Option("--horizon-hours", min=1, help="Hours ahead to forecast prices.")
+    ] = 24,
     store: StoreOption = None,
 ) -> None:
     """Collect and forecast on a schedule in the foreground; Ctrl-C or SIGTERM stops it."""

@@ -27,6 +27,7 @@ from spotwise.console import (
     open_store,
     out,
     positive,
+    progress_bar,
 )
 from spotwise.policy.errors import PolicyError
 from spotwise.policy.job import REFERENCE, JobSpec
@@ -38,7 +39,9 @@ if TYPE_CHECKING:
     from spotwise.policy.plan import Plan, PoolPlan
     from spotwise.policy.rl.catalog import ModelCatalog
 
-bench_app = typer.Typer(help="Benchmarks that print JSON.", no_args_is_help=True)
+bench_app = typer.Typer(
+    help="Benchmarks that print JSON.", no_args_is_help=True, rich_markup_mode=None
+)
 
 ObserveOption = Annotated[
     str,
@@ -61,20 +64,6 @@ HistoryOption = Annotated[
         help="Hours of each pool's past a job is given: a number (0 = a cold start) or all.",
     ),
 ]
-
-
-def _progress_bar() -> Any:
-    """A transient bar on stderr: what runs, how far, how long."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err,
-        transient=True,
-    )
 
 
 def _catalog(models: Path | None) -> ModelCatalog | None:
@@ -148,7 +137,7 @@ def bench_suite(
         sets = suite.bundled_trace_sets(root)
         catalog = _catalog(models)
         total = len(suite.classes(list(sets), quick=quick))
-        with _progress_bar() as bar:
+        with progress_bar() as bar:
             task = bar.add_task("classes", total=total)
             run = suite.run_suite(
                 sets,
@@ -163,7 +152,7 @@ def bench_suite(
         fail(str(exc))
     summary = run.summary()
     summary["verdict"] = suite.verdict(summary)
-    suite.save_suite(summary, settings.store_path(None).parent)
+    suite.save_suite(summary, settings.store_path(None))
     if plot:
         suite.plot_suite(summary, plot)
         err.print(f"plot written to {plot}")
@@ -317,7 +306,7 @@ def bench_policy(
             start_every_hours=start_every_hours,
         )
         began = time.perf_counter()
-        with _progress_bar() as bar:
+        with progress_bar() as bar:
             task = bar.add_task("simulating", total=total)
             run = run_bench(
                 trace_set,
@@ -334,7 +323,7 @@ def bench_policy(
     except (PolicyError, ValueError) as exc:
         fail(str(exc))
     summary = run.summary()
-    save_summary(summary, settings.store_path(None).parent)
+    save_summary(summary, settings.store_path(None))
     if verbose:
         jobs = {name: sum(len(run.results[k][name]) for k in run.results) for name in names}
         for name in names:
@@ -368,7 +357,8 @@ def plan(
     deadline_hours: DeadlineHours,
     instance_type: Annotated[str, typer.Option("--instance-type", help="e.g. p3.2xlarge.")],
     checkpoint_gb: Annotated[
-        float, typer.Option("--checkpoint-gb", min=0.0, callback=finite)
+        float,
+        typer.Option("--checkpoint-gb", min=0.0, callback=finite, help="Size of one checkpoint."),
     ] = 10.0,
     provider: Annotated[str, typer.Option("--provider", help="aws, gcp or all.")] = "all",
     on_demand_price: Annotated[
@@ -570,7 +560,9 @@ def bench_checkpoint_command(
 
 @bench_app.command("resume")
 def bench_resume_command(
-    epochs: Annotated[int, typer.Option("--epochs", min=1)] = 4,
+    epochs: Annotated[
+        int, typer.Option("--epochs", min=1, help="Epochs of the example training.")
+    ] = 4,
     step_sleep_s: Annotated[
         float, typer.Option("--step-sleep-s", min=0.0, help="Slow each step to stretch the run.")
     ] = 0.02,

@@ -23,6 +23,7 @@ from spotwise.console import (
     open_operational_store,
     open_store,
     out,
+    plural,
     positive,
     ready_store,
 )
@@ -33,12 +34,20 @@ from spotwise.pricing.errors import PricingError
 if TYPE_CHECKING:
     from spotwise.pricing.operational import OperationalStore
 
-jobs_app = typer.Typer(help="The executor's cost ledger.", no_args_is_help=True)
-gc_app = typer.Typer(help="End cloud resources no job supervises.", no_args_is_help=True)
-check_app = typer.Typer(help="Is an account ready for spotwise run?", no_args_is_help=True)
+jobs_app = typer.Typer(
+    help="The executor's cost ledger.", no_args_is_help=True, rich_markup_mode=None
+)
+gc_app = typer.Typer(
+    help="End cloud resources no job supervises.", no_args_is_help=True, rich_markup_mode=None
+)
+check_app = typer.Typer(
+    help="Is an account ready for spotwise run?", no_args_is_help=True, rich_markup_mode=None
+)
 
 
-setup_app = typer.Typer(help="Prepare a cloud account for spotwise run.", no_args_is_help=True)
+setup_app = typer.Typer(
+    help="Prepare a cloud account for spotwise run.", no_args_is_help=True, rich_markup_mode=None
+)
 
 
 @setup_app.command("aws")
@@ -82,12 +91,21 @@ def setup_aws(
 @check_app.command("aws")
 def check_aws(
     region: Annotated[str, typer.Option("--region", help="AWS region.")] = "us-east-1",
-    bucket: Annotated[str | None, typer.Option("--bucket", show_default=False)] = None,
-    image_id: Annotated[str | None, typer.Option("--image-id", show_default=False)] = None,
-    instance_profile: Annotated[
-        str | None, typer.Option("--instance-profile", show_default=False)
+    bucket: Annotated[
+        str | None, typer.Option("--bucket", help="The S3 bucket to check.", show_default=False)
     ] = None,
-    instance_type: Annotated[str, typer.Option("--instance-type")] = "p3.2xlarge",
+    image_id: Annotated[
+        str | None, typer.Option("--image-id", help="The AMI to check.", show_default=False)
+    ] = None,
+    instance_profile: Annotated[
+        str | None,
+        typer.Option(
+            "--instance-profile", help="The instance profile to check.", show_default=False
+        ),
+    ] = None,
+    instance_type: Annotated[
+        str, typer.Option("--instance-type", help="Whose spot vCPU quota to check.")
+    ] = "p3.2xlarge",
     endpoint_url: Annotated[
         str | None,
         typer.Option("--endpoint-url", help="Another endpoint (e.g. moto).", show_default=False),
@@ -242,12 +260,26 @@ def run(
         typer.Option("--pools", help="Pools to use (local: trace names; aws: zones)."),
     ] = None,
     nnodes: Annotated[str, typer.Option("--nnodes", help="torchrun: MIN:MAX nodes.")] = "1:2",
-    nproc_per_node: Annotated[int, typer.Option("--nproc-per-node", min=1)] = 1,
-    rdzv_endpoint: Annotated[str, typer.Option("--rdzv-endpoint")] = "127.0.0.1:29400",
+    nproc_per_node: Annotated[
+        int, typer.Option("--nproc-per-node", min=1, help="torchrun: processes per node.")
+    ] = 1,
+    rdzv_endpoint: Annotated[
+        str, typer.Option("--rdzv-endpoint", help="torchrun: the c10d rendezvous host:port.")
+    ] = "127.0.0.1:29400",
     region: Annotated[str, typer.Option("--region", help="aws: region.")] = "us-east-1",
-    instance_type: Annotated[str, typer.Option("--instance-type")] = "p3.2xlarge",
-    image_id: Annotated[str | None, typer.Option("--image-id", show_default=False)] = None,
-    bucket: Annotated[str | None, typer.Option("--bucket", show_default=False)] = None,
+    instance_type: Annotated[
+        str, typer.Option("--instance-type", help="aws: the instance type; the price book's.")
+    ] = "p3.2xlarge",
+    image_id: Annotated[
+        str | None,
+        typer.Option("--image-id", help="aws: the AMI (with Python 3).", show_default=False),
+    ] = None,
+    bucket: Annotated[
+        str | None,
+        typer.Option(
+            "--bucket", help="aws: the bucket for code, logs and exit codes.", show_default=False
+        ),
+    ] = None,
     instance_profile: Annotated[
         str | None,
         typer.Option(
@@ -303,12 +335,27 @@ def run(
             show_default=False,
         ),
     ] = None,
-    on_demand_after: Annotated[int, typer.Option("--on-demand-after", min=0)] = 3,
+    on_demand_after: Annotated[
+        int,
+        typer.Option(
+            "--on-demand-after", min=0, help="Preemptions after which it stays on demand."
+        ),
+    ] = 3,
     migrate_risk: Annotated[
         float, typer.Option("--migrate-risk", min=0.0, max=1.0, help="1 = never move early.")
     ] = 0.5,
-    max_failures: Annotated[int, typer.Option("--max-failures", min=1)] = 2,
-    lead_s: Annotated[float, typer.Option("--notice-lead-s", min=0.0)] = 2.0,
+    max_failures: Annotated[
+        int,
+        typer.Option(
+            "--max-failures", min=1, help="Failed exits (not preemptions) before it gives up."
+        ),
+    ] = 2,
+    lead_s: Annotated[
+        float,
+        typer.Option(
+            "--notice-lead-s", min=0.0, help="Seconds between a notice and the stop it warns of."
+        ),
+    ] = 2.0,
     stall_timeout: Annotated[
         float,
         typer.Option(
@@ -518,8 +565,9 @@ def _print_report(report: dict[str, Any], as_json: bool) -> None:
     for market, m in report["markets"].items():
         out.print(f"  {market}: {m['hours']:.2f} h, ${m['cost_usd']:,.2f}")
     out.print(
-        f"  {report['instances']} instances, {report['preemptions']} preemptions "
-        f"({report['notices']} notices), {report['migrations']} migrations, "
+        f"  {plural(report['instances'], 'instance')}, "
+        f"{plural(report['preemptions'], 'preemption')} "
+        f"({plural(report['notices'], 'notice')}), {plural(report['migrations'], 'migration')}, "
         f"{report['lost_work_hours']:.2f} h of work lost, "
         f"{report['checkpoint_bytes'] / 1e6:.1f} MB of checkpoints"
     )
@@ -567,7 +615,8 @@ def _ledger_store(store: Path | None) -> Iterator[OperationalStore]:
 
 @jobs_app.command("list")
 def jobs_list(
-    as_json: Annotated[bool, typer.Option("--json")] = False, store: StoreOption = None
+    as_json: Annotated[bool, typer.Option("--json", help="Print the jobs as JSON.")] = False,
+    store: StoreOption = None,
 ) -> None:
     """Every supervised job: status, cost so far, preemptions, migrations."""
     from spotwise.executor.ledger import list_jobs
@@ -649,7 +698,7 @@ def jobs_logs(
 @jobs_app.command("show")
 def jobs_show(
     job_id: Annotated[str, typer.Argument(help="A job id from `spotwise jobs list`.")],
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     store: StoreOption = None,
 ) -> None:
     """One job's cost so far, savings against on-demand and cost breakdown."""

@@ -18,9 +18,15 @@ ModelFactory = Callable[[], Forecaster]
 
 
 def forecast(
-    df: pd.DataFrame, models: Sequence[ModelFactory], h: int, *, freq: str, level: int = 90
+    df: pd.DataFrame,
+    models: Sequence[ModelFactory],
+    h: int,
+    *,
+    freq: str,
+    level: int = 90,
+    on_series: Callable[[], None] | None = None,
 ) -> pd.DataFrame:
-    """Forecast ``h`` steps after each series' last value."""
+    """Forecast ``h`` steps after each series' last value (``on_series``: called after each)."""
     rows = []
     for uid, group in df.groupby("unique_id", sort=True):
         y = group["y"].to_numpy(dtype=float)
@@ -33,6 +39,8 @@ def forecast(
             out[f"{model.alias}-lo-{level}"] = result.lo
             out[f"{model.alias}-hi-{level}"] = result.hi
         rows.append(out)
+        if on_series is not None:
+            on_series()
     return pd.concat(rows, ignore_index=True)
 
 

@@ -37,8 +37,10 @@ class PerSeries:
     """A one-series :class:`~pricing.forecast.models.Forecaster` over a panel: each series is
     fitted on its own history when it is forecast."""
 
-    def __init__(self, model: ModelFactory) -> None:
+    def __init__(self, model: ModelFactory, on_series: Callable[[], None] | None = None) -> None:
         self.model = model
+        self.on_series = on_series
+        """Called after each series is forecast (a progress bar's step)."""
         self.alias = model().alias
         self.level = 90
 
@@ -47,7 +49,7 @@ class PerSeries:
         return self
 
     def predict(self, df: pd.DataFrame, h: int, *, freq: str) -> pd.DataFrame:
-        return forecast(df, [self.model], h, freq=freq, level=self.level)
+        return forecast(df, [self.model], h, freq=freq, level=self.level, on_series=self.on_series)
 
 
 PANEL_FORECASTERS: dict[str, Callable[[], PanelForecaster]] = {

@@ -29,7 +29,7 @@ from spotwise.pricing.forecast.panel import PanelForecaster, PerSeries, forecast
 from spotwise.pricing.frames import unique_id
 from spotwise.pricing.operational import open_operational
 from spotwise.pricing.store import MarketStore
-from spotwise.progress import Progress, silent
+from spotwise.progress import UNCOUNTED, Progress, Steps, silent
 
 RISK_MODEL = f"risk-{SHIPPED}"
 
@@ -104,8 +104,10 @@ def price_forecasts(
     level: int,
     created: pd.Timestamp,
     progress: Progress,
+    steps: Steps = UNCOUNTED,
 ) -> tuple[pd.DataFrame, int]:
-    """Forecast rows for every price series, and the number of series."""
+    """Forecast rows for every price series, and the number of series (``steps``: one per
+    series and model)."""
     if prices.empty:
         return pd.DataFrame(), 0
     prices["unique_id"] = [
@@ -125,22 +127,39 @@ def price_forecasts(
     source_end = prices.groupby("source")["ts"].transform("max")
     newest = prices.assign(end=source_end).groupby("unique_id")["end"].transform("max")
     prices = prices[source_end == newest].assign(end=source_end)
-    rows = []
-    n_series = 0
+    grids = []
     for (provider, _, end), group in prices.groupby(["provider", "source", "end"]):
         freq = "h" if provider == "aws" else "D"
-        steps = horizon_hours if freq == "h" else max(1, math.ceil(horizon_hours / 24))
         grid = to_grid(group[["unique_id", "ts", "price"]], freq, end=end)
         counts = grid.groupby("unique_id")["ds"].transform("size")
-        grid = grid[counts >= 3]
-        n_series += grid["unique_id"].nunique()
-        progress(f"{provider}: {grid['unique_id'].nunique()} series on a {freq} grid")
-        models: list[PanelForecaster] = [PerSeries(Naive), PerSeries(Arima110)]
-        if freq == "h" and len(grid) > 2000:
-            models.append(GlobalBoosting())
-        predicted = forecast_panel(grid, models, steps, freq=freq, level=level)
-        rows.append(_long(predicted, [m.alias for m in models], steps, level, created))
+        grids.append((provider, freq, grid[counts >= 3]))
+    rows = []
+    n_series = 0
+    plans = [(p, f, g, _models(f, g, steps)) for p, f, g in grids]
+    steps.expect(sum(g["unique_id"].nunique() * len(m) for _, _, g, m in plans))
+    for provider, freq, grid, models in plans:
+        ahead = horizon_hours if freq == "h" else max(1, math.ceil(horizon_hours / 24))
+        series = grid["unique_id"].nunique()
+        n_series += series
+        progress(f"{provider}: {series} series, {'hourly' if freq == 'h' else 'daily'}")
+        predicted = forecast_panel(grid, models, ahead, freq=freq, level=level)
+        for model in models:
+            if not isinstance(model, PerSeries):  # a global model is one step per series too
+                steps.advance(series)
+        rows.append(_long(predicted, [m.alias for m in models], ahead, level, created))
     return pd.concat(rows, ignore_index=True), n_series
+
+
+def _models(freq: str, grid: pd.DataFrame, steps: Steps) -> list[PanelForecaster]:
+    """The models of one grid: the last value and ARIMA per series, and the global GBM where
+    an hourly panel is big enough to learn from."""
+    models: list[PanelForecaster] = [
+        PerSeries(Naive, on_series=steps.advance),
+        PerSeries(Arima110, on_series=steps.advance),
+    ]
+    if freq == "h" and len(grid) > 2000:
+        models.append(GlobalBoosting())
+    return models
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -228,6 +247,7 @@ def run_forecasts(
     risk_horizon_minutes: float = 60.0,
     level: int = 90,
     progress: Progress = silent,
+    steps: Steps = UNCOUNTED,
 ) -> ForecastRun:
     """Forecast everything in the store at ``store_path`` and write the forecasts in one
     transaction. The store is held only to read the inputs and to write the result: other
@@ -237,7 +257,12 @@ def run_forecasts(
     with MarketStore.open_to_read(store_path) as store:
         inputs = read_inputs(store)
     prices, n_series = price_forecasts(
-        inputs.prices, horizon_hours=horizon_hours, level=level, created=created, progress=progress
+        inputs.prices,
+        horizon_hours=horizon_hours,
+        level=level,
+        created=created,
+        progress=progress,
+        steps=steps,
     )
     progress("preemption risk per pool")
     risk = risk_forecasts(

@@ -72,7 +72,7 @@ def _fill(path: Path) -> Path:
         test_from_hours=480,
         start_every_hours=24,
     )
-    save_summary(run.summary(), path.parent)
+    save_summary(run.summary(), path)
     ledger = Ledger(
         path,
         JobInfo(

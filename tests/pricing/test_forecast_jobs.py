@@ -119,3 +119,38 @@ def test_store_open_errors_say_whether_waiting_can_help(tmp_path: Path) -> None:
     denied = _open_error(tmp_path / "m.duckdb", PermissionError(13, "Permission denied"))
     assert denied.permanent and "permission denied" in str(denied)
     assert "another process" not in str(denied)
+
+
+class CountedSteps:
+    """Steps a test can read back."""
+
+    def __init__(self) -> None:
+        self.expected = self.done = 0
+
+    def expect(self, n: int) -> None:
+        self.expected += n
+
+    def advance(self, n: int = 1) -> None:
+        self.done += n
+        assert self.done <= self.expected  # never past what was announced
+
+
+def test_price_forecasts_count_every_series_and_model_for_a_progress_bar() -> None:
+    import pandas as pd
+
+    from spotwise.pricing.forecast.run import price_forecasts
+    from spotwise.pricing.sources.aws import read_price_history_csv
+
+    parsed = read_price_history_csv(DATA / "prices/aws_spot_price_history_2019-12_2020-01.csv")
+    prices = parsed.frames["prices"]
+    steps, lines = CountedSteps(), list[str]()
+    _, n_series = price_forecasts(
+        prices,
+        horizon_hours=6,
+        level=90,
+        created=pd.Timestamp.now(tz="UTC"),
+        progress=lines.append,
+        steps=steps,
+    )
+    assert steps.expected == steps.done >= 2 * n_series > 0  # the last value and ARIMA at least
+    assert lines and all("hourly" in line for line in lines)
