@@ -2,14 +2,17 @@
 PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
-TORCH_PIN := torch==2.13.0
+# The CPU build of torch by default; a GPU machine sets its own, e.g.
+# make setup TORCH_PIN="torch --index-url https://download.pytorch.org/whl/cu124"
+# (ROCm: .../whl/rocm6.2), or TORCH_PIN= to keep whatever torch pip resolves.
+TORCH_PIN ?= torch==2.13.0
 
-.PHONY: setup demo test test-fast test-postgres soak lint clean
+.PHONY: setup demo test test-fast test-postgres soak lint clean notebook notebooks
 
 $(BIN)/spotwise: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet "$(TORCH_PIN)"
+	$(if $(strip $(TORCH_PIN)),$(BIN)/pip install --quiet $(TORCH_PIN))
 	$(BIN)/pip install --quiet -e ".[dev]"
 	touch $@
 
@@ -44,6 +47,15 @@ test-postgres: setup
 soak: setup
 	$(BIN)/pytest -q --soak -rA tests/soak
 	$(BIN)/pytest -q --soak -rA --operational-store postgresql tests/soak
+
+# Open the forecasting notebook in JupyterLab (installed into the venv the first time).
+notebook: setup
+	$(BIN)/python -c "import jupyterlab" 2>/dev/null || $(BIN)/pip install --quiet jupyterlab
+	$(BIN)/jupyter lab notebooks/forecasting.ipynb
+
+# Run the notebooks top to bottom and store them with their outputs.
+notebooks: setup
+	MPLBACKEND= $(BIN)/python notebooks/execute.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -7,17 +7,44 @@ from typing import Any
 import altair as alt
 import pandas as pd
 
+from spotwise.pricing.views import DOWN_AT_END, UP_AT_END
 
-def price_lines(history: pd.DataFrame) -> alt.Chart:
-    """Price change points per series as step lines."""
+DATE_AXIS = alt.Axis(format="%Y-%m-%d", labelAngle=0, title=None)
+"""Time axes say the year: the bundled data is years old."""
+PERCENT = alt.Axis(format="%")
+
+
+def cost_parts(parts: pd.DataFrame) -> alt.Chart:
+    """A job's cost by part beside its on-demand baseline, in USD, one labelled row each."""
+    return (
+        alt.Chart(parts)
+        .mark_bar()
+        .encode(
+            y=alt.Y("part:N", sort=list(parts["part"]), title=None),
+            x=alt.X("usd:Q", title="USD"),
+            color=alt.Color("part:N", legend=None),
+            tooltip=["part", alt.Tooltip("usd:Q", format="$,.2f")],
+        )
+    )
+
+
+BOUND = "omniscient (bound)"
+
+
+def price_lines(history: pd.DataFrame, *, log: bool = False) -> alt.Chart:
+    """Price change points per series as step lines (``log``: a log scale, so one large
+    instance type does not flatten the others)."""
+    scale = alt.Scale(type="log") if log else alt.Scale(zero=False)
     return (
         alt.Chart(history)
         .mark_line(interpolate="step-after")
         .encode(
-            x=alt.X("ts:T", title="time"),
-            y=alt.Y("price:Q", title="USD per hour"),
-            color=alt.Color("series:N", legend=alt.Legend(orient="bottom", columns=2)),
-            tooltip=["series", "ts:T", "price:Q"],
+            x=alt.X("ts:T", axis=DATE_AXIS),
+            y=alt.Y("price:Q", title="USD per hour" + (" (log scale)" if log else ""), scale=scale),
+            color=alt.Color(
+                "series:N", legend=alt.Legend(orient="bottom", columns=2, labelLimit=400)
+            ),
+            tooltip=["series", alt.Tooltip("ts:T", format="%Y-%m-%d %H:%M"), "price:Q"],
         )
         .interactive()
     )
@@ -36,7 +63,7 @@ def forecast_band(
         alt.Chart(recent)
         .mark_line(interpolate="step-after", color="black")
         .encode(
-            x=alt.X("ts:T", title="time"),
+            x=alt.X("ts:T", axis=DATE_AXIS),
             y=alt.Y("price:Q", title="USD per hour", scale=alt.Scale(zero=False)),
         )
     )
@@ -61,9 +88,9 @@ def heatmap(frame: pd.DataFrame) -> alt.Chart:
         alt.Chart(frame)
         .mark_rect()
         .encode(
-            x=alt.X("bucket:T", title="time"),
+            x=alt.X("bucket:T", axis=DATE_AXIS),
             x2="bucket_end:T",
-            y=alt.Y("pool:N", title=None),
+            y=alt.Y("pool:N", title=None, axis=alt.Axis(labelLimit=400)),
             color=alt.Color(
                 "available:Q",
                 scale=alt.Scale(scheme="redyellowgreen", domain=[0, 1]),
@@ -82,30 +109,100 @@ def bars(frame: pd.DataFrame, x: str, y: str, color: str | None = None, **kw: An
     return alt.Chart(frame).mark_bar(**kw).encode(**encoding)
 
 
-def policy_bars(summary: dict[str, Any]) -> alt.LayerChart:
-    """Mean cost ratio per pool and policy, the omniscient bound as ticks."""
+def risk_bars(risk: pd.DataFrame, horizon_minutes: int) -> alt.Chart:
+    """P(preempted within the horizon) per pool, one bar a row (the whole pool name), coloured
+    by whether the pool was up when its trace ends (down: nothing to lose, P = 1)."""
+    title = f"P(preempted within {horizon_minutes} min)"
+    risk = risk.assign(pool=risk["pool"].str.removesuffix(":spot"))
+    return (
+        alt.Chart(risk)
+        .mark_bar()
+        .encode(
+            x=alt.X("p_preempt:Q", title=title, scale=alt.Scale(domain=[0, 1]), axis=PERCENT),
+            y=alt.Y("pool:N", sort="-x", title=None, axis=alt.Axis(labelLimit=400)),
+            color=alt.Color(
+                "state:N",
+                title="when its trace ends",
+                scale=alt.Scale(domain=[UP_AT_END, DOWN_AT_END], range=["#1f77b4", "#c7c7c7"]),
+                legend=alt.Legend(orient="top", labelLimit=400),
+            ),
+            tooltip=[
+                "pool",
+                alt.Tooltip("p_preempt:Q", title=title, format=".0%"),
+                alt.Tooltip("expected_hours_to_preemption:Q", title="MTBF h", format=".2f"),
+                alt.Tooltip("as_of:T", title="trace ends", format="%Y-%m-%d %H:%M"),
+                "state",
+            ],
+        )
+    )
+
+
+def band_bars(bands: pd.DataFrame) -> alt.Chart:
+    """The Spot Advisor band per region: whole bands only (0 < 5 % … 4 > 20 % a month)."""
+    return (
+        alt.Chart(bands)
+        .mark_bar()
+        .encode(
+            x=alt.X("region:N", sort="-y", title=None, axis=alt.Axis(labelAngle=-30)),
+            y=alt.Y(
+                "band:Q",
+                title="interruption band",
+                scale=alt.Scale(domain=[0, 4]),
+                axis=alt.Axis(values=[0, 1, 2, 3, 4], format="d"),
+            ),
+            color=alt.Color("savings_pct:Q", title="saving %"),
+            tooltip=["region", "instance_type", "band", "savings_pct", "observed:T"],
+        )
+    )
+
+
+def plan_bars(frame: pd.DataFrame) -> alt.Chart:
+    """Each pool's expected cost, split into its parts, cheapest on top (the table's order)."""
+    order = list(frame.drop_duplicates("pool")["pool"])
+    return (
+        alt.Chart(frame)
+        .mark_bar()
+        .encode(
+            y=alt.Y("pool:N", sort=order, title=None, axis=alt.Axis(labelLimit=400)),
+            x=alt.X("usd:Q", title="expected cost, USD", stack="zero"),
+            color=alt.Color("part:N", title=None, legend=alt.Legend(orient="top")),
+            order=alt.Order("part:N"),
+            tooltip=["pool", "part", alt.Tooltip("usd:Q", format="$,.2f")],
+        )
+    )
+
+
+def policy_bars(summary: dict[str, Any]) -> alt.Chart:
+    """Mean cost ratio per pool and policy; the omniscient bound the black bar, with its own
+    legend entry."""
     rows = [
-        {"pool": pool, "policy": name, "cost_ratio": stats["mean_cost_ratio"]}
+        {
+            "pool": pool,
+            "policy": BOUND if name == "omniscient" else name,
+            "cost_ratio": stats["mean_cost_ratio"],
+        }
         for pool, per_policy in summary["results"].items()
         for name, stats in per_policy.items()
     ]
     frame = pd.DataFrame(rows)
-    policies = frame[frame.policy != "omniscient"]
-    bound = frame[frame.policy == "omniscient"]
-    chart = (
-        alt.Chart(policies)
+    names = [n for n in dict.fromkeys(frame.policy) if n != BOUND]
+    palette = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
+    order = [*names, BOUND] if BOUND in set(frame.policy) else names
+    color = alt.Color(
+        "policy:N",
+        title=None,
+        sort=order,
+        scale=alt.Scale(domain=order, range=[*palette[: len(names)], "black"][: len(order)]),
+        legend=alt.Legend(orient="bottom", labelLimit=400),
+    )
+    return (
+        alt.Chart(frame)
         .mark_bar()
         .encode(
-            x=alt.X("pool:N", title=None),
-            xOffset="policy:N",
+            x=alt.X("pool:N", title=None, axis=alt.Axis(labelAngle=-30, labelLimit=400)),
+            xOffset=alt.XOffset("policy:N", sort=order),
             y=alt.Y("cost_ratio:Q", title="mean cost ratio (1 = on-demand)"),
-            color="policy:N",
+            color=color,
             tooltip=["pool", "policy", alt.Tooltip("cost_ratio:Q", format=".3f")],
         )
     )
-    ticks = (
-        alt.Chart(bound)
-        .mark_tick(color="black", thickness=3, size=40)
-        .encode(x="pool:N", y="cost_ratio:Q", tooltip=["pool", "cost_ratio"])
-    )
-    return chart + ticks

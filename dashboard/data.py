@@ -4,6 +4,7 @@ Pages never query the store or compute anything themselves; they call these func
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -19,6 +20,7 @@ from spotwise.pricing import views
 from spotwise.pricing.database import PostgresStore
 from spotwise.pricing.errors import PricingError
 from spotwise.pricing.operational import open_operational
+from spotwise.pricing.quotes import is_stale
 from spotwise.pricing.store import MarketStore
 
 if TYPE_CHECKING:
@@ -47,6 +49,11 @@ OPERATIONAL_VIEWS = {"price_forecasts", "risk_forecasts"}
 """The views that read operational tables."""
 
 
+def stale(as_of: pd.Timestamp | str | None) -> bool:
+    """Whether ``as_of`` is more than a week old now (the planner's rule)."""
+    return is_stale(as_of, pd.Timestamp.now(tz="UTC"))
+
+
 def store_ready() -> bool:
     """Whether the store exists and holds prices; if not, say how to load them."""
     try:
@@ -67,6 +74,13 @@ def view(name: str, **kwargs: Any) -> pd.DataFrame:
     with _open_operational() if name in OPERATIONAL_VIEWS else _open() as store:
         result: pd.DataFrame = getattr(views, name)(store, **kwargs)
         return result
+
+
+@st.cache_data(ttl=60, show_spinner=False)
+def series_count(**filters: str | None) -> int:
+    """How many price series the filters hold (the history chart shows a dozen)."""
+    with _open() as store:
+        return views.price_series_count(store, **filters)
 
 
 @st.cache_data(ttl=60, show_spinner=False)
@@ -103,6 +117,36 @@ def jobs() -> pd.DataFrame:
             return pd.DataFrame(ledger.list_jobs(store))
     except PricingError:
         return pd.DataFrame()
+
+
+@dataclass(frozen=True, slots=True)
+class JobTotals:
+    """The cost of some jobs against the same hours on demand."""
+
+    jobs: int
+    cost_usd: float
+    on_demand_usd: float
+
+    @property
+    def saved_pct(self) -> float:
+        return 100 * (1 - self.cost_usd / self.on_demand_usd) if self.on_demand_usd else 0.0
+
+
+@st.cache_data(ttl=10, show_spinner=False)
+def job_totals() -> dict[str, JobTotals]:
+    """Totals over every job, real and simulated apart (replayed dollars are not a bill)."""
+    totals: dict[str, JobTotals] = {}
+    with _open_operational() as store:
+        for row in ledger.list_jobs(store):
+            report = ledger.job_report(store, row["job_id"])
+            kind = "simulated" if report.simulated else "real"
+            before = totals.get(kind, JobTotals(0, 0.0, 0.0))
+            totals[kind] = JobTotals(
+                before.jobs + 1,
+                before.cost_usd + report.cost_usd,
+                before.on_demand_usd + report.on_demand_cost_usd,
+            )
+    return dict(sorted(totals.items()))
 
 
 @st.cache_data(ttl=10, show_spinner=False)

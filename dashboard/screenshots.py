@@ -68,7 +68,7 @@ def take(url: str, out: Path, chromium: str) -> dict[str, Path]:
         browser = p.chromium.launch(
             executable_path=chromium, args=["--headless", "--no-sandbox", "--disable-gpu"]
         )
-        page = browser.new_page(viewport={"width": 1400, "height": 1100})
+        page = browser.new_page(viewport={"width": 1400, "height": 2000})
         for name, path in PAGES.items():
             page.goto(f"{url}/{path}")
             page.wait_for_selector(CHART, timeout=90_000)

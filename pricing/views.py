@@ -13,6 +13,18 @@ if TYPE_CHECKING:
     from spotwise.pricing.operational import OperationalStore
 
 
+GPU_FAMILIES = ("p2.", "p3", "p4", "p5", "g3", "g4", "g5", "g6", "trn", "inf", "dl1")
+"""AWS instance-type prefixes with accelerators."""
+GPU_SHAPES = ("a2-", "a3-", "a4-", "g2-", "g4-")
+"""GCP machine-type prefixes with GPUs attached."""
+
+
+def is_gpu(instance_type: str) -> bool:
+    """Whether an instance type carries an accelerator (AWS families, GCP shapes)."""
+    name = instance_type.lower()
+    return name.startswith(GPU_FAMILIES) or name.startswith(GPU_SHAPES)
+
+
 def is_empty(store: MarketStore) -> bool:
     """Whether nothing has been loaded yet."""
     return bool(store.query("SELECT count(*) AS n FROM prices").n.iloc[0] == 0)
@@ -57,6 +69,24 @@ def price_history(
     )
 
 
+def price_series_count(
+    store: MarketStore,
+    *,
+    provider: str | None = None,
+    region: str | None = None,
+    instance_type: str | None = None,
+) -> int:
+    """How many series :func:`price_history` chooses from for these filters."""
+    where, params = _where({"provider": provider, "region": region, "instance_type": instance_type})
+    return int(
+        store.query(
+            f"SELECT count(DISTINCT (provider, region, zone, instance_type, market)) AS n "
+            f"FROM prices{where}",
+            params,
+        ).n.iloc[0]
+    )
+
+
 def price_forecasts(store: OperationalStore, series: list[str]) -> pd.DataFrame:
     """The stored price forecasts (mean and interval per model) of some series."""
     if not series:
@@ -72,13 +102,14 @@ def price_forecasts(store: OperationalStore, series: list[str]) -> pd.DataFrame:
 def savings(store: MarketStore, *, provider: str | None = None) -> pd.DataFrame:
     """Per pool with both prices: the newest spot and on-demand price and the saving (%)."""
     where, params = _where({"provider": provider})
-    return store.query(
+    frame = store.query(
         f"""
         WITH newest AS (
             SELECT provider, region, zone, instance_type, market,
-                arg_max(price, ts) AS price FROM prices{where} GROUP BY ALL)
+                arg_max(price, ts) AS price, max(ts) AS ts FROM prices{where} GROUP BY ALL)
         SELECT s.provider, s.region, s.zone, s.instance_type, s.price AS spot_price,
-            o.price AS on_demand_price, round(100 * (1 - s.price / o.price), 1) AS saving_pct
+            o.price AS on_demand_price, round(100 * (1 - s.price / o.price), 1) AS saving_pct,
+            s.ts AS spot_as_of, o.ts AS on_demand_as_of
         FROM newest s JOIN newest o ON s.provider = o.provider AND s.region = o.region
             AND s.zone = o.zone AND s.instance_type = o.instance_type
         WHERE s.market = 'spot' AND o.market = 'on_demand'
@@ -86,6 +117,10 @@ def savings(store: MarketStore, *, provider: str | None = None) -> pd.DataFrame:
         """,
         params,
     )
+    gpu = frame["instance_type"].map(is_gpu)
+    frame.insert(4, "gpu", gpu)
+    # GPU users read this table: GPU shapes first, then by saving
+    return frame.sort_values(["gpu", "saving_pct"], ascending=False).reset_index(drop=True)
 
 
 def availability_by_hour(
@@ -123,17 +158,26 @@ def advisor_bands(store: MarketStore, *, instance_type: str | None = None) -> pd
     where, params = _where({"instance_type": instance_type})
     return store.query(
         f"""SELECT region, instance_type, arg_max(interruption_band, observed) AS band,
-            arg_max(savings_pct, observed) AS savings_pct FROM bands{where}
+            arg_max(savings_pct, observed) AS savings_pct, max(observed) AS observed
+            FROM bands{where}
             GROUP BY ALL ORDER BY region, instance_type""",
         params,
     )
 
 
+DOWN_AT_END = "down: no capacity to lose"
+UP_AT_END = "up: the forecast"
+
+
 def risk_forecasts(store: OperationalStore) -> pd.DataFrame:
-    """The newest preemption-risk forecast per pool: P(preempted within the horizon) and the
-    expected hours to preemption."""
-    return store.query(
+    """The newest preemption-risk forecast per pool: P(preempted within the horizon), the
+    expected hours to preemption, when its trace ends (``as_of``) and whether the pool was up
+    then (a pool that was down has P = 1: no run to lose, nothing to forecast)."""
+    frame = store.query(
         """SELECT unique_id AS pool, model, horizon AS horizon_minutes, p_preempt,
-            mean AS expected_hours_to_preemption, created_at
+            mean AS expected_hours_to_preemption, ds AS as_of, created_at
         FROM forecasts WHERE p_preempt IS NOT NULL ORDER BY p_preempt DESC"""
     )
+    # the risk forecaster gives exactly 1 only for a pool down at its last tick
+    frame["state"] = [DOWN_AT_END if p >= 1.0 else UP_AT_END for p in frame["p_preempt"]]
+    return frame

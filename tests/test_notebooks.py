@@ -15,17 +15,30 @@ NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
-def test_notebook_runs_top_to_bottom(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_notebook_runs_top_to_bottom_from_outside_the_checkout(
+    path: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.delenv(
         "MPLBACKEND", raising=False
     )  # (Streamlit's import sets Agg: no inline plots)
+    stored = nbformat.read(path, as_version=4)
+    assert len(_images(stored)) >= 2  # kept executed, so a reader on the web sees the plots
     notebook = nbformat.read(path, as_version=4)
     NotebookClient(
-        notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(REPO)}}
+        notebook,
+        timeout=600,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(tmp_path)}},
     ).execute()
-    outputs = [
+    assert not [o for o in _outputs(notebook) if o.get("output_type") == "error"]
+    assert len(_images(notebook)) >= 2  # the reliability curve and the forecast plot
+
+
+def _outputs(notebook: nbformat.NotebookNode) -> list[dict]:
+    return [
         o for cell in notebook.cells if cell.cell_type == "code" for o in cell.get("outputs", [])
     ]
-    assert not [o for o in outputs if o.get("output_type") == "error"]
-    images = [o for o in outputs if "image/png" in o.get("data", {})]
-    assert len(images) >= 2  # the reliability curve and the forecast plot
+
+
+def _images(notebook: nbformat.NotebookNode) -> list[dict]:
+    return [o for o in _outputs(notebook) if "image/png" in o.get("data", {})]

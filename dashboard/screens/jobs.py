@@ -17,20 +17,41 @@ def render() -> None:
     if jobs.empty:
         st.info("No supervised job yet: run `spotwise demo` or `spotwise run -- COMMAND`.")
         return
-    st.dataframe(jobs, hide_index=True, width="stretch")
+    totals = data.job_totals()
+    for kind, total in totals.items():
+        a, b, c = st.columns(3)
+        a.metric(
+            f"{total.jobs} {kind} job{'s' if total.jobs != 1 else ''}: cost",
+            f"${total.cost_usd:,.2f}",
+        )
+        b.metric("The same hours on demand", f"${total.on_demand_usd:,.2f}")
+        c.metric("Saved", f"{total.saved_pct:.1f} %")
+    if "simulated" in totals:
+        st.caption(
+            "Simulated jobs ran on replayed markets: their dollars are what those hours would "
+            "have cost, not a bill. They are never added to real ones."
+        )
+    shown = jobs.assign(money=["simulated" if s else "real" for s in jobs.simulated])
+    first = ["job_id", "name", "money", "status", "cost_usd", "preemptions", "migrations"]
+    st.dataframe(
+        shown[first + [c for c in shown.columns if c not in {*first, "simulated"}]],
+        hide_index=True,
+        width="stretch",
+        column_config={"cost_usd": st.column_config.NumberColumn("cost", format="$%.2f")},
+    )
     job_id = st.selectbox("Job", list(jobs.job_id))
     report = data.job(job_id)
+    label = " (simulated)" if report.simulated else ""
     a, b, c, d = st.columns(4)
-    a.metric(
-        "Cost so far",
-        f"${report.cost_usd:,.2f}",
-        f"{report.savings_pct:.1f}% saved",
+    a.metric(f"Cost so far{label}", f"${report.cost_usd:,.2f}")
+    b.metric("Saved against on-demand", f"{report.savings_pct:.1f} %")
+    c.metric("Preemptions", report.preemptions)
+    d.metric("Migrations", report.migrations)
+    st.caption(
+        f"{report.notices} of the {report.preemptions} preemptions came with a notice; "
+        f"{report.lost_work_hours:.2f} h of work was lost and redone."
+        + (" Simulated: hours and dollars of a replayed market, not a bill." if label else "")
     )
-    b.metric("Preemptions", report.preemptions, f"{report.notices} notices", delta_color="off")
-    c.metric("Migrations", report.migrations)
-    d.metric("Lost work", f"{report.lost_work_hours:.2f} h")
-    if report.simulated:
-        st.caption("Simulated: hours and dollars of a replayed market, not a bill.")
     parts = pd.DataFrame(
         [
             {"part": part, "usd": usd}
@@ -40,8 +61,8 @@ def render() -> None:
             ]
         ]
     )
-    st.subheader("Cost breakdown against running it all on demand")
-    st.altair_chart(charts.bars(parts, "part:N", "usd:Q", color="part:N"), width="stretch")
+    st.subheader(f"Cost breakdown against running it all on demand, USD{label}")
+    st.altair_chart(charts.cost_parts(parts), width="stretch")
     if report.prices:
         st.caption(
             f"On demand: the {report.hours_needed:.2f} h the job needed (instance hours less "

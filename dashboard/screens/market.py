@@ -28,7 +28,24 @@ def render() -> None:
         st.warning("No prices for this filter; widen it.")
         return
     st.subheader("Price history")
-    st.altair_chart(charts.price_lines(history), width="stretch")
+    total = data.series_count(**chosen)
+    shown = history.series.nunique()
+    prices = history.price[history.price > 0]
+    wide = not prices.empty and prices.max() / prices.min() > 10
+    log = st.checkbox("Log scale", value=wide, help="One large instance type flattens the rest")
+    st.altair_chart(charts.price_lines(history, log=log), width="stretch")
+    if shown < total:
+        st.caption(
+            f"The {shown} series with the most price changes of the {total} this filter holds: "
+            "narrow it (provider, region, instance type) to see the others."
+        )
+    newest = history.ts.max()
+    if data.stale(newest):
+        st.warning(
+            f"Stale: the newest price here is of {newest:%Y-%m-%d}. Collect fresh ones with "
+            "`spotwise collect aws`.",
+            icon="⚠️",
+        )
     series = st.selectbox("Forecast of", sorted(history.series.unique()))
     forecast = data.view("price_forecasts", series=[series])
     if forecast.empty:
@@ -41,8 +58,21 @@ def render() -> None:
             width="stretch",
         )
     saving = data.view("savings", provider=chosen["provider"])
-    st.subheader("Spot savings against on-demand (newest prices)")
+    st.subheader("Spot savings against on-demand (newest prices, GPU shapes first)")
     if saving.empty:
         st.caption("No pool here has both a spot and an on-demand price.")
     else:
-        st.dataframe(saving, hide_index=True, width="stretch")
+        st.dataframe(
+            saving,
+            hide_index=True,
+            width="stretch",
+            column_config={
+                "spot_price": st.column_config.NumberColumn("spot $/h", format="$%.3f"),
+                "on_demand_price": st.column_config.NumberColumn("on-demand $/h", format="$%.3f"),
+                "saving_pct": st.column_config.NumberColumn("saving", format="%.1f %%"),
+                "spot_as_of": st.column_config.DatetimeColumn("spot as of", format="YYYY-MM-DD"),
+                "on_demand_as_of": st.column_config.DatetimeColumn(
+                    "on-demand as of", format="YYYY-MM-DD"
+                ),
+            },
+        )

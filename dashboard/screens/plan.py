@@ -8,7 +8,7 @@ import streamlit as st
 from spotwise.dashboard import charts, data
 from spotwise.policy.cost import StorageTerms
 from spotwise.policy.errors import PolicyError
-from spotwise.policy.plan import PlanInputs
+from spotwise.policy.plan import PlanInputs, next_step, price_sources
 
 
 def render() -> None:
@@ -31,7 +31,9 @@ def render() -> None:
     )
     provider = right.selectbox("Provider", ["all", "aws", "gcp"])
     on_demand = st.number_input(
-        "On-demand $/h (0 = from the store or estimated)", min_value=0.0, value=0.0
+        "On-demand $/h for every region (0 = each region's from the store)",
+        min_value=0.0,
+        value=0.0,
     )
     inputs = PlanInputs(
         gpu_hours=gpu_hours,
@@ -45,38 +47,85 @@ def render() -> None:
         st.warning(str(exc))
         return
     best = plan.best
-    a, b, c = st.columns(3)
-    a.metric("Recommended pool", best.pool.name)
-    b.metric(
-        "Expected cost",
-        f"${best.cost.total:,.2f}",
-        f"-{best.cost.saved_pct:.1f}% vs on-demand",
-        delta_color="inverse",
+    st.subheader(f"Recommended: {best.pool.name}")
+    a, b, c, d = st.columns(4)
+    a.metric("Expected cost", f"${best.cost.total:,.2f}")
+    b.metric("Saved against on-demand", f"{best.cost.saved_pct:.1f} %")
+    c.metric("Checkpoint every", f"{60 * best.checkpoint_interval_hours:.0f} min")
+    d.metric("P(spot alone is late)", f"{best.p_late_on_spot:.0%}")
+    st.caption(
+        f"{best.spot_share:.0%} of the work on spot, {best.pool.risk.describe()}. "
+        f"Prices: {price_sources(best.pool)}. When spot alone would be late, the supervisor's "
+        "on-demand fallback keeps the deadline."
     )
-    c.metric(
-        "Checkpoint every",
-        f"{60 * best.checkpoint_interval_hours:.0f} min",
-        f"{best.spot_share:.0%} on spot",
-        delta_color="off",
-    )
+    stale = [p for p in plan.pools if plan.stale(p)]
+    if stale:
+        st.warning(
+            f"{len(stale)} of {len(plan.pools)} pools rest on inputs older than a week (on "
+            f"{plan.made_at:%Y-%m-%d}): collect fresh prices with `spotwise collect aws` "
+            "before acting on this plan.",
+            icon="⚠️",
+        )
+    shown = plan.pools[:10]
     rows = pd.DataFrame(
         [
             {
                 "pool": p.pool.name,
-                "compute": p.cost.compute,
-                "storage": p.cost.storage,
-                "recovery": p.cost.recovery,
-                "on-demand": p.cost.on_demand,
-                "spot share": p.spot_share,
+                "total $": p.cost.total,
+                "saved %": p.cost.saved_pct,
+                "spot $/h": p.pool.spot_price,
+                "spot as of": (p.pool.spot.as_of or "")[:10],
+                "on-demand $/h": p.pool.on_demand_price,
+                "on-demand from": p.pool.on_demand.kind,
                 "MTBF h": p.pool.mtbf_hours,
+                "MTBF from": p.pool.risk.kind,
+                "P(late on spot)": 100 * p.p_late_on_spot,
+                "spot share %": 100 * p.spot_share,
+                "stale": ", ".join(plan.stale(p)),
             }
-            for p in plan.pools[:10]
+            for p in shown
         ]
     )
-    long = rows.melt(id_vars="pool", value_vars=["compute", "storage", "recovery"], var_name="part")
-    st.subheader("Cost breakdown of the ten cheapest pools")
-    st.altair_chart(charts.bars(long, "pool:N", "sum(value):Q", color="part:N"), width="stretch")
-    st.dataframe(rows, hide_index=True, width="stretch")
+    parts = pd.DataFrame(
+        [
+            {"pool": p.pool.name, "part": part, "usd": usd}
+            for p in shown
+            for part, usd in (
+                ("compute", p.cost.compute),
+                ("recovery", p.cost.recovery),
+                ("storage", p.cost.storage),
+            )
+        ]
+    )
+    st.subheader("Expected cost of the ten cheapest pools, in USD")
+    st.altair_chart(charts.plan_bars(parts), width="stretch")
+    money = st.column_config.NumberColumn(format="$%.2f")
+    price = st.column_config.NumberColumn(format="$%.3f")
+    percent = st.column_config.NumberColumn(format="%.0f %%")
+    st.dataframe(
+        rows,
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "total $": money,
+            "saved %": st.column_config.NumberColumn(format="%.1f %%"),
+            "spot $/h": price,
+            "on-demand $/h": price,
+            "MTBF h": st.column_config.NumberColumn(format="%.2f"),
+            "P(late on spot)": percent,
+            "spot share %": percent,
+        },
+    )
+    st.caption(
+        "on-demand from: store = the price list in the store, estimate = from a Spot Advisor "
+        "saving, reference = the reference price (not a quote), given = typed above. MTBF "
+        "from: trace = the pool's own traces, prior = the traced pools' median (no trace of "
+        "its own)."
+    )
+    st.markdown("Run it:")
+    st.code(next_step(plan, inputs), language="bash")
     with st.expander("Assumptions"):
         for line in plan.assumptions:
             st.markdown(f"- {line}")
+        for name, why in plan.left_out.items():
+            st.markdown(f"- left out {name}: {why}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from spotwise import policy
@@ -15,7 +16,12 @@ def render() -> None:
     zones = st.radio("Zones", modes, index=modes.index(saved[0]) if saved else 0, horizontal=True)
     summary = data.bench_summary(zones)
     if summary is not None:
-        st.caption("From the last `spotwise bench policy` run.")
+        when = summary.get("saved_at", "")[:16].replace("T", " ")
+        st.caption(
+            f"From the last `spotwise bench policy` run on this store ({when} UTC). Cost ratio "
+            "= cost / cost on demand: 1 is all on demand, lower is cheaper; the black bar is "
+            "the omniscient bound, the least any schedule could pay knowing the future."
+        )
     with st.expander("Run the bench here", expanded=summary is None):
         test_from = st.number_input("Test from hour", min_value=0.0, value=480.0, step=24.0)
         names = st.multiselect(
@@ -33,10 +39,18 @@ def render() -> None:
         st.info("No bench result yet: run one above or with `spotwise bench policy`.")
         return
     st.altair_chart(charts.policy_bars(summary), width="stretch")
-    st.dataframe(
+    table = pd.DataFrame(
         {
             pool: {name: stats["mean_cost_ratio"] for name, stats in per_policy.items()}
             for pool, per_policy in summary["results"].items()
-        },
+        }
+    )
+    table = table.rename_axis("policy").reset_index()
+    st.dataframe(
+        table,
+        hide_index=True,
         width="stretch",
+        column_config={
+            c: st.column_config.NumberColumn(format="%.3f") for c in table if c != "policy"
+        },
     )

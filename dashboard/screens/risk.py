@@ -6,6 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from spotwise.dashboard import charts, data
+from spotwise.pricing.views import DOWN_AT_END
 
 
 def render() -> None:
@@ -25,14 +26,28 @@ def render() -> None:
         st.subheader("Share of time spot capacity was available")
         st.altair_chart(charts.heatmap(frame), width="stretch")
     risk = data.view("risk_forecasts")
-    st.subheader("Risk forecast: P(preempted within the horizon)")
     if risk.empty:
+        st.subheader("Risk forecast")
         st.caption("No risk forecast stored: run `spotwise forecast run`.")
     else:
-        st.altair_chart(
-            charts.bars(risk, "pool:N", "p_preempt:Q", color="model:N"), width="stretch"
+        horizon = int(risk.horizon_minutes.iloc[0])
+        st.subheader(f"Risk forecast: P(preempted within {horizon} minutes) per pool")
+        st.altair_chart(charts.risk_bars(risk, horizon), width="stretch")
+        down = int((risk.state == DOWN_AT_END).sum())
+        newest, oldest = risk.as_of.max(), risk.as_of.min()
+        st.caption(
+            f"Forecast by the '{risk.model.iloc[0]}' model, made "
+            f"{risk.created_at.max():%Y-%m-%d %H:%M} UTC from each pool's trace as it ends "
+            f"({oldest:%Y-%m-%d} to {newest:%Y-%m-%d}). {down} of {len(risk)} pools were down "
+            "when their trace ends: a job there has no run to lose, so P = 1 and the plan "
+            "waits or looks elsewhere."
         )
-        st.caption(f"forecast made {risk.created_at.max():%Y-%m-%d %H:%M} UTC")
+        if data.stale(newest):
+            st.warning(
+                f"Stale: the newest trace ends {newest:%Y-%m-%d}, more than a week ago. These "
+                "are the risks of then, not of now.",
+                icon="⚠️",
+            )
     st.subheader("Backtest of the risk forecast the decisions read")
     with st.spinner("backtesting…"):
         result = data.risk_backtest()
@@ -61,11 +76,13 @@ def render() -> None:
     bands = data.view(
         "advisor_bands", instance_type=st.text_input("Spot Advisor bands for", "p3.2xlarge")
     )
-    st.subheader("Spot Advisor interruption band by region (0: <5 % … 4: >20 %)")
+    st.subheader("Spot Advisor interruption band by region")
     if bands.empty:
         st.caption("No Spot Advisor data for this instance type.")
     else:
-        st.altair_chart(
-            charts.bars(bands, "region:N", "band:Q", color="savings_pct:Q"),
-            width="stretch",
+        st.altair_chart(charts.band_bars(bands), width="stretch")
+        st.caption(
+            "Share of running instances AWS interrupted in the trailing month: band 0 < 5 %, "
+            "1 5–10 %, 2 10–15 %, 3 15–20 %, 4 > 20 %. Snapshot of "
+            f"{bands.observed.max():%Y-%m-%d}."
         )

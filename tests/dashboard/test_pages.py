@@ -55,7 +55,89 @@ def test_a_job_shows_its_baseline_and_every_price_with_its_source(
     assert any("2.10 h the job needed" in c.value for c in app.caption)
     prices = next(d.value for d in app.dataframe if "source" in d.value.columns)
     assert set(prices["source"]) == {"reference p3.2xlarge price (not a quote)"}
-    assert app.metric[0].delta == "50.4% saved"  # $3.19 against 2.1 h × $3.06 = $6.43
+    saved = {m.label: m.value for m in app.metric}
+    assert saved["Saved against on-demand"] == "50.4 %"  # $3.19 against 2.1 h × $3.06 = $6.43
+    assert saved["Cost so far (simulated)"] == "$3.19"
+    assert "1 simulated job: cost" in saved  # the total across jobs, never mixed with real ones
+    assert not [m for m in app.metric if m.delta]  # no green arrow on a count
+
+
+def specs(app: AppTest) -> list[dict]:
+    """The Vega-Lite specs of the page's charts."""
+    import json
+
+    found = [*app.get("vega_lite_chart"), *app.get("arrow_vega_lite_chart")]
+    return [json.loads(chart.proto.spec) for chart in found]
+
+
+def encodings(spec: dict) -> list[dict]:
+    layers = spec.get("layer", [spec])
+    return [layer.get("encoding", {}) for layer in layers]
+
+
+def test_risk_states_its_horizon_units_and_the_dates_its_inputs_end(
+    filled_store: Path, use_store
+) -> None:
+    use_store(filled_store)
+    app = page("risk")
+    app.run()
+    assert "within 60 minutes" in " ".join(h.value for h in app.subheader)
+    captions = " ".join(c.value for c in app.caption)
+    assert "were down when their trace ends" in captions and "P = 1" in captions
+    assert "2023-03-1" in captions  # the trace's end, not only when the forecast was made
+    assert any("Stale" in w.value for w in app.warning)
+    risk = next(e for spec in specs(app) for e in encodings(spec) if "p_preempt" in str(e))
+    assert risk["x"]["title"] == "P(preempted within 60 min)" and risk["x"]["axis"]["format"]
+    assert risk["y"]["axis"]["labelLimit"] >= 300  # whole pool names, not cut
+    band = next(e for spec in specs(app) for e in encodings(spec) if "band" in str(e.get("y")))
+    assert band["y"]["axis"]["values"] == [0, 1, 2, 3, 4]  # whole bands, no 0.5
+
+
+def test_plan_names_its_pool_whole_in_usd_with_sources_dates_and_the_next_step(
+    filled_store: Path, use_store
+) -> None:
+    use_store(filled_store)
+    app = page("plan")
+    app.run()
+    pick = app.subheader[0].value
+    assert pick.startswith("Recommended: aws:") and pick.endswith(":p3.2xlarge")
+    bars = next(e for spec in specs(app) for e in encodings(spec))
+    assert bars["x"]["title"] == "expected cost, USD"
+    table = next(d.value for d in app.dataframe)
+    assert {"spot as of", "on-demand from", "MTBF from", "P(late on spot)", "stale"} <= set(
+        table.columns
+    )
+    assert list(table["total $"]) == sorted(table["total $"])  # bars and table in one order
+    assert set(table["MTBF from"]) <= {"trace", "prior", "default"}
+    assert all(str(d).startswith("20") for d in table["spot as of"])
+    assert any("older than a week" in w.value for w in app.warning)
+    assert app.code[0].value.startswith("spotwise run --launcher aws --region ")
+
+
+def test_policies_label_the_bound_and_the_policy_column(filled_store: Path, use_store) -> None:
+    use_store(filled_store)
+    app = page("policies")
+    app.run()
+    spec = specs(app)[0]
+    assert "omniscient (bound)" in spec["encoding"]["color"]["scale"]["domain"]
+    assert next(d.value for d in app.dataframe).columns[0] == "policy"
+    assert "on this store" in app.caption[0].value
+
+
+def test_market_says_it_caps_the_series_and_dates_its_prices(
+    filled_store: Path, use_store
+) -> None:
+    use_store(filled_store)
+    app = page("market")
+    app.run()
+    captions = " ".join(c.value for c in app.caption)
+    assert "series with the most price changes of the" in captions
+    assert any("Stale: the newest price here is of 20" in w.value for w in app.warning)
+    lines = next(e for spec in specs(app) for e in encodings(spec) if "price" in str(e.get("y")))
+    assert lines["x"]["axis"]["format"] == "%Y-%m-%d"  # the year is on the axis
+    savings = next(d.value for d in app.dataframe if "saving_pct" in d.value.columns)
+    gpu = list(savings["gpu"])
+    assert gpu == sorted(gpu, reverse=True)  # GPU shapes lead
 
 
 def test_market_filters_narrow_the_series(filled_store: Path, use_store) -> None:
@@ -71,10 +153,10 @@ def test_plan_follows_the_inputs(filled_store: Path, use_store) -> None:
     use_store(filled_store)
     app = page("plan")
     app.run()
-    first = app.metric[1].value
+    first = app.metric[0].value
     app.number_input[0].set_value(56.0).run()  # more GPU-hours cost more
     assert not app.exception
-    assert app.metric[1].value != first
+    assert app.metric[0].value != first
     app.number_input[0].set_value(400.0).run()  # more work than the deadline allows
     assert "deadline" in app.warning[0].value and not app.metric
 
