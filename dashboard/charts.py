@@ -199,7 +199,11 @@ def policy_bars(summary: dict[str, Any]) -> alt.Chart:
         alt.Chart(frame)
         .mark_bar()
         .encode(
-            x=alt.X("pool:N", title=None, axis=alt.Axis(labelAngle=-30, labelLimit=400)),
+            x=alt.X(
+                "pool:N",
+                title=None,
+                axis=alt.Axis(labelAngle=-40, labelLimit=400, labelOverlap=False),
+            ),
             xOffset=alt.XOffset("policy:N", sort=order),
             y=alt.Y("cost_ratio:Q", title="mean cost ratio (1 = on-demand)"),
             color=color,
