@@ -124,9 +124,7 @@ def test_policies_label_the_bound_and_the_policy_column(filled_store: Path, use_
     assert "on this store" in app.caption[0].value
 
 
-def test_market_says_it_caps_the_series_and_dates_its_prices(
-    filled_store: Path, use_store
-) -> None:
+def test_market_says_it_caps_the_series_and_dates_its_prices(filled_store: Path, use_store) -> None:
     use_store(filled_store)
     app = page("market")
     app.run()
