@@ -34,7 +34,7 @@ def fresh_cache() -> None:
 
 
 @pytest.mark.parametrize("name", PAGES)
-def test_each_page_draws_its_main_chart_on_the_bundled_data(
+def test_each_page_draws_its_chart_with_the_labels_units_and_dates_a_reader_needs(
     name: str, filled_store: Path, use_store
 ) -> None:
     use_store(filled_store)
@@ -43,14 +43,10 @@ def test_each_page_draws_its_main_chart_on_the_bundled_data(
     assert not app.exception, [e.value for e in app.exception]
     assert not app.error
     assert charts(app) >= 1
+    LABELS[name](app)  # the labels, units and as_of dates a reader acts on
 
 
-def test_a_job_shows_its_baseline_and_every_price_with_its_source(
-    filled_store: Path, use_store
-) -> None:
-    use_store(filled_store)
-    app = page("jobs")
-    app.run()
+def jobs_show_the_baseline_and_every_price_with_its_source(app: AppTest) -> None:
     assert "Simulated" in " ".join(c.value for c in app.caption)
     assert any("2.10 h the job needed" in c.value for c in app.caption)
     prices = next(d.value for d in app.dataframe if "source" in d.value.columns)
@@ -75,12 +71,7 @@ def encodings(spec: dict) -> list[dict]:
     return [layer.get("encoding", {}) for layer in layers]
 
 
-def test_risk_states_its_horizon_units_and_the_dates_its_inputs_end(
-    filled_store: Path, use_store
-) -> None:
-    use_store(filled_store)
-    app = page("risk")
-    app.run()
+def risk_states_its_horizon_units_and_the_dates_its_inputs_end(app: AppTest) -> None:
     assert "within 60 minutes" in " ".join(h.value for h in app.subheader)
     captions = " ".join(c.value for c in app.caption)
     assert "were down when their trace ends" in captions and "P = 1" in captions
@@ -93,12 +84,7 @@ def test_risk_states_its_horizon_units_and_the_dates_its_inputs_end(
     assert band["y"]["axis"]["values"] == [0, 1, 2, 3, 4]  # whole bands, no 0.5
 
 
-def test_plan_names_its_pool_whole_in_usd_with_sources_dates_and_the_next_step(
-    filled_store: Path, use_store
-) -> None:
-    use_store(filled_store)
-    app = page("plan")
-    app.run()
+def plan_names_its_pool_whole_in_usd_with_sources_dates_and_the_next_step(app: AppTest) -> None:
     pick = app.subheader[0].value
     assert pick.startswith("Recommended: aws:") and pick.endswith(":p3.2xlarge")
     bars = next(e for spec in specs(app) for e in encodings(spec))
@@ -114,20 +100,14 @@ def test_plan_names_its_pool_whole_in_usd_with_sources_dates_and_the_next_step(
     assert app.code[0].value.startswith("spotwise run --launcher aws --region ")
 
 
-def test_policies_label_the_bound_and_the_policy_column(filled_store: Path, use_store) -> None:
-    use_store(filled_store)
-    app = page("policies")
-    app.run()
+def policies_label_the_bound_and_the_policy_column(app: AppTest) -> None:
     spec = specs(app)[0]
     assert "omniscient (bound)" in spec["encoding"]["color"]["scale"]["domain"]
     assert next(d.value for d in app.dataframe).columns[0] == "policy"
     assert "on this store" in app.caption[0].value
 
 
-def test_market_says_it_caps_the_series_and_dates_its_prices(filled_store: Path, use_store) -> None:
-    use_store(filled_store)
-    app = page("market")
-    app.run()
+def market_says_it_caps_the_series_and_dates_its_prices(app: AppTest) -> None:
     captions = " ".join(c.value for c in app.caption)
     assert "series with the most price changes of the" in captions
     assert any("Stale: the newest price here is of 20" in w.value for w in app.warning)
@@ -136,6 +116,15 @@ def test_market_says_it_caps_the_series_and_dates_its_prices(filled_store: Path,
     savings = next(d.value for d in app.dataframe if "saving_pct" in d.value.columns)
     gpu = list(savings["gpu"])
     assert gpu == sorted(gpu, reverse=True)  # GPU shapes lead
+
+
+LABELS = {
+    "market": market_says_it_caps_the_series_and_dates_its_prices,
+    "risk": risk_states_its_horizon_units_and_the_dates_its_inputs_end,
+    "plan": plan_names_its_pool_whole_in_usd_with_sources_dates_and_the_next_step,
+    "policies": policies_label_the_bound_and_the_policy_column,
+    "jobs": jobs_show_the_baseline_and_every_price_with_its_source,
+}
 
 
 def test_market_filters_narrow_the_series(filled_store: Path, use_store) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -81,20 +82,26 @@ def damaged(draw: st.DrawFn) -> tuple[str, bytes, str]:
 @pytest.mark.slow
 @given(case=damaged())
 def test_damaged_files_are_stored_or_refused_in_one_line_and_the_store_is_untouched(
-    case: tuple[str, bytes, str],
+    store: MarketStore, case: tuple[str, bytes, str]
 ) -> None:
     name, data, what = case
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "data" / name  # folder names carry meaning (dates, zones)
         path.parent.mkdir(parents=True)
         path.write_bytes(data)
-        with MarketStore.open(Path(tmp) / "market.duckdb") as store:
-            seed = DATA / "prices/gcp_snapshots.csv"
-            load_paths(store, [seed])
-            before = store.summary()
-            try:
-                load_paths(store, [path])
-            except InputError as exc:
-                message = str(exc)
-                assert "\n" not in message and str(path) in message, (what, message)
-                assert store.summary() == before, what
+        before = store.summary()
+        try:
+            load_paths(store, [path])
+        except InputError as exc:
+            message = str(exc)
+            assert "\n" not in message and str(path) in message, (what, message)
+            assert store.summary() == before, what
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MarketStore]:
+    """One store for every example (what earlier examples stored stays: each compares the
+    store before and after its own load)."""
+    with MarketStore.open(tmp_path_factory.mktemp("damaged") / "market.duckdb") as market:
+        load_paths(market, [DATA / "prices/gcp_snapshots.csv"])
+        yield market
