@@ -42,7 +42,9 @@ def read_csv(path: Path, *, columns: Sequence[str], header: bool) -> pd.DataFram
             keep_default_na=False,
             na_values=[],
             skip_blank_lines=False,
-            header=0 if header else None,
+            # the header is read as a row: a line with more fields than it is then an error
+            # (read as the header, pandas would take the extra field for an index)
+            header=None,
             names=None if header else list(columns),
             skipinitialspace=True,
             on_bad_lines="error",
@@ -69,6 +71,16 @@ def read_csv(path: Path, *, columns: Sequence[str], header: bool) -> pd.DataFram
             f"malformed CSV ({exc})".replace("\n", " "),
             "Fix the line's fields; nothing was stored",
         ) from exc
+    if header:
+        if frame.empty:
+            raise InputError(
+                path,
+                "line 1",
+                "the file is empty",
+                "Give a file with a header and rows; nothing was stored",
+            )
+        frame.columns = [str(c).strip() for c in frame.iloc[0]]
+        frame = frame.iloc[1:]
     frame.columns = [str(c).strip() for c in frame.columns]
     missing = [c for c in columns if c not in frame.columns]
     if missing:
@@ -78,7 +90,7 @@ def read_csv(path: Path, *, columns: Sequence[str], header: bool) -> pd.DataFram
             f"missing column(s) {missing}; the header has {list(frame.columns)}",
             "Rename the columns or pass the right --format; nothing was stored",
         )
-    frame[ROW] = frame.index + (2 if header else 1)
+    frame[ROW] = frame.index + 1  # the file's line number (row 0 is line 1)
     blank = frame[list(columns)].apply(lambda c: c.isna() | (c == "")).all(axis=1)
     frame = frame[~blank].reset_index(drop=True)
     for column in columns:

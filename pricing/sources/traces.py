@@ -296,7 +296,8 @@ def read_gcloud_counts(path: Path) -> Parsed:
         raw["date"] + " " + raw["time"], format="%Y-%m-%d %H:%M:%S", errors="coerce", utc=True
     )
     counts = pd.to_numeric(raw["count"], errors="coerce")
-    _require(path, raw, ts.notna(), "time", "not a date and time like 2021-12-10, 13:07:45")
+    storable = ts.notna() & ts.dt.year.between(1678, 2261)  # what a nanosecond stamp holds
+    _require(path, raw, storable, "time", "not a date and time like 2021-12-10, 13:07:45")
     _require(
         path,
         raw,

@@ -181,6 +181,21 @@ def test_times_that_cannot_be_real_are_refused_with_their_reason(
     assert_rejected(cli, loaded, bad, "line 300", words)
 
 
+def test_a_line_with_a_field_more_than_the_header_names_that_line(
+    cli: CliRun, loaded: dict, tmp_path: Path
+) -> None:
+    bad = edit_line(AWS_CSV, tmp_path / "aws.csv", 2, lambda text: text.rstrip("\n") + ",x\n")
+    assert_rejected(cli, loaded, bad, "line 2", "Expected 5 fields")
+
+
+def test_a_count_file_time_no_timestamp_holds_is_refused(
+    cli: CliRun, loaded: dict, tmp_path: Path
+) -> None:
+    source = DATA / "traces/bamboo/gcloud/a100x1-east1b.txt"
+    bad = edit_line(source, tmp_path / source.name, 3, lambda text: "3" + text[1:])  # year 3xxx
+    assert_rejected(cli, loaded, bad, "line 3", "'time'", "not a date and time")
+
+
 def test_an_implausible_price_is_refused(cli: CliRun, loaded: dict, tmp_path: Path) -> None:
     bad = edit_line(AWS_CSV, tmp_path / "aws.csv", 42, set_field(4, "1e308"))
     assert_rejected(cli, loaded, bad, "line 42", "not plausible")
