@@ -143,6 +143,8 @@ def test_price_forecasts_count_every_series_and_model_for_a_progress_bar() -> No
 
     parsed = read_price_history_csv(DATA / "prices/aws_spot_price_history_2019-12_2020-01.csv")
     prices = parsed.frames["prices"]
+    few = sorted(set(prices["zone"]))[:2]  # a few series keep the test fast
+    prices = prices[prices["zone"].isin(few)].reset_index(drop=True)
     steps, lines = CountedSteps(), list[str]()
     _, n_series = price_forecasts(
         prices,
