@@ -15,6 +15,10 @@ from spotwise.console import BarSteps, StoreOption, err, fail, out, progress_bar
 from spotwise.pricing.errors import PricingError
 from spotwise.pricing.forecast.risk import RISK_MODELS
 
+HorizonHours = Annotated[
+    int, typer.Option("--horizon-hours", min=1, help="Hours ahead to forecast prices.")
+]
+
 
 def bench_risk_command(
     traces: Annotated[
@@ -106,9 +110,7 @@ def bench_price_command(
     test_from: Annotated[
         str, typer.Option("--test-from", help="First origin (ISO date, UTC); then one per day.")
     ] = "2020-01-15",
-    horizon_hours: Annotated[
-        int, typer.Option("--horizon-hours", min=1, help="Hours ahead to forecast prices.")
-    ] = 24,
+    horizon_hours: HorizonHours = 24,
     refit_every_days: Annotated[
         int,
         typer.Option(
@@ -163,9 +165,7 @@ forecast_app = typer.Typer(
 
 @forecast_app.command("run")
 def forecast_run(
-    horizon_hours: Annotated[
-        int, typer.Option("--horizon-hours", min=1, help="Hours ahead to forecast prices.")
-    ] = 24,
+    horizon_hours: HorizonHours = 24,
     risk_horizon_minutes: Annotated[
         float,
         typer.Option(
@@ -206,9 +206,7 @@ def forecast_schedule(
             show_default=False,
         ),
     ] = None,
-    horizon_hours: Annotated[
-        int, typer.Option("--horizon-hours", min=1, help="Hours ahead to forecast prices.")
-    ] = 24,
+    horizon_hours: HorizonHours = 24,
     store: StoreOption = None,
 ) -> None:
     """Collect and forecast on a schedule in the foreground; Ctrl-C or SIGTERM stops it."""
