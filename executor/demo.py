@@ -17,12 +17,13 @@ from typing import Any
 from spotwise.executor.example_runs import example_command, reference_run
 from spotwise.executor.launchers.local import Replay
 from spotwise.executor.ledger import JobStatus
-from spotwise.executor.prices import REFERENCE_INSTANCE_TYPE, price_book
+from spotwise.executor.prices import price_book
 from spotwise.executor.supervised import SupervisedJob, supervise
 from spotwise.executor.supervisor import SupervisorConfig
 from spotwise.policy.client import in_process_for
 from spotwise.policy.schemas import JobTerms
 from spotwise.policy.traces import TraceSet
+from spotwise.pricing.quotes import REFERENCE_INSTANCE_TYPE
 from spotwise.pricing.store import MarketStore
 from spotwise.progress import Progress
 

@@ -28,8 +28,6 @@ from spotwise.pricing.quotes import (
 from spotwise.pricing.sources.traces import cbl_pool
 from spotwise.pricing.store import MarketStore
 
-__all__ = ["REFERENCE_INSTANCE_TYPE", "REFERENCE_SOURCE", "PriceBook", "Quote", "price_book"]
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PriceBook:

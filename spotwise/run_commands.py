@@ -587,7 +587,7 @@ def _simulated(report: dict[str, Any]) -> str:
 def _price_lines(prices: dict[str, Any]) -> list[str]:
     """One line per distinct quote: the pools (or regions) it prices, the price, its source
     and time."""
-    from spotwise.executor.prices import Quote
+    from spotwise.pricing.quotes import Quote
 
     lines = []
     for market, by_place in (("spot", prices["spot"]), ("on-demand", prices["on_demand"])):

@@ -10,10 +10,11 @@ import pytest
 
 from spotwise.executor.launchers.local import Replay
 from spotwise.executor.ledger import JobInfo, Ledger, job_report
-from spotwise.executor.prices import REFERENCE_SOURCE, PriceBook, price_book
+from spotwise.executor.prices import PriceBook, price_book
 from spotwise.executor.supervisor import Supervisor, SupervisorConfig
 from spotwise.policy.client import in_process_for
 from spotwise.pricing.operational import open_operational
+from spotwise.pricing.quotes import REFERENCE_SOURCE
 from spotwise.pricing.store import MarketStore
 from spotwise.run_commands import job_name
 from tests.executor.test_supervisor import FAKE_JOB, GAP, PAST, SCALE, job, market
