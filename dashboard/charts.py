@@ -101,14 +101,6 @@ def heatmap(frame: pd.DataFrame) -> alt.Chart:
     )
 
 
-def bars(frame: pd.DataFrame, x: str, y: str, color: str | None = None, **kw: Any) -> alt.Chart:
-    """A bar chart with tooltips."""
-    encoding: dict[str, Any] = {"x": alt.X(x, sort="-y"), "y": y, "tooltip": list(frame.columns)}
-    if color:
-        encoding["color"] = color
-    return alt.Chart(frame).mark_bar(**kw).encode(**encoding)
-
-
 def risk_bars(risk: pd.DataFrame, horizon_minutes: int) -> alt.Chart:
     """P(preempted within the horizon) per pool, one bar a row (the whole pool name), coloured
     by whether the pool was up when its trace ends (down: nothing to lose, P = 1)."""

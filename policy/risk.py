@@ -16,19 +16,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from spotwise.policy.cost import HOURS_PER_MONTH
 from spotwise.policy.hazard import MarketForecast
 from spotwise.policy.policies.base import SPOT0, JobContext, Observation, PoolPrior
-
-BAND_MID_FREQUENCY = {0: 0.025, 1: 0.075, 2: 0.125, 3: 0.175, 4: 0.25}
-"""Mid interruption frequency (per month) of each Spot Advisor band."""
-DEFAULT_BAND = 2
-
-
-def band_mtbf_hours(band: int) -> float:
-    """MTBF implied by a band: a month over its mid interruption frequency."""
-    return HOURS_PER_MONTH / BAND_MID_FREQUENCY[band]
-
 
 DEFAULT_PRIOR = PoolPrior(
     mean_run_hours=2.0,
@@ -38,8 +27,8 @@ DEFAULT_PRIOR = PoolPrior(
 )
 """The prior of a pool nothing is known about: spot runs last a couple of hours and spot is there
 half the time, each worth one pseudo-run or a day, so what the job sees soon outweighs it. (A
-Spot Advisor band's MTBF counts interruptions of a running instance, not runs of capacity, so
-it sets the planner's MTBF, not this.)"""
+Spot Advisor band counts interruptions of running instances in a month, not runs of capacity:
+it is shown beside a risk, never turned into one.)"""
 
 
 def pooled_prior(past_available: np.ndarray, hours_per_tick: float, source: str) -> PoolPrior:
