@@ -207,8 +207,7 @@ def _risks(store: MarketStore, instance_type: str) -> dict[tuple[str, str], Risk
     of a pool with none: the traced pools of this type, else of any type, else the default."""
     from spotwise.pricing.forecast.run import pool_risks
 
-    traced = pool_risks(store, horizon_minutes=60.0)
-    own = [r for r in traced if r.instance_type.lower() == instance_type]
+    own = pool_risks(store, horizon_minutes=60.0, instance_type=instance_type)
     risks = {
         (r.provider, r.zone): Risk(
             mtbf_hours=r.mtbf_hours,
@@ -220,7 +219,13 @@ def _risks(store: MarketStore, instance_type: str) -> dict[tuple[str, str], Risk
         )
         for r in own
     }
-    peers, whose = (own, f"{instance_type} pools") if own else (traced, "pools of other types")
+    # only a type with no trace at all borrows the traces of the others (fitting them all is
+    # work a traced type does not need)
+    peers, whose = (
+        (own, f"{instance_type} pools")
+        if own
+        else (pool_risks(store, horizon_minutes=60.0), "pools of other types")
+    )
     risks[("", "")] = _prior(
         [r.mtbf_hours for r in peers], [r.as_of for r in peers], f"{len(peers)} traced {whose}"
     )

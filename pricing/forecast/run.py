@@ -79,21 +79,26 @@ class ForecastInputs:
     """The 1-node availability traces, ordered by trace, pool and time."""
 
 
-def read_inputs(store: MarketStore, instance_type: str | None = None) -> ForecastInputs:
-    """Every price row, and the 1-node availability traces (of ``instance_type``, or all)."""
-    where, params = "", []
-    if instance_type is not None:
-        where, params = " AND lower(instance_type) = ?", [instance_type.lower()]
+def read_inputs(store: MarketStore) -> ForecastInputs:
+    """Every price row, and every 1-node availability trace."""
     return ForecastInputs(
         prices=store.query(
             "SELECT source, provider, region, zone, instance_type, market, ts, price FROM prices"
         ),
-        availability=store.query(
-            "SELECT source, provider, zone, instance_type, ts, available_nodes FROM availability "
-            f"WHERE source LIKE 'cbl-%-1node'{where} "
-            "ORDER BY source, provider, zone, instance_type, ts",
-            params,
-        ),
+        availability=read_availability(store),
+    )
+
+
+def read_availability(store: MarketStore, instance_type: str | None = None) -> pd.DataFrame:
+    """The 1-node availability traces (of ``instance_type``, or all), oldest tick first."""
+    where, params = "", []
+    if instance_type is not None:
+        where, params = " AND lower(instance_type) = ?", [instance_type.lower()]
+    return store.query(
+        "SELECT source, provider, zone, instance_type, ts, available_nodes FROM availability "
+        f"WHERE source LIKE 'cbl-%-1node'{where} "
+        "ORDER BY source, provider, zone, instance_type, ts",
+        params,
     )
 
 
@@ -183,7 +188,7 @@ def pool_risks(
 ) -> list[PoolRisk]:
     """Every pool with a 1-node trace (of ``instance_type``, or all), by the risk forecaster
     the decisions read (:data:`spotwise.policy.risk.SHIPPED`)."""
-    availability = read_inputs(store, instance_type).availability
+    availability = read_availability(store, instance_type)
     return risks_of(availability, horizon_minutes=horizon_minutes)
 
 
