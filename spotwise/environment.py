@@ -39,9 +39,9 @@ class Settings(BaseSettings):
     """Set by the supervisor: the pool the job runs in."""
     market: str | None = None
     """Set by the supervisor: spot or on-demand."""
-    mtbf_s: float | None = Field(default=None, gt=0)
+    mtbf_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     """Mean seconds between preemptions, for the guard's checkpoint interval."""
-    checkpoint_s: float | None = Field(default=None, gt=0)
+    checkpoint_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     """Seconds between the guard's checkpoints (``spotwise run --checkpoint-minutes``; default:
     Young/Daly from the measured stall and the MTBF)."""
     notices: str = ""

@@ -20,6 +20,7 @@ from spotwise.console import (
     StoreOption,
     err,
     fail,
+    finite,
     open_operational_store,
     open_store,
     out,
@@ -396,6 +397,7 @@ def run(
         typer.Option(
             "--checkpoint-minutes",
             min=0.01,
+            callback=finite,
             help="Minutes between the guard's checkpoints (default: Young/Daly from the "
             "measured stall and the pool's MTBF).",
             show_default=False,
