@@ -119,6 +119,18 @@ def jobs() -> pd.DataFrame:
         return pd.DataFrame()
 
 
+@st.cache_data(ttl=10, show_spinner=False)
+def sweeps() -> pd.DataFrame:
+    """The ledger's jobs grouped by sweep (none when no job ran in a sweep)."""
+    from spotwise.executor.sweep_report import ledger_sweeps
+
+    try:
+        with _open_operational() as store:
+            return pd.DataFrame(ledger_sweeps(store))
+    except PricingError:
+        return pd.DataFrame()
+
+
 @dataclass(frozen=True, slots=True)
 class JobTotals:
     """The cost of some jobs against the same hours on demand."""

@@ -41,3 +41,12 @@ class Cancelled(ExecutorError):
     def __init__(self, message: str, signum: int, job_id: str) -> None:
         super().__init__(message)
         self.signum, self.job_id = signum, job_id
+
+
+class Stopped(ExecutorError):
+    """The job's watcher (a sweep's pruner) said to stop it for good: its instance was ended
+    at once, with no checkpoint to resume from."""
+
+    def __init__(self, message: str, job_id: str) -> None:
+        super().__init__(message)
+        self.job_id = job_id

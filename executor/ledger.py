@@ -59,6 +59,8 @@ class JobStatus(enum.StrEnum):
     COMPLETED = "completed"
     FAILED = "failed"
     CANCELLED = "cancelled"
+    PRUNED = "pruned"
+    """Stopped for good by a sweep's pruner."""
 
 
 USD_PER_GB_MONTH = StorageTerms().usd_per_gb_month
@@ -81,6 +83,10 @@ class JobInfo:
     checkpoint_usd_per_gb_month: float = USD_PER_GB_MONTH
     prices: dict[str, Any] | None = None
     """The job's price book (:class:`spotwise.executor.prices.PriceBook`), sources included."""
+    sweep: str | None = None
+    """The sweep this job is a trial of (None: a job of its own)."""
+    trial: int | None = None
+    """The trial's number in its sweep (a retry keeps the number of the trial it retries)."""
 
 
 class Ledger:
@@ -124,6 +130,8 @@ class Ledger:
             simulated=info.simulated,
             prices=json.dumps(info.prices) if info.prices is not None else None,
             simulation=info.simulation,
+            sweep=info.sweep,
+            trial=info.trial,
         )
 
     @property
@@ -326,6 +334,8 @@ def list_jobs(store: OperationalStore) -> list[dict[str, Any]]:
                 "name": str(job.name),
                 "launcher": str(job.launcher),
                 "status": str(job.status),
+                "sweep": None if pd.isna(job.sweep) else str(job.sweep),
+                "trial": None if pd.isna(job.trial) else int(job.trial),
                 "simulated": bool(job.simulated) if not pd.isna(job.simulated) else False,
                 "started": job.started.to_pydatetime(),
                 "ended": None if pd.isna(job.ended) else job.ended.to_pydatetime(),
@@ -389,6 +399,9 @@ class JobReport:
     """Ledger entries (instances, notices, preemptions, ... each one)."""
     pending_writes: int = 0
     """Ledger writes not yet in the store (its supervisor waits for the store to be free)."""
+    sweep: str | None = None
+    """The sweep this job is a trial of (None: a job of its own)."""
+    trial: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready values."""
@@ -461,4 +474,6 @@ def _report(job: pd.Series, entries: pd.DataFrame, *, pending: int) -> JobReport
         checkpoint_bytes=checkpoint_bytes,
         entries=len(entries),
         pending_writes=pending,
+        sweep=None if pd.isna(job.get("sweep")) else str(job.get("sweep")),
+        trial=None if pd.isna(job.get("trial")) else int(job.get("trial")),
     )

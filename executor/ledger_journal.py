@@ -46,7 +46,11 @@ JOB_COLUMNS = (
     "simulated",
     "prices",
     "simulation",
+    "sweep",
+    "trial",
 )
+SINCE_V6 = ("sweep", "trial")
+"""Job columns a journal written before version 6 of the ledger's tables lacks (None there)."""
 ENTRY_COLUMNS = (
     "job_id",
     "seq",
@@ -131,7 +135,10 @@ class LedgerWrite:
         raw = json.loads(line)
         if not isinstance(raw, dict) or not isinstance(raw.get("values"), dict):
             raise ValueError("not a ledger write")
-        return cls(Write(str(raw.get("write"))), raw["values"])
+        write, values = Write(str(raw.get("write"))), raw["values"]
+        if write is Write.START:
+            values = {**dict.fromkeys(SINCE_V6), **values}
+        return cls(write, values)
 
 
 def apply_writes(store: OperationalStore, writes: Sequence[LedgerWrite]) -> None:

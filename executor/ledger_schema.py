@@ -8,7 +8,8 @@ a job can be cancelled even if its supervisor died; version 3 marks jobs run on 
 (``simulated``: every launcher but ``aws`` before it); version 4 keeps the job's prices with their
 sources (``jobs.prices``, JSON) and, per instance and lost work, the on-demand price of the same
 instance type in the same region (``ledger.on_demand_price``), the baseline's rate; version 5
-says what a simulated job's replay was and how fast it ran (``jobs.simulation``).
+says what a simulated job's replay was and how fast it ran (``jobs.simulation``); version 6 names
+the sweep and trial a job ran for (``jobs.sweep``, ``jobs.trial``; None for a lone job).
 """
 
 from __future__ import annotations
@@ -46,6 +47,10 @@ LEDGER = register_schema(
     """,
             """
     ALTER TABLE jobs ADD COLUMN simulation VARCHAR;
+    """,
+            """
+    ALTER TABLE jobs ADD COLUMN sweep VARCHAR;
+    ALTER TABLE jobs ADD COLUMN trial INTEGER;
     """,
         ),
         ("jobs", "ledger"),

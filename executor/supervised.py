@@ -13,7 +13,7 @@ from spotwise.executor.job_log import JobLog, log_folder
 from spotwise.executor.launchers.base import Launcher
 from spotwise.executor.ledger import JobInfo, JobReport, Ledger
 from spotwise.executor.prices import PriceBook
-from spotwise.executor.supervisor import ClientFor, Supervisor, SupervisorConfig
+from spotwise.executor.supervisor import ClientFor, EventWatcher, Supervisor, SupervisorConfig
 from spotwise.policy.client import HttpClient, PolicyClient, in_process_for
 from spotwise.progress import Progress
 
@@ -36,6 +36,10 @@ class SupervisedJob:
 
     report: JobReport
     progress_hours: float
+    cloud_hours: float
+    """The launcher's hours from the job's start to its end (a replay's simulated hours)."""
+    steps_lost: int
+    """Training steps done again after relaunches (see :class:`RunReport`)."""
     placements: tuple[str, ...]
     events: tuple[dict[str, Any], ...]
     """The command's JSON events, every instance's in turn."""
@@ -45,6 +49,7 @@ class SupervisedJob:
         return {
             **self.report.to_dict(),
             "progress_hours": self.progress_hours,
+            "steps_lost": self.steps_lost,
             "placements": list(self.placements),
         }
 
@@ -58,8 +63,13 @@ def supervise(
     client_for: ClientFor,
     name: str,
     progress: Progress,
+    job_id: str | None = None,
+    sweep: str | None = None,
+    trial: int | None = None,
+    on_event: EventWatcher | None = None,
 ) -> SupervisedJob:
-    """Run ``command`` under the supervisor on ``launcher``, to its end in the ledger."""
+    """Run ``command`` under the supervisor on ``launcher``, to its end in the ledger (as job
+    ``job_id``, a new id by default; of ``sweep``'s ``trial`` when given)."""
     job = config.job
     prices = config.prices or PriceBook.flat(launcher.pools, job.spot_price, job.on_demand_price)
     config = dataclasses.replace(config, prices=prices)
@@ -75,18 +85,26 @@ def supervise(
             deadline_hours=config.job.deadline_hours,
             on_demand_price=config.job.on_demand_price,
             prices=prices.to_dict(),
+            sweep=sweep,
+            trial=trial,
         ),
+        job_id=job_id,
     )
     log = JobLog(log_folder(store_path, ledger.job_id))
-    supervisor = Supervisor(launcher, client_for, config, ledger, progress, log=log)
+    supervisor = Supervisor(
+        launcher, client_for, config, ledger, progress, log=log, on_event=on_event
+    )
     try:
         run = supervisor.run(command)
+        cloud_hours = launcher.now_hours()
     finally:
         launcher.close()
         log.close()
     return SupervisedJob(
         report=ledger.report(),
         progress_hours=round(run.progress_hours, 4),
+        cloud_hours=round(cloud_hours, 4),
+        steps_lost=run.steps_lost,
         placements=tuple(run.placements),
         events=tuple(run.events),
     )

@@ -34,6 +34,7 @@ from spotwise.executor.errors import (
     ExecutorError,
     LaunchError,
     NoCapacity,
+    Stopped,
 )
 from spotwise.executor.job_log import JobLog
 from spotwise.executor.launchers.base import Instance, Launcher, Placement, Preemption
@@ -45,6 +46,9 @@ from spotwise.progress import Progress, silent
 
 ClientFor = Callable[[np.ndarray, int, tuple[str, ...]], PolicyClient]
 """Builds a policy client over the availability history so far (pools × ticks, gap seconds)."""
+EventWatcher = Callable[[dict[str, object]], bool]
+"""Sees each JSON event the command prints as it comes; True stops the job for good (a
+sweep's pruner)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -91,6 +95,7 @@ class Outcome(enum.StrEnum):
     FAILED = "failed"
     STALLED = "stalled"
     CANCELLED = "cancelled"
+    STOPPED = "stopped"
 
 
 @dataclass(slots=True)
@@ -105,6 +110,9 @@ class RunReport:
     cost_usd: float = 0.0
     progress_hours: float = 0.0
     lost_hours: float = 0.0
+    steps_lost: int = 0
+    """Training steps done again after a relaunch: those past the checkpoint it resumed from
+    (0 when every stop had its notice)."""
     placements: list[str] = field(default_factory=list)
     events: list[dict[str, object]] = field(default_factory=list)
 
@@ -121,9 +129,13 @@ class Supervisor:
         progress: Progress = silent,
         clock: Clock = SYSTEM_CLOCK,
         log: JobLog | None = None,
+        on_event: EventWatcher | None = None,
     ) -> None:
         self.launcher, self.client_for, self.config = launcher, client_for, config
         self.log = log
+        self.on_event = on_event
+        self._reached_step = 0
+        """The furthest training step any instance of the job reached."""
         """Where the command's output goes, per instance (None: the launcher's default)."""
         self.ledger, self.progress, self.clock = ledger, progress, clock
         self.report = RunReport()
@@ -250,6 +262,9 @@ class Supervisor:
         except Cancelled:
             self.ledger.finish(JobStatus.CANCELLED)
             raise
+        except Stopped:
+            self.ledger.finish(JobStatus.PRUNED)
+            raise
         except BaseException:
             if self._instance is not None:
                 self._instance.terminate()
@@ -301,6 +316,10 @@ class Supervisor:
             self._account(instance, outcome)
             if outcome is Outcome.CANCELLED:
                 self._check_cancelled()
+            if outcome is Outcome.STOPPED:
+                raise Stopped(
+                    "stopped by its watcher (pruned): the instance was ended", self.ledger.job_id
+                )
             if outcome is Outcome.DONE:
                 self.report.completed = True
                 break
@@ -340,8 +359,9 @@ class Supervisor:
     def _watch(self, instance: Instance) -> tuple[Outcome, int]:
         """Follow one instance to its end: forward notices, move on high risk, stop it when
         it hangs or the supervisor is cancelled."""
-        noticed = migrating = killed = stalled = False
+        noticed = migrating = killed = stalled = stopped = False
         kill_at = cancel_kill_at = started_at = None
+        watched = 0
         drill = False
         next_risk_check = self.clock.monotonic()
         pool = instance.placement.pool
@@ -359,6 +379,11 @@ class Supervisor:
                     killed = True
                 self.clock.sleep(self.config.poll_s)
                 continue
+            if self.on_event is not None and not killed:
+                fresh, watched = instance.events[watched:], len(instance.events)
+                if any(self.on_event(event) for event in fresh):
+                    instance.kill()
+                    killed = stopped = True
             if stall_s is not None and not (noticed or migrating or killed):
                 quiet = instance.quiet_s()
                 if quiet is not None and quiet > stall_s:
@@ -401,6 +426,8 @@ class Supervisor:
                     migrating = True
             self.clock.sleep(self.config.poll_s)
         instance.terminate()
+        if stopped:
+            return Outcome.STOPPED, code
         if cancel_kill_at is not None:
             return Outcome.CANCELLED, code
         if stalled:
@@ -454,6 +481,7 @@ class Supervisor:
             cost_usd=cost,
             on_demand_price=baseline,
         )
+        self._count_steps(instance)
         first = next((e for e in instance.events if e.get("event") == "first_step"), None)
         clean = any(e.get("event") in ("done", "preempted") for e in instance.events)
         self.report.events.extend(instance.events)
@@ -474,3 +502,18 @@ class Supervisor:
                 price=placement.price,
                 on_demand_price=baseline,
             )
+
+    def _count_steps(self, instance: Instance) -> None:
+        """Steps this instance did again (past what the job had reached before its resume
+        point), and the furthest step it reached (its ``preempted``/``done`` step, else the
+        guard's heartbeat)."""
+        steps = {e.get("event"): e.get("step") for e in instance.events}
+        start = steps.get("resumed", steps.get("fresh"))
+        if not isinstance(start, int):
+            return
+        self.report.steps_lost += max(0, self._reached_step - start)
+        end = steps.get("done", steps.get("preempted"))
+        if not isinstance(end, int):
+            taken = getattr(instance, "steps_taken", None)
+            end = start + taken() if callable(taken) else start
+        self._reached_step = max(self._reached_step, end)

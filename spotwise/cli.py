@@ -23,6 +23,7 @@ from spotwise import (
     run_commands,
     settings,
     startup_bench,
+    sweep_commands,
 )
 from spotwise.console import (
     StoreOption,
@@ -69,6 +70,7 @@ app.command("run", context_settings={"allow_extra_args": True, "ignore_unknown_o
     run_commands.run
 )
 app.add_typer(run_commands.jobs_app, name="jobs")
+app.add_typer(sweep_commands.sweep_app, name="sweep")
 app.add_typer(run_commands.gc_app, name="gc")
 app.add_typer(run_commands.check_app, name="check")
 app.add_typer(run_commands.setup_app, name="setup")

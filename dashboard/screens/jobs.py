@@ -31,8 +31,26 @@ def render() -> None:
             "Simulated jobs ran on replayed markets: their dollars are what those hours would "
             "have cost, not a bill. They are never added to real ones."
         )
+    sweeps = data.sweeps()
+    if not sweeps.empty:
+        st.subheader("Sweeps")
+        st.caption(
+            "Each trial of a sweep is a supervised job; a trial retried (its worker died, its "
+            "job failed) has more than one. Cost against the same hours on demand, per sweep."
+        )
+        st.dataframe(
+            sweeps,
+            hide_index=True,
+            width="stretch",
+            column_config={
+                "cost_usd": st.column_config.NumberColumn("cost", format="$%.2f"),
+                "on_demand_cost_usd": st.column_config.NumberColumn("on demand", format="$%.2f"),
+                "saved_pct": st.column_config.NumberColumn("saved", format="%.1f %%"),
+            },
+        )
+        st.subheader("Jobs")
     shown = jobs.assign(money=["simulated" if s else "real" for s in jobs.simulated])
-    first = ["job_id", "name", "money", "status", "cost_usd", "preemptions", "migrations"]
+    first = ["job_id", "name", "sweep", "trial", "money", "status", "cost_usd", "preemptions"]
     st.dataframe(
         shown[first + [c for c in shown.columns if c not in {*first, "simulated"}]],
         hide_index=True,

@@ -4,7 +4,9 @@ An MLP with dropout learns a fixed random teacher network on data it generates (
 AdamW, a OneCycle LR schedule, a GradScaler and a shuffling DataLoader, all under
 ``executor.guard``. It prints one JSON line per event on stdout (``start``, ``first_step``,
 ``done``) and, when finished, writes ``--out`` with a sha256 of the final model and optimizer
-state, so runs can be compared bit for bit.
+state, so runs can be compared bit for bit. After each epoch it prints its loss on held-out data
+(``{"event": "report", "step": S, "value": V}``) and the ``done`` event carries the final one
+(``value``): what a sweep's pruner and objective read.
 
     python -m spotwise.executor.examples.train_mlp --ckpt /tmp/ckpt --epochs 3 --out result.json
     torchrun --nproc-per-node 2 -m spotwise.executor.examples.train_mlp --ckpt /shared/ckpt
@@ -70,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--samples", type=int, default=4096)
     parser.add_argument("--features", type=int, default=64)
     parser.add_argument("--hidden", type=int, default=256)
+    parser.add_argument("--lr", type=float, default=3e-3, help="peak learning rate (OneCycle)")
     parser.add_argument("--batch-size", type=int, default=32, help="global batch")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--interval-s", type=float, default=None)
@@ -117,7 +120,17 @@ def main(argv: list[str] | None = None) -> int:
         model = DistributedDataParallel(model)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
     total = args.epochs * len(loader)
-    scheduler = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=3e-3, total_steps=total)
+    scheduler = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=args.lr, total_steps=total)
+    held_out = make_data(512, args.features, args.seed + 1).tensors
+
+    def held_out_loss() -> float:
+        """Loss on held-out data (no RNG drawn, so resumed runs stay bit-exact)."""
+        model.eval()
+        with torch.no_grad():
+            loss = float(nn.functional.mse_loss(model(held_out[0]), held_out[1]))
+        model.train()
+        return loss
+
     scaler = torch.amp.GradScaler("cuda", enabled=torch.cuda.is_available())
     emit("start")
     steps_here = 0
@@ -154,6 +167,8 @@ def main(argv: list[str] | None = None) -> int:
                 if steps_here == 1:
                     emit("first_step", step=g.step_count + 1)
                 g.step()
+                if g.step_count % len(loader) == 0:
+                    emit("report", step=g.step_count, value=held_out_loss())
     except Preempted as exc:
         assert g is not None
         emit(
@@ -178,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
         checkpoints=g.checkpoints,
         stall_s=g.stalls_s,
         digest=digest,
+        value=held_out_loss(),
     )
     if args.out and int(os.environ.get("RANK", "0")) == 0:
         args.out.write_text(json.dumps({"digest": digest, "steps": g.step_count}))

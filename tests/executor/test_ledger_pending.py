@@ -209,3 +209,20 @@ def test_a_damaged_journal_does_not_hide_the_other_jobs(cli: CliRun, store_file:
     shown = cli("jobs", "show", "deadbeef")
     assert shown.returncode == 1 and "line 1 is not a ledger write" in shown.stderr
     assert damaged.read_text() == '{"write": "drop", "values": {}}\n'  # left as it was
+
+
+def test_a_journal_written_before_sweeps_still_replays(tmp_path: Path) -> None:
+    """A job's start written by a Spotwise from before ``jobs.sweep`` and ``jobs.trial``
+    (ledger schema 5) goes in with both empty."""
+    from spotwise.executor.ledger_journal import SINCE_V6, LedgerWrite, Write, apply_writes
+
+    ledger = Ledger(tmp_path / "market.duckdb", INFO)
+    start = next(w for w in ledger._writes if w.write is Write.START)
+    old = {k: v for k, v in start.values.items() if k not in SINCE_V6}
+    old["job_id"] = "before-sweeps"
+    line = json.dumps({"write": "start", "values": old})
+    write = LedgerWrite.from_line(line)
+    with open_operational(tmp_path / "market.duckdb") as store:
+        apply_writes(store, [write])
+        row = store.query("SELECT sweep, trial, status FROM jobs WHERE job_id = 'before-sweeps'")
+    assert row.iloc[0].to_dict() == {"sweep": None, "trial": None, "status": "running"}

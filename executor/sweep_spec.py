@@ -1,0 +1,369 @@
+"""What a sweep is: its search space, direction, sampler, pruner and the command each trial
+runs, read from a small TOML or YAML file (or from ``--grid`` for a work queue).
+
+    name = "mlp-lr-width"
+    direction = "minimize"
+    trials = 8
+    compute_hours = 0.5
+    command = ["python", "train.py", "--lr", "{lr}", "--hidden", "{hidden}", "--ckpt", "{ckpt}"]
+    [sampler]
+    type = "tpe"            # tpe | random | qmc | grid (every point of the params' grids)
+    seed = 0
+    [pruner]
+    type = "median"         # median | percentile | successive_halving | hyperband | none
+    n_warmup_steps = 1
+    [params]
+    lr = { type = "float", low = 1e-4, high = 1e-2, log = true }
+    hidden = { type = "categorical", choices = [64, 128] }
+
+A spec is a stranger's file: sampler and pruner names select from fixed tables, their options
+must be parameters of that class with plain values, and the command's placeholders are
+replaced as whole arguments' parts (``{name}``), never evaluated and never given to a shell.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import optuna
+from optuna.distributions import (
+    BaseDistribution,
+    CategoricalDistribution,
+    FloatDistribution,
+    IntDistribution,
+)
+
+from spotwise.executor.errors import ExecutorError
+
+SAMPLERS: dict[str, type[optuna.samplers.BaseSampler]] = {
+    "tpe": optuna.samplers.TPESampler,
+    "random": optuna.samplers.RandomSampler,
+    "qmc": optuna.samplers.QMCSampler,
+    "grid": optuna.samplers.RandomSampler,  # the grid's points are enqueued; see grid_points
+}
+PRUNERS: dict[str, type[optuna.pruners.BasePruner]] = {
+    "median": optuna.pruners.MedianPruner,
+    "percentile": optuna.pruners.PercentilePruner,
+    "successive_halving": optuna.pruners.SuccessiveHalvingPruner,
+    "hyperband": optuna.pruners.HyperbandPruner,
+    "none": optuna.pruners.NopPruner,
+}
+OPTIONS: dict[str, frozenset[str]] = {
+    "tpe": frozenset(
+        {"seed", "n_startup_trials", "n_ei_candidates", "multivariate", "group", "constant_liar"}
+    ),
+    "random": frozenset({"seed"}),
+    "qmc": frozenset({"seed", "qmc_type", "scramble"}),
+    "grid": frozenset(),
+    "median": frozenset({"n_startup_trials", "n_warmup_steps", "interval_steps", "n_min_trials"}),
+    "percentile": frozenset(
+        {"percentile", "n_startup_trials", "n_warmup_steps", "interval_steps", "n_min_trials"}
+    ),
+    "successive_halving": frozenset(
+        {"min_resource", "reduction_factor", "min_early_stopping_rate", "bootstrap_count"}
+    ),
+    "hyperband": frozenset({"min_resource", "max_resource", "reduction_factor", "bootstrap_count"}),
+    "none": frozenset(),
+}
+"""The options a spec may give each sampler and pruner: plain values only (never a callable's
+name)."""
+RESERVED = frozenset({"trial", "ckpt", "sweep"})
+"""Placeholders every command may use besides its params: the trial's number, its
+checkpoint folder (the same for every retry of a trial) and the sweep's name."""
+SWEEP_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
+_PARAM = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+_PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
+Scalar = bool | int | float | str
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    """One dimension of the search space."""
+
+    name: str
+    distribution: BaseDistribution
+    grid: tuple[Scalar, ...] | None
+    """The values a grid sweep takes (None: not on a grid)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SweepSpec:
+    """A validated sweep."""
+
+    name: str
+    command: tuple[str, ...]
+    params: tuple[Param, ...]
+    direction: Literal["minimize", "maximize"] = "minimize"
+    trials: int = 8
+    sampler: str = "tpe"
+    sampler_options: Mapping[str, Scalar] = field(default_factory=dict)
+    pruner: str = "none"
+    pruner_options: Mapping[str, Scalar] = field(default_factory=dict)
+    compute_hours: float = 1.0
+    """One trial's compute, as the policy is told."""
+    queue: bool = False
+    """A work queue: tasks with no metric, each run at least once (``--grid``)."""
+
+    @property
+    def distributions(self) -> dict[str, BaseDistribution]:
+        return {p.name: p.distribution for p in self.params}
+
+    def build_sampler(self) -> optuna.samplers.BaseSampler:
+        return SAMPLERS[self.sampler](**self.sampler_options)
+
+    def build_pruner(self) -> optuna.pruners.BasePruner:
+        return PRUNERS[self.pruner](**self.pruner_options)
+
+    def grid_points(self) -> list[dict[str, Scalar]]:
+        """Every point of the grid, in order (a grid sweep only)."""
+        grids = [[(p.name, v) for v in p.grid or ()] for p in self.params]
+        return [dict(point) for point in itertools.product(*grids)]
+
+    def render(self, values: Mapping[str, object]) -> list[str]:
+        """The command with ``{name}`` replaced in each argument (no shell, no evaluation)."""
+
+        def value(match: re.Match[str]) -> str:
+            return _text(values[match.group(1)])
+
+        return [_PLACEHOLDER.sub(value, arg) for arg in self.command]
+
+
+def _text(value: object) -> str:
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def load_spec(path: Path) -> SweepSpec:
+    """Read and check a TOML (``.toml``) or YAML (``.yaml``, ``.yml``) sweep spec.
+
+    Raises:
+        ExecutorError: naming the file and the field, and what to write instead.
+    """
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ExecutorError(f"{path}: cannot read the sweep spec ({exc.strerror or exc})") from exc
+    import yaml  # (optuna's dependency)
+
+    if path.suffix not in (".toml", ".yaml", ".yml"):
+        raise ExecutorError(f"{path}: a sweep spec is a .toml or .yaml file")
+    try:
+        raw = tomllib.loads(text) if path.suffix == ".toml" else yaml.safe_load(text)
+    except (tomllib.TOMLDecodeError, yaml.YAMLError, ValueError) as exc:
+        raise ExecutorError(f"{path}: not valid {path.suffix[1:].upper()}: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise ExecutorError(f"{path}: a sweep spec is a table of fields (name, command, params)")
+    return spec_from_dict(raw, where=str(path))
+
+
+def spec_from_dict(
+    raw: Mapping[str, Any], *, where: str, command: Sequence[str] | None = None
+) -> SweepSpec:
+    """A checked spec from parsed fields (``command`` given on the command line wins)."""
+    known = {
+        "name",
+        "command",
+        "params",
+        "direction",
+        "trials",
+        "sampler",
+        "pruner",
+        "compute_hours",
+    }
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        raise ExecutorError(
+            f"{where}: unknown field {unknown[0]!r}; the fields are {sorted(known)}"
+        )
+    name = raw.get("name")
+    if not isinstance(name, str) or not SWEEP_NAME.fullmatch(name):
+        raise ExecutorError(
+            f"{where}: name must be 1-64 letters, digits, '.', '_' or '-' starting with a "
+            f"letter, got {str(name)[:40]!r}"
+        )
+    params = _params(raw.get("params"), where)
+    argv = list(command) if command else raw.get("command")
+    if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
+        raise ExecutorError(
+            f"{where}: command must be a list of strings (the program and its arguments), "
+            'e.g. ["python", "train.py", "--lr", "{lr}", "--ckpt", "{ckpt}"]'
+        )
+    names = {p.name for p in params} | RESERVED
+    for arg in argv:
+        for placeholder in _PLACEHOLDER.findall(arg):
+            if placeholder not in names:
+                raise ExecutorError(
+                    f"{where}: the command's {{{placeholder[:40]}}} names no param; use one of "
+                    f"{sorted(names)}"
+                )
+    direction = raw.get("direction", "minimize")
+    if direction not in ("minimize", "maximize"):
+        raise ExecutorError(f"{where}: direction must be minimize or maximize")
+    sampler, sampler_options = _choice(raw.get("sampler", "tpe"), SAMPLERS, "sampler", where)
+    pruner, pruner_options = _choice(raw.get("pruner", "none"), PRUNERS, "pruner", where)
+    if sampler == "grid":
+        loose = [p.name for p in params if p.grid is None]
+        if loose:
+            raise ExecutorError(
+                f"{where}: a grid sweep needs values for every param; {loose[0]} has none "
+                "(give it choices, or values = [...])"
+            )
+        size = math.prod(len(p.grid or ()) for p in params)
+        trials = raw.get("trials", size)
+        if trials != size:
+            raise ExecutorError(f"{where}: the grid has {size} points, trials says {trials}")
+    else:
+        trials = raw.get("trials", 8)
+    if not isinstance(trials, int) or isinstance(trials, bool) or not 1 <= trials <= 100_000:
+        raise ExecutorError(f"{where}: trials must be a whole number from 1 to 100000")
+    compute = raw.get("compute_hours", 1.0)
+    if not isinstance(compute, int | float) or not (0 < float(compute) < 1e5):
+        raise ExecutorError(f"{where}: compute_hours must be a positive number of hours")
+    return SweepSpec(
+        name=name,
+        command=tuple(argv),
+        params=params,
+        direction=direction,
+        trials=trials,
+        sampler=sampler,
+        sampler_options=sampler_options,
+        pruner=pruner,
+        pruner_options=pruner_options,
+        compute_hours=float(compute),
+    )
+
+
+def grid_spec(name: str, grid: Sequence[str], command: Sequence[str]) -> SweepSpec:
+    """A work queue: ``shard=0..7`` (or ``shard=a,b,c``) for each ``--grid``, every point run
+    at least once, no metric."""
+    params: dict[str, Any] = {}
+    for item in grid:
+        key, sep, values = item.partition("=")
+        if not sep or not _PARAM.fullmatch(key.strip()):
+            raise ExecutorError(f"--grid {item[:40]!r}: write NAME=0..N-1 or NAME=a,b,c")
+        params[key.strip()] = {"type": "categorical", "choices": _grid_values(item, values)}
+    spec = spec_from_dict(
+        {"name": name, "params": params, "sampler": "grid", "direction": "minimize"},
+        where="--grid",
+        command=command,
+    )
+    return SweepSpec(
+        **{f: getattr(spec, f) for f in SweepSpec.__dataclass_fields__ if f != "queue"},
+        queue=True,
+    )
+
+
+def _grid_values(item: str, values: str) -> list[Scalar]:
+    low, dots, high = values.partition("..")
+    if dots:
+        try:
+            first, last = int(low), int(high)
+        except ValueError:
+            raise ExecutorError(
+                f"--grid {item[:40]!r}: a range is two whole numbers, 0..7"
+            ) from None
+        if not 0 <= last - first < 100_000:
+            raise ExecutorError(f"--grid {item[:40]!r}: the range must run up, 1 to 100000 values")
+        return list(range(first, last + 1))
+    parts = [v.strip() for v in values.split(",") if v.strip()]
+    if not parts:
+        raise ExecutorError(f"--grid {item[:40]!r}: no values")
+    return list(dict.fromkeys(parts))
+
+
+def _params(raw: object, where: str) -> tuple[Param, ...]:
+    if not isinstance(raw, dict) or not raw:
+        raise ExecutorError(f"{where}: params must be a table of at least one param")
+    params = []
+    for name, body in raw.items():
+        if not isinstance(name, str) or not _PARAM.fullmatch(name) or name in RESERVED:
+            raise ExecutorError(
+                f"{where}: param name {str(name)[:40]!r} must be an identifier, not one of "
+                f"{sorted(RESERVED)}"
+            )
+        params.append(_param(name, body, f"{where}: params.{name}"))
+    return tuple(params)
+
+
+def _param(name: str, body: object, where: str) -> Param:
+    if not isinstance(body, dict):
+        raise ExecutorError(f"{where} must be a table with a type (float, int, categorical)")
+    kind = body.get("type")
+    allowed = {
+        "float": {"type", "low", "high", "log", "step", "values"},
+        "int": {"type", "low", "high", "log", "step", "values"},
+        "categorical": {"type", "choices"},
+    }
+    if kind not in allowed:
+        raise ExecutorError(f"{where}: type must be float, int or categorical")
+    extra = sorted(set(body) - allowed[kind])
+    if extra:
+        raise ExecutorError(f"{where}: unknown key {extra[0]!r} for a {kind} param")
+    if kind == "categorical":
+        choices = body.get("choices")
+        if (
+            not isinstance(choices, list)
+            or not choices
+            or not all(isinstance(c, bool | int | float | str) for c in choices)
+        ):
+            raise ExecutorError(f"{where}: choices must be a list of numbers or strings")
+        return Param(name, CategoricalDistribution(choices), tuple(choices))
+    number = float if kind == "float" else int
+    try:
+        low, high = number(body["low"]), number(body["high"])
+        if not (math.isfinite(low) and math.isfinite(high)) or low > high:
+            raise ValueError
+        log = bool(body.get("log", False))
+        step = body.get("step")
+        distribution: BaseDistribution = (
+            FloatDistribution(low, high, log=log, step=step)
+            if kind == "float"
+            else IntDistribution(int(low), int(high), log=log, step=int(step or 1))
+        )
+    except (KeyError, TypeError, ValueError):
+        raise ExecutorError(
+            f"{where}: a {kind} param needs finite low <= high (and log or step, optionally)"
+        ) from None
+    values = body.get("values")
+    grid: tuple[Scalar, ...] | None = None
+    if values is not None:
+        if not isinstance(values, list) or not values:
+            raise ExecutorError(f"{where}: values must be a list of {kind} values")
+        try:
+            grid = tuple(number(v) for v in values)
+        except (TypeError, ValueError):
+            raise ExecutorError(f"{where}: values must be {kind} numbers") from None
+        if not all(low <= float(v) <= high for v in grid):
+            raise ExecutorError(f"{where}: every value must lie within low..high")
+    return Param(name, distribution, grid)
+
+
+def _choice(
+    raw: object, table: Mapping[str, type], what: str, where: str
+) -> tuple[str, dict[str, Scalar]]:
+    """A sampler or pruner by name from ``table``, and its options, checked against the
+    class's parameters (plain values only)."""
+    body = {"type": raw} if isinstance(raw, str) else raw
+    if not isinstance(body, dict) or body.get("type") not in table:
+        raise ExecutorError(f"{where}: {what} type must be one of {', '.join(table)}")
+    options = {k: v for k, v in body.items() if k != "type"}
+    accepted = OPTIONS[body["type"]]
+    for key, value in options.items():
+        if key not in accepted:
+            raise ExecutorError(
+                f"{where}: {what} {body['type']} has no option {key[:40]!r}; it takes "
+                f"{sorted(accepted)}"
+            )
+        if not isinstance(value, bool | int | float | str):
+            raise ExecutorError(f"{where}: {what} option {key} must be a number, bool or string")
+    try:
+        table[body["type"]](**options)
+    except (TypeError, ValueError) as exc:
+        raise ExecutorError(f"{where}: {what} {body['type']}: {exc}") from None
+    return str(body["type"]), options

@@ -1,0 +1,213 @@
+"""Sweeps end to end: real Optuna storage files, real worker processes, real SIGKILLs.
+
+Pools are replayed from the bundled traces at hour 200 (the demo's four V100 pools), prices are
+given on the command line, so no data load is needed."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import optuna
+import pytest
+
+from spotwise.executor.demo import DEMO_POOLS
+from spotwise.executor.ledger import list_jobs
+from spotwise.executor.sweep import original_number
+from spotwise.pricing.operational import open_operational
+from tests.conftest import CliRun
+
+pytestmark = pytest.mark.slow
+
+TASK = str(Path(__file__).with_name("sweep_task.py"))
+MARKET = (
+    "--pools",
+    ",".join(DEMO_POOLS),
+    "--start-hours",
+    "200",
+    "--spot-price",
+    "0.9",
+    "--on-demand-price",
+    "3.0",
+)
+
+
+def spec(tmp_path: Path, name: str, body: str) -> Path:
+    path = tmp_path / f"{name}.toml"
+    path.write_text(f'name = "{name}"\n{body}')
+    return path
+
+
+def jobs_of(store: Path, sweep: str) -> list[dict]:
+    with open_operational(store, read_only=True) as market:
+        return [j for j in list_jobs(market) if j["sweep"] == sweep]
+
+
+def test_a_pruned_trial_stops_at_once_and_the_ledger_says_pruned(
+    cli: CliRun, tmp_path: Path, store_file: Path
+) -> None:
+    path = spec(
+        tmp_path,
+        "prune",
+        f"""command = ["{sys.executable}", "{TASK}", "--x", "{{x}}", "--steps", "8",
+           "--sleep", "0.4"]
+[sampler]
+type = "grid"
+[pruner]
+type = "median"
+n_startup_trials = 2
+[params]
+x = {{ type = "categorical", choices = [1, 2, 10] }}
+""",
+    )
+    result = cli(
+        "sweep", "run", str(path), *MARKET, "--scale", "100", "--heartbeat-s", "1", "--json"
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    states = {t["params"]["x"]: t["state"] for t in report["trials"]}
+    assert states == {1: "complete", 2: "complete", 10: "pruned"}
+    assert report["best"] == {"trial": 0, "params": {"x": 1}, "value": 1.0}
+    hours = {t["params"]["x"]: sum(t["hours"].values()) for t in report["trials"]}
+    # stopped at its first report (0.4 s in), not run to its end (3.2 s)
+    assert hours[10] < hours[1] / 2
+    statuses = {j["trial"]: j["status"] for j in jobs_of(store_file, "prune")}
+    assert statuses == {0: "completed", 1: "completed", 2: "pruned"}
+    assert report["simulated"] and any("given with --spot-price" in p for p in report["prices"])
+
+    shown = cli("sweep", "show", "prune")
+    assert shown.returncode == 0, shown.stderr
+    assert "2 completed, 1 pruned, 0 failed" in shown.stdout
+    assert "(simulated)" in shown.stdout
+
+
+def test_a_queue_shard_killed_twice_completes_once_and_writes_once(
+    cli: CliRun, tmp_path: Path, store_file: Path
+) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    result = cli(
+        "sweep", "run", "--grid", "shard=0..2", "--name", "shards", *MARKET, "--scale", "100",
+        "--workers", "2", "--heartbeat-s", "1", "--json", "--",
+        sys.executable, TASK, "--shard", "{shard}", "--out", str(out), "--die-shard", "1",
+        "--die-times", "2", "--sleep", "0.3",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["queue"] and report["best"] is None
+    assert [t["state"] for t in report["trials"]] == ["complete"] * 3
+    assert sorted((out / "writes.log").read_text().split()) == ["0", "1", "2"]
+    assert (out / "runs-1").read_text() == "3"  # killed twice, then done
+    assert {p.name for p in out.glob("shard-*.txt")} == {f"shard-{i}.txt" for i in range(3)}
+    by_trial = {t["trial"]: t for t in report["trials"]}
+    # the supervisor relaunched it once, gave up on the second kill; the sweep retried it
+    assert by_trial[1]["attempts"] == 2
+    statuses = sorted((j["trial"], j["status"]) for j in jobs_of(store_file, "shards"))
+    assert statuses == [(0, "completed"), (1, "completed"), (1, "failed"), (2, "completed")]
+
+
+def test_a_worker_killed_mid_trial_is_retried_elsewhere_and_resumes_bit_exactly(
+    cli: CliRun, tmp_path: Path, store_file: Path
+) -> None:
+    train = [
+        sys.executable, "-m", "spotwise.executor.examples.train_mlp", "--epochs", "2",
+        "--samples", "1024", "--step-sleep-s", "0.05", "--interval-s", "0.5",
+    ]  # fmt: skip
+    command = ", ".join(f'"{a}"' for a in [*train, "--hidden", "{hidden}", "--ckpt", "{ckpt}"])
+    path = spec(
+        tmp_path,
+        "kill",
+        f"""command = [{command}]
+[sampler]
+type = "grid"
+[params]
+hidden = {{ type = "categorical", choices = [32, 48] }}
+""",
+    )
+    env = {**os.environ, "SPOTWISE_STORE": str(store_file)}
+    sweep = subprocess.Popen(
+        [sys.executable, "-m", "spotwise", "sweep", "run", str(path), *MARKET,
+         "--scale", "10", "--workers", "2", "--heartbeat-s", "1", "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    trial_dir = store_file.parent / "sweeps" / "kill" / "trial-00000" / "ckpt"
+    deadline = time.monotonic() + 120
+    victim = None
+    while time.monotonic() < deadline and victim is None:
+        time.sleep(0.2)
+        if not any(trial_dir.glob("step-*")):
+            continue  # kill it once it has a checkpoint to lose work past
+        running = [j for j in jobs_of(store_file, "kill") if j["trial"] == 0]
+        if running and running[0]["status"] == "running":
+            with open_operational(store_file, read_only=True) as market:
+                row = market.query(
+                    "SELECT supervisor_pid FROM jobs WHERE job_id = ?", [running[0]["job_id"]]
+                )
+            victim = int(row["supervisor_pid"][0])
+    assert victim is not None, "trial 0 never checkpointed"
+    os.kill(victim, signal.SIGKILL)
+    stdout, stderr = sweep.communicate(timeout=240)
+    # the killed worker's exit code is reported; the sweep itself finished
+    assert "workers exited with" in stderr and "-9" in stderr, stderr
+    report = json.loads(stdout)
+    assert [t["state"] for t in report["trials"]] == ["complete", "complete"]
+    first = next(t for t in report["trials"] if t["trial"] == 0)
+    assert first["attempts"] == 2
+    study = optuna.load_study(
+        study_name="kill", storage=f"sqlite:///{store_file.parent / 'sweeps/kill/study.db'}"
+    )
+    retry = [t for t in study.trials if original_number(t) == 0][-1]
+    assert retry.user_attrs["started_at_step"] > 0  # resumed, not restarted
+    statuses = sorted(j["status"] for j in jobs_of(store_file, "kill") if j["trial"] == 0)
+    assert statuses == ["cancelled", "completed"]  # the orphan was stopped, not left running
+    plain = reference_run_with(tmp_path / "plain", [*train[3:], "--hidden", "32"])
+    assert retry.user_attrs["digest"] == plain["digest"]
+    assert retry.value == plain["value"]
+
+
+def reference_run_with(ckpt: Path, args: list[str]) -> dict:
+    from spotwise.executor.replay import run_under_replay
+
+    run = run_under_replay(
+        [sys.executable, "-m", "spotwise.executor.examples.train_mlp", *args, "--ckpt", str(ckpt)],
+        [],
+        lead_s=2,
+        grace_s=5,
+    )
+    done = run.launches[-1].event("done")
+    assert done is not None
+    return done
+
+
+def test_the_sweep_demo_reports_its_trials_and_reruns_the_best_bit_for_bit(
+    store_file: Path,
+) -> None:
+    """The demo's machinery on two of its trials, where the replay preempts them (its full
+    run, 8 trials, is `spotwise sweep demo --json`)."""
+    from spotwise import settings
+    from spotwise.executor.sweep_demo import run_sweep_demo
+    from spotwise.pricing.store import MarketStore
+
+    MarketStore.open(store_file).close()
+    result = run_sweep_demo(
+        store_file,
+        settings.bundled_traces(),
+        lambda _: None,
+        lrs=(0.003,),
+        widths=(32, 128),
+        start_hours=204.8,
+        spot_price=0.918,
+        on_demand_price=3.06,
+    ).to_dict()
+    assert result["trials"] == result["completed"] == 2
+    assert result["preempted_trials"] == 2 and result["preemptions"] >= 2
+    assert result["steps_lost"] == 0
+    assert result["best_rerun_identical"] is True
+    assert result["best"]["params"]["lr"] == 0.003
+    assert result["simulated"] is True
+    assert 0 < result["cost_usd"] < result["on_demand_cost_usd"]

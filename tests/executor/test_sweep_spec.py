@@ -1,0 +1,131 @@
+"""Sweep specs are a stranger's files: every bad field is refused in one line naming it, and
+nothing in a spec selects code or reaches a shell."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import optuna
+import pytest
+
+from spotwise.executor.errors import ExecutorError
+from spotwise.executor.sweep_spec import grid_spec, load_spec
+
+GOOD = """
+name = "mlp"
+direction = "maximize"
+trials = 5
+compute_hours = 0.5
+command = ["python", "train.py", "--lr", "{lr}", "--hidden", "{hidden}", "--ckpt", "{ckpt}"]
+[sampler]
+type = "tpe"
+seed = 3
+[pruner]
+type = "median"
+n_warmup_steps = 1
+[params]
+lr = { type = "float", low = 1e-4, high = 1e-2, log = true }
+hidden = { type = "int", low = 32, high = 128, step = 32 }
+"""
+
+
+def write(tmp_path: Path, text: str, suffix: str = ".toml") -> Path:
+    path = tmp_path / f"spec{suffix}"
+    path.write_text(text)
+    return path
+
+
+def test_a_good_spec_builds_its_sampler_pruner_and_command(tmp_path: Path) -> None:
+    spec = load_spec(write(tmp_path, GOOD))
+    assert (spec.name, spec.direction, spec.trials, spec.compute_hours) == (
+        "mlp",
+        "maximize",
+        5,
+        0.5,
+    )
+    assert isinstance(spec.build_sampler(), optuna.samplers.TPESampler)
+    pruner = spec.build_pruner()
+    assert isinstance(pruner, optuna.pruners.MedianPruner)
+    assert spec.render({"lr": 0.001, "hidden": 64, "ckpt": "/c", "trial": 0, "sweep": "mlp"}) == [
+        "python",
+        "train.py",
+        "--lr",
+        "0.001",
+        "--hidden",
+        "64",
+        "--ckpt",
+        "/c",
+    ]
+
+
+def test_yaml_specs_read_the_same(tmp_path: Path) -> None:
+    text = """
+name: mlp
+command: [python, train.py, --x, "{x}"]
+sampler: {type: grid}
+params:
+  x: {type: int, low: 0, high: 9, values: [1, 2, 3]}
+"""
+    spec = load_spec(write(tmp_path, text, ".yaml"))
+    assert spec.trials == 3
+    assert spec.grid_points() == [{"x": 1}, {"x": 2}, {"x": 3}]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (('type = "tpe"', 'type = "os.system"'), "sampler type must be one of"),
+        (("seed = 3", "seed = [1]"), "must be a number, bool or string"),
+        (("seed = 3", "constraints_func = 'os.system'"), "has no option 'constraints_func'"),
+        (('type = "median"', 'type = "mymodule.Pruner"'), "pruner type must be one of"),
+        (('"{ckpt}"]', '"{ckpt.__class__}"]'), "names no param"),
+        (('"{ckpt}"]', '"{other}"]'), "names no param"),
+        (('name = "mlp"', 'name = "../../etc"'), "name must be"),
+        (("trials = 5", "trials = 0"), "trials must be"),
+        (("low = 1e-4, high = 1e-2", "low = 1e-2, high = 1e-4"), "finite low <= high"),
+        (('direction = "maximize"', 'direction = "sideways"'), "direction must be"),
+        (("compute_hours = 0.5", "compute_hours = -1"), "compute_hours must be"),
+        (("trials = 5", "trials = 5\nshell = true"), "unknown field 'shell'"),
+        (('type = "float"', 'type = "complex"'), "type must be float, int or categorical"),
+    ],
+)
+def test_bad_fields_are_refused_by_name(
+    tmp_path: Path, change: tuple[str, str], message: str
+) -> None:
+    text = GOOD.replace(*change, 1)
+    assert text != GOOD
+    with pytest.raises(ExecutorError, match=message) as caught:
+        load_spec(write(tmp_path, text))
+    assert str(tmp_path) in str(caught.value)
+
+
+def test_broken_files_say_where(tmp_path: Path) -> None:
+    with pytest.raises(ExecutorError, match="not valid TOML"):
+        load_spec(write(tmp_path, "name = [\n"))
+    with pytest.raises(ExecutorError, match="not valid YAML"):
+        load_spec(write(tmp_path, "a: [b\n", ".yaml"))
+    with pytest.raises(ExecutorError, match=r"\.toml or \.yaml"):
+        load_spec(write(tmp_path, GOOD, ".py"))
+    with pytest.raises(ExecutorError, match="cannot read"):
+        load_spec(tmp_path / "missing.toml")
+
+
+def test_a_grid_sweep_needs_every_param_on_its_grid(tmp_path: Path) -> None:
+    text = GOOD.replace('type = "tpe"', 'type = "grid"').replace("seed = 3\n", "")
+    with pytest.raises(ExecutorError, match="a grid sweep needs values for every param; lr"):
+        load_spec(write(tmp_path, text))
+
+
+def test_grid_queues_take_ranges_and_lists() -> None:
+    spec = grid_spec("q", ["shard=0..3", "kind=a,b"], ["python", "p.py", "{shard}", "{kind}"])
+    assert spec.queue and spec.trials == 8
+    assert spec.grid_points()[:3] == [
+        {"shard": 0, "kind": "a"},
+        {"shard": 0, "kind": "b"},
+        {"shard": 1, "kind": "a"},
+    ]
+    for bad in ("shard", "shard=3..1", "shard=a..b", "1x=0..3", "shard="):
+        with pytest.raises(ExecutorError, match="--grid"):
+            grid_spec("q", [bad], ["python", "p.py"])
+    with pytest.raises(ExecutorError, match="names no param"):
+        grid_spec("q", ["shard=0..1"], ["python", "p.py", "{shard}", "{nope}"])
