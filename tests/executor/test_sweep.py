@@ -126,7 +126,7 @@ def test_a_worker_killed_mid_trial_is_retried_elsewhere_and_resumes_bit_exactly(
 [sampler]
 type = "grid"
 [params]
-hidden = {{ type = "categorical", choices = [32, 48] }}
+hidden = {{ type = "categorical", choices = [32] }}
 """,
     )
     env = {**os.environ, "SPOTWISE_STORE": str(store_file)}
@@ -155,8 +155,8 @@ hidden = {{ type = "categorical", choices = [32, 48] }}
     # the killed worker's exit code is reported; the sweep itself finished
     assert "workers exited with" in stderr and "-9" in stderr, stderr
     report = json.loads(stdout)
-    assert [t["state"] for t in report["trials"]] == ["complete", "complete"]
-    first = next(t for t in report["trials"] if t["trial"] == 0)
+    assert [t["state"] for t in report["trials"]] == ["complete"]
+    first = report["trials"][0]
     assert first["attempts"] == 2
     study = optuna.load_study(
         study_name="kill", storage=f"sqlite:///{store_file.parent / 'sweeps/kill/study.db'}"
@@ -187,8 +187,8 @@ def reference_run_with(ckpt: Path, args: list[str]) -> dict:
 def test_the_sweep_demo_reports_its_trials_and_reruns_the_best_bit_for_bit(
     store_file: Path,
 ) -> None:
-    """The demo's machinery on two of its trials, where the replay preempts them (its full
-    run, 8 trials, is `spotwise sweep demo --json`)."""
+    """The demo's machinery on one of its trials, where the replay preempts it (its full run,
+    8 trials, is `spotwise sweep demo --json`)."""
     from spotwise import settings
     from spotwise.executor.sweep_demo import run_sweep_demo
     from spotwise.pricing.store import MarketStore
@@ -199,15 +199,75 @@ def test_the_sweep_demo_reports_its_trials_and_reruns_the_best_bit_for_bit(
         settings.bundled_traces(),
         lambda _: None,
         lrs=(0.003,),
-        widths=(32, 128),
+        widths=(32,),
         start_hours=204.8,
         spot_price=0.918,
         on_demand_price=3.06,
     ).to_dict()
-    assert result["trials"] == result["completed"] == 2
-    assert result["preempted_trials"] == 2 and result["preemptions"] >= 2
+    assert result["trials"] == result["completed"] == 1
+    assert result["preempted_trials"] == 1 and result["preemptions"] >= 2
     assert result["steps_lost"] == 0
     assert result["best_rerun_identical"] is True
     assert result["best"]["params"]["lr"] == 0.003
     assert result["simulated"] is True
     assert 0 < result["cost_usd"] < result["on_demand_cost_usd"]
+
+
+def test_no_trial_starts_once_the_ledger_says_the_budget_is_spent(
+    cli: CliRun, tmp_path: Path, store_file: Path
+) -> None:
+    path = spec(
+        tmp_path,
+        "budget",
+        f"""trials = 4
+command = ["{sys.executable}", "{TASK}", "--x", "{{x}}", "--steps", "2", "--sleep", "0.5"]
+[sampler]
+type = "random"
+seed = 0
+[params]
+x = {{ type = "float", low = 0.0, high = 1.0 }}
+""",
+    )
+    # a trial is about 1 s of wall time, 1000 cloud s at 1000×: $0.25 at $0.9/h
+    result = cli("sweep", "run", str(path), *MARKET, "--scale", "1000", "--budget", "0.1", "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert len(report["trials"]) == 1 and report["completed"] == 1
+    assert report["cost_usd"] > 0.1
+    assert "budget reached" in result.stderr
+
+
+def test_a_sweep_deadline_is_shared_among_the_trials_left(tmp_path: Path, store_file: Path) -> None:
+    """Early trials get slack to wait for spot; once the sweep's time is nearly spent, a trial's
+    deadline leaves no room but on-demand."""
+    from spotwise.executor.sweep import ReplayMarket, SweepConfig, SweepSource, SweepWorker
+
+    path = spec(
+        tmp_path,
+        "slack",
+        f"""trials = 4
+compute_hours = 1.0
+command = ["{sys.executable}", "{TASK}", "--x", "{{x}}"]
+[sampler]
+type = "random"
+[params]
+x = {{ type = "float", low = 0.0, high = 1.0 }}
+""",
+    )
+    config = SweepConfig(
+        source=SweepSource(spec_file=str(path)),
+        store=str(store_file),
+        storage=f"sqlite:///{tmp_path / 'study.db'}",
+        root=str(tmp_path / "slack"),
+        market=ReplayMarket(traces="unused"),
+        workers=2,
+        deadline_hours=12.0,
+    )
+    worker = SweepWorker(config, lambda _: None)
+    assert worker.trial_deadline_hours() == pytest.approx(12.0 / 2)  # 4 trials, 2 workers
+    worker.clock.hours = 9.0
+    assert worker.trial_deadline_hours() == pytest.approx(3.0 / 2)
+    worker.clock.hours = 11.5  # less than one trial's work left: on-demand at once
+    assert worker.trial_deadline_hours() == pytest.approx((1.0 + 0.2) * 1.001)
+    worker.clock.hours = 12.0
+    assert worker._next_trial() is None and "deadline reached" in str(worker.stop_reason)
