@@ -84,6 +84,8 @@ def _fill(path: Path) -> Path:
             on_demand_price=3.06,
             simulated=True,
             prices=PriceBook.flat(("z1",), 0.9, 3.06).to_dict(),
+            sweep="lr-sweep",
+            trial=3,
         ),
     )
     spot = {"pool": "z1", "market": "spot", "price": 0.9, "on_demand_price": 3.06}

@@ -56,6 +56,17 @@ def jobs_show_the_baseline_and_every_price_with_its_source(app: AppTest) -> None
     assert saved["Cost so far (simulated)"] == "$3.19"
     assert "1 simulated job: cost" in saved  # the total across jobs, never mixed with real ones
     assert not [m for m in app.metric if m.delta]  # no green arrow on a count
+    sweeps = next(
+        d.value for d in app.dataframe if "sweep" in d.value.columns and "trials" in d.value.columns
+    )
+    row = sweeps.iloc[0].to_dict()
+    assert (row["sweep"], row["money"], row["trials"], row["completed"]) == (
+        "lr-sweep",
+        "simulated",
+        1,
+        1,
+    )
+    assert round(row["cost_usd"], 2) == 3.19 and round(row["on_demand_cost_usd"], 2) == 6.43
 
 
 def specs(app: AppTest) -> list[dict]:
