@@ -39,7 +39,9 @@ test-fast: lint
 POSTGRES_TESTS := tests/pricing/test_operational_store.py tests/executor/test_ledger_pending.py \
 	tests/executor/test_supervisor.py tests/executor/test_supervisor_stops.py \
 	tests/executor/test_prices.py tests/executor/test_aws_launcher.py \
-	tests/pricing/test_forecast_jobs.py tests/dashboard/test_pages.py tests/spotwise/test_demo.py
+	tests/pricing/test_forecast_jobs.py tests/dashboard/test_pages.py tests/spotwise/test_demo.py \
+	tests/executor/test_sweep.py::test_a_pruned_trial_stops_at_once_and_the_ledger_says_pruned \
+	tests/executor/test_sweep.py::test_a_queue_shard_killed_twice_completes_once_and_writes_once
 test-postgres: setup
 	$(BIN)/pytest -q -n 3 --dist loadgroup --operational-store postgresql $(POSTGRES_TESTS)
 

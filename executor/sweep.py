@@ -21,13 +21,12 @@ import contextlib
 import fcntl
 import json
 import math
-import os
 import threading
 import time
 import uuid
 import warnings
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -124,8 +123,6 @@ class SweepConfig:
     max_retry: int = 3
     """Times one trial is queued again after its worker died or its job failed."""
     lead_s: float = 2.0
-    env: dict[str, str] = field(default_factory=dict)
-    """Extra environment for the trials' commands."""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -437,7 +434,6 @@ class SweepWorker:
             spot_price=prices.typical_spot(),
             on_demand_price=prices.on_demand_quote().usd_per_hour,
         )
-        os.environ.update(self.config.env)
         launcher = replay.launcher()
 
         def watch(event: dict[str, object]) -> bool:
