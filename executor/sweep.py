@@ -40,6 +40,7 @@ from spotwise.pricing.errors import PricingError
 from spotwise.progress import Progress
 
 if TYPE_CHECKING:
+    from spotwise.executor.launchers.base import Launcher
     from spotwise.executor.supervised import SupervisedJob
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -100,6 +101,22 @@ class ReplayMarket:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class AwsTarget:
+    """The AWS launcher's settings (as ``spotwise run --launcher aws`` takes them): trials run on
+    instances there, and checkpoint to ``s3://BUCKET/spotwise/sweeps/NAME/trial-N/ckpt``."""
+
+    region: str
+    instance_type: str
+    image_id: str
+    bucket: str
+    instance_profile: str
+    zones: tuple[str, ...] = ()
+    endpoint_url: str | None = None
+    workdir: str = "."
+    setup: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SweepConfig:
     """Everything a sweep's worker needs; written as JSON for the worker processes."""
 
@@ -110,6 +127,8 @@ class SweepConfig:
     root: str
     """This sweep's folder: trial checkpoints, worker logs, the lock."""
     market: ReplayMarket
+    aws: AwsTarget | None = None
+    """Run the trials on AWS instead of the replayed market."""
     workers: int = 1
     deadline_hours: float | None = None
     budget_usd: float | None = None
@@ -130,8 +149,11 @@ class SweepConfig:
     @classmethod
     def from_json(cls, text: str) -> SweepConfig:
         raw = json.loads(text)
-        source, market = raw.pop("source"), raw.pop("market")
+        source, market, aws = raw.pop("source"), raw.pop("market"), raw.pop("aws")
         return cls(
+            aws=None
+            if aws is None
+            else AwsTarget(**{**aws, "zones": tuple(aws["zones"]), "setup": tuple(aws["setup"])}),
             source=SweepSource(
                 spec_file=source["spec_file"],
                 name=source["name"],
@@ -321,9 +343,7 @@ class SweepWorker:
         """Run one trial as a supervised job and tell the study how it ended."""
         frozen = self.study.get_trials(deepcopy=False)[trial.number]
         number = original_number(frozen)
-        ckpt = self.folder / f"trial-{number:05d}" / "ckpt"
-        ckpt.parent.mkdir(exist_ok=True, mode=0o700)
-        ckpt.mkdir(exist_ok=True, mode=0o700)
+        ckpt = self._checkpoint_folder(number)
         self._fence(frozen)
         job_id = uuid.uuid4().hex[:12]
         attempts = [*frozen.user_attrs.get(ONE_TRIAL_ATTEMPTS, []), job_id]
@@ -362,6 +382,17 @@ class SweepWorker:
         shown = f", value {value:.6g}" if value is not None and not self.spec.queue else ""
         self.progress(f"{attempt}: {state.name.lower()}{shown}" + (f" ({why})" if why else ""))
 
+    def _checkpoint_folder(self, number: int) -> str:
+        """Trial ``number``'s checkpoint folder, the same for each of its retries: in the
+        sweep's folder here, or under the bucket's sweep prefix on AWS."""
+        if self.config.aws is not None:
+            prefix = f"s3://{self.config.aws.bucket}/spotwise/sweeps/{self.spec.name}"
+            return f"{prefix}/trial-{number:05d}/ckpt"
+        ckpt = self.folder / f"trial-{number:05d}" / "ckpt"
+        ckpt.parent.mkdir(exist_ok=True, mode=0o700)
+        ckpt.mkdir(exist_ok=True, mode=0o700)
+        return str(ckpt)
+
     def _tell(
         self, trial: Trial, state: TrialState, value: float | None, why: str, *, retry: bool
     ) -> None:
@@ -396,34 +427,22 @@ class SweepWorker:
                 self.progress(f"job {job_id} left as it is: {exc}")
 
     def _supervise(
-        self, trial: Trial, command: list[str], ckpt: Path, job_id: str, number: int
+        self, trial: Trial, command: list[str], ckpt: str, job_id: str, number: int
     ) -> SupervisedJob:
-        from spotwise.executor.launchers.local import Replay
         from spotwise.executor.prices import price_book
         from spotwise.executor.supervised import supervise
         from spotwise.executor.supervisor import SupervisorConfig
         from spotwise.policy.client import in_process_for
         from spotwise.policy.schemas import JobTerms
-        from spotwise.policy.traces import load_traces
-        from spotwise.pricing.quotes import REFERENCE_INSTANCE_TYPE
         from spotwise.pricing.store import MarketStore
 
-        market = self.config.market
-        traces = load_traces(Path(market.traces))
-        if market.pools:
-            traces = traces.subset(list(market.pools))
-        replay = Replay(
-            traces=traces,
-            start_hours=market.start_hours + self.clock.hours,
-            scale=market.scale,
-            step_s=market.step_s,
-            boot_s=market.boot_s,
-        )
+        launcher, instance_type, home = self._launcher()
         with MarketStore.open(Path(self.config.store), read_only=True) as store:
             prices = price_book(
                 store,
-                traces.names,
-                instance_type=REFERENCE_INSTANCE_TYPE,
+                launcher.pools,
+                instance_type=instance_type,
+                home_region=home,
                 spot_price=self.config.spot_price,
                 on_demand_price=self.config.on_demand_price,
             )
@@ -434,7 +453,6 @@ class SweepWorker:
             spot_price=prices.typical_spot(),
             on_demand_price=prices.on_demand_quote().usd_per_hour,
         )
-        launcher = replay.launcher()
 
         def watch(event: dict[str, object]) -> bool:
             step, value = event.get("step"), event.get("value")
@@ -456,7 +474,7 @@ class SweepWorker:
                     policy=self.config.policy,
                     lead_s=self.config.lead_s,
                     migrate_risk=self.config.migrate_risk,
-                    ckpt_dirs=(ckpt,),
+                    ckpt_dirs=() if "://" in ckpt else (Path(ckpt),),
                     prices=prices,
                 ),
                 client_for=in_process_for,
@@ -469,6 +487,41 @@ class SweepWorker:
             )
         finally:
             self.clock.hours += launcher.now_hours()
+
+    def _launcher(self) -> tuple[Launcher, str, str | None]:
+        """This trial's launcher, the instance type its prices are of, and its home region:
+        the replayed market from where this worker's clock stands, or AWS."""
+        from spotwise.executor.launchers.local import Replay
+        from spotwise.executor.launchers.registry import LAUNCHERS, LaunchSettings
+        from spotwise.policy.traces import load_traces
+        from spotwise.pricing.quotes import REFERENCE_INSTANCE_TYPE
+
+        aws = self.config.aws
+        if aws is not None:
+            launch = LaunchSettings(
+                pools=aws.zones,
+                region=aws.region,
+                instance_type=aws.instance_type,
+                image_id=aws.image_id,
+                bucket=aws.bucket,
+                instance_profile=aws.instance_profile,
+                endpoint_url=aws.endpoint_url,
+                workdir=Path(aws.workdir),
+                setup=aws.setup,
+            )
+            return LAUNCHERS["aws"].build(launch), aws.instance_type, aws.region
+        market = self.config.market
+        traces = load_traces(Path(market.traces))
+        if market.pools:
+            traces = traces.subset(list(market.pools))
+        replay = Replay(
+            traces=traces,
+            start_hours=market.start_hours + self.clock.hours,
+            scale=market.scale,
+            step_s=market.step_s,
+            boot_s=market.boot_s,
+        )
+        return replay.launcher(), REFERENCE_INSTANCE_TYPE, None
 
 
 class _Heartbeat:

@@ -142,6 +142,41 @@ def sweep_run(
     max_retry: Annotated[
         int, typer.Option("--max-retry", min=0, max=100, help="Retries of one trial.")
     ] = 3,
+    launcher: Annotated[
+        str, typer.Option("--launcher", help="local (replayed traces) or aws.")
+    ] = "local",
+    region: Annotated[str, typer.Option("--region", help="aws: region.")] = "us-east-1",
+    instance_type: Annotated[
+        str, typer.Option("--instance-type", help="aws: the instance type.")
+    ] = "p3.2xlarge",
+    image_id: Annotated[
+        str | None, typer.Option("--image-id", help="aws: the AMI.", show_default=False)
+    ] = None,
+    bucket: Annotated[
+        str | None,
+        typer.Option(
+            "--bucket", help="aws: code, logs, exit codes and checkpoints.", show_default=False
+        ),
+    ] = None,
+    instance_profile: Annotated[
+        str | None,
+        typer.Option(
+            "--instance-profile", help="aws: the instances' IAM role.", show_default=False
+        ),
+    ] = None,
+    endpoint_url: Annotated[
+        str | None,
+        typer.Option("--endpoint-url", help="aws: another endpoint (moto).", show_default=False),
+    ] = None,
+    workdir: Annotated[
+        Path, typer.Option("--workdir", help="aws: the folder shipped to each instance.")
+    ] = Path("."),
+    setup: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--setup", help="aws: a command run before the job (repeat).", show_default=False
+        ),
+    ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the sweep's report as JSON.")
     ] = False,
@@ -150,7 +185,7 @@ def sweep_run(
     """Run a sweep (an Optuna study) with trials as supervised jobs: a preempted trial resumes
     from its checkpoint, a dead worker's trial is retried by another, pruned trials stop at
     once. Run it on more machines with the same --storage URL to add workers there."""
-    from spotwise.executor.sweep import ReplayMarket, SweepConfig, SweepSource
+    from spotwise.executor.sweep import AwsTarget, ReplayMarket, SweepConfig, SweepSource
     from spotwise.executor.sweep_report import sweep_report
     from spotwise.executor.sweep_workers import run_workers
 
@@ -165,6 +200,26 @@ def sweep_run(
         grid=tuple(grid or ()),
         command=command,
     )
+    if launcher not in ("local", "aws"):
+        fail(f"--launcher must be local or aws, got {launcher[:40]!r}")
+    aws = None
+    if launcher == "aws":
+        if not image_id or not bucket or not instance_profile:
+            fail(
+                "--launcher aws needs --image-id, --bucket and --instance-profile (see "
+                "`spotwise check aws`)"
+            )
+        aws = AwsTarget(
+            region=region,
+            instance_type=instance_type,
+            image_id=image_id,
+            bucket=bucket,
+            instance_profile=instance_profile,
+            zones=tuple(p.strip() for p in (pools or "").split(",") if p.strip()),
+            endpoint_url=endpoint_url,
+            workdir=str(workdir.resolve()),
+            setup=tuple(setup or ()),
+        )
     path = ready_store(store)
     try:
         loaded = source.load()
@@ -182,6 +237,7 @@ def sweep_run(
                 step_s=step_seconds,
                 boot_s=boot_seconds,
             ),
+            aws=aws,
             workers=workers,
             deadline_hours=deadline_hours,
             budget_usd=budget,

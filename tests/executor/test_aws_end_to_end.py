@@ -202,3 +202,47 @@ def test_a_boot_that_fails_before_the_command_says_why_in_the_job_log(
         line.startswith("boot: spotwise boot: cannot fetch s3://spotwise-e2e/spotwise/code/00/")
         for line in lines
     ), lines
+
+
+def test_a_sweep_on_aws_runs_its_trial_on_an_instance_and_checkpoints_to_the_bucket(
+    moto_server: str, metadata: FakeMetadata, tmp_path: Path, workdir: Path, cli: CliRun
+) -> None:
+    session = boto3.Session(region_name=REGION)
+    s3 = session.client("s3", endpoint_url=moto_server)
+    s3.create_bucket(Bucket=BUCKET)
+    ec2 = session.client("ec2", endpoint_url=moto_server)
+    image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+    profile = f"profile-{uuid.uuid4().hex[:8]}"
+    session.client("iam", endpoint_url=moto_server).create_instance_profile(
+        InstanceProfileName=profile
+    )
+    name = f"aws-{uuid.uuid4().hex[:6]}"
+    spec = tmp_path / "sweep.toml"
+    spec.write_text(
+        f'name = "{name}"\n'
+        'command = ["python", "train.py", "--ckpt", "{ckpt}", "--epochs", "1", '
+        '"--samples", "512", "--hidden", "{hidden}"]\n'
+        '[sampler]\ntype = "grid"\n[params]\nhidden = { type = "categorical", choices = [32] }\n'
+    )
+    (tmp_path / "instances").mkdir()
+    ec2_boots = Ec2Boots(ec2, metadata, tmp_path / "instances", moto_server)
+    try:
+        ran = cli(
+            *("sweep", "run", str(spec), "--launcher", "aws", "--region", REGION),
+            *("--pools", f"{REGION}a", "--endpoint-url", moto_server, "--image-id", image),
+            *("--bucket", BUCKET, "--instance-profile", profile, "--workdir", str(workdir)),
+            *("--spot-price", "0.9", "--on-demand-price", "3.06", "--json"),
+            env={"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"},
+        )
+    finally:
+        ec2_boots.close()
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    assert not ec2_boots.errors, ec2_boots.errors
+    report = json.loads(ran.stdout)
+    (trial,) = report["trials"]
+    assert trial["state"] == "complete" and isinstance(trial["value"], float)
+    assert not report["simulated"] and trial["cost_usd"] > 0
+    assert len(ec2_boots.booted) == 1
+    # the trial's checkpoints went to the bucket, under the sweep's prefix
+    listed = s3.list_objects_v2(Bucket=BUCKET, Prefix=f"spotwise/sweeps/{name}/trial-00000/ckpt/")
+    assert listed.get("KeyCount", 0) > 0
