@@ -182,21 +182,39 @@ def default_storage(folder: Path) -> str:
 STUDY_FILE = "study.db"
 
 
-def _storage(config: SweepConfig) -> optuna.storages.RDBStorage:
+def storage_url(url: str) -> str:
+    """The SQLAlchemy URL of a study storage: ``postgresql://`` means psycopg 3 here, the driver
+    ``spotwise[postgres]`` installs (SQLAlchemy's own default is psycopg2)."""
+    scheme, sep, rest = url.partition("://")
+    return f"postgresql+psycopg://{rest}" if sep and scheme in ("postgresql", "postgres") else url
+
+
+def _storage(config: SweepConfig, *, tries: int = 4) -> optuna.storages.RDBStorage:
+    """Optuna's storage with the heartbeat and retry. The first use of a new database makes
+    Optuna's tables; workers that start at once on several machines race for that, and the
+    losers try again (the tables are there by then)."""
     sqlite = config.storage.startswith("sqlite:")
-    try:
-        return optuna.storages.RDBStorage(
-            config.storage,
-            engine_kwargs={"connect_args": {"timeout": 60}} if sqlite else None,
-            heartbeat_interval=config.heartbeat_s,
-            grace_period=3 * config.heartbeat_s,
-            heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(
-                max_retry=config.max_retry, inherit_intermediate_values=True
-            ),
-        )
-    except Exception as exc:  # sqlalchemy's errors: a bad URL, a server that does not answer
-        where = config.storage.split("@")[-1]
-        raise ExecutorError(f"sweep storage {where[:80]!r}: {str(exc).splitlines()[0]}") from exc
+    for attempt in range(tries):
+        try:
+            return optuna.storages.RDBStorage(
+                storage_url(config.storage),
+                engine_kwargs={"connect_args": {"timeout": 60}} if sqlite else None,
+                heartbeat_interval=config.heartbeat_s,
+                grace_period=3 * config.heartbeat_s,
+                heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(
+                    max_retry=config.max_retry, inherit_intermediate_values=True
+                ),
+            )
+        except Exception as exc:  # sqlalchemy's: a bad URL, a server away, a creation race
+            raced = "already exists" in str(exc) or "duplicate key" in str(exc)
+            if raced and attempt + 1 < tries:
+                time.sleep(0.5 * (attempt + 1))
+                continue
+            where = config.storage.split("@")[-1]
+            raise ExecutorError(
+                f"sweep storage {where[:80]!r}: {str(exc).splitlines()[0]}"
+            ) from exc
+    raise AssertionError("unreachable")
 
 
 def open_study(config: SweepConfig, spec: SweepSpec) -> optuna.Study:

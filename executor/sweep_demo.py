@@ -151,9 +151,11 @@ def _rerun_matches(config: SweepConfig, best: dict[str, Any]) -> bool:
     import optuna
     from optuna.trial import TrialState
 
-    from spotwise.executor.sweep import original_number
+    from spotwise.executor.sweep import original_number, storage_url
 
-    study = optuna.load_study(study_name=Path(config.root).name, storage=config.storage)
+    study = optuna.load_study(
+        study_name=Path(config.root).name, storage=storage_url(config.storage)
+    )
     trial = [
         t
         for t in study.get_trials(deepcopy=False)

@@ -13,7 +13,7 @@ import optuna
 from optuna.trial import TrialState
 
 from spotwise.executor.errors import ExecutorError
-from spotwise.executor.sweep import ONE_TRIAL_ATTEMPTS, original_number
+from spotwise.executor.sweep import ONE_TRIAL_ATTEMPTS, original_number, storage_url
 from spotwise.pricing.errors import PricingError
 
 if TYPE_CHECKING:
@@ -73,9 +73,9 @@ def sweep_report(storage: str, name: str, store_path: Path) -> SweepReport:
     from spotwise.pricing.quotes import Quote
 
     try:
-        study = optuna.load_study(study_name=name, storage=storage)
+        study = optuna.load_study(study_name=name, storage=storage_url(storage))
     except KeyError:
-        names = [s.study_name for s in optuna.get_all_study_summaries(storage)]
+        names = [s.study_name for s in optuna.get_all_study_summaries(storage_url(storage))]
         raise ExecutorError(
             f"no sweep {name!r} in {storage.split('@')[-1]!r}; it holds {names}"
         ) from None

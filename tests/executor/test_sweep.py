@@ -271,3 +271,34 @@ x = {{ type = "float", low = 0.0, high = 1.0 }}
     assert worker.trial_deadline_hours() == pytest.approx((1.0 + 0.2) * 1.001)
     worker.clock.hours = 12.0
     assert worker._next_trial() is None and "deadline reached" in str(worker.stop_reason)
+
+
+def test_workers_share_a_study_in_postgresql_as_machines_would(
+    cli: CliRun, tmp_path: Path, store_file: Path, postgres_server
+) -> None:
+    """The storage URL for many machines: two `sweep run`s (as on two machines) join one study
+    in a PostgreSQL database and run its queue between them, each point once."""
+    url = postgres_server.fresh_database()
+    out = tmp_path / "out"
+    out.mkdir()
+    args = (
+        "sweep", "run", "--grid", "shard=0..3", "--name", "shared", "--storage", url, *MARKET,
+        "--scale", "100", "--json", "--", sys.executable, TASK, "--shard", "{shard}", "--out",
+        str(out), "--sleep", "0.5",
+    )  # fmt: skip
+    env = {**os.environ, "SPOTWISE_STORE": str(store_file)}
+    command = [sys.executable, "-m", "spotwise", *args]
+    machines = [
+        subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        )
+        for _ in range(2)
+    ]
+    ended = [m.communicate(timeout=180) for m in machines]
+    assert all(m.returncode == 0 for m in machines), [e[1][-2000:] for e in ended]
+    assert sorted((out / "writes.log").read_text().split()) == ["0", "1", "2", "3"]
+    shown = cli("sweep", "show", "shared", "--storage", url, "--json")
+    assert shown.returncode == 0, shown.stderr
+    report = json.loads(shown.stdout)
+    assert [t["state"] for t in report["trials"]] == ["complete"] * 4
+    assert url.split("@")[0] not in shown.stderr  # no password in what it prints
