@@ -162,3 +162,45 @@ SpotPrice = Annotated[float, typer.Option("--spot-price", callback=positive, hel
 OnDemandPrice = Annotated[
     float, typer.Option("--on-demand-price", callback=positive, help="On-demand USD/h.")
 ]
+
+
+# The AWS launcher's options, shared by `spotwise run` and `spotwise sweep run`.
+AwsRegion = Annotated[str, typer.Option("--region", help="aws: region.")]
+AwsInstanceType = Annotated[
+    str, typer.Option("--instance-type", help="aws: the instance type; the price book's.")
+]
+AwsImageId = Annotated[
+    str | None,
+    typer.Option("--image-id", help="aws: the AMI (with Python 3).", show_default=False),
+]
+AwsBucket = Annotated[
+    str | None,
+    typer.Option(
+        "--bucket", help="aws: the bucket for code, logs and exit codes.", show_default=False
+    ),
+]
+AwsInstanceProfile = Annotated[
+    str | None,
+    typer.Option("--instance-profile", help="aws: the instances' IAM role.", show_default=False),
+]
+AwsEndpointUrl = Annotated[
+    str | None,
+    typer.Option("--endpoint-url", help="aws: another endpoint (e.g. moto).", show_default=False),
+]
+AwsWorkdir = Annotated[
+    Path,
+    typer.Option(
+        "--workdir",
+        help="aws: the folder shipped to each instance (its .gitignore honoured); the command "
+        "runs there.",
+    ),
+]
+AwsSetup = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--setup",
+        help="aws: a command run in the workdir before the job, e.g. 'pip install -r "
+        "requirements.txt' (no shell; repeat for more).",
+        show_default=False,
+    ),
+]

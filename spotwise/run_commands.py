@@ -15,6 +15,14 @@ from rich.table import Table
 
 from spotwise import settings
 from spotwise.console import (
+    AwsBucket,
+    AwsEndpointUrl,
+    AwsImageId,
+    AwsInstanceProfile,
+    AwsInstanceType,
+    AwsRegion,
+    AwsSetup,
+    AwsWorkdir,
     ComputeHours,
     DeadlineHours,
     StoreOption,
@@ -267,26 +275,11 @@ def run(
     rdzv_endpoint: Annotated[
         str, typer.Option("--rdzv-endpoint", help="torchrun: the c10d rendezvous host:port.")
     ] = "127.0.0.1:29400",
-    region: Annotated[str, typer.Option("--region", help="aws: region.")] = "us-east-1",
-    instance_type: Annotated[
-        str, typer.Option("--instance-type", help="aws: the instance type; the price book's.")
-    ] = "p3.2xlarge",
-    image_id: Annotated[
-        str | None,
-        typer.Option("--image-id", help="aws: the AMI (with Python 3).", show_default=False),
-    ] = None,
-    bucket: Annotated[
-        str | None,
-        typer.Option(
-            "--bucket", help="aws: the bucket for code, logs and exit codes.", show_default=False
-        ),
-    ] = None,
-    instance_profile: Annotated[
-        str | None,
-        typer.Option(
-            "--instance-profile", help="aws: the instances' IAM role.", show_default=False
-        ),
-    ] = None,
+    region: AwsRegion = "us-east-1",
+    instance_type: AwsInstanceType = "p3.2xlarge",
+    image_id: AwsImageId = None,
+    bucket: AwsBucket = None,
+    instance_profile: AwsInstanceProfile = None,
     secret_env: Annotated[
         list[str] | None,
         typer.Option(
@@ -296,20 +289,8 @@ def run(
             show_default=False,
         ),
     ] = None,
-    endpoint_url: Annotated[
-        str | None,
-        typer.Option(
-            "--endpoint-url", help="aws: another endpoint (e.g. moto).", show_default=False
-        ),
-    ] = None,
-    workdir: Annotated[
-        Path,
-        typer.Option(
-            "--workdir",
-            help="aws: the folder shipped to each instance (its .gitignore honoured); the "
-            "command runs there.",
-        ),
-    ] = Path("."),
+    endpoint_url: AwsEndpointUrl = None,
+    workdir: AwsWorkdir = Path("."),
     ignore_file: Annotated[
         Path | None,
         typer.Option(
@@ -318,15 +299,7 @@ def run(
             show_default=False,
         ),
     ] = None,
-    setup: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--setup",
-            help="aws: a command run in the workdir before the job, e.g. 'pip install -r "
-            "requirements.txt' (no shell; repeat for more).",
-            show_default=False,
-        ),
-    ] = None,
+    setup: AwsSetup = None,
     wheel: Annotated[
         Path | None,
         typer.Option(

@@ -11,7 +11,23 @@ import typer
 from rich.table import Table
 
 from spotwise import settings
-from spotwise.console import StoreOption, err, fail, out, plural, positive, ready_store
+from spotwise.console import (
+    AwsBucket,
+    AwsEndpointUrl,
+    AwsImageId,
+    AwsInstanceProfile,
+    AwsInstanceType,
+    AwsRegion,
+    AwsSetup,
+    AwsWorkdir,
+    StoreOption,
+    err,
+    fail,
+    out,
+    plural,
+    positive,
+    ready_store,
+)
 from spotwise.executor.errors import ExecutorError
 from spotwise.pricing.errors import PricingError
 
@@ -145,38 +161,14 @@ def sweep_run(
     launcher: Annotated[
         str, typer.Option("--launcher", help="local (replayed traces) or aws.")
     ] = "local",
-    region: Annotated[str, typer.Option("--region", help="aws: region.")] = "us-east-1",
-    instance_type: Annotated[
-        str, typer.Option("--instance-type", help="aws: the instance type.")
-    ] = "p3.2xlarge",
-    image_id: Annotated[
-        str | None, typer.Option("--image-id", help="aws: the AMI.", show_default=False)
-    ] = None,
-    bucket: Annotated[
-        str | None,
-        typer.Option(
-            "--bucket", help="aws: code, logs, exit codes and checkpoints.", show_default=False
-        ),
-    ] = None,
-    instance_profile: Annotated[
-        str | None,
-        typer.Option(
-            "--instance-profile", help="aws: the instances' IAM role.", show_default=False
-        ),
-    ] = None,
-    endpoint_url: Annotated[
-        str | None,
-        typer.Option("--endpoint-url", help="aws: another endpoint (moto).", show_default=False),
-    ] = None,
-    workdir: Annotated[
-        Path, typer.Option("--workdir", help="aws: the folder shipped to each instance.")
-    ] = Path("."),
-    setup: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--setup", help="aws: a command run before the job (repeat).", show_default=False
-        ),
-    ] = None,
+    region: AwsRegion = "us-east-1",
+    instance_type: AwsInstanceType = "p3.2xlarge",
+    image_id: AwsImageId = None,
+    bucket: AwsBucket = None,
+    instance_profile: AwsInstanceProfile = None,
+    endpoint_url: AwsEndpointUrl = None,
+    workdir: AwsWorkdir = Path("."),
+    setup: AwsSetup = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the sweep's report as JSON.")
     ] = False,
