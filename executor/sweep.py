@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import json
 import math
 import threading
@@ -42,6 +43,7 @@ from spotwise.progress import Progress
 if TYPE_CHECKING:
     from spotwise.executor.launchers.base import Launcher
     from spotwise.executor.supervised import SupervisedJob
+    from spotwise.policy.traces import TraceSet
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 # The heartbeat's stale-trial failing and retry have been "experimental" since Optuna 2.8/2.9.
@@ -506,12 +508,20 @@ class SweepWorker:
         finally:
             self.clock.hours += launcher.now_hours()
 
+    @functools.cached_property
+    def _traces(self) -> TraceSet:
+        """The replayed pools' traces, read once per worker (not once per trial)."""
+        from spotwise.policy.traces import load_traces
+
+        market = self.config.market
+        traces = load_traces(Path(market.traces))
+        return traces.subset(list(market.pools)) if market.pools else traces
+
     def _launcher(self) -> tuple[Launcher, str, str | None]:
         """This trial's launcher, the instance type its prices are of, and its home region:
         the replayed market from where this worker's clock stands, or AWS."""
         from spotwise.executor.launchers.local import Replay
         from spotwise.executor.launchers.registry import LAUNCHERS, LaunchSettings
-        from spotwise.policy.traces import load_traces
         from spotwise.pricing.quotes import REFERENCE_INSTANCE_TYPE
 
         aws = self.config.aws
@@ -529,11 +539,8 @@ class SweepWorker:
             )
             return LAUNCHERS["aws"].build(launch), aws.instance_type, aws.region
         market = self.config.market
-        traces = load_traces(Path(market.traces))
-        if market.pools:
-            traces = traces.subset(list(market.pools))
         replay = Replay(
-            traces=traces,
+            traces=self._traces,
             start_hours=market.start_hours + self.clock.hours,
             scale=market.scale,
             step_s=market.step_s,

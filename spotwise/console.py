@@ -204,3 +204,26 @@ AwsSetup = Annotated[
         show_default=False,
     ),
 ]
+
+
+# The prices a supervised job is billed at, shared by `spotwise run` and `spotwise sweep run`.
+SpotPriceOption = Annotated[
+    float | None,
+    typer.Option(
+        "--spot-price",
+        callback=positive,
+        help="Spot USD/h for every pool (default: each pool's newest price in the store).",
+        show_default=False,
+    ),
+]
+OnDemandPriceOption = Annotated[
+    float | None,
+    typer.Option(
+        "--on-demand-price",
+        callback=positive,
+        help="On-demand USD/h (default: the store's for the instance type and region, "
+        "else estimated from the Spot Advisor saving).",
+        show_default=False,
+    ),
+]
+PolicyNameOption = Annotated[str, typer.Option("--policy-name", help="Policy to ask.")]

@@ -25,6 +25,9 @@ from spotwise.console import (
     AwsWorkdir,
     ComputeHours,
     DeadlineHours,
+    OnDemandPriceOption,
+    PolicyNameOption,
+    SpotPriceOption,
     StoreOption,
     err,
     fail,
@@ -33,7 +36,6 @@ from spotwise.console import (
     open_store,
     out,
     plural,
-    positive,
     ready_store,
 )
 from spotwise.executor.errors import Cancelled, ExecutorError
@@ -228,28 +230,11 @@ def run(
         str,
         typer.Option("--policy", help="inproc, or the URL of `spotwise serve`."),
     ] = "inproc",
-    policy_name: Annotated[str, typer.Option("--policy-name", help="Policy to ask.")] = "best",
+    policy_name: PolicyNameOption = "best",
     compute_hours: ComputeHours = 1.0,
     deadline_hours: DeadlineHours = 2.0,
-    spot_price: Annotated[
-        float | None,
-        typer.Option(
-            "--spot-price",
-            callback=positive,
-            help="Spot USD/h for every pool (default: each pool's newest price in the store).",
-            show_default=False,
-        ),
-    ] = None,
-    on_demand_price: Annotated[
-        float | None,
-        typer.Option(
-            "--on-demand-price",
-            callback=positive,
-            help="On-demand USD/h (default: the store's for the instance type and region, "
-            "else estimated from the Spot Advisor saving).",
-            show_default=False,
-        ),
-    ] = None,
+    spot_price: SpotPriceOption = None,
+    on_demand_price: OnDemandPriceOption = None,
     name: Annotated[
         str | None,
         typer.Option("--name", help="The job's name (default: the script).", show_default=False),

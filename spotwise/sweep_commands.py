@@ -20,6 +20,9 @@ from spotwise.console import (
     AwsRegion,
     AwsSetup,
     AwsWorkdir,
+    OnDemandPriceOption,
+    PolicyNameOption,
+    SpotPriceOption,
     StoreOption,
     err,
     fail,
@@ -127,25 +130,9 @@ def sweep_run(
     boot_seconds: Annotated[
         float, typer.Option("--boot-seconds", min=0.0, help="With --step-seconds: per launch.")
     ] = 0.0,
-    policy_name: Annotated[str, typer.Option("--policy-name", help="Policy to ask.")] = "best",
-    spot_price: Annotated[
-        float | None,
-        typer.Option(
-            "--spot-price",
-            callback=positive,
-            help="Spot USD/h (default: the store's).",
-            show_default=False,
-        ),
-    ] = None,
-    on_demand_price: Annotated[
-        float | None,
-        typer.Option(
-            "--on-demand-price",
-            callback=positive,
-            help="On-demand USD/h (default: the store's, else estimated).",
-            show_default=False,
-        ),
-    ] = None,
+    policy_name: PolicyNameOption = "best",
+    spot_price: SpotPriceOption = None,
+    on_demand_price: OnDemandPriceOption = None,
     heartbeat_s: Annotated[
         int,
         typer.Option(
