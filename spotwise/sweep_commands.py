@@ -199,9 +199,12 @@ def sweep_run(
             workdir=str(workdir.resolve()),
             setup=tuple(setup or ()),
         )
+    try:
+        loaded = source.load()  # a bad spec is refused before anything is made
+    except ExecutorError as exc:
+        fail(str(exc))
     path = ready_store(store)
     try:
-        loaded = source.load()
         url, folder = _storage_for(storage, path, loaded.name)
         config = SweepConfig(
             source=source,
