@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -162,6 +163,13 @@ def moto_server() -> Iterator[str]:
     host, port = server.get_host_and_port()
     yield f"http://{host}:{port}"
     server.stop()
+
+
+def amazon_image(ec2: Any) -> str:
+    """An Amazon Linux 2 image id of the moto server ``ec2`` talks to. Named by a filter: the
+    full list of Amazon's images is thousands of entries, seconds to serialise per call."""
+    name = {"Name": "name", "Values": ["amzn2-ami-hvm-*-x86_64-gp2"]}
+    return str(ec2.describe_images(Owners=["amazon"], Filters=[name])["Images"][0]["ImageId"])
 
 
 @pytest.fixture

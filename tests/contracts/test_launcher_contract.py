@@ -26,6 +26,7 @@ from spotwise.executor.launchers.base import Instance, Launcher, Placement
 from spotwise.executor.launchers.local import LocalInstance, LocalLauncher, Replay
 from spotwise.policy.schemas import JobTerms
 from spotwise.policy.traces import Pool, TraceSet
+from tests.conftest import amazon_image
 
 JOB = JobTerms(compute_hours=1, deadline_hours=3, spot_price=0.9, on_demand_price=3.06)
 RUNS = [  # until the file $EXIT_FILE names appears, then exit with the code in it
@@ -100,7 +101,7 @@ def rig(request: pytest.FixtureRequest) -> Iterator[Rig]:
         region="us-east-1",
         zones=["us-east-1a", "us-east-1b"],
         instance_type="p3.2xlarge",
-        image_id=ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"],
+        image_id=amazon_image(ec2),
         bucket="contract",
         job_id=f"contract-{time.monotonic_ns()}",
         code=ShippedCode(

@@ -101,6 +101,7 @@ def test_a_policy_acts_only_from_the_present_and_the_past(
     assert first != second or name == "on_demand"  # the change was there to be seen
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_a_policy_never_misses_a_deadline_on_one_pool_or_many(bundled: TraceSet, name: str) -> None:
     deadline = SPEC.ticks(bundled.gap_seconds).deadline

@@ -13,7 +13,7 @@ import boto3
 import httpx
 import pytest
 
-from tests.conftest import CliRun
+from tests.conftest import CliRun, amazon_image
 
 ROOT = Path(__file__).resolve().parents[2]
 REGION, BUCKET, ACCOUNT = "us-east-1", "spotwise-check", "123456789012"
@@ -55,7 +55,7 @@ def test_check_lists_a_missing_permission_and_a_missing_bucket_with_their_fixes(
     moto_server: str, cli: CliRun
 ) -> None:
     ec2 = boto3.client("ec2", endpoint_url=moto_server, region_name=REGION)
-    image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+    image = amazon_image(ec2)
     iam = boto3.client("iam", endpoint_url=moto_server, region_name=REGION)
     name = f"check-{uuid.uuid4().hex[:8]}"  # moto's state outlives a test
     iam.create_role(RoleName=name, AssumeRolePolicyDocument="{}")

@@ -25,7 +25,7 @@ import pytest
 from spotwise.executor.code_bundle import ShippedCode
 from spotwise.executor.launchers.aws import AwsLauncher
 from spotwise.executor.launchers.base import Placement
-from tests.conftest import CliRun
+from tests.conftest import CliRun, amazon_image
 from tests.executor.fake_metadata import FakeMetadata
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
@@ -116,7 +116,7 @@ def test_spotwise_run_ships_a_script_that_runs_on_the_instance_and_its_logs_come
     session = boto3.Session(region_name=REGION)
     session.client("s3", endpoint_url=moto_server).create_bucket(Bucket=BUCKET)
     ec2 = session.client("ec2", endpoint_url=moto_server)
-    image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+    image = amazon_image(ec2)
     iam = session.client("iam", endpoint_url=moto_server)
     profile = f"profile-{uuid.uuid4().hex[:8]}"  # moto's state outlives a test
     iam.create_instance_profile(InstanceProfileName=profile)
@@ -182,7 +182,7 @@ def test_a_boot_that_fails_before_the_command_says_why_in_the_job_log(
         region=REGION,
         zones=[f"{REGION}a"],
         instance_type="p3.2xlarge",
-        image_id=ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"],
+        image_id=amazon_image(ec2),
         bucket=BUCKET,
         job_id="boot1",
         code=missing,
@@ -211,7 +211,7 @@ def test_a_sweep_on_aws_runs_its_trial_on_an_instance_and_checkpoints_to_the_buc
     s3 = session.client("s3", endpoint_url=moto_server)
     s3.create_bucket(Bucket=BUCKET)
     ec2 = session.client("ec2", endpoint_url=moto_server)
-    image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+    image = amazon_image(ec2)
     profile = f"profile-{uuid.uuid4().hex[:8]}"
     session.client("iam", endpoint_url=moto_server).create_instance_profile(
         InstanceProfileName=profile

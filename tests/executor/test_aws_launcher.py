@@ -23,7 +23,7 @@ from spotwise.executor.supervisor import Supervisor, SupervisorConfig
 from spotwise.policy.client import in_process_for
 from spotwise.policy.schemas import JobTerms
 from spotwise.pricing.operational import open_operational
-from tests.conftest import CliRun
+from tests.conftest import CliRun, amazon_image
 
 REGION, BUCKET = "us-east-1", "spotwise-ckpt"
 CODE = ShippedCode(
@@ -38,7 +38,7 @@ def launcher(moto_server: str) -> AwsLauncher:
     s3 = session.client("s3", endpoint_url=moto_server)
     s3.create_bucket(Bucket=BUCKET)
     ec2 = session.client("ec2", endpoint_url=moto_server)
-    image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+    image = amazon_image(ec2)
     return AwsLauncher(
         session=session,
         region=REGION,
@@ -116,7 +116,7 @@ def test_secrets_reach_the_instance_through_ssm_and_are_deleted_at_the_end(
     session = boto3.Session(region_name=REGION)
     session.client("s3", endpoint_url=moto_server).create_bucket(Bucket=BUCKET)
     ec2 = session.client("ec2", endpoint_url=moto_server)
-    image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+    image = amazon_image(ec2)
     iam = session.client("iam", endpoint_url=moto_server)
     iam.create_instance_profile(InstanceProfileName="spotwise-job")
     launcher = AwsLauncher(
@@ -344,7 +344,7 @@ def test_gc_ends_only_the_instances_no_live_supervisor_runs(
     session = boto3.Session(region_name=REGION)
     ec2 = session.client("ec2", endpoint_url=moto_server)
     ssm = session.client("ssm", endpoint_url=moto_server)
-    image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+    image = amazon_image(ec2)
     here = socket.gethostname()
 
     def start(job: str | None, host: str = here) -> str:

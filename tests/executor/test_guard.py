@@ -107,6 +107,7 @@ def test_rebalance_recommendation_checkpoints_without_stopping(
     assert done["event"] == "done" and done["checkpoints"] == 2  # the rebalance and the end
 
 
+@pytest.mark.slow
 def test_aws_instance_action_stops_the_run_with_the_preempted_code(
     tmp_path: Path, metadata: FakeMetadata
 ) -> None:

@@ -110,6 +110,7 @@ def test_a_finished_job_whose_store_stays_busy_is_shown_with_its_pending_writes(
     assert stored(store_file, ledger.job_id) == (5, "completed")
 
 
+@pytest.mark.slow
 def test_jobs_show_counts_a_live_supervisors_pending_writes_and_marks_them(
     cli: CliRun, store_file: Path, monkeypatch: pytest.MonkeyPatch, store_busy: StoreBusy
 ) -> None:
@@ -146,6 +147,7 @@ time.sleep(600)
 """
 
 
+@pytest.mark.slow
 def test_a_supervisor_killed_while_the_store_was_busy_loses_none_of_its_writes(
     cli: CliRun, store_file: Path, store_busy: StoreBusy
 ) -> None:
@@ -195,6 +197,7 @@ def test_a_damaged_journal_is_refused_by_file_and_line_and_a_cut_short_line_is_l
         journal_path(store, "../../etc/passwd")
 
 
+@pytest.mark.slow
 def test_a_damaged_journal_does_not_hide_the_other_jobs(cli: CliRun, store_file: Path) -> None:
     MarketStore.open(store_file).close()
     ledger = Ledger(store_file, INFO)

@@ -190,6 +190,7 @@ def test_a_move_stays_a_move_when_the_pool_is_taken_back_while_it_checkpoints(
     assert (ledger_report.migrations, ledger_report.preemptions) == (1, 0)
 
 
+@pytest.mark.slow
 def test_jobs_list_and_show_read_the_ledger(tmp_path: Path, cli: CliRun, store_file: Path) -> None:
     traces = market("1" * 60)
     supervisor, command, store, ledger = supervise(tmp_path, traces, work_s=1.0)
@@ -210,6 +211,7 @@ def test_jobs_list_and_show_read_the_ledger(tmp_path: Path, cli: CliRun, store_f
     assert missing.returncode == 1 and "no job 'nope'" in missing.stderr
 
 
+@pytest.mark.slow
 def test_spotwise_run_supervises_a_command_on_replayed_bundled_traces(
     cli: CliRun, tmp_path: Path
 ) -> None:
@@ -363,6 +365,7 @@ def test_a_jobs_output_is_kept_per_instance_where_only_the_user_can_read_it(
     assert cli("jobs", "logs", "nope").returncode == 1
 
 
+@pytest.mark.slow
 def test_checkpoint_minutes_reach_the_jobs_guard(cli: CliRun) -> None:
     script = "from spotwise.settings import current; print('every', current().checkpoint_s)"
     args = ["--pools", "us-east-1a_v100_1", "--start-hours", "100", "--scale", "60"]

@@ -145,6 +145,7 @@ def test_a_stepping_job_is_never_taken_for_hung(tmp_path: Path) -> None:
     assert report.completed and report.failures == 0 and report.instances == 1
 
 
+@pytest.mark.slow
 def test_a_quiet_command_is_stopped_by_the_stall_timeout(cli: CliRun, tmp_path: Path) -> None:
     pid_file = tmp_path / "child.pid"
     result = cli(
@@ -174,6 +175,7 @@ def test_a_command_that_does_not_exist_gives_one_line_and_a_failed_job(
     assert [j["status"] for j in jobs(store_file)] == ["failed"]
 
 
+@pytest.mark.slow
 def test_jobs_cancel_stops_a_running_job_and_everything_it_runs(
     cli: CliRun, store_file: Path, tmp_path: Path
 ) -> None:
@@ -191,6 +193,7 @@ def test_jobs_cancel_stops_a_running_job_and_everything_it_runs(
     assert again.returncode == 1 and "nothing to cancel" in again.stderr
 
 
+@pytest.mark.slow
 def test_jobs_cancel_closes_the_row_of_a_supervisor_that_was_killed(
     cli: CliRun, store_file: Path, tmp_path: Path
 ) -> None:

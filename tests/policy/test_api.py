@@ -152,6 +152,7 @@ def test_every_schema_valid_request_is_answered(case: schemathesis.Case) -> None
     case.call_and_validate(headers=AUTH, checks=[positive_data_acceptance])
 
 
+@pytest.mark.slow
 def test_http_and_in_process_clients_give_the_same_answers(api_server: str) -> None:
     http, local = HttpClient(api_server, TOKEN), InProcessClient(SERVICE)
     request = DecisionRequest.model_validate(body(elapsed_hours=5.0, progress_hours=4.0))
@@ -184,6 +185,7 @@ def test_bench_api_measures_capacity_then_holds_twice_that_load(cli: CliRun) -> 
     assert busy["shed"] > 0  # twice what it can serve: the excess is turned away
 
 
+@pytest.mark.slow
 def test_serve_warns_when_the_token_file_is_readable_by_others(cli: CliRun, tmp_path: Path) -> None:
     import socket
 

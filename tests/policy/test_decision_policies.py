@@ -89,7 +89,7 @@ def test_hazard_counts_an_open_run_as_age_not_as_a_finished_run() -> None:
     assert hazard.mean_run(0) == 1.0  # no finished run yet: age 0 → at least one tick
 
 
-@pytest.mark.parametrize("name", ["risk_aware", "ppo"])
+@pytest.mark.parametrize("name", ["risk_aware", pytest.param("ppo", marks=pytest.mark.slow)])
 def test_costs_no_more_than_on_demand_on_average_on_the_bundled_traces(
     bundled: TraceSet, name: str
 ) -> None:
@@ -181,6 +181,7 @@ def test_the_env_features_match_inference_which_sees_every_tick(bundled: TraceSe
     np.testing.assert_allclose(seen, expected, rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_seeded_training_is_reproducible_and_loadable_from_its_folder(
     bundled: TraceSet, tmp_path: Path
 ) -> None:

@@ -43,6 +43,7 @@ def p3(store: MarketStore) -> StorePools:
     return pools_from_store(store, "p3.2xlarge", "aws")
 
 
+@pytest.mark.slow
 def test_traced_and_untraced_pools_of_one_type_are_on_one_calibrated_scale(
     store: MarketStore, p3: StorePools
 ) -> None:
@@ -94,6 +95,7 @@ def test_the_plan_ends_with_the_command_that_runs_it(p3: StorePools) -> None:
     assert 0.0 <= best.p_late_on_spot <= 1.0
 
 
+@pytest.mark.slow
 def test_an_unpriced_instance_type_names_what_the_store_has_and_how_to_collect_it(
     store: MarketStore,
 ) -> None:

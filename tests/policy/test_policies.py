@@ -97,13 +97,13 @@ def test_omniscient_plan_cost_is_what_the_simulator_bills(bundled: TraceSet) -> 
 @pytest.mark.parametrize("seed", range(6))
 def test_omniscient_equals_brute_force_over_every_schedule(seed: int) -> None:
     rng = np.random.default_rng(seed)
-    rows = ["".join("1" if x else "0" for x in rng.random(9) < 0.6) for _ in range(2)]
-    prices = (rng.random((2, 9)) * 2 + 0.2).tolist()
+    rows = ["".join("1" if x else "0" for x in rng.random(8) < 0.6) for _ in range(2)]
+    prices = (rng.random((2, 8)) * 2 + 0.2).tolist()
     trace_set = traces(*rows, prices=prices)
-    spec = job(4, 8, 1)
+    spec = job(3, 7, 1)
     bound = simulate(load("omniscient"), trace_set, spec, 0)
     best = np.inf
-    for actions in itertools.product(range(SPOT0 + 2), repeat=8):
+    for actions in itertools.product(range(SPOT0 + 2), repeat=7):
         result = simulate(Scripted(list(actions)), trace_set, spec, 0)
         if result.done:
             best = min(best, result.cost)

@@ -128,6 +128,7 @@ def price_list() -> Iterator[PriceListServer]:
     server.close()
 
 
+@pytest.mark.slow
 def test_on_demand_prices_come_from_the_price_list_with_their_publication_date(
     price_list: PriceListServer, cli: CliRun, store_file: Path
 ) -> None:

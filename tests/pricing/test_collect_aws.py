@@ -162,6 +162,7 @@ def test_collector_stores_advisor_bands_from_the_feed(
     assert len(report.frames["bands"]) > 1000
 
 
+@pytest.mark.slow
 def test_collect_command_runs_against_the_endpoint_and_prints_skipped_sources(
     cli: CliRun, us_east_1_history: pd.DataFrame, store_file: Path
 ) -> None:

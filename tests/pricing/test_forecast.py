@@ -100,6 +100,7 @@ def test_bench_price_gbm_beats_last_value_with_calibrated_intervals(cli: CliRun)
     assert 0.8 <= scores["models"]["GBM"]["coverage_90"] <= 0.98
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bad", ["yesterday", "2030-01-01"])
 def test_bench_price_rejects_a_bad_start(cli: CliRun, bad: str) -> None:
     result = cli("bench", "price", "--test-from", bad)

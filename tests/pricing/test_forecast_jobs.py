@@ -67,6 +67,7 @@ def schedule(store: Path) -> subprocess.Popen[str]:
     )
 
 
+@pytest.mark.slow
 def test_schedule_survives_a_store_held_by_another_process_and_stops_on_sigterm(
     tmp_path: Path,
 ) -> None:
@@ -95,6 +96,7 @@ def test_schedule_survives_a_store_held_by_another_process_and_stops_on_sigterm(
     assert process.returncode == 0
 
 
+@pytest.mark.slow
 def test_schedule_stops_after_the_first_run_on_an_error_that_cannot_heal(
     tmp_path: Path,
 ) -> None:

@@ -61,6 +61,7 @@ def assert_answered(response: httpx.Response, sent: bytes) -> None:
 @settings(
     max_examples=250, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck)
 )
+@pytest.mark.slow
 @given(body=ANY_JSON)
 def test_any_json_body_gets_a_4xx_or_an_answer(body: object) -> None:
     sent = json.dumps(body, allow_nan=True).encode()
@@ -76,6 +77,7 @@ def _paths(node: object, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
 @settings(
     max_examples=250, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck)
 )
+@pytest.mark.slow
 @given(data=st.data())
 def test_a_valid_request_with_one_field_damaged_never_makes_a_server_error(
     data: st.DataObject,

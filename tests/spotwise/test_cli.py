@@ -108,6 +108,7 @@ def test_the_cli_starts_without_the_heavy_libraries() -> None:
     assert json.loads(result.stdout) == []
 
 
+@pytest.mark.slow
 def test_bench_startup_prints_each_command_s_time_and_memory(cli: CliRun) -> None:
     result = cli("bench", "startup", "--repeats", "1", "--json")
     assert result.returncode == 0, result.stderr

@@ -281,6 +281,7 @@ def test_a_blind_cold_bench_runs_and_the_bound_does_not_move(cli: CliRun) -> Non
     )
 
 
+@pytest.mark.slow
 def test_bench_suite_quick_reports_every_class_against_the_bound(cli: CliRun) -> None:
     result = cli(
         "bench", "suite", "--quick", "--policies", "risk_aware", "--workers", "1", "--json"
