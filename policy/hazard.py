@@ -94,6 +94,37 @@ class AvailabilityHazard:
             return as_long_again
         return float(total / weight)
 
+    def expected_remaining_up_within(self, pool: int, ticks: float) -> float:
+        """Expected available ticks of ``pool``, this one included, if it is up now having been
+        seen down ``ticks`` ago (inf: never seen): its run began 0 to ``ticks`` − 1 ticks ago.
+
+        The mean of :meth:`expected_remaining` over those ages, each weighted by the share of
+        past runs that outlast it (runs begin at any time; older ones must have lasted), on a
+        geometric grid of ages; 1 tick is a fresh run (:meth:`mean_run`). After a long unseen
+        while, a pool found up is likely in an older run, and with a falling hazard that run
+        has more ahead of it."""
+        lengths, ends = self._runs(pool)
+        longest = float(lengths.max()) if len(lengths) else 1.0
+        if self.prior_run is not None:
+            longest = max(longest, 4.0 * self.prior_run[0])
+        top = min(ticks, longest)
+        if top <= 1:
+            return self.mean_run(pool)
+        edges = np.unique(np.round(np.geomspace(1.0, top + 1.0, 13)).astype(int)) - 1
+        weights = 0.5 ** ((self._now - ends) / self.half_life)
+        prior_runs = 0.0
+        if self.prior_run is not None:
+            prior_runs = self.prior_run[1] * 0.5 ** ((self._now - self._prior_end) / self.half_life)
+        total = weight = 0.0
+        for age, width in zip(edges[:-1], np.diff(edges), strict=True):
+            # the weighted count of past runs (and prior pseudo-runs) that outlast ``age``
+            reach = float(np.sum(weights[lengths > age]))
+            if self.prior_run is not None:
+                reach += prior_runs * float(np.exp(-age / self.prior_run[0]))
+            total += reach * width * self.expected_remaining(pool, age=int(age))
+            weight += reach * width
+        return float(total / weight) if weight > 0 else self.mean_run(pool)
+
     def p_end_within(self, pool: int, ticks: float) -> float:
         """P(the current run of ``pool`` ends within ``ticks``), from the same weighted runs:
         the weighted share of past runs longer than the current age that end within ``ticks``

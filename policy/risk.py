@@ -88,6 +88,11 @@ class RiskForecaster(ABC):
         """Expected further available ticks of ``pool``: of its current run, or of a run that
         starts now (``fresh``)."""
 
+    def expected_run_up_within(self, pool: int, ticks: float) -> float:
+        """Expected further available ticks of ``pool`` if it is up now, having been seen down
+        ``ticks`` ago (inf: never seen); without a model of run ages, a fresh run's."""
+        return self.expected_run(pool, fresh=True)
+
     @abstractmethod
     def spot_share(self, changeover_ticks: int, horizon_ticks: float | None = None) -> float:
         """Forecast share of the coming ``horizon_ticks`` (None: the next few) that some pool's
@@ -133,6 +138,9 @@ class SurvivalForecaster(RiskForecaster):
     def expected_run(self, pool: int, *, fresh: bool = False) -> float:
         hazard = self._market.pools
         return hazard.mean_run(pool) if fresh else hazard.expected_remaining(pool)
+
+    def expected_run_up_within(self, pool: int, ticks: float) -> float:
+        return self._market.pools.expected_remaining_up_within(pool, ticks)
 
     def spot_share(self, changeover_ticks: int, horizon_ticks: float | None = None) -> float:
         return self._market.spot_share(changeover_ticks, horizon_ticks)

@@ -62,6 +62,20 @@ def test_hazard_shrinks_toward_as_long_again_when_only_stale_runs_outlast_the_ag
     assert hazard.expected_remaining(0, age=6) == pytest.approx((20 * 34 + 6) / 21)
 
 
+def test_a_run_found_up_after_an_unseen_while_is_judged_by_the_ages_it_may_have() -> None:
+    # Many 1-tick flickers and a few 40-tick runs: a falling hazard. Found up right after it
+    # was seen down, a run is most likely a flicker; found up after 30 unseen ticks, it is more
+    # likely one of the long runs, so more of it is ahead.
+    past = np.array([[c == "1" for c in ("10" * 8 + "1" * 40 + "00") * 5]])
+    falling = AvailabilityHazard(past, half_life_ticks=1e9)
+    fresh = falling.mean_run(0)
+    assert falling.expected_remaining_up_within(0, 1) == pytest.approx(fresh)
+    assert falling.expected_remaining_up_within(0, 30) > 2 * fresh
+    # Runs all of 10 ticks: a rising hazard, so an older run has less ahead of it.
+    rising = AvailabilityHazard(np.array([[c == "1" for c in ("1" * 10 + "00") * 5]]), 1e9)
+    assert rising.expected_remaining_up_within(0, 8) < rising.mean_run(0) == 10
+
+
 def test_the_chance_a_run_ends_soon_is_read_off_the_past_runs_of_its_age() -> None:
     # Runs of 2, 2 and 6 ticks, the pool now up for 3 ticks: only the 6-run lasted that long.
     past = np.array([[c == "1" for c in "110110111111000111"]])

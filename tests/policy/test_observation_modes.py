@@ -175,3 +175,30 @@ def test_every_mode_runs_every_light_policy_to_the_deadline() -> None:
     for name in ("greedy", "uniform_progress", "risk_aware"):
         for seen in (EVERYTHING, CURRENT, PROBE):
             assert simulate(policy.load(name), market, job(30, 50, 1), 10, None, seen).done
+
+
+def test_blind_on_demand_waits_until_a_pool_found_up_is_likely_past_its_flickers() -> None:
+    """A pool whose runs are mostly 1-hour flickers and sometimes 40 hours: asked for right
+    after it was seen down, it would most likely give a flicker, not worth two changeovers;
+    after 30 unseen hours a run found up is likely a long one, so the job asks for it."""
+    past = ("10" * 8 + "1" * 40 + "00") * 5
+    market = traces(past + "0" * 100)
+    context = context_for(market, job(40, 100, 4), len(past), visibility=PROBE)
+    chooser = policy.load("risk_aware")
+    chooser.reset(context)
+
+    def on_demand_at(tick: int, seen_age: float) -> Observation:
+        return Observation(
+            tick=tick,
+            progress=float(tick),
+            state=ON_DEMAND,
+            changeover_left=0,
+            preempted=False,
+            available=np.array([False]),
+            prices=np.array([1.0]),
+            last_seen=np.array([False]),
+            seen_age=np.array([seen_age]),
+        )
+
+    assert chooser.act(on_demand_at(5, 1.0)).instance == ON_DEMAND
+    assert chooser.act(on_demand_at(6, 30.0)).named_pools() == (0,)
