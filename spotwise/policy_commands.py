@@ -222,8 +222,14 @@ def bench_policy(
         float, typer.Option("--start-every-hours", min=0.0, help="Hours between job starts.")
     ] = 12.0,
     policies: Annotated[
-        str, typer.Option("--policies", help="Comma-separated policy names.")
-    ] = "on_demand,greedy,uniform_progress,omniscient",
+        str | None,
+        typer.Option(
+            "--policies",
+            help="Comma-separated policy names (default: on_demand,greedy,uniform_progress,"
+            "omniscient; with --nodes: on_demand,spot_fallback,best,omniscient).",
+            show_default=False,
+        ),
+    ] = None,
     pools: Annotated[
         Path | None,
         typer.Option(
@@ -262,12 +268,55 @@ def bench_policy(
     observe: ObserveOption = "all",
     probe_seconds: ProbeSecondsOption = 60.0,
     history_hours: HistoryOption = "all",
+    nodes: Annotated[
+        int | None,
+        typer.Option(
+            "--nodes",
+            min=1,
+            help="N-node jobs on N-node capacity traces (default traces: the bundled 16-node "
+            "aws-08-27-2023 set): an on-demand floor under spot workers, a regroup per change "
+            "of the node count.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Simulate policies on real traces; cost ratio = cost / on-demand cost of the job."""
     from spotwise.policy.bench import count_jobs, plot_bench, run_bench, save_summary
     from spotwise.policy.simulate import CheckpointMode, Visibility
     from spotwise.policy.traces import load_traces
 
+    if nodes is not None:
+        ignored = {
+            "--zones": zones != "single",
+            "--pools": pools is not None,
+            "--checkpoint-minutes": checkpoint_minutes is not None,
+            "--observe": observe != "all",
+            "--history-hours": history_hours != "all",
+            "--models": models is not None,
+        }
+        if any(ignored.values()):
+            named = ", ".join(k for k, v in ignored.items() if v)
+            fail(f"--nodes runs the N-node lab, where {named} does not apply; leave it out")
+        spec = JobSpec(
+            compute_hours=compute_hours,
+            deadline_hours=deadline_hours,
+            changeover_hours=changeover_hours,
+            spot_price=spot_price,
+            on_demand_price=on_demand_price,
+        )
+        names = [p.strip() for p in (policies or NODE_POLICIES).split(",") if p.strip()]
+        _bench_nodes(
+            traces or settings.bundled_node_traces(),
+            spec,
+            nodes=nodes,
+            policies=names,
+            test_from_hours=test_from_hours,
+            start_every_hours=start_every_hours,
+            as_json=as_json,
+            plot=plot,
+        )
+        return
+    policies = policies or "on_demand,greedy,uniform_progress,omniscient"
     if zones not in ("single", "multi"):
         fail(f"--zones must be single or multi, got {zones!r}")
     visibility = Visibility(
@@ -348,6 +397,70 @@ def bench_policy(
                 f"miss {per_policy[n]['deadline_miss_rate']:.0%})"
                 for n in names
             ),
+        )
+    out.print(table)
+
+
+NODE_POLICIES = "on_demand,spot_fallback,best,omniscient"
+
+
+def _bench_nodes(
+    folder: Path,
+    spec: JobSpec,
+    *,
+    nodes: int,
+    policies: list[str],
+    test_from_hours: float,
+    start_every_hours: float,
+    as_json: bool,
+    plot: Path | None,
+) -> None:
+    """``bench policy --nodes N``: the N-node lab's table or JSON."""
+    from spotwise.policy.bench import plot_bench
+    from spotwise.policy.nodes.bench import node_starts, run_node_bench
+    from spotwise.policy.nodes.capacity import load_capacity_traces
+
+    try:
+        capacity = load_capacity_traces(folder)
+        total = len(node_starts(capacity, spec, test_from_hours, start_every_hours))
+        with progress_bar() as bar:
+            task = bar.add_task("simulating", total=total * len(policies))
+            summary = run_node_bench(
+                capacity,
+                spec,
+                nodes=nodes,
+                policies=policies,
+                test_from_hours=test_from_hours,
+                start_every_hours=start_every_hours,
+                on_job=lambda name: bar.update(task, advance=1, description=name),
+            )
+    except PolicyError as exc:
+        fail(str(exc))
+    if plot:
+        plot_bench(summary, plot)
+        err.print(f"plot written to {plot}")
+    if as_json:
+        print(json.dumps(summary, indent=2))
+        return
+    results = summary["results"]["all"]
+    table = Table(
+        "policy",
+        "mean",
+        "p90",
+        "misses",
+        "regroups",
+        "spot share",
+        title=f"{nodes}-node jobs on {len(capacity.names)} pools: cost ratio (1 = on-demand)",
+    )
+    for name, row in results.items():
+        bound = row.get("lower_bound", False)
+        table.add_row(
+            f"{name} (lower bound, regroups free)" if bound else name,
+            f"{row['mean_cost_ratio']:.3f}",
+            f"{row['p90_cost_ratio']:.3f}",
+            "" if bound else f"{row['deadline_miss_rate']:.0%}",
+            "" if bound else f"{row['mean_regroups']:.1f}",
+            "" if bound else f"{row['spot_share']:.0%}",
         )
     out.print(table)
 

@@ -74,6 +74,11 @@ def bundled_traces() -> Path:
     return bundled_data_dir() / "traces/cbl/availability/1-node/aws-02-15-2023"
 
 
+def bundled_node_traces() -> Path:
+    """The default N-node capacity traces: the bundled 3-pool aws-08-27-2023 16-node CBL set."""
+    return bundled_data_dir() / "traces/cbl/availability/16-node/aws-08-27-2023"
+
+
 def bundled_prices() -> Path:
     """The default price history: the bundled AWS describe-spot-price-history CSV."""
     return bundled_data_dir() / "prices/aws_spot_price_history_2019-12_2020-01.csv"

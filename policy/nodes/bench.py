@@ -1,0 +1,125 @@
+"""The N-node benchmark: many N-node jobs on capacity traces, each policy's cost ratio.
+
+The JSON has the 1-node bench's shape (``{"zones": "multi", "results": {"all": {POLICY:
+{...}}}}``) plus ``nodes`` and, for the bound, ``"lower_bound": true``: with regroups free it
+bounds every schedule from below but is not one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from spotwise.policy.errors import PolicyError
+from spotwise.policy.job import JobSpec
+from spotwise.policy.nodes.bound import node_lower_bound
+from spotwise.policy.nodes.capacity import CapacityTraces
+from spotwise.policy.nodes.policies import load_node_policy
+from spotwise.policy.nodes.simulate import NodeResult, NodeRun, node_context
+from spotwise.policy.simulate import job_starts
+
+BOUND = "omniscient"
+DEFAULT_POLICIES = ("on_demand", "spot_fallback", "best", BOUND)
+
+
+def simulate_nodes(
+    name: str, traces: CapacityTraces, spec: JobSpec, nodes: int, start: int
+) -> NodeResult:
+    """One N-node job under the policy ``name``."""
+    policy = load_node_policy(name)
+    policy.reset(node_context(traces, spec, nodes, start))
+    run = NodeRun(traces, spec, nodes, start)
+    while not run.over:
+        run.step(policy.act(run.observe()))
+    return run.result()
+
+
+def node_starts(
+    traces: CapacityTraces, spec: JobSpec, test_from_hours: float, start_every_hours: float
+) -> list[int]:
+    """Job starts, as in the 1-node bench.
+
+    Raises:
+        PolicyError: when no job fits.
+    """
+    job = spec.ticks(traces.gap_seconds)
+    starts = job_starts(
+        traces.n_ticks, traces.gap_seconds, job.deadline, test_from_hours, start_every_hours
+    )
+    if not starts:
+        hours = traces.n_ticks * traces.gap_seconds / 3600
+        raise PolicyError(
+            f"no job fits: the traces hold {hours:.1f} h, jobs start at {test_from_hours} h "
+            f"and need {spec.deadline_hours} h; start earlier or shorten the deadline"
+        )
+    return starts
+
+
+def run_node_bench(
+    traces: CapacityTraces,
+    spec: JobSpec,
+    *,
+    nodes: int,
+    policies: Sequence[str] = DEFAULT_POLICIES,
+    test_from_hours: float = 0.0,
+    start_every_hours: float = 12.0,
+    on_job: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Every policy on every job start; the summary JSON.
+
+    Raises:
+        PolicyError: an unknown policy, more nodes than the traces count, or no job fits.
+    """
+    if not 1 <= nodes <= traces.cluster_size:
+        raise PolicyError(
+            f"--nodes must be 1..{traces.cluster_size} (the most nodes these traces count), "
+            f"got {nodes}"
+        )
+    for name in policies:
+        if name != BOUND:
+            load_node_policy(name)  # fail early on an unknown name
+    starts = node_starts(traces, spec, test_from_hours, start_every_hours)
+    results: dict[str, dict[str, Any]] = {}
+    for name in policies:
+        if name == BOUND:
+            bounds = []
+            for s in starts:
+                context = node_context(traces, spec, nodes, s, reads_future=True)
+                bounds.append(node_lower_bound(context).cost_ratio)
+                if on_job:
+                    on_job(name)
+            results[name] = {**_stats(np.array(bounds), 0), "lower_bound": True}
+            continue
+        jobs = []
+        for s in starts:
+            jobs.append(simulate_nodes(name, traces, spec, nodes, s))
+            if on_job:
+                on_job(name)
+        ratios = np.array([j.cost_ratio for j in jobs])
+        results[name] = {
+            **_stats(ratios, sum(not j.done for j in jobs)),
+            "mean_regroups": round(float(np.mean([j.regroups for j in jobs])), 2),
+            "spot_share": round(
+                float(
+                    np.mean(
+                        [
+                            j.spot_node_ticks / max(1, j.spot_node_ticks + j.on_demand_node_ticks)
+                            for j in jobs
+                        ]
+                    )
+                ),
+                4,
+            ),
+        }
+    return {"zones": "multi", "nodes": nodes, "results": {"all": results}}
+
+
+def _stats(ratios: np.ndarray, misses: int) -> dict[str, float | int]:
+    return {
+        "mean_cost_ratio": round(float(ratios.mean()), 6),
+        "p90_cost_ratio": round(float(np.percentile(ratios, 90)), 6),
+        "deadline_miss_rate": round(misses / len(ratios), 6),
+        "n_jobs": len(ratios),
+    }
