@@ -82,7 +82,7 @@ class AwsRig:
         return instance.instance_id in self.launcher.running_instances()
 
 
-@pytest.fixture(params=["local", "aws"])
+@pytest.fixture(params=["local", pytest.param("aws", marks=pytest.mark.slow)])
 def rig(request: pytest.FixtureRequest) -> Iterator[Rig]:
     if request.param == "local":
         pools = (Pool(name="z0"), Pool(name="z1"))

@@ -84,6 +84,7 @@ def start_run(store: Path, *command: str, options: tuple[str, ...] = ()) -> subp
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("signum", "child"), [(signal.SIGTERM, QUIET), (signal.SIGINT, CHATTY)])
 def test_a_signal_to_spotwise_run_stops_the_job_and_records_it_cancelled(
     store_file: Path, tmp_path: Path, signum: int, child: str
@@ -124,6 +125,7 @@ def test_a_cancelled_job_gets_its_notice_and_checkpoints_first(tmp_path: Path) -
     assert supervisor.report.lost_hours == 0.0
 
 
+@pytest.mark.slow
 def test_a_job_that_stops_stepping_is_killed_and_resumes_from_its_checkpoint(
     tmp_path: Path,
 ) -> None:
@@ -137,6 +139,7 @@ def test_a_job_that_stops_stepping_is_killed_and_resumes_from_its_checkpoint(
     assert "no step heartbeat" in details.detail[0]
 
 
+@pytest.mark.slow
 def test_a_stepping_job_is_never_taken_for_hung(tmp_path: Path) -> None:
     supervisor, command, _, _ = supervise(
         tmp_path, market("1" * 120), work_s=4.0, stall_timeout_s=2.0
@@ -165,6 +168,7 @@ def test_a_quiet_command_is_stopped_by_the_stall_timeout(cli: CliRun, tmp_path: 
     assert not alive(int(pid_file.read_text()))
 
 
+@pytest.mark.slow
 def test_a_command_that_does_not_exist_gives_one_line_and_a_failed_job(
     cli: CliRun, store_file: Path
 ) -> None:

@@ -132,9 +132,17 @@ def test_pools_are_ranked_by_expected_cost_and_forecasts_are_served(client: Test
     assert client.get("/v1/forecast/mars-1a", headers=AUTH).status_code == 404
 
 
-schema = schemathesis.openapi.from_asgi("/openapi.json", APP)
+@pytest.fixture(scope="module")
+def api_schema() -> schemathesis.schemas.BaseSchema:
+    """The service's OpenAPI schema, loaded when a fuzz test runs (not at collection, where it
+    took seconds in every worker)."""
+    return schemathesis.openapi.from_asgi("/openapi.json", APP)
 
 
+schema = schemathesis.pytest.from_fixture("api_schema")
+
+
+@pytest.mark.slow
 @schema.parametrize()
 @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
 def test_no_generated_request_makes_a_server_error(case: schemathesis.Case) -> None:
@@ -142,6 +150,7 @@ def test_no_generated_request_makes_a_server_error(case: schemathesis.Case) -> N
     assert response.status_code < 500, (case.path, case.body, response.text)
 
 
+@pytest.mark.slow
 @schema.parametrize()
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 def test_every_schema_valid_request_is_answered(case: schemathesis.Case) -> None:

@@ -220,6 +220,7 @@ def test_seeded_training_is_reproducible_and_loadable_from_its_folder(
     assert list((tmp_path / "run0" / "tensorboard").rglob("events.out.tfevents*"))
 
 
+@pytest.mark.slow
 def test_cloning_the_expert_reproduces_its_choices_on_the_jobs_it_saw(bundled: TraceSet) -> None:
     """Behaviour cloning works: after fitting, the network picks the expert's instance at
     nearly every choice point of its demonstrations, and a fresh network does not."""

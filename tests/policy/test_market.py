@@ -62,6 +62,7 @@ def test_traced_and_untraced_pools_of_one_type_are_on_one_calibrated_scale(
     assert max(p.mtbf_hours for p in p3.pools) < 10 * min(p.mtbf_hours for p in p3.pools)
 
 
+@pytest.mark.slow
 def test_every_price_and_risk_names_its_source_and_when_it_held(p3: StorePools) -> None:
     for pool in p3.pools:
         assert pool.spot.source.startswith("store: ") and pool.spot.as_of is not None

@@ -144,6 +144,7 @@ def test_capacity_traces_refuse_negative_counts_and_mixed_gaps(tmp_path: Path) -
         load_capacity_traces(tmp_path / "none")
 
 
+@pytest.mark.slow
 def test_bench_policy_nodes_prints_the_issues_json_shape(cli: CliRun) -> None:
     result = cli(
         "bench", "policy", "--nodes", "4", "--compute-hours", "24", "--deadline-hours", "36",

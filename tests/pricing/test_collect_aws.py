@@ -114,6 +114,7 @@ def test_collector_backs_off_and_retries_when_throttled(
     assert len(stored_prices(store)) == len(us_east_1_history)
 
 
+@pytest.mark.slow
 def test_collector_fails_loudly_when_throttling_outlasts_the_retries(
     store: MarketStore, us_east_1_history: pd.DataFrame
 ) -> None:

@@ -8,6 +8,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -49,6 +50,7 @@ def flips(draw: st.DrawFn) -> tuple[str, int, int]:
     return name, draw(st.integers(0, SIZES[name] - 1)), draw(st.integers(0, 7))
 
 
+@pytest.mark.slow
 @settings(
     max_examples=400, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck)
 )
