@@ -450,7 +450,8 @@ def _bench_nodes(
         "misses",
         "regroups",
         "spot share",
-        title=f"{nodes}-node jobs on {len(capacity.names)} pools: cost ratio (1 = on-demand)",
+        title=f"{nodes}-node jobs on {len(capacity.names)} pool"
+        f"{'s' if len(capacity.names) > 1 else ''}: cost ratio (1 = on-demand)",
     )
     for name, row in results.items():
         bound = row.get("lower_bound", False)

@@ -2,7 +2,9 @@
 
 The bundled N-node CBL traces (``availability/16-node``) hold, per tick, how many of 16
 p3.2xlarge could be obtained (0..16). One file is one pool; every file of a folder shares one
-tick grid.
+tick grid. A count log (``time_ms,available_node_count``, as Parcae's p3 trace of a 32-node
+cluster) is one pool too, put on a one-minute grid: a count holds until the next row, and of
+several rows at one instant the last is the state after it.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from spotwise.policy.errors import TraceError
 from spotwise.pricing.errors import InputError
@@ -33,12 +36,18 @@ class CapacityTraces:
         return int(self.capacity.shape[1])
 
 
+COUNT_LOG_GAP_SECONDS = 60
+
+
 def load_capacity_traces(folder: Path) -> CapacityTraces:
-    """Read every ``*.json`` N-node CBL trace in ``folder`` (sorted by name).
+    """Read every ``*.json`` N-node CBL trace in ``folder`` (sorted by name), or one count log
+    (a ``.csv`` file).
 
     Raises:
         TraceError: no traces, unreadable ones, different tick gaps, or negative counts.
     """
+    if folder.suffix == ".csv" and folder.is_file():
+        return _count_log(folder)
     files = sorted(folder.glob("*.json")) if folder.is_dir() else []
     if not files:
         raise TraceError(
@@ -62,6 +71,34 @@ def load_capacity_traces(folder: Path) -> CapacityTraces:
     return CapacityTraces(
         names=tuple(p.stem for p in files),
         gap_seconds=int(gaps.pop()),
+        capacity=capacity,
+        cluster_size=int(capacity.max()),
+    )
+
+
+def _count_log(path: Path) -> CapacityTraces:
+    """One pool from a ``time_ms,count`` log, on a one-minute grid."""
+    try:
+        frame = pd.read_csv(path, header=None, names=["time_ms", "nodes"])
+        times = pd.to_numeric(frame["time_ms"], errors="raise").to_numpy(dtype=float)
+        counts = pd.to_numeric(frame["nodes"], errors="raise").to_numpy(dtype=float)
+    except (ValueError, pd.errors.ParserError) as exc:
+        raise TraceError(
+            f"{path}: not a count log of 'time_ms,available_node_count' rows ({exc})"
+        ) from exc
+    bad = np.flatnonzero((counts < 0) | (counts != np.round(counts)) | np.isnan(times))
+    if len(frame) == 0 or len(bad):
+        where = f"line {bad[0] + 1}" if len(bad) else "no rows"
+        raise TraceError(f"{path}: {where}: node counts must be whole numbers >= 0")
+    if (np.diff(times) < 0).any():
+        raise TraceError(f"{path}: times must not go back; sort the log by time")
+    gap_ms = COUNT_LOG_GAP_SECONDS * 1000
+    ticks = np.arange(times[0], times[-1] + 1, gap_ms)
+    last_row = np.searchsorted(times, ticks, side="right") - 1
+    capacity = counts[last_row].astype(int)[None, :]
+    return CapacityTraces(
+        names=(path.stem,),
+        gap_seconds=COUNT_LOG_GAP_SECONDS,
         capacity=capacity,
         cluster_size=int(capacity.max()),
     )

@@ -162,3 +162,32 @@ def test_bench_policy_nodes_prints_the_issues_json_shape(cli: CliRun) -> None:
     assert rows["omniscient"]["mean_cost_ratio"] <= rows["best"]["mean_cost_ratio"]
     refused = cli("bench", "policy", "--nodes", "4", "--observe", "probe")
     assert refused.returncode == 1 and "--observe does not apply" in refused.stderr
+
+
+def test_a_count_log_is_one_pool_on_a_one_minute_grid(tmp_path: Path) -> None:
+    log = tmp_path / "counts.csv"
+    # two rows at 0 ms: the last is the state after that instant; counts hold until the next row
+    log.write_text("0,1\n0,4\n150000,2\n240000,6\n")
+    traces = load_capacity_traces(log)
+    assert traces.gap_seconds == 60 and traces.names == ("counts",)
+    assert traces.capacity.tolist() == [[4, 4, 4, 2, 6]] and traces.cluster_size == 6
+    log.write_text("0,1\n60000,two\n")
+    with pytest.raises(TraceError, match="not a count log"):
+        load_capacity_traces(log)
+    log.write_text("0,1\n60000,2.5\n")
+    with pytest.raises(TraceError, match="line 2: node counts must be whole numbers"):
+        load_capacity_traces(log)
+
+
+def test_the_bundled_parcae_log_runs_16_node_jobs_without_a_miss() -> None:
+    traces = load_capacity_traces(DATA / "traces/parcae/p3-available-nodes.csv")
+    spec = JobSpec(
+        compute_hours=4.0,
+        deadline_hours=6.0,
+        changeover_hours=0.05,
+        spot_price=REFERENCE.spot_price,
+        on_demand_price=REFERENCE.on_demand_price,
+    )
+    for start in node_starts(traces, spec, 0.0, 2.0):
+        for name in ("spot_fallback", "best"):
+            assert simulate_nodes(name, traces, spec, 16, start).done
