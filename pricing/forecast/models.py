@@ -89,25 +89,25 @@ class SeasonalNaive(Forecaster):
 
 
 class Arima110(Forecaster):
-    """ARIMA(1,1,0) with drift off, fitted by conditional least squares (statsmodels' AutoReg
-    on the differences: the same model as ``statsmodels.tsa.arima.model.ARIMA(order=(1,1,0))``,
-    ~100x faster; :func:`arima_mle` fits it by exact likelihood for comparison)."""
+    """ARIMA(1,1,0) with drift off, fitted by conditional least squares on the differences:
+    what statsmodels' ``AutoReg(d, lags=1, trend="n")`` computes (the tests hold the two
+    equal), the same model as ``statsmodels.tsa.arima.model.ARIMA(order=(1,1,0))``, in
+    microseconds a series where AutoReg's bookkeeping takes milliseconds (thousands of GCP
+    series a run); :func:`arima_mle` fits it by exact likelihood for comparison."""
 
     alias = "ARIMA"
 
     def fit(self, y: np.ndarray) -> Arima110:
-        from statsmodels.tsa.ar_model import AutoReg
-
         self._y = np.asarray(y, dtype=float)
         d = np.diff(self._y)
         if len(d) < 3 or np.allclose(d, 0):
             self._phi, self._sigma = 0.0, float(np.std(d)) if len(d) else 0.0
             return self
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            result = AutoReg(d, lags=1, trend="n").fit()
-        self._phi = float(np.clip(result.params[0], -0.99, 0.99))
-        self._sigma = float(np.sqrt(result.sigma2))
+        before, after = d[:-1], d[1:]
+        phi = float(before @ after / (before @ before)) if before @ before > 0 else 0.0
+        residuals = after - phi * before
+        self._phi = float(np.clip(phi, -0.99, 0.99))
+        self._sigma = float(np.sqrt(residuals @ residuals / len(after)))
         return self
 
     def predict(self, h: int, level: int = 90) -> Forecast:

@@ -58,6 +58,28 @@ def test_fast_arima_agrees_with_statsmodels_exact_likelihood() -> None:
     assert np.max(np.abs(fast.hi - exact.hi)) < 0.2
 
 
+def test_fast_arima_is_statsmodels_conditional_least_squares() -> None:
+    """Arima110's least squares are AutoReg's on the differences, to rounding."""
+    import warnings
+
+    from statsmodels.tsa.ar_model import AutoReg
+
+    rng = np.random.default_rng(5)
+    for n in (6, 40, 700):
+        y = 3 + np.cumsum(rng.normal(size=n))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = AutoReg(np.diff(y), lags=1, trend="n").fit()
+        phi, sigma = float(result.params[0]), float(np.sqrt(result.sigma2))
+        model = Arima110().fit(y)
+        forecast = model.predict(3, 90)
+        expected = y[-1] + np.cumsum(phi ** np.arange(1, 4) * (y[-1] - y[-2]))
+        np.testing.assert_allclose(forecast.mean, expected, rtol=1e-12)
+        psi = (1 - phi ** np.arange(1, 4)) / (1 - phi)
+        width = 2 * 1.6448536269514722 * sigma * np.sqrt(np.cumsum(psi**2))
+        np.testing.assert_allclose(forecast.hi - forecast.lo, width, rtol=1e-9)
+
+
 def test_cross_validation_fits_only_before_each_origin() -> None:
     ds = pd.date_range("2024-01-01", periods=200, freq="h", tz="UTC")
     df = pd.DataFrame({"unique_id": "a", "ds": ds, "y": np.r_[np.ones(150), np.full(50, 9.0)]})
