@@ -68,12 +68,17 @@ class BenchRun:
 
 
 def _stats(jobs: Sequence[JobResult]) -> dict[str, float | int]:
-    ratios = np.array([j.cost_ratio for j in jobs])
+    return cost_stats([j.cost_ratio for j in jobs], [j.done for j in jobs])
+
+
+def cost_stats(ratios: Sequence[float], done: Sequence[bool]) -> dict[str, float | int]:
+    """A bench row: mean and p90 cost ratio, deadline miss rate and job count."""
+    values = np.asarray(ratios, dtype=float)
     return {
-        "mean_cost_ratio": round(float(ratios.mean()), 6),
-        "p90_cost_ratio": round(float(np.percentile(ratios, 90)), 6),
-        "deadline_miss_rate": round(float(np.mean([not j.done for j in jobs])), 6),
-        "n_jobs": len(jobs),
+        "mean_cost_ratio": round(float(values.mean()), 6),
+        "p90_cost_ratio": round(float(np.percentile(values, 90)), 6),
+        "deadline_miss_rate": round(float(np.mean([not d for d in done])), 6),
+        "n_jobs": len(values),
     }
 
 

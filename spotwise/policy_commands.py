@@ -285,6 +285,16 @@ def bench_policy(
     from spotwise.policy.simulate import CheckpointMode, Visibility
     from spotwise.policy.traces import load_traces
 
+    try:
+        spec = JobSpec(
+            compute_hours=compute_hours,
+            deadline_hours=deadline_hours,
+            changeover_hours=changeover_hours,
+            spot_price=spot_price,
+            on_demand_price=on_demand_price,
+        )
+    except PolicyError as exc:
+        fail(str(exc))
     if nodes is not None:
         ignored = {
             "--zones": zones != "single",
@@ -297,13 +307,6 @@ def bench_policy(
         if any(ignored.values()):
             named = ", ".join(k for k, v in ignored.items() if v)
             fail(f"--nodes runs the N-node lab, where {named} does not apply; leave it out")
-        spec = JobSpec(
-            compute_hours=compute_hours,
-            deadline_hours=deadline_hours,
-            changeover_hours=changeover_hours,
-            spot_price=spot_price,
-            on_demand_price=on_demand_price,
-        )
         names = [p.strip() for p in (policies or NODE_POLICIES).split(",") if p.strip()]
         _bench_nodes(
             traces or settings.bundled_node_traces(),
@@ -328,13 +331,6 @@ def bench_policy(
     names = [p.strip() for p in policies.split(",") if p.strip()]
     folder = traces or settings.bundled_traces()
     try:
-        spec = JobSpec(
-            compute_hours=compute_hours,
-            deadline_hours=deadline_hours,
-            changeover_hours=changeover_hours,
-            spot_price=spot_price,
-            on_demand_price=on_demand_price,
-        )
         trace_set = load_traces(folder, pools)
         catalog = _catalog(models)
         checkpoint = (

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from spotwise.policy.bench import cost_stats
 from spotwise.policy.errors import PolicyError
 from spotwise.policy.job import JobSpec
 from spotwise.policy.nodes.bound import node_lower_bound
@@ -90,16 +91,15 @@ def run_node_bench(
                 bounds.append(node_lower_bound(context).cost_ratio)
                 if on_job:
                     on_job(name)
-            results[name] = {**_stats(np.array(bounds), 0), "lower_bound": True}
+            results[name] = {**cost_stats(bounds, [True] * len(bounds)), "lower_bound": True}
             continue
         jobs = []
         for s in starts:
             jobs.append(simulate_nodes(name, traces, spec, nodes, s))
             if on_job:
                 on_job(name)
-        ratios = np.array([j.cost_ratio for j in jobs])
         results[name] = {
-            **_stats(ratios, sum(not j.done for j in jobs)),
+            **cost_stats([j.cost_ratio for j in jobs], [j.done for j in jobs]),
             "mean_regroups": round(float(np.mean([j.regroups for j in jobs])), 2),
             "spot_share": round(
                 float(
@@ -114,12 +114,3 @@ def run_node_bench(
             ),
         }
     return {"zones": "multi", "nodes": nodes, "results": {"all": results}}
-
-
-def _stats(ratios: np.ndarray, misses: int) -> dict[str, float | int]:
-    return {
-        "mean_cost_ratio": round(float(ratios.mean()), 6),
-        "p90_cost_ratio": round(float(np.percentile(ratios, 90)), 6),
-        "deadline_miss_rate": round(misses / len(ratios), 6),
-        "n_jobs": len(ratios),
-    }

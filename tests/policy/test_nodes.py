@@ -162,6 +162,9 @@ def test_bench_policy_nodes_prints_the_issues_json_shape(cli: CliRun) -> None:
     assert rows["omniscient"]["mean_cost_ratio"] <= rows["best"]["mean_cost_ratio"]
     refused = cli("bench", "policy", "--nodes", "4", "--observe", "probe")
     assert refused.returncode == 1 and "--observe does not apply" in refused.stderr
+    short = cli("bench", "policy", "--nodes", "4", "--compute-hours", "10", "--deadline-hours", "5")
+    assert short.returncode == 1 and "no schedule fits" in short.stderr
+    assert "Traceback" not in short.stderr
 
 
 def test_a_count_log_is_one_pool_on_a_one_minute_grid(tmp_path: Path) -> None:
