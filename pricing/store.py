@@ -11,10 +11,12 @@ imported when rows go in or come out as frames; opening and summarising a store 
 from __future__ import annotations
 
 import logging
+import os
 import re
+import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -192,7 +194,8 @@ class MarketStore:
         pause = 0.02
         while True:
             try:
-                path.parent.mkdir(parents=True, exist_ok=True)
+                if not read_only and not path.exists():
+                    _create_private(path)
                 con = duckdb.connect(str(path), read_only=read_only)
                 break
             except (duckdb.Error, OSError) as exc:
@@ -410,6 +413,22 @@ class MarketStore:
     def _scalar(self, sql: str) -> Any:
         row = self._con.execute(sql).fetchone()
         return row[0] if row else None
+
+
+def _create_private(path: Path) -> None:
+    """Create an empty store at ``path`` that only its owner can read: the file 0600, and its
+    folder 0700 when this creates the folder (a folder the user named keeps its mode). DuckDB
+    creates files as the umask allows (0644), so the file is made in a private folder beside it
+    and linked into place; if another process got there first, its store stands."""
+    if not path.parent.exists():
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        path.parent.chmod(0o700)  # mkdir's mode yields to the umask; chmod does not
+    with tempfile.TemporaryDirectory(dir=path.parent, prefix=".new-store-") as private:
+        made = Path(private) / path.name
+        duckdb.connect(str(made)).close()
+        made.chmod(0o600)
+        with suppress(FileExistsError):
+            os.link(made, path)
 
 
 def _open_error(path: Path, exc: Exception) -> StoreError:

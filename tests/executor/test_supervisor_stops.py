@@ -119,8 +119,10 @@ def test_a_cancelled_job_gets_its_notice_and_checkpoints_first(tmp_path: Path) -
     threading.Thread(target=cancel_once_stepping, daemon=True).start()
     with pytest.raises(Cancelled, match="cancelled by SIGTERM"):
         supervisor.run(command)
+    # the fake job writes its state only when it stops: a file with some work in it means it
+    # saved on the notice (how much depends on how loaded the machine is)
     saved = float((tmp_path / "progress").read_text())
-    assert 0.5 < saved < 30.0  # it checkpointed its progress on the notice
+    assert 0.0 < saved < 30.0
     assert [j["status"] for j in jobs(store)] == ["cancelled"]
     assert supervisor.report.lost_hours == 0.0
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import stat
 from pathlib import Path
 
 import duckdb
@@ -123,6 +124,21 @@ def test_an_empty_duckdb_file_is_migrated_in_place(store_file: Path) -> None:
     duckdb.connect(str(store_file)).close()
     with MarketStore.open(store_file) as store:
         assert store.schema_versions() == CURRENT
+
+
+def test_a_new_store_and_the_folder_made_for_it_are_private(tmp_path: Path) -> None:
+    """Prices, ledgers and job commands are the owner's: a new store is 0600, in a 0700
+    folder when Spotwise makes the folder; a folder the user made keeps its mode."""
+    made = tmp_path / "share" / "spotwise" / "market.duckdb"
+    MarketStore.open(made).close()
+    assert stat.S_IMODE(made.stat().st_mode) == 0o600
+    assert stat.S_IMODE(made.parent.stat().st_mode) == 0o700
+    assert [p.name for p in made.parent.iterdir()] == ["market.duckdb"]  # no leftovers
+    theirs = tmp_path / "shared"
+    theirs.mkdir(mode=0o755)
+    MarketStore.open(theirs / "market.duckdb").close()
+    assert stat.S_IMODE((theirs / "market.duckdb").stat().st_mode) == 0o600
+    assert stat.S_IMODE(theirs.stat().st_mode) == 0o755
 
 
 def test_reading_a_missing_store_says_how_to_create_it(tmp_path: Path) -> None:
