@@ -14,12 +14,17 @@ so it never looks ahead.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 if TYPE_CHECKING:
     from spotwise.policy.policies.base import PoolPrior
+
+
+MIN_OUTAGES = 3.0
+"""Weighted past outages below which :meth:`MarketForecast.wait_limit` does not budget."""
 
 
 class AvailabilityHazard:
@@ -159,6 +164,11 @@ class AvailabilityHazard:
             np.concatenate([ends for _, ends in self._arrays]),
         )
 
+    def weighted_runs(self, pool: int) -> tuple[np.ndarray, np.ndarray]:
+        """The past runs of ``pool`` (ticks) and their recency weights (no prior)."""
+        lengths, ends = self._runs(pool)
+        return lengths, 0.5 ** ((self._now - ends) / self.half_life)
+
     def mean_run(self, pool: int) -> float:
         """Recency-weighted mean run length of ``pool`` in ticks (the MTBF while on spot)."""
         return self.expected_remaining(pool, age=0)
@@ -202,6 +212,9 @@ class MarketForecast:
         )
         any_past: np.ndarray = np.asarray(past_available.any(axis=0, keepdims=True))
         self.any_pool = AvailabilityHazard(any_past, half_life_ticks, 0.0, any_run)
+        self.outages = AvailabilityHazard(~any_past, half_life_ticks)
+        """Runs of ticks with no pool up: the outages an idle job would wait through."""
+        self._past_outages = float(self.outages.weighted_runs(0)[1].sum())
         weights = self._decay ** np.arange(n_past)[::-1]
         self._up_weight = up_weight + float(np.sum(weights * any_past[0]))
         self._weight = weight + float(np.sum(weights))
@@ -219,10 +232,37 @@ class MarketForecast:
         self.pools.observe(tick, available)
         up = bool(available.any()) if any_up is None else any_up
         self.any_pool.observe(tick, np.array([up]))
+        self.outages.observe(tick, np.array([not up]))
         self._up_weight = self._decay * self._up_weight + up
         self._weight = self._decay * self._weight + 1.0
         self._long_up += up
         self._long_weight += 1.0
+
+    def wait_limit(
+        self, slack_ticks: float, horizon_ticks: float, changeover_ticks: float
+    ) -> float | None:
+        """How long an idle job may wait out an outage (ticks since the last pool went down)
+        before it runs on-demand, so that the slack lasts to the deadline: the longest limit
+        whose expected idle ticks, plus two changeovers per outage that outlasts it, over the
+        outages expected in ``horizon_ticks`` fit in ``slack_ticks``. Expected outages are past
+        ones (recency-weighted) over their mean cycle. None when the history before the job
+        held fewer than :data:`MIN_OUTAGES` weighted outages: the outages a job has seen end
+        are the short ones (a long one is still under way), too biased to budget by."""
+        if self._past_outages < MIN_OUTAGES:
+            return None
+        lengths, weights = self.outages.weighted_runs(0)
+        if slack_ticks <= 0:
+            return 0.0
+        share = weights / weights.sum()
+        cycle = float(np.sum(share * lengths)) + self.any_pool.mean_run(0)
+        outages = horizon_ticks / max(cycle, 1.0)
+        limits = np.unique(lengths)
+        idle = np.array([np.sum(share * np.minimum(lengths, t)) for t in limits])
+        moves = np.array([np.sum(share[lengths > t]) for t in limits]) * 2 * changeover_ticks
+        if outages * float(np.sum(share * lengths)) <= slack_ticks:
+            return math.inf
+        fits = limits[outages * (idle + moves) <= slack_ticks]
+        return float(fits.max()) if len(fits) else 0.0
 
     def spot_share(self, changeover_ticks: int, horizon_ticks: float | None = None) -> float:
         """Forecast share of the next ``horizon_ticks`` that spot can work: the share of ticks

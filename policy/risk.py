@@ -98,6 +98,14 @@ class RiskForecaster(ABC):
         """Forecast share of the coming ``horizon_ticks`` (None: the next few) that some pool's
         spot can work."""
 
+    def outage_overdue(
+        self, slack_ticks: float, horizon_ticks: float, changeover_ticks: float
+    ) -> bool | None:
+        """Whether the outage under way (no pool up) has lasted longer than an idle job may
+        wait one out if ``slack_ticks`` are to last the ``horizon_ticks`` left, each outage
+        that outlasts the wait costing two changeovers; None without a model of outages."""
+        return None
+
     def hazard(self, pool: int) -> float:
         """Preemptions per tick of ``pool`` now."""
         return 1.0 / max(self.expected_run(pool), 1.0)
@@ -144,6 +152,12 @@ class SurvivalForecaster(RiskForecaster):
 
     def spot_share(self, changeover_ticks: int, horizon_ticks: float | None = None) -> float:
         return self._market.spot_share(changeover_ticks, horizon_ticks)
+
+    def outage_overdue(
+        self, slack_ticks: float, horizon_ticks: float, changeover_ticks: float
+    ) -> bool | None:
+        limit = self._market.wait_limit(slack_ticks, horizon_ticks, changeover_ticks)
+        return None if limit is None else self._market.outages.age[0] >= limit
 
     def p_preempted(self, pool: int, ticks: float) -> float:
         """The share of the pool's weighted past runs as old as its current one that ended

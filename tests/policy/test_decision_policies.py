@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -287,3 +288,32 @@ def test_suite_training_jobs_cover_every_class_and_end_before_the_held_back_cut(
             (env.job_spec.compute_hours, env.job_spec.deadline_hours, env.visibility.observe)
         )
     assert len(shapes) == 6  # every shape in both modes is drawn
+
+
+def test_the_slack_is_budgeted_over_the_outages_still_to_come() -> None:
+    # Hourly ticks: four short outages (2 h) then a long one (20 h), after 6 h runs, thrice.
+    cycle = ("1" * 6 + "0" * 2) * 4 + "1" * 6 + "0" * 20
+    past = np.array([[c == "1" for c in cycle * 3]])
+    forecast = MarketForecast(past, half_life_ticks=1e6)
+    # 12 short and 3 long outages (mean 5.6 h) and 6 h runs: ten outages in 116 h
+    assert forecast.wait_limit(100, 116, 1) == math.inf  # slack for all of them: wait
+    assert forecast.wait_limit(30, 116, 1) == 2  # wait out the short ones only
+    assert forecast.wait_limit(10, 116, 1) == 0  # not even those: on-demand at once
+    two = MarketForecast(past[:, :20], half_life_ticks=1e6)  # two outages: too few to budget by
+    assert two.wait_limit(30, 116, 1) is None
+
+
+def test_risk_aware_keeps_slack_for_later_outages_where_greedy_spends_it_first() -> None:
+    # Hourly ticks, 6 h runs: four 1 h outages then a 12 h one, thrice. The job starts in a
+    # 12 h outage with 20 h of slack: greedy waits it out and has too little left for the
+    # short ones after it (on-demand to the end); risk_aware, seeing every pool, runs
+    # on-demand through it once the wait the slack affords is over, and rides spot after.
+    cycle = ("1" * 6 + "0") * 4 + "1" * 6 + "0" * 12
+    history = cycle * 3 + "1" * 6
+    pools = traces(history + "0" * 12 + ("1" * 6 + "0") * 12)
+    spec, start = job(40, 60, 1), len(history)
+    greedy = simulate(load("greedy"), pools, spec, start)
+    risk_aware = simulate(load("risk_aware"), pools, spec, start)
+    assert greedy.done and risk_aware.done
+    assert risk_aware.spot_ticks > greedy.spot_ticks
+    assert risk_aware.cost < 0.85 * greedy.cost
