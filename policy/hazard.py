@@ -248,12 +248,13 @@ class MarketForecast:
         ones (recency-weighted) over their mean cycle. None when the history before the job
         held fewer than :data:`MIN_OUTAGES` weighted outages: the outages a job has seen end
         are the short ones (a long one is still under way), too biased to budget by."""
-        if self._past_outages < MIN_OUTAGES:
-            return None
         lengths, weights = self.outages.weighted_runs(0)
+        total = float(weights.sum())
+        if not (self._past_outages >= MIN_OUTAGES and total > 0):  # NaN too: no budget
+            return None
         if slack_ticks <= 0:
             return 0.0
-        share = weights / weights.sum()
+        share = weights / total
         cycle = float(np.sum(share * lengths)) + self.any_pool.mean_run(0)
         outages = horizon_ticks / max(cycle, 1.0)
         limits = np.unique(lengths)

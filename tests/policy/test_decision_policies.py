@@ -301,6 +301,10 @@ def test_the_slack_is_budgeted_over_the_outages_still_to_come() -> None:
     assert forecast.wait_limit(10, 116, 1) == 0  # not even those: on-demand at once
     two = MarketForecast(past[:, :20], half_life_ticks=1e6)  # two outages: too few to budget by
     assert two.wait_limit(30, 116, 1) is None
+    recent = MarketForecast(past, half_life_ticks=100)
+    assert recent.wait_limit(30, 116, 1) is not None
+    recent.observe(10**6, np.array([False]))  # a request far on: every outage weighs nothing
+    assert recent.wait_limit(30, 116, 1) is None
 
 
 def test_risk_aware_keeps_slack_for_later_outages_where_greedy_spends_it_first() -> None:
