@@ -255,13 +255,13 @@ class MarketForecast:
         if slack_ticks <= 0:
             return 0.0
         share = weights / total
-        cycle = float(np.sum(share * lengths)) + self.any_pool.mean_run(0)
-        outages = horizon_ticks / max(cycle, 1.0)
+        mean_outage = float(np.sum(share * lengths))
+        outages = horizon_ticks / max(mean_outage + self.any_pool.mean_run(0), 1.0)
+        if outages * mean_outage <= slack_ticks:
+            return math.inf  # slack for every outage expected: wait them all out
         limits = np.unique(lengths)
         idle = np.array([np.sum(share * np.minimum(lengths, t)) for t in limits])
         moves = np.array([np.sum(share[lengths > t]) for t in limits]) * 2 * changeover_ticks
-        if outages * float(np.sum(share * lengths)) <= slack_ticks:
-            return math.inf
         fits = limits[outages * (idle + moves) <= slack_ticks]
         return float(fits.max()) if len(fits) else 0.0
 
