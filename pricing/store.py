@@ -420,7 +420,7 @@ def _create_private(path: Path) -> None:
     folder 0700 when this creates the folder (a folder the user named keeps its mode). DuckDB
     creates files as the umask allows (0644), so the file is made in a private folder beside it
     and linked into place; if another process got there first, its store stands."""
-    if not path.parent.exists():
+    if not path.parent.is_dir():  # a file there: mkdir names it
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         path.parent.chmod(0o700)  # mkdir's mode yields to the umask; chmod does not
     with tempfile.TemporaryDirectory(dir=path.parent, prefix=".new-store-") as private:
