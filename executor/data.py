@@ -4,6 +4,13 @@ At the start of each epoch the loader's batch order is drawn once (from its samp
 RNG as it stands) and kept; the epoch is then served from a DataLoader over exactly those
 batches, starting at the saved position. The order and position are part of the checkpoint, so
 a resumed run sees the same batches in the same order.
+
+In a ``torch.distributed`` job the order kept is the epoch's global batches: every rank's b-th
+batch, in rank order, gathered when the epoch's order is drawn. The same on every rank, it is
+valid at any world size: a job that resumes at another size (torchrun elastic after a lost or
+a new node) splits each remaining global batch evenly over its ranks, so the epoch goes on
+with the same samples in the same global batches, none skipped and none repeated; at the same
+size every rank gets back exactly its own batches.
 """
 
 from __future__ import annotations
@@ -11,23 +18,28 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import torch
+import torch.distributed as dist
 from torch.utils.data import DataLoader
 
 
 class ResumableBatches:
     """Serves a DataLoader's batches epoch by epoch from a resumable position."""
 
-    def __init__(self, loader: DataLoader) -> None:
+    def __init__(self, loader: DataLoader, *, distributed: bool = False) -> None:
         if loader.batch_sampler is None:
             raise ValueError(
                 "the DataLoader has no batch sampler (an IterableDataset?): "
                 "give a map-style dataset with a sampler"
             )
         self.loader = loader
+        self.distributed = distributed
         self.epoch = 0
         self.position = 0
         self.order: list[list[int]] | None = None
+        self.global_order: list[list[int]] | None = None
+        """Distributed: the epoch's global batches (every rank's b-th, in rank order)."""
 
     def draw_order(self) -> None:
         """Draw this epoch's batches from the loader's batch sampler."""
@@ -38,6 +50,17 @@ class ResumableBatches:
         assert batch_sampler is not None
         self.order = [list(map(int, batch)) for batch in batch_sampler]
         self.position = 0
+        if self.distributed:
+            parts: list[Any] = [None] * dist.get_world_size()
+            dist.all_gather_object(parts, self.order)
+            if len({len(part) for part in parts}) != 1:
+                raise ValueError(
+                    "the ranks drew different numbers of batches this epoch; use a "
+                    "DistributedSampler (it pads every rank to the same length)"
+                )
+            self.global_order = [
+                [i for batch in batches for i in batch] for batches in zip(*parts, strict=True)
+            ]
 
     def remaining(self) -> DataLoader:
         """A DataLoader over the rest of this epoch's batches, as the original would load
@@ -70,13 +93,13 @@ class ResumableBatches:
                 self.position += 1
                 yield batch
             self.epoch += 1
-            self.order = None
+            self.order = self.global_order = None
             self.position = 0
 
     def state_dict(self, *, as_lists: bool = False) -> dict[str, Any]:
         """Epoch, position and the epoch's order (as tensors, or lists for DCP, whose
-        templates cannot change a tensor's size)."""
-        order = self.order or []
+        templates cannot change a tensor's size); distributed, the global order."""
+        order = (self.global_order if self.distributed else self.order) or []
         indices = [i for b in order for i in b]
         lengths = [len(b) for b in order]
         return {
@@ -88,15 +111,36 @@ class ResumableBatches:
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Continue where :meth:`state_dict` was taken."""
+        """Continue where :meth:`state_dict` was taken (distributed: this rank's share of each
+        global batch at the present world size)."""
         self.epoch = int(state["epoch"])
         self.position = int(state["position"])
-        if state["has_order"]:
-            indices = torch.as_tensor(state["indices"], dtype=torch.int64).tolist()
-            order, start = [], 0
-            for length in torch.as_tensor(state["lengths"], dtype=torch.int64).tolist():
-                order.append(indices[start : start + length])
-                start += length
+        self.order = self.global_order = None
+        if not state["has_order"]:
+            return
+        indices = torch.as_tensor(state["indices"], dtype=torch.int64).tolist()
+        order, start = [], 0
+        for length in torch.as_tensor(state["lengths"], dtype=torch.int64).tolist():
+            order.append(indices[start : start + length])
+            start += length
+        if not self.distributed:
             self.order = order
-        else:
-            self.order = None
+            return
+        self.global_order = order
+        rank, world = dist.get_rank(), dist.get_world_size()
+        if any(len(batch) < world for batch in order[self.position :]):
+            raise ValueError(
+                f"a global batch of the checkpoint's epoch is smaller than the {world} ranks "
+                "resuming it; resume on fewer nodes or use a larger batch"
+            )
+        self.order = rank_share(order, rank, world)
+
+
+def rank_share(global_batches: list[list[int]], rank: int, world: int) -> list[list[int]]:
+    """``rank``'s part of each global batch when ``world`` ranks share them: contiguous, as
+    even as can be, in rank order (so ``world`` parts of a batch make it up again, and at the
+    size that gathered them each rank gets back its own batches)."""
+    return [
+        [int(i) for i in part]
+        for part in (np.array_split(np.asarray(batch), world)[rank] for batch in global_batches)
+    ]

@@ -2,10 +2,10 @@
 
 Every rank writes its part of ``step-{N}/`` and DCP writes ``.metadata`` last, which is the
 commit; after a barrier rank 0 moves ``latest`` (atomically). Replicated state (a DDP model, the
-optimizer, counters) goes through DCP, which writes it once. State that differs per rank (RNG,
-data order and position) sits under ``state["ranks"]["rank{r}"]``; DCP keeps only rank 0's
+optimizer, counters, the global data order) goes through DCP, which writes it once. State that
+differs per rank (its RNG) sits under ``state["ranks"]["rank{r}"]``; DCP keeps only rank 0's
 non-tensor values, so each rank writes its own part to ``rank{r}.json`` + ``rank{r}.bin``
-before the DCP commit.
+before the DCP commit. A rank the writing group did not have (the job grew) loads no part.
 Saves can run in the background (``dcp.async_save``); every rank must call :meth:`save`,
 :meth:`wait` and :meth:`load` together. Checkpoint collectives run on a process group of their
 own: a background save's collectives would otherwise interleave with training's (DDP's
@@ -138,14 +138,9 @@ class DistributedCheckpointer:
         state = dict(template())
         wanted = state.pop("ranks", None)
         dcp.load(state, checkpoint_id=path, process_group=self.group)
-        if wanted is not None:
-            try:
-                state["ranks"] = {f"rank{self.rank}": _read_rank_part(path, self.rank)}
-            except FileNotFoundError as exc:
-                raise CheckpointError(
-                    f"{path}: no state for rank {self.rank}; the checkpoint was written by "
-                    "fewer ranks"
-                ) from exc
+        if wanted is not None:  # none for a rank the writing group did not have (it grew)
+            own = os.path.exists(os.path.join(path, f"rank{self.rank}.json"))
+            state["ranks"] = {f"rank{self.rank}": _read_rank_part(path, self.rank)} if own else {}
         return Checkpoint(step=int(choice[0]), state=state, url=self.root)
 
     def close(self) -> None:

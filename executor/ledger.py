@@ -151,8 +151,10 @@ class Ledger:
         nbytes: int | None = None,
         detail: str | None = None,
         on_demand_price: float | None = None,
+        node: str | None = None,
     ) -> None:
-        """Append one entry (``on_demand_price``: the baseline's rate for its hours)."""
+        """Append one entry (``on_demand_price``: the baseline's rate for its hours; ``node``:
+        which node of a multi-node job it is about)."""
         self._seq += 1
         self._submit(
             Write.ENTRY,
@@ -168,6 +170,7 @@ class Ledger:
             bytes=nbytes,
             detail=detail,
             on_demand_price=on_demand_price,
+            node=node,
         )
 
     def running_in(self, process_group: int | None) -> None:
@@ -395,6 +398,8 @@ class JobReport:
     migrations: int
     lost_work_hours: float
     checkpoint_bytes: int
+    nodes: dict[str, dict[str, MarketUse]]
+    """A multi-node job's hours and cost per node and market (empty for one node)."""
     entries: int
     """Ledger entries (instances, notices, preemptions, ... each one)."""
     pending_writes: int = 0
@@ -433,6 +438,12 @@ def _report(job: pd.Series, entries: pd.DataFrame, *, pending: int) -> JobReport
         )
         for market, group in instances.groupby("market")
     }
+    nodes: dict[str, dict[str, MarketUse]] = {}
+    for (node, market), group in instances.dropna(subset=["node"]).groupby(["node", "market"]):
+        nodes.setdefault(str(node), {})[str(market)] = MarketUse(
+            hours=round(float(group.hours.sum()), 4),
+            cost_usd=round(float(group.cost_usd.sum()), 4),
+        )
     lost = entries[entries.kind == EntryKind.LOST_WORK]
     lost_hours = float(lost.hours.sum()) if not lost.empty else 0.0
     recovery = float((lost.hours * lost.price).sum()) if not lost.empty else 0.0
@@ -472,6 +483,7 @@ def _report(job: pd.Series, entries: pd.DataFrame, *, pending: int) -> JobReport
         migrations=int((entries.kind == EntryKind.MIGRATION).sum()),
         lost_work_hours=round(lost_hours, 4),
         checkpoint_bytes=checkpoint_bytes,
+        nodes=nodes,
         entries=len(entries),
         pending_writes=pending,
         sweep=None if pd.isna(job.get("sweep")) else str(job.get("sweep")),

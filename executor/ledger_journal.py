@@ -64,7 +64,10 @@ ENTRY_COLUMNS = (
     "bytes",
     "detail",
     "on_demand_price",
+    "node",
 )
+SINCE_V7 = ("node",)
+"""Entry columns a journal written before version 7 of the ledger's tables lacks (None there)."""
 _TIMES = frozenset({"started", "ts", "ended"})
 _JOB_ID = re.compile(r"[0-9A-Za-z_-]{1,64}")
 
@@ -138,6 +141,8 @@ class LedgerWrite:
         write, values = Write(str(raw.get("write"))), raw["values"]
         if write is Write.START:
             values = {**dict.fromkeys(SINCE_V6), **values}
+        elif write is Write.ENTRY:
+            values = {**dict.fromkeys(SINCE_V7), **values}
         return cls(write, values)
 
 

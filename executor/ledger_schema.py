@@ -9,7 +9,8 @@ a job can be cancelled even if its supervisor died; version 3 marks jobs run on 
 sources (``jobs.prices``, JSON) and, per instance and lost work, the on-demand price of the same
 instance type in the same region (``ledger.on_demand_price``), the baseline's rate; version 5
 says what a simulated job's replay was and how fast it ran (``jobs.simulation``); version 6 names
-the sweep and trial a job ran for (``jobs.sweep``, ``jobs.trial``; None for a lone job).
+the sweep and trial a job ran for (``jobs.sweep``, ``jobs.trial``; None for a lone job); version 7
+names the node of a multi-node job each entry is about (``ledger.node``; None for one node).
 """
 
 from __future__ import annotations
@@ -51,6 +52,9 @@ LEDGER = register_schema(
             """
     ALTER TABLE jobs ADD COLUMN sweep VARCHAR;
     ALTER TABLE jobs ADD COLUMN trial INTEGER;
+    """,
+            """
+    ALTER TABLE ledger ADD COLUMN node VARCHAR;
     """,
         ),
         ("jobs", "ledger"),

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from spotwise.executor.elastic import NodePlan, NodeSupervisor
 from spotwise.executor.job_log import JobLog, log_folder
 from spotwise.executor.launchers.base import Launcher
 from spotwise.executor.ledger import JobInfo, JobReport, Ledger
@@ -67,9 +68,11 @@ def supervise(
     sweep: str | None = None,
     trial: int | None = None,
     on_event: EventWatcher | None = None,
+    nodes: NodePlan | None = None,
 ) -> SupervisedJob:
     """Run ``command`` under the supervisor on ``launcher``, to its end in the ledger (as job
-    ``job_id``, a new id by default; of ``sweep``'s ``trial`` when given)."""
+    ``job_id``, a new id by default; of ``sweep``'s ``trial`` when given); with ``nodes``, as an
+    elastic job on that many nodes (:mod:`spotwise.executor.elastic`)."""
     job = config.job
     prices = config.prices or PriceBook.flat(launcher.pools, job.spot_price, job.on_demand_price)
     config = dataclasses.replace(config, prices=prices)
@@ -91,9 +94,13 @@ def supervise(
         job_id=job_id,
     )
     log = JobLog(log_folder(store_path, ledger.job_id))
-    supervisor = Supervisor(
-        launcher, client_for, config, ledger, progress, log=log, on_event=on_event
-    )
+    supervisor: Supervisor | NodeSupervisor
+    if nodes is None:
+        supervisor = Supervisor(
+            launcher, client_for, config, ledger, progress, log=log, on_event=on_event
+        )
+    else:
+        supervisor = NodeSupervisor(launcher, client_for, config, ledger, nodes, progress, log=log)
     try:
         run = supervisor.run(command)
         cloud_hours = launcher.now_hours()

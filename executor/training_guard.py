@@ -64,6 +64,19 @@ def set_rng_state(state: dict[str, Any]) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
+def derived_rng_state(step: int, rank: int) -> dict[str, Any]:
+    """RNG states for a rank that joins a job at ``step`` with none of its own, drawn from a
+    seed of both (the same on every run that joins there)."""
+    saved = rng_state()
+    seed = step * 1_000_003 + rank
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+    state = rng_state()
+    set_rng_state(saved)
+    return state
+
+
 class Guard:
     """Tracks steps, decides when to checkpoint, and saves and restores everything."""
 
@@ -92,7 +105,7 @@ class Guard:
             scheduler,
             scaler,
         )
-        self.data = ResumableBatches(loader)
+        self.data = ResumableBatches(loader, distributed=self.rank is not None)
         self.epochs = epochs
         self.fixed_interval_s = interval_s
         self.mtbf_s = mtbf_s
@@ -108,8 +121,9 @@ class Guard:
     # ---- state --------------------------------------------------------------------------
 
     def state(self) -> dict[str, Any]:
-        """Everything a bitwise-identical resume needs. In a distributed job the RNG and data
-        state sit under this rank's key, and model and optimizer come from DCP's helpers."""
+        """Everything a bitwise-identical resume needs. In a distributed job the RNG state sits
+        under this rank's key, the data order is the global one (the same on every rank, valid
+        at any world size), and model and optimizer come from DCP's helpers."""
         if self.rank is None:
             model = self.model.state_dict()
             optimizer = self.optimizer.state_dict() if self.optimizer else None
@@ -117,13 +131,14 @@ class Guard:
             from torch.distributed.checkpoint.state_dict import get_state_dict
 
             model, optimizer = get_state_dict(self.model, self.optimizer or [])
-        local = {"rng": rng_state(), "data": self.data.state_dict(as_lists=self.rank is not None)}
+        rng = {"rng": rng_state()}
         return {
             "model": model,
             "optimizer": optimizer,
             "scheduler": self.scheduler.state_dict() if self.scheduler else None,
             "scaler": self.scaler.state_dict() if self.scaler else None,
-            **(local if self.rank is None else {"ranks": {f"rank{self.rank}": local}}),
+            "data": self.data.state_dict(as_lists=self.rank is not None),
+            **(rng if self.rank is None else {"ranks": {f"rank{self.rank}": rng}}),
             "step": self.step_count,
             "finished": self.finished,
         }
@@ -148,17 +163,18 @@ class Guard:
                 model_state_dict=state["model"],
                 optim_state_dict=state["optimizer"],
             )
-            local = state["ranks"][f"rank{self.rank}"]
+            # a rank the checkpoint's group did not have (the job grew) starts its own RNG
+            local = state["ranks"].get(f"rank{self.rank}") or {"rng": None}
         if self.scheduler and state["scheduler"] is not None:
             self.scheduler.load_state_dict(state["scheduler"])
         if self.scaler and state["scaler"] is not None:
             self.scaler.load_state_dict(state["scaler"])
-        self.data.load_state_dict(local["data"])
+        self.data.load_state_dict(state["data"])
         self.step_count = int(state["step"])
         self.finished = bool(state["finished"])
         self.resumed_from = checkpoint.step
         # Restored after the data iterator is created, which draws from the RNG.
-        self._pending_rng = local["rng"]
+        self._pending_rng = local["rng"] or derived_rng_state(self.step_count, self.rank or 0)
         return True
 
     def _restore_rng(self) -> None:

@@ -43,6 +43,7 @@ from spotwise.policy.errors import PolicyError
 from spotwise.pricing.errors import PricingError
 
 if TYPE_CHECKING:
+    from spotwise.executor.elastic import NodePlan
     from spotwise.pricing.operational import OperationalStore
 
 jobs_app = typer.Typer(
@@ -253,7 +254,29 @@ def run(
         str | None,
         typer.Option("--pools", help="Pools to use (local: trace names; aws: zones)."),
     ] = None,
-    nnodes: Annotated[str, typer.Option("--nnodes", help="torchrun: MIN:MAX nodes.")] = "1:2",
+    nnodes: Annotated[
+        str,
+        typer.Option(
+            "--nnodes", help="torchrun: MIN:MAX nodes of a job whose other nodes you start."
+        ),
+    ] = "1:2",
+    nodes: Annotated[
+        str | None,
+        typer.Option(
+            "--nodes",
+            help="torchrun: MIN:MAX nodes that Spotwise launches and keeps: the rendezvous host "
+            "and the on-demand floor, the rest on spot; a node taken back is replaced alone.",
+            show_default=False,
+        ),
+    ] = None,
+    on_demand_floor: Annotated[
+        str,
+        typer.Option(
+            "--on-demand-floor",
+            help="With --nodes: K on-demand nodes (the rendezvous host among them, MIN <= K <= "
+            "MAX), or auto: from the forecast and the deadline, chosen again as the run goes.",
+        ),
+    ] = "auto",
     nproc_per_node: Annotated[
         int, typer.Option("--nproc-per-node", min=1, help="torchrun: processes per node.")
     ] = 1,
@@ -381,6 +404,9 @@ def run(
     kind = LAUNCHERS.get(launcher)
     if kind is None:
         fail(f"--launcher must be one of {', '.join(LAUNCHERS)}, got {launcher[:40]!r}")
+    plan = None
+    if nodes is not None:
+        plan = _node_plan(nodes, on_demand_floor, rdzv_endpoint, nproc_per_node, launcher)
     names = tuple(p.strip() for p in pools.split(",") if p.strip()) if pools else ()
     try:
         low, _, high = nnodes.partition(":")
@@ -408,7 +434,8 @@ def run(
             setup=tuple(setup or ()),
         )
         chosen = kind.build(launch)
-        command = kind.wrap(command, launch)
+        if plan is None:  # with --nodes every node's command is wrapped as it is launched
+            command = kind.wrap(command, launch)
         with open_store(store) as market:
             store_path = market.path
             prices = price_book(
@@ -455,6 +482,7 @@ def run(
             client_for=client_factory(policy_url, settings.current().api_token),
             name=name or job_name(command),
             progress=lambda m: err.print(f"… {m}"),
+            nodes=plan,
         )
     except Cancelled as exc:
         err.print(f"{exc}")
@@ -464,6 +492,35 @@ def run(
     except (ExecutorError, PolicyError, PricingError) as exc:
         fail(str(exc))
     _print_report(supervised.to_dict(), as_json)
+
+
+def _node_plan(
+    nodes: str, floor: str, rdzv_endpoint: str, nproc_per_node: int, launcher: str
+) -> NodePlan:
+    """``--nodes MIN:MAX`` and ``--on-demand-floor K|auto`` as a plan, or a clear exit."""
+    from spotwise.executor.elastic import NodePlan
+
+    if launcher != "torchrun":
+        fail(
+            f"--nodes needs --launcher torchrun (got {launcher}): Spotwise launches each node "
+            "as a torchrun elastic agent on the replayed market; on AWS, run one node per "
+            "instance with --nnodes for now"
+        )
+    low, _, high = nodes.partition(":")
+    if not (low.isdigit() and (high.isdigit() or not high)):
+        fail(f"--nodes must be MIN:MAX or N (whole numbers), got {nodes[:40]!r}")
+    if floor != "auto" and not floor.isdigit():
+        fail(f"--on-demand-floor must be a whole number or auto, got {floor[:40]!r}")
+    try:
+        return NodePlan(
+            min_nodes=int(low),
+            max_nodes=int(high or low),
+            floor=None if floor == "auto" else int(floor),
+            nproc_per_node=nproc_per_node,
+            rdzv_endpoint=rdzv_endpoint,
+        )
+    except ValueError as exc:
+        fail(str(exc))
 
 
 def _drill_seconds(after: str | None, every: str | None) -> float | None:

@@ -302,12 +302,13 @@ class LocalLauncher:
             on_end=self._ended,
             log=log,
         )
-        self._running = instance
+        if self._running is None:  # the first of several (an elastic job's host) paces them
+            self._running = instance
         return instance
 
     def _ended(self, instance: LocalInstance) -> None:
-        self.pace.ended(instance)
         if self._running is instance:
+            self.pace.ended(instance)
             self._running = None
 
     def preemption(self, instance: Any) -> Preemption | None:

@@ -14,7 +14,7 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
-from spotwise.executor.data import ResumableBatches
+from spotwise.executor.data import ResumableBatches, rank_share
 from spotwise.executor.errors import PREEMPTED_EXIT_CODE
 from spotwise.executor.interval import checkpoint_interval_s
 from spotwise.executor.training_guard import guard
@@ -133,6 +133,19 @@ def test_data_order_resumes_mid_epoch() -> None:
     second.load_state_dict(saved)
     tail = [b[0].tolist() for b in second.iterate(2, after_start=lambda: torch.set_rng_state(rng))]
     assert head + tail == full
+
+
+def test_a_global_batch_is_shared_whole_at_any_world_size() -> None:
+    """The global batches two ranks drew, resumed by one, two or three ranks: every sample
+    once, in its batch; two ranks get back exactly what they drew."""
+    rank0, rank1 = [[5, 1, 7], [0, 9, 2]], [[3, 8, 6], [4, 11, 10]]
+    global_batches = [a + b for a, b in zip(rank0, rank1, strict=True)]
+    assert [rank_share(global_batches, r, 2) for r in (0, 1)] == [rank0, rank1]
+    assert rank_share(global_batches, 0, 1) == global_batches
+    for world in (1, 2, 3, 4):
+        shares = [rank_share(global_batches, r, world) for r in range(world)]
+        for b, batch in enumerate(global_batches):
+            assert [i for share in shares for i in share[b]] == batch
 
 
 def test_interval_is_daly_from_the_measured_stall_and_never_below_a_persist() -> None:
