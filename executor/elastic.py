@@ -17,14 +17,11 @@ notice and preemption go to the ledger under the node's name.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 import signal
-import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from types import FrameType
 from typing import Literal
 
 from spotwise.executor.clock import SYSTEM_CLOCK, Clock
@@ -34,7 +31,12 @@ from spotwise.executor.launchers.base import Instance, Launcher, Placement
 from spotwise.executor.launchers.torchrun import Elastic, torchrun_command
 from spotwise.executor.ledger import EntryKind, JobStatus, Ledger
 from spotwise.executor.prices import PriceBook
-from spotwise.executor.supervisor import ClientFor, RunReport, SupervisorConfig
+from spotwise.executor.supervisor import (
+    ClientFor,
+    RunReport,
+    SupervisorConfig,
+    cancel_on_signals,
+)
 from spotwise.policy.client import PolicyClient
 from spotwise.progress import Progress, silent
 
@@ -158,22 +160,6 @@ class NodeSupervisor:
         """Stop the job: every node gets a notice now and is killed after the grace."""
         self._cancel = signum
 
-    @contextlib.contextmanager
-    def _stop_on_signals(self) -> Iterator[None]:
-        if threading.current_thread() is not threading.main_thread():
-            yield
-            return
-
-        def handler(signum: int, _: FrameType | None) -> None:
-            self.cancel(signum)
-
-        previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGINT)}
-        try:
-            yield
-        finally:
-            for s, old in previous.items():
-                signal.signal(s, old)
-
     def run(self, command: Sequence[str]) -> NodeRunReport:
         """Run ``command`` on the nodes until it completes; the job is never left ``running``.
 
@@ -183,7 +169,7 @@ class NodeSupervisor:
             Cancelled: on SIGTERM/SIGINT, after the nodes had their grace.
         """
         try:
-            with self._stop_on_signals():
+            with cancel_on_signals(self.cancel):
                 self._run(command)
         except Cancelled:
             self._end_all()

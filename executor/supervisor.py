@@ -117,6 +117,24 @@ class RunReport:
     events: list[dict[str, object]] = field(default_factory=list)
 
 
+@contextlib.contextmanager
+def cancel_on_signals(cancel: Callable[[int], None]) -> Iterator[None]:
+    """SIGTERM and SIGINT call ``cancel`` while the job runs (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, _: FrameType | None) -> None:
+        cancel(signum)
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for s, old in previous.items():
+            signal.signal(s, old)
+
+
 class Supervisor:
     """Runs one command to completion on a launcher, guided by a policy client."""
 
@@ -164,23 +182,6 @@ class Supervisor:
         if self._cancel is not None and self._instance is not None:
             self._instance.kill()
         self._cancel = signum
-
-    @contextlib.contextmanager
-    def _stop_on_signals(self) -> Iterator[None]:
-        """SIGTERM and SIGINT cancel the job while it runs (main thread only)."""
-        if threading.current_thread() is not threading.main_thread():
-            yield
-            return
-
-        def handler(signum: int, _: FrameType | None) -> None:
-            self.cancel(signum)
-
-        previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGINT)}
-        try:
-            yield
-        finally:
-            for s, old in previous.items():
-                signal.signal(s, old)
 
     def _client(self) -> PolicyClient:
         """The policy client over the history so far, built again only when it has grown."""
@@ -257,7 +258,7 @@ class Supervisor:
             Cancelled: on SIGTERM/SIGINT (or :meth:`cancel`), after the job had its grace.
         """
         try:
-            with self._stop_on_signals():
+            with cancel_on_signals(self.cancel):
                 self._run(command)
         except Cancelled:
             self.ledger.finish(JobStatus.CANCELLED)
