@@ -142,6 +142,18 @@ def context_for(
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Sight:
+    """Each pool's availability as last seen, and when (trace ticks; -inf: never)."""
+
+    up: np.ndarray
+    at: np.ndarray
+
+    @classmethod
+    def blank(cls, n_pools: int) -> Sight:
+        return cls(np.zeros(n_pools, dtype=bool), np.full(n_pools, -np.inf))
+
+
 class JobRun:
     """One job on a trace, one tick at a time: :meth:`observe` the tick, then :meth:`step` it
     with an action. :func:`simulate` and the RL environment both drive the simulator this way."""
@@ -153,15 +165,18 @@ class JobRun:
         start: int,
         checkpoint: CheckpointMode | None = None,
         visibility: Visibility = EVERYTHING,
+        sight: Sight | None = None,
     ) -> None:
+        """``sight``: what launches and instances showed of each pool, shared with other jobs
+        (a fleet's controller sees what all of its jobs see; default: this job's own)."""
         job = spec.ticks(traces.gap_seconds)
         self.job, self.start, self.checkpoint = job, start, checkpoint
         self.observe_mode = visibility.observe
         self._probe_ticks = visibility.probe_ticks(traces.gap_seconds)
         self._blocked_until = 0
         n_pools = len(traces.pools)
-        self._seen = np.zeros(n_pools, dtype=bool)
-        self._seen_at = np.full(n_pools, -np.inf)
+        sight = sight or Sight.blank(n_pools)
+        self._seen, self._seen_at = sight.up, sight.at
         self._available = traces.available
         self._prices = traces.spot_prices(spec.spot_price)
         self._speed = [p.speed for p in traces.pools]
@@ -213,7 +228,7 @@ class JobRun:
             ):
                 obs.preempted = True
                 self.preemptions += 1
-                self._seen[z], self._seen_at[z] = False, self.tick
+                self._seen[z], self._seen_at[z] = False, now
                 if self.checkpoint is not None:
                     if self._lost_on_preemption:
                         self.lost += self.progress - self._committed
@@ -229,9 +244,9 @@ class JobRun:
             return obs
         if self._state >= SPOT0:
             z = self._state - SPOT0
-            self._seen[z], self._seen_at[z] = True, self.tick
+            self._seen[z], self._seen_at[z] = True, now
         assert obs.seen_age is not None
-        np.subtract(self.tick, self._seen_at, out=obs.seen_age)
+        np.subtract(now, self._seen_at, out=obs.seen_age)
         obs.available = self._seen & (obs.seen_age == 0)
         return obs
 
@@ -242,7 +257,7 @@ class JobRun:
         named = list(action.named_pools())
         if self.observe_mode == "probe":
             self._seen[named] = self._available[named, now]
-            self._seen_at[named] = self.tick
+            self._seen_at[named] = now
         best, best_price = -1, math.inf
         for z in named:
             price = self._prices[z, now]

@@ -188,6 +188,88 @@ def _cell(stats: dict[str, object]) -> str:
     return f"{ratio:.3f} ({_share(stats['gap_share'])}){misses}"  # type: ignore[arg-type]
 
 
+@bench_app.command("fleet")
+def bench_fleet(
+    traces: Annotated[
+        Path | None,
+        typer.Option(
+            "--traces",
+            help="Folder of 1-node CBL JSON traces, one pool per file (default: the "
+            "bundled 9-zone aws-02-15-2023 traces).",
+            show_default=False,
+        ),
+    ] = None,
+    budget: Annotated[
+        float,
+        typer.Option("--budget-usd-per-hour", min=0.0, help="The fleet's budget in $/h."),
+    ] = 15.0,
+    changeover_hours: ChangeoverHours = REFERENCE.changeover_hours,
+    spot_price: SpotPrice = REFERENCE.spot_price,
+    on_demand_price: OnDemandPrice = REFERENCE.on_demand_price,
+    test_from_hours: Annotated[
+        float,
+        typer.Option("--test-from-hours", min=0.0, help="The first fleet starts here."),
+    ] = 480.0,
+    start_every_hours: Annotated[
+        float, typer.Option("--start-every-hours", min=1.0, help="Hours between fleet starts.")
+    ] = 24.0,
+    observe: ObserveOption = "probe",
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
+) -> None:
+    """Twelve one-day jobs in three tiers (high, normal, low) under one budget, simulated on
+    real traces, against every job under `best` on its own (simulated dollars)."""
+    from spotwise.policy.fleet import (
+        FleetMarket,
+        default_fleet,
+        fleet_starts,
+        run_fleet_bench,
+    )
+    from spotwise.policy.simulate import Visibility
+    from spotwise.policy.traces import load_traces
+
+    mode = _observe_mode(observe)
+    try:
+        trace_set = load_traces(traces or settings.bundled_traces())
+        fleet = default_fleet()
+        summary = run_fleet_bench(
+            trace_set,
+            fleet,
+            fleet_starts(trace_set, fleet, test_from_hours, start_every_hours),
+            budget_usd_per_hour=budget,
+            market=FleetMarket(
+                spot_price=spot_price,
+                on_demand_price=on_demand_price,
+                changeover_hours=changeover_hours,
+            ),
+            visibility=Visibility(observe=mode),
+        )
+    except (PolicyError, ValueError) as exc:
+        fail(str(exc))
+    if as_json:
+        out.print_json(data=summary)
+        return
+    table = Table(title=f"fleet under {budget:g} $/h, {summary['fleets']} fleets (simulated $)")
+    for column in ("tier", "jobs", "fleet $", "misses", "on its own $", "misses alone"):
+        table.add_column(column)
+    tiers, alone = summary["tiers"], summary["independent_tiers"]
+    assert isinstance(tiers, dict) and isinstance(alone, dict)
+    for tier, row in tiers.items():
+        table.add_row(
+            tier,
+            str(row["jobs"]),
+            f"{row['cost_usd']:.2f}",
+            f"{row['deadline_miss_rate']:.1%}",
+            f"{alone[tier]['cost_usd']:.2f}",
+            f"{alone[tier]['deadline_miss_rate']:.1%}",
+        )
+    out.print(table)
+    out.print(
+        f"fleet ${summary['fleet_cost_usd']} vs every job on its own "
+        f"${summary['independent_best_cost_usd']}; within budget "
+        f"{summary['share_of_hours_within_budget']:.1%} of hours"
+    )
+
+
 @bench_app.command("policy")
 def bench_policy(
     traces: Annotated[

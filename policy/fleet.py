@@ -1,0 +1,308 @@
+"""Many jobs under one budget: priority tiers over the single-job policy, simulated on traces.
+
+Every job of a fleet runs the single-job ``best`` policy on its own simulator
+(:class:`~spotwise.policy.simulate.JobRun`), all in lockstep; each tick a fleet controller
+grants or refuses what the jobs ask, highest tier first, against the fleet's budget in $/h:
+
+- ``high`` gets what it asks (on-demand as soon as its deadline asks for it);
+- ``normal`` gets spot, and on-demand while the budget has room for it, or once its safety
+  net asks (its slack down to two changeovers: a normal job does not miss to save money);
+- ``low`` runs only on spot, and only while the budget has room for it; it never buys
+  on-demand (where its policy asks for it, it asks for spot in every pool it may) and may
+  wait, so it may miss. The bench charges a missed job's unfinished work at on-demand, the
+  cost of finishing it, so a miss is never a saving.
+
+A refused request leaves the job idle (a running instance is let go); the job's policy sees
+that on its next tick and adapts. Jobs move back from on-demand to spot when spot returns as
+``best`` does (its rule 4), which releases the on-demand capacity. The comparison is every job
+running ``best`` on its own, with no budget (:func:`independent_costs`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from spotwise.policy.job import JobSpec
+from spotwise.policy.policies.base import (
+    ON_DEMAND,
+    SPOT0,
+    WAIT,
+    JobContext,
+    Observation,
+    request,
+)
+from spotwise.policy.policies.rules import slack_ticks
+from spotwise.policy.registry import load
+from spotwise.policy.simulate import EVERYTHING, JobRun, Sight, Visibility, context_for
+from spotwise.policy.traces import TraceSet
+
+Tier = Literal["high", "normal", "low"]
+TIERS: tuple[Tier, ...] = ("high", "normal", "low")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FleetJob:
+    """One job of a fleet: its tier, its size and deadline, and when it arrives."""
+
+    name: str
+    tier: Tier
+    compute_hours: float
+    deadline_hours: float
+    arrives_hours: float = 0.0
+    """Hours after the fleet's start at which the job is submitted."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FleetJobResult:
+    job: FleetJob
+    cost_usd: float
+    done: bool
+    unfinished_hours: float = 0.0
+    """Work left at the deadline (a missed job's); the bench charges it at on-demand."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FleetResult:
+    """How one fleet went: each job, and the hours the fleet spent within its budget."""
+
+    jobs: tuple[FleetJobResult, ...]
+    hours: float
+    """Hours with at least one job in flight."""
+    hours_over_budget: float
+
+
+def default_fleet() -> tuple[FleetJob, ...]:
+    """Twelve one-day jobs arriving over a day: three urgent, five ordinary, four that can
+    wait (deadlines 1.5, 2 and 3 times their work)."""
+    shapes: dict[Tier, tuple[int, float]] = {
+        "high": (3, 36.0),
+        "normal": (5, 48.0),
+        "low": (4, 72.0),
+    }
+    jobs, i = [], 0
+    for tier, (count, deadline) in shapes.items():
+        for _ in range(count):
+            jobs.append(
+                FleetJob(
+                    name=f"{tier}-{i}",
+                    tier=tier,
+                    compute_hours=24.0,
+                    deadline_hours=deadline,
+                    arrives_hours=2.0 * i,
+                )
+            )
+            i += 1
+    return tuple(jobs)
+
+
+def fleet_span_hours(fleet: Sequence[FleetJob]) -> float:
+    """Hours from the fleet's start to its last deadline."""
+    return max(j.arrives_hours + j.deadline_hours for j in fleet)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FleetMarket:
+    """The prices and the changeover every job of the fleet shares."""
+
+    spot_price: float
+    on_demand_price: float
+    changeover_hours: float = 0.2
+
+    def spec(self, job: FleetJob) -> JobSpec:
+        return JobSpec(
+            compute_hours=job.compute_hours,
+            deadline_hours=job.deadline_hours,
+            changeover_hours=self.changeover_hours,
+            spot_price=self.spot_price,
+            on_demand_price=self.on_demand_price,
+        )
+
+
+def simulate_fleet(
+    traces: TraceSet,
+    fleet: Sequence[FleetJob],
+    start: int,
+    *,
+    budget_usd_per_hour: float,
+    market: FleetMarket,
+    policy: str = "best",
+    visibility: Visibility = EVERYTHING,
+    shared_sight: bool = True,
+) -> FleetResult:
+    """Run ``fleet`` from tick ``start`` of ``traces`` under the tiers and the budget; with
+    ``shared_sight`` every job sees what any job's launches and instances showed."""
+    gap_hours = traces.gap_seconds / 3600
+    sight = Sight.blank(len(traces.pools)) if shared_sight else None
+    runs, policies, contexts, arrivals = [], [], [], []
+    for job in fleet:
+        spec = market.spec(job)
+        begin = start + round(job.arrives_hours / gap_hours)
+        context = context_for(traces, spec, begin, None, visibility=visibility)
+        chosen = load(policy)
+        chosen.reset(context)
+        runs.append(JobRun(traces, spec, begin, None, visibility, sight))
+        policies.append(chosen)
+        contexts.append(context)
+        arrivals.append(begin - start)
+    order = sorted(range(len(fleet)), key=lambda i: TIERS.index(fleet[i].tier))
+    tick = hours = over = 0.0
+    end = max(a + r.job.deadline for a, r in zip(arrivals, runs, strict=True))
+    while tick < end:
+        spend = 0.0
+        active = False
+        for i in order:
+            run, job = runs[i], fleet[i]
+            if tick < arrivals[i] or run.over:
+                continue
+            active = True
+            obs = run.observe()
+            action = policies[i].act(obs)
+            want = action.instance
+            price = 0.0
+            if want >= SPOT0:
+                price = float(obs.prices[want - SPOT0])
+            elif want == ON_DEMAND:
+                price = market.on_demand_price
+            if not _granted(job.tier, want, price, spend, budget_usd_per_hour, obs, contexts[i]):
+                action, price = WAIT, 0.0
+                if (
+                    job.tier == "low" and want == ON_DEMAND
+                ):  # spot instead, where the budget has room
+                    up = [z for z in obs.askable() if spend + obs.prices[z] <= budget_usd_per_hour]
+                    if up:
+                        action, price = request(up), float(max(obs.prices[up]))
+            spend += price
+            run.step(action)
+        if active:
+            hours += gap_hours
+            if spend > budget_usd_per_hour + 1e-9:
+                over += gap_hours
+        tick += 1
+    results = tuple(_result(job, run) for job, run in zip(fleet, runs, strict=True))
+    return FleetResult(jobs=results, hours=hours, hours_over_budget=over)
+
+
+def _result(job: FleetJob, run: JobRun) -> FleetJobResult:
+    left = max(0.0, run.job.work - run.progress) * run.job.hours_per_tick
+    return FleetJobResult(job=job, cost_usd=run.cost, done=run.finished, unfinished_hours=left)
+
+
+def _granted(
+    tier: Tier,
+    want: int,
+    price: float,
+    spend: float,
+    budget: float,
+    obs: Observation,
+    context: JobContext,
+) -> bool:
+    """Whether the controller lets a job of ``tier`` have ``want`` at ``price`` $/h with
+    ``spend`` $/h of the budget already taken this tick."""
+    if want < ON_DEMAND or tier == "high":
+        return True
+    room = spend + price <= budget + 1e-9
+    if tier == "low":
+        return want >= SPOT0 and room
+    if want >= SPOT0 or room:
+        return True
+    return slack_ticks(obs, context) <= 2 * context.job.changeover + 1
+
+
+def independent_costs(
+    traces: TraceSet,
+    fleet: Sequence[FleetJob],
+    start: int,
+    *,
+    market: FleetMarket,
+    policy: str = "best",
+    visibility: Visibility = EVERYTHING,
+) -> list[FleetJobResult]:
+    """Every job of ``fleet`` under ``policy`` on its own, with no budget and no tiers."""
+    gap_hours = traces.gap_seconds / 3600
+    results = []
+    for job in fleet:
+        begin = start + round(job.arrives_hours / gap_hours)
+        spec = market.spec(job)
+        chosen = load(policy)
+        chosen.reset(context_for(traces, spec, begin, None, visibility=visibility))
+        run = JobRun(traces, spec, begin, None, visibility)
+        while not run.over:
+            run.step(chosen.act(run.observe()))
+        results.append(_result(job, run))
+    return results
+
+
+def fleet_starts(
+    traces: TraceSet, fleet: Sequence[FleetJob], from_hours: float, every_hours: float
+) -> list[int]:
+    """Start ticks of fleets every ``every_hours`` from ``from_hours`` whose last deadline
+    falls inside the traces."""
+    tick_hours = traces.gap_seconds / 3600
+    last = traces.n_ticks * tick_hours - fleet_span_hours(fleet)
+    starts, hours = [], from_hours
+    while hours <= last + 1e-9:
+        starts.append(round(hours / tick_hours))
+        hours += every_hours
+    return starts
+
+
+def run_fleet_bench(
+    traces: TraceSet,
+    fleet: Sequence[FleetJob],
+    starts: Sequence[int],
+    *,
+    budget_usd_per_hour: float,
+    market: FleetMarket,
+    visibility: Visibility = EVERYTHING,
+) -> dict[str, object]:
+    """The fleet under tiers and the budget from each of ``starts``, against every job under
+    ``best`` on its own: cost and misses per tier, and the share of hours within budget."""
+    if not starts:
+        raise ValueError("no fleet fits between the first start and the end of the traces")
+    managed: list[FleetJobResult] = []
+    alone: list[FleetJobResult] = []
+    hours = over = 0.0
+    for start in starts:
+        run = simulate_fleet(
+            traces,
+            fleet,
+            start,
+            budget_usd_per_hour=budget_usd_per_hour,
+            market=market,
+            visibility=visibility,
+        )
+        managed += run.jobs
+        hours += run.hours
+        over += run.hours_over_budget
+        alone += independent_costs(traces, fleet, start, market=market, visibility=visibility)
+    return {
+        "tiers": _per_tier(managed),
+        "independent_tiers": _per_tier(alone),
+        "fleet_cost_usd": _total(managed, market),
+        "independent_best_cost_usd": _total(alone, market),
+        "share_of_hours_within_budget": round(1.0 - over / hours, 4) if hours else 1.0,
+        "fleets": len(starts),
+        "budget_usd_per_hour": budget_usd_per_hour,
+        "simulated": True,
+    }
+
+
+def _total(results: Sequence[FleetJobResult], market: FleetMarket) -> float:
+    """What the jobs cost, a missed job's unfinished work charged at on-demand (its finish)."""
+    unfinished = sum(r.unfinished_hours for r in results) * market.on_demand_price
+    return round(sum(r.cost_usd for r in results) + unfinished, 2)
+
+
+def _per_tier(results: Sequence[FleetJobResult]) -> dict[str, dict[str, float | int]]:
+    out: dict[str, dict[str, float | int]] = {}
+    for tier in TIERS:
+        mine = [r for r in results if r.job.tier == tier]
+        if mine:
+            out[tier] = {
+                "jobs": len(mine),
+                "cost_usd": round(sum(r.cost_usd for r in mine), 2),
+                "deadline_miss_rate": round(sum(not r.done for r in mine) / len(mine), 4),
+            }
+    return out
