@@ -87,6 +87,10 @@ class JobInfo:
     """The sweep this job is a trial of (None: a job of its own)."""
     trial: int | None = None
     """The trial's number in its sweep (a retry keeps the number of the trial it retries)."""
+    fleet: str | None = None
+    """The fleet this job ran in (None: a job of its own)."""
+    tier: str | None = None
+    """Its priority tier in the fleet: high, normal or low."""
 
 
 class Ledger:
@@ -132,6 +136,8 @@ class Ledger:
             simulation=info.simulation,
             sweep=info.sweep,
             trial=info.trial,
+            fleet=info.fleet,
+            tier=info.tier,
         )
 
     @property
@@ -339,6 +345,8 @@ def list_jobs(store: OperationalStore) -> list[dict[str, Any]]:
                 "status": str(job.status),
                 "sweep": None if pd.isna(job.sweep) else str(job.sweep),
                 "trial": None if pd.isna(job.trial) else int(job.trial),
+                "fleet": None if pd.isna(job.fleet) else str(job.fleet),
+                "tier": None if pd.isna(job.tier) else str(job.tier),
                 "simulated": bool(job.simulated) if not pd.isna(job.simulated) else False,
                 "started": job.started.to_pydatetime(),
                 "ended": None if pd.isna(job.ended) else job.ended.to_pydatetime(),
@@ -407,6 +415,9 @@ class JobReport:
     sweep: str | None = None
     """The sweep this job is a trial of (None: a job of its own)."""
     trial: int | None = None
+    fleet: str | None = None
+    """The fleet this job ran in, and its tier there (None: a job of its own)."""
+    tier: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready values."""
@@ -488,4 +499,6 @@ def _report(job: pd.Series, entries: pd.DataFrame, *, pending: int) -> JobReport
         pending_writes=pending,
         sweep=None if pd.isna(job.get("sweep")) else str(job.get("sweep")),
         trial=None if pd.isna(job.get("trial")) else int(job.get("trial")),
+        fleet=None if pd.isna(job.get("fleet")) else str(job.get("fleet")),
+        tier=None if pd.isna(job.get("tier")) else str(job.get("tier")),
     )

@@ -48,9 +48,11 @@ JOB_COLUMNS = (
     "simulation",
     "sweep",
     "trial",
+    "fleet",
+    "tier",
 )
-SINCE_V6 = ("sweep", "trial")
-"""Job columns a journal written before version 6 of the ledger's tables lacks (None there)."""
+ADDED_JOB_COLUMNS = ("sweep", "trial", "fleet", "tier")
+"""Job columns an older journal may lack (versions 6 and 8 of the ledger's tables; None there)."""
 ENTRY_COLUMNS = (
     "job_id",
     "seq",
@@ -66,8 +68,8 @@ ENTRY_COLUMNS = (
     "on_demand_price",
     "node",
 )
-SINCE_V7 = ("node",)
-"""Entry columns a journal written before version 7 of the ledger's tables lacks (None there)."""
+ADDED_ENTRY_COLUMNS = ("node",)
+"""Entry columns an older journal may lack (version 7 of the ledger's tables; None there)."""
 _TIMES = frozenset({"started", "ts", "ended"})
 _JOB_ID = re.compile(r"[0-9A-Za-z_-]{1,64}")
 
@@ -140,9 +142,9 @@ class LedgerWrite:
             raise ValueError("not a ledger write")
         write, values = Write(str(raw.get("write"))), raw["values"]
         if write is Write.START:
-            values = {**dict.fromkeys(SINCE_V6), **values}
+            values = {**dict.fromkeys(ADDED_JOB_COLUMNS), **values}
         elif write is Write.ENTRY:
-            values = {**dict.fromkeys(SINCE_V7), **values}
+            values = {**dict.fromkeys(ADDED_ENTRY_COLUMNS), **values}
         return cls(write, values)
 
 

@@ -10,7 +10,8 @@ sources (``jobs.prices``, JSON) and, per instance and lost work, the on-demand p
 instance type in the same region (``ledger.on_demand_price``), the baseline's rate; version 5
 says what a simulated job's replay was and how fast it ran (``jobs.simulation``); version 6 names
 the sweep and trial a job ran for (``jobs.sweep``, ``jobs.trial``; None for a lone job); version 7
-names the node of a multi-node job each entry is about (``ledger.node``; None for one node).
+names the node of a multi-node job each entry is about (``ledger.node``; None for one node);
+version 8 the fleet a job ran in and its priority tier (``jobs.fleet``, ``jobs.tier``).
 """
 
 from __future__ import annotations
@@ -55,6 +56,10 @@ LEDGER = register_schema(
     """,
             """
     ALTER TABLE ledger ADD COLUMN node VARCHAR;
+    """,
+            """
+    ALTER TABLE jobs ADD COLUMN fleet VARCHAR;
+    ALTER TABLE jobs ADD COLUMN tier VARCHAR;
     """,
         ),
         ("jobs", "ledger"),

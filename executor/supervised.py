@@ -69,6 +69,8 @@ def supervise(
     trial: int | None = None,
     on_event: EventWatcher | None = None,
     nodes: NodePlan | None = None,
+    fleet: str | None = None,
+    tier: str | None = None,
 ) -> SupervisedJob:
     """Run ``command`` under the supervisor on ``launcher``, to its end in the ledger (as job
     ``job_id``, a new id by default; of ``sweep``'s ``trial`` when given); with ``nodes``, as an
@@ -90,6 +92,8 @@ def supervise(
             prices=prices.to_dict(),
             sweep=sweep,
             trial=trial,
+            fleet=fleet,
+            tier=tier,
         ),
         job_id=job_id,
     )

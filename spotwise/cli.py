@@ -18,6 +18,7 @@ import spotwise.executor.ledger_schema  # noqa: F401  (every store the CLI opens
 from spotwise import (
     api_commands,
     dashboard_command,
+    fleet_commands,
     forecast_commands,
     policy_commands,
     run_commands,
@@ -71,6 +72,7 @@ app.command("run", context_settings={"allow_extra_args": True, "ignore_unknown_o
 )
 app.add_typer(run_commands.jobs_app, name="jobs")
 app.add_typer(sweep_commands.sweep_app, name="sweep")
+app.add_typer(fleet_commands.fleet_app, name="fleet")
 app.add_typer(run_commands.gc_app, name="gc")
 app.add_typer(run_commands.check_app, name="check")
 app.add_typer(run_commands.setup_app, name="setup")

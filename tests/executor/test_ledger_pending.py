@@ -217,11 +217,11 @@ def test_a_damaged_journal_does_not_hide_the_other_jobs(cli: CliRun, store_file:
 def test_a_journal_written_before_sweeps_still_replays(tmp_path: Path) -> None:
     """A job's start written by a Spotwise from before ``jobs.sweep`` and ``jobs.trial``
     (ledger schema 5) goes in with both empty."""
-    from spotwise.executor.ledger_journal import SINCE_V6, LedgerWrite, Write, apply_writes
+    from spotwise.executor.ledger_journal import ADDED_JOB_COLUMNS, LedgerWrite, Write, apply_writes
 
     ledger = Ledger(tmp_path / "market.duckdb", INFO)
     start = next(w for w in ledger._writes if w.write is Write.START)
-    old = {k: v for k, v in start.values.items() if k not in SINCE_V6}
+    old = {k: v for k, v in start.values.items() if k not in ADDED_JOB_COLUMNS}
     old["job_id"] = "before-sweeps"
     line = json.dumps({"write": "start", "values": old})
     write = LedgerWrite.from_line(line)

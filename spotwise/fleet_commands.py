@@ -1,0 +1,141 @@
+"""``spotwise fleet``: many jobs in priority tiers under one budget, and where they stand."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from spotwise import settings
+from spotwise.console import StoreOption, err, fail, open_operational_store, open_store, out
+from spotwise.executor.errors import ExecutorError
+
+fleet_app = typer.Typer(
+    help="Many jobs in priority tiers (high, normal, low) under one budget in $/h.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+
+
+@fleet_app.command("run")
+def fleet_run(
+    spec_path: Annotated[Path, typer.Argument(help="The fleet file (YAML or TOML).")],
+    traces: Annotated[
+        Path | None,
+        typer.Option(
+            "--traces", help="Traces to replay (default: the bundled ones).", show_default=False
+        ),
+    ] = None,
+    start_hours: Annotated[
+        float, typer.Option("--start-hours", min=0.0, help="Replay from this trace hour.")
+    ] = 0.0,
+    scale: Annotated[float, typer.Option("--scale", min=1.0, help="Trace s per wall s.")] = 360.0,
+    policy_name: Annotated[str, typer.Option("--policy-name", help="The policy.")] = "best",
+    changeover_hours: Annotated[
+        float, typer.Option("--changeover-hours", min=0.0, help="Hours a move costs.")
+    ] = 0.05,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the outcome as JSON.")] = False,
+    store: StoreOption = None,
+) -> None:
+    """Run every job of the fleet file at once on the replayed market, each under its
+    supervisor, granted what its tier allows within the budget; wait for all of them."""
+    from spotwise.executor.fleet import FleetJobSpec, load_fleet_spec, run_fleet
+    from spotwise.executor.launchers.local import Replay
+    from spotwise.executor.prices import price_book
+    from spotwise.executor.supervisor import SupervisorConfig
+    from spotwise.policy.client import in_process_for
+    from spotwise.policy.schemas import JobTerms
+    from spotwise.policy.traces import load_traces
+    from spotwise.pricing.quotes import REFERENCE_INSTANCE_TYPE
+
+    try:
+        spec = load_fleet_spec(spec_path)
+        trace_set = load_traces(traces or settings.bundled_traces())
+        with open_store(store) as market:
+            store_path = market.path
+            prices = price_book(market, trace_set.names, instance_type=REFERENCE_INSTANCE_TYPE)
+    except (ExecutorError, ValueError) as exc:
+        fail(str(exc))
+
+    def config_for(job: FleetJobSpec) -> SupervisorConfig:
+        terms = JobTerms(
+            compute_hours=job.compute_hours,
+            deadline_hours=job.deadline_hours,
+            changeover_hours=changeover_hours,
+            spot_price=prices.typical_spot(),
+            on_demand_price=prices.on_demand_quote().usd_per_hour,
+        )
+        return SupervisorConfig(job=terms, policy=policy_name, prices=prices, migrate_risk=1.0)
+
+    outcomes = run_fleet(
+        spec,
+        store_path=store_path,
+        launcher_for=lambda: Replay(
+            traces=trace_set, start_hours=start_hours, scale=scale
+        ).launcher(),
+        config_for=config_for,
+        client_for=in_process_for,
+        progress=lambda m: err.print(f"… {m}", highlight=False),
+    )
+    with open_operational_store(store) as ledger:
+        _print_status(_fleet_rows(ledger, spec.name), spec.name, as_json)
+    failed = [o for o in outcomes if o.error is not None]
+    for outcome in failed:
+        err.print(f"{outcome.spec.name}: {outcome.error}", highlight=False)
+    if failed:
+        raise typer.Exit(1)
+
+
+@fleet_app.command("status")
+def fleet_status(
+    name: Annotated[str, typer.Argument(help="The fleet's name (from its file).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    store: StoreOption = None,
+) -> None:
+    """The fleet's jobs by tier: status, cost so far, preemptions."""
+    with open_operational_store(store) as market:
+        rows = _fleet_rows(market, name)
+    if not rows:
+        fail(f"no fleet {name[:64]!r} in the ledger; `spotwise jobs list` shows every job")
+    _print_status(rows, name, as_json)
+
+
+def _fleet_rows(market: Any, name: str) -> list[dict[str, Any]]:
+    from spotwise.executor.fleet import TIERS
+    from spotwise.executor.ledger import list_jobs
+
+    rows = [r for r in list_jobs(market) if r["fleet"] == name]
+    return sorted(
+        rows, key=lambda r: (TIERS.index(r["tier"]) if r["tier"] in TIERS else 9, r["name"])
+    )
+
+
+def _print_status(rows: list[dict[str, Any]], name: str, as_json: bool) -> None:
+    simulated = any(r["simulated"] for r in rows)
+    total = round(sum(r["cost_usd"] for r in rows), 4)
+    if as_json:
+        jobs = [
+            {k: r[k] for k in ("job_id", "name", "tier", "status", "cost_usd", "preemptions")}
+            for r in rows
+        ]
+        out.print_json(
+            data={"fleet": name, "simulated": simulated, "cost_usd": total, "jobs": jobs}
+        )
+        return
+    label = " (simulated $: a replayed market)" if simulated else ""
+    table = Table(
+        "tier", "job", "status", "cost $", "preemptions", "job id", title=f"fleet {name}{label}"
+    )
+    for r in rows:
+        table.add_row(
+            str(r["tier"]),
+            r["name"],
+            r["status"],
+            f"{r['cost_usd']:.2f}",
+            str(r["preemptions"]),
+            r["job_id"],
+        )
+    out.print(table)
+    out.print(f"total ${total:.2f}{label}")

@@ -1,0 +1,139 @@
+"""A fleet: its file, its tiers over the real policy, and four jobs in three tiers run to
+completion on the local launcher over replayed traces (real subprocesses, a real store)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from spotwise.executor.errors import ExecutorError
+from spotwise.executor.fleet import FleetBudget, TieredClient, load_fleet_spec
+from spotwise.policy.client import in_process_for
+from spotwise.policy.schemas import DecisionRequest, IdleState, JobTerms, PoolNow
+from tests.conftest import CliRun
+
+FAKE_JOB = Path(__file__).with_name("fake_job.py")
+# every pool down for the last day: the policy sends a job with little slack to on-demand
+STORM = in_process_for(np.zeros((2, 24 * 12), dtype=bool), 300, ("z0", "z1"))
+TERMS = JobTerms(
+    compute_hours=10, deadline_hours=12, changeover_hours=0.2, spot_price=1.0, on_demand_price=3.0
+)
+
+
+def ask(client: TieredClient, elapsed_hours: float) -> str:
+    request = DecisionRequest(
+        job=TERMS,
+        state=IdleState(elapsed_hours=elapsed_hours, progress_hours=0.0),
+        pools={"z0": PoolNow(available=False), "z1": PoolNow(available=False)},
+    )
+    return client.decide(request).action
+
+
+def test_tiers_take_on_demand_by_priority_within_the_budget() -> None:
+    assert (
+        STORM.decide(
+            DecisionRequest(
+                job=TERMS,
+                state=IdleState(elapsed_hours=1.0, progress_hours=0.0),
+                pools={"z0": PoolNow(available=False), "z1": PoolNow(available=False)},
+            )
+        ).action
+        == "on-demand"
+    )  # what the policy says on its own
+    budget = FleetBudget(4.0)  # room for one on-demand instance
+    high = TieredClient(STORM, job="h", tier="high", budget=budget)
+    normal = TieredClient(STORM, job="n", tier="normal", budget=budget)
+    low = TieredClient(STORM, job="l", tier="low", budget=budget)
+    assert ask(low, 1.0) == "wait"  # never on-demand
+    assert ask(high, 1.0) == "on-demand"
+    assert ask(normal, 1.0) == "wait"  # the budget has no room left
+    assert budget.spending() == 3.0
+    assert ask(normal, 1.7) == "on-demand"  # its slack is down to two changeovers: forced
+    budget.release("h")
+    budget.release("n")
+    assert ask(normal, 1.0) == "on-demand"  # room again
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        (
+            "name: f\nbudget_usd_per_hour: 5\njobs: [{name: a, priority: urgent, "
+            "compute_hours: 1, deadline_hours: 2, command: [x]}]",
+            "priority must be one of",
+        ),
+        (
+            "name: f\nbudget_usd_per_hour: 5\njobs: [{name: a, compute_hours: 1, "
+            "deadline_hours: 2, command: 'python train.py; rm -rf /'}]",
+            "never given to a shell",
+        ),
+        (
+            "name: f\nbudget_usd_per_hour: 5\njobs: [{name: a, compute_hours: 1, "
+            "deadline_hours: 2, command: [x]}, {name: a, compute_hours: 1, deadline_hours: 2, "
+            "command: [y]}]",
+            "names must differ",
+        ),
+        (
+            "name: ../f\nbudget_usd_per_hour: 5\njobs: [{name: a, compute_hours: 1, "
+            "deadline_hours: 2, command: [x]}]",
+            "name must be 1-64",
+        ),
+        (
+            "name: f\nbudget_usd_per_hour: -1\njobs: [{name: a, compute_hours: 1, "
+            "deadline_hours: 2, command: [x]}]",
+            "budget_usd_per_hour must be a positive number",
+        ),
+    ],
+)
+def test_a_bad_fleet_file_is_refused_saying_where_and_what(
+    tmp_path: Path, text: str, problem: str
+) -> None:
+    path = tmp_path / "fleet.yaml"
+    path.write_text(text)
+    with pytest.raises(ExecutorError, match=problem) as caught:
+        load_fleet_spec(path)
+    assert str(path) in str(caught.value)
+
+
+@pytest.mark.slow
+def test_four_jobs_in_three_tiers_run_to_completion_and_status_groups_them(
+    tmp_path: Path, cli: CliRun
+) -> None:
+    def job(name: str, tier: str, deadline: float) -> dict[str, object]:
+        command = [sys.executable, str(FAKE_JOB), "--work-s", "3", "--state", str(tmp_path / name)]
+        return {
+            "name": name,
+            "priority": tier,
+            "compute_hours": 0.3,
+            "deadline_hours": deadline,
+            "command": command,
+        }
+
+    spec = {
+        "name": "nightly",
+        "budget_usd_per_hour": 4.0,
+        "jobs": [
+            job("eval", "high", 0.6),
+            job("train-a", "normal", 1.0),
+            job("train-b", "normal", 1.0),
+            job("backfill", "low", 3.0),
+        ],
+    }
+    path = tmp_path / "fleet.yaml"
+    path.write_text(json.dumps(spec))  # JSON is YAML
+    run = cli("fleet", "run", str(path), "--json", "--scale", "360")
+    assert run.returncode == 0, run.stderr[-3000:]
+    status = json.loads(cli("fleet", "status", "nightly", "--json").stdout)
+    assert status["simulated"] and status["cost_usd"] > 0
+    assert [(j["tier"], j["name"], j["status"]) for j in status["jobs"]] == [
+        ("high", "eval", "completed"),
+        ("normal", "train-a", "completed"),
+        ("normal", "train-b", "completed"),
+        ("low", "backfill", "completed"),
+    ]
+    missing = cli("fleet", "status", "nope")
+    assert missing.returncode == 1 and "no fleet 'nope'" in missing.stderr
