@@ -49,8 +49,23 @@ def render() -> None:
             },
         )
         st.subheader("Jobs")
+    fleets = fleet_tiers(jobs)
+    if not fleets.empty:
+        st.subheader("Fleets by tier")
+        st.caption(
+            "Jobs of a fleet share its budget: high priority gets what the policy decides, "
+            "normal gets on-demand only while the budget has room (or its deadline asks), low "
+            "runs only on spot."
+        )
+        st.dataframe(
+            fleets,
+            hide_index=True,
+            width="stretch",
+            column_config={"cost_usd": st.column_config.NumberColumn("cost", format="$%.2f")},
+        )
+        st.subheader("Jobs")
     shown = jobs.assign(money=["simulated" if s else "real" for s in jobs.simulated])
-    first = ["job_id", "name", "sweep", "trial", "money", "status", "cost_usd", "preemptions"]
+    first = ["job_id", "name", "fleet", "tier", "sweep", "trial", "money", "status", "cost_usd"]
     st.dataframe(
         shown[first + [c for c in shown.columns if c not in {*first, "simulated"}]],
         hide_index=True,
@@ -90,6 +105,32 @@ def render() -> None:
         st.dataframe(price_table(report.prices), hide_index=True, width="stretch")
     markets = pd.DataFrame([{"market": m, **asdict(v)} for m, v in report.markets.items()])
     st.dataframe(markets, hide_index=True, width="stretch")
+    if report.nodes:
+        st.subheader(f"Per node{label}")
+        nodes = pd.DataFrame(
+            [
+                {"node": node, "market": market, **asdict(use)}
+                for node, by_market in report.nodes.items()
+                for market, use in by_market.items()
+            ]
+        )
+        st.dataframe(nodes, hide_index=True, width="stretch")
+
+
+def fleet_tiers(jobs: pd.DataFrame) -> pd.DataFrame:
+    """Jobs that ran in a fleet, per fleet and tier: how many, how many completed, cost and
+    whether the money is real or simulated (never added together)."""
+    if "fleet" not in jobs or jobs.fleet.isna().all():
+        return pd.DataFrame()
+    ran = jobs.dropna(subset=["fleet"]).assign(
+        money=lambda f: ["simulated" if s else "real" for s in f.simulated],
+        completed=lambda f: f.status == "completed",
+        order=lambda f: f.tier.map({"high": 0, "normal": 1, "low": 2}),
+    )
+    grouped = ran.groupby(["fleet", "order", "tier", "money"], as_index=False).agg(
+        jobs=("job_id", "count"), completed=("completed", "sum"), cost_usd=("cost_usd", "sum")
+    )
+    return grouped.drop(columns="order")
 
 
 def price_table(prices: dict[str, Any]) -> pd.DataFrame:

@@ -210,3 +210,43 @@ def test_the_app_navigates_to_every_page(filled_store: Path, use_store) -> None:
     app.run()
     assert not app.exception
     assert app.header[0].value == "Market"
+
+
+def test_jobs_of_a_fleet_are_grouped_by_tier_with_their_money_labelled(
+    tmp_path: Path, use_store
+) -> None:
+    from spotwise.executor.ledger import EntryKind, JobInfo, JobStatus, Ledger
+    from spotwise.executor.prices import PriceBook
+
+    store = tmp_path / "fleet.duckdb"
+    for name, tier, cost in [("eval", "high", 3.06), ("a", "normal", 0.9), ("b", "low", 0.45)]:
+        ledger = Ledger(
+            store,
+            JobInfo(
+                name=name,
+                command="python train.py",
+                launcher="local",
+                compute_hours=1,
+                deadline_hours=2,
+                on_demand_price=3.06,
+                simulated=True,
+                prices=PriceBook.flat(("z1",), 0.9, 3.06).to_dict(),
+                fleet="nightly",
+                tier=tier,
+            ),
+        )
+        ledger.record(EntryKind.INSTANCE, pool="z1", market="spot", hours=1, cost_usd=cost)
+        ledger.finish(JobStatus.COMPLETED if tier != "low" else JobStatus.FAILED)
+    use_store(store)
+    app = page("jobs").run()
+    assert not app.exception
+    assert "Fleets by tier" in [h.value for h in app.subheader]
+    table = next(
+        d.value for d in app.dataframe if "tier" in d.value.columns and "jobs" in d.value.columns
+    )
+    rows = table[["tier", "money", "jobs", "completed", "cost_usd"]].to_dict("records")
+    assert rows == [
+        {"tier": "high", "money": "simulated", "jobs": 1, "completed": 1, "cost_usd": 3.06},
+        {"tier": "normal", "money": "simulated", "jobs": 1, "completed": 1, "cost_usd": 0.9},
+        {"tier": "low", "money": "simulated", "jobs": 1, "completed": 0, "cost_usd": 0.45},
+    ]
