@@ -99,7 +99,7 @@ def test_a_spot_node_is_taken_back_the_floor_trains_on_and_the_job_grows_back(
         max_nodes=2,
         floor=1,
         rdzv_endpoint=f"127.0.0.1:{free_port()}",
-        last_call_timeout_s=4,
+        last_call_timeout_s=10,  # both nodes join the first round, even on a loaded machine
     )
     config = SupervisorConfig(
         job=terms, lead_s=0.5, grace_s=30.0, migrate_risk=1.0, cancel_grace_s=30.0
