@@ -14,27 +14,39 @@ grants or refuses what the jobs ask, highest tier first, against the fleet's bud
 
 A refused request leaves the job idle (a running instance is let go); the job's policy sees
 that on its next tick and adapts. Jobs move back from on-demand to spot when spot returns as
-``best`` does (its rule 4), which releases the on-demand capacity. The comparison is every job
-running ``best`` on its own, with no budget (:func:`independent_costs`).
+``best`` does (its rule 4), which releases the on-demand capacity.
+
+On N-node capacity traces the jobs share each pool's nodes (:class:`SharedPools`): a launch
+lands only where a node is free. The controller shares what every job's launches and
+instances show (one job's failed request spares the others theirs), and a job that is idle
+with no free node in sight gets the node of a lower tier's job that has more slack, which
+checkpoints, lets it go and waits for spot. The comparison is every job running ``best`` on
+its own on the same market at the same time, with no budget (:func:`independent_costs`).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+import numpy as np
+
 from spotwise.policy.job import JobSpec
 from spotwise.policy.policies.base import (
+    NONE,
     ON_DEMAND,
     SPOT0,
     WAIT,
+    Action,
     JobContext,
     Observation,
     request,
 )
 from spotwise.policy.policies.rules import slack_ticks
 from spotwise.policy.registry import load
+from spotwise.policy.shared_pools import SharedPools
 from spotwise.policy.simulate import EVERYTHING, JobRun, Sight, Visibility, context_for
 from spotwise.policy.traces import TraceSet
 
@@ -73,24 +85,22 @@ class FleetResult:
     hours_over_budget: float
 
 
-def default_fleet() -> tuple[FleetJob, ...]:
-    """Twelve one-day jobs arriving over a day: three urgent, five ordinary, four that can
-    wait (deadlines 1.5, 2 and 3 times their work)."""
-    shapes: dict[Tier, tuple[int, float]] = {
-        "high": (3, 36.0),
-        "normal": (5, 48.0),
-        "low": (4, 72.0),
-    }
+def default_fleet(
+    compute_hours: float = 24.0, arrive_every_hours: float = 2.0
+) -> tuple[FleetJob, ...]:
+    """Twelve jobs of ``compute_hours`` arriving one every ``arrive_every_hours``: three
+    urgent, five ordinary, four that can wait (deadlines 1.5, 2 and 3 times their work)."""
+    shapes: dict[Tier, tuple[int, float]] = {"high": (3, 1.5), "normal": (5, 2.0), "low": (4, 3.0)}
     jobs, i = [], 0
-    for tier, (count, deadline) in shapes.items():
+    for tier, (count, stretch) in shapes.items():
         for _ in range(count):
             jobs.append(
                 FleetJob(
                     name=f"{tier}-{i}",
                     tier=tier,
-                    compute_hours=24.0,
-                    deadline_hours=deadline,
-                    arrives_hours=2.0 * i,
+                    compute_hours=compute_hours,
+                    deadline_hours=stretch * compute_hours,
+                    arrives_hours=arrive_every_hours * i,
                 )
             )
             i += 1
@@ -129,12 +139,18 @@ def simulate_fleet(
     market: FleetMarket,
     policy: str = "best",
     visibility: Visibility = EVERYTHING,
-    shared_sight: bool = True,
+    capacity: np.ndarray | None = None,
+    managed: bool = True,
 ) -> FleetResult:
-    """Run ``fleet`` from tick ``start`` of ``traces`` under the tiers and the budget; with
-    ``shared_sight`` every job sees what any job's launches and instances showed."""
+    """Run ``fleet`` from tick ``start`` of ``traces``, every job under ``policy``.
+
+    ``capacity`` (int [pools, ticks]): the nodes of each pool the jobs share (default: a pool
+    that is up has room for all). ``managed``: the fleet's controller applies the tiers and the
+    budget, shares what any job's launches and instances showed, and hands a lower tier's spot
+    node to a job that would otherwise start on-demand; else every job acts on its own."""
     gap_hours = traces.gap_seconds / 3600
-    sight = Sight.blank(len(traces.pools)) if shared_sight else None
+    sight = Sight.blank(len(traces.pools)) if managed else None
+    pools = SharedPools(capacity) if capacity is not None else None
     runs, policies, contexts, arrivals = [], [], [], []
     for job in fleet:
         spec = market.spec(job)
@@ -142,7 +158,7 @@ def simulate_fleet(
         context = context_for(traces, spec, begin, None, visibility=visibility)
         chosen = load(policy)
         chosen.reset(context)
-        runs.append(JobRun(traces, spec, begin, None, visibility, sight))
+        runs.append(JobRun(traces, spec, begin, None, visibility, sight, pools))
         policies.append(chosen)
         contexts.append(context)
         arrivals.append(begin - start)
@@ -152,6 +168,8 @@ def simulate_fleet(
     while tick < end:
         spend = 0.0
         active = False
+        if pools is not None:
+            pools.settle(int(start + tick))
         for i in order:
             run, job = runs[i], fleet[i]
             if tick < arrivals[i] or run.over:
@@ -160,12 +178,17 @@ def simulate_fleet(
             obs = run.observe()
             action = policies[i].act(obs)
             want = action.instance
+            if managed and pools is not None and obs.state == NONE and not _lands(action, run):
+                action = _spot_from_lower_tier(i, fleet, runs, contexts, pools) or action
+                want = action.instance
             price = 0.0
             if want >= SPOT0:
                 price = float(obs.prices[want - SPOT0])
             elif want == ON_DEMAND:
                 price = market.on_demand_price
-            if not _granted(job.tier, want, price, spend, budget_usd_per_hour, obs, contexts[i]):
+            if managed and not _granted(
+                job.tier, want, price, spend, budget_usd_per_hour, obs, contexts[i]
+            ):
                 action, price = WAIT, 0.0
                 if (
                     job.tier == "low" and want == ON_DEMAND
@@ -182,6 +205,48 @@ def simulate_fleet(
         tick += 1
     results = tuple(_result(job, run) for job, run in zip(fleet, runs, strict=True))
     return FleetResult(jobs=results, hours=hours, hours_over_budget=over)
+
+
+def _lands(action: Action, run: JobRun) -> bool:
+    """Whether ``action`` is a launch request that finds a free node this tick."""
+    named = list(action.named_pools())
+    return bool(named) and bool(run.open_now()[named].any())
+
+
+def _spot_from_lower_tier(
+    i: int,
+    fleet: Sequence[FleetJob],
+    runs: Sequence[JobRun],
+    contexts: Sequence[JobContext],
+    pools: SharedPools,
+) -> Action | None:
+    """Job ``i`` is idle and would stay so or start on-demand: if a job of a lower tier with
+    more slack (after a changeover) holds a spot node, that job lets it go (checkpointed; it
+    waits for spot) and job ``i`` is sent to its pool. None when there is no such job, or when
+    job ``i``'s safety net asks for on-demand."""
+    mine = slack_ticks(runs[i].obs, contexts[i])
+    if mine <= _net(contexts[i]):
+        return None
+    rank = TIERS.index(fleet[i].tier)
+    best: tuple[int, float, int] | None = None
+    for pool in range(pools.capacity.shape[0]):
+        for holder in pools.holders(pool):
+            j = next(k for k, r in enumerate(runs) if r is holder)
+            theirs = slack_ticks(runs[j].obs, contexts[j])
+            lower = TIERS.index(fleet[j].tier) > rank
+            roomier = theirs - runs[j].job.changeover > mine
+            if lower and roomier and (best is None or theirs > best[1]):
+                best = (j, theirs, pool)
+    if best is None:
+        return None
+    j, _, pool = best
+    runs[j].let_go()
+    return request([pool])
+
+
+def _net(context: JobContext) -> float:
+    """Slack (ticks) at which the safety net buys on-demand: two changeovers and a request."""
+    return 2 * context.job.changeover + context.probe_ticks
 
 
 def _result(job: FleetJob, run: JobRun) -> FleetJobResult:
@@ -218,20 +283,22 @@ def independent_costs(
     market: FleetMarket,
     policy: str = "best",
     visibility: Visibility = EVERYTHING,
+    capacity: np.ndarray | None = None,
 ) -> list[FleetJobResult]:
-    """Every job of ``fleet`` under ``policy`` on its own, with no budget and no tiers."""
-    gap_hours = traces.gap_seconds / 3600
-    results = []
-    for job in fleet:
-        begin = start + round(job.arrives_hours / gap_hours)
-        spec = market.spec(job)
-        chosen = load(policy)
-        chosen.reset(context_for(traces, spec, begin, None, visibility=visibility))
-        run = JobRun(traces, spec, begin, None, visibility)
-        while not run.over:
-            run.step(chosen.act(run.observe()))
-        results.append(_result(job, run))
-    return results
+    """Every job of ``fleet`` under ``policy`` on its own (no budget, no tiers), on the same
+    market at the same time: with ``capacity`` the jobs still compete for nodes."""
+    run = simulate_fleet(
+        traces,
+        fleet,
+        start,
+        budget_usd_per_hour=math.inf,
+        market=market,
+        policy=policy,
+        visibility=visibility,
+        capacity=capacity,
+        managed=False,
+    )
+    return list(run.jobs)
 
 
 def fleet_starts(
@@ -256,6 +323,7 @@ def run_fleet_bench(
     budget_usd_per_hour: float,
     market: FleetMarket,
     visibility: Visibility = EVERYTHING,
+    capacity: np.ndarray | None = None,
 ) -> dict[str, object]:
     """The fleet under tiers and the budget from each of ``starts``, against every job under
     ``best`` on its own: cost and misses per tier, and the share of hours within budget."""
@@ -272,11 +340,14 @@ def run_fleet_bench(
             budget_usd_per_hour=budget_usd_per_hour,
             market=market,
             visibility=visibility,
+            capacity=capacity,
         )
         managed += run.jobs
         hours += run.hours
         over += run.hours_over_budget
-        alone += independent_costs(traces, fleet, start, market=market, visibility=visibility)
+        alone += independent_costs(
+            traces, fleet, start, market=market, visibility=visibility, capacity=capacity
+        )
     return {
         "tiers": _per_tier(managed),
         "independent_tiers": _per_tier(alone),

@@ -41,6 +41,7 @@ from spotwise.policy.policies.base import (
     Policy,
     PoolPrior,
 )
+from spotwise.policy.shared_pools import SharedPools
 from spotwise.policy.traces import TraceSet
 
 
@@ -166,9 +167,12 @@ class JobRun:
         checkpoint: CheckpointMode | None = None,
         visibility: Visibility = EVERYTHING,
         sight: Sight | None = None,
+        pools: SharedPools | None = None,
     ) -> None:
         """``sight``: what launches and instances showed of each pool, shared with other jobs
-        (a fleet's controller sees what all of its jobs see; default: this job's own)."""
+        (a fleet's controller sees what all of its jobs see; default: this job's own).
+        ``pools``: node counts the job shares with others (default: a pool that is up has room
+        for every job)."""
         job = spec.ticks(traces.gap_seconds)
         self.job, self.start, self.checkpoint = job, start, checkpoint
         self.observe_mode = visibility.observe
@@ -178,6 +182,7 @@ class JobRun:
         sight = sight or Sight.blank(n_pools)
         self._seen, self._seen_at = sight.up, sight.at
         self._available = traces.available
+        self._pools = pools
         self._prices = traces.spot_prices(spec.spot_price)
         self._speed = [p.speed for p in traces.pools]
         self._tick_hours = job.hours_per_tick
@@ -221,12 +226,17 @@ class JobRun:
         """Start the current tick: apply a preemption, then show the tick (reused object)."""
         now, obs = self.start + self.tick, self.obs
         obs.preempted = False
+        if self._pools is not None:
+            self._pools.settle(now)
         if self._state >= SPOT0:
             z = self._state - SPOT0
-            if not self._available[z, now] or (
-                self._bid is not None and self._prices[z, now] > self._bid
+            if (
+                not self._available[z, now]
+                or (self._bid is not None and self._prices[z, now] > self._bid)
+                or (self._pools is not None and self._pools.took_back(self))
             ):
                 obs.preempted = True
+                self._release()
                 self.preemptions += 1
                 self._seen[z], self._seen_at[z] = False, now
                 if self.checkpoint is not None:
@@ -240,7 +250,7 @@ class JobRun:
         obs.changeover_left = self._left
         obs.prices = self._prices[:, now]
         if self.observe_mode == "all":
-            obs.available = self._available[:, now]
+            obs.available = self._open(now)
             return obs
         if self._state >= SPOT0:
             z = self._state - SPOT0
@@ -255,13 +265,14 @@ class JobRun:
         earlier named on a tie), else the instance the job already has; learns what it named."""
         now = self.start + self.tick
         named = list(action.named_pools())
+        open_ = self._open(now)
         if self.observe_mode == "probe":
-            self._seen[named] = self._available[named, now]
+            self._seen[named] = open_[named]
             self._seen_at[named] = now
         best, best_price = -1, math.inf
         for z in named:
             price = self._prices[z, now]
-            if self._available[z, now] and (bid is None or price <= bid) and price < best_price:
+            if open_[z] and (bid is None or price <= bid) and price < best_price:
                 best, best_price = z, price
         if best >= 0:
             return SPOT0 + best
@@ -281,7 +292,10 @@ class JobRun:
         elif action >= SPOT0 and action != self._state:
             action = self._land(choice, bid)
         if action != self._state:
+            self._release()
             self._state = action
+            if action >= SPOT0 and self._pools is not None:
+                self._pools.hold(action - SPOT0, self)
             self._left = self.job.changeover if action != NONE else 0
             if action != NONE:
                 self.changeovers += 1
@@ -317,7 +331,32 @@ class JobRun:
         if self.progress >= self.job.work - 1e-9:
             self.finish = self.tick
             self.finished = True
+        if self.over:
+            self._release()
         return self.cost - before
+
+    def let_go(self) -> None:
+        """Give up the spot instance before this tick's :meth:`step` (a fleet hands its node
+        to another job): checkpointed at once, unbilled from this tick, the job idle."""
+        if self._state >= SPOT0:
+            self._release()
+            self._state, self._left = NONE, 0
+            self.obs.state, self.obs.changeover_left = NONE, 0
+            self._committed = self.progress
+
+    def open_now(self) -> np.ndarray:
+        """bool [pools]: where a launch of this job could land this tick (or its instance
+        runs): what the cloud knows, not what the job sees."""
+        return self._open(self.start + self.tick)
+
+    def _open(self, now: int) -> np.ndarray:
+        if self._pools is None:
+            return self._available[:, now]
+        return self._available[:, now] & self._pools.open_to(self, now)
+
+    def _release(self) -> None:
+        if self._pools is not None and self._state >= SPOT0:
+            self._pools.release(self._state - SPOT0, self)
 
     def result(self) -> JobResult:
         """How the job went."""

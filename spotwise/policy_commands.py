@@ -190,51 +190,81 @@ def _cell(stats: dict[str, object]) -> str:
 
 @bench_app.command("fleet")
 def bench_fleet(
+    capacity_traces: Annotated[
+        Path | None,
+        typer.Option(
+            "--capacity-traces",
+            help="Folder of N-node CBL traces: the fleet's jobs share each pool's nodes "
+            "(default: the bundled 3-pool 16-node aws-08-27-2023 traces).",
+            show_default=False,
+        ),
+    ] = None,
     traces: Annotated[
         Path | None,
         typer.Option(
             "--traces",
-            help="Folder of 1-node CBL JSON traces, one pool per file (default: the "
-            "bundled 9-zone aws-02-15-2023 traces).",
+            help="Folder of 1-node CBL traces instead: a pool that is up has room for every "
+            "job (e.g. the bundled 9-zone aws-02-15-2023 traces).",
             show_default=False,
         ),
     ] = None,
     budget: Annotated[
         float,
         typer.Option("--budget-usd-per-hour", min=0.0, help="The fleet's budget in $/h."),
-    ] = 15.0,
+    ] = 20.0,
+    compute_hours: Annotated[
+        float, typer.Option("--compute-hours", min=0.1, help="Hours of work of each job.")
+    ] = 12.0,
+    arrive_every_hours: Annotated[
+        float,
+        typer.Option("--arrive-every-hours", min=0.0, help="Hours between job submissions."),
+    ] = 1.0,
     changeover_hours: ChangeoverHours = REFERENCE.changeover_hours,
     spot_price: SpotPrice = REFERENCE.spot_price,
     on_demand_price: OnDemandPrice = REFERENCE.on_demand_price,
     test_from_hours: Annotated[
-        float,
-        typer.Option("--test-from-hours", min=0.0, help="The first fleet starts here."),
-    ] = 480.0,
+        float | None,
+        typer.Option(
+            "--test-from-hours",
+            min=0.0,
+            help="The first fleet starts here (default: the held-back last third).",
+            show_default=False,
+        ),
+    ] = None,
     start_every_hours: Annotated[
         float, typer.Option("--start-every-hours", min=1.0, help="Hours between fleet starts.")
-    ] = 24.0,
+    ] = 6.0,
     observe: ObserveOption = "probe",
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
 ) -> None:
-    """Twelve one-day jobs in three tiers (high, normal, low) under one budget, simulated on
-    real traces, against every job under `best` on its own (simulated dollars)."""
+    """Twelve jobs in three tiers (high, normal, low) under one budget, simulated on real
+    traces, against every job under `best` on its own on the same market (simulated $)."""
     from spotwise.policy.fleet import (
         FleetMarket,
         default_fleet,
         fleet_starts,
         run_fleet_bench,
     )
+    from spotwise.policy.nodes.capacity import load_capacity_traces
     from spotwise.policy.simulate import Visibility
     from spotwise.policy.traces import load_traces
 
     mode = _observe_mode(observe)
     try:
-        trace_set = load_traces(traces or settings.bundled_traces())
-        fleet = default_fleet()
+        capacity = None
+        if traces is not None:
+            trace_set = load_traces(traces)
+        else:
+            counts = load_capacity_traces(capacity_traces or settings.bundled_node_traces())
+            trace_set, capacity = counts.availability(), counts.capacity
+        fleet = default_fleet(compute_hours, arrive_every_hours)
+        first = test_from_hours
+        if first is None:
+            first = trace_set.n_ticks * trace_set.gap_seconds / 3600 * 2 / 3
         summary = run_fleet_bench(
             trace_set,
             fleet,
-            fleet_starts(trace_set, fleet, test_from_hours, start_every_hours),
+            fleet_starts(trace_set, fleet, first, start_every_hours),
             budget_usd_per_hour=budget,
             market=FleetMarket(
                 spot_price=spot_price,
@@ -242,6 +272,7 @@ def bench_fleet(
                 changeover_hours=changeover_hours,
             ),
             visibility=Visibility(observe=mode),
+            capacity=capacity,
         )
     except (PolicyError, ValueError) as exc:
         fail(str(exc))

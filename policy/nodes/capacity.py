@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from spotwise.policy.errors import TraceError
+from spotwise.policy.traces import Pool, TraceSet
 from spotwise.pricing.errors import InputError
 from spotwise.pricing.sources.traces import read_cbl_json
 
@@ -34,6 +35,14 @@ class CapacityTraces:
     @property
     def n_ticks(self) -> int:
         return int(self.capacity.shape[1])
+
+    def availability(self) -> TraceSet:
+        """The same pools as 1-node traces: up wherever at least one node can be had."""
+        return TraceSet(
+            pools=tuple(Pool(name=name) for name in self.names),
+            gap_seconds=self.gap_seconds,
+            available=self.capacity > 0,
+        )
 
 
 COUNT_LOG_GAP_SECONDS = 60

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+
 from spotwise.policy.fleet import (
     FleetJob,
     FleetMarket,
     independent_costs,
     simulate_fleet,
 )
-from spotwise.policy.simulate import Visibility
+from spotwise.policy.policies.base import NONE, SPOT0, Action
+from spotwise.policy.shared_pools import SharedPools
+from spotwise.policy.simulate import JobRun, Visibility
 from tests.conftest import CliRun
-from tests.policy.helpers import traces
+from tests.policy.helpers import job, traces
 
 MARKET = FleetMarket(spot_price=1.0, on_demand_price=3.0, changeover_hours=1.0)
 # a long calm past, then spot gone for 12 hours and back
@@ -30,20 +34,10 @@ def fleet() -> list[FleetJob]:
 
 def test_with_room_in_the_budget_high_and_normal_jobs_cost_what_they_cost_on_their_own() -> None:
     jobs = fleet()[:2]
-    for observe in ("all", "probe"):
-        visibility = Visibility(observe=observe)
-        managed = simulate_fleet(
-            MARKET_TRACES,
-            jobs,
-            START,
-            budget_usd_per_hour=1e6,
-            market=MARKET,
-            visibility=visibility,
-            shared_sight=False,
-        )
-        alone = independent_costs(MARKET_TRACES, jobs, START, market=MARKET, visibility=visibility)
-        assert [(r.cost_usd, r.done) for r in managed.jobs] == [(r.cost_usd, r.done) for r in alone]
-        assert managed.hours_over_budget == 0.0
+    managed = simulate_fleet(MARKET_TRACES, jobs, START, budget_usd_per_hour=1e6, market=MARKET)
+    alone = independent_costs(MARKET_TRACES, jobs, START, market=MARKET)
+    assert [(r.cost_usd, r.done) for r in managed.jobs] == [(r.cost_usd, r.done) for r in alone]
+    assert managed.hours_over_budget == 0.0
 
 
 def test_a_tight_budget_holds_back_the_low_tier_and_never_the_high_one() -> None:
@@ -60,6 +54,65 @@ def test_a_tight_budget_holds_back_the_low_tier_and_never_the_high_one() -> None
     assert not patient.done and 0 < patient.cost_usd <= 12 * MARKET.spot_price
     assert patient.unfinished_hours > 0
     assert managed.hours_over_budget < managed.hours
+
+
+def test_a_full_pool_refuses_a_launch_and_a_shrinking_one_takes_back_its_newest_instance() -> None:
+    market = traces("1" * 10, "1" * 10)
+    pools = SharedPools(np.array([[2, 2, 2, 1, 1, 1, 1, 1, 1, 1], [0] + [1] * 9]))
+    runs = [JobRun(market, job(5, 10, 0), 0, pools=pools) for _ in range(3)]
+    # tick 0: the first two land in z0, which holds two nodes; the third finds it full
+    plans = [Action(SPOT0), Action(SPOT0), Action(SPOT0, also=(1,))]
+    seen = [run.observe() for run in runs]
+    assert list(seen[2].available) == [True, False]  # z0 still had room when it looked
+    for run, plan in zip(runs, plans, strict=True):
+        run.step(plan)
+    assert runs[2].failed_requests == 1
+    # tick 1: z1 has a node now; tick 2: all run
+    for tick in (1, 2):
+        states = [run.observe().state for run in runs]
+        if tick == 1:
+            assert states == [SPOT0, SPOT0, NONE]
+            runs[2].step(Action(SPOT0 + 1))
+            runs[0].step(Action(SPOT0))
+            runs[1].step(Action(SPOT0))
+        else:
+            assert states == [SPOT0, SPOT0, SPOT0 + 1]
+            for run in runs:
+                run.step(Action(run.obs.state))
+    # tick 3: z0 shrinks to one node; the newer instance is taken back, the older runs on
+    taken = [run.observe().preempted for run in runs]
+    assert taken == [False, True, False]
+    assert list(pools.free(3)) == [0, 0]
+
+
+def test_an_urgent_job_gets_the_spot_node_of_a_patient_one_instead_of_buying_on_demand() -> None:
+    one_node = traces("1" * 300)
+    capacity = np.ones((1, 300), dtype=int)
+    jobs = [
+        FleetJob(name="patient", tier="low", compute_hours=10, deadline_hours=40),
+        FleetJob(name="urgent", tier="high", compute_hours=10, deadline_hours=16, arrives_hours=2),
+    ]
+    for observe in ("all", "probe"):
+        visibility = Visibility(observe=observe)
+        managed = simulate_fleet(
+            one_node,
+            jobs,
+            START,
+            budget_usd_per_hour=1e6,
+            market=MARKET,
+            visibility=visibility,
+            capacity=capacity,
+        )
+        alone = independent_costs(
+            one_node, jobs, START, market=MARKET, visibility=visibility, capacity=capacity
+        )
+        # on its own the urgent job finds the only node taken and ends up on on-demand
+        assert alone[1].done and alone[1].cost_usd == 11 * MARKET.on_demand_price
+        patient, urgent = managed.jobs
+        assert urgent.done and urgent.cost_usd == 11 * MARKET.spot_price
+        # the patient job gave its node up, waited, and still finished on spot
+        assert patient.done and patient.cost_usd == 12 * MARKET.spot_price
+        assert sum(r.cost_usd for r in managed.jobs) < sum(r.cost_usd for r in alone)
 
 
 def test_bench_fleet_prints_the_tiers_against_independent_best(cli: CliRun) -> None:
