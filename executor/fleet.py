@@ -180,6 +180,8 @@ class TieredClient:
     def decide(self, request: DecisionRequest) -> Decision:
         decision = self.inner.decide(request)
         terms = request.job
+        if request.state.instance == "on-demand" and decision.action != "spot":
+            return decision  # it stays on the on-demand instance it has: its claim stands
         if decision.action == "wait":
             self.budget.claim(self.job, 0.0)
             return decision

@@ -4,7 +4,9 @@ It asks the policy where to run, launches the command there, forwards preemption
 and when the command exits with the preempted code asks again and relaunches (same pool,
 another pool, or on-demand). It moves proactively when the risk forecast for the current pool
 crosses ``migrate_risk`` and a safer pool is free, falls back to on-demand for good after
-``on_demand_after`` preemptions, and stops with a clear error on exits that are not
+``on_demand_after`` preemptions; on on-demand it asks the policy every ``spot_check_s``
+whether it would run on spot now, and if so the job checkpoints, the on-demand instance is
+released and the job goes back to spot. It stops with a clear error on exits that are not
 preemptions once ``max_failures`` is reached. A command that stops stepping for
 ``stall_timeout_s`` is killed and counts as a failure (it resumes from its checkpoint). SIGTERM
 or SIGINT to the supervisor passes a notice to the job, gives it ``cancel_grace_s`` to
@@ -41,7 +43,7 @@ from spotwise.executor.launchers.base import Instance, Launcher, Placement, Pree
 from spotwise.executor.ledger import EntryKind, JobStatus, Ledger
 from spotwise.executor.prices import PriceBook
 from spotwise.policy.client import PolicyClient
-from spotwise.policy.schemas import DecisionRequest, IdleState, JobTerms, PoolNow
+from spotwise.policy.schemas import Decision, DecisionRequest, IdleState, JobTerms, PoolNow
 from spotwise.progress import Progress, silent
 
 ClientFor = Callable[[np.ndarray, int, tuple[str, ...]], PolicyClient]
@@ -84,6 +86,10 @@ class SupervisorConfig:
     prices: PriceBook | None = None
     """What each pool and on-demand cost, with their sources (None: the job's terms, labelled
     as reference prices)."""
+    spot_check_s: float | None = 60.0
+    """Wall seconds between asks, while on on-demand, whether the policy would run on spot
+    now; when it would, the job checkpoints, the on-demand instance is released and the job
+    goes back to spot (None: stay on on-demand to the end)."""
 
 
 class Outcome(enum.StrEnum):
@@ -193,11 +199,28 @@ class Supervisor:
 
     def _place(self, client: PolicyClient, avoid: str | None) -> Placement | None:
         """Where to run next (None = wait), from the policy or the on-demand fallback."""
-        job = self.config.job
         if self.report.preemptions >= self.config.on_demand_after:
             return self._on_demand()
         if self._asked:  # the launch request names more pools: try the next one
             return self._spot(self._asked.pop(0))
+        decision = self._decide(
+            client,
+            avoid,
+            IdleState(
+                elapsed_hours=self.launcher.now_hours(),
+                progress_hours=min(self.report.progress_hours, self.config.job.compute_hours),
+            ),
+        )
+        if decision.action == "wait":
+            return None
+        if decision.action == "on-demand":
+            return self._on_demand()
+        self._asked = [p for p in decision.request_pools if p != decision.pool]
+        return self._spot(str(decision.pool))
+
+    def _decide(self, client: PolicyClient, avoid: str | None, state: IdleState) -> Decision:
+        """The policy's next action for a job in ``state``, shown each pool as the launcher
+        shows it (a cloud: as the job's launches last saw it), less refused and taken ones."""
         now, hours = self.clock.monotonic(), self.launcher.now_hours()
         blind = self.launcher.observe != "all"
         shown = self.launcher.available() if not blind else dict.fromkeys(self.launcher.pools, True)
@@ -217,24 +240,31 @@ class Supervisor:
                 pools[p] = PoolNow(available=seen_up and usable, seen_minutes_ago=ago)
             else:
                 pools[p] = PoolNow(available=usable, seen_minutes_ago=None if usable else 0.0)
-        decision = client.decide(
+        return client.decide(
             DecisionRequest(
                 policy=self.config.policy,
-                job=job,
-                state=IdleState(
-                    elapsed_hours=hours,
-                    progress_hours=min(self.report.progress_hours, job.compute_hours),
-                ),
+                job=self.config.job,
+                state=state,
                 pools=pools,
                 observe="probe" if blind else "all",
             )
         )
-        if decision.action == "wait":
-            return None
-        if decision.action == "on-demand":
-            return self._on_demand()
-        self._asked = [p for p in decision.request_pools if p != decision.pool]
-        return self._spot(str(decision.pool))
+
+    def _spot_is_back(self, instance: Instance) -> bool:
+        """On on-demand: whether the policy would move the job to spot now (never once the
+        job has fallen back to on-demand for good)."""
+        if self.report.preemptions >= self.config.on_demand_after:
+            return False
+        job = self.config.job
+        first = next((e for e in instance.events if e.get("event") == "first_step"), None)
+        now = self.launcher.now_hours()
+        running = now - float(str(first["cloud_hours"])) if first else 0.0
+        state = IdleState(
+            elapsed_hours=now,
+            progress_hours=min(self.report.progress_hours + running, job.compute_hours),
+            instance="on-demand",
+        )
+        return self._decide(self._client(), None, state).action == "spot"
 
     def _spot(self, pool: str) -> Placement:
         return Placement(market="spot", pool=pool, price=self.prices.spot_quote(pool).usd_per_hour)
@@ -330,7 +360,10 @@ class Supervisor:
                 self.ledger.record(
                     EntryKind.MIGRATION, pool=placement.pool, market=placement.market
                 )
-                self.progress(f"moved off {placement.pool}: its risk forecast crossed the bar")
+                if placement.market == "on-demand":
+                    self.progress("left on-demand for spot: the on-demand instance is released")
+                else:
+                    self.progress(f"moved off {placement.pool}: its risk forecast crossed the bar")
             elif outcome is Outcome.PREEMPTED:
                 self.report.preemptions += 1
                 self._saw(placement.pool, False)
@@ -366,6 +399,9 @@ class Supervisor:
         drill = False
         next_risk_check = self.clock.monotonic()
         pool = instance.placement.pool
+        spot_check_s = self.config.spot_check_s
+        on_demand = instance.placement.market == "on-demand" and spot_check_s is not None
+        next_spot_check = next_risk_check + (spot_check_s or 0.0)
         stall_s = self.config.stall_timeout_s
         while (code := instance.poll()) is None:
             now = self.clock.monotonic()
@@ -423,6 +459,12 @@ class Supervisor:
             if started and pool and not noticed and not migrating and now >= next_risk_check:
                 next_risk_check = now + max(self.config.poll_s * 10, 0.2)
                 if self._should_move(pool):
+                    instance.notice()
+                    migrating = True
+            if started and on_demand and not (noticed or migrating) and now >= next_spot_check:
+                next_spot_check = now + (spot_check_s or 0.0)
+                if self._spot_is_back(instance):
+                    self.progress("spot is back: checkpointing to leave on-demand")
                     instance.notice()
                     migrating = True
             self.clock.sleep(self.config.poll_s)

@@ -58,6 +58,27 @@ def test_tiers_take_on_demand_by_priority_within_the_budget() -> None:
     assert ask(normal, 1.0) == "on-demand"  # room again
 
 
+def test_a_job_asked_on_its_on_demand_instance_keeps_its_claim_until_it_leaves_for_spot() -> None:
+    budget = FleetBudget(4.0)
+    normal = TieredClient(STORM, job="n", tier="normal", budget=budget)
+    assert ask(normal, 1.0) == "on-demand" and budget.spending() == 3.0
+    budget.claim("other", 1.0)  # the budget is full now
+    staying = DecisionRequest(
+        job=TERMS,
+        state=IdleState(elapsed_hours=1.2, progress_hours=0.2, instance="on-demand"),
+        pools={"z0": PoolNow(available=False), "z1": PoolNow(available=False)},
+    )
+    assert normal.decide(staying).action == "on-demand"
+    assert budget.spending() == 4.0  # the running instance's claim stands
+    back = in_process_for(np.ones((2, 24 * 12), dtype=bool), 300, ("z0", "z1"))
+    returning = TieredClient(back, job="n", tier="normal", budget=budget)
+    spot_again = staying.model_copy(
+        update={"pools": {"z0": PoolNow(available=True), "z1": PoolNow(available=True)}}
+    )
+    assert returning.decide(spot_again).action == "spot"
+    assert budget.spending() == 2.0  # on-demand released: spot's 1 $/h and the other job's
+
+
 @pytest.mark.parametrize(
     ("text", "problem"),
     [

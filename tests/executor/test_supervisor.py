@@ -51,12 +51,13 @@ def supervise(
     traces: TraceSet,
     work_s: float,
     step_s: float | None = None,
+    deadline_s: float = 60.0,
     **config: object,
 ):
     """A supervisor over ``traces`` (replayed at ``SCALE``, or paced at ``step_s`` cloud
     seconds per step of the fake job) and the fake job's command."""
     store = tmp_path / "store.duckdb"
-    terms = job(work_s)
+    terms = job(work_s, deadline_s)
     ledger = Ledger(
         store,
         JobInfo(
@@ -104,6 +105,26 @@ def test_after_n_preemptions_it_falls_back_to_on_demand(tmp_path: Path) -> None:
     report = supervisor.run(command)
     assert report.completed and report.preemptions == 1
     assert report.placements[-1] == "on-demand"
+
+
+@pytest.mark.slow
+def test_on_demand_while_spot_is_gone_and_back_to_spot_when_it_returns(tmp_path: Path) -> None:
+    # no spot for the first eight seconds: uniform progress buys on-demand, then spot is back
+    traces = market("0" * 8 + "1" * 60)
+    supervisor, command, store, ledger = supervise(
+        tmp_path, traces, work_s=10.0, deadline_s=20.0, spot_check_s=0.5, policy="uniform_progress"
+    )
+    report = supervisor.run(command)
+    assert report.completed and report.preemptions == 0
+    assert report.placements[:2] == ["on-demand", "spot in z0"]
+    assert report.migrations == 1 and report.lost_hours == 0.0
+    with open_operational(store) as market_store:
+        ledger_report = job_report(market_store, ledger.job_id)
+    # the on-demand instance was released: billed only until the job left it
+    on_demand = ledger_report.markets["on-demand"]
+    assert 0 < on_demand.hours < 10.0 * SCALE / 3600
+    assert ledger_report.markets["spot"].hours > 0
+    assert ledger_report.migrations == 1
 
 
 @pytest.mark.slow
