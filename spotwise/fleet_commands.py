@@ -32,6 +32,15 @@ def fleet_run(
         float, typer.Option("--start-hours", min=0.0, help="Replay from this trace hour.")
     ] = 0.0,
     scale: Annotated[float, typer.Option("--scale", min=1.0, help="Trace s per wall s.")] = 360.0,
+    spot_check_s: Annotated[
+        float,
+        typer.Option(
+            "--spot-check-s",
+            min=0.0,
+            help="Wall seconds between asks, for a job on on-demand, whether to go back to "
+            "spot (0 = never).",
+        ),
+    ] = 2.0,
     policy_name: Annotated[str, typer.Option("--policy-name", help="The policy.")] = "best",
     changeover_hours: Annotated[
         float, typer.Option("--changeover-hours", min=0.0, help="Hours a move costs.")
@@ -67,7 +76,13 @@ def fleet_run(
             spot_price=prices.typical_spot(),
             on_demand_price=prices.on_demand_quote().usd_per_hour,
         )
-        return SupervisorConfig(job=terms, policy=policy_name, prices=prices, migrate_risk=1.0)
+        return SupervisorConfig(
+            job=terms,
+            policy=policy_name,
+            prices=prices,
+            migrate_risk=1.0,
+            spot_check_s=spot_check_s or None,
+        )
 
     outcomes = run_fleet(
         spec,

@@ -338,6 +338,16 @@ def run(
             "--notice-lead-s", min=0.0, help="Seconds between a notice and the stop it warns of."
         ),
     ] = 2.0,
+    spot_check_s: Annotated[
+        float,
+        typer.Option(
+            "--spot-check-s",
+            min=0.0,
+            help="On on-demand: seconds between asks whether the policy would run on spot "
+            "now; when it would, the job checkpoints and the on-demand instance is released "
+            "(0 = stay on on-demand).",
+        ),
+    ] = 60.0,
     stall_timeout: Annotated[
         float,
         typer.Option(
@@ -468,6 +478,7 @@ def run(
         max_failures=max_failures,
         ckpt_dirs=tuple(Path(c) for c in ckpt or [] if "://" not in c),
         stall_timeout_s=stall_timeout or None,
+        spot_check_s=spot_check_s or None,
         cancel_grace_s=cancel_grace,
         prices=prices,
         drill_after_s=drill_s,
