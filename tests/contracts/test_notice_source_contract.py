@@ -49,7 +49,9 @@ PREEMPTIONS: dict[str, Callable[[FakeMetadata], None]] = {
 
 
 def source(name: str, url: str) -> NoticeSource:
-    return CLOUD_SOURCES[name].kind(url)
+    """The source over the fake endpoint, patient enough for a loaded machine (what is under
+    test here is what it makes of the answers, not how fast they come)."""
+    return CLOUD_SOURCES[name].kind(url, timeout=10.0)
 
 
 def test_every_cloud_source_has_a_preemption_case_here() -> None:

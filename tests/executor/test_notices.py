@@ -23,9 +23,12 @@ from spotwise.policy.traces import load_traces
 from tests.conftest import DATA
 from tests.executor.fake_metadata import FakeMetadata
 
+PATIENT_S = 10.0
+"""Seconds a source waits for the fake endpoint: a loaded machine may be slow to answer."""
+
 
 def test_aws_nothing_pending_is_a_404_and_no_notice(metadata: FakeMetadata) -> None:
-    source = AwsImds(metadata.url)
+    source = AwsImds(metadata.url, timeout=PATIENT_S)
     assert source.poll() is None
     assert metadata.hits["/latest/api/token"] == 1
     assert metadata.hits["/latest/meta-data/spot/instance-action"] == 1
@@ -33,13 +36,13 @@ def test_aws_nothing_pending_is_a_404_and_no_notice(metadata: FakeMetadata) -> N
 
 def test_aws_instance_action_is_a_stop_notice_with_its_deadline(metadata: FakeMetadata) -> None:
     metadata.aws_action = {"action": "terminate", "time": "2026-11-29T10:00:00Z"}
-    notice = AwsImds(metadata.url).poll()
+    notice = AwsImds(metadata.url, timeout=PATIENT_S).poll()
     assert notice is not None and notice.stop and notice.kind == "terminate"
     assert notice.deadline == pytest.approx(1795946400.0)
 
 
 def test_aws_expired_token_gets_401_and_is_renewed_once(metadata: FakeMetadata) -> None:
-    source = AwsImds(metadata.url)
+    source = AwsImds(metadata.url, timeout=PATIENT_S)
     source.poll()
     metadata.expire_tokens()
     metadata.aws_action = {"action": "stop", "time": "2026-11-29T10:00:00Z"}
@@ -52,14 +55,14 @@ def test_aws_rebalance_asks_for_a_checkpoint_not_a_stop_and_only_once(
     metadata: FakeMetadata,
 ) -> None:
     metadata.aws_rebalance = {"noticeTime": "2026-11-29T09:50:00Z"}
-    source = AwsImds(metadata.url)
+    source = AwsImds(metadata.url, timeout=PATIENT_S)
     first = source.poll()
     assert first is not None and first.kind == "rebalance" and not first.stop
     assert source.poll() is None
 
 
 def test_gcp_preempted_true_is_a_stop_notice(metadata: FakeMetadata) -> None:
-    source = GcpMetadata(metadata.url)
+    source = GcpMetadata(metadata.url, timeout=PATIENT_S)
     assert source.poll() is None
     metadata.gcp_preempted = "garbage"
     assert source.poll() is None
@@ -70,7 +73,7 @@ def test_gcp_preempted_true_is_a_stop_notice(metadata: FakeMetadata) -> None:
 
 
 def test_azure_preempt_event_is_a_stop_notice(metadata: FakeMetadata) -> None:
-    source = AzureScheduledEvents(metadata.url)
+    source = AzureScheduledEvents(metadata.url, timeout=PATIENT_S)
     assert source.poll() is None
     metadata.azure_events = "{{{"
     assert source.poll() is None
@@ -101,7 +104,9 @@ def test_sigterm_is_a_stop_notice_and_the_handler_is_restored() -> None:
 
 def test_watcher_thread_picks_up_a_notice(metadata: FakeMetadata) -> None:
     seen: list[Notice] = []
-    watcher = NoticeWatcher([AwsImds(metadata.url)], interval_s=0.05, on_notice=seen.append).start()
+    watcher = NoticeWatcher(
+        [AwsImds(metadata.url, timeout=PATIENT_S)], interval_s=0.05, on_notice=seen.append
+    ).start()
     try:
         metadata.aws_action = {"action": "terminate", "time": "2026-11-29T10:00:00Z"}
         deadline = time.monotonic() + 5
