@@ -18,10 +18,11 @@ that on its next tick and adapts. Jobs move back from on-demand to spot when spo
 
 On N-node capacity traces the jobs share each pool's nodes (:class:`SharedPools`): a launch
 lands only where a node is free. The controller shares what every job's launches and
-instances show (one job's failed request spares the others theirs), and a job that is idle
-with no free node in sight gets the node of a lower tier's job that has more slack, which
-checkpoints, lets it go and waits for spot. The comparison is every job running ``best`` on
-its own on the same market at the same time, with no budget (:func:`independent_costs`).
+instances show (one job's failed request spares the others theirs), and a job left idle by a
+request that found no node (or asking for none) gets the node of a lower tier's job that has
+more slack, which checkpoints, lets it go and waits for spot. The comparison is every job
+running ``best`` on its own on the same market at the same time, with no budget
+(:func:`independent_costs`).
 """
 
 from __future__ import annotations
@@ -163,6 +164,8 @@ def simulate_fleet(
         contexts.append(context)
         arrivals.append(begin - start)
     order = sorted(range(len(fleet)), key=lambda i: TIERS.index(fleet[i].tier))
+    refused = [False] * len(fleet)
+    """Jobs idle since a launch request of theirs found no node."""
     tick = hours = over = 0.0
     end = max(a + r.job.deadline for a, r in zip(arrivals, runs, strict=True))
     while tick < end:
@@ -178,7 +181,10 @@ def simulate_fleet(
             obs = run.observe()
             action = policies[i].act(obs)
             want = action.instance
-            if managed and pools is not None and obs.state == NONE and not _lands(action, run):
+            if obs.state != NONE:
+                refused[i] = False
+            starved = refused[i] or not action.named_pools()
+            if managed and pools is not None and obs.state == NONE and starved and not run.blocked:
                 action = _spot_from_lower_tier(i, fleet, runs, contexts, pools) or action
                 want = action.instance
             price = 0.0
@@ -197,7 +203,9 @@ def simulate_fleet(
                     if up:
                         action, price = request(up), float(max(obs.prices[up]))
             spend += price
+            failed = run.failed_requests
             run.step(action)
+            refused[i] = refused[i] or run.failed_requests > failed
         if active:
             hours += gap_hours
             if spend > budget_usd_per_hour + 1e-9:
@@ -207,12 +215,6 @@ def simulate_fleet(
     return FleetResult(jobs=results, hours=hours, hours_over_budget=over)
 
 
-def _lands(action: Action, run: JobRun) -> bool:
-    """Whether ``action`` is a launch request that finds a free node this tick."""
-    named = list(action.named_pools())
-    return bool(named) and bool(run.open_now()[named].any())
-
-
 def _spot_from_lower_tier(
     i: int,
     fleet: Sequence[FleetJob],
@@ -220,10 +222,10 @@ def _spot_from_lower_tier(
     contexts: Sequence[JobContext],
     pools: SharedPools,
 ) -> Action | None:
-    """Job ``i`` is idle and would stay so or start on-demand: if a job of a lower tier with
-    more slack (after a changeover) holds a spot node, that job lets it go (checkpointed; it
-    waits for spot) and job ``i`` is sent to its pool. None when there is no such job, or when
-    job ``i``'s safety net asks for on-demand."""
+    """Job ``i`` is idle, and a launch request of its found no node or it asks for none: if a
+    job of a lower tier with more slack (after a changeover) holds a spot node, that job lets it go
+    (checkpointed; it waits for spot) and job ``i`` is sent to its pool. None when there is no
+    such job, or when job ``i``'s safety net asks for on-demand."""
     mine = slack_ticks(runs[i].obs, contexts[i])
     if mine <= _net(contexts[i]):
         return None

@@ -222,6 +222,11 @@ class JobRun:
         """Whether the job is done or its deadline has passed."""
         return self.finished or self.tick >= self.job.deadline
 
+    @property
+    def blocked(self) -> bool:
+        """Whether a failed launch request still takes the job's time this tick."""
+        return self.tick < self._blocked_until
+
     def observe(self) -> Observation:
         """Start the current tick: apply a preemption, then show the tick (reused object)."""
         now, obs = self.start + self.tick, self.obs
