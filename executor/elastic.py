@@ -11,7 +11,8 @@ When a pool is up again a new spot node joins; torchrun restarts the workers at 
 (the guard checkpoints on that SIGTERM too), so a resize loses no step. With ``floor`` None
 (``auto``) the floor is the fewest on-demand nodes that, with spot nodes up the forecast share
 of the time, finish the work left by the deadline (:func:`auto_floor`), chosen again as the run
-goes: it rises as the slack shrinks and falls when spot would do. Every node's hours, cost,
+goes (:func:`next_floor`): it rises at once as the slack shrinks, and falls when spot would do
+even with two more regroups of reserve. Every node's hours, cost,
 notice and preemption go to the ledger under the node's name.
 """
 
@@ -43,6 +44,8 @@ from spotwise.progress import Progress, silent
 Role = Literal["host", "floor", "spot"]
 RESERVE_REGROUPS = 4.0
 """Regroups of slack :func:`auto_floor` keeps beyond the work left."""
+FALL_REGROUPS = 2.0
+"""More regroups of reserve a lower floor must still allow before ``auto`` lowers it."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -73,14 +76,19 @@ class NodePlan:
 
 
 def auto_floor(
-    plan: NodePlan, *, spot_share: float, time_left_hours: float, work_left_hours: float
+    plan: NodePlan,
+    *,
+    spot_share: float,
+    time_left_hours: float,
+    work_left_hours: float,
+    reserve_regroups: float = RESERVE_REGROUPS,
 ) -> int:
     """The fewest on-demand nodes (at least ``min_nodes``) whose work, with the other nodes on
     spot and up ``spot_share`` of the time, covers ``work_left_hours`` of full-size work (plus
-    :data:`RESERVE_REGROUPS` regroups) in ``time_left_hours``: the full-size rate needed is
+    ``reserve_regroups`` regroups) in ``time_left_hours``: the full-size rate needed is
     ``r``, ``k`` on-demand nodes of ``N`` give ``(k + (N − k)·share) / N``."""
     n, share = plan.max_nodes, min(max(spot_share, 0.0), 1.0)
-    needed = work_left_hours + RESERVE_REGROUPS * plan.regroup_hours
+    needed = work_left_hours + reserve_regroups * plan.regroup_hours
     if time_left_hours <= 0 or needed >= time_left_hours:
         return n
     rate = needed / time_left_hours
@@ -88,6 +96,17 @@ def auto_floor(
         return plan.min_nodes
     k = math.ceil(n * (rate - share) / (1.0 - share) - 1e-9)
     return min(max(k, plan.min_nodes), n)
+
+
+def next_floor(current: int | None, plan: NodePlan, **now: float) -> int:
+    """``auto``'s floor for the next stretch: up at once to :func:`auto_floor`'s, down only
+    when it would be lower even with :data:`FALL_REGROUPS` more regroups of reserve (a fall
+    and a rise after it cost two), so a floor on the edge does not swing at every forecast."""
+    wanted = auto_floor(plan, **now)
+    if current is None or wanted >= current:
+        return wanted
+    cautious = auto_floor(plan, reserve_regroups=RESERVE_REGROUPS + FALL_REGROUPS, **now)
+    return max(min(cautious, current), wanted)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -399,7 +418,8 @@ class NodeSupervisor:
         else:
             client = self._client()
             shares = [client.forecast(p).available_share for p in self.launcher.pools]
-            floor = auto_floor(
+            floor = next_floor(
+                self._floor,
                 plan,
                 spot_share=max(shares, default=0.0),
                 time_left_hours=job.deadline_hours - self.launcher.now_hours(),

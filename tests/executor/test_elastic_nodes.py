@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from spotwise.executor.elastic import NodePlan, NodeSupervisor, auto_floor
+from spotwise.executor.elastic import NodePlan, NodeSupervisor, auto_floor, next_floor
 from spotwise.executor.launchers.local import Replay
 from spotwise.executor.ledger import JobInfo, Ledger, job_report
 from spotwise.executor.prices import PriceBook
@@ -43,6 +43,23 @@ def test_auto_floor_rises_as_the_slack_shrinks_and_spot_gets_scarce() -> None:
     assert scarce == 3  # rate 0.5 = (k + (8 - k)·0.3) / 8  →  k = 2.3
     assert auto_floor(plan, spot_share=0.9, time_left_hours=9, work_left_hours=10) == 8
     assert auto_floor(plan, spot_share=0.0, time_left_hours=20, work_left_hours=10) == 4
+
+
+def test_auto_rises_at_once_and_falls_only_past_a_margin_so_it_does_not_swing() -> None:
+    plan = NodePlan(min_nodes=1, max_nodes=8, floor=None, regroup_hours=0.1)
+
+    def at(share: float) -> dict[str, float]:
+        return {"spot_share": share, "time_left_hours": 20.0, "work_left_hours": 10.0}
+
+    assert auto_floor(plan, **at(0.30)) == 3 and auto_floor(plan, **at(0.37)) == 2
+    # the forecast share wobbles across the edge: the plain rule would swing 3, 2, 3, 2
+    floors, floor = [], None
+    for share in (0.30, 0.37, 0.30, 0.37):
+        floor = next_floor(floor, plan, **at(share))
+        floors.append(floor)
+    assert floors == [3, 3, 3, 3]
+    assert next_floor(3, plan, **at(0.45)) == 2  # clearly more spot: it falls
+    assert next_floor(2, plan, **at(0.30)) == 3  # less: it rises at once
 
 
 def test_a_floor_below_min_or_above_max_is_refused_with_the_reason() -> None:
