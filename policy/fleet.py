@@ -30,7 +30,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from pathlib import Path
+from typing import Any, Literal
 
 import numpy as np
 
@@ -84,6 +85,8 @@ class FleetResult:
     hours: float
     """Hours with at least one job in flight."""
     hours_over_budget: float
+    spend: tuple[float, ...] = ()
+    """What the fleet spent ($/h) in each tick with a job in flight."""
 
 
 def default_fleet(
@@ -166,6 +169,7 @@ def simulate_fleet(
     order = sorted(range(len(fleet)), key=lambda i: TIERS.index(fleet[i].tier))
     refused = [False] * len(fleet)
     """Jobs idle since a launch request of theirs found no node."""
+    spends: list[float] = []
     tick = hours = over = 0.0
     end = max(a + r.job.deadline for a, r in zip(arrivals, runs, strict=True))
     while tick < end:
@@ -208,11 +212,12 @@ def simulate_fleet(
             refused[i] = refused[i] or run.failed_requests > failed
         if active:
             hours += gap_hours
+            spends.append(spend)
             if spend > budget_usd_per_hour + 1e-9:
                 over += gap_hours
         tick += 1
     results = tuple(_result(job, run) for job, run in zip(fleet, runs, strict=True))
-    return FleetResult(jobs=results, hours=hours, hours_over_budget=over)
+    return FleetResult(jobs=results, hours=hours, hours_over_budget=over, spend=tuple(spends))
 
 
 def _spot_from_lower_tier(
@@ -326,40 +331,115 @@ def run_fleet_bench(
     market: FleetMarket,
     visibility: Visibility = EVERYTHING,
     capacity: np.ndarray | None = None,
-) -> dict[str, object]:
+    spend_out: dict[str, list[float]] | None = None,
+) -> dict[str, Any]:
     """The fleet under tiers and the budget from each of ``starts``, against every job under
-    ``best`` on its own: cost and misses per tier, and the share of hours within budget."""
+    ``best`` on its own: cost and misses per tier, the share of hours within budget, and what
+    each spent per hour (``spend_out`` gets every tick's, ``fleet`` and ``independent``)."""
     if not starts:
         raise ValueError("no fleet fits between the first start and the end of the traces")
     managed: list[FleetJobResult] = []
     alone: list[FleetJobResult] = []
+    spend: dict[str, list[float]] = {"fleet": [], "independent": []}
     hours = over = 0.0
     for start in starts:
-        run = simulate_fleet(
-            traces,
-            fleet,
-            start,
-            budget_usd_per_hour=budget_usd_per_hour,
-            market=market,
-            visibility=visibility,
-            capacity=capacity,
-        )
-        managed += run.jobs
-        hours += run.hours
-        over += run.hours_over_budget
-        alone += independent_costs(
-            traces, fleet, start, market=market, visibility=visibility, capacity=capacity
-        )
+        for kind in spend:
+            run = simulate_fleet(
+                traces,
+                fleet,
+                start,
+                budget_usd_per_hour=budget_usd_per_hour if kind == "fleet" else math.inf,
+                market=market,
+                visibility=visibility,
+                capacity=capacity,
+                managed=kind == "fleet",
+            )
+            spend[kind] += run.spend
+            if kind == "fleet":
+                managed += run.jobs
+                hours += run.hours
+                over += run.hours_over_budget
+            else:
+                alone += run.jobs
+    if spend_out is not None:
+        spend_out.update(spend)
     return {
         "tiers": _per_tier(managed),
         "independent_tiers": _per_tier(alone),
         "fleet_cost_usd": _total(managed, market),
         "independent_best_cost_usd": _total(alone, market),
         "share_of_hours_within_budget": round(1.0 - over / hours, 4) if hours else 1.0,
+        "spend_usd_per_hour": {kind: _spread(values) for kind, values in spend.items()},
         "fleets": len(starts),
         "budget_usd_per_hour": budget_usd_per_hour,
         "simulated": True,
     }
+
+
+def _spread(values: Sequence[float]) -> dict[str, float]:
+    if not values:
+        return {}
+    p50, p90, p99 = np.percentile(values, [50, 90, 99])
+    return {
+        "p50": round(float(p50), 2),
+        "p90": round(float(p90), 2),
+        "p99": round(float(p99), 2),
+        "max": round(float(max(values)), 2),
+    }
+
+
+FLEET_COLOR, ALONE_COLOR = "tab:blue", "tab:orange"
+
+
+def plot_fleet(summary: dict[str, Any], spend: dict[str, list[float]], target: Path) -> None:
+    """Cost per tier, the fleet against every job on its own, and what each spent per hour
+    against the budget."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (costs, hourly) = plt.subplots(1, 2, figsize=(11, 4.5))
+    tiers = list(summary["tiers"])
+    x = np.arange(len(tiers))
+    for offset, key, label, color in (
+        (-0.2, "tiers", "fleet (tiers, budget, shared sight)", FLEET_COLOR),
+        (0.2, "independent_tiers", "every job under best on its own", ALONE_COLOR),
+    ):
+        values = [summary[key][t]["cost_usd"] for t in tiers]
+        costs.bar(x + offset, values, 0.4, label=label, color=color)
+    costs.set_xticks(x, tiers)
+    costs.set_ylabel("simulated cost (USD)")
+    costs.set_title(
+        f"{summary['fleets']} fleets: {summary['fleet_cost_usd']:,.0f} USD against "
+        f"{summary['independent_best_cost_usd']:,.0f} USD"
+    )
+    highest = max(summary[k][t]["cost_usd"] for k in ("tiers", "independent_tiers") for t in tiers)
+    costs.set_ylim(0, highest * 1.3)  # room for the legend above the bars
+    costs.legend(fontsize=8, loc="upper right")
+    budget = float(summary["budget_usd_per_hour"])
+    top = max([budget, *spend["fleet"], *spend["independent"]]) * 1.05
+    bins = np.linspace(0.0, top, 40)
+    hourly.hist(spend["fleet"], bins=bins, color=FLEET_COLOR, alpha=0.6, label="fleet")
+    hourly.hist(
+        spend["independent"],
+        bins=bins,
+        histtype="step",
+        linewidth=1.6,
+        color=ALONE_COLOR,
+        label="every job on its own",
+    )
+    hourly.axvline(budget, color="tab:red", linestyle="--", label=f"budget {budget:g} $/h")
+    hourly.set_xlabel("spend (USD per hour), each tick with a job in flight")
+    hourly.set_ylabel("ticks")
+    within = summary["share_of_hours_within_budget"]
+    hourly.set_title(f"fleet within budget {within:.1%} of hours")
+    hourly.legend(fontsize=8)
+    fig.suptitle("spotwise bench fleet (simulated dollars on replayed traces)")
+    fig.tight_layout()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(target, dpi=120)
+    plt.close(fig)
 
 
 def _total(results: Sequence[FleetJobResult], market: FleetMarket) -> float:

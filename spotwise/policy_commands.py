@@ -236,6 +236,14 @@ def bench_fleet(
     ] = 6.0,
     observe: ObserveOption = "probe",
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
+    plot: Annotated[
+        Path | None,
+        typer.Option(
+            "--plot",
+            help="Write a PNG of the cost per tier and the spend per hour against the budget.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Twelve jobs in three tiers (high, normal, low) under one budget, simulated on real
     traces, against every job under `best` on its own on the same market (simulated $)."""
@@ -243,6 +251,7 @@ def bench_fleet(
         FleetMarket,
         default_fleet,
         fleet_starts,
+        plot_fleet,
         run_fleet_bench,
     )
     from spotwise.policy.nodes.capacity import load_capacity_traces
@@ -250,6 +259,7 @@ def bench_fleet(
     from spotwise.policy.traces import load_traces
 
     mode = _observe_mode(observe)
+    spend: dict[str, list[float]] = {}
     try:
         capacity = None
         if traces is not None:
@@ -273,9 +283,13 @@ def bench_fleet(
             ),
             visibility=Visibility(observe=mode),
             capacity=capacity,
+            spend_out=spend,
         )
     except (PolicyError, ValueError) as exc:
         fail(str(exc))
+    if plot:
+        plot_fleet(summary, spend, plot)
+        err.print(f"plot written to {plot}")
     if as_json:
         out.print_json(data=summary)
         return

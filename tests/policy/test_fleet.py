@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 
@@ -115,11 +116,17 @@ def test_an_urgent_job_gets_the_spot_node_of_a_patient_one_instead_of_buying_on_
         assert sum(r.cost_usd for r in managed.jobs) < sum(r.cost_usd for r in alone)
 
 
-def test_bench_fleet_prints_the_tiers_against_independent_best(cli: CliRun) -> None:
-    result = cli("bench", "fleet", "--json", "--observe", "all", "--start-every-hours", "96")
+def test_bench_fleet_prints_the_tiers_against_independent_best(cli: CliRun, tmp_path: Path) -> None:
+    plot = tmp_path / "fleet.png"
+    result = cli(
+        "bench", "fleet", "--json", "--observe", "all", "--start-every-hours", "96", "--plot", plot
+    )
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)
     assert set(summary["tiers"]) == {"high", "normal", "low"}
     assert summary["tiers"]["high"]["deadline_miss_rate"] == 0.0
     assert summary["fleet_cost_usd"] > 0 and summary["independent_best_cost_usd"] > 0
     assert 0.0 <= summary["share_of_hours_within_budget"] <= 1.0 and summary["simulated"]
+    spend = summary["spend_usd_per_hour"]
+    assert 0 < spend["fleet"]["p50"] <= spend["fleet"]["p99"] <= spend["fleet"]["max"]
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
