@@ -448,6 +448,13 @@ def _open_error(path: Path, exc: Exception) -> StoreError:
             "the folder's permissions or pass a writable --store",
             permanent=True,
         )
+    if "WAL does not match database file" in text:
+        return StoreError(
+            f"cannot open the store {path}: its write-ahead log {path}.wal belongs to another "
+            "copy of the store (it stays behind when the store file is deleted or replaced). "
+            "Move that .wal file away and open the store again",
+            permanent=True,
+        )
     return StoreError(
         f"cannot open the store {path}: {text.splitlines()[0] if text else exc!r}. Is it a "
         "Spotwise store? Pass another --store",

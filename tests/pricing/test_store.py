@@ -141,6 +141,22 @@ def test_a_new_store_and_the_folder_made_for_it_are_private(tmp_path: Path) -> N
     assert stat.S_IMODE(theirs.stat().st_mode) == 0o755
 
 
+def test_a_write_ahead_log_left_from_another_store_is_named_and_kept(tmp_path: Path) -> None:
+    store, other = tmp_path / "market.duckdb", tmp_path / "other.duckdb"
+    MarketStore.open(store).close()
+    writer = duckdb.connect(str(other))
+    writer.execute("CREATE TABLE t AS SELECT 1 AS x")  # committed, in the log until closed
+    stale = tmp_path / "market.duckdb.wal"
+    stale.write_bytes((tmp_path / "other.duckdb.wal").read_bytes())
+    writer.close()
+    with pytest.raises(StoreError, match=r"market\.duckdb\.wal belongs to another copy") as refused:
+        MarketStore.open(store, wait_s=0)
+    assert refused.value.permanent and "Move that .wal file away" in str(refused.value)
+    assert stale.exists()  # nothing is thrown away for the user
+    stale.unlink()
+    MarketStore.open(store).close()
+
+
 def test_reading_a_missing_store_says_how_to_create_it(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="spotwise data load"):
         MarketStore.open(tmp_path / "none.duckdb", read_only=True)

@@ -45,8 +45,9 @@ def test_kill_9_during_a_load_leaves_the_store_before_or_after_it(tmp_path: Path
     before = summary_of(store)
     outcomes = []
     for _ in range(4):
-        if store.exists():
-            store.unlink()
+        # a fresh store: the file and the write-ahead log a kill may have left beside it
+        for leftover in (store, store.with_name(store.name + ".wal")):
+            leftover.unlink(missing_ok=True)
         MarketStore.open(store).close()
         load = subprocess.Popen(
             [sys.executable, "-m", "spotwise", "data", "load", *paths],
