@@ -321,17 +321,19 @@ def job_row(store: OperationalStore, job_id: str) -> dict[str, Any] | None:
 
 
 def list_jobs(store: OperationalStore) -> list[dict[str, Any]]:
-    """Every job with its status, cost so far, preemptions, migrations and pending writes
-    (newest first)."""
+    """Every job with its status, cost so far, preemptions, migrations (moves, back to spot
+    among them), hours on on-demand and pending writes (newest first)."""
     jobs, entries, pending = _frames(store)
     kind = entries["kind"]
+    on_demand = (kind == EntryKind.INSTANCE) & (entries["market"] == "on-demand")
     per_job = (
         entries.assign(
             cost_usd=entries["cost_usd"].where(kind == EntryKind.INSTANCE, 0.0),
             preemptions=kind == EntryKind.PREEMPTION,
             migrations=kind == EntryKind.MIGRATION,
+            on_demand_hours=entries["hours"].where(on_demand, 0.0).fillna(0.0),
         )
-        .groupby("job_id")[["cost_usd", "preemptions", "migrations"]]
+        .groupby("job_id")[["cost_usd", "preemptions", "migrations", "on_demand_hours"]]
         .sum()
     )
     rows = []
@@ -353,6 +355,7 @@ def list_jobs(store: OperationalStore) -> list[dict[str, Any]]:
                 "cost_usd": float(sums["cost_usd"]) if sums is not None else 0.0,
                 "preemptions": int(sums["preemptions"]) if sums is not None else 0,
                 "migrations": int(sums["migrations"]) if sums is not None else 0,
+                "on_demand_hours": float(sums["on_demand_hours"]) if sums is not None else 0.0,
                 "pending": pending.get(str(job.job_id), 0),
             }
         )

@@ -109,7 +109,8 @@ def fleet_status(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     store: StoreOption = None,
 ) -> None:
-    """The fleet's jobs by tier: status, cost so far, preemptions."""
+    """The fleet's jobs by tier: status, cost so far, preemptions, moves (back to spot among
+    them) and hours on on-demand."""
     with open_operational_store(store) as market:
         rows = _fleet_rows(market, name)
     if not rows:
@@ -132,7 +133,19 @@ def _print_status(rows: list[dict[str, Any]], name: str, as_json: bool) -> None:
     total = round(sum(r["cost_usd"] for r in rows), 4)
     if as_json:
         jobs = [
-            {k: r[k] for k in ("job_id", "name", "tier", "status", "cost_usd", "preemptions")}
+            {
+                k: r[k]
+                for k in (
+                    "job_id",
+                    "name",
+                    "tier",
+                    "status",
+                    "cost_usd",
+                    "preemptions",
+                    "migrations",
+                    "on_demand_hours",
+                )
+            }
             for r in rows
         ]
         out.print_json(
@@ -141,7 +154,15 @@ def _print_status(rows: list[dict[str, Any]], name: str, as_json: bool) -> None:
         return
     label = " (simulated $: a replayed market)" if simulated else ""
     table = Table(
-        "tier", "job", "status", "cost $", "preemptions", "job id", title=f"fleet {name}{label}"
+        "tier",
+        "job",
+        "status",
+        "cost $",
+        "preemptions",
+        "moves",
+        "on-demand h",
+        "job id",
+        title=f"fleet {name}{label}",
     )
     for r in rows:
         table.add_row(
@@ -150,6 +171,8 @@ def _print_status(rows: list[dict[str, Any]], name: str, as_json: bool) -> None:
             r["status"],
             f"{r['cost_usd']:.2f}",
             str(r["preemptions"]),
+            str(r["migrations"]),
+            f"{r['on_demand_hours']:.2f}",
             r["job_id"],
         )
     out.print(table)
