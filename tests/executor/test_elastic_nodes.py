@@ -10,12 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from spotwise.executor.elastic import NodePlan, NodeSupervisor, auto_floor, next_floor
+from spotwise.executor.elastic import NodePlan, NodeSupervisor
 from spotwise.executor.launchers.local import Replay
 from spotwise.executor.ledger import JobInfo, Ledger, job_report
 from spotwise.executor.prices import PriceBook
 from spotwise.executor.supervisor import SupervisorConfig
 from spotwise.policy.client import in_process_for
+from spotwise.policy.nodes.floor import auto_floor, next_floor
 from spotwise.policy.schemas import JobTerms
 from spotwise.policy.traces import Pool, TraceSet
 from spotwise.pricing.operational import open_operational

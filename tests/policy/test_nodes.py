@@ -102,7 +102,7 @@ def test_no_policy_misses_a_deadline_and_the_bound_is_below_them_all(
     )
     for start in node_starts(bundled, spec, 0.0, 36.0):
         bound = node_lower_bound(node_context(bundled, spec, 8, start, reads_future=True))
-        for name in ("on_demand", "spot_fallback", "best"):
+        for name in ("on_demand", "spot_fallback", "best", "auto_floor"):
             result = simulate_nodes(name, bundled, spec, 8, start)
             assert result.done, (name, start)
             assert bound.cost <= result.cost + 1e-9, (name, start)
