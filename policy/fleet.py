@@ -46,7 +46,7 @@ from spotwise.policy.policies.base import (
     Observation,
     request,
 )
-from spotwise.policy.policies.rules import slack_ticks
+from spotwise.policy.policies.rules import slack_exhausted, slack_ticks
 from spotwise.policy.registry import load
 from spotwise.policy.shared_pools import SharedPools
 from spotwise.policy.simulate import EVERYTHING, JobRun, Sight, Visibility, context_for
@@ -228,17 +228,18 @@ def _spot_from_lower_tier(
     pools: SharedPools,
 ) -> Action | None:
     """Job ``i`` is idle, and a launch request of its found no node or it asks for none: if a
-    job of a lower tier with more slack (after a changeover) holds a spot node, that job lets it go
-    (checkpointed; it waits for spot) and job ``i`` is sent to its pool. None when there is no
+    job of a lower tier with more slack (after a changeover) holds a spot node, that job lets it
+    go (checkpointed; it waits for spot) and job ``i`` is sent to its pool. None when there is no
     such job, or when job ``i``'s safety net asks for on-demand."""
-    mine = slack_ticks(runs[i].obs, contexts[i])
-    if mine <= _net(contexts[i]):
+    if slack_exhausted(runs[i].obs, contexts[i]):
         return None
+    mine = slack_ticks(runs[i].obs, contexts[i])
     rank = TIERS.index(fleet[i].tier)
+    index = {id(run): k for k, run in enumerate(runs)}
     best: tuple[int, float, int] | None = None
     for pool in range(pools.capacity.shape[0]):
         for holder in pools.holders(pool):
-            j = next(k for k, r in enumerate(runs) if r is holder)
+            j = index[id(holder)]
             theirs = slack_ticks(runs[j].obs, contexts[j])
             lower = TIERS.index(fleet[j].tier) > rank
             roomier = theirs - runs[j].job.changeover > mine
@@ -249,11 +250,6 @@ def _spot_from_lower_tier(
     j, _, pool = best
     runs[j].let_go()
     return request([pool])
-
-
-def _net(context: JobContext) -> float:
-    """Slack (ticks) at which the safety net buys on-demand: two changeovers and a request."""
-    return 2 * context.job.changeover + context.probe_ticks
 
 
 def _result(job: FleetJob, run: JobRun) -> FleetJobResult:
