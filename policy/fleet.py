@@ -82,11 +82,23 @@ class FleetResult:
     """How one fleet went: each job, and the hours the fleet spent within its budget."""
 
     jobs: tuple[FleetJobResult, ...]
-    hours: float
-    """Hours with at least one job in flight."""
-    hours_over_budget: float
-    spend: tuple[float, ...] = ()
+    spend: tuple[float, ...]
     """What the fleet spent ($/h) in each tick with a job in flight."""
+    tick_hours: float
+    budget_usd_per_hour: float
+
+    @property
+    def hours(self) -> float:
+        """Hours with at least one job in flight."""
+        return len(self.spend) * self.tick_hours
+
+    @property
+    def hours_over_budget(self) -> float:
+        return sum(_over(s, self.budget_usd_per_hour) for s in self.spend) * self.tick_hours
+
+
+def _over(spend: float, budget: float) -> bool:
+    return spend > budget + 1e-9
 
 
 def default_fleet(
@@ -170,7 +182,7 @@ def simulate_fleet(
     refused = [False] * len(fleet)
     """Jobs idle since a launch request of theirs found no node."""
     spends: list[float] = []
-    tick = hours = over = 0.0
+    tick = 0
     end = max(a + r.job.deadline for a, r in zip(arrivals, runs, strict=True))
     while tick < end:
         spend = 0.0
@@ -211,13 +223,15 @@ def simulate_fleet(
             run.step(action)
             refused[i] = refused[i] or run.failed_requests > failed
         if active:
-            hours += gap_hours
             spends.append(spend)
-            if spend > budget_usd_per_hour + 1e-9:
-                over += gap_hours
         tick += 1
     results = tuple(_result(job, run) for job, run in zip(fleet, runs, strict=True))
-    return FleetResult(jobs=results, hours=hours, hours_over_budget=over, spend=tuple(spends))
+    return FleetResult(
+        jobs=results,
+        spend=tuple(spends),
+        tick_hours=gap_hours,
+        budget_usd_per_hour=budget_usd_per_hour,
+    )
 
 
 def _spot_from_lower_tier(
@@ -337,7 +351,6 @@ def run_fleet_bench(
     managed: list[FleetJobResult] = []
     alone: list[FleetJobResult] = []
     spend: dict[str, list[float]] = {"fleet": [], "independent": []}
-    hours = over = 0.0
     for start in starts:
         for kind in spend:
             run = simulate_fleet(
@@ -351,12 +364,7 @@ def run_fleet_bench(
                 managed=kind == "fleet",
             )
             spend[kind] += run.spend
-            if kind == "fleet":
-                managed += run.jobs
-                hours += run.hours
-                over += run.hours_over_budget
-            else:
-                alone += run.jobs
+            (managed if kind == "fleet" else alone).extend(run.jobs)
     if spend_out is not None:
         spend_out.update(spend)
     return {
@@ -364,12 +372,19 @@ def run_fleet_bench(
         "independent_tiers": _per_tier(alone),
         "fleet_cost_usd": _total(managed, market),
         "independent_best_cost_usd": _total(alone, market),
-        "share_of_hours_within_budget": round(1.0 - over / hours, 4) if hours else 1.0,
+        "share_of_hours_within_budget": _share_within(spend["fleet"], budget_usd_per_hour),
         "spend_usd_per_hour": {kind: _spread(values) for kind, values in spend.items()},
         "fleets": len(starts),
         "budget_usd_per_hour": budget_usd_per_hour,
         "simulated": True,
     }
+
+
+def _share_within(spend: Sequence[float], budget: float) -> float:
+    """Share of the ticks in flight (all of one length) that spent within ``budget``."""
+    if not spend:
+        return 1.0
+    return round(1.0 - sum(_over(s, budget) for s in spend) / len(spend), 4)
 
 
 def _spread(values: Sequence[float]) -> dict[str, float]:
