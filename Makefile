@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 # (ROCm: .../whl/rocm6.2), or TORCH_PIN= to keep whatever torch pip resolves.
 TORCH_PIN ?= torch==2.13.0
 
-.PHONY: setup demo test test-fast test-postgres soak lint clean notebook notebooks
+.PHONY: setup demo test test-fast test-postgres test-notebooks soak lint clean notebook notebooks
 
 $(BIN)/spotwise: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +45,10 @@ POSTGRES_TESTS := tests/pricing/test_operational_store.py tests/executor/test_le
 	tests/executor/test_sweep.py::test_a_queue_shard_killed_twice_completes_once_and_writes_once
 test-postgres: setup
 	$(BIN)/pytest -q -n 3 --dist loadgroup --operational-store postgresql $(POSTGRES_TESTS)
+
+# The notebooks run top to bottom (a minute of documentation; CI runs it after `make test`).
+test-notebooks: setup
+	$(BIN)/pytest -q --notebooks tests/test_notebooks.py
 
 # Minutes of many processes on one store, then the same with PostgreSQL (CI runs it last).
 soak: setup

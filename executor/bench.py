@@ -166,12 +166,17 @@ def bench_resume(
         progress("uninterrupted run")
         plain = reference_run(f"{tmp}/plain", epochs=epochs, step_sleep_s=step_sleep_s)
         plain_s = plain.wall_s
-        # Scale the trace's clock so that its first preemptions fall inside the run.
+        # Scale the trace's clock so that its first preemptions fall inside the run; replay
+        # take-backs until that many hit the job (each restart lengthens the run, which would
+        # let ever more of the trace in).
         window = real_times[preemptions - 1] if len(real_times) >= preemptions else real_times[-1]
         scale = window / (0.8 * plain_s)
         schedule = [t / scale for t in real_times]
         mtbf_s = (len(available) * traces.gap_seconds / max(1, len(real_times))) / scale
-        progress(f"replaying {pool} ({len(real_times)} preemptions, clock ×{scale:.0f})")
+        progress(
+            f"replaying {pool} ({len(real_times)} preemptions, clock ×{scale:.0f}) until "
+            f"{preemptions} hit the job"
+        )
         replayed = run_under_replay(
             [
                 *example_command(f"{tmp}/replayed", epochs=epochs, step_sleep_s=step_sleep_s),
@@ -181,6 +186,7 @@ def bench_resume(
             schedule,
             lead_s=lead_s,
             grace_s=grace_s,
+            max_preemptions=preemptions,
         )
     done_plain = plain.done
     done = replayed.launches[-1].event("done")

@@ -54,9 +54,12 @@ def run_under_replay(
     lead_s: float,
     grace_s: float,
     max_launches: int = 50,
+    max_preemptions: int | None = None,
     env: dict[str, str] | None = None,
 ) -> ReplayRun:
-    """Run ``command`` (printing JSON event lines) until it exits 0.
+    """Run ``command`` (printing JSON event lines) until it exits 0; after
+    ``max_preemptions`` take-backs have hit it (None: no limit), the rest of the schedule is
+    left out.
 
     Raises:
         ExecutorError: on a non-zero exit other than the preempted code, or too many launches.
@@ -79,7 +82,9 @@ def run_under_replay(
             next_index += 1
         while process.poll() is None:
             now = time.monotonic() - began
-            if next_index < len(schedule) and running.is_set():
+            hit = sum(1 for earlier in launches[:-1] if earlier.noticed)
+            left = max_preemptions is None or hit < max_preemptions
+            if left and next_index < len(schedule) and running.is_set():
                 at = schedule[next_index]
                 if not launch.noticed and now >= at - lead_s:
                     process.send_signal(signal.SIGTERM)

@@ -22,6 +22,8 @@ from tests.postgres import PostgresServer
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "data"
+STAGES = {"soak": "--soak", "notebook": "--notebooks"}
+"""Marks of the tests CI runs apart from the suite, and the flag that runs them."""
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -40,6 +42,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--soak", action="store_true", help="run only the soak tests (minutes each; `make soak`)"
     )
     parser.addoption(
+        "--notebooks",
+        action="store_true",
+        help="run only the notebooks top to bottom (a minute of documentation; "
+        "`make test-notebooks`, CI)",
+    )
+    parser.addoption(
         "--operational-store",
         choices=("file", "postgresql"),
         default="file",
@@ -49,12 +57,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Soak tests run under ``--soak`` only (CI runs them after the suite), and alone then."""
-    soak = bool(config.getoption("--soak"))
-    keep = [item for item in items if ("soak" in item.keywords) == soak]
+    """Soak tests run under ``--soak`` only, the notebooks under ``--notebooks`` only (CI runs
+    both after the suite), and each alone then."""
+    stage = next((mark for mark, flag in STAGES.items() if config.getoption(flag)), None)
+    keep = [item for item in items if _stage(item) == stage]
     if len(keep) < len(items):
         config.hook.pytest_deselected(items=[item for item in items if item not in keep])
         items[:] = keep
+
+
+def _stage(item: pytest.Item) -> str | None:
+    """The CI stage a test runs in apart from the suite (None: the suite)."""
+    return next((mark for mark in STAGES if mark in item.keywords), None)
 
 
 @pytest.fixture(scope="session")

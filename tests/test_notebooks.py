@@ -1,4 +1,5 @@
-"""Every notebook runs top to bottom on the bundled data."""
+"""Every notebook runs top to bottom on the bundled data (`make test-notebooks`: CI runs it
+after the suite, as `pytest` leaves these out unless given `--notebooks`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from tests.conftest import REPO
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 
 
+@pytest.mark.notebook
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_runs_top_to_bottom_from_outside_the_checkout(
