@@ -1,7 +1,9 @@
 """``spotwise setup aws``: the account's side of ``--launcher aws``, made once by someone allowed
-to: a private bucket, and the instances' role with its instance profile and least policy
-(:func:`instance_role_policy`, the one ``docs/aws.md`` shows). Each step says whether it made
-the resource or found it; running it again changes nothing.
+to: a private bucket, the instances' role with its instance profile and least policy
+(:func:`instance_role_policy`, the one ``docs/aws.md`` shows), and the security group an
+elastic job's nodes share (:data:`NODES_GROUP`: every TCP port open to its own members only,
+for the rendezvous, the workers' store and gloo/NCCL). Each step says whether it made the
+resource or found it; running it again changes nothing.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from botocore.exceptions import ClientError
 from spotwise.executor.errors import ExecutorError
 
 ROLE_POLICY_NAME = "spotwise-instance"
+NODES_GROUP = "spotwise-nodes"
 PUBLIC_ACCESS_BLOCKS = (
     "BlockPublicAcls",
     "IgnorePublicAcls",
@@ -58,6 +61,19 @@ def instance_role_policy(bucket: str, account: str) -> dict[str, Any]:
                 "Action": ["s3:PutObject"],
                 "Resource": f"arn:aws:s3:::{bucket}/spotwise/jobs/*",
             },
+            {
+                "Sid": "Checkpoints",
+                "Effect": "Allow",
+                "Action": ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"],
+                "Resource": f"arn:aws:s3:::{bucket}/spotwise/checkpoints/*",
+            },
+            {
+                "Sid": "ListCheckpoints",
+                "Effect": "Allow",
+                "Action": ["s3:ListBucket"],
+                "Resource": f"arn:aws:s3:::{bucket}",
+                "Condition": {"StringLike": {"s3:prefix": "spotwise/checkpoints/*"}},
+            },
         ],
     }
 
@@ -81,15 +97,16 @@ def set_up(
     *,
     endpoint_url: str | None = None,
     say: Callable[[str], None] = lambda _: None,
-) -> None:
-    """Make the bucket (private), the role, its policy and its instance profile.
+) -> str:
+    """Make the bucket (private), the role, its policy and its instance profile, and the nodes'
+    security group in the default VPC; the group's id.
 
     Raises:
         ExecutorError: when AWS refuses a step (which, and why).
     """
-    sts, s3, iam = (
+    sts, s3, iam, ec2 = (
         session.client(name, region_name=region, endpoint_url=endpoint_url)
-        for name in ("sts", "s3", "iam")
+        for name in ("sts", "s3", "iam", "ec2")
     )
     step = "reading the account"
     try:
@@ -130,5 +147,51 @@ def set_up(
         if role not in [r["RoleName"] for r in profile.get("Roles", [])]:
             iam.add_role_to_instance_profile(InstanceProfileName=role, RoleName=role)
         say(f"instance profile {role}: {made}, with the role {role}")
+        step = f"making the security group {NODES_GROUP}"
+        group, made = _nodes_group(ec2)
+        say(f"security group {NODES_GROUP} ({group}): {made}, TCP open to its own members only")
     except ClientError as exc:
         raise ExecutorError(f"setup aws: {step}: {exc}") from exc
+    return group
+
+
+def _nodes_group(ec2: Any) -> tuple[str, str]:
+    """The nodes' security group in the default VPC (made, or found by name), with its one
+    rule: every TCP port from members of the group."""
+    vpcs = ec2.describe_vpcs(Filters=[{"Name": "is-default", "Values": ["true"]}])["Vpcs"]
+    if not vpcs:
+        raise ExecutorError(
+            f"setup aws: no default VPC in this region to put {NODES_GROUP} in; make a group "
+            "that opens every TCP port to its own members and pass it with --security-group"
+        )
+    vpc = vpcs[0]["VpcId"]
+    found = ec2.describe_security_groups(
+        Filters=[
+            {"Name": "group-name", "Values": [NODES_GROUP]},
+            {"Name": "vpc-id", "Values": [vpc]},
+        ]
+    )["SecurityGroups"]
+    if found:
+        group, made = found[0]["GroupId"], "found"
+    else:
+        group = ec2.create_security_group(
+            GroupName=NODES_GROUP,
+            Description="Spotwise elastic job nodes: TCP between members only",
+            VpcId=vpc,
+        )["GroupId"]
+        made = "made"
+    _make_or_find(
+        lambda: ec2.authorize_security_group_ingress(
+            GroupId=group,
+            IpPermissions=[
+                {
+                    "IpProtocol": "tcp",
+                    "FromPort": 0,
+                    "ToPort": 65535,
+                    "UserIdGroupPairs": [{"GroupId": group}],
+                }
+            ],
+        ),
+        "InvalidPermission.Duplicate",
+    )
+    return group, made

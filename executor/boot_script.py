@@ -24,6 +24,8 @@ from spotwise.executor.endpoints import AWS_IMDS_URL
 PLAIN_ENV = (
     "SPOTWISE_POOL",
     "SPOTWISE_MARKET",
+    "SPOTWISE_NODE",
+    "TORCH_DISABLE_SHARE_RDZV_TCP_STORE",
     "SPOTWISE_MTBF_S",
     "SPOTWISE_CHECKPOINT_S",
     "SPOTWISE_NOTICES",
@@ -105,10 +107,17 @@ def boot_script(
     holding its value. Every value is shell-quoted."""
     plain = {k: v for k, v in env.items() if k in PLAIN_ENV} | {"SPOTWISE_NOTICES": "aws"}
     exports = "env " + " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(plain.items()))
-    options = [f"--setup {shlex.quote(s)} " for s in setup] + [
-        f"--secret {shlex.quote(f'{name}={parameter}')} "
-        for name, parameter in sorted((secret_parameters or {}).items())
-    ]
+    # an elastic node's torchrun agent leaves the group on the notice (its workers would
+    # otherwise be restarted until the instance is gone)
+    forward = ["--forward-notices "] if "SPOTWISE_NODE" in env else []
+    options = (
+        forward
+        + [f"--setup {shlex.quote(s)} " for s in setup]
+        + [
+            f"--secret {shlex.quote(f'{name}={parameter}')} "
+            for name, parameter in sorted((secret_parameters or {}).items())
+        ]
+    )
     return _TEMPLATE.format(
         region=shlex.quote(region),
         bucket=shlex.quote(bucket),

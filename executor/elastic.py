@@ -25,7 +25,13 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from spotwise.executor.clock import SYSTEM_CLOCK, Clock
-from spotwise.executor.errors import Cancelled, ExecutorError, LaunchError, NoCapacity
+from spotwise.executor.errors import (
+    PREEMPTED_EXIT_CODE,
+    Cancelled,
+    ExecutorError,
+    LaunchError,
+    NoCapacity,
+)
 from spotwise.executor.job_log import JobLog
 from spotwise.executor.launchers.base import Instance, Launcher, Placement
 from spotwise.executor.launchers.torchrun import Elastic, torchrun_command
@@ -298,6 +304,13 @@ class NodeSupervisor:
         )
         if code == 0 or (node.leaving and self._cancel is not None):
             return
+        if node.market == "spot" and code == PREEMPTED_EXIT_CODE and not node.leaving:
+            # taken back without a word to the supervisor (a cloud's node heard the notice
+            # itself): its pool is left alone a while, as after a refused launch
+            node.preempted = True
+            pool = placement.pool or ""
+            self._refused_until[pool] = self.clock.monotonic() + self.config.no_capacity_s
+            self.ledger.record(EntryKind.NOTICE, pool=pool, market="spot", node=node.name)
         if node.preempted:
             self.report.preemptions += 1
             self.ledger.record(
@@ -394,6 +407,15 @@ class NodeSupervisor:
         self._floor = floor
         return floor
 
+    def _endpoint(self, role: Role) -> str:
+        """The rendezvous a node joins: the plan's own on the host (its store listens on every
+        interface), the host's address on the others (another machine, on a cloud)."""
+        host = next((n for n in self.nodes if n.role == "host"), None)
+        if role == "host" or host is None or host.instance.address is None:
+            return self.plan.rdzv_endpoint
+        port = self.plan.rdzv_endpoint.rsplit(":", 1)[-1]
+        return f"{host.instance.address}:{port}"
+
     def _pools_up(self) -> list[str]:
         """Pools spot nodes may go to now, longest expected run first."""
         hours, now = self.launcher.now_hours(), self.clock.monotonic()
@@ -430,7 +452,7 @@ class NodeSupervisor:
             min_nodes=plan.min_nodes,
             max_nodes=plan.max_nodes,
             nproc_per_node=plan.nproc_per_node,
-            rdzv_endpoint=plan.rdzv_endpoint,
+            rdzv_endpoint=self._endpoint(role),
             rdzv_id=self.ledger.job_id,
             max_restarts=plan.max_restarts,
             last_call_timeout_s=plan.last_call_timeout_s,
@@ -449,7 +471,7 @@ class NodeSupervisor:
         self.progress(f"{name}: launching ({role}) {placement.describe()}")
         try:
             instance = self.launcher.launch(
-                placement, torchrun_command(command, elastic), env, sink
+                placement, torchrun_command(command, elastic, self.launcher.python), env, sink
             )
         except NoCapacity as exc:
             self._refused_until[pool or ""] = self.clock.monotonic() + self.config.no_capacity_s

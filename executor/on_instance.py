@@ -21,13 +21,18 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from spotwise.executor.notices import NoticeSource
 
 LOG_FOLDER = "log"
 EXIT_NAME = "exit"
+NOTICE_POLL_S = 1.0
 INSTANCE_EXTRA = "instance"
 """The optional-dependency group naming what an instance needs to run the guard."""
 
@@ -109,12 +114,20 @@ class S3LogStream:
 
 
 def run_streamed(
-    command: Sequence[str], log: S3LogStream, *, stream: str, env: dict[str, str], cwd: Path
+    command: Sequence[str],
+    log: S3LogStream,
+    *,
+    stream: str,
+    env: dict[str, str],
+    cwd: Path,
+    notices: Sequence[NoticeSource] = (),
 ) -> int:
     """Run ``command`` (no shell) with its stdout and stderr lines sent to ``log`` (as "out"
     and "err" for the command, both as ``stream`` otherwise); a SIGTERM
-    to this process (the instance shutting down) is passed on. Its exit code (127 when it
-    cannot start)."""
+    to this process (the instance shutting down) is passed on, and so is a stop notice from
+    ``notices`` (an elastic node's torchrun agent then leaves the group at once, instead of
+    restarting its workers until the instance is gone). Its exit code (127 when it cannot
+    start)."""
     try:
         process = subprocess.Popen(
             list(command),
@@ -137,12 +150,33 @@ def run_streamed(
         ]
         for reader in readers:
             reader.start()
+        if notices:
+            threading.Thread(
+                target=_forward_notice, args=(process, notices, log), daemon=True
+            ).start()
         code = process.wait()
         for reader in readers:
             reader.join(timeout=10)
     finally:
         signal.signal(signal.SIGTERM, previous)
     return code
+
+
+def _forward_notice(
+    process: subprocess.Popen[str], notices: Sequence[NoticeSource], log: S3LogStream
+) -> None:
+    """SIGTERM to ``process`` on the first stop notice (polled every second until it ends)."""
+    while process.poll() is None:
+        for source in notices:
+            try:
+                notice = source.poll()
+            except Exception:  # an unreachable endpoint is polled again, as the guard does
+                continue
+            if notice is not None and notice.stop:
+                log.write("setup", f"spotwise: {notice.source} notice ({notice.kind}): SIGTERM")
+                process.send_signal(signal.SIGTERM)
+                return
+        time.sleep(NOTICE_POLL_S)
 
 
 def _pump(pipe: Any, log: S3LogStream, stream: str) -> None:
@@ -180,7 +214,10 @@ def run(args: argparse.Namespace) -> int:
             if code != 0:
                 log.write("setup", f"spotwise: setup failed with exit code {code}")
                 return code
-        code = run_streamed(args.command, log, stream="out", env=env, cwd=cwd)
+        from spotwise.executor.notices import sources_from_env
+
+        notices = sources_from_env() if args.forward_notices else []
+        code = run_streamed(args.command, log, stream="out", env=env, cwd=cwd, notices=notices)
         return code
     except Exception as exc:  # report, never leave the supervisor guessing
         log.write("err", f"spotwise: {type(exc).__name__}: {exc}")
@@ -206,6 +243,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     runner.add_argument("--secret", action="append", default=[], help="NAME=SSM_PARAMETER")
     runner.add_argument("--flush-s", type=float, default=2.0)
     runner.add_argument("--reported", help="a file to create once the exit code is in S3")
+    runner.add_argument(
+        "--forward-notices",
+        action="store_true",
+        help="SIGTERM the command on a stop notice ($SPOTWISE_NOTICES' sources)",
+    )
     runner.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     if args.action == "requirements":

@@ -277,7 +277,9 @@ def guard(
         # (imported here: torch.distributed.checkpoint adds ~0.7 s to every process start)
         from spotwise.executor.distributed import DistributedCheckpointer
 
-        manager = DistributedCheckpointer(urls[0], keep_latest_k=keep_latest_k)
+        manager = DistributedCheckpointer(
+            urls[0], keep_latest_k=keep_latest_k, storage_options=storage_options
+        )
     else:
         manager = CheckpointManager(
             urls,

@@ -81,7 +81,7 @@ def setup_aws(
 
     try:
         session = aws_session(region, "setup aws")
-        set_up(
+        group = set_up(
             session,
             region,
             bucket,
@@ -95,7 +95,9 @@ def setup_aws(
         "next: give the credentials spotwise runs with the policy for that machine "
         "(docs/aws.md), then\n"
         f"  spotwise check aws --region {region} --bucket {bucket} --instance-profile {role} "
-        "--image-id AMI",
+        "--image-id AMI\n"
+        f"(an elastic job's nodes: spotwise run --launcher aws --nodes MIN:MAX "
+        f"--security-group {group} ...)",
         highlight=False,
     )
 
@@ -264,8 +266,9 @@ def run(
         str | None,
         typer.Option(
             "--nodes",
-            help="torchrun: MIN:MAX nodes that Spotwise launches and keeps: the rendezvous host "
-            "and the on-demand floor, the rest on spot; a node taken back is replaced alone.",
+            help="torchrun, aws: MIN:MAX nodes that Spotwise launches and keeps: the rendezvous "
+            "host and the on-demand floor, the rest on spot; a node taken back is replaced "
+            "alone.",
             show_default=False,
         ),
     ] = None,
@@ -281,7 +284,12 @@ def run(
         int, typer.Option("--nproc-per-node", min=1, help="torchrun: processes per node.")
     ] = 1,
     rdzv_endpoint: Annotated[
-        str, typer.Option("--rdzv-endpoint", help="torchrun: the c10d rendezvous host:port.")
+        str,
+        typer.Option(
+            "--rdzv-endpoint",
+            help="torchrun: the c10d rendezvous host:port (with --nodes on aws, its port: the "
+            "other nodes reach the host at its private address).",
+        ),
     ] = "127.0.0.1:29400",
     region: AwsRegion = "us-east-1",
     instance_type: AwsInstanceType = "p3.2xlarge",
@@ -294,6 +302,15 @@ def run(
             "--secret-env",
             help="aws: pass this environment variable to the job through SSM Parameter Store "
             "(never user data; repeat for more).",
+            show_default=False,
+        ),
+    ] = None,
+    security_group: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--security-group",
+            help="aws: a security group id for every instance (repeat for more); with --nodes, "
+            "one that lets the nodes reach each other (`spotwise setup aws` makes it).",
             show_default=False,
         ),
     ] = None,
@@ -416,7 +433,9 @@ def run(
         fail(f"--launcher must be one of {', '.join(LAUNCHERS)}, got {launcher[:40]!r}")
     plan = None
     if nodes is not None:
-        plan = _node_plan(nodes, on_demand_floor, rdzv_endpoint, nproc_per_node, launcher)
+        plan = _node_plan(
+            nodes, on_demand_floor, rdzv_endpoint, nproc_per_node, launcher, security_group
+        )
     names = tuple(p.strip() for p in pools.split(",") if p.strip()) if pools else ()
     try:
         low, _, high = nnodes.partition(":")
@@ -437,6 +456,7 @@ def run(
             bucket=bucket,
             endpoint_url=endpoint_url,
             instance_profile=instance_profile,
+            security_groups=tuple(security_group or ()),
             secrets=_secrets(secret_env or []) if launcher == "aws" else {},
             workdir=workdir,
             ignore_file=ignore_file,
@@ -506,16 +526,26 @@ def run(
 
 
 def _node_plan(
-    nodes: str, floor: str, rdzv_endpoint: str, nproc_per_node: int, launcher: str
+    nodes: str,
+    floor: str,
+    rdzv_endpoint: str,
+    nproc_per_node: int,
+    launcher: str,
+    security_groups: list[str] | None,
 ) -> NodePlan:
     """``--nodes MIN:MAX`` and ``--on-demand-floor K|auto`` as a plan, or a clear exit."""
     from spotwise.executor.elastic import NodePlan
 
-    if launcher != "torchrun":
+    if launcher not in ("torchrun", "aws"):
         fail(
-            f"--nodes needs --launcher torchrun (got {launcher}): Spotwise launches each node "
-            "as a torchrun elastic agent on the replayed market; on AWS, run one node per "
-            "instance with --nnodes for now"
+            f"--nodes needs --launcher torchrun (nodes on the replayed market) or aws (got "
+            f"{launcher}): each node runs as a torchrun elastic agent"
+        )
+    if launcher == "aws" and not security_groups:
+        fail(
+            "--launcher aws --nodes needs --security-group: one that lets the nodes reach each "
+            "other on every TCP port (the rendezvous, the workers' store, gloo/NCCL); "
+            "`spotwise setup aws` makes spotwise-nodes and prints its id"
         )
     low, _, high = nodes.partition(":")
     if not (low.isdigit() and (high.isdigit() or not high)):

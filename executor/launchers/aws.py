@@ -75,8 +75,10 @@ class AwsInstance:
         instance_id: str,
         placement: Placement,
         log: Callable[[str], None],
+        address: str | None = None,
     ) -> None:
         self.launcher, self.instance_id, self.placement = launcher, instance_id, placement
+        self.address = address
         self.events: list[dict[str, Any]] = []
         self.started_hours = launcher.now_hours()
         self._log = log
@@ -188,6 +190,8 @@ class AwsLauncher:
     simulated = False
     simulation = None
     observe: ObserveMode = "probe"
+    python = "python"
+    """The boot script's venv, first on the command's PATH."""
 
     def __init__(
         self,
@@ -204,12 +208,14 @@ class AwsLauncher:
         endpoint_url: str | None = None,
         instance_profile: str | None = None,
         secrets: dict[str, str] | None = None,
+        security_groups: Sequence[str] = (),
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         """``code`` is the shipped workdir and wheel (:func:`executor.code_bundle.ship`);
         ``setup`` commands run in the workdir before the command. ``secrets`` (variable name →
         value) reach the command through SSM SecureStrings, which the instance profile must be
-        allowed to read (``ssm:GetParameter``)."""
+        allowed to read (``ssm:GetParameter``). ``security_groups`` go on every instance (an
+        elastic job's nodes need one that lets them reach each other)."""
         self.ec2 = session.client("ec2", region_name=region, endpoint_url=endpoint_url)
         self.s3 = session.client("s3", region_name=region, endpoint_url=endpoint_url)
         self.ssm = session.client("ssm", region_name=region, endpoint_url=endpoint_url)
@@ -219,6 +225,7 @@ class AwsLauncher:
         self.prefix = f"spotwise/jobs/{job_id}"
         self.job_id = job_id
         self.instance_profile = instance_profile
+        self.security_groups = tuple(security_groups)
         self.clock = clock
         self._began = clock.monotonic()
         self.secret_parameters = self._store_secrets(secrets or {})
@@ -324,6 +331,8 @@ class AwsLauncher:
             }
         if self.instance_profile:
             request["IamInstanceProfile"] = {"Name": self.instance_profile}
+        if self.security_groups:
+            request["SecurityGroupIds"] = list(self.security_groups)
         try:
             response = self.ec2.run_instances(**request)
         except ClientError as exc:
@@ -331,8 +340,14 @@ class AwsLauncher:
             if placement.market == "spot" and code in CAPACITY_ERRORS:
                 raise NoCapacity(f"{placement.pool}: {code}") from exc
             raise ExecutorError(f"run_instances in {placement.pool or 'any zone'}: {exc}") from exc
-        instance_id = response["Instances"][0]["InstanceId"]
-        return AwsInstance(self, instance_id, placement, log or echo(placement))
+        started = response["Instances"][0]
+        return AwsInstance(
+            self,
+            started["InstanceId"],
+            placement,
+            log or echo(placement),
+            address=started.get("PrivateIpAddress"),
+        )
 
     def preemption(self, instance: Any) -> Preemption | None:
         """Unknown from outside: the job itself watches IMDS for the two-minute notice."""

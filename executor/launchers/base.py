@@ -41,6 +41,9 @@ class Instance(Protocol):
     placement: Placement
     started_hours: float
     """The launcher's hours since the job started (``Launcher.now_hours``) at launch."""
+    address: str | None
+    """Where the job's other instances reach this one (a private IP on a cloud; None when
+    not known)."""
     events: list[dict[str, Any]]
     """JSON event lines the command printed (``fresh``, ``resumed``, ``first_step``, ...),
     each stamped with ``cloud_hours``, the launcher's hours when it was read."""
@@ -81,6 +84,8 @@ class Launcher(Protocol):
     observe: ObserveMode
     """What the supervisor can see of the pools: ``all`` (a replay knows every pool's
     availability) or ``probe`` (a cloud shows only what launches teach)."""
+    python: str
+    """The Python a command starts on its instances (an elastic node's ``torchrun``)."""
 
     @property
     def simulation(self) -> str | None:

@@ -16,6 +16,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 from collections.abc import Callable, Sequence
@@ -56,6 +57,7 @@ class LocalInstance:
         log: Callable[[str], None] | None = None,
     ) -> None:
         self.placement = placement
+        self.address: str | None = "127.0.0.1"
         self._log = log or echo(placement)
         self.events: list[dict[str, Any]] = []
         self.started_hours = cloud_hours()
@@ -236,6 +238,7 @@ class LocalLauncher:
     name = "local"
     simulated = True
     observe: ObserveMode = "all"
+    python = sys.executable
 
     def __init__(
         self,

@@ -31,6 +31,9 @@ class LaunchSettings:
     bucket: str | None = None
     endpoint_url: str | None = None
     instance_profile: str | None = None
+    security_groups: tuple[str, ...] = ()
+    """aws: security groups for every instance (an elastic job's nodes reach each other
+    through one; ``spotwise setup aws`` makes ``spotwise-nodes``)."""
     secrets: dict[str, str] = field(default_factory=dict)
     workdir: Path = Path(".")
     """aws: the folder shipped to each instance (its .gitignore honoured); the command runs
@@ -99,6 +102,7 @@ def _aws(settings: LaunchSettings) -> Launcher:
         endpoint_url=settings.endpoint_url,
         instance_profile=settings.instance_profile,
         secrets=settings.secrets,
+        security_groups=settings.security_groups,
     )
 
 

@@ -28,14 +28,17 @@ class Elastic:
             raise ValueError(f"nodes {self.min_nodes}:{self.max_nodes}: need 1 <= MIN <= MAX")
 
 
-def torchrun_command(command: Sequence[str], elastic: Elastic) -> list[str]:
+def torchrun_command(
+    command: Sequence[str], elastic: Elastic, python: str = sys.executable
+) -> list[str]:
     """``command`` (``python -m module ...``, ``python script.py ...`` or ``script.py ...``)
-    wrapped in ``torchrun`` with elastic c10d rendezvous."""
+    wrapped in ``torchrun`` with elastic c10d rendezvous, started by ``python`` (the
+    instance's)."""
     args = list(command)
     if args and ("python" in args[0].rsplit("/", 1)[-1]):
         args = args[1:]
     return [
-        sys.executable,
+        python,
         "-m",
         "torch.distributed.run",
         f"--nnodes={elastic.min_nodes}:{elastic.max_nodes}",

@@ -4,9 +4,9 @@
   server): a step is listed only once committed, newest first; what was written reads back;
   an aborted or removed step is gone.
 - Checkpointer (``CheckpointManager`` on one or two replicas, and ``DistributedCheckpointer``
-  in a one-rank gloo group): nothing to load at first; a blocking save is durable; the newest
-  step loads bit for bit, an older one on request; an async save is durable after ``wait``;
-  only the newest ``keep_latest_k`` steps are kept.
+  in a one-rank gloo group, on a folder and on S3 on moto's server): nothing to load at first;
+  a blocking save is durable; the newest step loads bit for bit, an older one on request; an
+  async save is durable after ``wait``; only the newest ``keep_latest_k`` steps are kept.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def one_rank_group(tmp_path: Path) -> Iterator[None]:
         dist.destroy_process_group()
 
 
-CHECKPOINTERS = ["manager-local", "manager-two-replicas", "distributed"]
+CHECKPOINTERS = ["manager-local", "manager-two-replicas", "distributed", "distributed-s3"]
 
 
 @pytest.fixture
@@ -87,9 +87,15 @@ def checkpointer(
         elif kind == "manager-two-replicas":
             urls = [str(tmp_path / "a"), f"memory://spotwise-{uuid.uuid4().hex}"]
             made = CheckpointManager(urls, keep_latest_k=keep_latest_k)
-        else:
+        elif kind == "distributed":
             request.getfixturevalue("one_rank_group")
             made = DistributedCheckpointer(str(tmp_path / "dcp"), keep_latest_k=keep_latest_k)
+        else:
+            request.getfixturevalue("one_rank_group")
+            url, options = request.getfixturevalue("s3_url")
+            made = DistributedCheckpointer(
+                f"{url}/dcp", keep_latest_k=keep_latest_k, storage_options=options
+            )
         built.append(made)
         return made
 

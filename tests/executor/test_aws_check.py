@@ -1,6 +1,7 @@
 """`spotwise setup aws` and `spotwise check aws` against moto's server: setup makes a private
-bucket and the instances' role once; check, with IAM enforced, shows a user given docs/aws.md's
-policies less one permission that permission, and a missing bucket, each with its fix."""
+bucket, the instances' role and the nodes' security group once; check, with IAM enforced, shows
+a user given docs/aws.md's policies less one permission that permission, and a missing bucket,
+each with its fix."""
 
 from __future__ import annotations
 
@@ -122,3 +123,14 @@ def test_setup_makes_a_private_bucket_and_the_role_once(moto_server: str, cli: C
     assert policy["PolicyDocument"] == shown  # the role policy the docs show
     profile = iam.get_instance_profile(InstanceProfileName=role)
     assert [r["RoleName"] for r in profile["InstanceProfile"]["Roles"]] == [role]
+    # the nodes' group: every TCP port, from its own members only; found the second time
+    made = re.search(r"security group spotwise-nodes \((sg-\w+)\): made", first.stdout)
+    assert made is not None, first.stdout
+    assert f"security group spotwise-nodes ({made[1]}): found" in again.stdout
+    assert f"--security-group {made[1]}" in again.stdout
+    ec2 = boto3.client("ec2", endpoint_url=moto_server, region_name="eu-west-1")
+    (group,) = ec2.describe_security_groups(GroupIds=[made[1]])["SecurityGroups"]
+    (rule,) = group["IpPermissions"]
+    assert (rule["IpProtocol"], rule["FromPort"], rule["ToPort"]) == ("tcp", 0, 65535)
+    assert [pair["GroupId"] for pair in rule["UserIdGroupPairs"]] == [made[1]]
+    assert rule["IpRanges"] == []  # nothing from outside the group

@@ -410,3 +410,100 @@ def test_gc_ends_only_the_instances_no_live_supervisor_runs(
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+def user_data(launcher: AwsLauncher, instance_id: str) -> str:
+    answer = launcher.ec2.describe_instance_attribute(InstanceId=instance_id, Attribute="userData")
+    return base64.b64decode(answer["UserData"]["Value"]).decode()
+
+
+def test_an_elastic_job_on_aws_joins_its_spot_nodes_to_the_hosts_address_and_replaces_one(
+    moto_server: str, tmp_path: Path
+) -> None:
+    """An on-demand host and a spot node on EC2: the spot node's torchrun joins the host at its
+    private address, both carry the nodes' security group, and a spot node taken back (its job
+    exits 75 after the notice) is counted as a preemption and replaced alone."""
+    from spotwise.executor.elastic import NodePlan, NodeSupervisor
+
+    session = boto3.Session(region_name=REGION)
+    ec2 = session.client("ec2", endpoint_url=moto_server)
+    vpc = ec2.describe_vpcs(Filters=[{"Name": "is-default", "Values": ["true"]}])["Vpcs"][0]
+    group = ec2.create_security_group(
+        GroupName=f"nodes-{uuid.uuid4().hex[:8]}", Description="nodes", VpcId=vpc["VpcId"]
+    )["GroupId"]
+    session.client("s3", endpoint_url=moto_server).create_bucket(Bucket=BUCKET)
+    launcher = AwsLauncher(
+        session=session,
+        region=REGION,
+        zones=["us-east-1a"],
+        instance_type="p3.2xlarge",
+        image_id=amazon_image(ec2),
+        bucket=BUCKET,
+        job_id=f"nodes{uuid.uuid4().hex[:6]}",
+        code=CODE,
+        endpoint_url=moto_server,
+        security_groups=[group],
+    )
+    job = JobTerms(compute_hours=1, deadline_hours=3, spot_price=0.9, on_demand_price=3.06)
+    ledger = aws_ledger(tmp_path / "store.duckdb")
+    plan = NodePlan(min_nodes=1, max_nodes=2, floor=1, rdzv_endpoint="127.0.0.1:29511")
+    config = SupervisorConfig(job=job, no_capacity_s=0.5)
+    supervisor = NodeSupervisor(launcher, in_process_for, config, ledger, plan, plan_every_s=0.1)
+    launched: list[str] = []
+    errors: list[BaseException] = []
+    finished = threading.Event()
+
+    def cloud() -> None:
+        """The first spot node is taken back; once its replacement runs, the host finishes."""
+        try:
+            while not finished.is_set():
+                for instance_id in launcher.running_instances():
+                    if instance_id not in launched:
+                        launched.append(instance_id)
+                if len(launched) == 2:
+                    time.sleep(0.3)
+                    report_exit(launcher, launched[1], 75)
+                    launched.append("reported")
+                if len(launched) == 4:
+                    time.sleep(0.3)
+                    report_exit(launcher, launched[0], 0)
+                    report_exit(launcher, launched[3], 0)
+                    return
+                time.sleep(0.1)
+        except BaseException as exc:  # surfaced by the test below, not lost in the thread
+            errors.append(exc)
+
+    thread = threading.Thread(target=cloud, daemon=True)
+    thread.start()
+    try:
+        report = supervisor.run(COMMAND)
+    finally:
+        finished.set()
+        thread.join(10)
+    assert not errors, errors
+    host, first_spot, _, second_spot = launched
+    assert report.completed and report.preemptions == 1 and report.instances == 3
+    assert report.placements == [
+        "node-0: on-demand",
+        "node-1: spot in us-east-1a",
+        "node-2: spot in us-east-1a",
+    ]
+    address = launcher.ec2.describe_instances(InstanceIds=[host])["Reservations"][0]["Instances"][
+        0
+    ]["PrivateIpAddress"]
+    host_boot = user_data(launcher, host)
+    assert "--rdzv-endpoint=127.0.0.1:29511" in host_boot and "is_host=true" in host_boot
+    for spot in (first_spot, second_spot):
+        boot = user_data(launcher, spot)
+        assert f"--rdzv-endpoint={address}:29511" in boot and "is_host=false" in boot
+        assert "--forward-notices" in boot  # its torchrun leaves on the notice
+        assert "TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1" in boot
+        assert "python -m torch.distributed.run" in boot  # the instance's, not this one's
+    for instance_id in (host, first_spot, second_spot):
+        described = launcher.ec2.describe_instances(InstanceIds=[instance_id])
+        groups = described["Reservations"][0]["Instances"][0]["SecurityGroups"]
+        assert [g["GroupId"] for g in groups] == [group]
+    with open_operational(tmp_path / "store.duckdb") as market:
+        ledger_report = job_report(market, ledger.job_id)
+    assert ledger_report.preemptions == 1 and not ledger_report.simulated
+    assert launcher.running_instances() == []

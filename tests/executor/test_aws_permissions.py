@@ -43,6 +43,22 @@ IAM_NAMES = {
 """boto3 calls whose IAM action has another name."""
 CLI_CALLS = {r'aws s3 cp --quiet "s3://': "s3:GetObject", r'aws s3 cp --quiet "$3"': "s3:PutObject"}
 """What the boot script runs with the AWS CLI when the AMI's Python lacks boto3."""
+CHECKPOINT_CODE = [ROOT / "executor/storage.py", ROOT / "executor/distributed.py"]
+FSSPEC_ACTIONS: dict[str, str | None] = {
+    "cat_file": "s3:GetObject",
+    "open": "s3:GetObject",
+    "pipe_file": "s3:PutObject",
+    "put_file": "s3:PutObject",
+    "rm": "s3:DeleteObject",
+    "ls": "s3:ListBucket",
+    "find": "s3:ListBucket",
+    "glob": "s3:ListBucket",
+    "exists": "s3:ListBucket",
+    "_strip_protocol": None,
+    "invalidate_cache": None,
+}
+"""What the checkpoints' fsspec calls are on S3 (s3fs; a missing key's HEAD needs
+``s3:ListBucket`` to answer 404 rather than 403); None: no call to S3."""
 
 
 def _camel(snake: str) -> str:
@@ -70,6 +86,21 @@ def boto3_actions(paths: list[Path]) -> set[str]:
     return actions
 
 
+def fsspec_actions(paths: list[Path]) -> set[str]:
+    """IAM actions of the fsspec calls (``fs.NAME(``) in ``paths``, and of DCP's fsspec
+    writer and reader (write, list, read)."""
+    actions = set()
+    for path in paths:
+        text = path.read_text()
+        for method in re.findall(r"\bfs\.(\w+)\(", text):
+            assert method in FSSPEC_ACTIONS, f"{path.name}: fs.{method}: add its IAM action"
+            if (action := FSSPEC_ACTIONS[method]) is not None:
+                actions.add(action)
+        if "FsspecWriter" in text:
+            actions |= {"s3:PutObject", "s3:GetObject", "s3:ListBucket"}
+    return actions
+
+
 def documented_policies() -> list[set[str]]:
     """The actions each JSON policy of docs/aws.md allows, in order."""
     doc = (ROOT / "docs/aws.md").read_text()
@@ -85,8 +116,9 @@ def test_the_documented_policies_allow_every_call_and_nothing_unused() -> None:
     called = boto3_actions(CONTROLLER_CODE)
     assert {"ec2:RunInstances", "ec2:DescribeSpotPriceHistory", "s3:PutObject"} <= called
     assert called == controller  # every call allowed, and nothing allowed that is not called
-    on_instance = boto3_actions(INSTANCE_CODE)
-    assert on_instance == instance == {"ssm:GetParameter", "s3:GetObject", "s3:PutObject"}
+    on_instance = boto3_actions(INSTANCE_CODE) | fsspec_actions(CHECKPOINT_CODE)
+    assert on_instance == instance  # the runner's calls, and the guard's checkpoints
+    assert {"ssm:GetParameter", "s3:DeleteObject", "s3:ListBucket"} <= instance
     # `spotwise check aws` probes the controller's calls and reads a few things of its own.
     assert boto3_actions(CHECK_CODE) - controller == check
     assert "iam:GetInstanceProfile" in check

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -105,3 +106,41 @@ def test_secrets_come_from_ssm_into_the_command_environment_only(
     )
     assert code == 0
     assert {"stream": "out", "line": "key=wb-1"} in records(s3, "p", "i-4")
+
+
+def test_a_stop_notice_from_imds_is_passed_to_the_command_as_sigterm(
+    s3: Any, tmp_path: Path
+) -> None:
+    """An elastic node's runner forwards the two-minute notice: its torchrun leaves at once."""
+    from spotwise.executor.notices import AwsImds
+    from tests.executor.fake_metadata import FakeMetadata
+
+    metadata = FakeMetadata()
+    log = S3LogStream(s3, BUCKET, "p", "i-9", flush_s=0.1)
+    script = (
+        "import signal, sys, time\n"
+        "signal.signal(signal.SIGTERM, lambda *_: (print('sigterm', flush=True), sys.exit(75)))\n"
+        "print('waiting', flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    action = {"action": "terminate", "time": "2030-01-01T00:00:00Z"}
+    # the notice comes once the command is up (its handler in place)
+    notice = threading.Timer(2.0, lambda: setattr(metadata, "aws_action", action))
+    notice.start()
+    try:
+        code = run_streamed(
+            [sys.executable, "-c", script],
+            log,
+            stream="out",
+            env={},
+            cwd=tmp_path,
+            notices=[AwsImds(metadata.url)],
+        )
+    finally:
+        notice.cancel()
+        metadata.close()
+        log.close()
+    assert code == 75
+    lines = [r["line"] for r in records(s3, "p", "i-9")]
+    assert "sigterm" in lines
+    assert any("aws notice (terminate): SIGTERM" in line for line in lines)
