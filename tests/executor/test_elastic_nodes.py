@@ -147,7 +147,10 @@ def test_a_spot_node_is_taken_back_the_floor_trains_on_and_the_job_grows_back(
     assert set(ledger_report.nodes["node-0"]) == {"on-demand"}
     spot_nodes = [n for n, use in ledger_report.nodes.items() if "spot" in use]
     assert len(spot_nodes) >= 2  # the one taken back and the one that grew the job back
-    assert all(ledger_report.nodes[n]["spot"].cost_usd > 0 for n in spot_nodes)
+    # billed: the one taken back, and the one that grew the job back (on a loaded machine a
+    # further spot node may join and leave within one step of the replay: no hours, no cost)
+    costs = [ledger_report.nodes[n]["spot"].cost_usd for n in spot_nodes]
+    assert costs[0] > 0 and max(costs[1:]) > 0
 
 
 def test_run_refuses_nodes_it_cannot_keep_and_says_what_to_do(cli: CliRun) -> None:
