@@ -58,12 +58,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Soak tests run under ``--soak`` only, the notebooks under ``--notebooks`` only (CI runs
-    both after the suite), and each alone then."""
+    both after the suite), and each alone then. The slow tests go first, so that the xdist
+    workers end together on the short ones rather than one waiting out a long test begun
+    last (the longest-first rule of scheduling)."""
     stage = next((mark for mark, flag in STAGES.items() if config.getoption(flag)), None)
     keep = [item for item in items if _stage(item) == stage]
     if len(keep) < len(items):
         config.hook.pytest_deselected(items=[item for item in items if item not in keep])
-        items[:] = keep
+    items[:] = sorted(keep, key=lambda item: "slow" not in item.keywords)
 
 
 def _stage(item: pytest.Item) -> str | None:
