@@ -9,11 +9,11 @@ the training guard makes every rank commit a torch.distributed.checkpoint togeth
 flag is all-reduced), and the other nodes regroup without it and resume from that checkpoint.
 When a pool is up again a new spot node joins; torchrun restarts the workers at the larger size
 (the guard checkpoints on that SIGTERM too), so a resize loses no step. With ``floor`` None
-(``auto``) the floor is the fewest on-demand nodes that, with spot nodes up the forecast share
-of the time, finish the work left by the deadline (:func:`auto_floor`), chosen again as the run
-goes (:func:`next_floor`): it rises at once as the slack shrinks, and falls when spot would do
-even with two more regroups of reserve. Every node's hours, cost,
-notice and preemption go to the ledger under the node's name.
+(``auto``) the floor is the lab's ``best`` rule with the host on-demand
+(:func:`~spotwise.policy.nodes.floor.deadline_floor`): ``min_nodes`` while the slack is ample,
+then the job filled around the spot nodes it holds, then every node on-demand near the
+deadline. Every node's hours, cost, notice and preemption go to the ledger under the node's
+name.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from spotwise.executor.supervisor import (
     cancel_on_signals,
 )
 from spotwise.policy.client import PolicyClient
-from spotwise.policy.nodes.floor import next_floor
+from spotwise.policy.nodes.floor import deadline_floor
 from spotwise.progress import Progress, silent
 
 Role = Literal["host", "floor", "spot"]
@@ -64,7 +64,8 @@ class NodePlan:
     """torchrun's restarts per node: a regroup after a lost node uses one on every survivor."""
     last_call_timeout_s: int = 2
     regroup_hours: float = 0.05
-    """What a change of the node count costs, in hours (for :func:`auto_floor`'s reserve)."""
+    """What a change of the node count costs, in hours (``auto``'s reserve is counted in
+    these)."""
 
     def __post_init__(self) -> None:
         if not 1 <= self.min_nodes <= self.max_nodes:
@@ -386,17 +387,14 @@ class NodeSupervisor:
                 spot.append(node)
 
     def _choose_floor(self) -> int:
-        """The fixed floor, or ``auto``'s from the forecast and the deadline."""
+        """The fixed floor, or ``auto``'s from the deadline and the spot nodes held."""
         plan, job = self.plan, self.config.job
         if plan.floor is not None:
             floor = plan.floor
         else:
-            client = self._client()
-            shares = [client.forecast(p).available_share for p in self.launcher.pools]
-            floor = next_floor(
-                self._floor,
+            floor = deadline_floor(
                 plan,
-                spot_share=max(shares, default=0.0),
+                spot_held=sum(1 for n in self.nodes if n.market == "spot" and not n.leaving),
                 time_left_hours=job.deadline_hours - self.launcher.now_hours(),
                 work_left_hours=job.compute_hours - self.report.progress_hours,
             )

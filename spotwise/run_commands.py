@@ -277,7 +277,8 @@ def run(
         typer.Option(
             "--on-demand-floor",
             help="With --nodes: K on-demand nodes (the rendezvous host among them, MIN <= K <= "
-            "MAX), or auto: from the forecast and the deadline, chosen again as the run goes.",
+            "MAX), or auto: MIN while the deadline leaves slack, then the job filled around the "
+            "spot nodes held, every node near the deadline (the lab's best rule).",
         ),
     ] = "auto",
     nproc_per_node: Annotated[

@@ -1,20 +1,23 @@
-"""The on-demand floor that an elastic job's deadline and the spot forecast call for (the
-executor's ``--on-demand-floor auto``, and the lab's ``auto_floor`` policy that measures it).
+"""The on-demand floor an elastic job's deadline calls for: the executor's
+``--on-demand-floor auto``, and, in the lab, the ``auto_floor`` policy that measures it.
 
-With ``N`` nodes, ``k`` of them on-demand and the rest on spot that is up a ``share`` of the
-time, the job runs at ``(k + (N − k)·share) / N`` of its full rate; the floor is the fewest
-``k`` whose rate finishes the work left (plus a reserve of regroups) by the deadline.
+It is the lab's ``best`` rule (:class:`~spotwise.policy.nodes.policies.OnDemandFloor`) with the
+rendezvous host held on on-demand: while the slack (time left less full-size work left) holds
+more than :data:`RESERVE_REGROUPS` regroups, only ``min_nodes`` run on-demand and spot fills
+the rest; below that, no new spot node is asked for: the spot nodes held keep working and the
+floor fills the job to ``max_nodes`` around them (a spot node taken back is replaced
+on-demand); at :data:`SAFETY_REGROUPS` regroups every node runs on-demand to the end. Slack
+only shrinks while the job runs short of nodes, so the floor never swings.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Protocol
 
-RESERVE_REGROUPS = 4.0
-"""Regroups of slack :func:`auto_floor` keeps beyond the work left."""
-FALL_REGROUPS = 2.0
-"""More regroups of reserve a lower floor must still allow before ``auto`` lowers it."""
+RESERVE_REGROUPS = 6.0
+"""Regroups of slack below which no new spot node is asked for (``best``'s reserve)."""
+SAFETY_REGROUPS = 2.0
+"""Regroups of slack below which every node runs on-demand (the lab's safety net)."""
 
 
 class FloorShape(Protocol):
@@ -30,35 +33,15 @@ class FloorShape(Protocol):
     def regroup_hours(self) -> float: ...
 
 
-def auto_floor(
-    plan: FloorShape,
-    *,
-    spot_share: float,
-    time_left_hours: float,
-    work_left_hours: float,
-    reserve_regroups: float = RESERVE_REGROUPS,
+def deadline_floor(
+    plan: FloorShape, *, spot_held: int, time_left_hours: float, work_left_hours: float
 ) -> int:
-    """The fewest on-demand nodes (at least ``min_nodes``) whose work, with the other nodes on
-    spot and up ``spot_share`` of the time, covers ``work_left_hours`` of full-size work (plus
-    ``reserve_regroups`` regroups) in ``time_left_hours``: the full-size rate needed is
-    ``r``, ``k`` on-demand nodes of ``N`` give ``(k + (N − k)·share) / N``."""
-    n, share = plan.max_nodes, min(max(spot_share, 0.0), 1.0)
-    needed = work_left_hours + reserve_regroups * plan.regroup_hours
-    if time_left_hours <= 0 or needed >= time_left_hours:
-        return n
-    rate = needed / time_left_hours
-    if share >= 1.0:
-        return plan.min_nodes
-    k = math.ceil(n * (rate - share) / (1.0 - share) - 1e-9)
-    return min(max(k, plan.min_nodes), n)
-
-
-def next_floor(current: int | None, plan: FloorShape, **now: float) -> int:
-    """``auto``'s floor for the next stretch: up at once to :func:`auto_floor`'s, down only
-    when it would be lower even with :data:`FALL_REGROUPS` more regroups of reserve (a fall
-    and a rise after it cost two), so a floor on the edge does not swing at every forecast."""
-    wanted = auto_floor(plan, **now)
-    if current is None or wanted >= current:
-        return wanted
-    cautious = auto_floor(plan, reserve_regroups=RESERVE_REGROUPS + FALL_REGROUPS, **now)
-    return max(min(cautious, current), wanted)
+    """On-demand nodes for now, given the ``spot_held`` spot nodes the job holds: ``min_nodes``
+    with slack to spare, the rest of the job around the spot nodes held once the slack is
+    down to the reserve, every node at the safety net."""
+    slack = time_left_hours - work_left_hours
+    if slack <= SAFETY_REGROUPS * plan.regroup_hours:
+        return plan.max_nodes
+    if slack <= RESERVE_REGROUPS * plan.regroup_hours:
+        return max(plan.min_nodes, plan.max_nodes - spot_held)
+    return plan.min_nodes

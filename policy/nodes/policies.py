@@ -1,6 +1,7 @@
 """Policies for N-node jobs: all on-demand, all spot with an on-demand fallback, an on-demand
-floor under spot workers sized from the capacity forecast and the deadline (``best``), and the
-executor's ``auto`` floor (``auto_floor``), so the lab measures what the executor does.
+floor under spot workers that the deadline sets (``best``), and the executor's ``auto`` floor
+(``auto_floor``: ``best`` with the rendezvous host on-demand), so the lab measures what the
+executor does.
 
 Every causal policy shares the safety net of the 1-node lab: once the slack (ticks left minus
 full-size work left) is down to two regroups, all ``N`` nodes on-demand to the end, so the
@@ -16,7 +17,7 @@ from typing import ClassVar
 import numpy as np
 
 from spotwise.policy.errors import UnknownPolicy
-from spotwise.policy.nodes.floor import next_floor
+from spotwise.policy.nodes.floor import deadline_floor
 from spotwise.policy.nodes.simulate import (
     NO_POOL,
     NodeAction,
@@ -165,47 +166,33 @@ class _Shape:
     regroup_hours: float
 
 
-class AutoFloor(NodePolicy):
-    """The executor's ``--on-demand-floor auto`` in the lab, to measure it: the floor from the
-    pools' spot share (the best pool's share of past ticks with a node) and the deadline
-    (:func:`~spotwise.policy.nodes.floor.next_floor`), the other nodes on spot in the pool that
-    gave most (as last asked while fresh, else its recent past); the shared safety net."""
+class AutoFloor(OnDemandFloor):
+    """The executor's ``--on-demand-floor auto`` in the lab, to measure it: the floor of
+    :func:`~spotwise.policy.nodes.floor.deadline_floor` (``best``'s rule with the rendezvous
+    host held on on-demand), the other nodes on spot where ``best`` would ask; the shared
+    safety net."""
 
     name = "auto_floor"
 
     def reset(self, context: NodeJobContext) -> None:
-        self._context = context
-        self._net = SafetyNet(context)
+        super().reset(context)
         job = context.job
         self._shape = _Shape(1, context.nodes, job.changeover * job.hours_per_tick)
-        past = context.past_capacity
-        self._share = float((past > 0).mean(axis=1).max()) if past.shape[1] else 0.0
-        knobs = FloorParams()
-        window = max(1, round(knobs.history_hours / job.hours_per_tick))
-        recent = np.minimum(past[:, -window:], context.nodes)
-        self._past = recent.mean(axis=1) if recent.shape[1] else np.zeros(context.n_pools)
-        self._fresh = knobs.fresh_hours / job.hours_per_tick
-        self._floor: int | None = None
 
     def act(self, obs: NodeObservation) -> NodeAction:
         if self._net.due(obs):
             return self._net.action()
         job, n = self._context.job, self._context.nodes
-        self._floor = next_floor(
-            self._floor,
+        floor = deadline_floor(
             self._shape,
-            spot_share=self._share,
+            spot_held=obs.spot,
             time_left_hours=(job.deadline - obs.tick) * job.hours_per_tick,
             work_left_hours=(job.work - obs.progress) * job.hours_per_tick,
         )
-        spot = n - self._floor
-        if not spot:
+        if floor >= n:
             return NodeAction(on_demand=n)
-        if obs.pool != NO_POOL and obs.spot > 0:
-            return NodeAction(on_demand=self._floor, spot=spot, pool=obs.pool)
-        fresh = (obs.seen >= 0) & (obs.seen_age <= self._fresh)
-        estimate = np.where(fresh, obs.seen.astype(float), self._past)
-        return NodeAction(on_demand=self._floor, spot=spot, pool=int(np.argmax(estimate)))
+        pool = obs.pool if floor > self._shape.min_nodes else super().act(obs).pool
+        return NodeAction(on_demand=floor, spot=n - floor, pool=pool)
 
 
 NODE_POLICIES: dict[str, type[NodePolicy]] = {

@@ -16,7 +16,7 @@ from spotwise.executor.ledger import JobInfo, Ledger, job_report
 from spotwise.executor.prices import PriceBook
 from spotwise.executor.supervisor import SupervisorConfig
 from spotwise.policy.client import in_process_for
-from spotwise.policy.nodes.floor import auto_floor, next_floor
+from spotwise.policy.nodes.floor import deadline_floor
 from spotwise.policy.schemas import JobTerms
 from spotwise.policy.traces import Pool, TraceSet
 from spotwise.pricing.operational import open_operational
@@ -34,33 +34,28 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_auto_floor_rises_as_the_slack_shrinks_and_spot_gets_scarce() -> None:
-    plan = NodePlan(min_nodes=1, max_nodes=8, floor=None, regroup_hours=0.0)
-    roomy = auto_floor(plan, spot_share=0.9, time_left_hours=20, work_left_hours=10)
-    tight = auto_floor(plan, spot_share=0.9, time_left_hours=10.5, work_left_hours=10)
-    scarce = auto_floor(plan, spot_share=0.3, time_left_hours=20, work_left_hours=10)
-    assert roomy == 1  # half the rate is needed and spot gives 0.9 of it
-    assert tight == 5  # rate 0.952 = (k + (8 - k)·0.9) / 8  →  k = 4.2
-    assert scarce == 3  # rate 0.5 = (k + (8 - k)·0.3) / 8  →  k = 2.3
-    assert auto_floor(plan, spot_share=0.9, time_left_hours=9, work_left_hours=10) == 8
-    assert auto_floor(plan, spot_share=0.0, time_left_hours=20, work_left_hours=10) == 4
-
-
-def test_auto_rises_at_once_and_falls_only_past_a_margin_so_it_does_not_swing() -> None:
+def test_auto_holds_the_host_alone_then_fills_around_spot_then_goes_all_on_demand() -> None:
     plan = NodePlan(min_nodes=1, max_nodes=8, floor=None, regroup_hours=0.1)
 
-    def at(share: float) -> dict[str, float]:
-        return {"spot_share": share, "time_left_hours": 20.0, "work_left_hours": 10.0}
+    def floor(slack_hours: float, spot_held: int = 5) -> int:
+        return deadline_floor(
+            plan, spot_held=spot_held, time_left_hours=10 + slack_hours, work_left_hours=10
+        )
 
-    assert auto_floor(plan, **at(0.30)) == 3 and auto_floor(plan, **at(0.37)) == 2
-    # the forecast share wobbles across the edge: the plain rule would swing 3, 2, 3, 2
-    floors, floor = [], None
-    for share in (0.30, 0.37, 0.30, 0.37):
-        floor = next_floor(floor, plan, **at(share))
-        floors.append(floor)
-    assert floors == [3, 3, 3, 3]
-    assert next_floor(3, plan, **at(0.45)) == 2  # clearly more spot: it falls
-    assert next_floor(2, plan, **at(0.30)) == 3  # less: it rises at once
+    assert floor(0.61) == 1  # more than six regroups of slack: the host alone on-demand
+    assert floor(0.6) == 3 and floor(0.3) == 3  # the reserve: 8 nodes around the 5 spot held
+    assert floor(0.3, spot_held=4) == 4  # a spot node taken back is replaced on-demand
+    assert floor(0.3, spot_held=8) == 1  # never below MIN
+    assert floor(0.2) == 8 and floor(-1.0) == 8  # two regroups: every node on-demand
+    assert (
+        deadline_floor(
+            NodePlan(min_nodes=2, max_nodes=8, floor=None, regroup_hours=0.1),
+            spot_held=0,
+            time_left_hours=20,
+            work_left_hours=10,
+        )
+        == 2
+    )
 
 
 def test_a_floor_below_min_or_above_max_is_refused_with_the_reason() -> None:
