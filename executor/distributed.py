@@ -11,28 +11,23 @@ Saves can run in the background (``dcp.async_save``); every rank must call :meth
 own: a background save's collectives would otherwise interleave with training's (DDP's
 all-reduce) on the same gloo pairs, in different orders on different ranks, and hang.
 
-The folder is a path every rank reaches (a shared file system), or an object store URL
-(``s3://BUCKET/PREFIX``: nodes on separate machines) written through fsspec with DCP's
-``FsspecWriter``; an object's PUT is atomic there, so ``latest`` is one write.
+The folder is a :class:`~spotwise.executor.storage.Replica`: a path every rank reaches (a
+shared file system), or an object store URL (``s3://BUCKET/PREFIX``: nodes on separate
+machines), which DCP writes through fsspec (``FsspecWriter``).
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import shutil
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import Future
 from datetime import timedelta
-from typing import Any, Protocol
+from typing import Any
 
 import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
-from fsspec.core import url_to_fs
-from fsspec.implementations.local import LocalFileSystem
 from torch.distributed.checkpoint import (
     FileSystemReader,
     FileSystemWriter,
@@ -44,7 +39,7 @@ from torch.distributed.checkpoint._fsspec_filesystem import FsspecReader, Fsspec
 from spotwise.executor.checkpoint import Checkpoint, SaveStats
 from spotwise.executor.errors import CheckpointError
 from spotwise.executor.statedict import flatten, tensor_bytes, tensor_from_bytes, unflatten
-from spotwise.executor.storage import STEP_FOLDER
+from spotwise.executor.storage import LocalReplica, Replica, open_replica
 
 COMMIT_FILE = ".metadata"
 
@@ -60,32 +55,21 @@ class DistributedCheckpointer:
         keep_latest_k: int = 3,
         storage_options: dict[str, Any] | None = None,
     ) -> None:
-        fs, root = url_to_fs(url, **(storage_options or {}))
-        self.folder: Folder = (
-            LocalFolder(root)
-            if isinstance(fs, LocalFileSystem)
-            else ObjectFolder(url.rstrip("/"), fs, storage_options or {})
-        )
+        self.replica = open_replica(url, storage_options)
+        self.storage_options = storage_options or {}
         self.root = url.removeprefix("file://").rstrip("/")
         self.keep_latest_k = keep_latest_k
         self.rank = dist.get_rank()
         group = dist.new_group(backend="gloo", timeout=_collective_timeout())
         assert isinstance(group, dist.ProcessGroup)  # every rank is a member
         self.group = group
-        if self.rank == 0:
-            self.folder.make()
         dist.barrier(group=self.group)
         self._pending: tuple[int, Future[Any], float, float] | None = None
         self.last_save: SaveStats | None = None
 
     def steps(self) -> list[int]:
         """Committed steps, newest first."""
-        found = [
-            int(m.group(1))
-            for name in self.folder.names()
-            if (m := STEP_FOLDER.match(name)) and self.folder.exists(f"{name}/{COMMIT_FILE}")
-        ]
-        return sorted(found, reverse=True)
+        return self.replica.steps(COMMIT_FILE)
 
     def save(self, step: int, state: dict[str, Any], *, block: bool = False) -> SaveStats | None:
         """Checkpoint on every rank (a collective call)."""
@@ -95,8 +79,8 @@ class DistributedCheckpointer:
         state = dict(state)
         own = state.pop("ranks", {}).get(f"rank{self.rank}")
         if own is not None:
-            _write_rank_part(self.folder, folder, self.rank, own)
-        writer = self.folder.writer(folder)
+            _write_rank_part(self.replica, folder, self.rank, own)
+        writer = self._writer(folder)
         if block:
             dcp.save(state, storage_writer=writer, process_group=self.group)
             stall = time.perf_counter() - began
@@ -125,9 +109,9 @@ class DistributedCheckpointer:
     def _commit(self, step: int, stall: float, began: float) -> None:
         dist.barrier(group=self.group)
         if self.rank == 0:
-            self.folder.write("latest", [str(step).encode()])
+            self.replica.point_latest(step)
             for old in self.steps()[self.keep_latest_k :]:
-                self.folder.remove_tree(f"step-{old}")
+                self.replica.remove_step(old)
         dist.barrier(group=self.group)
         self.last_save = SaveStats(
             step=step,
@@ -153,17 +137,28 @@ class DistributedCheckpointer:
         folder = f"step-{choice[0]}"
         state = dict(template())
         wanted = state.pop("ranks", None)
-        dcp.load(state, storage_reader=self.folder.reader(folder), process_group=self.group)
+        dcp.load(state, storage_reader=self._reader(folder), process_group=self.group)
         if wanted is not None:  # none for a rank the writing group did not have (it grew)
-            own = self.folder.exists(f"{folder}/rank{self.rank}.json")
-            state["ranks"] = (
-                {f"rank{self.rank}": _read_rank_part(self.folder, folder, self.rank)} if own else {}
-            )
+            own = _read_rank_part(self.replica, folder, self.rank)
+            state["ranks"] = {} if own is None else {f"rank{self.rank}": own}
         return Checkpoint(step=int(choice[0]), state=state, url=self.root)
 
     def close(self) -> None:
         """Wait for the save in flight."""
         self.wait()
+
+    def _writer(self, folder: str) -> StorageWriter:
+        """DCP's writer of ``folder``: to the file system, or through fsspec (no fsync on an
+        object store: a PUT is durable once it returns)."""
+        if isinstance(self.replica, LocalReplica):
+            return FileSystemWriter(self.replica.path(folder))
+        url = f"{self.replica.url.rstrip('/')}/{folder}"
+        return FsspecWriter(url, sync_files=False, **self.storage_options)
+
+    def _reader(self, folder: str) -> StorageReader:
+        if isinstance(self.replica, LocalReplica):
+            return FileSystemReader(self.replica.path(folder))
+        return FsspecReader(f"{self.replica.url.rstrip('/')}/{folder}", **self.storage_options)
 
 
 def _collective_timeout() -> timedelta | None:
@@ -178,9 +173,8 @@ def _collective_timeout() -> timedelta | None:
         return None
 
 
-def _write_rank_part(folder: Folder, step_folder: str, rank: int, part: Any) -> None:
+def _write_rank_part(replica: Replica, folder: str, rank: int, part: Any) -> None:
     """This rank's own state as a JSON skeleton and raw tensor bytes (durable)."""
-    folder.make(step_folder)
     skeleton, tensors = flatten(part)
     layout, offset = {}, 0
     for key, tensor in tensors.items():
@@ -194,14 +188,18 @@ def _write_rank_part(folder: Folder, step_folder: str, rank: int, part: Any) -> 
             "nbytes": size,
         }
         offset += size
-    folder.write(f"{step_folder}/rank{rank}.bin", [tensor_bytes(t) for t in tensors.values()])
+    replica.write(f"{folder}/rank{rank}.bin", [tensor_bytes(t) for t in tensors.values()])
     meta = json.dumps({"skeleton": skeleton, "tensors": layout}).encode()
-    folder.write(f"{step_folder}/rank{rank}.json", [meta])
+    replica.write(f"{folder}/rank{rank}.json", [meta])
 
 
-def _read_rank_part(folder: Folder, step_folder: str, rank: int) -> Any:
-    meta = json.loads(folder.read(f"{step_folder}/rank{rank}.json"))
-    data = bytearray(folder.read(f"{step_folder}/rank{rank}.bin"))
+def _read_rank_part(replica: Replica, folder: str, rank: int) -> Any | None:
+    """This rank's own state (None: the writing group had no such rank)."""
+    try:
+        meta = json.loads(bytes(replica.read(f"{folder}/rank{rank}.json")))
+    except FileNotFoundError:
+        return None
+    data = replica.read(f"{folder}/rank{rank}.bin")
     tensors = {
         key: tensor_from_bytes(
             memoryview(data)[e["offset"] : e["offset"] + e["nbytes"]], e["dtype"], e["shape"]
@@ -209,111 +207,3 @@ def _read_rank_part(folder: Folder, step_folder: str, rank: int) -> Any:
         for key, e in meta["tensors"].items()
     }
     return unflatten(meta["skeleton"], tensors)
-
-
-class Folder(Protocol):
-    """Where the checkpoint's steps live; paths are relative to it, with ``/``."""
-
-    def make(self, relative: str = "") -> None: ...
-
-    def names(self) -> list[str]:
-        """The entries at the top, by name (none when the folder is not there yet)."""
-        ...
-
-    def exists(self, relative: str) -> bool: ...
-
-    def write(self, relative: str, chunks: Sequence[bytes | memoryview]) -> None:
-        """Replace the file whole: a reader sees the old one or the new one, never a part."""
-        ...
-
-    def read(self, relative: str) -> bytes: ...
-
-    def remove_tree(self, relative: str) -> None: ...
-
-    def writer(self, relative: str) -> StorageWriter: ...
-
-    def reader(self, relative: str) -> StorageReader: ...
-
-
-class LocalFolder:
-    """A folder of a (shared) file system: writes are fsync'd, then renamed into place."""
-
-    def __init__(self, root: str) -> None:
-        self.root = root
-
-    def _path(self, relative: str) -> str:
-        return os.path.join(self.root, relative) if relative else self.root
-
-    def make(self, relative: str = "") -> None:
-        os.makedirs(self._path(relative), exist_ok=True)
-
-    def names(self) -> list[str]:
-        return os.listdir(self.root) if os.path.isdir(self.root) else []
-
-    def exists(self, relative: str) -> bool:
-        return os.path.exists(self._path(relative))
-
-    def write(self, relative: str, chunks: Sequence[bytes | memoryview]) -> None:
-        final = self._path(relative)
-        staging = f"{final}.{os.getpid()}.tmp"
-        with open(staging, "wb") as handle:
-            for chunk in chunks:
-                handle.write(chunk)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(staging, final)
-
-    def read(self, relative: str) -> bytes:
-        with open(self._path(relative), "rb") as handle:
-            return handle.read()
-
-    def remove_tree(self, relative: str) -> None:
-        shutil.rmtree(self._path(relative), ignore_errors=True)
-
-    def writer(self, relative: str) -> StorageWriter:
-        return FileSystemWriter(self._path(relative))
-
-    def reader(self, relative: str) -> StorageReader:
-        return FileSystemReader(self._path(relative))
-
-
-class ObjectFolder:
-    """A prefix of an object store (``s3://...``) through fsspec: a PUT is atomic, and there
-    are no folders to make."""
-
-    def __init__(self, url: str, fs: Any, storage_options: dict[str, Any]) -> None:
-        self.url, self.fs, self.storage_options = url, fs, storage_options
-        self.root = fs._strip_protocol(url)
-
-    def _path(self, relative: str) -> str:
-        return f"{self.root}/{relative}" if relative else self.root
-
-    def make(self, relative: str = "") -> None:
-        """Nothing to make: a key's prefix exists once an object is under it."""
-
-    def names(self) -> list[str]:
-        try:
-            entries = self.fs.ls(self.root, detail=False, refresh=True)
-        except FileNotFoundError:
-            return []
-        return [str(entry).rstrip("/").rsplit("/", 1)[-1] for entry in entries]
-
-    def exists(self, relative: str) -> bool:
-        self.fs.invalidate_cache(self._path(relative))
-        return bool(self.fs.exists(self._path(relative)))
-
-    def write(self, relative: str, chunks: Sequence[bytes | memoryview]) -> None:
-        self.fs.pipe_file(self._path(relative), b"".join(bytes(c) for c in chunks))
-
-    def read(self, relative: str) -> bytes:
-        return bytes(self.fs.cat_file(self._path(relative)))
-
-    def remove_tree(self, relative: str) -> None:
-        with contextlib.suppress(FileNotFoundError):
-            self.fs.rm(self._path(relative), recursive=True)
-
-    def writer(self, relative: str) -> StorageWriter:
-        return FsspecWriter(f"{self.url}/{relative}", sync_files=False, **self.storage_options)
-
-    def reader(self, relative: str) -> StorageReader:
-        return FsspecReader(f"{self.url}/{relative}", **self.storage_options)

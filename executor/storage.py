@@ -48,12 +48,16 @@ class Replica(Protocol):
         """Write the manifest and make the step visible, then point ``latest`` at it."""
         ...
 
+    def point_latest(self, step: int) -> None:
+        """Replace ``latest`` whole with ``step`` (a reader sees the old or the new one)."""
+        ...
+
     def abort(self, staging: str) -> None:
         """Remove an uncommitted step's files."""
         ...
 
-    def steps(self) -> list[int]:
-        """Committed steps (folders with a manifest), newest first."""
+    def steps(self, commit_file: str = MANIFEST) -> list[int]:
+        """Committed steps (folders holding ``commit_file``), newest first."""
         ...
 
     def read(self, relative: str) -> bytearray | mmap.mmap:
@@ -103,6 +107,7 @@ class LocalReplica:
         return staging
 
     def write(self, relative: str, chunks: Iterable[bytes | memoryview]) -> tuple[str, int]:
+        os.makedirs(os.path.dirname(self.path(relative)), exist_ok=True)
         with open(self.path(relative), "wb") as handle:
             written = _write_chunks(handle, chunks)
             handle.flush()
@@ -121,6 +126,9 @@ class LocalReplica:
         _fsync_dir(self.root)
         if old:
             shutil.rmtree(old, ignore_errors=True)
+        self.point_latest(step)
+
+    def point_latest(self, step: int) -> None:
         latest = self.path(f".{LATEST}.{uuid.uuid4().hex[:8]}")
         with open(latest, "w") as handle:
             handle.write(str(step))
@@ -133,7 +141,7 @@ class LocalReplica:
         with contextlib.suppress(OSError):
             shutil.rmtree(self.path(staging))
 
-    def steps(self) -> list[int]:
+    def steps(self, commit_file: str = MANIFEST) -> list[int]:
         try:
             names = os.listdir(self.root)
         except OSError:
@@ -141,7 +149,7 @@ class LocalReplica:
         found = [
             int(m.group(1))
             for n in names
-            if (m := STEP_FOLDER.match(n)) and os.path.exists(self.path(f"{n}/{MANIFEST}"))
+            if (m := STEP_FOLDER.match(n)) and os.path.exists(self.path(f"{n}/{commit_file}"))
         ]
         return sorted(found, reverse=True)
 
@@ -185,6 +193,10 @@ class FsspecReplica:
 
     def commit(self, staging: str, step: int, manifest: bytes) -> None:
         self.fs.pipe_file(self.path(f"step-{step}/{MANIFEST}"), manifest)
+        self.point_latest(step)
+
+    def point_latest(self, step: int) -> None:
+        """One PUT: atomic on an object store."""
         self.fs.pipe_file(self.path(LATEST), str(step).encode())
 
     def abort(self, staging: str) -> None:
@@ -192,10 +204,10 @@ class FsspecReplica:
             if not self.fs.exists(self.path(f"{staging}/{MANIFEST}")):
                 self.fs.rm(self.path(staging), recursive=True)
 
-    def steps(self) -> list[int]:
+    def steps(self, commit_file: str = MANIFEST) -> list[int]:
         try:
             self.fs.invalidate_cache()
-            manifests = self.fs.glob(self.path(f"step-*/{MANIFEST}"))
+            manifests = self.fs.glob(self.path(f"step-*/{commit_file}"))
         except OSError:
             return []
         found = [
