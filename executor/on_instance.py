@@ -21,18 +21,16 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from spotwise.executor.notices import NoticeSource
+    from spotwise.executor.notices import Notice, NoticeSource, NoticeWatcher
 
 LOG_FOLDER = "log"
 EXIT_NAME = "exit"
-NOTICE_POLL_S = 1.0
 INSTANCE_EXTRA = "instance"
 """The optional-dependency group naming what an instance needs to run the guard."""
 
@@ -142,6 +140,7 @@ def run_streamed(
         log.write("err", f"spotwise: cannot start {command[0]!r}: {exc.strerror or exc}")
         return 127
     previous = signal.signal(signal.SIGTERM, lambda *_: process.send_signal(signal.SIGTERM))
+    watcher = None
     try:
         names = ("out", "err") if stream == "out" else (stream, stream)
         readers = [
@@ -150,33 +149,29 @@ def run_streamed(
         ]
         for reader in readers:
             reader.start()
-        if notices:
-            threading.Thread(
-                target=_forward_notice, args=(process, notices, log), daemon=True
-            ).start()
+        watcher = _forward_notices(process, notices, log) if notices else None
         code = process.wait()
         for reader in readers:
             reader.join(timeout=10)
     finally:
         signal.signal(signal.SIGTERM, previous)
+        if watcher is not None:
+            watcher.close()
     return code
 
 
-def _forward_notice(
+def _forward_notices(
     process: subprocess.Popen[str], notices: Sequence[NoticeSource], log: S3LogStream
-) -> None:
-    """SIGTERM to ``process`` on the first stop notice (polled every second until it ends)."""
-    while process.poll() is None:
-        for source in notices:
-            try:
-                notice = source.poll()
-            except Exception:  # an unreachable endpoint is polled again, as the guard does
-                continue
-            if notice is not None and notice.stop:
-                log.write("setup", f"spotwise: {notice.source} notice ({notice.kind}): SIGTERM")
-                process.send_signal(signal.SIGTERM)
-                return
-        time.sleep(NOTICE_POLL_S)
+) -> NoticeWatcher:
+    """A watcher of ``notices`` that sends ``process`` SIGTERM on the first stop notice."""
+    from spotwise.executor.notices import NoticeWatcher
+
+    def pass_on(notice: Notice) -> None:
+        if notice.stop:
+            log.write("setup", f"spotwise: {notice.source} notice ({notice.kind}): SIGTERM")
+            process.send_signal(signal.SIGTERM)
+
+    return NoticeWatcher(notices, on_notice=pass_on).start()
 
 
 def _pump(pipe: Any, log: S3LogStream, stream: str) -> None:
