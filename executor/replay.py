@@ -80,10 +80,10 @@ def run_under_replay(
         # Preemptions that fell while nothing ran took nothing away.
         while next_index < len(schedule) and schedule[next_index] < time.monotonic() - began:
             next_index += 1
+        hit = sum(1 for earlier in launches[:-1] if earlier.noticed)
+        left = max_preemptions is None or hit < max_preemptions
         while process.poll() is None:
             now = time.monotonic() - began
-            hit = sum(1 for earlier in launches[:-1] if earlier.noticed)
-            left = max_preemptions is None or hit < max_preemptions
             if left and next_index < len(schedule) and running.is_set():
                 at = schedule[next_index]
                 if not launch.noticed and now >= at - lead_s:
