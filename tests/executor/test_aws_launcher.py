@@ -8,7 +8,9 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import boto3
 import pytest
@@ -29,6 +31,7 @@ REGION, BUCKET = "us-east-1", "spotwise-ckpt"
 CODE = ShippedCode(
     "spotwise/code/aa11/workdir.tar.gz", "spotwise/code/bb22/spotwise-0.1.0-py3-none-any.whl"
 )
+R = TypeVar("R")
 COMMAND = ["python", "-m", "spotwise.executor.examples.train_mlp", "--ckpt", f"s3://{BUCKET}/ckpt"]
 
 
@@ -71,6 +74,29 @@ def report_exit(launcher: AwsLauncher, instance_id: str, code: int) -> None:
     key = f"{launcher.prefix}/{instance_id}/exit"
     launcher.s3.put_object(Bucket=BUCKET, Key=key, Body=f"{code}\n".encode())
     launcher.ec2.terminate_instances(InstanceIds=[instance_id])
+
+
+def beside_the_cloud(cloud: Callable[[threading.Event], None], run: Callable[[], R]) -> R:
+    """``run()`` while ``cloud(finished)`` plays the instances' side on a thread (until
+    ``finished`` is set); an error there fails the test instead of being lost."""
+    errors: list[BaseException] = []
+    finished = threading.Event()
+
+    def play() -> None:
+        try:
+            cloud(finished)
+        except BaseException as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=play, daemon=True)
+    thread.start()
+    try:
+        result = run()
+    finally:
+        finished.set()
+        thread.join(10)
+    assert not errors, errors
+    return result
 
 
 def test_the_boot_script_fetches_the_shipped_code_and_runs_the_command_under_the_runner() -> None:
@@ -229,10 +255,8 @@ def test_the_supervisor_relaunches_on_aws_after_a_preemption_and_tears_down(
     ledger = aws_ledger(store)
     supervisor = Supervisor(launcher, in_process_for, SupervisorConfig(job=job), ledger)
     outcomes = [75, 0]  # the first instance is preempted (its job exits 75), the second finishes
-    errors: list[BaseException] = []
-    finished = threading.Event()
 
-    def cloud() -> None:
+    def cloud(finished: threading.Event) -> None:
         """Plays the instances' side: each new one reports the next outcome (then 0)."""
         seen: set[str] = set()
         try:
@@ -243,19 +267,12 @@ def test_the_supervisor_relaunches_on_aws_after_a_preemption_and_tears_down(
                         time.sleep(0.3)
                         report_exit(launcher, instance_id, outcomes.pop(0) if outcomes else 0)
                 time.sleep(0.1)
-        except BaseException as exc:  # surfaced by the test below, not lost in the thread
-            errors.append(exc)
+        except BaseException:  # end the job too, so the test fails rather than hangs
             for instance_id in launcher.running_instances():
                 report_exit(launcher, instance_id, 1)
+            raise
 
-    thread = threading.Thread(target=cloud, daemon=True)
-    thread.start()
-    try:
-        report = supervisor.run(COMMAND)
-    finally:
-        finished.set()
-        thread.join(10)
-    assert not errors, errors
+    report = beside_the_cloud(cloud, lambda: supervisor.run(COMMAND))
     assert report.completed and report.preemptions == 1 and report.instances == 2
     assert report.placements[0].startswith("spot in us-east-1")
     assert launcher.running_instances() == []
@@ -450,37 +467,25 @@ def test_an_elastic_job_on_aws_joins_its_spot_nodes_to_the_hosts_address_and_rep
     config = SupervisorConfig(job=job, no_capacity_s=0.5)
     supervisor = NodeSupervisor(launcher, in_process_for, config, ledger, plan, plan_every_s=0.1)
     launched: list[str] = []
-    errors: list[BaseException] = []
-    finished = threading.Event()
 
-    def cloud() -> None:
+    def cloud(finished: threading.Event) -> None:
         """The first spot node is taken back; once its replacement runs, the host finishes."""
-        try:
-            while not finished.is_set():
-                for instance_id in launcher.running_instances():
-                    if instance_id not in launched:
-                        launched.append(instance_id)
-                if len(launched) == 2:
-                    time.sleep(0.3)
-                    report_exit(launcher, launched[1], 75)
-                    launched.append("reported")
-                if len(launched) == 4:
-                    time.sleep(0.3)
-                    report_exit(launcher, launched[0], 0)
-                    report_exit(launcher, launched[3], 0)
-                    return
-                time.sleep(0.1)
-        except BaseException as exc:  # surfaced by the test below, not lost in the thread
-            errors.append(exc)
+        while not finished.is_set():
+            for instance_id in launcher.running_instances():
+                if instance_id not in launched:
+                    launched.append(instance_id)
+            if len(launched) == 2:
+                time.sleep(0.3)
+                report_exit(launcher, launched[1], 75)
+                launched.append("reported")
+            if len(launched) == 4:
+                time.sleep(0.3)
+                report_exit(launcher, launched[0], 0)
+                report_exit(launcher, launched[3], 0)
+                return
+            time.sleep(0.1)
 
-    thread = threading.Thread(target=cloud, daemon=True)
-    thread.start()
-    try:
-        report = supervisor.run(COMMAND)
-    finally:
-        finished.set()
-        thread.join(10)
-    assert not errors, errors
+    report = beside_the_cloud(cloud, lambda: supervisor.run(COMMAND))
     host, first_spot, _, second_spot = launched
     assert report.completed and report.preemptions == 1 and report.instances == 3
     assert report.placements == [
