@@ -22,7 +22,7 @@ import os
 import signal
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, Protocol
 
 from spotwise.executor.clock import SYSTEM_CLOCK, Clock
 from spotwise.executor.errors import (
@@ -50,6 +50,17 @@ from spotwise.progress import Progress, silent
 Role = Literal["host", "floor", "spot"]
 
 
+class SpendGate(Protocol):
+    """What may grant or refuse an elastic job's spend, such as a fleet's budget."""
+
+    def claim(self, usd_per_hour: float, *, market: str, needed: bool) -> bool:
+        """May the job spend ``usd_per_hour`` in all (its nodes and one more in ``market``)?
+        ``needed``: the rendezvous host, or a floor node the deadline asks for."""
+
+    def record(self, usd_per_hour: float) -> None:
+        """What the job's nodes cost now (after one ended or was refused)."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NodePlan:
     """How many nodes an elastic job runs on, and how many of them on-demand."""
@@ -67,12 +78,43 @@ class NodePlan:
     """What a change of the node count costs, in hours (``auto``'s reserve is counted in
     these)."""
 
+    @classmethod
+    def parse(
+        cls,
+        nodes: str,
+        floor: str = "auto",
+        *,
+        nproc_per_node: int = 1,
+        rdzv_endpoint: str = "127.0.0.1:29400",
+    ) -> NodePlan:
+        """A plan from ``MIN:MAX`` (or ``N``) nodes and a floor of ``K`` or ``auto`` (as
+        ``--nodes`` and ``--on-demand-floor``, or a fleet file's ``nodes`` and
+        ``on_demand_floor``, give them).
+
+        Raises:
+            ValueError: saying what is wrong and what is expected.
+        """
+        low, _, high = nodes.partition(":")
+        if not (low.isdigit() and (high.isdigit() or not high)):
+            raise ValueError(f"nodes must be MIN:MAX or N (whole numbers), got {nodes[:40]!r}")
+        if floor != "auto" and not floor.isdigit():
+            raise ValueError(
+                f"the on-demand floor must be a whole number or auto, got {floor[:40]!r}"
+            )
+        return cls(
+            min_nodes=int(low),
+            max_nodes=int(high or low),
+            floor=None if floor == "auto" else int(floor),
+            nproc_per_node=nproc_per_node,
+            rdzv_endpoint=rdzv_endpoint,
+        )
+
     def __post_init__(self) -> None:
         if not 1 <= self.min_nodes <= self.max_nodes:
-            raise ValueError(f"--nodes {self.min_nodes}:{self.max_nodes}: need 1 <= MIN <= MAX")
+            raise ValueError(f"nodes {self.min_nodes}:{self.max_nodes}: need 1 <= MIN <= MAX")
         if self.floor is not None and not self.min_nodes <= self.floor <= self.max_nodes:
             raise ValueError(
-                f"--on-demand-floor {self.floor}: need MIN <= K <= MAX "
+                f"on-demand floor {self.floor}: need MIN <= K <= MAX "
                 f"({self.min_nodes}..{self.max_nodes}); the floor holds the rendezvous host, "
                 "and below MIN the job would stop whenever spot is gone"
             )
@@ -124,10 +166,11 @@ class NodeSupervisor:
         clock: Clock = SYSTEM_CLOCK,
         log: JobLog | None = None,
         plan_every_s: float = 0.5,
+        gate: SpendGate | None = None,
     ) -> None:
         self.launcher, self.client_for, self.config = launcher, client_for, config
         self.ledger, self.plan, self.progress, self.clock = ledger, plan, progress, clock
-        self.log, self.plan_every_s = log, plan_every_s
+        self.log, self.plan_every_s, self.gate = log, plan_every_s, gate
         job = config.job
         self.prices = config.prices or PriceBook.flat(
             launcher.pools, job.spot_price, job.on_demand_price
@@ -139,6 +182,10 @@ class NodeSupervisor:
         self._refused_until: dict[str, float] = {}
         self._cancel: int | None = None
         self._floor = plan.floor if plan.floor is not None else plan.min_nodes
+        self._needed_floor = plan.min_nodes
+        """On-demand nodes the deadline asks for (``auto``'s floor; at most a fixed floor)."""
+        self._gate_refused: set[str] = set()
+        """Markets the gate refused a node in, until it grants one again."""
         self._progress_at = launcher.now_hours()
         self._reached_step = 0
         """The furthest step the host's workers reached before their latest start."""
@@ -288,6 +335,8 @@ class NodeSupervisor:
         instance = node.instance
         instance.terminate()
         self.nodes.remove(node)
+        if self.gate is not None:
+            self.gate.record(self._spend())
         placement = instance.placement
         hours = self.launcher.now_hours() - instance.started_hours
         cost = hours * placement.price
@@ -359,12 +408,15 @@ class NodeSupervisor:
         if not any(n.role == "host" for n in self.nodes):
             if self.nodes:  # a host failure: wait until the others are gone
                 return
+            self._granted("on-demand", needed=True)
             self._launch(command, "host")
         floor = self._choose_floor()
         staying = [n for n in self.nodes if not n.leaving]
         on_demand = [n for n in staying if n.market == "on-demand"]
         spot = [n for n in staying if n.market == "spot"]
         for _ in range(floor - len(on_demand)):
+            if not self._granted("on-demand", needed=len(on_demand) < self._needed_floor):
+                break  # the slot stays with spot
             if len(on_demand) + len(spot) >= plan.max_nodes and spot:
                 released = spot.pop()
                 self._notice(released)
@@ -380,30 +432,53 @@ class NodeSupervisor:
                 self.progress(f"{extra.name}: on-demand released (spot is back, the floor fell)")
         open_slots = plan.max_nodes - len(on_demand) - len(spot)
         for i in range(max(0, open_slots)):
-            if not pools:
+            if not pools or not self._granted("spot", needed=False, pool=pools[i % len(pools)]):
                 break
             node = self._launch(command, "spot", pools[i % len(pools)])
             if node is not None:
                 spot.append(node)
 
     def _choose_floor(self) -> int:
-        """The fixed floor, or ``auto``'s from the deadline and the spot nodes held."""
+        """The fixed floor, or ``auto``'s from the deadline and the spot nodes held; notes
+        how much of it the deadline asks for (all of ``auto``'s)."""
         plan, job = self.plan, self.config.job
-        if plan.floor is not None:
-            floor = plan.floor
-        else:
-            floor = deadline_floor(
-                plan,
-                spot_held=sum(1 for n in self.nodes if n.market == "spot" and not n.leaving),
-                time_left_hours=job.deadline_hours - self.launcher.now_hours(),
-                work_left_hours=job.compute_hours - self.report.progress_hours,
-            )
+        needed = deadline_floor(
+            plan,
+            spot_held=sum(1 for n in self.nodes if n.market == "spot" and not n.leaving),
+            time_left_hours=job.deadline_hours - self.launcher.now_hours(),
+            work_left_hours=job.compute_hours - self.report.progress_hours,
+        )
+        floor = needed if plan.floor is None else plan.floor
+        self._needed_floor = min(floor, needed)
         if floor != self._floor or not self.report.floors:
             self.report.floors.append(floor)
             if self.report.floors[:-1]:
                 self.progress(f"on-demand floor now {floor} of {plan.max_nodes} nodes")
         self._floor = floor
         return floor
+
+    def _spend(self) -> float:
+        """What the job's nodes cost now ($/h), leaving ones until they are gone."""
+        return sum(n.instance.placement.price for n in self.nodes)
+
+    def _granted(self, market: str, *, needed: bool, pool: str | None = None) -> bool:
+        """Whether the gate (if any) lets the job add a node in ``market`` (``pool``)."""
+        if self.gate is None:
+            return True
+        price = (
+            self.prices.spot_quote(pool).usd_per_hour
+            if pool is not None
+            else self.prices.on_demand_quote().usd_per_hour
+        )
+        granted = self.gate.claim(self._spend() + price, market=market, needed=needed)
+        if granted == (market in self._gate_refused):
+            self._gate_refused ^= {market}
+            self.progress(
+                f"the budget has room for {market} nodes again"
+                if granted
+                else f"the budget refuses another {market} node for now"
+            )
+        return granted
 
     def _endpoint(self, role: Role) -> str:
         """The rendezvous a node joins: the plan's own on the host (its store listens on every
@@ -473,6 +548,8 @@ class NodeSupervisor:
             )
         except NoCapacity as exc:
             self._refused_until[pool or ""] = self.clock.monotonic() + self.config.no_capacity_s
+            if self.gate is not None:
+                self.gate.record(self._spend())  # the node it claimed for is not there
             if role != "spot":
                 raise ExecutorError(f"no on-demand capacity for the {role} node: {exc}") from exc
             self.progress(f"{name}: no capacity in {pool} ({exc})")

@@ -10,14 +10,24 @@ A fleet file (YAML or TOML) names the fleet, its budget in $/h and its jobs:
         compute_hours: 0.5
         deadline_hours: 1.0
         command: [python, -m, spotwise.executor.examples.train_mlp, --ckpt, ck/eval]
+      - name: pretrain
+        priority: normal
+        nodes: "2:4"            # an elastic job on 2 to 4 nodes (MIN:MAX, or N)
+        on_demand_floor: auto   # K, or auto (the default): the deadline's floor
+        compute_hours: 2.0
+        deadline_hours: 4.0
+        command: [python, -m, spotwise.executor.examples.train_mlp, --ckpt, ck/pretrain]
 
 Every job runs under its own supervisor, all at once, on the same market. The supervisors ask
 the policy where to run through one :class:`TieredClient` each, which grants what the policy
 decides, highest tier first, against what the fleet spends now (:class:`FleetBudget`), as
 :mod:`spotwise.policy.fleet` simulates it: ``high`` gets what it asks; ``normal`` gets spot, and
 on-demand while the budget has room or once its slack is down to two changeovers; ``low`` gets
-only spot, only while the budget has room, and otherwise waits. A fleet file is a stranger's:
-a command is a list of arguments (never given to a shell) and nothing in it selects code.
+only spot, only while the budget has room, and otherwise waits. An elastic job (``nodes``) keeps
+its rendezvous host and the floor its deadline asks for on on-demand whatever the budget (so a
+``low`` one is refused: it would hold on-demand), and a fixed floor above that only while the
+budget has room (:class:`NodeGate`). A fleet file is a stranger's: a command is a list of
+arguments (never given to a shell) and nothing in it selects code.
 """
 
 from __future__ import annotations
@@ -31,6 +41,7 @@ from typing import Any, Literal
 
 import yaml
 
+from spotwise.executor.elastic import NodePlan
 from spotwise.executor.errors import ExecutorError
 from spotwise.executor.launchers.base import Launcher
 from spotwise.executor.supervised import SupervisedJob, supervise
@@ -55,6 +66,8 @@ class FleetJobSpec:
     compute_hours: float
     deadline_hours: float
     command: tuple[str, ...]
+    nodes: NodePlan | None = None
+    """An elastic job's nodes and on-demand floor (None: one node)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -106,7 +119,8 @@ def load_fleet_spec(path: Path) -> FleetSpec:
 def _job(item: Any, where: str) -> FleetJobSpec:
     if not isinstance(item, Mapping):
         raise ExecutorError(f"{where}: a job is a mapping")
-    unknown = set(item) - {"name", "priority", "compute_hours", "deadline_hours", "command"}
+    known = {"name", "priority", "compute_hours", "deadline_hours", "command"}
+    unknown = set(item) - known - {"nodes", "on_demand_floor"}
     if unknown:
         raise ExecutorError(f"{where}: unknown fields {sorted(unknown)}")
     tier = item.get("priority", "normal")
@@ -130,7 +144,25 @@ def _job(item: Any, where: str) -> FleetJobSpec:
         compute_hours=compute,
         deadline_hours=deadline,
         command=tuple(command),
+        nodes=_nodes(item, tier, where),
     )
+
+
+def _nodes(item: Mapping[str, Any], tier: Tier, where: str) -> NodePlan | None:
+    nodes, floor = item.get("nodes"), item.get("on_demand_floor", "auto")
+    if nodes is None:
+        if "on_demand_floor" in item:
+            raise ExecutorError(f"{where}.on_demand_floor needs nodes (an elastic job's)")
+        return None
+    if tier == "low":
+        raise ExecutorError(
+            f"{where}: a low-priority job runs only on spot, but an elastic job (nodes) keeps "
+            "its rendezvous host on on-demand; make it normal, or give it one node"
+        )
+    try:
+        return NodePlan.parse(str(nodes), str(floor))
+    except ValueError as exc:
+        raise ExecutorError(f"{where}: {exc}") from exc
 
 
 def _name(value: Any, where: str) -> str:
@@ -159,12 +191,17 @@ class FleetBudget:
 
     def claim(self, job: str, usd_per_hour: float, *, force: bool = False) -> bool:
         """Let ``job`` spend ``usd_per_hour`` (instead of what it spent) if the budget has room,
-        or ``force``; False (and its spend 0) when it has not."""
+        or ``force``; False (its spend as it was) when it has not."""
         with self._lock:
             others = sum(v for k, v in self._spend.items() if k != job)
             granted = force or others + usd_per_hour <= self.usd_per_hour + 1e-9
-            self._spend[job] = usd_per_hour if granted else 0.0
+            if granted:
+                self._spend[job] = usd_per_hour
             return granted
+
+    def record(self, job: str, usd_per_hour: float) -> None:
+        """What ``job`` spends now, budget or not."""
+        self.claim(job, usd_per_hour, force=True)
 
     def release(self, job: str) -> None:
         with self._lock:
@@ -183,7 +220,7 @@ class TieredClient:
         if request.state.instance == "on-demand" and decision.action != "spot":
             return decision  # it stays on the on-demand instance it has: its claim stands
         if decision.action == "wait":
-            self.budget.claim(self.job, 0.0)
+            self.budget.record(self.job, 0.0)
             return decision
         price = terms.on_demand_price if decision.action == "on-demand" else terms.spot_price
         state = request.state
@@ -200,7 +237,7 @@ class TieredClient:
             granted = self.budget.claim(self.job, price, force=True)  # spot is never refused
         if granted:
             return decision
-        self.budget.claim(self.job, 0.0)
+        self.budget.record(self.job, 0.0)
         return decision.model_copy(
             update={
                 "action": "wait",
@@ -217,6 +254,22 @@ class TieredClient:
 
     def forecast(self, pool: str) -> PoolForecast:
         return self.inner.forecast(pool)
+
+
+class NodeGate:
+    """An elastic job's tier rules over the fleet's budget: the rendezvous host and the floor
+    its deadline asks for always; for ``high`` everything; for ``normal`` spot always and a
+    floor above the deadline's only while the budget has room."""
+
+    def __init__(self, budget: FleetBudget, *, job: str, tier: Tier) -> None:
+        self.budget, self.job, self.tier = budget, job, tier
+
+    def claim(self, usd_per_hour: float, *, market: str, needed: bool) -> bool:
+        force = needed or self.tier == "high" or (self.tier == "normal" and market == "spot")
+        return self.budget.claim(self.job, usd_per_hour, force=force)
+
+    def record(self, usd_per_hour: float) -> None:
+        self.budget.record(self.job, usd_per_hour)
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,9 +289,11 @@ def run_fleet(
     config_for: Callable[[FleetJobSpec], SupervisorConfig],
     client_for: ClientFor,
     progress: Progress,
+    plan_for: Callable[[FleetJobSpec], NodePlan | None] = lambda job: job.nodes,
 ) -> list[FleetJobOutcome]:
     """Run every job of ``spec`` at once, each under its supervisor (a thread of this process)
-    on a launcher of its own over the same market, with its tier's client; wait for all."""
+    on a launcher of its own over the same market, with its tier's client (and an elastic
+    job's nodes as ``plan_for`` places them, under its tier's gate); wait for all."""
     budget = FleetBudget(spec.budget_usd_per_hour)
     outcomes: dict[str, FleetJobOutcome] = {}
 
@@ -258,6 +313,8 @@ def run_fleet(
                 progress=lambda m: progress(f"{job.name} ({job.tier}): {m}"),
                 fleet=spec.name,
                 tier=job.tier,
+                nodes=plan_for(job),
+                gate=NodeGate(budget, job=job.name, tier=job.tier),
             )
             outcomes[job.name] = FleetJobOutcome(job, done, None)
         except (ExecutorError, PolicyError, PricingError) as exc:

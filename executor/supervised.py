@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from spotwise.executor.elastic import NodePlan, NodeSupervisor
+from spotwise.executor.elastic import NodePlan, NodeSupervisor, SpendGate
 from spotwise.executor.job_log import JobLog, log_folder
 from spotwise.executor.launchers.base import Launcher
 from spotwise.executor.ledger import JobInfo, JobReport, Ledger
@@ -71,10 +71,12 @@ def supervise(
     nodes: NodePlan | None = None,
     fleet: str | None = None,
     tier: str | None = None,
+    gate: SpendGate | None = None,
 ) -> SupervisedJob:
     """Run ``command`` under the supervisor on ``launcher``, to its end in the ledger (as job
     ``job_id``, a new id by default; of ``sweep``'s ``trial`` when given); with ``nodes``, as an
-    elastic job on that many nodes (:mod:`spotwise.executor.elastic`)."""
+    elastic job on that many nodes (:mod:`spotwise.executor.elastic`), its spend granted by
+    ``gate``."""
     job = config.job
     prices = config.prices or PriceBook.flat(launcher.pools, job.spot_price, job.on_demand_price)
     config = dataclasses.replace(config, prices=prices)
@@ -104,7 +106,9 @@ def supervise(
             launcher, client_for, config, ledger, progress, log=log, on_event=on_event
         )
     else:
-        supervisor = NodeSupervisor(launcher, client_for, config, ledger, nodes, progress, log=log)
+        supervisor = NodeSupervisor(
+            launcher, client_for, config, ledger, nodes, progress, log=log, gate=gate
+        )
     try:
         run = supervisor.run(command)
         cloud_hours = launcher.now_hours()

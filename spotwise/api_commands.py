@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import socket
 import subprocess
 import sys
 import time
@@ -25,6 +24,7 @@ from spotwise.console import (
     SpotPrice,
     err,
     fail,
+    free_loopback_port,
     out,
 )
 from spotwise.policy.errors import PolicyError
@@ -136,12 +136,6 @@ def serve(
     )
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def bench_api(
     seconds: Annotated[
         float, typer.Option("--seconds", min=1.0, help="Length of each run.")
@@ -187,7 +181,7 @@ def bench_api(
         fail(f"--load-core {load_core}: pick one of {cores} (two or more are needed)")
     server_cores = [c for c in cores if c != load_core] if load_core is not None else cores
     limit = max_in_flight or settings.current().api_max_in_flight
-    token, port = secrets.token_hex(16), _free_port()
+    token, port = secrets.token_hex(16), free_loopback_port()
     env = {**os.environ, "SPOTWISE_API_TOKEN": token, "SPOTWISE_API_MAX_IN_FLIGHT": str(limit)}
     command = [sys.executable, "-m", "spotwise", "serve", "--port", str(port)]
     command += ["--traces", str(folder), "--workers", str(workers)]

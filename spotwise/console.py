@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import socket
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -227,3 +228,10 @@ OnDemandPriceOption = Annotated[
     ),
 ]
 PolicyNameOption = Annotated[str, typer.Option("--policy-name", help="Policy to ask.")]
+
+
+def free_loopback_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])

@@ -2,15 +2,28 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
 from spotwise import settings
-from spotwise.console import StoreOption, err, fail, open_operational_store, open_store, out
+from spotwise.console import (
+    StoreOption,
+    err,
+    fail,
+    free_loopback_port,
+    open_operational_store,
+    open_store,
+    out,
+)
 from spotwise.executor.errors import ExecutorError
+
+if TYPE_CHECKING:
+    from spotwise.executor.elastic import NodePlan
+    from spotwise.executor.fleet import FleetJobSpec
 
 fleet_app = typer.Typer(
     help="Many jobs in priority tiers (high, normal, low) under one budget in $/h.",
@@ -50,7 +63,7 @@ def fleet_run(
 ) -> None:
     """Run every job of the fleet file at once on the replayed market, each under its
     supervisor, granted what its tier allows within the budget; wait for all of them."""
-    from spotwise.executor.fleet import FleetJobSpec, load_fleet_spec, run_fleet
+    from spotwise.executor.fleet import load_fleet_spec, run_fleet
     from spotwise.executor.launchers.local import Replay
     from spotwise.executor.prices import price_book
     from spotwise.executor.supervisor import SupervisorConfig
@@ -93,6 +106,7 @@ def fleet_run(
         config_for=config_for,
         client_for=in_process_for,
         progress=lambda m: err.print(f"… {m}", highlight=False),
+        plan_for=_on_loopback,
     )
     with open_operational_store(store) as ledger:
         _print_status(_fleet_rows(ledger, spec.name), spec.name, as_json)
@@ -101,6 +115,13 @@ def fleet_run(
         err.print(f"{outcome.spec.name}: {outcome.error}", highlight=False)
     if failed:
         raise typer.Exit(1)
+
+
+def _on_loopback(job: FleetJobSpec) -> NodePlan | None:
+    """An elastic job's nodes with a rendezvous port of its own on this machine."""
+    if job.nodes is None:
+        return None
+    return dataclasses.replace(job.nodes, rdzv_endpoint=f"127.0.0.1:{free_loopback_port()}")
 
 
 @fleet_app.command("status")

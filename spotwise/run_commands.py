@@ -548,21 +548,12 @@ def _node_plan(
             "other on every TCP port (the rendezvous, the workers' store, gloo/NCCL); "
             "`spotwise setup aws` makes spotwise-nodes and prints its id"
         )
-    low, _, high = nodes.partition(":")
-    if not (low.isdigit() and (high.isdigit() or not high)):
-        fail(f"--nodes must be MIN:MAX or N (whole numbers), got {nodes[:40]!r}")
-    if floor != "auto" and not floor.isdigit():
-        fail(f"--on-demand-floor must be a whole number or auto, got {floor[:40]!r}")
     try:
-        return NodePlan(
-            min_nodes=int(low),
-            max_nodes=int(high or low),
-            floor=None if floor == "auto" else int(floor),
-            nproc_per_node=nproc_per_node,
-            rdzv_endpoint=rdzv_endpoint,
+        return NodePlan.parse(
+            nodes, floor, nproc_per_node=nproc_per_node, rdzv_endpoint=rdzv_endpoint
         )
     except ValueError as exc:
-        fail(str(exc))
+        fail(f"--nodes {nodes[:40]} --on-demand-floor {floor[:40]}: {exc}")
 
 
 def _drill_seconds(after: str | None, every: str | None) -> float | None:

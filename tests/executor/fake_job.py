@@ -8,7 +8,8 @@ makes it take S more seconds to exit after saving on SIGTERM, with SIGTERM back 
 action meanwhile, as the executor's guard leaves it (a slow teardown). It beats the step
 heartbeat as the guard does, one step per 0.02 s of work, each taking ``--step-sleep-s`` of
 wall time (a slower machine takes more); ``--hang-after-s S`` stops stepping and beating
-after S seconds of a launch (a hung job); ``--pid-file F`` writes its pid there.
+after S seconds of a launch (a hung job); ``--pid-file F`` writes its pid there. Under torchrun
+every rank runs it alike on the one state file (an elastic job's stand-in).
 """
 
 from __future__ import annotations
@@ -28,6 +29,13 @@ PREEMPTED_EXIT_CODE = 75
 
 def emit(event: str, **fields: object) -> None:
     print(json.dumps({"event": event, "t": time.time(), **fields}), flush=True)
+
+
+def save(state: Path, done: float) -> None:
+    """Write the progress whole (the ranks of an elastic job share one state file)."""
+    part = state.with_name(f"{state.name}.{os.getpid()}.part")
+    part.write_text(str(done))
+    os.replace(part, state)
 
 
 def steps(done: float) -> int:
@@ -64,18 +72,18 @@ def main() -> int:
     began = time.monotonic()
     while done < args.work_s:
         if args.hang_after_s is not None and time.monotonic() - began > args.hang_after_s:
-            args.state.write_text(str(done))  # its last checkpoint
+            save(args.state, done)  # its last checkpoint
             time.sleep(1e5)
         heartbeat.beat(steps(done))
         if stop:
-            args.state.write_text(str(done))
+            save(args.state, done)
             emit("preempted", step=steps(done))
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             time.sleep(args.exit_delay_s)
             return PREEMPTED_EXIT_CODE
         time.sleep(args.step_sleep_s)
         done += 0.02
-    args.state.write_text(str(done))
+    save(args.state, done)
     emit("done", step=steps(done), digest="same")
     return 0
 
