@@ -12,8 +12,9 @@ When a pool is up again a new spot node joins; torchrun restarts the workers at 
 (``auto``) the floor is the lab's ``best`` rule with the host on-demand
 (:func:`~spotwise.policy.nodes.floor.deadline_floor`): ``min_nodes`` while the slack is ample,
 then the job filled around the spot nodes it holds, then every node on-demand near the
-deadline. Every node's hours, cost, notice and preemption go to the ledger under the node's
-name.
+deadline. A :class:`SpendGate` (a fleet's budget) may refuse a node the deadline does not
+ask for; its slot then goes to spot. Every node's hours, cost, notice and preemption go to the
+ledger under the node's name.
 """
 
 from __future__ import annotations
