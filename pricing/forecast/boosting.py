@@ -9,6 +9,8 @@ lies before the fitting cut-off, so nothing looks ahead.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 from sklearn.ensemble import HistGradientBoostingRegressor
@@ -35,22 +37,29 @@ def origin_features(y: np.ndarray, t: int) -> list[float]:
 
 
 class GlobalBoosting:
-    """Gradient boosting over all series (alias ``GBM``)."""
+    """Gradient boosting over all series (alias ``GBM``), trained on every ``stride``-th origin
+    of each, further apart where that would make more than ``max_rows`` rows (neighbouring
+    origins teach nearly the same thing: on the bundled AWS prices the cap halved the fit and
+    improved the held-out MASE and the interval coverage)."""
 
     alias = "GBM"
 
-    def __init__(self, *, stride: int = 4, min_history: int = 168) -> None:
+    def __init__(self, *, stride: int = 4, min_history: int = 168, max_rows: int = 100_000) -> None:
         self.stride = stride
         self.min_history = min_history
+        self.max_rows = max_rows
 
     def fit(self, df: pd.DataFrame, h: int, level: int = 90) -> GlobalBoosting:
         """Learn from ``df`` (``unique_id, ds, y``) targets up to h steps ahead."""
         rows = []
         targets = []
+        sizes = df.groupby("unique_id", sort=False).size().to_numpy()
+        every_origin = int(np.clip(sizes - 1 - self.min_history, 0, None).sum()) * h
+        stride = max(self.stride, math.ceil(every_origin / self.max_rows))
         for _, group in df.groupby("unique_id", sort=False):
             y = group["y"].to_numpy(dtype=float)
             hours = group["ds"].dt.hour.to_numpy()
-            for t in range(self.min_history, len(y) - 1, self.stride):
+            for t in range(self.min_history, len(y) - 1, stride):
                 base = origin_features(y, t)
                 for k in range(1, min(h, len(y) - 1 - t) + 1):
                     rows.append([k, hours[t], *base])
@@ -58,6 +67,7 @@ class GlobalBoosting:
         if not rows:
             raise ValueError("not enough history to fit the GBM model")
         x, target = np.asarray(rows), np.asarray(targets)
+        self.training_rows = len(x)
         tail = (100 - level) / 200
         self._models = {}
         for name, loss, quantile in (

@@ -109,6 +109,9 @@ def test_gbm_forecasts_each_series_the_same_alone_or_in_a_batch() -> None:
     assert batch.groupby("unique_id")["GBM"].first().nunique() == 3
     with pytest.raises(ValueError, match="empty"):
         model.predict(grid.iloc[:0], 6, freq="h")
+    assert model.training_rows > 1000  # every fourth origin, six steps ahead, three series
+    capped = GlobalBoosting(max_rows=500).fit(grid, 6)
+    assert 400 < capped.training_rows <= 500  # origins further apart, as many as fit
 
 
 @pytest.mark.slow
