@@ -24,7 +24,7 @@ from tests.conftest import CliRun
 
 GAP = 60  # a tick a minute; one training step is one tick of the replay
 PAST = 240
-STEPS = 4 * 4096 // 32  # train_mlp: 4 epochs of 4096 samples in global batches of 32
+STEPS = 2 * 4096 // 32  # train_mlp: 2 epochs of 4096 samples in global batches of 32
 STEP_SLEEP_S = 0.05
 
 
@@ -73,8 +73,8 @@ def test_a_spot_node_is_taken_back_the_floor_trains_on_and_the_job_grows_back(
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     monkeypatch.setenv("GLOO_SOCKET_IFNAME", "lo")
     monkeypatch.setenv("SPOTWISE_PG_TIMEOUT_S", "20")
-    # the spot pool is up for the first 150 steps, down for 150, then up to the end
-    row = "1" * 150 + "0" * 150 + "1" * 1000
+    # the spot pool is up for the first 80 steps, down for 80, then up to the end
+    row = "1" * 80 + "0" * 80 + "1" * 1000
     past = ("1" * 9 + "0") * (PAST // 10)
     traces = TraceSet(
         pools=(Pool(name="z0"),),
@@ -120,7 +120,7 @@ def test_a_spot_node_is_taken_back_the_floor_trains_on_and_the_job_grows_back(
     supervisor = NodeSupervisor(launcher, in_process_for, config, ledger, plan)
     ckpt = tmp_path / "ckpt"
     command = [sys.executable, "-m", "spotwise.executor.examples.train_mlp", "--ckpt", str(ckpt)]
-    command += ["--epochs", "4", "--step-sleep-s", str(STEP_SLEEP_S), "--interval-s", "1000"]
+    command += ["--epochs", "2", "--step-sleep-s", str(STEP_SLEEP_S), "--interval-s", "1000"]
 
     report = supervisor.run(command)
 
