@@ -165,7 +165,8 @@ OnDemandPrice = Annotated[
 ]
 
 
-# The AWS launcher's options, shared by `spotwise run` and `spotwise sweep run`.
+# The AWS launcher's options, shared by `spotwise run`, `spotwise fleet run` and
+# `spotwise sweep run`.
 AwsRegion = Annotated[str, typer.Option("--region", help="aws: region.")]
 AwsInstanceType = Annotated[
     str, typer.Option("--instance-type", help="aws: the instance type; the price book's.")
@@ -202,6 +203,16 @@ AwsSetup = Annotated[
         "--setup",
         help="aws: a command run in the workdir before the job, e.g. 'pip install -r "
         "requirements.txt' (no shell; repeat for more).",
+        show_default=False,
+    ),
+]
+
+AwsSecurityGroup = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--security-group",
+        help="aws: a security group id for every instance (repeat for more); for an elastic "
+        "job's nodes, one that lets them reach each other (`spotwise setup aws` makes it).",
         show_default=False,
     ),
 ]

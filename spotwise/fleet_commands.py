@@ -11,6 +11,15 @@ from rich.table import Table
 
 from spotwise import settings
 from spotwise.console import (
+    AwsBucket,
+    AwsEndpointUrl,
+    AwsImageId,
+    AwsInstanceProfile,
+    AwsInstanceType,
+    AwsRegion,
+    AwsSecurityGroup,
+    AwsSetup,
+    AwsWorkdir,
     StoreOption,
     err,
     fail,
@@ -24,6 +33,7 @@ from spotwise.executor.errors import ExecutorError
 if TYPE_CHECKING:
     from spotwise.executor.elastic import NodePlan
     from spotwise.executor.fleet import FleetJobSpec
+    from spotwise.executor.launchers.base import Launcher
 
 fleet_app = typer.Typer(
     help="Many jobs in priority tiers (high, normal, low) under one budget in $/h.",
@@ -35,16 +45,29 @@ fleet_app = typer.Typer(
 @fleet_app.command("run")
 def fleet_run(
     spec_path: Annotated[Path, typer.Argument(help="The fleet file (YAML or TOML).")],
+    launcher: Annotated[
+        str, typer.Option("--launcher", help="local (the replayed market) or aws.")
+    ] = "local",
     traces: Annotated[
         Path | None,
         typer.Option(
-            "--traces", help="Traces to replay (default: the bundled ones).", show_default=False
+            "--traces",
+            help="local: traces to replay (default: the bundled ones).",
+            show_default=False,
+        ),
+    ] = None,
+    pools: Annotated[
+        str | None,
+        typer.Option(
+            "--pools", help="Pools to use (local: trace names; aws: zones), comma-separated."
         ),
     ] = None,
     start_hours: Annotated[
-        float, typer.Option("--start-hours", min=0.0, help="Replay from this trace hour.")
+        float, typer.Option("--start-hours", min=0.0, help="local: replay from this trace hour.")
     ] = 0.0,
-    scale: Annotated[float, typer.Option("--scale", min=1.0, help="Trace s per wall s.")] = 360.0,
+    scale: Annotated[
+        float, typer.Option("--scale", min=1.0, help="local: trace s per wall s.")
+    ] = 360.0,
     spot_check_s: Annotated[
         float,
         typer.Option(
@@ -58,27 +81,85 @@ def fleet_run(
     changeover_hours: Annotated[
         float, typer.Option("--changeover-hours", min=0.0, help="Hours a move costs.")
     ] = 0.05,
+    region: AwsRegion = "us-east-1",
+    instance_type: AwsInstanceType = "p3.2xlarge",
+    image_id: AwsImageId = None,
+    bucket: AwsBucket = None,
+    instance_profile: AwsInstanceProfile = None,
+    security_group: AwsSecurityGroup = None,
+    endpoint_url: AwsEndpointUrl = None,
+    workdir: AwsWorkdir = Path("."),
+    setup: AwsSetup = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the outcome as JSON.")] = False,
     store: StoreOption = None,
 ) -> None:
-    """Run every job of the fleet file at once on the replayed market, each under its
-    supervisor, granted what its tier allows within the budget; wait for all of them."""
+    """Run every job of the fleet file at once (on the replayed market, or on AWS), each under
+    its supervisor, granted what its tier allows within the budget; wait for all of them."""
     from spotwise.executor.fleet import load_fleet_spec, run_fleet
     from spotwise.executor.launchers.local import Replay
+    from spotwise.executor.launchers.registry import (
+        LaunchSettings,
+        aws_launcher,
+        aws_zones,
+        ship_code,
+    )
     from spotwise.executor.prices import price_book
     from spotwise.executor.supervisor import SupervisorConfig
     from spotwise.policy.client import in_process_for
     from spotwise.policy.schemas import JobTerms
     from spotwise.policy.traces import load_traces
+    from spotwise.pricing.errors import PricingError
     from spotwise.pricing.quotes import REFERENCE_INSTANCE_TYPE
 
+    if launcher not in ("local", "aws"):
+        fail(f"--launcher must be local or aws, got {launcher[:40]!r}")
+    names = tuple(p.strip() for p in pools.split(",") if p.strip()) if pools else ()
     try:
         spec = load_fleet_spec(spec_path)
-        trace_set = load_traces(traces or settings.bundled_traces())
+        if launcher == "aws":
+            elastic = [j.name for j in spec.jobs if j.nodes is not None]
+            if elastic and not security_group:
+                raise ExecutorError(
+                    f"the elastic jobs {elastic} need --security-group on AWS: one that lets "
+                    "their nodes reach each other on every TCP port; `spotwise setup aws` makes "
+                    "spotwise-nodes and prints its id"
+                )
+            launch = LaunchSettings(
+                pools=names,
+                region=region,
+                instance_type=instance_type,
+                image_id=image_id,
+                bucket=bucket,
+                endpoint_url=endpoint_url,
+                instance_profile=instance_profile,
+                security_groups=tuple(security_group or ()),
+                workdir=workdir,
+                setup=tuple(setup or ()),
+            )
+            code = ship_code(launch)  # once for every job
+            market_pools, home_region = aws_zones(launch), region
+
+            def launcher_for() -> Launcher:
+                return aws_launcher(launch, code)
+
+            plan_for = _as_written
+        else:
+            trace_set = load_traces(traces or settings.bundled_traces())
+            if names:
+                trace_set = trace_set.subset(list(names))
+            market_pools, home_region = trace_set.names, None
+            instance_type = REFERENCE_INSTANCE_TYPE
+
+            def launcher_for() -> Launcher:
+                return Replay(traces=trace_set, start_hours=start_hours, scale=scale).launcher()
+
+            plan_for = _on_loopback
         with open_store(store) as market:
             store_path = market.path
-            prices = price_book(market, trace_set.names, instance_type=REFERENCE_INSTANCE_TYPE)
-    except (ExecutorError, ValueError) as exc:
+            prices = price_book(
+                market, market_pools, instance_type=instance_type, home_region=home_region
+            )
+    except (ExecutorError, PricingError, ValueError) as exc:
         fail(str(exc))
 
     def config_for(job: FleetJobSpec) -> SupervisorConfig:
@@ -100,13 +181,11 @@ def fleet_run(
     outcomes = run_fleet(
         spec,
         store_path=store_path,
-        launcher_for=lambda: Replay(
-            traces=trace_set, start_hours=start_hours, scale=scale
-        ).launcher(),
+        launcher_for=launcher_for,
         config_for=config_for,
         client_for=in_process_for,
         progress=lambda m: err.print(f"… {m}", highlight=False),
-        plan_for=_on_loopback,
+        plan_for=plan_for,
     )
     with open_operational_store(store) as ledger:
         _print_status(_fleet_rows(ledger, spec.name), spec.name, as_json)
@@ -115,6 +194,12 @@ def fleet_run(
         err.print(f"{outcome.spec.name}: {outcome.error}", highlight=False)
     if failed:
         raise typer.Exit(1)
+
+
+def _as_written(job: FleetJobSpec) -> NodePlan | None:
+    """An elastic job's nodes as its fleet file gives them (on a cloud, each job's host is a
+    machine of its own)."""
+    return job.nodes
 
 
 def _on_loopback(job: FleetJobSpec) -> NodePlan | None:

@@ -21,6 +21,7 @@ from spotwise.console import (
     AwsInstanceProfile,
     AwsInstanceType,
     AwsRegion,
+    AwsSecurityGroup,
     AwsSetup,
     AwsWorkdir,
     ComputeHours,
@@ -306,15 +307,7 @@ def run(
             show_default=False,
         ),
     ] = None,
-    security_group: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--security-group",
-            help="aws: a security group id for every instance (repeat for more); with --nodes, "
-            "one that lets the nodes reach each other (`spotwise setup aws` makes it).",
-            show_default=False,
-        ),
-    ] = None,
+    security_group: AwsSecurityGroup = None,
     endpoint_url: AwsEndpointUrl = None,
     workdir: AwsWorkdir = Path("."),
     ignore_file: Annotated[

@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from spotwise.executor.code_bundle import ShippedCode
 from spotwise.executor.errors import ExecutorError
 from spotwise.executor.launchers.base import Launcher
 from spotwise.executor.launchers.torchrun import Elastic, torchrun_command
@@ -66,11 +67,17 @@ def _replay(settings: LaunchSettings) -> Launcher:
     return replay.launcher()
 
 
-def _aws(settings: LaunchSettings) -> Launcher:
+def ship_code(settings: LaunchSettings) -> ShippedCode:
+    """Ship ``settings``' workdir and a Spotwise wheel to its bucket, once for any number of
+    jobs (:func:`aws_launcher`).
+
+    Raises:
+        ExecutorError: when the AWS settings are incomplete, or the code cannot be shipped.
+    """
     import sys
 
     from spotwise.executor.code_bundle import ship
-    from spotwise.executor.launchers.aws import AwsLauncher, aws_session
+    from spotwise.executor.launchers.aws import aws_session
 
     if not settings.image_id or not settings.bucket or not settings.instance_profile:
         raise ExecutorError(
@@ -78,10 +85,9 @@ def _aws(settings: LaunchSettings) -> Launcher:
             "(for the code, the logs and the exit codes) and --instance-profile (the role its "
             "instances use to reach them): see docs/aws.md"
         )
-    region = settings.region
-    session = aws_session(region, "--launcher aws")
-    s3 = session.client("s3", region_name=region, endpoint_url=settings.endpoint_url)
-    code = ship(
+    session = aws_session(settings.region, "--launcher aws")
+    s3 = session.client("s3", region_name=settings.region, endpoint_url=settings.endpoint_url)
+    return ship(
         s3,
         settings.bucket,
         settings.workdir,
@@ -89,13 +95,20 @@ def _aws(settings: LaunchSettings) -> Launcher:
         wheel=settings.wheel,
         say=lambda line: print(f"shipping {line}", file=sys.stderr),
     )
+
+
+def aws_launcher(settings: LaunchSettings, code: ShippedCode) -> Launcher:
+    """A launcher of one job's instances on AWS, running ``code`` (:func:`ship_code`'s)."""
+    from spotwise.executor.launchers.aws import AwsLauncher, aws_session
+
+    region = settings.region
     return AwsLauncher(
-        session=session,
+        session=aws_session(region, "--launcher aws"),
         region=region,
-        zones=settings.pools or [f"{region}a", f"{region}b", f"{region}c"],
+        zones=list(aws_zones(settings)),
         instance_type=settings.instance_type,
-        image_id=settings.image_id,
-        bucket=settings.bucket,
+        image_id=str(settings.image_id),
+        bucket=str(settings.bucket),
         job_id=uuid.uuid4().hex[:12],
         code=code,
         setup=settings.setup,
@@ -104,6 +117,16 @@ def _aws(settings: LaunchSettings) -> Launcher:
         secrets=settings.secrets,
         security_groups=settings.security_groups,
     )
+
+
+def aws_zones(settings: LaunchSettings) -> tuple[str, ...]:
+    """The zones ``settings`` name, or the region's first three."""
+    region = settings.region
+    return settings.pools or (f"{region}a", f"{region}b", f"{region}c")
+
+
+def _aws(settings: LaunchSettings) -> Launcher:
+    return aws_launcher(settings, ship_code(settings))
 
 
 LAUNCHERS: dict[str, LauncherKind] = {
