@@ -107,14 +107,18 @@ def test_a_fleet_runs_each_job_on_its_own_instances_with_the_code_shipped_once(
     workdir = tmp_path / "project"
     workdir.mkdir()
     (workdir / "train.py").write_text("print('training')\n")
-    path = fleet_file(tmp_path)
+    group = ec2.create_security_group(
+        GroupName=f"nodes-{uuid.uuid4().hex[:6]}", Description="the nodes reach each other"
+    )["GroupId"]
+    path = fleet_file(tmp_path, nodes="1:2")  # the normal job is elastic
     instances = Instances(ec2, s3)
     try:
         ran = cli(
             *("fleet", "run", str(path), "--launcher", "aws", "--region", REGION),
             *("--pools", f"{REGION}a,{REGION}b", "--endpoint-url", moto_server),
             *("--image-id", amazon_image(ec2), "--bucket", BUCKET),
-            *("--instance-profile", profile, "--workdir", str(workdir), "--json"),
+            *("--instance-profile", profile, "--workdir", str(workdir)),
+            *("--security-group", group, "--json"),
             env=AWS,
         )
     finally:
@@ -129,9 +133,12 @@ def test_a_fleet_runs_each_job_on_its_own_instances_with_the_code_shipped_once(
         ("normal", "train", "completed"),
         ("low", "fill", "completed"),
     ]
-    # each job launched its own instances (one each: every one exited 0), all torn down
-    assert len(set(instances.jobs.values())) == 3 == len(instances.jobs)
+    # each job launched its own instances, all torn down
+    assert len(set(instances.jobs.values())) == 3
     assert not [i for i, _ in instances._running() if i in instances.jobs]
+    elastic = next(j["job_id"] for j in status["jobs"] if j["name"] == "train")
+    nodes = json.loads(cli("jobs", "show", elastic, "--json").stdout)["nodes"]
+    assert set(nodes["node-0"]) == {"on-demand"}  # its rendezvous host
 
 
 def test_an_elastic_fleet_job_on_aws_needs_a_security_group_before_any_aws_call(
