@@ -106,6 +106,7 @@ def fleet_run(
     from spotwise.executor.prices import price_book
     from spotwise.executor.supervisor import SupervisorConfig
     from spotwise.policy.client import in_process_for
+    from spotwise.policy.errors import PolicyError
     from spotwise.policy.schemas import JobTerms
     from spotwise.policy.traces import load_traces
     from spotwise.pricing.errors import PricingError
@@ -159,7 +160,7 @@ def fleet_run(
             prices = price_book(
                 market, market_pools, instance_type=instance_type, home_region=home_region
             )
-    except (ExecutorError, PricingError, ValueError) as exc:
+    except (ExecutorError, PolicyError, PricingError, ValueError) as exc:
         fail(str(exc))
 
     def config_for(job: FleetJobSpec) -> SupervisorConfig:

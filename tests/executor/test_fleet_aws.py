@@ -153,6 +153,9 @@ def test_an_elastic_fleet_job_on_aws_needs_a_security_group_before_any_aws_call(
     assert missing.returncode == 1 and "needs --image-id" in missing.stderr
     other = cli("fleet", "run", str(plain), "--launcher", "gcp")
     assert other.returncode == 1 and "--launcher must be local or aws" in other.stderr
+    unknown = cli("fleet", "run", str(plain), "--pools", "nope")
+    assert unknown.returncode == 1 and "unknown pool(s) ['nope']" in unknown.stderr
+    assert "Traceback" not in unknown.stderr
 
 
 def _keys() -> dict[str, str]:
