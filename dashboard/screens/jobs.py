@@ -55,7 +55,8 @@ def render() -> None:
         st.caption(
             "Jobs of a fleet share its budget: high priority gets what the policy decides, "
             "normal gets on-demand only while the budget has room (or its deadline asks), low "
-            "runs only on spot."
+            "runs only on spot. An elastic job keeps its rendezvous host and the floor its "
+            "deadline asks for on on-demand."
         )
         st.dataframe(
             fleets,
