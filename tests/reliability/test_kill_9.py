@@ -43,7 +43,7 @@ def test_kill_9_during_a_load_leaves_the_store_before_or_after_it(tmp_path: Path
     store = tmp_path / "market.duckdb"
     MarketStore.open(store).close()
     before = summary_of(store)
-    outcomes = []
+    outcomes: list[str] = []
     # When to kill: a random share of how long a load takes. The reference load may have run
     # slower than these (a busy machine): a kill that finds the load done halves the estimate
     # (twice at most).
