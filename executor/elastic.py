@@ -189,6 +189,7 @@ class NodeSupervisor:
         """Markets the gate refused a node in, until it grants one again."""
         self._progress_at = launcher.now_hours()
         self._reached_step = 0
+        self._finishing = False  # a node's training ended well: the host's end is near
         """The furthest step the host's workers reached before their latest start."""
         self._cached_client: tuple[tuple[object, ...], PolicyClient] | None = None
 
@@ -240,7 +241,7 @@ class NodeSupervisor:
             if self._watch_nodes():
                 self.report.completed = True
                 return
-            if self._cancel is None and now >= next_plan:
+            if self._cancel is None and not self._finishing and now >= next_plan:
                 next_plan = now + self.plan_every_s
                 self._reconcile(command)
             self.ledger.retry()
@@ -353,7 +354,11 @@ class NodeSupervisor:
             on_demand_price=self.prices.on_demand_quote(placement.pool).usd_per_hour,
             node=node.name,
         )
-        if code == 0 or (node.leaving and self._cancel is not None):
+        if code == 0:
+            # a node not told to leave ends well only when training is over: no replacement
+            self._finishing = self._finishing or not node.leaving
+            return
+        if node.leaving and self._cancel is not None:
             return
         if node.market == "spot" and code == PREEMPTED_EXIT_CODE and not node.leaving:
             # taken back without a word to the supervisor (a cloud's node heard the notice
