@@ -36,11 +36,13 @@ from optuna.storages import RetryHeartbeatStaleTrialCallback
 from optuna.trial import FrozenTrial, Trial, TrialState
 
 from spotwise.executor.errors import Cancelled, ExecutorError, Stopped
+from spotwise.executor.launchers.registry import AwsTarget
 from spotwise.executor.sweep_spec import SweepSpec, grid_spec, load_spec
 from spotwise.pricing.errors import PricingError
 from spotwise.progress import Progress
 
 if TYPE_CHECKING:
+    from spotwise.executor.code_bundle import ShippedCode
     from spotwise.executor.launchers.base import Launcher
     from spotwise.executor.supervised import SupervisedJob
     from spotwise.policy.traces import TraceSet
@@ -103,22 +105,6 @@ class ReplayMarket:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class AwsTarget:
-    """The AWS launcher's settings (as ``spotwise run --launcher aws`` takes them): trials run on
-    instances there, and checkpoint to ``s3://BUCKET/spotwise/sweeps/NAME/trial-N/ckpt``."""
-
-    region: str
-    instance_type: str
-    image_id: str
-    bucket: str
-    instance_profile: str
-    zones: tuple[str, ...] = ()
-    endpoint_url: str | None = None
-    workdir: str = "."
-    setup: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class SweepConfig:
     """Everything a sweep's worker needs; written as JSON for the worker processes."""
 
@@ -155,7 +141,14 @@ class SweepConfig:
         return cls(
             aws=None
             if aws is None
-            else AwsTarget(**{**aws, "zones": tuple(aws["zones"]), "setup": tuple(aws["setup"])}),
+            else AwsTarget(
+                **{
+                    **aws,
+                    "zones": tuple(aws["zones"]),
+                    "setup": tuple(aws["setup"]),
+                    "security_groups": tuple(aws["security_groups"]),
+                }
+            ),
             source=SweepSource(
                 spec_file=source["spec_file"],
                 name=source["name"],
@@ -517,27 +510,26 @@ class SweepWorker:
         traces = load_traces(Path(market.traces))
         return traces.subset(list(market.pools)) if market.pools else traces
 
+    @functools.cached_property
+    def _shipped_code(self) -> ShippedCode:
+        """The workdir and a Spotwise wheel in the sweep's bucket, shipped once per worker
+        (not once per trial)."""
+        from spotwise.executor.launchers.registry import ship_code
+
+        if self.config.aws is None:
+            raise ExecutorError("only a sweep on AWS ships its code")
+        return ship_code(self.config.aws)
+
     def _launcher(self) -> tuple[Launcher, str, str | None]:
         """This trial's launcher, the instance type its prices are of, and its home region:
         the replayed market from where this worker's clock stands, or AWS."""
         from spotwise.executor.launchers.local import Replay
-        from spotwise.executor.launchers.registry import LAUNCHERS, LaunchSettings
+        from spotwise.executor.launchers.registry import aws_launcher
         from spotwise.pricing.quotes import REFERENCE_INSTANCE_TYPE
 
         aws = self.config.aws
         if aws is not None:
-            launch = LaunchSettings(
-                pools=aws.zones,
-                region=aws.region,
-                instance_type=aws.instance_type,
-                image_id=aws.image_id,
-                bucket=aws.bucket,
-                instance_profile=aws.instance_profile,
-                endpoint_url=aws.endpoint_url,
-                workdir=Path(aws.workdir),
-                setup=aws.setup,
-            )
-            return LAUNCHERS["aws"].build(launch), aws.instance_type, aws.region
+            return aws_launcher(aws, self._shipped_code), aws.instance_type, aws.region
         market = self.config.market
         replay = Replay(
             traces=self._traces,

@@ -98,9 +98,8 @@ def fleet_run(
     from spotwise.executor.fleet import load_fleet_spec, run_fleet
     from spotwise.executor.launchers.local import Replay
     from spotwise.executor.launchers.registry import (
-        LaunchSettings,
+        AwsTarget,
         aws_launcher,
-        aws_zones,
         ship_code,
     )
     from spotwise.executor.prices import price_book
@@ -125,23 +124,23 @@ def fleet_run(
                     "their nodes reach each other on every TCP port; `spotwise setup aws` makes "
                     "spotwise-nodes and prints its id"
                 )
-            launch = LaunchSettings(
-                pools=names,
+            aws = AwsTarget(
                 region=region,
                 instance_type=instance_type,
                 image_id=image_id,
                 bucket=bucket,
-                endpoint_url=endpoint_url,
                 instance_profile=instance_profile,
+                zones=names,
+                endpoint_url=endpoint_url,
                 security_groups=tuple(security_group or ()),
-                workdir=workdir,
+                workdir=str(workdir),
                 setup=tuple(setup or ()),
             )
-            code = ship_code(launch)  # once for every job
-            market_pools, home_region = aws_zones(launch), region
+            code = ship_code(aws)  # once for every job
+            market_pools, home_region = aws.zones_or_default, region
 
             def launcher_for() -> Launcher:
-                return aws_launcher(launch, code)
+                return aws_launcher(aws, code)
 
             plan_for = _as_written
         else:

@@ -410,7 +410,7 @@ def run(
 ) -> None:
     """Run COMMAND to completion across preemptions: ask the policy where, launch, forward
     notices, relaunch, move early on high risk, fall back to on-demand; log it to the ledger."""
-    from spotwise.executor.launchers.registry import LAUNCHERS, LaunchSettings
+    from spotwise.executor.launchers.registry import LAUNCHERS, AwsTarget, LaunchSettings
     from spotwise.executor.launchers.torchrun import Elastic
     from spotwise.executor.ledger import job_report
     from spotwise.executor.prices import price_book
@@ -444,18 +444,21 @@ def run(
                 nproc_per_node=nproc_per_node,
                 rdzv_endpoint=rdzv_endpoint,
             ),
-            region=region,
-            instance_type=instance_type,
-            image_id=image_id,
-            bucket=bucket,
-            endpoint_url=endpoint_url,
-            instance_profile=instance_profile,
-            security_groups=tuple(security_group or ()),
+            aws=AwsTarget(
+                region=region,
+                instance_type=instance_type,
+                image_id=image_id,
+                bucket=bucket,
+                instance_profile=instance_profile,
+                zones=names,
+                endpoint_url=endpoint_url,
+                security_groups=tuple(security_group or ()),
+                workdir=str(workdir),
+                setup=tuple(setup or ()),
+            ),
             secrets=_secrets(secret_env or []) if launcher == "aws" else {},
-            workdir=workdir,
             ignore_file=ignore_file,
             wheel=wheel,
-            setup=tuple(setup or ()),
         )
         chosen = kind.build(launch)
         if plan is None:  # with --nodes every node's command is wrapped as it is launched

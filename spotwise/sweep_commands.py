@@ -164,7 +164,8 @@ def sweep_run(
     """Run a sweep (an Optuna study) with trials as supervised jobs: a preempted trial resumes
     from its checkpoint, a dead worker's trial is retried by another, pruned trials stop at
     once. Run it on more machines with the same --storage URL to add workers there."""
-    from spotwise.executor.sweep import AwsTarget, ReplayMarket, SweepConfig, SweepSource
+    from spotwise.executor.launchers.registry import AwsTarget
+    from spotwise.executor.sweep import ReplayMarket, SweepConfig, SweepSource
     from spotwise.executor.sweep_report import sweep_report
     from spotwise.executor.sweep_workers import run_workers
 

@@ -16,34 +16,51 @@ from spotwise.executor.launchers.torchrun import Elastic, torchrun_command
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class AwsTarget:
+    """Where and as what a job's instances run on AWS: the account settings ``run``, ``fleet
+    run`` and ``sweep run`` share (``--region``, ``--instance-type``, ...). Plain values, so a
+    sweep's workers read it back from JSON."""
+
+    region: str = "us-east-1"
+    instance_type: str = "p3.2xlarge"
+    image_id: str | None = None
+    bucket: str | None = None
+    instance_profile: str | None = None
+    zones: tuple[str, ...] = ()
+    """The zones to use; empty = the region's first three."""
+    endpoint_url: str | None = None
+    security_groups: tuple[str, ...] = ()
+    """Security groups for every instance (an elastic job's nodes reach each other through
+    one; ``spotwise setup aws`` makes ``spotwise-nodes``)."""
+    workdir: str = "."
+    """The folder shipped to each instance (its .gitignore honoured); the command runs there."""
+    setup: tuple[str, ...] = ()
+    """Commands run in the workdir before the command (e.g. pip install -r ...)."""
+
+    @property
+    def zones_or_default(self) -> tuple[str, ...]:
+        """The zones named, or the region's first three."""
+        region = self.region
+        return self.zones or (f"{region}a", f"{region}b", f"{region}c")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class LaunchSettings:
     """Everything a launcher may need from the command line."""
 
     pools: tuple[str, ...] = ()
-    """The pools to use (local: trace names; aws: zones); empty = all of them."""
+    """local/torchrun: the traces to replay; empty = all of them."""
     traces: Path | None = None
     """local/torchrun: the folder of traces to replay."""
     start_hours: float = 0.0
     scale: float = 1.0
     elastic: Elastic = field(default_factory=Elastic)
-    region: str = "us-east-1"
-    instance_type: str = "p3.2xlarge"
-    image_id: str | None = None
-    bucket: str | None = None
-    endpoint_url: str | None = None
-    instance_profile: str | None = None
-    security_groups: tuple[str, ...] = ()
-    """aws: security groups for every instance (an elastic job's nodes reach each other
-    through one; ``spotwise setup aws`` makes ``spotwise-nodes``)."""
+    aws: AwsTarget = field(default_factory=AwsTarget)
     secrets: dict[str, str] = field(default_factory=dict)
-    workdir: Path = Path(".")
-    """aws: the folder shipped to each instance (its .gitignore honoured); the command runs
-    there."""
+    """aws: environment variables the command gets on its instances, kept out of user data."""
     ignore_file: Path | None = None
     wheel: Path | None = None
     """aws: the Spotwise wheel to install there (default: built from the installed source)."""
-    setup: tuple[str, ...] = ()
-    """aws: commands run in the workdir before the command (e.g. pip install -r ...)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,9 +84,11 @@ def _replay(settings: LaunchSettings) -> Launcher:
     return replay.launcher()
 
 
-def ship_code(settings: LaunchSettings) -> ShippedCode:
-    """Ship ``settings``' workdir and a Spotwise wheel to its bucket, once for any number of
-    jobs (:func:`aws_launcher`).
+def ship_code(
+    aws: AwsTarget, *, ignore_file: Path | None = None, wheel: Path | None = None
+) -> ShippedCode:
+    """Ship ``aws``' workdir and a Spotwise wheel to its bucket, once for any number of jobs
+    (:func:`aws_launcher`).
 
     Raises:
         ExecutorError: when the AWS settings are incomplete, or the code cannot be shipped.
@@ -79,54 +98,50 @@ def ship_code(settings: LaunchSettings) -> ShippedCode:
     from spotwise.executor.code_bundle import ship
     from spotwise.executor.launchers.aws import aws_session
 
-    if not settings.image_id or not settings.bucket or not settings.instance_profile:
+    if not aws.image_id or not aws.bucket or not aws.instance_profile:
         raise ExecutorError(
             "--launcher aws needs --image-id (an AMI with Python 3.11+ and torch), --bucket "
             "(for the code, the logs and the exit codes) and --instance-profile (the role its "
             "instances use to reach them): see docs/aws.md"
         )
-    session = aws_session(settings.region, "--launcher aws")
-    s3 = session.client("s3", region_name=settings.region, endpoint_url=settings.endpoint_url)
+    session = aws_session(aws.region, "--launcher aws")
+    s3 = session.client("s3", region_name=aws.region, endpoint_url=aws.endpoint_url)
     return ship(
         s3,
-        settings.bucket,
-        settings.workdir,
-        ignore_file=settings.ignore_file,
-        wheel=settings.wheel,
+        aws.bucket,
+        Path(aws.workdir),
+        ignore_file=ignore_file,
+        wheel=wheel,
         say=lambda line: print(f"shipping {line}", file=sys.stderr),
     )
 
 
-def aws_launcher(settings: LaunchSettings, code: ShippedCode) -> Launcher:
+def aws_launcher(
+    aws: AwsTarget, code: ShippedCode, secrets: dict[str, str] | None = None
+) -> Launcher:
     """A launcher of one job's instances on AWS, running ``code`` (:func:`ship_code`'s)."""
     from spotwise.executor.launchers.aws import AwsLauncher, aws_session
 
-    region = settings.region
     return AwsLauncher(
-        session=aws_session(region, "--launcher aws"),
-        region=region,
-        zones=list(aws_zones(settings)),
-        instance_type=settings.instance_type,
-        image_id=str(settings.image_id),
-        bucket=str(settings.bucket),
+        session=aws_session(aws.region, "--launcher aws"),
+        region=aws.region,
+        zones=list(aws.zones_or_default),
+        instance_type=aws.instance_type,
+        image_id=str(aws.image_id),
+        bucket=str(aws.bucket),
         job_id=uuid.uuid4().hex[:12],
         code=code,
-        setup=settings.setup,
-        endpoint_url=settings.endpoint_url,
-        instance_profile=settings.instance_profile,
-        secrets=settings.secrets,
-        security_groups=settings.security_groups,
+        setup=aws.setup,
+        endpoint_url=aws.endpoint_url,
+        instance_profile=aws.instance_profile,
+        secrets=secrets or {},
+        security_groups=aws.security_groups,
     )
 
 
-def aws_zones(settings: LaunchSettings) -> tuple[str, ...]:
-    """The zones ``settings`` name, or the region's first three."""
-    region = settings.region
-    return settings.pools or (f"{region}a", f"{region}b", f"{region}c")
-
-
 def _aws(settings: LaunchSettings) -> Launcher:
-    return aws_launcher(settings, ship_code(settings))
+    code = ship_code(settings.aws, ignore_file=settings.ignore_file, wheel=settings.wheel)
+    return aws_launcher(settings.aws, code, settings.secrets)
 
 
 LAUNCHERS: dict[str, LauncherKind] = {

@@ -204,9 +204,10 @@ def test_a_boot_that_fails_before_the_command_says_why_in_the_job_log(
     ), lines
 
 
-def test_a_sweep_on_aws_runs_its_trial_on_an_instance_and_checkpoints_to_the_bucket(
+def test_a_sweep_on_aws_runs_each_trial_on_an_instance_and_checkpoints_to_the_bucket(
     moto_server: str, metadata: FakeMetadata, tmp_path: Path, workdir: Path, cli: CliRun
 ) -> None:
+    """Two trials, each on its own instance, with the code shipped once for both."""
     session = boto3.Session(region_name=REGION)
     s3 = session.client("s3", endpoint_url=moto_server)
     s3.create_bucket(Bucket=BUCKET)
@@ -222,7 +223,8 @@ def test_a_sweep_on_aws_runs_its_trial_on_an_instance_and_checkpoints_to_the_buc
         f'name = "{name}"\n'
         'command = ["python", "train.py", "--ckpt", "{ckpt}", "--epochs", "1", '
         '"--samples", "512", "--hidden", "{hidden}"]\n'
-        '[sampler]\ntype = "grid"\n[params]\nhidden = { type = "categorical", choices = [32] }\n'
+        '[sampler]\ntype = "grid"\n'
+        '[params]\nhidden = { type = "categorical", choices = [16, 32] }\n'
     )
     (tmp_path / "instances").mkdir()
     ec2_boots = Ec2Boots(ec2, metadata, tmp_path / "instances", moto_server)
@@ -239,10 +241,15 @@ def test_a_sweep_on_aws_runs_its_trial_on_an_instance_and_checkpoints_to_the_buc
     assert ran.returncode == 0, ran.stderr[-3000:]
     assert not ec2_boots.errors, ec2_boots.errors
     report = json.loads(ran.stdout)
-    (trial,) = report["trials"]
-    assert trial["state"] == "complete" and isinstance(trial["value"], float)
-    assert not report["simulated"] and trial["cost_usd"] > 0
-    assert len(ec2_boots.booted) == 1
-    # the trial's checkpoints went to the bucket, under the sweep's prefix
-    listed = s3.list_objects_v2(Bucket=BUCKET, Prefix=f"spotwise/sweeps/{name}/trial-00000/ckpt/")
-    assert listed.get("KeyCount", 0) > 0
+    trials = report["trials"]
+    assert len(trials) == 2 and not report["simulated"]
+    for trial in trials:
+        assert trial["state"] == "complete" and isinstance(trial["value"], float)
+        assert trial["cost_usd"] > 0
+    assert len(ec2_boots.booted) == 2
+    shipped = [line for line in ran.stderr.splitlines() if "] shipping wheel: " in line]
+    assert len(shipped) == 1, ran.stderr[-3000:]  # once for the worker, not once per trial
+    # each trial's checkpoints went to the bucket, under the sweep's prefix
+    for number in (0, 1):
+        prefix = f"spotwise/sweeps/{name}/trial-{number:05d}/ckpt/"
+        assert s3.list_objects_v2(Bucket=BUCKET, Prefix=prefix).get("KeyCount", 0) > 0
