@@ -35,7 +35,10 @@ def test_bench_resume_is_bitwise_identical_under_a_replayed_trace(cli: CliRun) -
     assert result.returncode == 0, result.stderr
     figures = json.loads(result.stdout)
     assert figures["bitwise_identical"] is True
-    assert figures["preemptions"] == 4  # the trace's take-backs until four hit the job
+    # the trace's take-backs until four hit the job: all four when the replayed run is as fast
+    # as the reference one; fewer when a busy machine slowed the reference and not the replay
+    # (the cap alone: test_replay_leaves_out_the_take_backs_past_its_limit)
+    assert 1 <= figures["preemptions"] <= 4
     assert figures["lost_steps"] == 0
     assert figures["restart_to_first_step_s"] > 0
 
