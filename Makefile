@@ -27,7 +27,8 @@ lint: setup
 	$(BIN)/mypy
 
 # Three workers on two cores: many tests wait (subprocess start-up, notice leads, gloo
-# timeouts), and a third worker fills those waits (full tier 6:42 against 7:34 with two).
+# timeouts), and a third worker fills those waits (three beat two and four, measured side by
+# side; the full tier takes 10-12 minutes on a 2-core machine, its ~900 CPU-s the bound).
 test: lint
 	$(BIN)/pytest -q -n 3 --dist loadgroup
 
