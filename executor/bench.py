@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from torch import nn
 from spotwise.executor.checkpoint import CheckpointManager
 from spotwise.executor.example_runs import example_command, reference_run
 from spotwise.executor.notices import preemption_times
-from spotwise.executor.replay import run_under_replay
+from spotwise.executor.replay import Launch, run_under_replay
 from spotwise.policy.traces import load_traces
 from spotwise.progress import Progress, silent
 
@@ -50,6 +51,10 @@ class ResumeBench:
     bitwise_identical: bool
     preemptions: int
     lost_steps: int
+    """Steps run again after a resume (a lower bound when a launch was killed: what it ran past
+    its last checkpoint is not seen)."""
+    killed_launches: int
+    """Launches killed after the grace, before they could report their steps."""
     restart_to_first_step_s: float
     stall_s_per_checkpoint: float
     checkpoints_per_10min: float
@@ -60,6 +65,26 @@ class ResumeBench:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def steps_run_of(launches: Sequence[Launch]) -> tuple[int, int]:
+    """The training steps ``launches`` ran, and how many of them were killed before they
+    reported theirs: a killed launch is counted up to the checkpoint the next one resumed
+    from."""
+    starts = [
+        (launch.event("fresh") or launch.event("resumed") or {}).get("step") for launch in launches
+    ]
+    steps, killed = 0, 0
+    for i, launch in enumerate(launches):
+        end = launch.event("done") or launch.event("preempted")
+        if end is not None:
+            steps += int(end["steps_here"])
+            continue
+        killed += 1
+        start, resumed_at = starts[i], starts[i + 1] if i + 1 < len(launches) else None
+        if isinstance(start, int) and isinstance(resumed_at, int):
+            steps += max(0, resumed_at - start)
+    return steps, killed
 
 
 def _model_of_size(size_mb: int, width: int = 2048) -> nn.Sequential:
@@ -193,7 +218,7 @@ def bench_resume(
     done = replayed.launches[-1].event("done")
     assert done is not None
     ends = [launch.event("done") or launch.event("preempted") for launch in replayed.launches]
-    steps_run = sum(e["steps_here"] for e in ends if e)
+    steps_run, killed = steps_run_of(replayed.launches)
     stalls = [s for e in ends if e for s in e["stall_s"]]
     checkpoints = sum(e["checkpoints"] for e in ends if e)
     restarts = [
@@ -208,6 +233,7 @@ def bench_resume(
         bitwise_identical=done["digest"] == done_plain["digest"],
         preemptions=replayed.preemptions,
         lost_steps=int(steps_run - done["step"]),
+        killed_launches=killed,
         restart_to_first_step_s=round(restart_s, 3),
         stall_s_per_checkpoint=round(stall_s, 5),
         checkpoints_per_10min=round(per_10min, 2),

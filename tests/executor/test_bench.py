@@ -7,8 +7,9 @@ import sys
 
 import pytest
 
+from spotwise.executor.bench import steps_run_of
 from spotwise.executor.errors import ExecutorError
-from spotwise.executor.replay import run_under_replay
+from spotwise.executor.replay import Launch, run_under_replay
 from tests.conftest import CliRun
 
 
@@ -41,6 +42,23 @@ def test_bench_resume_is_bitwise_identical_under_a_replayed_trace(cli: CliRun) -
     assert 1 <= figures["preemptions"] <= 4
     assert figures["lost_steps"] == 0
     assert figures["restart_to_first_step_s"] > 0
+
+
+def test_a_launch_killed_before_it_reported_counts_up_to_where_the_next_resumed() -> None:
+    """On a busy machine a launch may outlive its grace and be killed before it says how many
+    steps it ran: the checkpoint the next launch resumes from shows how far it got."""
+    launches = [
+        Launch(started=0, events=[{"event": "fresh", "step": 0}, *ends("preempted", 10)]),
+        Launch(started=1, events=[{"event": "resumed", "step": 10}], killed=True),
+        Launch(started=2, events=[{"event": "resumed", "step": 14}, *ends("done", 50)]),
+    ]
+    assert steps_run_of(launches) == (10 + 4 + 50, 1)
+    launches[1].events.clear()  # killed before it even resumed: nothing to count
+    assert steps_run_of(launches) == (10 + 50, 1)
+
+
+def ends(kind: str, steps_here: int) -> list[dict[str, object]]:
+    return [{"event": kind, "steps_here": steps_here}]
 
 
 def test_replay_does_not_relaunch_a_real_failure_forever() -> None:
