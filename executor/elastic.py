@@ -189,8 +189,9 @@ class NodeSupervisor:
         """Markets the gate refused a node in, until it grants one again."""
         self._progress_at = launcher.now_hours()
         self._reached_step = 0
-        self._finishing = False  # a node's training ended well: the host's end is near
         """The furthest step the host's workers reached before their latest start."""
+        self._finishing = False
+        """A node not told to leave ended well: training is over, the host's end is near."""
         self._cached_client: tuple[tuple[object, ...], PolicyClient] | None = None
 
     def cancel(self, signum: int = signal.SIGTERM) -> None:

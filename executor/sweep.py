@@ -116,7 +116,8 @@ class SweepConfig:
     """This sweep's folder: trial checkpoints, worker logs, the lock."""
     market: ReplayMarket
     aws: AwsTarget | None = None
-    """Run the trials on AWS instead of the replayed market."""
+    """Run the trials on AWS instead of the replayed market; they checkpoint to
+    ``s3://BUCKET/spotwise/sweeps/NAME/trial-N/ckpt``."""
     workers: int = 1
     deadline_hours: float | None = None
     budget_usd: float | None = None
@@ -146,7 +147,7 @@ class SweepConfig:
                     **aws,
                     "zones": tuple(aws["zones"]),
                     "setup": tuple(aws["setup"]),
-                    "security_groups": tuple(aws["security_groups"]),
+                    "security_groups": tuple(aws.get("security_groups", ())),
                 }
             ),
             source=SweepSource(
