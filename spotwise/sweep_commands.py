@@ -184,11 +184,6 @@ def sweep_run(
         fail(f"--launcher must be local or aws, got {launcher[:40]!r}")
     aws = None
     if launcher == "aws":
-        if not image_id or not bucket or not instance_profile:
-            fail(
-                "--launcher aws needs --image-id, --bucket and --instance-profile (see "
-                "`spotwise check aws`)"
-            )
         aws = AwsTarget(
             region=region,
             instance_type=instance_type,
@@ -201,6 +196,8 @@ def sweep_run(
             setup=tuple(setup or ()),
         )
     try:
+        if aws is not None:
+            aws.require_complete()
         loaded = source.load()  # a bad spec is refused before anything is made
     except ExecutorError as exc:
         fail(str(exc))

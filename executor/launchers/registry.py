@@ -37,6 +37,19 @@ class AwsTarget:
     setup: tuple[str, ...] = ()
     """Commands run in the workdir before the command (e.g. pip install -r ...)."""
 
+    def require_complete(self) -> None:
+        """Refuse settings no instance can be launched with.
+
+        Raises:
+            ExecutorError: without an image, a bucket or an instance profile.
+        """
+        if not self.image_id or not self.bucket or not self.instance_profile:
+            raise ExecutorError(
+                "--launcher aws needs --image-id (an AMI with Python 3.11+ and torch), --bucket "
+                "(for the code, the logs and the exit codes) and --instance-profile (the role "
+                "its instances use to reach them): see docs/aws.md"
+            )
+
     @property
     def zones_or_default(self) -> tuple[str, ...]:
         """The zones named, or the region's first three."""
@@ -91,24 +104,20 @@ def ship_code(
     (:func:`aws_launcher`).
 
     Raises:
-        ExecutorError: when the AWS settings are incomplete, or the code cannot be shipped.
+        ExecutorError: when the AWS settings are incomplete (:meth:`AwsTarget.require_complete`),
+            or the code cannot be shipped.
     """
     import sys
 
     from spotwise.executor.code_bundle import ship
     from spotwise.executor.launchers.aws import aws_session
 
-    if not aws.image_id or not aws.bucket or not aws.instance_profile:
-        raise ExecutorError(
-            "--launcher aws needs --image-id (an AMI with Python 3.11+ and torch), --bucket "
-            "(for the code, the logs and the exit codes) and --instance-profile (the role its "
-            "instances use to reach them): see docs/aws.md"
-        )
+    aws.require_complete()
     session = aws_session(aws.region, "--launcher aws")
     s3 = session.client("s3", region_name=aws.region, endpoint_url=aws.endpoint_url)
     return ship(
         s3,
-        aws.bucket,
+        str(aws.bucket),
         Path(aws.workdir),
         ignore_file=ignore_file,
         wheel=wheel,
