@@ -34,6 +34,7 @@ from spotwise.console import (
     open_store,
     out,
     ready_store,
+    say,
 )
 from spotwise.executor.errors import ExecutorError
 from spotwise.policy.errors import PolicyError
@@ -137,13 +138,9 @@ def _print_load_report(report: LoadReport) -> None:
     for parsed in report.files:
         rows = ", ".join(f"{len(f)} {t}" for t, f in parsed.frames.items()) or "nothing stored"
         note = f" ({parsed.note})" if parsed.note else ""
-        err.print(
-            f"{parsed.path} [{parsed.format}]: {parsed.rows_read} rows read, {rows}{note}",
-            highlight=False,
-            soft_wrap=True,
-        )
+        say(f"{parsed.path} [{parsed.format}]: {parsed.rows_read} rows read, {rows}{note}")
     for path in report.skipped:
-        err.print(f"{path}: documentation, not data", highlight=False, soft_wrap=True)
+        say(f"{path}: documentation, not data")
     added = ", ".join(f"{n} new {t} rows" for t, n in report.added.items()) or "no rows"
     err.print(f"[green]loaded {len(report.files)} files:[/] {added}")
 
@@ -231,7 +228,7 @@ def _collect_on_demand(
     except PricingError as exc:
         fail(str(exc))
     for line in report.skipped:
-        err.print(f"skipped {line}", highlight=False, soft_wrap=True)
+        say(f"skipped {line}")
     published = report.frame["ts"].max() if len(report.frame) else None
     err.print(
         f"[green]collected {region}[/] on-demand prices in {report.pages} pages: "
@@ -385,9 +382,7 @@ def demo(
             _print_summary(market.summary())
     step("fitting price and preemption-risk forecasts")
     try:
-        forecasts = run_forecasts(
-            store_path, progress=lambda m: err.print(f"  {m}", highlight=False)
-        )
+        forecasts = run_forecasts(store_path, progress=lambda m: say(f"  {m}"))
     except PricingError as exc:
         fail(str(exc))
     step(
@@ -435,5 +430,5 @@ def main() -> None:
     except BrokenPipeError:
         sys.exit(0)
     except settings.SettingsError as exc:
-        err.print(f"error: {exc}", highlight=False, soft_wrap=True)
+        say(f"error: {exc}")
         sys.exit(2)

@@ -12,6 +12,7 @@ from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from spotwise import settings
 from spotwise.pricing.errors import PricingError
@@ -76,9 +77,14 @@ StoreOption = Annotated[
 ]
 
 
+def say(message: str) -> None:
+    """Print one line on stderr as it is: text from users, files and clouds is never markup."""
+    err.print(message, markup=False, highlight=False, soft_wrap=True)
+
+
 def fail(message: str) -> NoReturn:
-    """Print one clear error line and exit non-zero."""
-    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    """Print one clear error line and exit non-zero (``message`` as it is, never markup)."""
+    err.print(Text.assemble(("error:", "bold red"), " ", message), highlight=False, soft_wrap=True)
     raise typer.Exit(code=1)
 
 

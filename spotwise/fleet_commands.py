@@ -21,12 +21,12 @@ from spotwise.console import (
     AwsSetup,
     AwsWorkdir,
     StoreOption,
-    err,
     fail,
     free_loopback_port,
     open_operational_store,
     open_store,
     out,
+    say,
 )
 from spotwise.executor.errors import ExecutorError
 
@@ -184,14 +184,14 @@ def fleet_run(
         launcher_for=launcher_for,
         config_for=config_for,
         client_for=in_process_for,
-        progress=lambda m: err.print(f"… {m}", highlight=False),
+        progress=lambda m: say(f"… {m}"),
         plan_for=plan_for,
     )
     with open_operational_store(store) as ledger:
         _print_status(_fleet_rows(ledger, spec.name), spec.name, as_json)
     failed = [o for o in outcomes if o.error is not None]
     for outcome in failed:
-        err.print(f"{outcome.spec.name}: {outcome.error}", highlight=False)
+        say(f"{outcome.spec.name}: {outcome.error}")
     if failed:
         raise typer.Exit(1)
 

@@ -11,7 +11,16 @@ import typer
 from rich.table import Table
 
 from spotwise import settings
-from spotwise.console import BarSteps, StoreOption, err, fail, out, progress_bar, ready_store
+from spotwise.console import (
+    BarSteps,
+    StoreOption,
+    err,
+    fail,
+    out,
+    progress_bar,
+    ready_store,
+    say,
+)
 from spotwise.pricing.errors import PricingError
 from spotwise.pricing.forecast.risk import RISK_MODELS
 
@@ -137,7 +146,7 @@ def bench_price_command(
             test_from=start,
             horizon_hours=horizon_hours,
             refit_every_days=refit_every_days,
-            progress=lambda m: err.print(f"… {m}"),
+            progress=lambda m: say(f"… {m}"),
         )
     except (ValueError, PricingError) as exc:
         fail(str(exc))

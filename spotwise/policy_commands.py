@@ -28,6 +28,7 @@ from spotwise.console import (
     out,
     positive,
     progress_bar,
+    say,
 )
 from spotwise.policy.errors import PolicyError
 from spotwise.policy.job import REFERENCE, JobSpec
@@ -791,7 +792,7 @@ def bench_checkpoint_command(
     restore, incremental bytes."""
     from spotwise.executor.bench import bench_checkpoint
 
-    result = bench_checkpoint(size_mb, folder, progress=lambda m: err.print(f"… {m}"))
+    result = bench_checkpoint(size_mb, folder, progress=lambda m: say(f"… {m}"))
     _print_result(result.to_dict(), as_json)
 
 
@@ -812,7 +813,7 @@ def bench_resume_command(
         settings.bundled_data_dir(),
         epochs=epochs,
         step_sleep_s=step_sleep_s,
-        progress=lambda m: err.print(f"… {m}"),
+        progress=lambda m: say(f"… {m}"),
     )
     _print_result(result.to_dict(), as_json)
 

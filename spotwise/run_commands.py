@@ -30,7 +30,6 @@ from spotwise.console import (
     PolicyNameOption,
     SpotPriceOption,
     StoreOption,
-    err,
     fail,
     finite,
     open_operational_store,
@@ -38,6 +37,7 @@ from spotwise.console import (
     out,
     plural,
     ready_store,
+    say,
 )
 from spotwise.executor.errors import Cancelled, ExecutorError
 from spotwise.policy.errors import PolicyError
@@ -509,11 +509,11 @@ def run(
             config=config,
             client_for=client_factory(policy_url, settings.current().api_token),
             name=name or job_name(command),
-            progress=lambda m: err.print(f"… {m}"),
+            progress=lambda m: say(f"… {m}"),
             nodes=plan,
         )
     except Cancelled as exc:
-        err.print(f"{exc}")
+        say(str(exc))
         with open_operational_store(store) as market:
             _print_report(job_report(market, exc.job_id).to_dict(), as_json)
         raise typer.Exit(128 + exc.signum) from None
