@@ -33,17 +33,15 @@ arguments (never given to a shell) and nothing in it selects code.
 from __future__ import annotations
 
 import threading
-import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-
 from spotwise.executor.elastic import NodePlan
 from spotwise.executor.errors import ExecutorError
 from spotwise.executor.launchers.base import Launcher
+from spotwise.executor.spec_file import read_spec_file
 from spotwise.executor.supervised import SupervisedJob, supervise
 from spotwise.executor.supervisor import ClientFor, SupervisorConfig
 from spotwise.policy.client import PolicyClient
@@ -85,15 +83,7 @@ def load_fleet_spec(path: Path) -> FleetSpec:
     Raises:
         ExecutorError: naming the file, the field and what is wrong with it.
     """
-    try:
-        text = path.read_text()
-        raw = tomllib.loads(text) if path.suffix == ".toml" else yaml.safe_load(text)
-    except OSError as exc:
-        raise ExecutorError(f"{path}: cannot read the fleet file: {exc.strerror}") from exc
-    except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
-        raise ExecutorError(
-            f"{path}: not valid {path.suffix.lstrip('.') or 'YAML'}: {exc}"
-        ) from exc
+    raw = read_spec_file(path, "fleet file")  # TOML for .toml, else YAML; aliases refused
     if not isinstance(raw, Mapping):
         raise ExecutorError(f"{path}: a fleet file is a mapping with name, budget and jobs")
     where = str(path)

@@ -26,7 +26,6 @@ from __future__ import annotations
 import itertools
 import math
 import re
-import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +40,7 @@ from optuna.distributions import (
 )
 
 from spotwise.executor.errors import ExecutorError
+from spotwise.executor.spec_file import read_spec_file
 
 SAMPLERS: dict[str, type[optuna.samplers.BaseSampler]] = {
     "tpe": optuna.samplers.TPESampler,
@@ -145,18 +145,9 @@ def load_spec(path: Path) -> SweepSpec:
     Raises:
         ExecutorError: naming the file and the field, and what to write instead.
     """
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ExecutorError(f"{path}: cannot read the sweep spec ({exc.strerror or exc})") from exc
-    import yaml  # (optuna's dependency)
-
     if path.suffix not in (".toml", ".yaml", ".yml"):
         raise ExecutorError(f"{path}: a sweep spec is a .toml or .yaml file")
-    try:
-        raw = tomllib.loads(text) if path.suffix == ".toml" else yaml.safe_load(text)
-    except (tomllib.TOMLDecodeError, yaml.YAMLError, ValueError) as exc:
-        raise ExecutorError(f"{path}: not valid {path.suffix[1:].upper()}: {exc}") from exc
+    raw = read_spec_file(path, "sweep spec")
     if not isinstance(raw, dict):
         raise ExecutorError(f"{path}: a sweep spec is a table of fields (name, command, params)")
     return spec_from_dict(raw, where=str(path))
