@@ -287,19 +287,26 @@ class MarketStore:
         self._con.execute("BEGIN TRANSACTION")
         try:
             yield
+            self._con.execute("COMMIT")  # a full disk or a read-only file may refuse it here
         except duckdb.Error as exc:
-            self._con.execute("ROLLBACK")
+            self._rollback()
             cause: BaseException = exc
             while isinstance(cause.__context__, duckdb.Error):  # the first error, not its echo
                 cause = cause.__context__
+            first = str(cause).splitlines()[0] if str(cause) else repr(cause)
             raise StoreError(
-                f"the store {self.path} refused the write ({str(cause).splitlines()[0]}); "
-                "nothing was stored"
+                f"the store {self.path} refused the write ({first}); nothing was stored"
+                + (f". {_LASTING[lasting]}" if (lasting := _lasting(first)) else ""),
+                permanent=lasting is not None and lasting != "No space left on device",
             ) from exc
         except BaseException:
-            self._con.execute("ROLLBACK")
+            self._rollback()
             raise
-        self._con.execute("COMMIT")
+
+    def _rollback(self) -> None:
+        """Undo the open transaction; one that a failed commit already ended is left be."""
+        with suppress(duckdb.Error):
+            self._con.execute("ROLLBACK")
 
     def upsert(self, frames: Mapping[str, list[pd.DataFrame] | pd.DataFrame]) -> dict[str, int]:
         """Write validated frames in one transaction; return the new (not already stored) rows
@@ -335,6 +342,20 @@ class MarketStore:
             finally:
                 self._con.unregister("staging")
         return len(frame)
+
+    def remove_source(self, source: str) -> dict[str, int]:
+        """Delete every row of ``source`` from the market tables, in one transaction; return
+        the rows removed per table (none: the source is not in the store)."""
+        removed: dict[str, int] = {}
+        with self._transaction():
+            for table in SPECS:
+                row = self._con.execute(
+                    f"SELECT count(*) FROM {table} WHERE source = ?", [source]
+                ).fetchone()
+                if row and row[0]:
+                    self._con.execute(f"DELETE FROM {table} WHERE source = ?", [source])
+                    removed[table] = int(row[0])
+        return removed
 
     def newest(self, table: str, where: Mapping[str, Any]) -> pd.Timestamp | None:
         """Newest time in ``table`` among rows whose columns equal ``where``'s values."""
@@ -429,6 +450,20 @@ def _create_private(path: Path) -> None:
         made.chmod(0o600)
         with suppress(FileExistsError):
             os.link(made, path)
+
+
+_LASTING = {
+    "No space left on device": "Free space on its disk, or pass a --store on another disk",
+    "Read-only file system": "Pass a --store on a writable disk",
+    "read-only mode": "Open it writable, or pass another --store",
+    "Permission denied": "Fix the folder's permissions or pass a writable --store",
+}
+"""Causes of a refused write that waiting does not heal, and what to do about each."""
+
+
+def _lasting(text: str) -> str | None:
+    """Which of :data:`_LASTING`'s causes ``text`` names, if any."""
+    return next((cause for cause in _LASTING if cause in text), None)
 
 
 def _open_error(path: Path, exc: Exception) -> StoreError:

@@ -206,6 +206,29 @@ def data_export(
     err.print(f"wrote {rows} {table} rows to {parquet}")
 
 
+@data_app.command("remove")
+def data_remove(
+    source: Annotated[
+        str, typer.Option("--source", help="The source to drop (as `data summary` names it).")
+    ],
+    store: StoreOption = None,
+) -> None:
+    """Drop every row of one source (e.g. a collection with too little history), in one
+    transaction; `data load` or `collect` brings it back."""
+    with open_store(store) as market:
+        known = set(market.summary()["sources"])
+        if source not in known:
+            fail(
+                f"the store {market.path} holds no source {source!r}; its sources: "
+                f"{', '.join(sorted(known)) or 'none'}"
+            )
+        try:
+            removed = market.remove_source(source)
+        except PricingError as exc:
+            fail(str(exc))
+    say(f"removed {source}: " + ", ".join(f"{n} {table} rows" for table, n in removed.items()))
+
+
 def _collect_on_demand(
     store: Path | None,
     region: str,

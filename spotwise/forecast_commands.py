@@ -202,6 +202,17 @@ def forecast_run(
         f"[green]wrote {report.rows} forecast rows[/] for {report.price_series} price "
         f"series and {report.risk_pools} pools in {report.seconds} s"
     )
+    if report.short_series:
+        say(short_series_note(report.short_series))
+
+
+def short_series_note(series: tuple[str, ...]) -> str:
+    """One line naming the price series left out for too little history, and the way out."""
+    shown = ", ".join(series[:5]) + (f" and {len(series) - 5} more" if len(series) > 5 else "")
+    return (
+        f"left out {len(series)} price series with fewer than 3 points of history: {shown} "
+        "(collect more, or `spotwise data remove --source NAME` drops a source)"
+    )
 
 
 @forecast_app.command("schedule")
@@ -242,7 +253,10 @@ def forecast_schedule(
         for region in regions:
             collect_into(path, region)
         report = run_forecasts(path, horizon_hours=horizon_hours)
-        return f"{report.rows} forecast rows for {report.price_series} series"
+        summary = f"{report.rows} forecast rows for {report.price_series} series"
+        return summary + (
+            f"; {short_series_note(report.short_series)}" if report.short_series else ""
+        )
 
     try:
         run_schedule(job, period)

@@ -17,6 +17,7 @@ import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -42,6 +43,8 @@ class ForecastRun:
     risk_pools: int
     rows: int
     seconds: float
+    short_series: tuple[str, ...] = ()
+    """Price series left out: fewer than :data:`MIN_POINTS` points on their grid."""
 
 
 def _long(
@@ -68,6 +71,20 @@ def _long(
     out["p_preempt"] = np.nan
     out["created_at"] = created
     return out[out["horizon"] <= horizon_steps]
+
+
+MIN_POINTS = 3
+"""The fewest points on its grid a price series needs to be forecast."""
+
+
+class PriceForecasts(NamedTuple):
+    """:func:`price_forecasts`' result."""
+
+    frame: pd.DataFrame
+    series: int
+    """Series forecast."""
+    short_series: tuple[str, ...]
+    """Series left out: fewer than :data:`MIN_POINTS` points on their grid."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,11 +127,11 @@ def price_forecasts(
     created: pd.Timestamp,
     progress: Progress,
     steps: Steps = UNCOUNTED,
-) -> tuple[pd.DataFrame, int]:
-    """Forecast rows for every price series, and the number of series (``steps``: one per
-    series and model)."""
+) -> PriceForecasts:
+    """Forecast rows for every price series long enough to fit, with the series counted and
+    those left out (``steps``: one per series and model)."""
     if prices.empty:
-        return pd.DataFrame(), 0
+        return PriceForecasts(pd.DataFrame(), 0, ())
     prices["unique_id"] = [
         unique_id(p, z or r, t, m)
         for p, r, z, t, m in zip(
@@ -133,11 +150,15 @@ def price_forecasts(
     newest = prices.assign(end=source_end).groupby("unique_id")["end"].transform("max")
     prices = prices[source_end == newest].assign(end=source_end)
     grids = []
+    short: set[str] = set()
     for (provider, _, end), group in prices.groupby(["provider", "source", "end"]):
         freq = "h" if provider == "aws" else "D"
         grid = to_grid(group[["unique_id", "ts", "price"]], freq, end=end)
         counts = grid.groupby("unique_id")["ds"].transform("size")
-        grids.append((provider, freq, grid[counts >= 3]))
+        grid = grid[counts >= MIN_POINTS]
+        short.update(set(group["unique_id"]) - set(grid["unique_id"]))
+        if not grid.empty:
+            grids.append((provider, freq, grid))
     rows = []
     n_series = 0
     plans = [(p, f, g, _models(f, g, steps)) for p, f, g in grids]
@@ -152,7 +173,8 @@ def price_forecasts(
             if not isinstance(model, PerSeries):  # a global model is one step per series too
                 steps.advance(series)
         rows.append(_long(predicted, [m.alias for m in models], ahead, level, created))
-    return pd.concat(rows, ignore_index=True), n_series
+    frame = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
+    return PriceForecasts(frame, n_series, tuple(sorted(short)))
 
 
 def _models(freq: str, grid: pd.DataFrame, steps: Steps) -> list[PanelForecaster]:
@@ -261,7 +283,7 @@ def run_forecasts(
     created = pd.Timestamp.now(tz="UTC")
     with MarketStore.open_to_read(store_path) as store:
         inputs = read_inputs(store)
-    prices, n_series = price_forecasts(
+    prices, n_series, short = price_forecasts(
         inputs.prices,
         horizon_hours=horizon_hours,
         level=level,
@@ -283,4 +305,5 @@ def run_forecasts(
         risk_pools=len(risk),
         rows=written,
         seconds=round(time.perf_counter() - began, 2),
+        short_series=short,
     )

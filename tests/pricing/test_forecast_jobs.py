@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,8 @@ from spotwise.pricing.forecast.run import RISK_MODEL
 from spotwise.pricing.operational import open_operational
 from spotwise.pricing.store import MarketStore
 from tests.conftest import DATA, CliRun, hold_store
+from tests.pricing.conftest import unused_url
+from tests.pricing.ec2_endpoint import PriceHistoryEndpoint
 
 
 @pytest.mark.slow
@@ -148,7 +152,7 @@ def test_price_forecasts_count_every_series_and_model_for_a_progress_bar() -> No
     few = sorted(set(prices["zone"]))[:2]  # a few series keep the test fast
     prices = prices[prices["zone"].isin(few)].reset_index(drop=True)
     steps, lines = CountedSteps(), list[str]()
-    _, n_series = price_forecasts(
+    _, n_series, _ = price_forecasts(
         prices,
         horizon_hours=6,
         level=90,
@@ -158,3 +162,71 @@ def test_price_forecasts_count_every_series_and_model_for_a_progress_bar() -> No
     )
     assert steps.expected == steps.done >= 2 * n_series > 0  # the last value and ARIMA at least
     assert lines and all("hourly" in line for line in lines)
+
+
+@pytest.mark.slow
+def test_a_collected_source_with_too_little_history_is_left_out_named_and_removable(
+    cli: CliRun, us_east_1_history, store_file: Path
+) -> None:
+    """`collect aws` of one price point, then `forecast run`: the short series are
+    named and left out (no traceback), and `data remove --source` drops them."""
+    few = us_east_1_history[us_east_1_history["instance_type"] == "p3.2xlarge"]
+    few = few.sort_values("timestamp").tail(1)  # one price: a grid of one point
+    endpoint = PriceHistoryEndpoint(few)
+    try:
+        collected = cli(
+            "collect", "aws", "--region", "us-east-1", "--endpoint-url", endpoint.url,
+            "--instance-types", "p3.2xlarge", "--advisor-url", unused_url(),
+            "--since", "2019-12-01T00:00:00Z",
+        )  # fmt: skip
+    finally:
+        endpoint.close()
+    assert collected.returncode == 0, collected.stderr
+    forecast = cli("forecast", "run", "--horizon-hours", "3")
+    assert forecast.returncode == 0, forecast.stderr
+    assert "Traceback" not in forecast.stderr
+    assert f"left out {len(few)} price series with fewer than 3 points" in forecast.stderr
+    with MarketStore.open(store_file, read_only=True) as market:
+        sources = set(market.summary()["sources"])
+    (source,) = sources
+    removed = cli("data", "remove", "--source", source)
+    assert removed.returncode == 0, removed.stderr
+    assert f"removed {source}: {len(few)} prices rows" in removed.stderr
+    with MarketStore.open(store_file, read_only=True) as market:
+        assert market.summary()["tables"]["prices"] == 0
+    unknown = cli("data", "remove", "--source", source)
+    assert unknown.returncode == 1 and "holds no source" in unknown.stderr
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 2 MiB tmpfs, mounted for this test only (skipped where mounting is not allowed)."""
+    folder = tmp_path / "disk"
+    folder.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(folder)],
+        capture_output=True,
+        check=False,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {mounted.stderr.decode().strip()}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+@pytest.mark.slow
+def test_a_load_onto_a_full_disk_is_one_clear_error_and_the_store_keeps_what_it_held(
+    cli: CliRun, small_disk: Path
+) -> None:
+    store = small_disk / "market.duckdb"
+    env = {"SPOTWISE_STORE": str(store)}
+    assert cli("data", "load", str(DATA / "traces/bamboo"), env=env).returncode == 0
+    before = json.loads(cli("data", "summary", "--json", env=env).stdout)
+    full = cli("data", "load", str(DATA / "prices"), env=env)
+    assert full.returncode == 1
+    assert "No space left on device" in full.stderr and "nothing was stored" in full.stderr
+    assert "Free space on its disk" in full.stderr and "Traceback" not in full.stderr
+    after = json.loads(cli("data", "summary", "--json", env=env).stdout)
+    assert after["tables"] == before["tables"] and after["tables"]["events"] > 0
