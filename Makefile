@@ -7,21 +7,36 @@ BIN := $(VENV)/bin
 # (ROCm: .../whl/rocm6.2), or TORCH_PIN= to keep whatever torch pip resolves.
 TORCH_PIN ?= torch==2.13.0
 
-.PHONY: setup demo test test-fast test-postgres test-notebooks soak lint clean notebook notebooks
+# Every install after torch's is held to the torch installed (a dev tool's resolve once swapped
+# the CPU build for a 5 GB CUDA one): the constraint names the version pip just put there.
+CONSTRAINTS := $(VENV)/torch-constraint.txt
+HOLD_TORCH = $(BIN)/python -c "import importlib.metadata as m; print('torch==' + m.version('torch'))" \
+	> $(CONSTRAINTS) 2>/dev/null || : > $(CONSTRAINTS)
 
+.PHONY: setup dev demo test test-fast test-postgres test-notebooks soak lint clean notebook notebooks
+
+# What the demo needs (about 1.9 GiB with the CPU torch); the dev tools come with `make test`.
 $(BIN)/spotwise: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(if $(strip $(TORCH_PIN)),$(BIN)/pip install --quiet $(TORCH_PIN))
-	$(BIN)/pip install --quiet -e ".[dev]"
+	$(HOLD_TORCH)
+	$(BIN)/pip install --quiet -c $(CONSTRAINTS) -e .
+	touch $@
+
+$(VENV)/.dev: $(BIN)/spotwise
+	$(HOLD_TORCH)
+	$(BIN)/pip install --quiet -c $(CONSTRAINTS) -e ".[dev]"
 	touch $@
 
 setup: $(BIN)/spotwise
 
+dev: $(VENV)/.dev
+
 demo: setup
 	$(BIN)/spotwise demo
 
-lint: setup
+lint: dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
@@ -44,25 +59,25 @@ POSTGRES_TESTS := tests/pricing/test_operational_store.py tests/executor/test_le
 	tests/pricing/test_forecast_jobs.py tests/dashboard/test_pages.py tests/spotwise/test_demo.py \
 	tests/executor/test_sweep.py::test_a_pruned_trial_stops_at_once_and_the_ledger_says_pruned \
 	tests/executor/test_sweep.py::test_a_queue_shard_killed_twice_completes_once_and_writes_once
-test-postgres: setup
+test-postgres: dev
 	$(BIN)/pytest -q -n 3 --dist loadgroup --operational-store postgresql $(POSTGRES_TESTS)
 
 # The notebooks run top to bottom (a minute of documentation; CI runs it after `make test`).
-test-notebooks: setup
+test-notebooks: dev
 	$(BIN)/pytest -q --notebooks tests/test_notebooks.py
 
 # Minutes of many processes on one store, then the same with PostgreSQL (CI runs it last).
-soak: setup
+soak: dev
 	$(BIN)/pytest -q --soak -rA tests/soak
 	$(BIN)/pytest -q --soak -rA --operational-store postgresql tests/soak
 
 # Open the forecasting notebook in JupyterLab (installed into the venv the first time).
-notebook: setup
+notebook: dev
 	$(BIN)/python -c "import jupyterlab" 2>/dev/null || $(BIN)/pip install --quiet jupyterlab
 	$(BIN)/jupyter lab notebooks/forecasting.ipynb
 
 # Run the notebooks top to bottom and store them with their outputs.
-notebooks: setup
+notebooks: dev
 	MPLBACKEND= $(BIN)/python notebooks/execute.py
 
 clean:
