@@ -29,7 +29,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 import optuna
 from optuna.distributions import (
@@ -79,7 +79,9 @@ RESERVED = frozenset({"trial", "ckpt", "sweep"})
 checkpoint folder (the same for every retry of a trial) and the sweep's name."""
 SWEEP_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
 _PARAM = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
-_PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
+_BRACES = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|[{}]")
+"""A command argument's braces, as str.format reads them: ``{{`` and ``}}`` are a literal
+brace, ``{name}`` a placeholder, and a brace alone is a mistake."""
 Scalar = bool | int | float | str
 
 
@@ -129,10 +131,31 @@ class SweepSpec:
     def render(self, values: Mapping[str, object]) -> list[str]:
         """The command with ``{name}`` replaced in each argument (no shell, no evaluation)."""
 
-        def value(match: re.Match[str]) -> str:
-            return _text(values[match.group(1)])
+        return [
+            "".join(_text(values[text]) if named else text for text, named in _pieces(arg))
+            for arg in self.command
+        ]
 
-        return [_PLACEHOLDER.sub(value, arg) for arg in self.command]
+
+def _pieces(arg: str) -> list[tuple[str, bool]]:
+    """``arg`` as literal text and placeholders' names (``True``), in order.
+
+    Raises:
+        ValueError: a brace alone (a literal brace is written twice).
+    """
+    pieces, at = [], 0
+    for match in _BRACES.finditer(arg):
+        pieces.append((arg[at : match.start()], False))
+        token = match.group(0)
+        if match.group(1) is not None:
+            pieces.append((match.group(1), True))
+        elif token in ("{{", "}}"):
+            pieces.append((token[0], False))
+        else:
+            raise ValueError(token)
+        at = match.end()
+    pieces.append((arg[at:], False))
+    return [p for p in pieces if p[0] or p[1]]
 
 
 def _text(value: object) -> str:
@@ -187,7 +210,14 @@ def spec_from_dict(
         )
     names = {p.name for p in params} | RESERVED
     for arg in argv:
-        for placeholder in _PLACEHOLDER.findall(arg):
+        try:
+            pieces = _pieces(arg)
+        except ValueError as exc:
+            raise ExecutorError(
+                f"{where}: the command's argument {arg[:60]!r} has a {exc} alone; write a "
+                "literal brace twice ({{ or }}), a param as {name}"
+            ) from None
+        for placeholder in (text for text, named in pieces if named):
             if placeholder not in names:
                 raise ExecutorError(
                     f"{where}: the command's {{{placeholder[:40]}}} names no param; use one of "
@@ -214,7 +244,7 @@ def spec_from_dict(
     if not isinstance(trials, int) or isinstance(trials, bool) or not 1 <= trials <= 100_000:
         raise ExecutorError(f"{where}: trials must be a whole number from 1 to 100000")
     compute = raw.get("compute_hours", 1.0)
-    if not isinstance(compute, int | float) or not (0 < float(compute) < 1e5):
+    if not _is_number(compute) or not (0 < float(compute) < 1e5):
         raise ExecutorError(f"{where}: compute_hours must be a positive number of hours")
     return SweepSpec(
         name=name,
@@ -238,6 +268,11 @@ def grid_spec(name: str, grid: Sequence[str], command: Sequence[str]) -> SweepSp
         key, sep, values = item.partition("=")
         if not sep or not _PARAM.fullmatch(key.strip()):
             raise ExecutorError(f"--grid {item[:40]!r}: write NAME=0..N-1 or NAME=a,b,c")
+        if key.strip() in params:
+            raise ExecutorError(
+                f"--grid {key.strip()} is given twice; give all its values in one: "
+                f"--grid {key.strip()}=a,b,c (each --grid is another axis of the product)"
+            )
         params[key.strip()] = {"type": "categorical", "choices": _grid_values(item, values)}
     spec = spec_from_dict(
         {"name": name, "params": params, "sampler": "grid", "direction": "minimize"},
@@ -306,33 +341,85 @@ def _param(name: str, body: object, where: str) -> Param:
             raise ExecutorError(f"{where}: choices must be a list of numbers or strings")
         return Param(name, CategoricalDistribution(choices), tuple(choices))
     number = float if kind == "float" else int
+    a = "a number" if kind == "float" else "a whole number"
+
+    def fits(value: object) -> TypeGuard[int | float]:
+        return _is_number(value) if kind == "float" else _is_whole(value)
+
+    low, high = body.get("low"), body.get("high")
+    if not (fits(low) and fits(high)) or not (math.isfinite(low) and math.isfinite(high)):
+        raise ExecutorError(f"{where}: low and high must each be {a} (true is not one)")
+    if low > high:
+        raise ExecutorError(f"{where}: a {kind} param needs finite low <= high, got {low} > {high}")
+    log, step = body.get("log", False), body.get("step")
+    if not isinstance(log, bool):
+        raise ExecutorError(f"{where}: log must be true or false")
+    if step is not None and (not fits(step) or not 0 < step < math.inf):
+        raise ExecutorError(f"{where}: step must be {a} above 0 (or left out), got {step!r}")
     try:
-        low, high = number(body["low"]), number(body["high"])
-        if not (math.isfinite(low) and math.isfinite(high)) or low > high:
-            raise ValueError
-        log = bool(body.get("log", False))
-        step = body.get("step")
         distribution: BaseDistribution = (
-            FloatDistribution(low, high, log=log, step=step)
+            FloatDistribution(float(low), float(high), log=log, step=step)
             if kind == "float"
             else IntDistribution(int(low), int(high), log=log, step=int(step or 1))
         )
-    except (KeyError, TypeError, ValueError):
-        raise ExecutorError(
-            f"{where}: a {kind} param needs finite low <= high (and log or step, optionally)"
-        ) from None
+    except ValueError as exc:  # log with a step, or a log range from 0
+        raise ExecutorError(f"{where}: {exc}") from None
     values = body.get("values")
     grid: tuple[Scalar, ...] | None = None
     if values is not None:
         if not isinstance(values, list) or not values:
             raise ExecutorError(f"{where}: values must be a list of {kind} values")
-        try:
-            grid = tuple(number(v) for v in values)
-        except (TypeError, ValueError):
-            raise ExecutorError(f"{where}: values must be {kind} numbers") from None
+        if not all(fits(v) for v in values):
+            raise ExecutorError(f"{where}: values must each be {a}")
+        grid = tuple(number(v) for v in values)
         if not all(low <= float(v) <= high for v in grid):
             raise ExecutorError(f"{where}: every value must lie within low..high")
     return Param(name, distribution, grid)
+
+
+def _is_number(value: object) -> TypeGuard[int | float]:
+    """An int or float, not a bool (TOML's and YAML's true is no number)."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _is_whole(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+_WHOLE_AT_LEAST = {
+    "n_startup_trials": 0,
+    "n_warmup_steps": 0,
+    "min_early_stopping_rate": 0,
+    "bootstrap_count": 0,
+    "n_ei_candidates": 1,
+    "interval_steps": 1,
+    "n_min_trials": 1,
+    "min_resource": 1,
+    "max_resource": 1,
+    "reduction_factor": 2,
+}
+_FLAGS = frozenset({"multivariate", "group", "constant_liar", "scramble"})
+
+
+def _option_wanted(kind: str, key: str, value: Scalar) -> str | None:
+    """What a sampler's or pruner's option must be, when ``value`` is not that (else None)."""
+    if key in _FLAGS:
+        return None if isinstance(value, bool) else "true or false"
+    if key == "seed":
+        return None if _is_whole(value) and 0 <= value < 2**32 else "a whole number 0 to 2**32-1"
+    if key == "qmc_type":
+        return None if value in ("sobol", "halton") else '"sobol" or "halton"'
+    if key == "percentile":
+        return None if _is_number(value) and 0 <= value <= 100 else "a number from 0 to 100"
+    least = _WHOLE_AT_LEAST.get(key)
+    if least is None:
+        return None
+    auto = (kind, key) in (("successive_halving", "min_resource"), ("hyperband", "max_resource"))
+    if auto and value == "auto":
+        return None
+    if _is_whole(value) and value >= least:
+        return None
+    return f"a whole number >= {least}" + (' or "auto"' if auto else "")
 
 
 def _choice(
@@ -353,6 +440,11 @@ def _choice(
             )
         if not isinstance(value, bool | int | float | str):
             raise ExecutorError(f"{where}: {what} option {key} must be a number, bool or string")
+        wanted = _option_wanted(body["type"], key, value)
+        if wanted:
+            raise ExecutorError(
+                f"{where}: {what} {body['type']} option {key} must be {wanted}, got {value!r}"
+            )
     try:
         table[body["type"]](**options)
     except (TypeError, ValueError) as exc:

@@ -87,6 +87,20 @@ params:
         (("compute_hours = 0.5", "compute_hours = -1"), "compute_hours must be"),
         (("trials = 5", "trials = 5\nshell = true"), "unknown field 'shell'"),
         (('type = "float"', 'type = "complex"'), "type must be float, int or categorical"),
+        (("compute_hours = 0.5", "compute_hours = true"), "compute_hours must be a positive"),
+        (("step = 32", "step = 0"), "step must be a whole number above 0"),
+        (("high = 128, step = 32", "high = 128, step = 1.5"), "step must be a whole number"),
+        (("high = 1e-2, log = true", "high = 1e-2, step = 0.0"), "step must be a number above"),
+        (("log = true", 'log = "no"'), "log must be true or false"),
+        (("low = 32", "low = true"), "low and high must each be a whole number"),
+        (("low = 32", "low = 32.5"), "low and high must each be a whole number"),
+        (("seed = 3", "seed = 3\nn_startup_trials = -5"), "n_startup_trials must be a whole nu"),
+        (("seed = 3", "seed = true"), "option seed must be a whole number"),
+        (("seed = 3", "seed = 3\nmultivariate = 1"), "multivariate must be true or false"),
+        (("n_warmup_steps = 1", "n_warmup_steps = true"), "must be a whole number >= 0, got True"),
+        (("n_warmup_steps = 1", "n_warmup_steps = 1.5"), "must be a whole number >= 0, got 1.5"),
+        (('"{ckpt}"]', '"{ckpt"]'), r"has a \{ alone; write a literal brace twice"),
+        (('"{ckpt}"]', '"ckpt}"]'), r"has a \} alone"),
     ],
 )
 def test_bad_fields_are_refused_by_name(
@@ -129,3 +143,22 @@ def test_grid_queues_take_ranges_and_lists() -> None:
             grid_spec("q", [bad], ["python", "p.py"])
     with pytest.raises(ExecutorError, match="names no param"):
         grid_spec("q", ["shard=0..1"], ["python", "p.py", "{shard}", "{nope}"])
+
+
+def test_a_literal_brace_is_written_twice_as_str_format_does(tmp_path: Path) -> None:
+    text = GOOD.replace(
+        '"--ckpt", "{ckpt}"]', '"--ckpt", "{ckpt}", "--json", "{{\\"lr\\": {lr}}}"]'
+    )
+    spec = load_spec(write(tmp_path, text))
+    values = {"lr": 0.001, "hidden": 64, "ckpt": "/c", "trial": 0, "sweep": "mlp"}
+    assert spec.render(values)[-2:] == ["--json", '{"lr": 0.001}']
+    queue = grid_spec("q", ["a=1"], ["echo", "{{a}}", "{{{a}}}", "}}{a}{{"])
+    assert queue.render({"a": 1}) == ["echo", "{a}", "{1}", "}1{"]
+    with pytest.raises(ExecutorError, match="names no param"):
+        grid_spec("q", ["a=1"], ["echo", "{}"])
+
+
+def test_a_grid_axis_given_twice_is_refused_not_dropped() -> None:
+    with pytest.raises(ExecutorError, match=r"--grid a is given twice; give all its values in one"):
+        grid_spec("q", ["a=1", "a=2"], ["echo", "{a}"])
+    assert grid_spec("q", ["a=1,2", "b=x"], ["echo", "{a}{b}"]).trials == 2
