@@ -37,7 +37,7 @@ from optuna.trial import FrozenTrial, Trial, TrialState
 
 from spotwise.executor.errors import Cancelled, ExecutorError, Stopped
 from spotwise.executor.launchers.registry import AwsTarget
-from spotwise.executor.sweep_spec import SweepSpec, grid_spec, load_spec
+from spotwise.executor.sweep_spec import SweepSpec, definition_changes, grid_spec, load_spec
 from spotwise.pricing.errors import PricingError
 from spotwise.progress import Progress
 
@@ -56,6 +56,8 @@ warnings.filterwarnings("ignore", message="Heartbeat of storage is supposed to b
 SWEEPS_FOLDER = "sweeps"
 """Next to the store: one folder per sweep (its default study file, the trials' checkpoints,
 the workers' logs)."""
+DEFINITION = "definition"
+"""The study's user attribute holding the spec's :meth:`SweepSpec.definition`."""
 ONE_TRIAL_ATTEMPTS = "job_ids"
 """The trial's user attribute listing the ledger's job of each attempt (retries included)."""
 
@@ -86,7 +88,7 @@ class SweepSource:
             raise ExecutorError(
                 "give a sweep spec file, or --grid NAME=0..N-1 with the command after --"
             )
-        return grid_spec(self.name or "queue", self.grid, self.command)
+        return grid_spec(self.name, self.grid, self.command)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -231,12 +233,9 @@ def open_study(config: SweepConfig, spec: SweepSpec) -> optuna.Study:
             sampler=spec.build_sampler(),
             pruner=spec.build_pruner(),
         )
-        if study.direction.name.lower() != spec.direction:
-            raise ExecutorError(
-                f"study {spec.name!r} in {config.storage.split('@')[-1]!r} is a "
-                f"{study.direction.name.lower()} study; the spec says {spec.direction}"
-            ) from None
+        _same_definition(study, spec, config)
         return study
+    study.set_user_attr(DEFINITION, spec.definition())
     if spec.sampler == "grid":
         for point in spec.grid_points():
             study.enqueue_trial(point, skip_if_exists=True)
@@ -244,6 +243,50 @@ def open_study(config: SweepConfig, spec: SweepSpec) -> optuna.Study:
     study.set_user_attr("queue", spec.queue)
     study.set_user_attr("ready", True)
     return study
+
+
+def _same_definition(study: optuna.Study, spec: SweepSpec, config: SweepConfig) -> None:
+    """Refuse to run ``spec`` into a study made from another definition (its trials would be
+    taken for this spec's: reported, resumed from their checkpoints, or counted as done)."""
+    where = config.storage.split("@")[-1]
+    if study.direction.name.lower() != spec.direction:
+        raise ExecutorError(
+            f"study {spec.name!r} in {where!r} is a {study.direction.name.lower()} study; the "
+            f"spec says {spec.direction}"
+        )
+    stored = study.user_attrs.get(DEFINITION)
+    if stored is None:
+        if study.user_attrs.get("ready"):  # made before definitions were kept: adopted
+            study.set_user_attr(DEFINITION, spec.definition())
+        return  # (or its maker is still queueing it)
+    changes = definition_changes(stored, spec.definition())
+    if changes:
+        rename = "give it another --name" if spec.queue else "give the spec another name"
+        raise ExecutorError(
+            f"{'work queue' if spec.queue else 'sweep'} {spec.name!r} in {where!r} was made "
+            f"from another definition ({changes}): {rename}, or add --start-over to delete "
+            "the stored one and its trials' checkpoints and run this one from the start"
+        )
+
+
+def start_over(config: SweepConfig, spec: SweepSpec) -> bool:
+    """Delete the sweep's study and its trials' checkpoint folders here, so the next
+    :func:`open_study` makes it afresh; whether there was one. (On AWS the trials'
+    checkpoints are in the bucket: the CLI refuses this there.)
+
+    Raises:
+        ExecutorError: the storage cannot be reached.
+    """
+    import shutil
+
+    try:
+        optuna.delete_study(study_name=spec.name, storage=_storage(config))
+        existed = True
+    except KeyError:
+        existed = False
+    for trial in sorted(Path(config.root).glob("trial-*")):
+        shutil.rmtree(trial, ignore_errors=True)
+    return existed
 
 
 @contextlib.contextmanager

@@ -37,6 +37,8 @@ class TrialCost:
     preemptions: int
     steps_lost: int
     simulated: bool
+    why: str | None = None
+    """Why its last attempt failed (None: it did not)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -117,6 +119,9 @@ def sweep_report(storage: str, name: str, store_path: Path) -> SweepReport:
                     preemptions=sum(r.preemptions for r in reports),
                     steps_lost=sum(int(t.user_attrs.get("steps_lost", 0)) for t in attempts),
                     simulated=any(r.simulated for r in reports),
+                    why=str(last.user_attrs["why"])
+                    if last.state is TrialState.FAIL and last.user_attrs.get("why")
+                    else None,
                 )
             )
     cost = sum(r.cost_usd for r in rows)

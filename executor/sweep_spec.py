@@ -23,7 +23,9 @@ replaced as whole arguments' parts (``{name}``), never evaluated and never given
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+import json
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -122,6 +124,26 @@ class SweepSpec:
 
     def build_pruner(self) -> optuna.pruners.BasePruner:
         return PRUNERS[self.pruner](**self.pruner_options)
+
+    def definition(self) -> dict[str, Any]:
+        """What makes this sweep's trials what they are (not its name, nor ``compute_hours``,
+        which only tells the policy): stored with its study, so a spec that changed is not run
+        into the old study's trials."""
+        return {
+            "command": list(self.command),
+            "params": {
+                p.name: {
+                    **json.loads(optuna.distributions.distribution_to_json(p.distribution)),
+                    "grid": None if p.grid is None else list(p.grid),
+                }
+                for p in self.params
+            },
+            "direction": self.direction,
+            "trials": self.trials,
+            "sampler": {"type": self.sampler, **self.sampler_options},
+            "pruner": {"type": self.pruner, **self.pruner_options},
+            "queue": self.queue,
+        }
 
     def grid_points(self) -> list[dict[str, Scalar]]:
         """Every point of the grid, in order (a grid sweep only)."""
@@ -260,9 +282,39 @@ def spec_from_dict(
     )
 
 
-def grid_spec(name: str, grid: Sequence[str], command: Sequence[str]) -> SweepSpec:
+def definition_changes(stored: Mapping[str, Any], given: Mapping[str, Any]) -> str:
+    """How ``given`` differs from a ``stored`` :meth:`SweepSpec.definition`, in a few words
+    (empty when it does not)."""
+    changes = []
+    for key in sorted(set(stored) | set(given)):
+        was, now = stored.get(key), given.get(key)
+        if json.dumps(was, sort_keys=True) == json.dumps(now, sort_keys=True):
+            continue
+        if key == "params" and isinstance(was, dict) and isinstance(now, dict):
+            names = sorted(n for n in set(was) | set(now) if was.get(n) != now.get(n))
+            changes.append(f"params {', '.join(names)}")
+        elif key in ("command", "trials", "direction"):
+            changes.append(f"{key} {_short(was)} there, {_short(now)} here")
+        else:
+            changes.append(key)
+    return "; ".join(changes)
+
+
+def _short(value: object) -> str:
+    if not isinstance(value, list):
+        return str(value)
+    text = " ".join(str(v) for v in value)
+    return repr(text if len(text) <= 60 else text[:57] + "...")
+
+
+QUEUE_NAME = "queue-{digest}"
+"""An unnamed work queue's name: from its command and grid, so that running the same queue
+again resumes it and a different one never meets its tasks."""
+
+
+def grid_spec(name: str | None, grid: Sequence[str], command: Sequence[str]) -> SweepSpec:
     """A work queue: ``shard=0..7`` (or ``shard=a,b,c``) for each ``--grid``, every point run
-    at least once, no metric."""
+    at least once, no metric; named after its command and grid when ``name`` is None."""
     params: dict[str, Any] = {}
     for item in grid:
         key, sep, values = item.partition("=")
@@ -275,14 +327,17 @@ def grid_spec(name: str, grid: Sequence[str], command: Sequence[str]) -> SweepSp
             )
         params[key.strip()] = {"type": "categorical", "choices": _grid_values(item, values)}
     spec = spec_from_dict(
-        {"name": name, "params": params, "sampler": "grid", "direction": "minimize"},
+        {"name": name or "queue", "params": params, "sampler": "grid", "direction": "minimize"},
         where="--grid",
         command=command,
     )
-    return SweepSpec(
-        **{f: getattr(spec, f) for f in SweepSpec.__dataclass_fields__ if f != "queue"},
-        queue=True,
-    )
+    fields = {f: getattr(spec, f) for f in SweepSpec.__dataclass_fields__}
+    queue = SweepSpec(**{**fields, "queue": True})
+    if name is None:
+        text = json.dumps(queue.definition(), sort_keys=True)
+        digest = hashlib.sha256(text.encode()).hexdigest()[:8]
+        queue = SweepSpec(**{**fields, "queue": True, "name": QUEUE_NAME.format(digest=digest)})
+    return queue
 
 
 def _grid_values(item: str, values: str) -> list[Scalar]:

@@ -77,8 +77,22 @@ def sweep_run(
         ),
     ] = None,
     name: Annotated[
-        str, typer.Option("--name", help="A work queue's name (a spec names its own).")
-    ] = "queue",
+        str | None,
+        typer.Option(
+            "--name",
+            help="A work queue's name (a spec names its own). Default: queue-HASH, from its "
+            "command and grid, so the same queue run again resumes it.",
+            show_default=False,
+        ),
+    ] = None,
+    fresh: Annotated[
+        bool,
+        typer.Option(
+            "--start-over",
+            help="Delete the stored sweep or queue of this name (its study and its trials' "
+            "checkpoints here) and run it from the start.",
+        ),
+    ] = False,
     workers: Annotated[
         int, typer.Option("--workers", min=1, max=64, help="Worker processes on this machine.")
     ] = 1,
@@ -165,7 +179,7 @@ def sweep_run(
     from its checkpoint, a dead worker's trial is retried by another, pruned trials stop at
     once. Run it on more machines with the same --storage URL to add workers there."""
     from spotwise.executor.launchers.registry import AwsTarget
-    from spotwise.executor.sweep import ReplayMarket, SweepConfig, SweepSource
+    from spotwise.executor.sweep import ReplayMarket, SweepConfig, SweepSource, start_over
     from spotwise.executor.sweep_report import sweep_report
     from spotwise.executor.sweep_workers import run_workers
 
@@ -195,12 +209,23 @@ def sweep_run(
             workdir=str(workdir.resolve()),
             setup=tuple(setup or ()),
         )
+    if fresh and aws is not None:
+        fail(
+            "--start-over deletes trials' checkpoints on this machine, but on AWS they are in "
+            "the bucket, where a new trial would resume an old one's: give another --name"
+        )
     try:
         if aws is not None:
             aws.require_complete()
         loaded = source.load()  # a bad spec is refused before anything is made
     except ExecutorError as exc:
         fail(str(exc))
+    if source.spec_file is None and name is None:
+        err.print(
+            f"… work queue {loaded.name} (named from its command and grid; --name to choose)",
+            markup=False,
+            highlight=False,
+        )
     path = ready_store(store)
     try:
         url, folder = _storage_for(storage, path, loaded.name)
@@ -227,6 +252,8 @@ def sweep_run(
             heartbeat_s=heartbeat_s,
             max_retry=max_retry,
         )
+        if fresh and start_over(config, loaded):
+            err.print(f"… {loaded.name}: the stored one deleted, starting over", markup=False)
         ended = run_workers(config, lambda m: err.print(f"… {m}", markup=False, highlight=False))
         report = sweep_report(url, loaded.name, path)
     except (ExecutorError, PricingError) as exc:
@@ -236,6 +263,28 @@ def sweep_run(
         raise typer.Exit(128 + ended.interrupted)
     if any(ended.exit_codes):
         fail(f"workers exited with {list(ended.exit_codes)}: their logs are in {folder}")
+    _fail_if_failed(report.to_dict(), folder)
+
+
+def _fail_if_failed(report: dict[str, Any], folder: Path) -> None:
+    """Exit 1 when a work queue has a task that failed (after its retries), or when every
+    trial of a sweep did: the work was not done."""
+    trials = report["trials"]
+    failed = [t for t in trials if t["state"] == "fail"]
+    what = "task" if report["queue"] else "trial"
+    if not failed or (not report["queue"] and len(failed) < len(trials)):
+        return
+    first = failed[0]
+    why = f"; {what} {first['trial']}: {first['why']}" if first.get("why") else ""
+    count = (
+        f"every {what} failed ({len(failed)})"
+        if len(failed) == len(trials)
+        else f"{len(failed)} of {len(trials)} {what}s failed"
+    )
+    fail(
+        f"{'work queue' if report['queue'] else 'sweep'} {report['sweep']}: {count}{why} "
+        f"(`spotwise sweep show {report['sweep']}` lists them; the workers' logs are in {folder})"
+    )
 
 
 @sweep_app.command("worker", hidden=True)

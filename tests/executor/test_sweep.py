@@ -302,3 +302,86 @@ def test_workers_share_a_study_in_postgresql_as_machines_would(
     report = json.loads(shown.stdout)
     assert [t["state"] for t in report["trials"]] == ["complete"] * 4
     assert url.split("@")[0] not in shown.stderr  # no password in what it prints
+
+
+def queue_args(out: Path, *extra: str) -> tuple[str, ...]:
+    return (
+        "sweep", "run", "--grid", "shard=0..1", *extra, *MARKET, "--json", "--",
+        sys.executable, TASK, "--shard", "{shard}", "--out", str(out), "--sleep", "0",
+    )  # fmt: skip
+
+
+def test_different_unnamed_queues_never_meet_and_the_same_one_resumes(
+    cli: CliRun, tmp_path: Path
+) -> None:
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    ran = cli(*queue_args(first))
+    assert ran.returncode == 0, ran.stderr
+    name = json.loads(ran.stdout)["sweep"]
+    assert name.startswith("queue-") and f"work queue {name} (named from its" in ran.stderr
+    other = cli(*queue_args(second))  # another command: another queue, its own tasks run
+    assert other.returncode == 0, other.stderr
+    report = json.loads(other.stdout)
+    assert report["sweep"] != name
+    assert [t["state"] for t in report["trials"]] == ["complete"] * 2
+    assert sorted((second / "writes.log").read_text().split()) == ["0", "1"]
+    again = cli(*queue_args(first))  # the same queue again: resumed, nothing run twice
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["sweep"] == name
+    assert sorted((first / "writes.log").read_text().split()) == ["0", "1"]
+
+
+def test_a_named_queue_of_another_definition_is_refused_until_started_over(
+    cli: CliRun, tmp_path: Path
+) -> None:
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    assert cli(*queue_args(first, "--name", "nightly")).returncode == 0
+    refused = cli(*queue_args(second, "--name", "nightly"))
+    assert refused.returncode == 1
+    line = refused.stderr.strip().splitlines()[-1]
+    assert "work queue 'nightly'" in line and "was made from another definition (command" in line
+    assert "give it another --name, or add --start-over" in line
+    assert not (second / "writes.log").exists()
+    over = cli(*queue_args(second, "--name", "nightly", "--start-over"))
+    assert over.returncode == 0, over.stderr
+    assert "nightly: the stored one deleted, starting over" in over.stderr
+    report = json.loads(over.stdout)
+    assert [t["state"] for t in report["trials"]] == ["complete"] * 2
+    assert sorted((second / "writes.log").read_text().split()) == ["0", "1"]
+    aws = cli(*queue_args(second, "--name", "nightly", "--start-over", "--launcher", "aws"))
+    assert aws.returncode == 1 and "on AWS they are in the bucket" in aws.stderr
+
+
+@pytest.mark.parametrize("kind", ["queue", "sweep"])
+def test_a_queue_or_sweep_whose_every_task_failed_exits_1(
+    cli: CliRun, tmp_path: Path, kind: str
+) -> None:
+    fails = [sys.executable, "-c", "import sys; sys.exit(3)"]
+    if kind == "queue":
+        args: tuple[str, ...] = ("--grid", "x=1,2", "--", *fails, "{x}")
+    else:
+        command = ", ".join(json.dumps(a) for a in [*fails, "{x}"])
+        path = spec(
+            tmp_path,
+            "failing",
+            f"""command = [{command}]
+[sampler]
+type = "grid"
+[params]
+x = {{ type = "categorical", choices = [1, 2] }}
+""",
+        )
+        args = (str(path),)
+    result = cli("sweep", "run", *MARKET, "--max-retry", "0", "--json", *args)
+    assert result.returncode == 1
+    report = json.loads(result.stdout)  # the report is still printed
+    assert [t["state"] for t in report["trials"]] == ["fail"] * 2
+    assert "exit code 3" in report["trials"][0]["why"]
+    what = "task" if kind == "queue" else "trial"
+    line = result.stderr.strip().splitlines()[-1]
+    assert f"every {what} failed (2); {what} 0: {sys.executable}: exit code 3" in line, line
+    assert f"spotwise sweep show {report['sweep']}" in line

@@ -3,13 +3,14 @@ nothing in a spec selects code or reaches a shell."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import optuna
 import pytest
 
 from spotwise.executor.errors import ExecutorError
-from spotwise.executor.sweep_spec import grid_spec, load_spec
+from spotwise.executor.sweep_spec import definition_changes, grid_spec, load_spec
 
 GOOD = """
 name = "mlp"
@@ -162,3 +163,22 @@ def test_a_grid_axis_given_twice_is_refused_not_dropped() -> None:
     with pytest.raises(ExecutorError, match=r"--grid a is given twice; give all its values in one"):
         grid_spec("q", ["a=1", "a=2"], ["echo", "{a}"])
     assert grid_spec("q", ["a=1,2", "b=x"], ["echo", "{a}{b}"]).trials == 2
+
+
+def test_an_unnamed_queue_is_named_after_its_command_and_grid() -> None:
+    one = grid_spec(None, ["a=1,2"], ["python", "t.py", "{a}"])
+    assert re.fullmatch(r"queue-[0-9a-f]{8}", one.name)
+    assert grid_spec(None, ["a=1,2"], ["python", "t.py", "{a}"]).name == one.name
+    assert grid_spec(None, ["a=1,2"], ["python", "other.py", "{a}"]).name != one.name
+    assert grid_spec(None, ["a=1..2"], ["python", "t.py", "{a}"]).name != one.name  # ints
+    assert grid_spec("nightly", ["a=1,2"], ["python", "t.py", "{a}"]).name == "nightly"
+
+
+def test_a_changed_definition_says_what_changed() -> None:
+    one = grid_spec("q", ["a=1,2"], ["python", "t.py", "{a}"]).definition()
+    assert definition_changes(one, one) == ""
+    other = grid_spec("q", ["a=1,2,3"], ["python", "other.py", "{a}"]).definition()
+    assert definition_changes(one, other) == (
+        "command 'python t.py {a}' there, 'python other.py {a}' here; params a; trials 2 there, "
+        "3 here"
+    )
