@@ -321,9 +321,10 @@ def grid_spec(name: str | None, grid: Sequence[str], command: Sequence[str]) -> 
         if not sep or not _PARAM.fullmatch(key.strip()):
             raise ExecutorError(f"--grid {item[:40]!r}: write NAME=0..N-1 or NAME=a,b,c")
         if key.strip() in params:
+            both = ",".join(str(v) for v in [*params[key.strip()]["choices"], values.strip()])
             raise ExecutorError(
-                f"--grid {key.strip()} is given twice; give all its values in one: "
-                f"--grid {key.strip()}=a,b,c (each --grid is another axis of the product)"
+                f"--grid {key.strip()} is given twice; give all its values in one, e.g. "
+                f"--grid {key.strip()}={both[:60]} (each --grid is another axis of the product)"
             )
         params[key.strip()] = {"type": "categorical", "choices": _grid_values(item, values)}
     spec = spec_from_dict(

@@ -160,7 +160,10 @@ def test_a_literal_brace_is_written_twice_as_str_format_does(tmp_path: Path) -> 
 
 
 def test_a_grid_axis_given_twice_is_refused_not_dropped() -> None:
-    with pytest.raises(ExecutorError, match=r"--grid a is given twice; give all its values in one"):
+    with pytest.raises(
+        ExecutorError,
+        match=r"--grid a is given twice; give all its values in one, e.g. --grid a=1,2 ",
+    ):
         grid_spec("q", ["a=1", "a=2"], ["echo", "{a}"])
     assert grid_spec("q", ["a=1,2", "b=x"], ["echo", "{a}{b}"]).trials == 2
 
