@@ -73,7 +73,11 @@ def run_under_replay(
             raise ExecutorError(f"gave up after {max_launches} launches of {command[0]}")
         launch = Launch(started=time.time())
         launches.append(launch)
-        process = subprocess.Popen(list(command), stdout=subprocess.PIPE, text=True, env=env)
+        # A session of its own: a Ctrl-C to the terminal's group reaches only this process,
+        # which then ends the command (:func:`_end`).
+        process = subprocess.Popen(
+            list(command), stdout=subprocess.PIPE, text=True, env=env, start_new_session=True
+        )
         running = threading.Event()
         reader = threading.Thread(target=_read_events, args=(process, launch, running), daemon=True)
         reader.start()
@@ -82,17 +86,21 @@ def run_under_replay(
             next_index += 1
         hit = sum(1 for earlier in launches[:-1] if earlier.noticed)
         left = max_preemptions is None or hit < max_preemptions
-        while process.poll() is None:
-            now = time.monotonic() - began
-            if left and next_index < len(schedule) and running.is_set():
-                at = schedule[next_index]
-                if not launch.noticed and now >= at - lead_s:
-                    process.send_signal(signal.SIGTERM)
-                    launch.noticed = True
-                if launch.noticed and now >= at + grace_s:
-                    process.kill()
-                    launch.killed = True
-            time.sleep(0.01)
+        try:
+            while process.poll() is None:
+                now = time.monotonic() - began
+                if left and next_index < len(schedule) and running.is_set():
+                    at = schedule[next_index]
+                    if not launch.noticed and now >= at - lead_s:
+                        process.send_signal(signal.SIGTERM)
+                        launch.noticed = True
+                    if launch.noticed and now >= at + grace_s:
+                        process.kill()
+                        launch.killed = True
+                time.sleep(0.01)
+        except BaseException:  # Ctrl-C, a signal the caller turned into an exception
+            _end(process, grace_s)
+            raise
         reader.join()
         launch.returncode = process.returncode
         if launch.noticed:
@@ -106,6 +114,18 @@ def run_under_replay(
                 f"{command[0]} failed with exit code {process.returncode} "
                 "(not a preemption); fix the job and run again"
             )
+
+
+def _end(process: subprocess.Popen[str], grace_s: float) -> None:
+    """Stop ``process`` as a cloud would: a notice (SIGTERM), ``grace_s`` to checkpoint, then
+    a kill."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 def _read_events(process: subprocess.Popen[str], launch: Launch, running: threading.Event) -> None:

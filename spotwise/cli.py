@@ -7,8 +7,12 @@ them, so that every command starts in well under a second (``spotwise bench star
 from __future__ import annotations
 
 import json
+import signal
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -387,8 +391,50 @@ def demo(
 ) -> None:
     """The main job end to end: load the bundled data, fit forecasts, plan a job, then train
     the example under the supervisor on replayed real V100 traces (preemptions, a migration,
-    bit-exact resume) and print the cost report."""
+    bit-exact resume) and print the cost report. SIGINT or SIGTERM stops it at any step
+    (exit 128 + the signal), even where the shell that started it ignores Ctrl-C."""
+    from spotwise.executor.errors import Cancelled
+
+    with _stopped_by_signals() as stopped:
+        try:
+            _demo(as_json=as_json, store=store)
+        except Cancelled as exc:  # the supervised run had the job checkpoint and stop
+            stopped.append(exc.signum)
+    if stopped:
+        say(f"demo stopped by {signal.Signals(stopped[0]).name}: nothing more was run")
+        raise typer.Exit(128 + stopped[0])
+
+
+class _Interrupted(BaseException):
+    """A stop signal, raised where the demo is (the supervised run catches its own)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextmanager
+def _stopped_by_signals() -> Iterator[list[int]]:
+    """SIGINT and SIGTERM end the block at once; the list gets the signal's number."""
+
+    def interrupt(signum: int, _: FrameType | None) -> None:
+        raise _Interrupted(signum)
+
+    stopped: list[int] = []
+    previous = {s: signal.signal(s, interrupt) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield stopped
+    except _Interrupted as exc:
+        stopped.append(exc.signum)
+    finally:
+        for s, old in previous.items():
+            signal.signal(s, old)
+
+
+def _demo(*, as_json: bool, store: Path | None) -> None:
+    """:func:`demo`'s steps."""
     from spotwise.executor.demo import run_example
+    from spotwise.executor.errors import Cancelled
     from spotwise.policy.traces import load_traces
     from spotwise.pricing.forecast.run import run_forecasts
     from spotwise.run_commands import _print_report
@@ -417,6 +463,8 @@ def demo(
     traces = load_traces(settings.bundled_traces())
     try:
         result = run_example(store_path, traces, step)
+    except Cancelled:
+        raise
     except (ExecutorError, PolicyError) as exc:
         fail(str(exc))
     if as_json:

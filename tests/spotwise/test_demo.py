@@ -39,3 +39,55 @@ def test_demo_trains_through_preemptions_and_a_migration_and_resumes_bit_exactly
     assert summary["tables"]["prices"] > 20_000 and forecasts > 0
     listed = cli("jobs", "list", "--json")
     assert report["job_id"] in [j["job_id"] for j in json.loads(listed.stdout)]
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_the_reference_run_stops_the_demo_and_its_training(store_file) -> None:
+    """Ctrl-C to the demo's process group while the reference run trains: the demo stops
+    (130, one line) and leaves no training behind, even started where SIGINT is ignored (a
+    shell's background job), as the supervised run already did."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import psutil
+
+    process = subprocess.Popen(
+        [sys.executable, "-m", "spotwise", "demo"],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "SPOTWISE_STORE": str(store_file), "COLUMNS": "200"},
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )
+    assert process.stderr is not None
+    lines: list[str] = []
+    children: list[psutil.Process] = []
+    try:
+        for line in process.stderr:
+            lines.append(line)
+            if "reference run" in line:
+                break
+        deadline = time.monotonic() + 60
+        while not children and time.monotonic() < deadline:  # the training has started
+            children = psutil.Process(process.pid).children(recursive=True)
+            time.sleep(0.1)
+        assert children, "".join(lines)
+        os.killpg(process.pid, signal.SIGINT)
+        _, rest = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        for child in children:
+            if child.is_running():
+                child.kill()
+    text = "".join(lines) + rest
+    assert process.returncode == 130, text[-2000:]
+    assert "demo stopped by SIGINT" in text and "supervised run" not in text
+    assert "Traceback" not in rest
+    gone, alive = psutil.wait_procs(children, timeout=10)
+    assert not alive
