@@ -89,5 +89,5 @@ def test_ctrl_c_during_the_reference_run_stops_the_demo_and_its_training(store_f
     assert process.returncode == 130, text[-2000:]
     assert "demo stopped by SIGINT" in text and "supervised run" not in text
     assert "Traceback" not in rest
-    gone, alive = psutil.wait_procs(children, timeout=10)
+    _, alive = psutil.wait_procs(children, timeout=10)
     assert not alive
