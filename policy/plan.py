@@ -230,26 +230,54 @@ def plan_job(
     )
 
 
-def next_step(plan: Plan, inputs: PlanInputs, command: str = "python train.py") -> str:
-    """The command that runs the plan: the best pool's region, its plan's pools there in order,
-    the job's hours and the checkpoint interval."""
+def next_step(
+    plan: Plan,
+    inputs: PlanInputs,
+    command: str | None = None,
+    *,
+    shown: int | None = None,
+    image_id: str | None = None,
+    bucket: str | None = None,
+    instance_profile: str | None = None,
+) -> str:
+    """The command that runs the plan: the best pool's region, its plan's pools there among
+    the ``shown`` first (all: None) in order, the account's settings (placeholders in capitals
+    for those not given), the job's hours, the checkpoint interval and where it checkpoints;
+    ``command`` defaults to ``python train.py --ckpt`` that place."""
     best = plan.best
     if best.pool.provider != "aws":
         return (
             f"Spotwise launches on AWS only; for {best.pool.name} write a SkyPilot task: "
             f"spotwise plan --gpu-hours {inputs.gpu_hours:g} --deadline-hours "
             f"{inputs.deadline_hours:g} --instance-type {best.pool.instance_type} "
-            f"--skypilot task.yaml --run '{command}'"
+            f"--skypilot task.yaml --run '{command or 'python train.py'}'"
         )
     zones = [
         p.pool.zone
-        for p in plan.pools
+        for p in plan.pools[:shown]
         if p.pool.provider == "aws" and p.pool.region == best.pool.region and p.spot_share > 0
     ]
     market = f"--pools {','.join(zones)}" if zones else "--on-demand-after 0"
+    ckpt = f"s3://{bucket or 'BUCKET'}/spotwise/checkpoints/run1"
     return (
         f"spotwise run --launcher aws --region {best.pool.region} --instance-type "
-        f"{best.pool.instance_type} {market} --compute-hours {inputs.gpu_hours:g} "
-        f"--deadline-hours {inputs.deadline_hours:g} --checkpoint-minutes "
-        f"{60 * best.checkpoint_interval_hours:.0f} -- {command}"
+        f"{best.pool.instance_type} --image-id {image_id or 'AMI'} --bucket "
+        f"{bucket or 'BUCKET'} --instance-profile {instance_profile or 'PROFILE'} {market} "
+        f"--compute-hours {inputs.gpu_hours:g} --deadline-hours {inputs.deadline_hours:g} "
+        f"--checkpoint-minutes {60 * best.checkpoint_interval_hours:.0f} --ckpt {ckpt} "
+        f"-- {command or f'python train.py --ckpt {ckpt}'}"
     )
+
+
+PLACEHOLDERS = {
+    "AMI": "--image-id",
+    "BUCKET": "--bucket",
+    "PROFILE": "--instance-profile",
+}
+"""The account settings :func:`next_step` writes in capitals when not given, by flag."""
+
+
+def missing_settings(command: str) -> list[str]:
+    """The flags whose placeholders ``command`` (of :func:`next_step`) still holds."""
+    words = set(command.replace("/", " ").split())
+    return [flag for word, flag in PLACEHOLDERS.items() if word in words]

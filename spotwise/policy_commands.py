@@ -14,6 +14,9 @@ from rich.table import Table
 
 from spotwise import settings
 from spotwise.console import (
+    AwsBucket,
+    AwsImageId,
+    AwsInstanceProfile,
     ChangeoverHours,
     ComputeHours,
     DeadlineHours,
@@ -626,14 +629,21 @@ def plan(
     ] = None,
     run: Annotated[
         str | None,
-        typer.Option("--run", help="The SkyPilot task's run command.", show_default=False),
+        typer.Option(
+            "--run",
+            help="The training command (of the next step, and of the SkyPilot task).",
+            show_default=False,
+        ),
     ] = None,
+    image_id: AwsImageId = None,
+    bucket: AwsBucket = None,
+    instance_profile: AwsInstanceProfile = None,
     store: StoreOption = None,
 ) -> None:
     """Recommend pools, market mix and checkpoint interval, with the cost against on-demand,
     where every number came from, and the command that runs the plan."""
     from spotwise.policy.market import pools_from_store, require_pools
-    from spotwise.policy.plan import PlanInputs, next_step, plan_job
+    from spotwise.policy.plan import PlanInputs, missing_settings, next_step, plan_job
 
     if provider not in ("aws", "gcp", "all"):
         fail(f"--provider must be aws, gcp or all, got {provider!r}")
@@ -653,7 +663,15 @@ def plan(
     except PolicyError as exc:
         fail(f"{instance_type}: {exc}")
     shown = result.pools[:top]
-    command = next_step(result, inputs, run or "python train.py")
+    command = next_step(
+        result,
+        inputs,
+        run,
+        shown=top,
+        image_id=image_id,
+        bucket=bucket,
+        instance_profile=instance_profile,
+    )
     if skypilot is not None:
         from spotwise.policy.skypilot import skypilot_task, write_task
 
@@ -682,6 +700,13 @@ def plan(
     if len(result.left_out) > 5:
         out.print(f"  - … and {len(result.left_out) - 5} more pools left out")
     out.print(f"next: {command}", soft_wrap=True)
+    missing = missing_settings(command)
+    if missing:
+        out.print(
+            f"  (give plan {', '.join(missing)} to fill in the capitals, so that it runs as "
+            "printed: `spotwise setup aws` makes the bucket and the instance profile)",
+            soft_wrap=True,
+        )
 
 
 OD_KINDS = {"store": "list", "estimate": "est.", "given": "given", "reference": "ref."}

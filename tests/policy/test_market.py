@@ -12,7 +12,7 @@ import pytest
 
 from spotwise.policy.errors import PolicyError
 from spotwise.policy.market import StorePools, pools_from_store, require_pools
-from spotwise.policy.plan import PlanInputs, next_step, plan_job
+from spotwise.policy.plan import PlanInputs, missing_settings, next_step, plan_job
 from spotwise.pricing.forecast.run import pool_risks
 from spotwise.pricing.ingest import load_paths
 from spotwise.pricing.quotes import REFERENCE_SOURCE
@@ -89,11 +89,28 @@ def test_the_plan_ends_with_the_command_that_runs_it(p3: StorePools) -> None:
     best = plan.best
     assert command.startswith(
         f"spotwise run --launcher aws --region {best.pool.region} --instance-type p3.2xlarge "
+        "--image-id AMI --bucket BUCKET --instance-profile PROFILE "
         f"--pools {best.pool.zone}"
     )
+    assert missing_settings(command) == ["--image-id", "--bucket", "--instance-profile"]
     assert f"--checkpoint-minutes {60 * best.checkpoint_interval_hours:.0f}" in command
     assert command.endswith("-- python train.py --ckpt s3://b/ck")
     assert 0.0 <= best.p_late_on_spot <= 1.0
+
+
+def test_the_next_step_names_only_pools_the_table_shows_and_the_account_given(
+    p3: StorePools,
+) -> None:
+    inputs = PlanInputs(gpu_hours=24, deadline_hours=36)
+    plan = plan_job(inputs, p3.pools)
+    command = next_step(
+        plan, inputs, shown=2, image_id="ami-1", bucket="bk", instance_profile="prof"
+    )
+    zones = command.split("--pools ")[1].split()[0].split(",")
+    assert set(zones) <= {p.pool.zone for p in plan.pools[:2]}
+    assert missing_settings(command) == []
+    assert "--image-id ami-1 --bucket bk --instance-profile prof" in command
+    assert "--ckpt s3://bk/spotwise/checkpoints/run1 -- python train.py --ckpt s3://bk/" in command
 
 
 @pytest.mark.slow
