@@ -17,6 +17,9 @@ from botocore.exceptions import ClientError
 from spotwise.executor.errors import ExecutorError
 
 ROLE_POLICY_NAME = "spotwise-instance"
+CHECKPOINT_PREFIX = "spotwise/checkpoints"
+"""Where in the bucket the instance role may write, list, read and delete checkpoints: every
+checkpoint Spotwise picks on S3 (a sweep's trials') lies under it."""
 NODES_GROUP = "spotwise-nodes"
 PUBLIC_ACCESS_BLOCKS = (
     "BlockPublicAcls",
@@ -65,14 +68,14 @@ def instance_role_policy(bucket: str, account: str) -> dict[str, Any]:
                 "Sid": "Checkpoints",
                 "Effect": "Allow",
                 "Action": ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"],
-                "Resource": f"arn:aws:s3:::{bucket}/spotwise/checkpoints/*",
+                "Resource": f"arn:aws:s3:::{bucket}/{CHECKPOINT_PREFIX}/*",
             },
             {
                 "Sid": "ListCheckpoints",
                 "Effect": "Allow",
                 "Action": ["s3:ListBucket"],
                 "Resource": f"arn:aws:s3:::{bucket}",
-                "Condition": {"StringLike": {"s3:prefix": "spotwise/checkpoints/*"}},
+                "Condition": {"StringLike": {"s3:prefix": f"{CHECKPOINT_PREFIX}/*"}},
             },
         ],
     }

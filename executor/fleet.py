@@ -41,6 +41,7 @@ from typing import Any, Literal
 from spotwise.executor.elastic import NodePlan
 from spotwise.executor.errors import ExecutorError
 from spotwise.executor.launchers.base import Launcher
+from spotwise.executor.ledger import new_job_id
 from spotwise.executor.spec_file import read_spec_file
 from spotwise.executor.supervised import SupervisedJob, supervise
 from spotwise.executor.supervisor import ClientFor, SupervisorConfig
@@ -275,7 +276,7 @@ def run_fleet(
     spec: FleetSpec,
     *,
     store_path: Path,
-    launcher_for: Callable[[], Launcher],
+    launcher_for: Callable[[str], Launcher],
     config_for: Callable[[FleetJobSpec], SupervisorConfig],
     client_for: ClientFor,
     progress: Progress,
@@ -292,11 +293,13 @@ def run_fleet(
             inner = client_for(history, gap, pools)
             return TieredClient(inner, job=job.name, tier=job.tier, budget=budget)
 
+        job_id = new_job_id()  # its ledger's and its launcher's (its cloud tags, its prefix)
         try:
             done = supervise(
                 list(job.command),
                 store_path=store_path,
-                launcher=launcher_for(),
+                launcher=launcher_for(job_id),
+                job_id=job_id,
                 config=config_for(job),
                 client_for=tiered,
                 name=job.name,

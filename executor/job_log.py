@@ -1,6 +1,7 @@
 """A job's log: what its command printed, per instance, kept next to the store in a folder only
-the user can read (``logs/JOB/``, one ``N.log`` per instance, N in launch order), and printed
-live on the supervisor's stderr, prefixed by where the instance runs."""
+the user can read (``logs/JOB/``, one ``N.log`` per instance, N in launch order, and beside it
+``N.launched``, the instance's id, once it has started), and printed live on the supervisor's
+stderr, prefixed by where the instance runs (and, in a fleet, by the job's name)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
@@ -21,9 +23,13 @@ def log_folder(store_path: Path, job_id: str) -> Path:
     return store_path.parent / "logs" / job_id
 
 
-def echo(placement: Placement, stream: TextIO | None = None) -> Callable[[str], None]:
-    """Print an instance's lines on ``stream`` (stderr), prefixed by where it runs."""
-    prefix = f"[{placement.describe()}] "
+def echo(
+    placement: Placement, stream: TextIO | None = None, label: str | None = None
+) -> Callable[[str], None]:
+    """Print an instance's lines on ``stream`` (stderr), prefixed by where it runs (after
+    ``label``, the job's name, when several jobs print side by side)."""
+    where = placement.describe()
+    prefix = f"[{label}: {where}] " if label else f"[{where}] "
 
     def write(line: str) -> None:
         out = stream if stream is not None else sys.stderr
@@ -36,8 +42,10 @@ def echo(placement: Placement, stream: TextIO | None = None) -> Callable[[str], 
 class JobLog:
     """Writes each instance's lines to its own file and echoes them, prefixed."""
 
-    def __init__(self, folder: Path, stream: TextIO | None = None) -> None:
-        self.folder, self.stream = folder, stream
+    def __init__(
+        self, folder: Path, stream: TextIO | None = None, label: str | None = None
+    ) -> None:
+        self.folder, self.stream, self.label = folder, stream, label
         self._files: list[TextIO] = []
         self._lock = threading.Lock()
         """An instance's stdout and stderr are read by two threads."""
@@ -52,7 +60,7 @@ class JobLog:
         file = os.fdopen(fd, "a", buffering=1)  # line-buffered: a reader sees whole lines
         file.write(f"# {placement.describe()}\n")
         self._files.append(file)
-        shown = echo(placement, self.stream)
+        shown = echo(placement, self.stream, self.label)
 
         def write(line: str) -> None:
             with self._lock:
@@ -62,6 +70,15 @@ class JobLog:
 
         return write
 
+    def launched(self, instance_id: str | None) -> None:
+        """The last instance :meth:`for_instance` was asked for has started, as ``instance_id``
+        (None: it has no id of its own). A log without this mark is of a launch that was
+        refused."""
+        path = self.folder / f"{len(self._files)}.launched"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as file:
+            file.write(instance_id or "")
+
     def close(self) -> None:
         """Close every instance's file (after the job)."""
         with self._lock:
@@ -69,12 +86,54 @@ class JobLog:
                 file.close()
 
 
-def read_logs(folder: Path) -> Iterator[tuple[str, str]]:
-    """(where it ran, line) of every instance's log in launch order."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InstanceLog:
+    """What one instance of a job printed."""
+
+    number: int
+    """The instance's place among the job's instances (1: the first)."""
+    where: str
+    """Where it ran (``spot in us-east-1a``)."""
+    instance_id: str | None
+    """Its id on the cloud (None: a local process, or a log from before ids were kept)."""
+    launched_at: float | None
+    """When it started (Unix seconds; None: not recorded)."""
+    lines: list[str]
+
+    def marker(self) -> str:
+        """The line that opens its part of the job's log."""
+        named = f" ({self.instance_id})" if self.instance_id else ""
+        return f"--- instance {self.number}: {self.where}{named} ---"
+
+
+def instance_logs(folder: Path) -> list[InstanceLog]:
+    """Every started instance's log, in launch order (a refused launch's is left out)."""
+    logs: list[InstanceLog] = []
     for path in sorted(folder.glob("*.log"), key=lambda p: int(p.stem)):
-        where = ""
-        for line in path.read_text().splitlines():
+        where, lines = "", []
+        for line in path.read_text(errors="replace").splitlines():
             if line.startswith("# ") and not where:
                 where = line[2:]
                 continue
-            yield where, line
+            lines.append(line)
+        mark = path.with_suffix(".launched")
+        started = mark.is_file()
+        if not started and not lines:
+            continue  # asked for, then refused (no capacity): nothing ran
+        logs.append(
+            InstanceLog(
+                number=len(logs) + 1,
+                where=where,
+                instance_id=(mark.read_text().strip() or None) if started else None,
+                launched_at=mark.stat().st_mtime if started else None,
+                lines=lines,
+            )
+        )
+    return logs
+
+
+def read_logs(folder: Path) -> Iterator[tuple[str, str]]:
+    """(where it ran, line) of every instance's log in launch order."""
+    for log in instance_logs(folder):
+        for line in log.lines:
+            yield log.where, line

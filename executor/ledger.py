@@ -40,9 +40,17 @@ from spotwise.pricing.operational import OperationalStore, open_operational
 log = logging.getLogger(__name__)
 
 
+def new_job_id() -> str:
+    """A new job's id: the one id of its ledger rows, log folder, cloud tags, S3 prefix and
+    secrets (minted once, before its launcher is built)."""
+    return uuid.uuid4().hex[:12]
+
+
 class EntryKind(enum.StrEnum):
     """What a ledger entry records."""
 
+    LAUNCH = "launch"
+    """An instance started (its id in ``detail``); its ``instance`` entry follows at its end."""
     INSTANCE = "instance"
     NOTICE = "notice"
     PREEMPTION = "preemption"
@@ -109,7 +117,7 @@ class Ledger:
 
     def __init__(self, store_path: Path, info: JobInfo, job_id: str | None = None) -> None:
         self.store_path = store_path
-        self.job_id = job_id or uuid.uuid4().hex[:12]
+        self.job_id = job_id or new_job_id()
         self._seq = 0
         self._writes: list[LedgerWrite] = []
         self._pending: list[LedgerWrite] = []
@@ -491,7 +499,8 @@ def _report(job: pd.Series, entries: pd.DataFrame, *, pending: int) -> JobReport
             compute=round(compute, 4), storage=round(storage, 4), recovery=round(recovery, 4)
         ),
         markets=by_market,
-        instances=len(instances),
+        # launched ones count from their launch: the running one has no ``instance`` entry yet
+        instances=max(len(instances), int((entries.kind == EntryKind.LAUNCH).sum())),
         preemptions=int((entries.kind == EntryKind.PREEMPTION).sum()),
         notices=int((entries.kind == EntryKind.NOTICE).sum()),
         migrations=int((entries.kind == EntryKind.MIGRATION).sum()),

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from spotwise.executor.elastic import NodePlan, NodeSupervisor, SpendGate
+from spotwise.executor.errors import ExecutorError
 from spotwise.executor.job_log import JobLog, log_folder
 from spotwise.executor.launchers.base import Launcher
 from spotwise.executor.ledger import JobInfo, JobReport, Ledger
@@ -76,7 +77,20 @@ def supervise(
     """Run ``command`` under the supervisor on ``launcher``, to its end in the ledger (as job
     ``job_id``, a new id by default; of ``sweep``'s ``trial`` when given); with ``nodes``, as an
     elastic job on that many nodes (:mod:`spotwise.executor.elastic`), its spend granted by
-    ``gate``."""
+    ``gate``. A launcher of a cloud job carries the job's id (its tags, its S3 prefix): the
+    ledger records the job under that id.
+
+    Raises:
+        ExecutorError: when ``job_id`` and the launcher's differ.
+    """
+    tagged = getattr(launcher, "job_id", None)
+    if tagged is not None:
+        if job_id is not None and job_id != tagged:
+            raise ExecutorError(
+                f"job {job_id}: its launcher tags its resources as job {tagged}; give both "
+                "the id of new_job_id()"
+            )
+        job_id = str(tagged)
     job = config.job
     prices = config.prices or PriceBook.flat(launcher.pools, job.spot_price, job.on_demand_price)
     config = dataclasses.replace(config, prices=prices)
@@ -99,7 +113,8 @@ def supervise(
         ),
         job_id=job_id,
     )
-    log = JobLog(log_folder(store_path, ledger.job_id))
+    # a fleet's jobs print side by side: each line names its job
+    log = JobLog(log_folder(store_path, ledger.job_id), label=name if fleet else None)
     supervisor: Supervisor | NodeSupervisor
     if nodes is None:
         supervisor = Supervisor(

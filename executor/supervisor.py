@@ -71,6 +71,9 @@ class SupervisorConfig:
     poll_s: float = 0.02
     no_capacity_s: float = 60.0
     """Wall seconds a pool that refused a launch is left alone."""
+    waiting_report_s: float | None = 60.0
+    """Wall seconds between lines saying what the job waits for while its instance has sent
+    no output yet (a cloud instance booting; None: say nothing)."""
     ckpt_dirs: tuple[Path, ...] = ()
     """Local checkpoint folders whose size is reported to the ledger at the end."""
     stall_timeout_s: float | None = 600.0
@@ -337,6 +340,7 @@ class Supervisor:
                 self.ledger.record(EntryKind.FAILURE, pool=placement.pool, detail=str(exc))
                 raise
             self._instance = instance
+            self._launched(instance)
             self._asked = []
             self._saw(placement.pool, True)
             self.ledger.running_in(instance.process_group())
@@ -403,8 +407,12 @@ class Supervisor:
         on_demand = instance.placement.market == "on-demand" and spot_check_s is not None
         next_spot_check = next_risk_check + (spot_check_s or 0.0)
         stall_s = self.config.stall_timeout_s
+        waiting_since = self.clock.monotonic()
+        next_waiting = waiting_since + (self.config.waiting_report_s or float("inf"))
         while (code := instance.poll()) is None:
             now = self.clock.monotonic()
+            if now >= next_waiting:
+                next_waiting = self._say_waiting(instance, waiting_since, now)
             if self._cancel is not None:
                 if cancel_kill_at is None:
                     cancel_kill_at = now + self.config.cancel_grace_s
@@ -484,6 +492,28 @@ class Supervisor:
         if code == PREEMPTED_EXIT_CODE or killed or (noticed and code < 0):
             return Outcome.PREEMPTED, code
         return Outcome.FAILED, code
+
+    def _launched(self, instance: Instance) -> None:
+        """Record a started instance: in the ledger (so ``jobs show`` counts it while it runs)
+        and in the job's log (so ``jobs logs`` names it)."""
+        name = getattr(instance, "instance_id", None)
+        placement = instance.placement
+        self.ledger.record(
+            EntryKind.LAUNCH, pool=placement.pool, market=placement.market, detail=name
+        )
+        if self.log is not None:
+            self.log.launched(name)
+
+    def _say_waiting(self, instance: Instance, since: float, now: float) -> float:
+        """Say what the job waits for while ``instance`` has sent no output (a cloud
+        instance's :meth:`waiting`), every ``waiting_report_s``; when to look again."""
+        every = self.config.waiting_report_s
+        waiting = getattr(instance, "waiting", None)
+        if every is None or not callable(waiting):
+            return float("inf")
+        if line := waiting(now - since):
+            self.progress(line)
+        return now + every
 
     def _drill_due(self, running_s: float) -> bool:
         """Whether the drill's notice is due for an instance whose command has run this long."""

@@ -24,7 +24,6 @@ import json
 import math
 import threading
 import time
-import uuid
 import warnings
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
@@ -37,6 +36,7 @@ from optuna.trial import FrozenTrial, Trial, TrialState
 
 from spotwise.executor.errors import Cancelled, ExecutorError, Stopped
 from spotwise.executor.launchers.registry import AwsTarget
+from spotwise.executor.ledger import new_job_id
 from spotwise.executor.sweep_spec import SweepSpec, definition_changes, grid_spec, load_spec
 from spotwise.pricing.errors import PricingError
 from spotwise.progress import Progress
@@ -119,7 +119,7 @@ class SweepConfig:
     market: ReplayMarket
     aws: AwsTarget | None = None
     """Run the trials on AWS instead of the replayed market; they checkpoint to
-    ``s3://BUCKET/spotwise/sweeps/NAME/trial-N/ckpt``."""
+    ``s3://BUCKET/spotwise/checkpoints/sweeps/NAME/trial-N/ckpt`` (:func:`aws_checkpoint`)."""
     workers: int = 1
     deadline_hours: float | None = None
     budget_usd: float | None = None
@@ -402,7 +402,7 @@ class SweepWorker:
         number = original_number(frozen)
         ckpt = self._checkpoint_folder(number)
         self._fence(frozen)
-        job_id = uuid.uuid4().hex[:12]
+        job_id = new_job_id()
         attempts = [*frozen.user_attrs.get(ONE_TRIAL_ATTEMPTS, []), job_id]
         trial.set_user_attr(ONE_TRIAL_ATTEMPTS, attempts)
         values = {**trial.params, "trial": number, "ckpt": str(ckpt), "sweep": self.spec.name}
@@ -443,8 +443,7 @@ class SweepWorker:
         """Trial ``number``'s checkpoint folder, the same for each of its retries: in the
         sweep's folder here, or under the bucket's sweep prefix on AWS."""
         if self.config.aws is not None:
-            prefix = f"s3://{self.config.aws.bucket}/spotwise/sweeps/{self.spec.name}"
-            return f"{prefix}/trial-{number:05d}/ckpt"
+            return aws_checkpoint(str(self.config.aws.bucket), self.spec.name, number)
         ckpt = self.folder / f"trial-{number:05d}" / "ckpt"
         ckpt.parent.mkdir(exist_ok=True, mode=0o700)
         ckpt.mkdir(exist_ok=True, mode=0o700)
@@ -493,7 +492,7 @@ class SweepWorker:
         from spotwise.policy.schemas import JobTerms
         from spotwise.pricing.store import MarketStore
 
-        launcher, instance_type, home = self._launcher()
+        launcher, instance_type, home = self._launcher(job_id)
         with MarketStore.open(Path(self.config.store), read_only=True) as store:
             prices = price_book(
                 store,
@@ -564,7 +563,7 @@ class SweepWorker:
             raise ExecutorError("only a sweep on AWS ships its code")
         return ship_code(self.config.aws)
 
-    def _launcher(self) -> tuple[Launcher, str, str | None]:
+    def _launcher(self, job_id: str) -> tuple[Launcher, str, str | None]:
         """This trial's launcher, the instance type its prices are of, and its home region:
         the replayed market from where this worker's clock stands, or AWS."""
         from spotwise.executor.launchers.local import Replay
@@ -573,7 +572,8 @@ class SweepWorker:
 
         aws = self.config.aws
         if aws is not None:
-            return aws_launcher(aws, self._shipped_code), aws.instance_type, aws.region
+            launcher = aws_launcher(aws, self._shipped_code, job_id=job_id)
+            return launcher, aws.instance_type, aws.region
         market = self.config.market
         replay = Replay(
             traces=self._traces,
@@ -583,6 +583,14 @@ class SweepWorker:
             boot_s=market.boot_s,
         )
         return replay.launcher(), REFERENCE_INSTANCE_TYPE, None
+
+
+def aws_checkpoint(bucket: str, sweep: str, number: int) -> str:
+    """Trial ``number``'s checkpoint folder in ``bucket``: under the prefix the instance role
+    of ``spotwise setup aws`` may write (:data:`~executor.aws_setup.CHECKPOINT_PREFIX`)."""
+    from spotwise.executor.aws_setup import CHECKPOINT_PREFIX
+
+    return f"s3://{bucket}/{CHECKPOINT_PREFIX}/sweeps/{sweep}/trial-{number:05d}/ckpt"
 
 
 class _Heartbeat:

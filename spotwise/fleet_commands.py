@@ -139,8 +139,8 @@ def fleet_run(
             code = ship_code(aws)  # once for every job
             market_pools, home_region = aws.zones_or_default, region
 
-            def launcher_for() -> Launcher:
-                return aws_launcher(aws, code)
+            def launcher_for(job_id: str) -> Launcher:
+                return aws_launcher(aws, code, job_id=job_id)
 
             plan_for = _as_written
         else:
@@ -150,7 +150,7 @@ def fleet_run(
             market_pools, home_region = trace_set.names, None
             instance_type = REFERENCE_INSTANCE_TYPE
 
-            def launcher_for() -> Launcher:
+            def launcher_for(job_id: str) -> Launcher:
                 return Replay(traces=trace_set, start_hours=start_hours, scale=scale).launcher()
 
             plan_for = _on_loopback

@@ -172,14 +172,24 @@ def gc_aws(
         bool,
         typer.Option(
             "--any-host",
-            help="Also what other machines started (their ledgers are not read: only when "
-            "no Spotwise runs there any more).",
+            help="Also look at what other machines started (ended only when this ledger "
+            "proves it orphaned, or --job names it).",
         ),
     ] = False,
+    job: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--job",
+            help="End this job's instances and secrets although the ledger does not know it "
+            "(never a job it shows running under a live supervisor; repeat for more).",
+            show_default=False,
+        ),
+    ] = None,
     store: StoreOption = None,
 ) -> None:
-    """End the instances, and delete the secrets, of jobs no live supervisor runs (this
-    host's, unless --any-host)."""
+    """End the instances, and delete the secrets, that the ledger proves orphaned: their job
+    has ended, or its supervisor is gone. Those of a job the ledger has never seen are listed,
+    and ended only when --job names them."""
     import socket
 
     from botocore.exceptions import BotoCoreError, ClientError
@@ -187,34 +197,47 @@ def gc_aws(
     from spotwise.executor.launchers.aws import aws_session
     from spotwise.executor.orphans import (
         delete_secrets,
-        end_orphans,
-        find_orphan_secrets,
-        find_orphans,
-        supervised_jobs,
+        end_instances,
+        judge_instances,
+        judge_secrets,
+        ledger_verdicts,
     )
 
     try:
         session = aws_session(region, "gc aws")
-    except ExecutorError as exc:
+        path = settings.store_path(store)
+        verdicts = ledger_verdicts(path)
+    except (ExecutorError, PricingError, ValueError) as exc:
         fail(str(exc))
     ec2 = session.client("ec2", region_name=region, endpoint_url=endpoint_url)
     ssm = session.client("ssm", region_name=region, endpoint_url=endpoint_url)
     host = None if any_host else socket.gethostname()
+    named = frozenset(job or ())
     try:
-        supervised = supervised_jobs(settings.store_path(store))
-        orphans = find_orphans(ec2, supervised, host)
-        secrets = find_orphan_secrets(ssm, supervised, host)
+        instances = judge_instances(ec2, verdicts, host, named=named, store_path=path)
+        secrets = judge_secrets(ssm, verdicts, host, named=named, store_path=path)
         if not dry_run:
-            end_orphans(ec2, orphans)
-            delete_secrets(ssm, secrets)
+            end_instances(ec2, instances)
+            delete_secrets(ssm, [s.resource for s in secrets if s.end])
     except (BotoCoreError, ClientError) as exc:
         fail(f"AWS {region}: {exc}")
+    if verdicts is None:
+        say(
+            f"no ledger at {path}: no job can be proven orphaned, so nothing is ended that "
+            "--job does not name (is this the --store the jobs ran with?)"
+        )
     verb = "would end" if dry_run else "ended"
-    for orphan in orphans:
-        out.print(f"{verb} {orphan.instance_id} (job {orphan.job_id or '?'}): {orphan.why}")
-    for name in secrets:
-        out.print(f"{'would delete' if dry_run else 'deleted'} secret {name}", highlight=False)
-    if not orphans and not secrets:
+    for item in instances:
+        done = verb if item.end else "left"
+        out.print(
+            f"{done} {item.resource} (job {item.job_id or '?'}): {item.why}",
+            markup=False,
+            highlight=False,
+        )
+    for item in secrets:
+        done = ("would delete" if dry_run else "deleted") if item.end else "left"
+        out.print(f"{done} secret {item.resource}: {item.why}", markup=False, highlight=False)
+    if not any(i.end for i in (*instances, *secrets)):
         where = "" if any_host else f" started from {host}"
         out.print(f"no orphaned Spotwise instance or secret in {region}{where}", highlight=False)
 
@@ -405,6 +428,9 @@ def run(
             show_default=False,
         ),
     ] = None,
+    waiting_report_s: Annotated[
+        float, typer.Option("--waiting-report-s", min=0.0, hidden=True)
+    ] = 60.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     store: StoreOption = None,
 ) -> None:
@@ -412,7 +438,7 @@ def run(
     notices, relaunch, move early on high risk, fall back to on-demand; log it to the ledger."""
     from spotwise.executor.launchers.registry import LAUNCHERS, AwsTarget, LaunchSettings
     from spotwise.executor.launchers.torchrun import Elastic
-    from spotwise.executor.ledger import job_report
+    from spotwise.executor.ledger import job_report, new_job_id
     from spotwise.executor.prices import price_book
     from spotwise.executor.supervised import client_factory, supervise
     from spotwise.executor.supervisor import SupervisorConfig
@@ -431,6 +457,7 @@ def run(
             nodes, on_demand_floor, rdzv_endpoint, nproc_per_node, launcher, security_group
         )
     names = tuple(p.strip() for p in pools.split(",") if p.strip()) if pools else ()
+    job_id = new_job_id()  # the ledger's, the instances' tags', the S3 prefix's, the secrets'
     try:
         low, _, high = nnodes.partition(":")
         launch = LaunchSettings(
@@ -459,6 +486,7 @@ def run(
             secrets=_secrets(secret_env or []) if launcher == "aws" else {},
             ignore_file=ignore_file,
             wheel=wheel,
+            job_id=job_id,
         )
         chosen = kind.build(launch)
         if plan is None:  # with --nodes every node's command is wrapped as it is launched
@@ -500,6 +528,7 @@ def run(
         prices=prices,
         drill_after_s=drill_s,
         drill_every=preempt_every is not None,
+        waiting_report_s=waiting_report_s or None,
     )
     try:
         supervised = supervise(
@@ -510,6 +539,7 @@ def run(
             client_for=client_factory(policy_url, settings.current().api_token),
             name=name or job_name(command),
             progress=lambda m: say(f"… {m}"),
+            job_id=job_id,
             nodes=plan,
         )
     except Cancelled as exc:
@@ -718,27 +748,59 @@ def jobs_logs(
     poll_s: Annotated[float, typer.Option("--poll-s", min=0.05, hidden=True)] = 1.0,
     store: StoreOption = None,
 ) -> None:
-    """What the job's command printed, instance by instance, prefixed by where each ran."""
+    """What the job's command printed, instance by instance (each opened by a line naming it),
+    prefixed by where each ran; on stderr, what an instance that printed nothing yet waits for."""
     import time
 
-    from spotwise.executor.job_log import log_folder, read_logs
+    from spotwise.executor.job_log import instance_logs, log_folder
     from spotwise.executor.ledger import job_report
 
     path = settings.store_path(store)
-    printed = 0
+    printed: dict[int, int] = {}
+    """Lines printed of each instance (by its number)."""
+    told: set[int] = set()
     while True:
         with open_operational_store(store, read_only=True) as market:
             try:
                 status = job_report(market, job_id).status
             except PricingError as exc:
                 fail(str(exc))
-        lines = list(read_logs(log_folder(path, job_id)))
-        for where, line in lines[printed:]:
-            out.print(f"[{where}] {line}", markup=False, highlight=False, soft_wrap=True)
-        printed = len(lines)
+        logs = instance_logs(log_folder(path, job_id))
+        for log in logs:
+            if log.number not in printed:
+                out.print(log.marker(), markup=False, highlight=False, soft_wrap=True)
+                printed[log.number] = 0
+            for line in log.lines[printed[log.number] :]:
+                out.print(f"[{log.where}] {line}", markup=False, highlight=False, soft_wrap=True)
+            printed[log.number] = len(log.lines)
+        last = logs[-1] if logs else None
+        if status == "running" and (last is None or not last.lines):
+            key = last.number if last is not None else 0
+            if key not in told:
+                told.add(key)
+                say(_no_output_yet(job_id, last))
+        elif status != "running" and not any(log.lines for log in logs):
+            say(f"job {job_id} ({status}) printed nothing")
         if not follow or status != "running":
             return
         time.sleep(poll_s)
+
+
+def _no_output_yet(job_id: str, log: Any) -> str:
+    """What a running job that has printed nothing (yet) waits for."""
+    import time
+
+    if log is None:
+        return f"job {job_id}: no instance has started yet (the supervisor is choosing where)"
+    since = ""
+    if log.launched_at is not None:
+        minutes = max(0.0, time.time() - log.launched_at) / 60
+        since = f", launched {minutes:.0f} min ago" if minutes >= 1 else ", launched just now"
+    named = f" ({log.instance_id})" if log.instance_id else ""
+    return (
+        f"job {job_id}: instance {log.number}{named} on {log.where}{since}, no output yet "
+        "(a cloud instance boots, fetches the code and sets up first); --follow waits for it"
+    )
 
 
 @jobs_app.command("show")

@@ -86,6 +86,8 @@ class AwsInstance:
         self._asked_to_leave = False
         self._last_chunk = ""
         self._lines_read = 0
+        self._state = "pending"
+        """Its EC2 state when last asked."""
 
     def _key(self, name: str) -> str:
         return f"{self.launcher.prefix}/{self.instance_id}/{name}"
@@ -147,7 +149,8 @@ class AwsInstance:
         if self._code is None:
             reservations = self.launcher.ec2.describe_instances(InstanceIds=[self.instance_id])
             instance = reservations["Reservations"][0]["Instances"][0]
-            if instance["State"]["Name"] not in ("shutting-down", "terminated"):
+            self._state = str(instance["State"]["Name"])
+            if self._state not in ("shutting-down", "terminated"):
                 return None
             # It writes its exit code before it shuts down, so one that is gone may have
             # reported between the two reads above: read the report once more.
@@ -162,6 +165,17 @@ class AwsInstance:
         if self._code != 0:
             self._boot_failure()
         return self._code
+
+    def waiting(self, running_s: float) -> str | None:
+        """What the supervisor waits for, ``running_s`` after the launch, while the instance
+        has sent no output yet (None: it has, or it has ended)."""
+        if self._lines_read or self._code is not None:
+            return None
+        took = f"{running_s / 60:.0f} min" if running_s >= 90 else f"{running_s:.0f} s"
+        return (
+            f"instance {self.instance_id} booting for {took} (EC2: {self._state}), no output "
+            f"yet; `spotwise jobs logs {self.launcher.job_id}` shows it once it comes"
+        )
 
     def notice(self) -> None:
         """Ask it to leave: a terminate is an OS shutdown, i.e. SIGTERM to the job."""

@@ -4,7 +4,6 @@ command (``torchrun``). A name only ever selects an entry of :data:`LAUNCHERS`."
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,6 +73,9 @@ class LaunchSettings:
     ignore_file: Path | None = None
     wheel: Path | None = None
     """aws: the Spotwise wheel to install there (default: built from the installed source)."""
+    job_id: str = ""
+    """aws: the ledger's id of the job (:func:`~executor.ledger.new_job_id`), on its instances'
+    tags, its S3 prefix and its secrets' path."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,11 +128,19 @@ def ship_code(
 
 
 def aws_launcher(
-    aws: AwsTarget, code: ShippedCode, secrets: dict[str, str] | None = None
+    aws: AwsTarget, code: ShippedCode, secrets: dict[str, str] | None = None, *, job_id: str
 ) -> Launcher:
-    """A launcher of one job's instances on AWS, running ``code`` (:func:`ship_code`'s)."""
+    """A launcher of job ``job_id``'s instances on AWS, running ``code`` (:func:`ship_code`'s).
+    ``job_id`` is the ledger's (:func:`~executor.ledger.new_job_id`, given to
+    :func:`~executor.supervised.supervise` too): ``spotwise gc aws`` judges an instance by it.
+
+    Raises:
+        ExecutorError: without a job id.
+    """
     from spotwise.executor.launchers.aws import AwsLauncher, aws_session
 
+    if not job_id:
+        raise ExecutorError("an AWS launcher needs the ledger's job id (new_job_id())")
     return AwsLauncher(
         session=aws_session(aws.region, "--launcher aws"),
         region=aws.region,
@@ -138,7 +148,7 @@ def aws_launcher(
         instance_type=aws.instance_type,
         image_id=str(aws.image_id),
         bucket=str(aws.bucket),
-        job_id=uuid.uuid4().hex[:12],
+        job_id=job_id,
         code=code,
         setup=aws.setup,
         endpoint_url=aws.endpoint_url,
@@ -150,7 +160,7 @@ def aws_launcher(
 
 def _aws(settings: LaunchSettings) -> Launcher:
     code = ship_code(settings.aws, ignore_file=settings.ignore_file, wheel=settings.wheel)
-    return aws_launcher(settings.aws, code, settings.secrets)
+    return aws_launcher(settings.aws, code, settings.secrets, job_id=settings.job_id)
 
 
 LAUNCHERS: dict[str, LauncherKind] = {

@@ -251,5 +251,5 @@ def test_a_sweep_on_aws_runs_each_trial_on_an_instance_and_checkpoints_to_the_bu
     assert len(shipped) == 1, ran.stderr[-3000:]  # once for the worker, not once per trial
     # each trial's checkpoints went to the bucket, under the sweep's prefix
     for number in (0, 1):
-        prefix = f"spotwise/sweeps/{name}/trial-{number:05d}/ckpt/"
+        prefix = f"spotwise/checkpoints/sweeps/{name}/trial-{number:05d}/ckpt/"
         assert s3.list_objects_v2(Bucket=BUCKET, Prefix=prefix).get("KeyCount", 0) > 0

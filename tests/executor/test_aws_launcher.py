@@ -351,7 +351,7 @@ def test_without_credentials_every_aws_command_says_so_in_one_line(
 
 
 @pytest.mark.slow  # CLI subprocesses
-def test_gc_ends_only_the_instances_no_live_supervisor_runs(
+def test_gc_ends_only_the_instances_the_ledger_proves_orphaned(
     moto_server: str, store_file: Path, cli: CliRun
 ) -> None:
     import socket
@@ -397,11 +397,18 @@ def test_gc_ends_only_the_instances_no_live_supervisor_runs(
         assert listed.returncode == 0, listed.stderr
         would_end = {line.split()[2] for line in listed.stdout.splitlines() if "would end" in line}
         # (moto's state is per process: other tests' instances may be there too)
-        assert would_end & set(ids.values()) == {ids["dead"], ids["unknown"]}
+        assert would_end & set(ids.values()) == {ids["dead"]}
+        assert f"(job {dead.job_id}): its job's supervisor (pid {exited.pid} on {here})" in (
+            listed.stdout
+        )
+        # a job the ledger has never seen is reported, not ended
+        assert f"left {ids['unknown']} (job {gone}): job {gone} is not in the ledger" in (
+            listed.stdout
+        )
         deletes = {
             line.split("/")[2] for line in listed.stdout.splitlines() if "would delete" in line
         }
-        assert {dead.job_id, gone} <= deletes and not deletes & {live.job_id, theirs}
+        assert dead.job_id in deletes and not deletes & {live.job_id, theirs, gone}
         ended = cli("gc", "aws", "--endpoint-url", moto_server)
         assert ended.returncode == 0, ended.stderr
         states = {
@@ -413,17 +420,25 @@ def test_gc_ends_only_the_instances_no_live_supervisor_runs(
         assert states == {
             "live": "running",
             "dead": "terminated",
-            "unknown": "terminated",
+            "unknown": "running",
             "untagged": "running",
             "other host": "running",
         }
         left = {p["Name"].split("/")[2] for p in ssm.describe_parameters()["Parameters"]}
-        assert live.job_id in left and dead.job_id not in left
+        assert {live.job_id, gone} <= left and dead.job_id not in left
         again = cli("gc", "aws", "--endpoint-url", moto_server)
         assert "no orphaned Spotwise instance or secret in us-east-1 started from" in again.stdout
-        # The colleague's instance goes only when asked for every host.
+        # The unknown job goes when the user names it.
+        named = cli("gc", "aws", "--endpoint-url", moto_server, "--job", gone)
+        assert f"ended {ids['unknown']} (job {gone}): named with --job" in named.stdout
+        assert f"deleted secret /spotwise/{gone}/KEY" in named.stdout
+        # The colleague's instance is listed only when asked for every host, and not ended.
         everywhere = cli("gc", "aws", "--endpoint-url", moto_server, "--any-host", "--dry-run")
-        assert ids["other host"] in everywhere.stdout and ids["live"] not in everywhere.stdout
+        assert f"left {ids['other host']} (job {theirs})" in everywhere.stdout
+        assert f"would end {ids['other host']}" not in everywhere.stdout
+        assert f"{ids['live']} (job {live.job_id}): its job runs under a live" in (
+            everywhere.stdout
+        )
     finally:
         sleeper.kill()
         sleeper.wait()

@@ -131,3 +131,20 @@ def test_the_role_setup_aws_makes_is_the_one_the_docs_show() -> None:
     doc = (ROOT / "docs/aws.md").read_text()
     shown = json.loads(re.findall(r"```json\n(.*?)```", doc, flags=re.S)[1])
     assert shown == instance_role_policy("BUCKET", "ACCOUNT")
+
+
+def test_a_sweep_trials_checkpoint_lies_where_the_instance_role_may_write_and_list() -> None:
+    """An AWS sweep's trials checkpoint under the prefix the role of `setup aws` allows (they
+    went to spotwise/sweeps/..., outside it: every checkpoint write would be denied)."""
+    from fnmatch import fnmatchcase
+
+    from spotwise.executor.sweep import aws_checkpoint
+
+    folder = aws_checkpoint("BUCKET", "lr-search", 3)
+    key = folder.removeprefix("s3://BUCKET/")
+    statements = {s["Sid"]: s for s in instance_role_policy("BUCKET", "ACCOUNT")["Statement"]}
+    written = statements["Checkpoints"]
+    assert {"s3:PutObject", "s3:GetObject", "s3:DeleteObject"} <= set(written["Action"])
+    assert fnmatchcase(f"arn:aws:s3:::BUCKET/{key}/0/manifest.json", written["Resource"])
+    listed = statements["ListCheckpoints"]["Condition"]["StringLike"]["s3:prefix"]
+    assert fnmatchcase(f"{key}/", listed)

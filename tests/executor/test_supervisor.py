@@ -380,10 +380,12 @@ def test_a_jobs_output_is_kept_per_instance_where_only_the_user_can_read_it(
     job_id = json.loads(result.stdout)["job_id"]
     folder = store_file.parent / "logs" / job_id
     assert folder.stat().st_mode & 0o077 == 0 and folder.parent.stat().st_mode & 0o077 == 0
-    assert [p.name for p in folder.iterdir()] == ["1.log"]
+    assert sorted(p.name for p in folder.iterdir()) == ["1.launched", "1.log"]
     logs = cli("jobs", "logs", job_id)
     assert logs.returncode == 0, logs.stderr
-    assert sorted(logs.stdout.splitlines()) == [
+    marker, *lines = logs.stdout.splitlines()
+    assert marker == "--- instance 1: spot in us-east-1a_v100_1 ---"
+    assert sorted(lines) == [
         "[spot in us-east-1a_v100_1] careful",
         "[spot in us-east-1a_v100_1] loss 0.25",
     ]
