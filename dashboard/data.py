@@ -19,7 +19,7 @@ from spotwise.policy.plan import Plan, PlanInputs, plan_job
 from spotwise.pricing import views
 from spotwise.pricing.database import PostgresStore
 from spotwise.pricing.errors import PricingError
-from spotwise.pricing.operational import open_operational
+from spotwise.pricing.operational import open_operational, operational_exists
 from spotwise.pricing.quotes import is_stale
 from spotwise.pricing.store import MarketStore
 
@@ -111,12 +111,16 @@ def bench_summary(zones: str) -> dict[str, Any] | None:
 
 @st.cache_data(ttl=10, show_spinner=False)
 def jobs() -> pd.DataFrame:
-    """The ledger's jobs (none when the store is missing or predates the ledger)."""
-    try:
-        with _open_operational() as store:
-            return pd.DataFrame(ledger.list_jobs(store))
-    except PricingError:
+    """The ledger's jobs (none when there is no store yet).
+
+    Raises:
+        PricingError: when a store is there but its jobs cannot be read (a ledger of another
+            schema version, a damaged file): the page says why rather than "no job yet".
+    """
+    if not operational_exists(store_path()):
         return pd.DataFrame()
+    with _open_operational() as store:
+        return pd.DataFrame(ledger.list_jobs(store))
 
 
 @st.cache_data(ttl=10, show_spinner=False)

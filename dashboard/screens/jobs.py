@@ -9,11 +9,16 @@ import pandas as pd
 import streamlit as st
 
 from spotwise.dashboard import charts, data
+from spotwise.pricing.errors import PricingError
 
 
 def render() -> None:
     st.header("Jobs")
-    jobs = data.jobs()
+    try:
+        jobs = data.jobs()
+    except PricingError as exc:
+        st.error(f"The jobs in this store cannot be read: {exc}")
+        return
     if jobs.empty:
         st.info("No supervised job yet: run `spotwise demo` or `spotwise run -- COMMAND`.")
         return

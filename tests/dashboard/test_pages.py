@@ -204,6 +204,29 @@ def test_a_store_that_cannot_be_read_says_why_instead_of_asking_for_data(
     assert str(path) in " ".join(e.value for e in app.error)
 
 
+def test_jobs_of_a_ledger_of_another_version_say_why_they_cannot_be_read(
+    filled_store: Path, use_store, tmp_path: Path, operational_store: str
+) -> None:
+    """A store whose ledger is newer than this Spotwise holds jobs: the page says so and what
+    to do, never "No supervised job yet"."""
+    import shutil
+
+    import duckdb
+
+    if operational_store != "file":
+        pytest.skip("the ledger's schema is the database's here")
+    path = tmp_path / "newer.duckdb"
+    shutil.copy(filled_store, path)
+    with duckdb.connect(str(path)) as con:
+        con.execute("UPDATE schemas SET version = version + 1 WHERE name = 'ledger'")
+    use_store(path)
+    app = page("jobs")
+    app.run()
+    assert not app.exception and not app.info
+    shown = " ".join(e.value for e in app.error)
+    assert "newer than this Spotwise" in shown and "upgrade Spotwise" in shown
+
+
 def test_the_app_navigates_to_every_page(filled_store: Path, use_store) -> None:
     use_store(filled_store)
     app = AppTest.from_file(str(Path(data.__file__).with_name("app.py")), default_timeout=120)
