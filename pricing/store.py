@@ -407,6 +407,7 @@ class MarketStore:
                     "series": int(n_series),
                     "start": _iso(start),
                     "end": _iso(end),
+                    "relative_time": is_relative_time(start),
                 }
         return {
             "store": str(self.path),
@@ -516,6 +517,20 @@ def _concat(parts: list[pd.DataFrame]) -> pd.DataFrame:
     import pandas as pd
 
     return pd.concat(parts, ignore_index=True)
+
+
+RELATIVE_TIME_BEFORE = datetime(1971, 1, 1, tzinfo=UTC)
+"""Times before this are offsets from the Unix epoch, not dates: the traces whose files have
+no date start there (:data:`spotwise.pricing.sources.traces.EPOCH`)."""
+
+
+def is_relative_time(value: Any) -> bool:
+    """Whether a stored time is an offset of a trace with no calendar date."""
+    if value is None:
+        return False
+    stamp = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+    stamp = stamp if stamp.tzinfo is not None else stamp.replace(tzinfo=UTC)
+    return stamp < RELATIVE_TIME_BEFORE
 
 
 def _iso(value: Any) -> str | None:

@@ -183,14 +183,25 @@ def _print_summary(summary: dict[str, Any]) -> None:
                 table,
                 f"{stats['rows']:,}",
                 f"{stats['series']:,}",
-                stats["start"][:16],
-                stats["end"][:16],
+                *_span(stats),
             )
     out.print(sources)
+    if any(s.get("relative_time") for t in summary["sources"].values() for s in t.values()):
+        out.print("+N h: hours from the start of a trace whose files carry no date")
     if "operational" in summary:
         database = summary["operational"]
         rows = ", ".join(f"{table} {n:,}" for table, n in database["tables"].items())
         out.print(f"jobs, ledger, forecasts and placement scores in {database['store']}: {rows}")
+
+
+def _span(stats: dict[str, Any]) -> tuple[str, str]:
+    """A source's first and last time: dates, or hours from its start when it has none."""
+    if not stats.get("relative_time"):
+        return stats["start"][:16], stats["end"][:16]
+    from datetime import datetime
+
+    start, end = (datetime.fromisoformat(stats[k]) for k in ("start", "end"))
+    return "+0 h", f"+{(end - start).total_seconds() / 3600:.1f} h"
 
 
 @data_app.command("export")

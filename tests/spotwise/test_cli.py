@@ -128,3 +128,14 @@ def test_bench_startup_measures_the_command_not_the_process_that_starts_it() -> 
     _, peak_mb = measure(("--help",), dict(os.environ))
     assert 10 < peak_mb < 200
     del ballast
+
+
+def test_a_trace_with_no_date_is_summarised_in_hours_from_its_start_never_as_1970(
+    cli: CliRun,
+) -> None:
+    assert cli("data", "load", str(DATA / "traces" / "parcae")).returncode == 0
+    text = cli("data", "summary")
+    assert text.returncode == 0 and "1970" not in text.stdout
+    assert "+0 h" in text.stdout and "trace whose files carry no date" in text.stdout
+    (parcae,) = summary_json(cli)["sources"]["parcae"].values()
+    assert parcae["relative_time"] is True
