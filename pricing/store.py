@@ -476,9 +476,13 @@ def _open_error(path: Path, exc: Exception) -> StoreError:
             f"the store {path} is in use by another process ({_holder(text)}). Wait for it to "
             "finish, close it, or pass another --store"
         )
-    if isinstance(exc, PermissionError) or any(
-        words in text for words in ("Permission denied", "Read-only file system")
-    ):
+    if "Read-only file system" in text:
+        return StoreError(
+            f"cannot write the store {path}: its disk is read-only ({text.splitlines()[0]}). "
+            "Pass a --store on a writable disk",
+            permanent=True,
+        )
+    if isinstance(exc, PermissionError) or "Permission denied" in text:
         return StoreError(
             f"cannot write the store {path}: permission denied ({text.splitlines()[0]}). Fix "
             "the folder's permissions or pass a writable --store",

@@ -230,3 +230,17 @@ def test_a_load_onto_a_full_disk_is_one_clear_error_and_the_store_keeps_what_it_
     assert "Free space on its disk" in full.stderr and "Traceback" not in full.stderr
     after = json.loads(cli("data", "summary", "--json", env=env).stdout)
     assert after["tables"] == before["tables"] and after["tables"]["events"] > 0
+
+
+@pytest.mark.slow
+def test_schedule_on_a_read_only_disk_stops_at_once_saying_so(
+    cli: CliRun, small_disk: Path
+) -> None:
+    store = small_disk / "market.duckdb"
+    assert cli("data", "load", str(DATA / "traces/parcae"), f"--store={store}").returncode == 0
+    subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
+    process = schedule(store)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 1
+    assert "its disk is read-only" in stderr and "will not heal" in stderr
+    assert "run 2" not in stderr and "Traceback" not in stderr
