@@ -53,8 +53,10 @@ def main() -> int:
     parser.add_argument("--pid-file", type=Path, default=None)
     parser.add_argument("--step-sleep-s", type=float, default=0.02)
     args = parser.parse_args()
-    if args.pid_file:
-        args.pid_file.write_text(str(os.getpid()))
+    if args.pid_file:  # written whole: a reader never sees it half-written
+        part = args.pid_file.with_name(f"{args.pid_file.name}.part")
+        part.write_text(str(os.getpid()))
+        os.replace(part, args.pid_file)
     if args.fail_with:
         print("boom", file=sys.stderr)
         return args.fail_with

@@ -4,6 +4,7 @@ signals, a real store; no job is left ``running`` and no process is left behind.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -11,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,11 +23,13 @@ from spotwise.pricing.operational import open_operational
 from tests.conftest import CliRun
 from tests.executor.test_supervisor import market, supervise
 
-QUIET = "import os, sys, time; open(sys.argv[1], 'w').write(str(os.getpid())); time.sleep(1e5)"
-CHATTY = (
-    "import os, sys, time; open(sys.argv[1], 'w').write(str(os.getpid()))\n"
-    "while True: print('loss 0.1 ' * 20, flush=True)"
+# Each writes its pid whole (a temporary file renamed), so a reader never sees it half-written.
+WRITE_PID = (
+    "import os, sys, time; part = sys.argv[1] + '.part'; open(part, 'w').write(str(os.getpid()))"
+    "; os.replace(part, sys.argv[1])\n"
 )
+QUIET = WRITE_PID + "time.sleep(1e5)"
+CHATTY = WRITE_PID + "while True: print('loss 0.1 ' * 20, flush=True)"
 
 
 def alive(pid: int) -> bool:
@@ -43,6 +47,41 @@ def wait_for(condition, seconds: float = 60.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.1)
+
+
+def pid_in(pid_file: Path) -> int | None:
+    """The pid the child wrote to ``pid_file`` (None before it has)."""
+    try:
+        return int(pid_file.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def child_pid(pid_file: Path, seconds: float = 60.0) -> int:
+    """The child's pid, once it has written it."""
+    wait_for(lambda: pid_in(pid_file) is not None, seconds)
+    pid = pid_in(pid_file)
+    assert pid is not None
+    return pid
+
+
+@contextlib.contextmanager
+def running(
+    store: Path, pid_file: Path, *command: str, options: tuple[str, ...] = ()
+) -> Iterator[subprocess.Popen]:
+    """``spotwise run`` (see :func:`start_run`), stopped with its command afterwards whatever
+    the test's outcome: the command runs in a session of its own, named by its pid file."""
+    run = start_run(store, *command, options=options)
+    try:
+        yield run
+    finally:
+        if run.poll() is None:
+            run.kill()
+        run.communicate(timeout=60)
+        child = pid_in(pid_file)
+        if child is not None and alive(child):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(child, signal.SIGKILL)
 
 
 def jobs(store: Path) -> list[dict]:
@@ -90,16 +129,14 @@ def test_a_signal_to_spotwise_run_stops_the_job_and_records_it_cancelled(
     store_file: Path, tmp_path: Path, signum: int, child: str
 ) -> None:
     pid_file = tmp_path / "child.pid"
-    run = start_run(
-        store_file, sys.executable, "-c", child, str(pid_file), options=("--cancel-grace", "5")
-    )
-    wait_for(pid_file.exists)
-    child_pid = int(pid_file.read_text())
-    run.send_signal(signum)
-    _, stderr = run.communicate(timeout=60)
-    assert run.returncode == 128 + signum, stderr
-    assert "cancelled by" in stderr and "Traceback" not in stderr
-    wait_for(lambda: not alive(child_pid), 10)
+    command = (sys.executable, "-c", child, str(pid_file))
+    with running(store_file, pid_file, *command, options=("--cancel-grace", "5")) as run:
+        pid = child_pid(pid_file)
+        run.send_signal(signum)
+        _, stderr = run.communicate(timeout=60)
+        assert run.returncode == 128 + signum, stderr
+        assert "cancelled by" in stderr and "Traceback" not in stderr
+        wait_for(lambda: not alive(pid), 10)
     [job] = jobs(store_file)
     assert job["status"] == "cancelled" and job["ended"] is not None
 
@@ -167,7 +204,7 @@ def test_a_quiet_command_is_stopped_by_the_stall_timeout(cli: CliRun, tmp_path: 
     )
     assert result.returncode == 1
     assert "no step heartbeat for 2 s" in result.stderr and "Traceback" not in result.stderr
-    assert not alive(int(pid_file.read_text()))
+    assert not alive(child_pid(pid_file, 0))
 
 
 @pytest.mark.slow
@@ -186,14 +223,14 @@ def test_jobs_cancel_stops_a_running_job_and_everything_it_runs(
     cli: CliRun, store_file: Path, tmp_path: Path
 ) -> None:
     pid_file = tmp_path / "child.pid"
-    run = start_run(store_file, sys.executable, "-c", QUIET, str(pid_file))
-    wait_for(pid_file.exists)
-    [job] = jobs(store_file)
-    result = cli("jobs", "cancel", job["job_id"])
-    assert result.returncode == 0, result.stderr
-    assert "cancelled" in result.stdout
-    run.communicate(timeout=60)
-    assert not alive(int(pid_file.read_text()))
+    with running(store_file, pid_file, sys.executable, "-c", QUIET, str(pid_file)) as run:
+        pid = child_pid(pid_file)
+        [job] = jobs(store_file)
+        result = cli("jobs", "cancel", job["job_id"])
+        assert result.returncode == 0, result.stderr
+        assert "cancelled" in result.stdout
+        run.communicate(timeout=60)
+        assert not alive(pid)
     assert jobs(store_file)[0]["status"] == "cancelled"
     again = cli("jobs", "cancel", job["job_id"])
     assert again.returncode == 1 and "nothing to cancel" in again.stderr
@@ -204,12 +241,11 @@ def test_jobs_cancel_closes_the_row_of_a_supervisor_that_was_killed(
     cli: CliRun, store_file: Path, tmp_path: Path
 ) -> None:
     pid_file = tmp_path / "child.pid"
-    run = start_run(store_file, sys.executable, "-c", QUIET, str(pid_file))
-    wait_for(lambda: pid_file.exists() and recorded_group(store_file) is not None)
-    run.kill()  # kill -9: no chance to record anything, nor to stop its command
-    run.wait(timeout=30)
-    child = int(pid_file.read_text())
-    try:
+    with running(store_file, pid_file, sys.executable, "-c", QUIET, str(pid_file)) as run:
+        wait_for(lambda: pid_in(pid_file) is not None and recorded_group(store_file) is not None)
+        run.kill()  # kill -9: no chance to record anything, nor to stop its command
+        run.wait(timeout=30)
+        child = child_pid(pid_file)
         assert alive(child)
         [job] = jobs(store_file)
         assert job["status"] == "running"
@@ -217,9 +253,5 @@ def test_jobs_cancel_closes_the_row_of_a_supervisor_that_was_killed(
         assert result.returncode == 0 and "already gone" in result.stdout
         assert "its command was stopped" in result.stdout
         wait_for(lambda: not alive(child), 10)
-    finally:
-        if alive(child):
-            os.kill(child, signal.SIGKILL)
-    run.communicate(timeout=30)
     assert jobs(store_file)[0]["status"] == "cancelled"
     assert json.loads(cli("jobs", "list", "--json").stdout)[0]["status"] == "cancelled"
