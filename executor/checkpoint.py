@@ -59,6 +59,20 @@ def unseal(data: bytes | bytearray | memoryview | mmap.mmap, where: str) -> dict
     return manifest
 
 
+class NoIntactCheckpoint(CheckpointError):
+    """Checkpoints were committed but no copy of any of them is intact: nothing to resume
+    from, and starting over would lose them (the guard refuses to unless told to)."""
+
+    def __init__(self, urls: Sequence[str], problems: Sequence[str]) -> None:
+        self.urls, self.problems = list(urls), list(problems)
+        shown = "; ".join(self.problems[:3])
+        more = f"; and {len(self.problems) - 3} more" if len(self.problems) > 3 else ""
+        super().__init__(
+            f"{', '.join(self.urls)}: {len(self.problems)} committed checkpoint "
+            f"cop{'y' if len(self.problems) == 1 else 'ies'}, none intact ({shown}{more})"
+        )
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Checkpoint:
     """A verified checkpoint: its step, the state, and the replica it came from."""
@@ -130,12 +144,22 @@ class CheckpointManager:
         if keep_latest_k < 1 or full_every < 1:
             raise CheckpointError("keep_latest_k and full_every must be at least 1")
         options = storage_options or {}
-        try:
-            self.replicas = [open_replica(url, options.get(url)) for url in urls]
-        except (OSError, ValueError, ImportError) as exc:
-            raise CheckpointError(f"cannot open checkpoint replica: {exc}") from exc
-        for replica in self.replicas:
-            replica.remove_stale()
+        self.replicas = []
+        for url in urls:
+            try:
+                replica = open_replica(url, options.get(url))
+                replica.remove_stale()  # (lists the folder: an unreadable one fails here)
+            except (OSError, ValueError, ImportError) as exc:
+                why, where = str(exc), ""
+                if isinstance(exc, OSError) and exc.strerror:
+                    why = exc.strerror
+                    if exc.filename and str(exc.filename).rstrip("/") != url.rstrip("/"):
+                        where = f" ({exc.filename})"
+                raise CheckpointError(
+                    f"cannot open checkpoint replica {url}: {why}{where}; give a folder or "
+                    "URL this user can read and write"
+                ) from exc
+            self.replicas.append(replica)
         self.keep_latest_k = keep_latest_k
         self.full_every = full_every
         self.async_save = async_save
@@ -354,8 +378,13 @@ class CheckpointManager:
     ) -> Checkpoint | None:
         """The newest intact checkpoint (or ``step``) from any replica; None when there is
         none. Corrupt or partial copies are skipped. No ``template`` is needed: the manifest
-        holds the state's structure."""
+        holds the state's structure.
+
+        Raises:
+            NoIntactCheckpoint: when steps were committed but every copy is damaged.
+        """
         self.wait()
+        problems: list[str] = []
         for candidate in self._candidates(step):
             for replica in self.replicas:
                 if candidate not in replica.steps():
@@ -370,12 +399,16 @@ class CheckpointManager:
                     TypeError,
                     IndexError,
                     RuntimeError,
-                ):
-                    continue  # damaged: the next older intact copy wins
+                ) as exc:
+                    # damaged: the next older intact copy wins
+                    problems.append(_why_damaged(exc, replica.url, candidate))
+                    continue
                 # Later saves are incremental against this one only if it is full.
                 self._base = None
                 self._base_step = None
                 return checkpoint
+        if problems:
+            raise NoIntactCheckpoint([r.url for r in self.replicas], problems)
         return None
 
     def _candidates(self, step: int) -> Iterator[int]:
@@ -425,3 +458,9 @@ class CheckpointManager:
         finally:
             self._closed = True
             self._buffers.clear()
+
+
+def _why_damaged(exc: BaseException, url: str, step: int) -> str:
+    """What was wrong with the copy of ``step`` on replica ``url``, naming where (once)."""
+    text = str(exc) if isinstance(exc, CheckpointError) else f"{type(exc).__name__}: {exc}"
+    return text if text.startswith(url) else f"{url}/step-{step}: {text}"

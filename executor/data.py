@@ -11,6 +11,10 @@ valid at any world size: a job that resumes at another size (torchrun elastic af
 a new node) splits each remaining global batch evenly over its ranks, so the epoch goes on
 with the same samples in the same global batches, none skipped and none repeated; at the same
 size every rank gets back exactly its own batches.
+
+A fresh epoch draws from the RNG what ``for batch in loader`` would, in its order (the
+iterator's base seed, then the sampler's order), so a seeded script sees the same batches
+under the guard as without it.
 """
 
 from __future__ import annotations
@@ -40,6 +44,8 @@ class ResumableBatches:
         self.order: list[list[int]] | None = None
         self.global_order: list[list[int]] | None = None
         """Distributed: the epoch's global batches (every rank's b-th, in rank order)."""
+        self._iterated = False
+        """Whether this process has started an epoch's iterator yet."""
 
     def draw_order(self) -> None:
         """Draw this epoch's batches from the loader's batch sampler."""
@@ -79,13 +85,30 @@ class ResumableBatches:
             persistent_workers=False,
         )
 
+    def _start_epoch(self) -> Iterator[Any]:
+        """Draw the epoch's order and start serving it. A plain ``iter(loader)`` draws its base
+        seed (for workers) first and the sampler's seed at the first batch; drawing the order
+        first would swap the two and give a seeded script other batches than without the
+        guard. So the base seed is drawn as the plain loader would, then the order, and the
+        iterator over the order is created with the RNG back at the base seed's draw. (A
+        loader with persistent workers draws its base seed only for its first iterator.)"""
+        loader, generator = self.loader, self.loader.generator
+        before = torch.get_rng_state() if generator is None else generator.get_state()
+        if not (self._iterated and loader.persistent_workers and loader.num_workers > 0):
+            torch.empty((), dtype=torch.int64).random_(generator=generator)  # the base seed
+        self.draw_order()
+        after = torch.get_rng_state() if generator is None else generator.get_state()
+        _set_state(generator, before)
+        iterator = iter(self.remaining())  # draws that same base seed again
+        _set_state(generator, after)
+        return iterator
+
     def iterate(self, epochs: int, after_start: Any = None) -> Iterator[Any]:
         """Batches until ``epochs`` are done; ``after_start()`` runs once, right after the first
         iterator is created (the guard restores RNG state there)."""
         while self.epoch < epochs:
-            if self.order is None:
-                self.draw_order()
-            iterator = iter(self.remaining())
+            iterator = self._start_epoch() if self.order is None else iter(self.remaining())
+            self._iterated = True
             if after_start is not None:
                 after_start()
                 after_start = None
@@ -134,6 +157,13 @@ class ResumableBatches:
                 "resuming it; resume on fewer nodes or use a larger batch"
             )
         self.order = rank_share(order, rank, world)
+
+
+def _set_state(generator: torch.Generator | None, state: torch.Tensor) -> None:
+    if generator is None:
+        torch.set_rng_state(state)
+    else:
+        generator.set_state(state)
 
 
 def rank_share(global_batches: list[list[int]], rank: int, world: int) -> list[list[int]]:

@@ -2,9 +2,11 @@
 that hangs, and how far it has got.
 
 The supervisor names a file in ``$SPOTWISE_HEARTBEAT_FILE`` (in a folder only its user can
-read); the guard writes its step count there at every step (one ``pwrite`` of 20 bytes). A
-command that does not use the guard never beats, so the supervisor's stall timeout counts from
-its launch and a replay paced by steps sees no progress.
+read); the guard writes its step count there on entry (the step it starts from: a local
+supervisor takes the file's being there for the guard's announcement, even when the command's
+stdout goes elsewhere) and at every step (one ``pwrite`` of 20 bytes). A command that does not
+use the guard never beats, so the supervisor's stall timeout counts from its launch and a
+replay paced by steps sees no progress.
 """
 
 from __future__ import annotations

@@ -93,6 +93,10 @@ class SupervisorConfig:
     """Wall seconds between asks, while on on-demand, whether the policy would run on spot
     now; when it would, the job checkpoints, the on-demand instance is released and the job
     goes back to spot (None: stay on on-demand to the end)."""
+    guard_wait_s: float | None = 60.0
+    """Wall seconds a local command may run before it has started a guard; past them (or at
+    its end, on any launcher) the job is warned once that drills, replayed preemptions and
+    migration cannot act on it (None: never warn)."""
 
 
 class Outcome(enum.StrEnum):
@@ -181,6 +185,8 @@ class Supervisor:
         self._instance: Instance | None = None
         self._drills = 0
         """Preemption drills sent so far."""
+        self._warned_unguarded = False
+        """Whether the job was told that its command has not started a guard."""
         job = config.job
         self.prices = config.prices or PriceBook.flat(
             launcher.pools, job.spot_price, job.on_demand_price
@@ -400,8 +406,8 @@ class Supervisor:
         noticed = migrating = killed = stalled = stopped = False
         kill_at = cancel_kill_at = started_at = None
         watched = 0
-        drill = False
-        next_risk_check = self.clock.monotonic()
+        drill = started = False
+        launched_at = next_risk_check = self.clock.monotonic()
         pool = instance.placement.pool
         spot_check_s = self.config.spot_check_s
         on_demand = instance.placement.market == "on-demand" and spot_check_s is not None
@@ -434,9 +440,11 @@ class Supervisor:
                 if quiet is not None and quiet > stall_s:
                     instance.kill()
                     killed = stalled = True
-            started = any(e.get("event") in ("fresh", "resumed") for e in instance.events)
+            started = started or self._guard_started(instance)
             if started and started_at is None:
                 started_at = now
+            if not started and self._unguarded_too_long(instance, now - launched_at):
+                self._warn_unguarded(ended=False)
             coming = self.launcher.preemption(instance) if started and not noticed else None
             if (
                 started_at is not None
@@ -476,6 +484,10 @@ class Supervisor:
                     instance.notice()
                     migrating = True
             self.clock.sleep(self.config.poll_s)
+        # (a command that failed, or was stopped, has more to fix first)
+        ended = code in (0, PREEMPTED_EXIT_CODE) and not (stopped or killed or cancel_kill_at)
+        if ended and not started and not self._guard_started(instance):
+            self._warn_unguarded(ended=True)
         instance.terminate()
         if stopped:
             return Outcome.STOPPED, code
@@ -492,6 +504,38 @@ class Supervisor:
         if code == PREEMPTED_EXIT_CODE or killed or (noticed and code < 0):
             return Outcome.PREEMPTED, code
         return Outcome.FAILED, code
+
+    @staticmethod
+    def _guard_started(instance: Instance) -> bool:
+        """Whether the command on ``instance`` has started a guard: its ``fresh``/``resumed``
+        event, or what the launcher can see besides (a local guard's first heartbeat)."""
+        if any(e.get("event") in ("fresh", "resumed") for e in instance.events):
+            return True
+        seen = getattr(instance, "guard_started", None)
+        return bool(seen()) if callable(seen) else False
+
+    def _unguarded_too_long(self, instance: Instance, running_s: float) -> bool:
+        """Whether a command that has not started a guard has run past ``guard_wait_s`` (on
+        this machine only: a cloud instance's boot is not its command's run time, and there
+        only its end tells)."""
+        wait = self.config.guard_wait_s
+        return wait is not None and running_s >= wait and instance.process_group() is not None
+
+    def _warn_unguarded(self, *, ended: bool) -> None:
+        """Tell the job, once, that its command has not started a guard (or ``ended``
+        without one)."""
+        wait = self.config.guard_wait_s
+        if self._warned_unguarded or wait is None:
+            return
+        self._warned_unguarded = True
+        guard = "a guard (spotwise.executor.guard)"
+        self.progress(
+            f"the command ended without starting {guard}: drills, replayed preemptions and "
+            "migration could not act on it"
+            if ended
+            else f"the command has not started {guard} in its first {wait:g} s: drills, "
+            "replayed preemptions and migration cannot act on it"
+        )
 
     def _launched(self, instance: Instance) -> None:
         """Record a started instance: in the ledger (so ``jobs show`` counts it while it runs)

@@ -12,11 +12,22 @@ checkpoints every ``interval_s`` (Young/Daly from the measured stall and ``mtbf_
 given), at once on a rebalance recommendation, and on a stop notice it finishes the current
 step, commits a checkpoint and exits with :data:`PREEMPTED_EXIT_CODE`. A normal exit commits a
 final checkpoint marked finished.
+
+Once restored (or started fresh) it announces itself: one JSON line on the process's own stdout,
+``{"event": "fresh"|"resumed", "step": N, "rank": R, "world_size": W, "t": T}`` (what a
+supervisor's drill clock, a replay's preemptions and migration wait for), and a first beat of
+the step heartbeat. Checkpoints that exist but are all damaged stop it with a clear message
+rather than a silent start from step 0 (``fresh_if_damaged`` or
+``$SPOTWISE_FRESH_IF_DAMAGED=1`` starts over deliberately).
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
 import random
+import sys
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -26,7 +37,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader
 
-from spotwise.executor.checkpoint import Checkpointer, CheckpointManager
+from spotwise.executor.checkpoint import Checkpointer, CheckpointManager, NoIntactCheckpoint
 from spotwise.executor.clock import SYSTEM_CLOCK, Clock
 from spotwise.executor.data import ResumableBatches
 from spotwise.executor.errors import CheckpointError, Preempted
@@ -74,6 +85,41 @@ def derived_rng_state(step: int, rank: int) -> dict[str, Any]:
     state = rng_state()
     set_rng_state(saved)
     return state
+
+
+FRESH_IF_DAMAGED_ENV = "SPOTWISE_FRESH_IF_DAMAGED"
+
+
+class GuardRefused(SystemExit, CheckpointError):
+    """The guard would not start (its checkpoints cannot be opened, or they exist and none is
+    intact). Left uncaught, the process exits with code 1 and this one line on stderr, no
+    traceback; ``except CheckpointError`` catches it too."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(f"spotwise guard: {message}")
+
+
+def emit_event(event: dict[str, Any]) -> None:
+    """One JSON event line on the process's own stdout, whole and flushed at once: what the
+    script printed before it goes first, and a script that replaced ``sys.stdout`` (a logger,
+    a redirect) still reaches the supervisor reading the process's output."""
+    line = json.dumps(event) + "\n"
+    out = sys.__stdout__
+    if sys.stdout is not None and sys.stdout is not out:
+        with contextlib.suppress(OSError, ValueError):
+            sys.stdout.flush()
+    if out is None:
+        return
+    with contextlib.suppress(OSError, ValueError):  # closed: nobody reads it
+        out.write(line)
+        out.flush()
+
+
+def _rank_from_env() -> int:
+    try:
+        return int(os.environ.get("RANK", "0"))
+    except ValueError:
+        return 0
 
 
 class Guard:
@@ -176,6 +222,21 @@ class Guard:
         self._pending_rng = local["rng"] or derived_rng_state(self.step_count, self.rank or 0)
         return True
 
+    def announce(self) -> dict[str, Any]:
+        """Say that the guard has started and from which step: the ``fresh``/``resumed`` event
+        on stdout and a first beat of the step heartbeat (a supervisor starts its drill clock,
+        a replay's preemptions and its migration checks on either)."""
+        event = {
+            "event": "fresh" if self.resumed_from is None else "resumed",
+            "t": self.clock.time(),
+            "rank": self.rank if self.rank is not None else _rank_from_env(),
+            "step": self.step_count,
+            "world_size": torch.distributed.get_world_size() if self.rank is not None else 1,
+        }
+        emit_event(event)
+        self.heartbeat.beat(self.step_count)
+        return event
+
     def _restore_rng(self) -> None:
         if self._pending_rng is not None:
             set_rng_state(self._pending_rng)
@@ -254,8 +315,11 @@ def guard(
     storage_options: dict[str, dict[str, Any]] | None = None,
     poll_interval_s: float = 1.0,
     clock: Clock = SYSTEM_CLOCK,
+    fresh_if_damaged: bool = False,
 ) -> Iterator[Guard]:
     """Restore, train under watch, checkpoint on interval and notice, exit gracefully.
+
+    On entry, once restored or started fresh, the guard announces itself (:meth:`Guard.announce`).
 
     Args:
         urls: checkpoint replicas (local folders, ``s3://...``); the first intact copy wins.
@@ -266,6 +330,13 @@ def guard(
             else one hour).
         notices: sources to watch (default: SIGTERM plus those named in
             ``$SPOTWISE_NOTICES``, e.g. ``aws,gcp``).
+        fresh_if_damaged: start over from step 0 when checkpoints exist but none is intact
+            (default: ``$SPOTWISE_FRESH_IF_DAMAGED``, else refuse: losing every step done must
+            never be silent).
+
+    Raises:
+        GuardRefused: (exit code 1, one line) when the checkpoints cannot be opened, or exist
+            and none is intact (unless ``fresh_if_damaged``).
     """
     manager: Checkpointer
     if distributed():
@@ -281,12 +352,15 @@ def guard(
             urls[0], keep_latest_k=keep_latest_k, storage_options=storage_options
         )
     else:
-        manager = CheckpointManager(
-            urls,
-            keep_latest_k=keep_latest_k,
-            full_every=full_every,
-            storage_options=storage_options,
-        )
+        try:
+            manager = CheckpointManager(
+                urls,
+                keep_latest_k=keep_latest_k,
+                full_every=full_every,
+                storage_options=storage_options,
+            )
+        except CheckpointError as exc:
+            raise GuardRefused(str(exc)) from exc
     sources = (
         list(notices) if notices is not None else [SigtermSource(clock=clock), *sources_from_env()]
     )
@@ -313,7 +387,24 @@ def guard(
         clock=clock,
     )
     try:
-        g.restore()
+        try:
+            g.restore()
+        except NoIntactCheckpoint as exc:
+            if not (fresh_if_damaged or settings.fresh_if_damaged):
+                raise GuardRefused(
+                    f"{exc}. Refusing to start over from step 0, which would lose them: "
+                    "restore the folder from a copy, or start over deliberately (delete "
+                    f"{' and '.join(exc.urls)}, or set {FRESH_IF_DAMAGED_ENV}=1, or pass "
+                    "guard(..., fresh_if_damaged=True))"
+                ) from exc
+            print(
+                f"spotwise guard: {exc}; starting over from step 0 as asked "
+                f"({FRESH_IF_DAMAGED_ENV} / fresh_if_damaged; the damaged copies stay where "
+                "they are)",
+                file=sys.stderr,
+                flush=True,
+            )
+        g.announce()
         yield g
         if not g.finished:
             g.finished = True

@@ -51,6 +51,9 @@ class Settings(BaseSettings):
     azure_metadata_url: str = AZURE_METADATA_URL
     heartbeat_file: Path | None = None
     """Set by the supervisor: where the guard writes its step count."""
+    fresh_if_damaged: bool = False
+    """Let the guard start over from step 0 when checkpoints exist but none is intact (else it
+    refuses: losing every step done must never be silent)."""
 
     @field_validator("operational_store")
     @classmethod

@@ -3,8 +3,9 @@
 An MLP with dropout learns a fixed random teacher network on data it generates (seeded), with
 AdamW, a OneCycle LR schedule, a GradScaler and a shuffling DataLoader, all under
 ``executor.guard``. It prints one JSON line per event on stdout (``start``, ``first_step``,
-``done``) and, when finished, writes ``--out`` with a sha256 of the final model and optimizer
-state, so runs can be compared bit for bit. After each epoch it prints its loss on held-out data
+``done``; the guard prints its own ``fresh`` or ``resumed``) and, when finished, writes
+``--out`` with a sha256 of the final model and optimizer state, so runs can be compared bit
+for bit. After each epoch it prints its loss on held-out data
 (``{"event": "report", "step": S, "value": V}``) and the ``done`` event carries the final one
 (``value``): what a sweep's pruner and objective read.
 
@@ -147,13 +148,7 @@ def main(argv: list[str] | None = None) -> int:
             interval_s=args.interval_s,
             mtbf_s=args.mtbf_s,
             full_every=args.full_every,
-        ) as g:
-            ranks = dist.get_world_size() if dist.is_initialized() else 1
-            emit(
-                "resumed" if g.resumed_from is not None else "fresh",
-                step=g.step_count,
-                world_size=ranks,
-            )
+        ) as g:  # the guard announces itself: {"event": "fresh"|"resumed", "step": ...}
             for x, y in g.batches():
                 loss = nn.functional.mse_loss(model(x), y)
                 optimizer.zero_grad(set_to_none=True)

@@ -108,6 +108,11 @@ class LocalInstance:
             event["cloud_hours"] = self._cloud_hours()
             self.events.append(event)
 
+    def guard_started(self) -> bool:
+        """Whether the command's guard has announced itself: its ``fresh``/``resumed`` event,
+        or its first heartbeat (which a stdout redirected away from the supervisor keeps)."""
+        return self._first_step is not None or self._heartbeat.exists()
+
     def steps_taken(self) -> int:
         """Training steps this instance has taken (from the guard's heartbeat)."""
         if self._final_steps is not None:

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from spotwise.executor.checkpoint import CheckpointManager, unseal
+from spotwise.executor.checkpoint import CheckpointManager, NoIntactCheckpoint, unseal
 from spotwise.executor.errors import CheckpointError
 from spotwise.executor.storage import FsspecReplica, Replica
 
@@ -141,6 +141,30 @@ def test_corrupt_file_in_one_replica_falls_back_to_another(tmp_path: Path) -> No
     manager.close()
     assert loaded is not None and loaded.step == 4 and loaded.url == str(b)
     assert_same(state(4), loaded.state)
+
+
+def test_checkpoints_that_exist_but_are_all_damaged_are_an_error_not_a_fresh_start(
+    tmp_path: Path,
+) -> None:
+    """One bit flipped in the only step's manifest on one replica, a torn file on the other:
+    there is nothing to resume from, and the error says where and what was wrong."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    manager = CheckpointManager([str(a), str(b)])
+    manager.save(4, state(4), block=True)
+    manifest = a / "step-4/manifest.json"
+    damaged = bytearray(manifest.read_bytes())
+    damaged[len(damaged) // 2] ^= 1
+    manifest.write_bytes(bytes(damaged))
+    (b / "step-4/small.bin").write_bytes(b"torn")
+    with pytest.raises(NoIntactCheckpoint) as refused:
+        manager.load()
+    manager.close()
+    assert refused.value.urls == [str(a), str(b)]
+    assert str(refused.value) == (
+        f"{a}, {b}: 2 committed checkpoint copies, none intact ({a}/step-4: manifest "
+        f"checksum mismatch (damaged or not sealed); {b}/step-4/small.bin: checksum mismatch)"
+    )
+    assert isinstance(refused.value, CheckpointError)
 
 
 def forkserver() -> multiprocessing.context.ForkServerContext:

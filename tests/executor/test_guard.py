@@ -223,3 +223,274 @@ def test_the_interval_set_with_spotwise_run_is_the_guards(
     monkeypatch.delenv("SPOTWISE_CHECKPOINT_S")
     with guard([str(tmp_path / "other")], model=model, loader=loader, notices=[]) as g:
         assert g.interval_s == 60.0  # Young/Daly's starting value before a stall is measured
+
+
+# A stranger's own training script, wrapped as the README's guard snippet shows (not the
+# bundled example): argv is the checkpoint folder, where to write the final weights' sha256,
+# and the seconds each step sleeps.
+STRANGER = """\
+import hashlib
+import sys
+import time
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+from spotwise.executor import guard
+
+torch.manual_seed(0)
+x = torch.randn(256, 8)
+y = x @ torch.randn(8, 1)
+loader = DataLoader(TensorDataset(x, y), batch_size=32, shuffle=True)
+model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Dropout(0.1), nn.Linear(32, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+sched = torch.optim.lr_scheduler.StepLR(opt, step_size=10)
+
+with guard(
+    [sys.argv[1]],
+    model=model,
+    optimizer=opt,
+    scheduler=sched,
+    loader=loader,
+    epochs=4,
+) as g:
+    for xb, yb in g.batches():
+        loss = nn.functional.mse_loss(model(xb), yb)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        sched.step()
+        time.sleep(float(sys.argv[3]))
+        g.step()
+weights = b"".join(p.detach().numpy().tobytes() for p in model.parameters())
+open(sys.argv[2], "w").write(hashlib.sha256(weights).hexdigest())
+"""
+
+# A script that prints before its guard without flushing (stdout is a pipe: block-buffered)
+# and then hands print() to a logger of its own; argv: checkpoint folder, epochs.
+REDIRECTED = """\
+import io
+import sys
+
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+from spotwise.executor import guard
+
+print("loading data")
+sys.stdout = io.StringIO()
+model = torch.nn.Linear(2, 1)
+loader = DataLoader(TensorDataset(torch.randn(8, 2)), batch_size=4)
+with guard([sys.argv[1]], model=model, loader=loader, epochs=int(sys.argv[2])) as g:
+    for (x,) in g.batches():
+        g.step()
+"""
+
+
+def run_script(
+    tmp_path: Path, text: str, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    script = tmp_path / "script.py"
+    script.write_text(text)
+    return subprocess.run(
+        [sys.executable, str(script), *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=300,
+        check=False,
+    )
+
+
+@pytest.mark.slow
+def test_the_guard_announces_itself_where_its_supervisor_reads(tmp_path: Path) -> None:
+    """The fresh/resumed event comes from the guard itself, on the process's stdout, after
+    what the script printed before it, even though the script took print() over; and the
+    step heartbeat has its first beat at once."""
+    from spotwise.executor.heartbeat import last_step
+
+    heartbeat = tmp_path / "heartbeat"
+    env = {"SPOTWISE_HEARTBEAT_FILE": str(heartbeat)}
+    first = run_script(tmp_path, REDIRECTED, str(tmp_path / "ckpt"), "0", env=env)
+    assert first.returncode == 0, first.stderr
+    lines = first.stdout.splitlines()
+    assert lines[0] == "loading data" and len(lines) == 2
+    event = json.loads(lines[1])
+    assert event["event"] == "fresh" and event["step"] == 0 and event["world_size"] == 1
+    assert last_step(heartbeat) == 0  # no step taken: the beat on entry
+    again = run_script(tmp_path, REDIRECTED, str(tmp_path / "ckpt"), "1")
+    assert again.returncode == 0, again.stderr
+    [event] = [json.loads(line) for line in again.stdout.splitlines() if line.startswith("{")]
+    assert event["event"] == "resumed" and event["step"] == 0
+
+
+def test_a_seeded_script_sees_the_same_batches_and_weights_with_and_without_the_guard(
+    tmp_path: Path,
+) -> None:
+    """The guard draws the epoch's order as a plain loop over the loader would: a seeded
+    script keeps its data order, and with dropout its weights, when it adopts the guard."""
+
+    def seeded() -> tuple[DataLoader, torch.nn.Module, torch.optim.Optimizer]:
+        torch.manual_seed(0)
+        data = TensorDataset(torch.arange(24), torch.randn(24, 3))
+        loader = DataLoader(data, batch_size=4, shuffle=True)
+        model = torch.nn.Sequential(
+            torch.nn.Linear(3, 8), torch.nn.Dropout(0.5), torch.nn.Linear(8, 1)
+        )
+        return loader, model, torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def train(model: torch.nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tensor) -> None:
+        optimizer.zero_grad()
+        model(x).sum().backward()
+        optimizer.step()
+
+    loader, model, optimizer = seeded()
+    plain = []
+    for _ in range(2):
+        for index, x in loader:
+            plain.append(index.tolist())
+            train(model, optimizer, x)
+    plain_weights = [p.detach().clone() for p in model.parameters()]
+    loader, model, optimizer = seeded()
+    guarded = []
+    with guard(
+        [str(tmp_path)], model=model, optimizer=optimizer, loader=loader, epochs=2, notices=[]
+    ) as g:
+        for index, x in g.batches():
+            guarded.append(index.tolist())
+            train(model, optimizer, x)
+            g.step()
+    assert guarded == plain
+    assert all(torch.equal(a, b) for a, b in zip(plain_weights, model.parameters(), strict=True))
+
+
+def small_guarded_run(folder: Path) -> None:
+    """Two steps under the guard: one committed checkpoint, the final one."""
+    model = torch.nn.Linear(2, 1)
+    loader = DataLoader(TensorDataset(torch.randn(8, 2)), batch_size=4)
+    with guard([str(folder)], model=model, loader=loader, notices=[]) as g:
+        for _ in g.batches():
+            g.step()
+
+
+@pytest.mark.slow
+def test_every_checkpoint_damaged_stops_the_guard_and_says_how_to_start_over(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "ckpt"
+    small_guarded_run(folder)
+    [step] = [p for p in folder.iterdir() if p.name.startswith("step-")]
+    manifest = step / "manifest.json"
+    damaged = bytearray(manifest.read_bytes())
+    damaged[len(damaged) // 2] ^= 1 << 3  # one bit, in the only step's manifest
+    manifest.write_bytes(bytes(damaged))
+
+    refused = run_script(tmp_path, REDIRECTED, str(folder), "1")
+    assert refused.returncode == 1
+    assert "Traceback" not in refused.stderr
+    [line] = refused.stderr.strip().splitlines()
+    assert line.startswith("spotwise guard: ") and str(folder) in line
+    assert f"{step.name}: manifest checksum mismatch" in line
+    assert "SPOTWISE_FRESH_IF_DAMAGED=1" in line and f"delete {folder}" in line
+    assert "fresh" not in refused.stdout  # it never started
+    assert manifest.read_bytes() == bytes(damaged)  # and left the damaged copy as it was
+
+    over = run_script(
+        tmp_path, REDIRECTED, str(folder), "1", env={"SPOTWISE_FRESH_IF_DAMAGED": "1"}
+    )
+    assert over.returncode == 0, over.stderr
+    assert "starting over from step 0 as asked" in over.stderr
+    [event] = [json.loads(line) for line in over.stdout.splitlines() if line.startswith("{")]
+    assert event["event"] == "fresh" and event["step"] == 0
+
+
+def test_the_guard_refuses_damaged_checkpoints_in_process_too(tmp_path: Path) -> None:
+    from spotwise.executor.errors import CheckpointError
+    from spotwise.executor.training_guard import GuardRefused
+
+    small_guarded_run(tmp_path)
+    for blob in tmp_path.glob("step-*/*.bin"):
+        blob.write_bytes(b"torn")
+    model = torch.nn.Linear(2, 1)
+    loader = DataLoader(TensorDataset(torch.randn(8, 2)), batch_size=4)
+    unguarded = guard([str(tmp_path)], model=model, loader=loader, notices=[])
+    with pytest.raises(GuardRefused, match="none intact") as refused, unguarded:
+        pass
+    assert isinstance(refused.value, CheckpointError) and refused.value.code != 0
+    with guard([str(tmp_path)], model=model, loader=loader, notices=[], fresh_if_damaged=True) as g:
+        assert g.resumed_from is None and g.step_count == 0
+
+
+def test_a_checkpoint_folder_that_cannot_be_made_is_one_clear_line(tmp_path: Path) -> None:
+    from spotwise.executor.training_guard import GuardRefused
+
+    afile = tmp_path / "a-file"
+    afile.write_text("not a folder")
+    model = torch.nn.Linear(2, 1)
+    loader = DataLoader(TensorDataset(torch.randn(8, 2)), batch_size=4)
+    unmade = guard([str(afile / "ckpt")], model=model, loader=loader, notices=[])
+    with pytest.raises(GuardRefused) as refused, unmade:
+        pass
+    message = str(refused.value.code)
+    assert message.startswith("spotwise guard: cannot open checkpoint replica ")
+    assert f"{afile / 'ckpt'}: Not a directory" in message and "\n" not in message
+
+
+UNREADABLE = """\
+import sys
+
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+from spotwise.executor import guard
+
+model = torch.nn.Linear(2, 1)
+loader = DataLoader(TensorDataset(torch.randn(8, 2)), batch_size=4)
+with guard([sys.argv[1]], model=model, loader=loader) as g:
+    pass
+"""
+
+
+def without_root_overrides() -> None:
+    """In a child about to exec: drop the capabilities by which root reads any folder
+    (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH) from its bounding set, so that the command runs
+    with a user's file permissions."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    for capability in (1, 2):
+        if libc.prctl(24, capability, 0, 0, 0) != 0:  # PR_CAPBSET_DROP
+            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
+
+
+def as_a_user(command: list[str], **options: object) -> subprocess.CompletedProcess[str]:
+    """Run ``command`` with a user's file permissions (as root: without root's overrides)."""
+    preexec = without_root_overrides if os.geteuid() == 0 else None
+    return subprocess.run(
+        command, capture_output=True, text=True, check=False, preexec_fn=preexec, **options
+    )  # type: ignore[call-overload]
+
+
+@pytest.mark.slow
+def test_an_unreadable_checkpoint_folder_is_one_clear_line(tmp_path: Path) -> None:
+    """A folder this user may enter and write but not list."""
+    folder = tmp_path / "ckpt"
+    folder.mkdir()
+    folder.chmod(0o300)
+    try:
+        probe = as_a_user([sys.executable, "-c", f"import os; os.listdir({str(folder)!r})"])
+        if probe.returncode == 0:
+            pytest.skip("this process reads any folder, and cannot give that up")
+        script = tmp_path / "script.py"
+        script.write_text(UNREADABLE)
+        result = as_a_user([sys.executable, str(script), str(folder)], timeout=300)
+    finally:
+        folder.chmod(0o700)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr and "PermissionError" not in result.stderr
+    [line] = result.stderr.strip().splitlines()
+    assert line == (
+        f"spotwise guard: cannot open checkpoint replica {folder}: Permission denied; give a "
+        "folder or URL this user can read and write"
+    )

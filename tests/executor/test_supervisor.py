@@ -4,6 +4,7 @@ real store for the ledger."""
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -399,3 +400,83 @@ def test_checkpoint_minutes_reach_the_jobs_guard(cli: CliRun) -> None:
     result = cli("run", *args, "--checkpoint-minutes", "7.5", "--", sys.executable, "-c", script)
     assert result.returncode == 0, result.stderr
     assert "[spot in us-east-1a_v100_1] every 450.0" in result.stderr
+
+
+UNGUARDED = "the command has not started a guard"
+ENDED_UNGUARDED = "the command ended without starting a guard"
+
+
+@pytest.mark.slow
+def test_a_strangers_own_guarded_script_is_drilled_and_resumes_to_the_same_weights(
+    cli: CliRun, tmp_path: Path
+) -> None:
+    """The README's guard snippet around a script of the user's own (not the bundled
+    example), run with --preempt-every: the drills act on it, each relaunch resumes, and the
+    final weights are those of an uninterrupted run."""
+    from tests.executor.test_guard import STRANGER
+
+    script = tmp_path / "train.py"
+    script.write_text(STRANGER)
+    plain = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "plain"), str(tmp_path / "plain.sha"), "0"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert plain.returncode == 0, plain.stderr
+    args = ["--pools", "us-east-1a_v100_1", "--start-hours", "100", "--preempt-every", "1s"]
+    command = [sys.executable, str(script), str(tmp_path / "ckpt"), str(tmp_path / "run.sha")]
+    result = cli("run", *args, "--json", "--", *command, "0.1")  # 32 steps, 3.2 s or more
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["status"] == "completed"
+    # (a drill may also reach the last instance as it finishes: a notice, no preemption)
+    assert report["preemptions"] >= 2 and report["notices"] >= report["preemptions"]
+    assert report["instances"] == report["preemptions"] + 1
+    assert report["steps_lost"] == 0  # every relaunch resumed where the drill stopped it
+    assert result.stderr.count("drill: a preemption notice to the job now") >= 2
+    assert UNGUARDED not in result.stderr and ENDED_UNGUARDED not in result.stderr
+    assert (tmp_path / "run.sha").read_text() == (tmp_path / "plain.sha").read_text()
+
+
+@pytest.mark.slow  # CLI subprocesses
+def test_a_command_without_a_guard_is_told_once_that_drills_cannot_act_on_it(
+    cli: CliRun,
+) -> None:
+    script = "import time; print('epoch 1', flush=True); time.sleep(1.5)"
+    args = ["--pools", "us-east-1a_v100_1", "--start-hours", "100", "--preempt-every", "1s"]
+    result = cli("run", *args, "--", sys.executable, "-c", script)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.count("a guard (spotwise.executor.guard)") == 1
+    assert (
+        f"{ENDED_UNGUARDED} (spotwise.executor.guard): drills, replayed preemptions and "
+        "migration could not act on it"
+    ) in result.stderr
+    assert "drill:" not in result.stderr
+
+
+@pytest.mark.slow
+def test_a_running_command_without_a_guard_gets_one_warning_across_its_relaunches(
+    tmp_path: Path,
+) -> None:
+    """Past guard_wait_s with no guard announced, the job is told once, not per instance."""
+    supervisor, _, _, _ = supervise(
+        tmp_path, market("1" * 120), work_s=1.0, guard_wait_s=0.2, drill_after_s=0.1
+    )
+    said: list[str] = []
+    supervisor.progress = said.append
+    tries = tmp_path / "tries"
+    script = (  # exits 75 twice (as if preempted), then 0, each after a second
+        "import sys, time; from pathlib import Path; p = Path(sys.argv[1]); "
+        "n = int(p.read_text()) if p.exists() else 0; p.write_text(str(n + 1)); "
+        "time.sleep(1); sys.exit(75 if n < 2 else 0)"
+    )
+    report = supervisor.run([sys.executable, "-c", script, str(tries)])
+    assert report.completed and report.instances == 3
+    warnings = [m for m in said if "guard" in m]
+    assert warnings == [
+        f"{UNGUARDED} (spotwise.executor.guard) in its first 0.2 s: drills, replayed "
+        "preemptions and migration cannot act on it"
+    ]
+    assert not any(m.startswith("drill:") for m in said)
