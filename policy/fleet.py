@@ -5,12 +5,18 @@ Every job of a fleet runs the single-job ``best`` policy on its own simulator
 grants or refuses what the jobs ask, highest tier first, against the fleet's budget in $/h:
 
 - ``high`` gets what it asks (on-demand as soon as its deadline asks for it);
-- ``normal`` gets spot, and on-demand while the budget has room for it, or once its safety
-  net asks (its slack down to two changeovers: a normal job does not miss to save money);
+- ``normal`` gets spot or on-demand while the budget has room for it, and either once its
+  deadline asks (its slack down to two changeovers by its next tick: a normal job does not
+  miss to save money);
 - ``low`` runs only on spot, and only while the budget has room for it; it never buys
   on-demand (where its policy asks for it, it asks for spot in every pool it may) and may
   wait, so it may miss. The bench charges a missed job's unfinished work at on-demand, the
   cost of finishing it, so a miss is never a saving.
+
+That rule is :func:`fleet_grant`, the one the executor's fleets run (``spotwise fleet run``):
+the spend stays within the budget but for ``high`` jobs and deadlines. Here every job asks every
+tick, highest tier first, so a lower tier's running instance is let go when a higher tier takes
+its room; the executor asks when a job places an instance, and a claim stands while it runs.
 
 A refused request leaves the job idle (a running instance is let go); the job's policy sees
 that on its next tick and adapts. Jobs move back from on-demand to spot when spot returns as
@@ -28,10 +34,10 @@ running ``best`` on its own on the same market at the same time, with no budget
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 
@@ -43,7 +49,6 @@ from spotwise.policy.policies.base import (
     WAIT,
     Action,
     JobContext,
-    Observation,
     request,
 )
 from spotwise.policy.policies.rules import slack_exhausted, slack_ticks
@@ -54,6 +59,7 @@ from spotwise.policy.traces import TraceSet
 
 Tier = Literal["high", "normal", "low"]
 TIERS: tuple[Tier, ...] = ("high", "normal", "low")
+K = TypeVar("K")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -208,14 +214,27 @@ def simulate_fleet(
                 price = float(obs.prices[want - SPOT0])
             elif want == ON_DEMAND:
                 price = market.on_demand_price
-            if managed and not _granted(
-                job.tier, want, price, spend, budget_usd_per_hour, obs, contexts[i]
+            if (
+                managed
+                and want >= ON_DEMAND
+                and not fleet_grant(
+                    job.tier,
+                    "spot" if want >= SPOT0 else "on-demand",
+                    price,
+                    others=spend,
+                    budget=budget_usd_per_hour,
+                    deadline=deadline_asks(
+                        slack_ticks(obs, contexts[i]), contexts[i].job.changeover, 1
+                    ),
+                ).granted
             ):
                 action, price = WAIT, 0.0
-                if (
-                    job.tier == "low" and want == ON_DEMAND
-                ):  # spot instead, where the budget has room
-                    up = [z for z in obs.askable() if spend + obs.prices[z] <= budget_usd_per_hour]
+                if job.tier == "low" and want == ON_DEMAND:
+                    up = spot_within(
+                        {z: float(obs.prices[z]) for z in obs.askable()},
+                        others=spend,
+                        budget=budget_usd_per_hour,
+                    )
                     if up:
                         action, price = request(up), float(max(obs.prices[up]))
             spend += price
@@ -271,25 +290,63 @@ def _result(job: FleetJob, run: JobRun) -> FleetJobResult:
     return FleetJobResult(job=job, cost_usd=run.cost, done=run.finished, unfinished_hours=left)
 
 
-def _granted(
+Market = Literal["spot", "on-demand"]
+
+
+@dataclass(frozen=True, slots=True)
+class Grant:
+    """The fleet's answer to a job's ask: granted or not, and whether granting it takes the
+    fleet past its budget (a ``high`` job's ask, or a deadline's)."""
+
+    granted: bool
+    over_budget: bool = False
+
+
+def deadline_asks(slack: float, changeover: float, step: float) -> bool:
+    """Whether a job's deadline asks for what it wants now, whatever the budget: its slack
+    (time left minus work left) will be down to two changeovers by the time it is asked again
+    (``step`` from now: the lab's tick, the executor's wait between asks). Any one unit (ticks,
+    hours) for the three."""
+    return slack <= 2 * changeover + step
+
+
+def fleet_grant(
     tier: Tier,
-    want: int,
+    market: Market,
     price: float,
-    spend: float,
+    *,
+    others: float,
     budget: float,
-    obs: Observation,
-    context: JobContext,
-) -> bool:
-    """Whether the controller lets a job of ``tier`` have ``want`` at ``price`` $/h with
-    ``spend`` $/h of the budget already taken this tick."""
-    if want < ON_DEMAND or tier == "high":
-        return True
-    room = spend + price <= budget + 1e-9
+    deadline: bool,
+    holding: float = 0.0,
+) -> Grant:
+    """The fleet's tier rule, the one the lab simulates (:func:`simulate_fleet`) and the
+    executor runs (``spotwise.executor.fleet``): may a job of ``tier`` have ``market`` at
+    ``price`` $/h while the rest of the fleet spends ``others`` $/h (and holds room for jobs of
+    a higher tier that wait) against ``budget``?
+
+    - within the budget (``others + price <= budget``), or no more than the job ``holding``
+      already (a move to a cheaper instance), ``high`` and ``normal`` get what they ask and
+      ``low`` gets spot;
+    - past it, ``high`` still gets what it asks, and ``normal`` gets it only when its
+      ``deadline`` asks (:func:`deadline_asks`, or an elastic job's deadline floor): both are
+      granted ``over_budget``;
+    - ``low`` never gets on-demand, and never goes past the budget.
+
+    So the fleet's spend stays within its budget, but for ``high`` jobs and deadlines."""
+    within = others + price <= budget + 1e-9 or price <= holding + 1e-9
     if tier == "low":
-        return want >= SPOT0 and room
-    if want >= SPOT0 or room:
-        return True
-    return slack_ticks(obs, context) <= 2 * context.job.changeover + 1
+        return Grant(market == "spot" and within)
+    if within:
+        return Grant(True)
+    return Grant(tier == "high" or deadline, over_budget=tier == "high" or deadline)
+
+
+def spot_within(prices: Mapping[K, float], *, others: float, budget: float) -> list[K]:
+    """The pools of ``prices`` (spot $/h of each pool a job may ask, in order) whose price fits
+    in the budget beside ``others``: where a ``low`` job whose policy asks for on-demand asks
+    for spot instead (it never buys on-demand)."""
+    return [pool for pool, price in prices.items() if others + price <= budget + 1e-9]
 
 
 def independent_costs(
