@@ -33,6 +33,8 @@ class Settings(BaseSettings):
     """The policy API's bearer token (``spotwise serve``, and clients of it)."""
     api_max_in_flight: int = Field(default=DEFAULT_MAX_IN_FLIGHT, ge=1, le=10_000)
     """Requests the policy API serves at once per worker; past it, 503 + Retry-After."""
+    api_max_per_client: int | None = Field(default=None, ge=1, le=10_000)
+    """Of those, the most one client (peer address) may hold (default: all but a quarter)."""
     api_traces: Path | None = None
     api_models: Path | None = None
     pool: str | None = None
