@@ -1,11 +1,16 @@
 """The policy HTTP API (FastAPI): decisions, pool rankings, risk forecasts, health.
 
-Every route but ``/healthz`` needs ``Authorization: Bearer <token>`` when the app has a token.
-Past ``max_in_flight`` requests at once a request gets 503 with ``Retry-After``
-(:mod:`policy.admission`). Run it with ``spotwise serve`` (uvicorn; more workers with
-``--workers``).
+Every route under ``/v1/`` needs ``Authorization: Bearer <token>`` when the app has a token.
+A request passes, in order: the token (401 at once, nothing read), its body read whole within
+``body_timeout_s`` and ``MAX_BODY_BYTES`` (408, 413), then admission (:mod:`policy.admission`:
+past ``max_in_flight`` requests at once, or ``max_per_client`` from one client, 503 with
+``Retry-After``). So a client without the token or with a slow body never takes a place.
+``/healthz`` says whether the places are all taken (``status: saturated``). The docs (``/docs``
+Swagger UI, ``/redoc``) are served from files installed with Spotwise: no CDN, they work
+offline. Run it with ``spotwise serve`` (uvicorn; more workers with ``--workers``).
 """
 
+import asyncio
 import hmac
 from typing import Annotated, Any
 
@@ -13,56 +18,142 @@ from fastapi import Depends, FastAPI, HTTPException, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi_offline import FastAPIOffline
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from spotwise.policy.admission import DEFAULT_MAX_IN_FLIGHT, AdmissionControl
+from spotwise.policy.admission import (
+    ADMITTED_PREFIX,
+    DEFAULT_MAX_IN_FLIGHT,
+    Admission,
+    AdmissionControl,
+)
 from spotwise.policy.errors import PolicyError
 from spotwise.policy.schemas import (
     Decision,
     DecisionRequest,
     Health,
-    JobTerms,
+    JobQuery,
     PoolForecast,
     PoolRank,
+    Problem,
 )
 from spotwise.policy.service import DecisionService, RequestError
 
 MAX_BODY_BYTES = 64 * 1024
 """Largest request body accepted (a decision over 64 pools is about 5 KB)."""
+BODY_TIMEOUT_S = 5.0
+"""Seconds a request's body may take to arrive whole; past them, 408 and the connection closed
+(a client on the slowest link sends 64 KiB in well under that)."""
 MAX_ERRORS = 10
 """Validation errors reported per request: each says where and what, never the input."""
+UNAUTHORIZED = "missing or wrong bearer token (send Authorization: Bearer <token>)"
+
+
+def _problem(description: str, **extra: Any) -> dict[str, Any]:
+    return {"model": Problem, "description": description, **extra}
+
+
+REFUSALS: dict[int | str, dict[str, Any]] = {
+    400: _problem("The body could not be read (not JSON)."),
+    401: _problem(
+        "No token or a wrong one: send Authorization: Bearer <token>.",
+        headers={"WWW-Authenticate": {"schema": {"type": "string"}}},
+    ),
+    408: _problem(f"The body did not arrive whole within {BODY_TIMEOUT_S:g} s."),
+    413: _problem(f"The body is over {MAX_BODY_BYTES} bytes."),
+    422: _problem("The request breaks the schema: each error says where and what."),
+    503: _problem(
+        "Busy: every place is taken, or this client holds its share of them. Ask again "
+        "after Retry-After seconds.",
+        headers={
+            "Retry-After": {
+                "description": "Seconds to wait before asking again.",
+                "schema": {"type": "integer"},
+            }
+        },
+    ),
+}
+"""The answers every authenticated route may give besides 200 (the OpenAPI schema lists them)."""
+
+
+def _bearer_ok(given: str, token: str) -> bool:
+    return hmac.compare_digest(given.encode(), token.encode())
+
+
+class BearerAuth:
+    """ASGI middleware: a request under ``/v1/`` without the bearer token gets 401 at once,
+    before its body is read or a place is taken, and its connection is closed."""
+
+    def __init__(self, app: ASGIApp, token: str | None) -> None:
+        self.app, self.token = app, token
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (
+            self.token is None
+            or scope["type"] != "http"
+            or not scope["path"].startswith(ADMITTED_PREFIX)
+        ):
+            await self.app(scope, receive, send)
+            return
+        header = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
+        scheme, _, given = header.partition(" ")
+        if scheme.lower() == "bearer" and _bearer_ok(given.strip(), self.token):
+            await self.app(scope, receive, send)
+            return
+        response = JSONResponse(
+            status_code=401,
+            content={"detail": UNAUTHORIZED},
+            headers={"WWW-Authenticate": "Bearer", "Connection": "close"},
+        )
+        await response({"type": "http"}, _no_receive, send)
 
 
 class BodyLimit:
-    """ASGI middleware: a body over ``max_bytes`` gets 413 before anything parses it. A body
-    with a Content-Length is judged by it; one streamed without (chunked) is read here, at most
-    ``max_bytes`` of it, and handed on whole."""
+    """ASGI middleware: the body is read whole here, at most ``max_bytes`` of it and within
+    ``timeout_s``, then handed on. A body over ``max_bytes`` gets 413 (judged by its
+    Content-Length when it has one, before anything is read); one that has not arrived whole
+    within ``timeout_s`` gets 408. Both close the connection."""
 
-    def __init__(self, app: ASGIApp, max_bytes: int = MAX_BODY_BYTES) -> None:
-        self.app, self.max_bytes = app, max_bytes
+    def __init__(
+        self, app: ASGIApp, max_bytes: int = MAX_BODY_BYTES, timeout_s: float = BODY_TIMEOUT_S
+    ) -> None:
+        self.app, self.max_bytes, self.timeout_s = app, max_bytes, timeout_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         length = dict(scope["headers"]).get(b"content-length")
-        if length is not None:
-            if not length.isdigit() or int(length) > self.max_bytes:
-                await self._refuse(send)
-                return
-            await self.app(scope, receive, send)
+        if length is not None and (not length.isdigit() or int(length) > self.max_bytes):
+            await self._refuse(
+                send, 413, f"request body over {self.max_bytes} bytes; send a smaller one"
+            )
             return
         body = bytearray()
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                break
-            body += message.get("body", b"")
-            if len(body) > self.max_bytes:
-                await self._refuse(send)
-                return
-            if not message.get("more_body", False):
-                break
+        try:
+            async with asyncio.timeout(self.timeout_s):  # uvicorn's loop (anyio's costs 2x)
+                while True:
+                    message = await receive()
+                    if message["type"] != "http.request":
+                        return  # the client left: nobody to answer
+                    body += message.get("body", b"")
+                    if len(body) > self.max_bytes:
+                        await self._refuse(
+                            send,
+                            413,
+                            f"request body over {self.max_bytes} bytes; send a smaller one",
+                        )
+                        return
+                    if not message.get("more_body", False):
+                        break
+        except TimeoutError:
+            await self._refuse(
+                send,
+                408,
+                f"request body not received whole within {self.timeout_s:g} s ({len(body)} "
+                "bytes came); send it at once",
+            )
+            return
         replayed = False
 
         async def replay() -> Message:
@@ -74,11 +165,9 @@ class BodyLimit:
 
         await self.app(scope, replay, send)
 
-    async def _refuse(self, send: Send) -> None:
+    async def _refuse(self, send: Send, status: int, detail: str) -> None:
         response = JSONResponse(
-            status_code=413,
-            content={"detail": f"request body over {self.max_bytes} bytes; send a smaller one"},
-            headers={"Connection": "close"},
+            status_code=status, content={"detail": detail}, headers={"Connection": "close"}
         )
         await response({"type": "http"}, _no_receive, send)
 
@@ -100,32 +189,40 @@ def _validation_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
 
 
 def create_app(
-    service: DecisionService, token: str | None, max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
+    service: DecisionService,
+    token: str | None,
+    max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+    max_per_client: int | None = None,
+    body_timeout_s: float = BODY_TIMEOUT_S,
 ) -> FastAPI:
-    """The API over ``service``; ``token`` None = no auth (loopback only, see ``serve``). The
-    routes are plain functions: they run in the thread pool, so the event loop can shed."""
-    app = FastAPI(
+    """The API over ``service``; ``token`` None = no auth (loopback only, see ``serve``);
+    ``max_per_client`` None = all but a quarter of the places. The routes are plain functions:
+    they run in the thread pool, so the event loop can shed."""
+    app = FastAPIOffline(
         title="Spotwise policy API",
         version="1",
-        description="Spot / on-demand decisions for training jobs, from real market history.",
+        description="Spot / on-demand decisions for training jobs, from real market history. "
+        "Every route under /v1/ needs Authorization: Bearer <token>; a busy server answers 503 "
+        "with Retry-After.",
     )
     bearer = HTTPBearer(auto_error=False)
+    admission = Admission(max_in_flight, max_per_client)
 
     def authorize(
         credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
     ) -> None:
+        """Checked by :class:`BearerAuth` already; here so that the schema names the scheme."""
         if token is None:
             return
-        given = credentials.credentials if credentials else ""
-        if not hmac.compare_digest(given.encode(), token.encode()):
+        if not _bearer_ok(credentials.credentials if credentials else "", token):
             raise HTTPException(
-                status_code=401,
-                detail="missing or wrong bearer token (send Authorization: Bearer <token>)",
-                headers={"WWW-Authenticate": "Bearer"},
+                status_code=401, detail=UNAUTHORIZED, headers={"WWW-Authenticate": "Bearer"}
             )
 
-    app.add_middleware(BodyLimit)
-    app.add_middleware(AdmissionControl, max_in_flight=max_in_flight)  # outermost: sheds first
+    # outermost last: the token, then the body, then a place
+    app.add_middleware(AdmissionControl, admission=admission)
+    app.add_middleware(BodyLimit, timeout_s=body_timeout_s)
+    app.add_middleware(BearerAuth, token=token)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -163,20 +260,37 @@ def create_app(
 
     @app.get("/healthz")
     async def healthz() -> Health:
-        """Liveness: the pools known and the policies served."""
-        return Health(status="ok", pools=len(service.pools), policies=list(service.policies))
+        """Liveness (always 200 while the worker runs): the pools known, the policies served,
+        and this worker's places: ``status`` is ``saturated`` while every place is taken or a
+        request was turned away for want of one in the last 10 s, else ``ok``."""
+        figures = admission.health()
+        return Health(
+            status="saturated" if figures["saturated"] else "ok",
+            pools=len(service.pools),
+            policies=list(service.policies),
+            **figures,
+        )
 
-    @app.post("/v1/decision", dependencies=auth, responses={401: {}, 404: {}, 422: {}})
+    @app.post(
+        "/v1/decision",
+        dependencies=auth,
+        responses={**REFUSALS, 404: _problem("A pool the service does not know.")},
+    )
     def decision(request: DecisionRequest) -> Decision:
-        """The next action for a job: wait, on-demand, or spot in a pool."""
+        """The next action for a job: wait, on-demand, spot in a pool, or done (its progress
+        is past its work)."""
         return service.decide(request)
 
-    @app.get("/v1/pools", dependencies=auth, responses={401: {}, 422: {}})
-    def pools(job: Annotated[JobTerms, Query()]) -> list[PoolRank]:
+    @app.get("/v1/pools", dependencies=auth, responses=REFUSALS)
+    def pools(job: Annotated[JobQuery, Query()]) -> list[PoolRank]:
         """Pools ranked by the expected cost of the job."""
         return service.rank_pools(job)
 
-    @app.get("/v1/forecast/{pool}", dependencies=auth, responses={401: {}, 404: {}})
+    @app.get(
+        "/v1/forecast/{pool}",
+        dependencies=auth,
+        responses={**REFUSALS, 404: _problem("A pool the service does not know.")},
+    )
     def forecast(pool: str) -> PoolForecast:
         """A pool's preemption-risk forecast."""
         return service.forecast(pool)
@@ -187,7 +301,8 @@ def create_app(
 def app_from_env() -> FastAPI:
     """The app as ``spotwise serve`` configures it through the environment (uvicorn factory):
     ``SPOTWISE_API_TRACES`` (a trace folder), ``SPOTWISE_API_MODELS`` (the learned models'
-    folder, read once here), ``SPOTWISE_API_TOKEN`` and ``SPOTWISE_API_MAX_IN_FLIGHT``."""
+    folder, read once here), ``SPOTWISE_API_TOKEN``, ``SPOTWISE_API_MAX_IN_FLIGHT`` and
+    ``SPOTWISE_API_MAX_PER_CLIENT``."""
     from spotwise.policy.rl.catalog import ModelCatalog, shipped_models
     from spotwise.policy.traces import load_traces
     from spotwise.settings import current
@@ -198,5 +313,8 @@ def app_from_env() -> FastAPI:
     traces = load_traces(settings.api_traces)
     models = ModelCatalog(settings.api_models) if settings.api_models else shipped_models()
     return create_app(
-        DecisionService(traces, models), settings.api_token or None, settings.api_max_in_flight
+        DecisionService(traces, models),
+        settings.api_token or None,
+        settings.api_max_in_flight,
+        settings.api_max_per_client,
     )

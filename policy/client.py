@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import random
 import time
 from typing import Any, Protocol
 
@@ -39,46 +41,76 @@ class InProcessClient:
         return self.service.forecast(pool)
 
 
+BUSY_WAIT_S = 120.0
+"""Seconds an HTTP client asks a busy or silent server again before it gives up."""
+FIRST_PAUSE_S = 0.5
+MAX_PAUSE_S = 10.0
+
+
 class HttpClient:
-    """Calls ``spotwise serve`` at ``base_url`` with an optional bearer token. A busy server's
-    503 is retried after its ``Retry-After`` for up to ``busy_wait_s`` seconds."""
+    """Calls ``spotwise serve`` at ``base_url`` with an optional bearer token.
+
+    A busy server (503) or one that does not answer (refused, reset, timed out) is asked again
+    shortly, never taken for an answer: after the 503's ``Retry-After``, else after a pause from
+    0.5 s doubling to 10 s, each lengthened by a random 0-50 % (so clients turned away together
+    do not all come back together), for up to ``busy_wait_s`` in all; then a
+    :class:`RequestError` that says what happened and what to do. Decisions are pure, so asking
+    again is safe."""
 
     def __init__(
         self,
         base_url: str,
         token: str | None = None,
         timeout_s: float = 10.0,
-        busy_wait_s: float = 30.0,
+        busy_wait_s: float = BUSY_WAIT_S,
     ) -> None:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.base_url = base_url
         self._http = httpx.Client(base_url=base_url, headers=headers, timeout=timeout_s)
         self.busy_wait_s = busy_wait_s
+        self._jitter = random.Random()
+        self.retries = 0
+        """Requests asked again so far (503s and requests without an answer)."""
 
     def close(self) -> None:
         self._http.close()
 
     def _send(self, method: str, url: str, **kwargs: Any) -> httpx.Response:
-        """The request, again after each 503 while ``busy_wait_s`` lasts."""
-        deadline = time.monotonic() + self.busy_wait_s
+        """The first answer that is not a 503, asking again while ``busy_wait_s`` lasts."""
+        began = time.monotonic()
+        deadline = began + self.busy_wait_s
+        tries = 0
         while True:
-            response = self._http.request(method, url, **kwargs)
-            if response.status_code != 503:
-                return response
+            tries += 1
+            retry_after: float | None = None
             try:
-                pause = min(float(response.headers.get("Retry-After", "1")), 10.0)
-            except ValueError:
-                pause = 1.0
-            if time.monotonic() + pause > deadline:
-                return response
-            time.sleep(pause)
+                response = self._http.request(method, url, **kwargs)
+            except httpx.TransportError as exc:
+                problem = f"no answer ({type(exc).__name__}: {str(exc)[:200] or 'no detail'})"
+                advice = f"is `spotwise serve` running at {self.base_url}?"
+            else:
+                if response.status_code != 503:
+                    return response
+                problem = f"503 {_detail(response)}"[:300]
+                advice = "give it more capacity (spotwise serve --workers N) or ask later"
+                retry_after = _seconds(response.headers.get("Retry-After"))
+            pause = retry_after if retry_after is not None else _backoff(tries)
+            left = deadline - time.monotonic()
+            if pause > left:
+                raise RequestError(
+                    f"policy API at {self.base_url} gave no decision in "
+                    f"{time.monotonic() - began:.0f} s ({tries} tries; last: {problem}): "
+                    f"{advice}",
+                    503,
+                )
+            self.retries += 1
+            time.sleep(min(pause * (1 + 0.5 * self._jitter.random()), left))
 
     def _check(self, response: httpx.Response) -> httpx.Response:
         if response.status_code >= 400:
-            try:
-                detail = response.json().get("detail", response.text)
-            except ValueError:
-                detail = response.text
-            raise RequestError(f"policy API {response.status_code}: {detail}", response.status_code)
+            raise RequestError(
+                f"policy API {response.status_code}: {_detail(response)}", response.status_code
+            )
         return response
 
     def decide(self, request: DecisionRequest) -> Decision:
@@ -92,6 +124,27 @@ class HttpClient:
     def forecast(self, pool: str) -> PoolForecast:
         response = self._send("GET", f"/v1/forecast/{pool}")
         return PoolForecast.model_validate(self._check(response).json())
+
+
+def _detail(response: httpx.Response) -> str:
+    try:
+        detail = response.json().get("detail", response.text)
+    except (ValueError, AttributeError):
+        detail = response.text
+    return str(detail)
+
+
+def _seconds(value: str | None) -> float | None:
+    """A Retry-After in seconds (None: absent, a date or nonsense; then the backoff holds)."""
+    try:
+        seconds = float(value) if value is not None else math.nan
+    except ValueError:
+        return None
+    return min(seconds, MAX_PAUSE_S * 6) if math.isfinite(seconds) and seconds >= 0 else None
+
+
+def _backoff(tries: int) -> float:
+    return min(FIRST_PAUSE_S * 2 ** (tries - 1), MAX_PAUSE_S)
 
 
 def in_process_for(

@@ -4,6 +4,11 @@ Every rule the service enforces is in the schema: a schema-valid request gets an
 job whose deadline can no longer be met is answered (on-demand finishes soonest), not refused;
 the state is ``none``/``on-demand`` without a pool, or ``spot`` with one (a discriminated
 union); the pool names are the service's own (added to the schema by :mod:`spotwise.policy.api`).
+A job whose progress is past its work is answered ``done``.
+
+The request bodies are strict: a number is a JSON number (``true`` or ``"48"`` is refused with a
+422), a flag a JSON boolean. The query of ``GET /v1/pools`` (:class:`JobQuery`) is text by
+nature, and read as numbers.
 """
 
 from __future__ import annotations
@@ -12,11 +17,15 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
+STRICT = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True)
+"""Bodies: no field the schema lacks, no NaN or Infinity, no type coerced (``true`` is no
+number, ``"48"`` is no number, ``1`` is no boolean)."""
+
 
 class JobTerms(BaseModel):
     """The job: work, deadline, changeover and prices."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = STRICT
 
     compute_hours: float = Field(gt=0, le=100_000, examples=[48.0])
     deadline_hours: float = Field(gt=0, le=100_000, examples=[60.0])
@@ -31,10 +40,16 @@ class JobTerms(BaseModel):
         return self.deadline_hours >= self.compute_hours + self.changeover_hours
 
 
+class JobQuery(JobTerms):
+    """The job as the query of ``GET /v1/pools`` gives it: text read as numbers."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, strict=False)
+
+
 class PoolNow(BaseModel):
     """One pool as the controller last saw it: available or not, and how long ago."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = STRICT
 
     available: bool
     price: float | None = Field(default=None, ge=1e-4, le=10_000)
@@ -50,10 +65,16 @@ class PoolNow(BaseModel):
 class IdleState(BaseModel):
     """Where the job stands: on no instance or on on-demand."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = STRICT
 
     elapsed_hours: float = Field(ge=0, le=100_000)
-    progress_hours: float = Field(ge=0, le=100_000)
+    progress_hours: float = Field(
+        ge=0,
+        le=100_000,
+        description="Hours of the job's work done. Past ``compute_hours`` the job is done and "
+        "the answer is ``done``; at it, the job is placed as usual (its command has yet to "
+        "end).",
+    )
     instance: Literal["none", "on-demand"] = "none"
     changeover_left_hours: float = Field(default=0.0, ge=0, le=100)
 
@@ -65,10 +86,16 @@ class IdleState(BaseModel):
 class SpotState(BaseModel):
     """Where the job stands: on spot in ``pool`` (available now, since it runs there)."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = STRICT
 
     elapsed_hours: float = Field(ge=0, le=100_000)
-    progress_hours: float = Field(ge=0, le=100_000)
+    progress_hours: float = Field(
+        ge=0,
+        le=100_000,
+        description="Hours of the job's work done. Past ``compute_hours`` the job is done and "
+        "the answer is ``done``; at it, the job is placed as usual (its command has yet to "
+        "end).",
+    )
     instance: Literal["spot"]
     pool: str = Field(min_length=1, max_length=200)
     changeover_left_hours: float = Field(default=0.0, ge=0, le=100)
@@ -95,7 +122,7 @@ JobState = Annotated[
 class DecisionRequest(BaseModel):
     """Job, state and the pools' availability now → the next action."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = STRICT
 
     policy: str = Field(
         default="best",
@@ -116,9 +143,10 @@ class DecisionRequest(BaseModel):
 
 
 class Decision(BaseModel):
-    """What to do now, and why."""
+    """What to do now, and why (``done``: the job's progress is past its work; nothing to
+    run)."""
 
-    action: Literal["wait", "on-demand", "spot"]
+    action: Literal["wait", "on-demand", "spot", "done"]
     pool: str | None
     market: Literal["spot", "on-demand"] | None
     bid: float | None
@@ -156,6 +184,33 @@ class PoolForecast(BaseModel):
 
 
 class Health(BaseModel):
-    status: Literal["ok"]
+    """Liveness, and this worker's places (each worker of ``--workers`` has its own)."""
+
+    status: Literal["ok", "saturated"] = Field(
+        description="saturated: every place is taken, or a request was turned away for want "
+        "of one in the last 10 s; ok otherwise."
+    )
     pools: int
     policies: list[str]
+    saturated: bool
+    in_flight: int = Field(description="Requests being served now.")
+    max_in_flight: int = Field(description="Requests served at once (--max-in-flight).")
+    max_per_client: int = Field(description="Of those, the most one client may hold.")
+    shed: int = Field(description="Requests turned away (503) since start: every place taken.")
+    shed_per_client: int = Field(
+        description="Requests turned away (503) since start: their client held its share."
+    )
+
+
+class FieldError(BaseModel):
+    """One way a request breaks the schema: where and what (never the input)."""
+
+    loc: list[str]
+    msg: str
+    type: str
+
+
+class Problem(BaseModel):
+    """Why a request was not answered: one line, or (422) the schema errors."""
+
+    detail: str | list[FieldError]

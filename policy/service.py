@@ -109,8 +109,20 @@ class DecisionService:
 
     def decide(self, request: DecisionRequest) -> Decision:
         """The next action for a job in the given state (a job that can no longer meet its
-        deadline is told on-demand, which finishes soonest)."""
+        deadline is told on-demand, which finishes soonest; one whose progress is past its work
+        is told it is done)."""
         job, state = request.job, request.state
+        if state.progress_hours > job.compute_hours:
+            return Decision(
+                action="done",
+                pool=None,
+                market=None,
+                bid=None,
+                checkpoint_interval_minutes=None,
+                expected_cost_usd=0.0,
+                reason=f"the job is done: {state.progress_hours:.2f} h of progress is past its "
+                f"{job.compute_hours:.2f} h of work; nothing to run",
+            )
         pools = dict(request.pools)
         if state.pool is not None:
             pools[state.pool] = PoolNow(available=True)  # it runs there, so it is up now
@@ -200,14 +212,22 @@ class DecisionService:
         time_left = max(work_left, job.deadline_hours - obs.tick * hours)
         od_cost = (work_left + job.changeover_hours) * job.on_demand_price
         if action.instance == ON_DEMAND:
-            safety = slack_exhausted(obs, context)
-            reason = (
-                f"safety net: {slack_h:.2f} h of slack is within two changeovers; on-demand to "
-                "the end"
-                if safety
-                else f"on-demand: spot is not forecast to cover the {work_left:.1f} h of work "
-                f"left in {time_left:.1f} h"
-            )
+            if slack_h < 0:
+                reason = (
+                    f"late: the deadline cannot be met ({work_left:.2f} h of work left, "
+                    f"{-slack_h:.2f} h past it); on-demand to the end, where no preemption "
+                    "delays it more"
+                )
+            elif slack_exhausted(obs, context):
+                reason = (
+                    f"safety net: {slack_h:.2f} h of slack is within two changeovers; "
+                    "on-demand to the end"
+                )
+            else:
+                reason = (
+                    f"on-demand: spot is not forecast to cover the {work_left:.1f} h of work "
+                    f"left in {time_left:.1f} h"
+                )
             return _on_demand(job, obs.progress * hours, reason)
         if action.instance >= SPOT0:
             z = action.instance - SPOT0

@@ -27,6 +27,7 @@ from spotwise.console import (
     free_loopback_port,
     out,
 )
+from spotwise.policy.admission import default_max_per_client
 from spotwise.policy.errors import PolicyError
 from spotwise.policy.job import REFERENCE, JobSpec
 
@@ -90,8 +91,20 @@ def serve(
             show_default=False,
         ),
     ] = None,
+    max_per_client: Annotated[
+        int | None,
+        typer.Option(
+            "--max-per-client",
+            min=1,
+            help="Of those, the most one client (peer address) may hold; past it, 503 "
+            "(default: $SPOTWISE_API_MAX_PER_CLIENT, else all but a quarter of them).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
-    """Serve the policy API (decisions, pool ranking, risk forecasts) with uvicorn."""
+    """Serve the policy API (decisions, pool ranking, risk forecasts) with uvicorn. A request
+    without the token gets 401 before it takes a place; one whose body is not in within 5 s
+    gets 408; /healthz says `saturated` while every place is taken."""
     import uvicorn
 
     from spotwise.policy.rl.catalog import ModelCatalog
@@ -121,10 +134,13 @@ def serve(
         os.environ.pop("SPOTWISE_API_TOKEN", None)
     if max_in_flight is not None:
         os.environ["SPOTWISE_API_MAX_IN_FLIGHT"] = str(max_in_flight)
+    if max_per_client is not None:
+        os.environ["SPOTWISE_API_MAX_PER_CLIENT"] = str(max_per_client)
     limit = settings.current().api_max_in_flight
+    per_client = min(settings.current().api_max_per_client or default_max_per_client(limit), limit)
     err.print(
         f"policy API on http://{host}:{port} (docs at /docs, auth: {bool(token)}, "
-        f"{limit} requests at once per worker)"
+        f"{limit} requests at once per worker, {per_client} from one client)"
     )
     uvicorn.run(
         "spotwise.policy.api:app_from_env",
@@ -163,7 +179,8 @@ def bench_api(
 ) -> None:
     """Start the API on 127.0.0.1, find its capacity (the most it serves, offering more until
     it sheds), then offer 1× and --overload × that: served rate and latency, shed requests
-    (503) and their latency, errors."""
+    (503) and their latency, other answers (errors) and requests that got no answer at all
+    (no_answer). The load comes from one client, so the per-client limit is lifted."""
     import httpx
 
     from spotwise.policy.loadtest import decision_bodies, find_capacity, load_test
@@ -182,7 +199,12 @@ def bench_api(
     server_cores = [c for c in cores if c != load_core] if load_core is not None else cores
     limit = max_in_flight or settings.current().api_max_in_flight
     token, port = secrets.token_hex(16), free_loopback_port()
-    env = {**os.environ, "SPOTWISE_API_TOKEN": token, "SPOTWISE_API_MAX_IN_FLIGHT": str(limit)}
+    env = {
+        **os.environ,
+        "SPOTWISE_API_TOKEN": token,
+        "SPOTWISE_API_MAX_IN_FLIGHT": str(limit),
+        "SPOTWISE_API_MAX_PER_CLIENT": str(limit),  # one load generator: every place is its
+    }
     command = [sys.executable, "-m", "spotwise", "serve", "--port", str(port)]
     command += ["--traces", str(folder), "--workers", str(workers)]
     server = subprocess.Popen(command, env=env, stderr=subprocess.DEVNULL)
@@ -226,6 +248,7 @@ def bench_api(
         "server_stayed_up": alive,
         "workers": workers,
         "max_in_flight": limit,
+        "max_per_client": limit,
         "load_core": load_core,
         "server_cores": server_cores,
     }

@@ -4,7 +4,9 @@
 - The safety net: once not on spot with the slack down to two changeovers (one to start
   on-demand, one spent on a spot start that may be preempted) plus the time a failed launch
   request takes, on-demand to the end, so the deadline is never missed.
-- A running spot instance is kept until it is preempted.
+- A running spot instance is kept until it is preempted, unless the job is late (slack below
+  zero: the deadline is lost wherever it runs): a late job goes on-demand to the end, idle or
+  on spot, where no preemption can delay it more.
 
 :class:`Guardrails` applies the last two, with the "on-demand to the end" latch; policies
 choose only where it leaves them free.
@@ -27,14 +29,20 @@ def slack_exhausted(obs: Observation, context: JobContext) -> bool:
     return slack_ticks(obs, context) <= 2 * context.job.changeover + context.probe_ticks
 
 
+def late(obs: Observation, context: JobContext) -> bool:
+    """The deadline is lost: less time is left than work, even with no changeover."""
+    return slack_ticks(obs, context) < 0
+
+
 def safety_net(obs: Observation, context: JobContext) -> bool:
-    """True when, not on spot, only on-demand can still surely meet the deadline."""
-    return obs.state < SPOT0 and slack_exhausted(obs, context)
+    """True when only on-demand can still surely meet the deadline (not on spot), or the job
+    is late (idle or on spot)."""
+    return late(obs, context) or (obs.state < SPOT0 and slack_exhausted(obs, context))
 
 
 class Guardrails:
-    """Keep a running spot instance until it is preempted; once the safety net is due,
-    on-demand to the end."""
+    """Keep a running spot instance until it is preempted, unless the job is late; once the
+    safety net is due, on-demand to the end."""
 
     def __init__(self, context: JobContext) -> None:
         self.context = context
@@ -43,7 +51,7 @@ class Guardrails:
 
     def fixed(self, obs: Observation) -> int | None:
         """The instance the rules impose at this tick, or None when the policy may choose."""
-        if obs.state >= SPOT0:
+        if obs.state >= SPOT0 and not late(obs, self.context):
             return obs.state
         if self.engaged or safety_net(obs, self.context):
             self.engaged = True

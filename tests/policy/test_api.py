@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import schemathesis
 from fastapi.testclient import TestClient
@@ -42,7 +43,9 @@ def body(**state: Any) -> dict[str, Any]:
 
 
 def test_health_is_open_and_everything_else_needs_the_token(client: TestClient) -> None:
-    assert client.get("/healthz").json()["status"] == "ok"
+    health = client.get("/healthz").json()
+    assert health["status"] == "ok" and health["saturated"] is False
+    assert (health["in_flight"], health["max_in_flight"], health["max_per_client"]) == (0, 4, 3)
     assert client.post("/v1/decision", json=body()).status_code == 401
     wrong = {"Authorization": "Bearer nope"}
     assert client.post("/v1/decision", json=body(), headers=wrong).status_code == 401
@@ -88,6 +91,87 @@ def test_the_safety_net_answers_on_demand_when_slack_is_gone(client: TestClient)
     decision = client.post("/v1/decision", json=late, headers=AUTH).json()
     assert decision["action"] == "on-demand"
     assert decision["reason"].startswith("safety net")
+
+
+@pytest.mark.parametrize("policy", SERVICE.policies)
+def test_a_late_job_is_told_on_demand_on_spot_as_when_idle(client: TestClient, policy: str) -> None:
+    """Slack -8 h (20 h gone, 48 h of work left, 60 h deadline): the deadline is lost wherever
+    the job runs; on spot as idle it is told on-demand, where no preemption delays it more."""
+    for state in ({}, {"instance": "spot", "pool": SERVICE.pools[0]}):
+        late = {**body(elapsed_hours=20.0, progress_hours=0.0, **state), "policy": policy}
+        decision = client.post("/v1/decision", json=late, headers=AUTH).json()
+        assert decision["action"] == "on-demand", (state, decision)
+        assert decision["reason"].startswith("late: the deadline cannot be met")
+    if policy == "on_demand":
+        return  # on-demand whatever the state
+    on_time = body(elapsed_hours=5.0, progress_hours=4.0, instance="spot", pool=SERVICE.pools[0])
+    kept = client.post("/v1/decision", json={**on_time, "policy": policy}, headers=AUTH).json()
+    assert (kept["action"], kept["pool"]) == ("spot", SERVICE.pools[0])  # not late: kept
+
+
+def test_progress_past_the_work_is_answered_done(client: TestClient) -> None:
+    done = client.post("/v1/decision", json=body(progress_hours=50.0), headers=AUTH).json()
+    assert (done["action"], done["pool"], done["market"]) == ("done", None, None)
+    assert done["expected_cost_usd"] == 0 and done["reason"].startswith("the job is done")
+    at_the_end = client.post(
+        "/v1/decision", json=body(elapsed_hours=50.0, progress_hours=48.0), headers=AUTH
+    ).json()
+    assert at_the_end["action"] != "done"  # its command has yet to end: placed as usual
+
+
+@pytest.mark.parametrize(
+    ("where", "value"),
+    [
+        (("job", "compute_hours"), True),
+        (("job", "compute_hours"), "48"),
+        (("state", "progress_hours"), "1"),
+        (("probe_seconds",), False),
+        (("pools", "us-east-1a_v100_1", "available"), 1),
+    ],
+)
+def test_a_value_of_the_wrong_type_is_refused_not_coerced(
+    client: TestClient, where: tuple[str, ...], value: object
+) -> None:
+    request = json.loads(json.dumps(body()))
+    target = request
+    for key in where[:-1]:
+        target = target[key]
+    target[where[-1]] = value
+    response = client.post("/v1/decision", json=request, headers=AUTH)
+    assert response.status_code == 422, response.json()
+    assert [str(p) for p in response.json()["detail"][0]["loc"]][-1] == where[-1]
+
+
+def test_the_schema_documents_every_refusal_and_the_query_still_reads_numbers(
+    client: TestClient,
+) -> None:
+    paths = client.get("/openapi.json").json()["paths"]
+    decision = paths["/v1/decision"]["post"]["responses"]
+    assert {"200", "400", "401", "404", "408", "413", "422", "503"} <= set(decision)
+    assert "Retry-After" in decision["503"]["headers"]
+    assert {"401", "422", "503"} <= set(paths["/v1/pools"]["get"]["responses"])
+    ranked = client.get("/v1/pools", params={**JOB, "compute_hours": "48"}, headers=AUTH)
+    assert ranked.status_code == 200  # a query is text: read as numbers there
+
+
+def test_the_docs_pages_need_no_network(client: TestClient) -> None:
+    import re
+
+    for page in ("/docs", "/redoc"):
+        html = client.get(page)
+        assert html.status_code == 200
+        assets = re.findall(r'(?:src|href)="([^"]+)"', html.text)
+        assert assets and all(a.startswith("/") and not a.startswith("//") for a in assets), (
+            page,
+            assets,
+        )
+        assert "http://" not in html.text and "https://" not in html.text
+        for asset in assets:
+            served = client.get(asset)
+            assert served.status_code == 200 and len(served.content) > 1000, asset
+    bundle = client.get("/static-offline-docs/swagger-ui-bundle.js").text
+    assert "SwaggerUIBundle" in bundle  # Swagger UI 5: it reads OpenAPI 3.1
+    assert client.get("/openapi.json").json()["openapi"].startswith("3.1")
 
 
 @pytest.mark.parametrize(
@@ -174,6 +258,37 @@ def test_http_and_in_process_clients_give_the_same_answers(api_server: str) -> N
     http.close()
 
 
+@pytest.mark.slow
+def test_serve_answers_token_holders_beside_slow_unauthenticated_sockets(api_server: str) -> None:
+    """The measured attack on `spotwise serve`: eight sockets send decision headers announcing
+    60,000 bytes, 7 bytes of body and no token, and stay open. Each is told 401 at once; every
+    token holder's decision is served; /healthz says ok with no place taken."""
+    import socket
+
+    host, port = api_server.removeprefix("http://").split(":")
+    head = (
+        f"POST /v1/decision HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+        "Content-Length: 60000\r\n\r\n"
+    ).encode()
+    socks = []
+    try:
+        for _ in range(8):
+            sock = socket.create_connection((host, int(port)), timeout=15)
+            socks.append(sock)
+            sock.sendall(head + b'{"job":')
+        for sock in socks:
+            assert sock.recv(4096).startswith(b"HTTP/1.1 401 ")
+        http = HttpClient(api_server, TOKEN, busy_wait_s=0)  # a 503 fails at once
+        request = DecisionRequest.model_validate(body())
+        assert [http.decide(request).action for _ in range(8)] == ["spot"] * 8
+        health = httpx.get(f"{api_server}/healthz", timeout=15).json()
+        assert health["status"] == "ok" and health["in_flight"] == 0
+        http.close()
+    finally:
+        for sock in socks:
+            sock.close()
+
+
 def test_serve_refuses_a_public_address_without_a_token(cli: CliRun) -> None:
     result = cli("serve", "--host", "0.0.0.0", env={"SPOTWISE_API_TOKEN": ""})
     assert result.returncode == 1
@@ -188,7 +303,7 @@ def test_bench_api_measures_capacity_then_holds_twice_that_load(cli: CliRun) -> 
     assert report["capacity_rps"] > 0 and report["server_stayed_up"] is True
     calm, busy = report["runs"]["1x"], report["runs"]["2x"]
     for run in (calm, busy):
-        assert run["errors"] == 0
+        assert run["errors"] == 0 and run["no_answer"] == 0  # every refusal is a 503
         assert run["served"] + run["shed"] == run["requests"]
         assert 0 < run["served_p50_ms"] <= run["served_p99_ms"]
     assert busy["shed"] > 0  # twice what it can serve: the excess is turned away
