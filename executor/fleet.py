@@ -446,7 +446,7 @@ class TieredClient:
             waited = "spot did not come back" if key == ("spot",) else "it found no room"
             raise ExecutorError(
                 f"ended unfinished (low priority): {waited} while its deadline could still be "
-                f"met ({left:.2f} h of work left, {max(to_go, 0.0):.2f} h to its deadline), and "
+                f"met ({left:.3f} h of work left, {max(to_go, 0.0):.3f} h to its deadline), and "
                 "a low job never uses on-demand; give it a later deadline, or make it normal"
             )
         return decision
