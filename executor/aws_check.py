@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import date
 from typing import Any, Literal
 
 from botocore.config import Config
@@ -38,6 +39,16 @@ SPOT_QUOTAS = {
     ),
 }
 """EC2's spot vCPU quota (Service Quotas code and name) per instance family letter."""
+PYTHON_311 = date(2022, 10, 24)
+"""Python 3.11's release: an image built before it cannot have it."""
+OLD_PYTHON3: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"\bamzn2-ami|\bAmazon Linux 2 AMI\b"), "Amazon Linux 2's python3 is 3.7"),
+    (re.compile(r"\bal2023-ami|\bAmazon Linux 2023\b"), "Amazon Linux 2023's python3 is 3.9"),
+    (re.compile(r"\bdebian-(?:10|11)\b"), "Debian 10 and 11 have a python3 of 3.7 and 3.9"),
+)
+"""Distribution images whose ``python3`` (what the boot script runs) is older than 3.11."""
+UBUNTU = re.compile(r"ubuntu[-/ ](?:[a-z]+-)?(\d{2})\.(\d{2})|Ubuntu,? (\d{2})\.(\d{2})")
+BUILT = re.compile(r"(?<!\d)(20\d{2})[.-]?(0[1-9]|1[0-2])[.-]?(0[1-9]|[12]\d|3[01])(?!\d)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +74,50 @@ def spot_quota(instance_type: str) -> tuple[str, str] | None:
 
 def _code(exc: ClientError) -> str:
     return str(exc.response.get("Error", {}).get("Code", ""))
+
+
+def _first_line(exc: Exception) -> str:
+    """An error's first line, whole: botocore ends it with a colon before a raw body."""
+    line = (str(exc).splitlines() or [type(exc).__name__])[0].strip().rstrip(":").strip()
+    return line[:200]
+
+
+def _built(image: dict[str, Any]) -> date | None:
+    """When ``image`` was built, the earliest of its creation date and a date in its name or
+    description (a copy's creation date is the copy's; its name keeps the build's)."""
+    found = []
+    created = str(image.get("CreationDate") or "")[:10]
+    if re.fullmatch(r"\d{4}-\d{2}-\d{2}", created):
+        found.append(date.fromisoformat(created))
+    for text in (image.get("Name") or "", image.get("Description") or ""):
+        for year, month, day in BUILT.findall(text):
+            try:
+                found.append(date(int(year), int(month), int(day)))
+            except ValueError:
+                continue
+    return min(found) if found else None
+
+
+def python_problem(image: dict[str, Any]) -> str | None:
+    """Why ``image`` cannot have the Python 3.11+ the boot script's ``python3`` needs (None: it
+    may): built before Python 3.11 existed, or a distribution release whose python3 is older.
+    A Deep Learning AMI with PyTorch brings its own Python: only its age counts."""
+    text = f"{image.get('Name') or ''} {image.get('Description') or ''}"
+    built = _built(image)
+    if built is not None and built < PYTHON_311:
+        return f"built {built:%Y-%m-%d}, before Python 3.11 existed ({PYTHON_311:%Y-%m-%d})"
+    if "Deep Learning" in text and "PyTorch" in text:
+        return None
+    if match := UBUNTU.search(text):
+        major, minor = (
+            int(g) for g in (match.group(1, 2) if match.group(1) else match.group(3, 4))
+        )
+        if (major, minor) < (23, 4):
+            return f"Ubuntu {major}.{minor:02d}'s python3 is older than 3.11"
+    for pattern, why in OLD_PYTHON3:
+        if pattern.search(text):
+            return why
+    return None
 
 
 class AwsCheck:
@@ -172,6 +227,8 @@ class AwsCheck:
         detail = f"{self.image_id} {image.get('Name', '')} ({image.get('Architecture', '?')})"
         if image.get("State", "available") != "available":
             return Check(what, "missing", f"{detail} is {image['State']}", fix)
+        if (why := python_problem(image)) is not None:
+            return Check(what, "missing", f"{detail}: no Python 3.11+ ({why})", fix)
         return Check(what, "ok", detail)
 
     def profile(self) -> Check:
@@ -271,7 +328,26 @@ class AwsCheck:
                 checks.append(Check(action, "skipped", "needs --image-id"))
             else:
                 checks.append(self._probe(action, call))
+        if self._bucket_ok:
+            checks += self._remove_probe(s3, bucket)
         return checks
+
+    def _remove_probe(self, s3: Any, bucket: str) -> list[Check]:
+        """Delete the probe object the S3 checks wrote (a line only when it stays)."""
+        try:
+            s3.delete_object(Bucket=bucket, Key=PROBE_KEY)
+        except (ClientError, BotoCoreError) as exc:
+            why = _code(exc) if isinstance(exc, ClientError) else _first_line(exc)
+            return [
+                Check(
+                    "probe object",
+                    "unknown",
+                    f"s3://{bucket}/{PROBE_KEY} stays in the bucket ({why})",
+                    f"aws s3 rm s3://{bucket}/{PROBE_KEY}, or allow s3:DeleteObject on "
+                    f"spotwise/check/* ({DOCS})",
+                )
+            ]
+        return []
 
     def _launch_probe(self) -> Callable[[], object] | None:
         if not self.image_id:
@@ -309,7 +385,12 @@ class AwsCheck:
                 return Check(action, "unknown", "only an instance tagged spotwise:job can tell")
             if code == "ParameterNotFound":
                 return Check(action, "ok", "allowed")
-            return Check(action, "unknown", f"{code}: {exc}")
+            return Check(action, "unknown", f"{code}: {_first_line(exc)}")
         except (BotoCoreError, ResponseParserError) as exc:  # not AWS's answer (an emulator)
-            return Check(action, "unknown", str(exc).splitlines()[0][:200])
+            return Check(
+                action,
+                "unknown",
+                f"the endpoint's answer is not AWS's ({_first_line(exc)})",
+                "an emulator or a proxy may lack this call: check it against AWS itself",
+            )
         return Check(action, "ok", "allowed")

@@ -6,21 +6,26 @@ and instance type in the store. Per region: the on-demand price of the same inst
 with ``--on-demand-price``, else from the store, else estimated from the region's Spot Advisor
 saving of the same era as its spot prices. What is known from nowhere is the reference
 p3.2xlarge price, labelled as not a quote. The ledger's on-demand baseline is the hours the job
-needed, each priced at the on-demand rate of the region it ran in.
+needed, each priced at the on-demand rate of the region it ran in. A quote older than a week
+when the book was made is flagged stale, by the rule ``spotwise plan`` flags its inputs with
+(:func:`spotwise.pricing.quotes.is_stale`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from spotwise.pricing.frames import region_of_zone
 from spotwise.pricing.quotes import (
     REFERENCE_INSTANCE_TYPE,
     REFERENCE_SOURCE,
+    STALE_AFTER_DAYS,
     Quote,
     given,
+    is_stale,
     on_demand_quote,
     reference,
     store_quote,
@@ -40,6 +45,9 @@ class PriceBook:
     on_demand: dict[str, Quote] = field(default_factory=dict)
     region_of: dict[str, str] = field(default_factory=dict)
     """Each pool's region."""
+    priced_at: str | None = None
+    """When the book was made (ISO 8601, UTC): what its quotes' age is judged against (None:
+    a book from before, or a flat one)."""
 
     def spot_quote(self, pool: str) -> Quote:
         """The spot price of ``pool``."""
@@ -59,6 +67,10 @@ class PriceBook:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def stale_lines(self) -> list[str]:
+        """One line per quote that was stale when the book was made (see :func:`stale_lines`)."""
+        return stale_lines(self.to_dict())
+
     @staticmethod
     def flat(pools: Sequence[str], spot_price: float, on_demand_price: float) -> PriceBook:
         """One spot and one on-demand price for every pool, labelled as reference prices
@@ -70,6 +82,33 @@ class PriceBook:
             spot=dict.fromkeys(pools, spot),
             on_demand={"": Quote(usd_per_hour=on_demand_price, source=REFERENCE_SOURCE)},
         )
+
+
+def stale_mark(quote: dict[str, Any], priced_at: str | None) -> str:
+    """`` (stale: ...)`` for a quote (a :class:`Quote` as a dict) older than a week when its
+    book was made, else ''."""
+    import pandas as pd
+
+    if priced_at is None or not is_stale(quote.get("as_of"), pd.Timestamp(priced_at)):
+        return ""
+    return f" (stale: older than {STALE_AFTER_DAYS} days when the job was priced)"
+
+
+def stale_lines(prices: dict[str, Any]) -> list[str]:
+    """What of a price book (:meth:`PriceBook.to_dict`) was stale when it was made: one line
+    per market, naming the places and the newest such price, and what to do."""
+    priced_at = prices.get("priced_at")
+    lines = []
+    for market, by_place in (("spot", prices["spot"]), ("on-demand", prices["on_demand"])):
+        stale = {p or "every pool": q for p, q in by_place.items() if stale_mark(q, priced_at)}
+        if stale:
+            newest = max(str(q["as_of"]) for q in stale.values())[:10]
+            lines.append(
+                f"stale {market} prices ({', '.join(stale)}; the newest of {newest}), older than "
+                f"{STALE_AFTER_DAYS} days: `spotwise collect aws"
+                f"{' --on-demand' if market == 'on-demand' else ''} --region R` stores fresh ones"
+            )
+    return lines
 
 
 def pool_zone_type(pool: str, instance_type: str) -> tuple[str, str]:
@@ -122,4 +161,5 @@ def price_book(
         spot=spot,
         on_demand=on_demand,
         region_of=region_of,
+        priced_at=datetime.now(UTC).isoformat(),
     )

@@ -151,11 +151,32 @@ def check_aws(
         print(json.dumps([asdict(c) for c in checks]))
     else:
         for check in checks:
-            out.print(check.line(), markup=False, highlight=False)
-        missing = sum(c.status == "missing" for c in checks)
-        out.print(f"{missing} to fix" if missing else "ready", highlight=False)
-    if any(c.status == "missing" for c in checks):
+            out.print(check.line(), markup=False, highlight=False, soft_wrap=True)
+        out.print(_check_verdict(checks), markup=False, highlight=False, soft_wrap=True)
+    if any(c.status in ("missing", "skipped") for c in checks):
         raise typer.Exit(1)
+
+
+CHECK_FLAGS = {
+    "bucket": "--bucket",
+    "image": "--image-id",
+    "instance profile": "--instance-profile",
+}
+"""The settings ``check aws`` cannot check unless given, and the flag of each."""
+
+
+def _check_verdict(checks: list[Any]) -> str:
+    """The checklist's last line: what to fix, what was not checked, or ready."""
+    missing = sum(c.status == "missing" for c in checks)
+    if missing:
+        return f"{missing} to fix"
+    skipped = [c.what for c in checks if c.status == "skipped"]
+    if skipped:
+        flags = [flag for what, flag in CHECK_FLAGS.items() if what in skipped]
+        given = f": pass {', '.join(flags)} to check them" if flags else ""
+        return f"not ready to say: {len(skipped)} not checked ({', '.join(skipped)}){given}"
+    unknown = sum(c.status == "unknown" for c in checks)
+    return f"ready ({unknown} not known from here: the ? lines)" if unknown else "ready"
 
 
 @gc_app.command("aws")
@@ -233,10 +254,16 @@ def gc_aws(
             f"{done} {item.resource} (job {item.job_id or '?'}): {item.why}",
             markup=False,
             highlight=False,
+            soft_wrap=True,
         )
     for item in secrets:
         done = ("would delete" if dry_run else "deleted") if item.end else "left"
-        out.print(f"{done} secret {item.resource}: {item.why}", markup=False, highlight=False)
+        out.print(
+            f"{done} secret {item.resource}: {item.why}",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
     if not any(i.end for i in (*instances, *secrets)):
         where = "" if any_host else f" started from {host}"
         out.print(f"no orphaned Spotwise instance or secret in {region}{where}", highlight=False)
@@ -501,6 +528,9 @@ def run(
                 spot_price=spot_price,
                 on_demand_price=on_demand_price,
             )
+        if not chosen.simulated:  # real money: what it is quoted on, as plan flags it
+            for line in prices.stale_lines():
+                say(f"warning: {line}")
         job = JobTerms(
             compute_hours=compute_hours,
             deadline_hours=deadline_hours,
@@ -663,6 +693,9 @@ def _simulated(report: dict[str, Any]) -> str:
 def _price_lines(prices: dict[str, Any]) -> list[str]:
     """One line per distinct quote: the pools (or regions) it prices, the price, its source
     and time."""
+    from dataclasses import asdict
+
+    from spotwise.executor.prices import stale_mark
     from spotwise.pricing.quotes import Quote
 
     lines = []
@@ -671,7 +704,8 @@ def _price_lines(prices: dict[str, Any]) -> list[str]:
         for place, quote in by_place.items():
             groups.setdefault(Quote(**quote), []).append(place or "every pool")
         for quote, places in groups.items():
-            lines.append(f"{market} {', '.join(places)}: {quote.describe()}")
+            stale = stale_mark(asdict(quote), prices.get("priced_at"))
+            lines.append(f"{market} {', '.join(places)}: {quote.describe()}{stale}")
     return lines
 
 

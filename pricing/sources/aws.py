@@ -191,16 +191,29 @@ def collect_into(
     return report, upsert_frames(store_path, report.frames)
 
 
+NO_CREDENTIALS = (
+    "collect aws: no AWS credentials found; set AWS_PROFILE, or AWS_ACCESS_KEY_ID and "
+    "AWS_SECRET_ACCESS_KEY, or run `aws configure`, then run again"
+)
+
+
 def retrying_client(service: str, region: str, endpoint_url: str | None, max_attempts: int) -> Any:
-    """A boto3 client whose throttled calls back off and retry (botocore's standard mode)."""
+    """A boto3 client whose throttled and failed calls back off and retry (botocore's standard
+    mode), ``max_attempts`` times in all.
+
+    Raises:
+        SourceUnavailable: without AWS credentials (saying how to set them), before any call.
+    """
     import boto3
     from botocore.config import Config
 
+    if boto3.Session(region_name=region).get_credentials() is None:
+        raise SourceUnavailable(NO_CREDENTIALS)
     return boto3.client(
         service,
         region_name=region,
         endpoint_url=endpoint_url,
-        config=Config(retries={"max_attempts": max_attempts, "mode": "standard"}),
+        config=Config(retries={"total_max_attempts": max_attempts, "mode": "standard"}),
     )
 
 

@@ -14,13 +14,16 @@ from typing import Any
 
 import pandas as pd
 
-from spotwise.pricing.errors import InputError
+from spotwise.pricing.errors import InputError, SourceUnavailable
 from spotwise.pricing.frames import validate
 from spotwise.pricing.store import MarketStore
 
 SOURCE = "aws-price-list"
 PRICING_REGION = "us-east-1"
 """Where the Price List API answers (it also does in ap-south-1 and eu-central-1)."""
+PRICE_LIST_ATTEMPTS = 3
+"""Attempts per Price List call at most: a failing endpoint is reported in seconds, not
+retried for a minute."""
 LINUX_SHARED = {
     "operatingSystem": "Linux",
     "tenancy": "Shared",
@@ -133,21 +136,48 @@ def collect_on_demand_into(
     endpoint_url: str | None = None,
     max_attempts: int = 8,
 ) -> tuple[PriceListReport, int]:
-    """:func:`collect_on_demand` with a boto3 Price List client (retrying throttled calls),
-    stored; the report and the new rows.
+    """:func:`collect_on_demand` with a boto3 Price List client (retrying throttled and failed
+    calls, at most :data:`PRICE_LIST_ATTEMPTS` times), stored; the report and the new rows.
 
     Raises:
-        botocore.exceptions.ClientError, botocore.exceptions.BotoCoreError: when the price
-            list cannot be read.
+        SourceUnavailable: without credentials, or when the Price List answers with an error
+            (one line: its status, and what to do).
+        botocore.exceptions.BotoCoreError: when it cannot be reached.
     """
+    from botocore.exceptions import ClientError
+
     from spotwise.pricing.sources.aws import retrying_client
 
-    pricing = retrying_client("pricing", PRICING_REGION, endpoint_url, max_attempts)
-    report = collect_on_demand(pricing, regions, instance_types)
+    attempts = min(max_attempts, PRICE_LIST_ATTEMPTS)
+    pricing = retrying_client("pricing", PRICING_REGION, endpoint_url, attempts)
+    try:
+        report = collect_on_demand(pricing, regions, instance_types)
+    except ClientError as exc:
+        raise price_list_error(exc, endpoint_url or pricing.meta.endpoint_url, attempts) from None
     if not len(report.frame):
         return report, 0
     with MarketStore.open(store_path) as store:  # held only to write
         return report, store.upsert({"prices": report.frame}).get("prices", 0)
+
+
+def price_list_error(exc: Any, endpoint: str, attempts: int) -> SourceUnavailable:
+    """One line for an error answer of the Price List: its status and code, never its body
+    (a failing endpoint answers with an HTML page), and what to do."""
+    status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
+    code = str(exc.response.get("Error", {}).get("Code") or "")
+    named = f" ({code})" if code and not code.isdigit() else ""
+    if status >= 500 or not status:
+        todo = (
+            f"AWS's side, tried {attempts} times; run `spotwise collect aws --on-demand` again "
+            "in a few minutes (the stored on-demand prices stay as they were)"
+        )
+    elif status in (401, 403) or code in ("AccessDeniedException", "UnrecognizedClientException"):
+        todo = "allow pricing:GetProducts for these credentials (docs/aws.md), then run again"
+    else:
+        todo = "check --endpoint-url and the credentials, then run again"
+    return SourceUnavailable(
+        f"the AWS Price List endpoint {endpoint} failed with status {status or '?'}{named}: {todo}"
+    )
 
 
 _COLUMNS = ("source", "provider", "region", "zone", "instance_type", "market", "ts", "price")

@@ -47,6 +47,16 @@ def user_keys(moto_server: str, without: str) -> dict[str, str]:
     }
 
 
+def modern_image(ec2: object) -> str:
+    """An image of this account built now (a Python 3.11+ image's stand-in: moto's own images
+    are distribution releases of 2017-2018)."""
+    made = ec2.run_instances(ImageId=amazon_image(ec2), MinCount=1, MaxCount=1)  # type: ignore[attr-defined]
+    instance = made["Instances"][0]["InstanceId"]
+    image = ec2.create_image(InstanceId=instance, Name=f"py312-torch-{uuid.uuid4().hex[:8]}")  # type: ignore[attr-defined]
+    ec2.terminate_instances(InstanceIds=[instance])  # type: ignore[attr-defined]
+    return str(image["ImageId"])
+
+
 def checks(result: object) -> dict[str, dict[str, str]]:
     return {c["what"]: c for c in json.loads(result.stdout)}  # type: ignore[attr-defined]
 
@@ -56,7 +66,7 @@ def test_check_lists_a_missing_permission_and_a_missing_bucket_with_their_fixes(
     moto_server: str, cli: CliRun
 ) -> None:
     ec2 = boto3.client("ec2", endpoint_url=moto_server, region_name=REGION)
-    image = amazon_image(ec2)
+    image = modern_image(ec2)
     iam = boto3.client("iam", endpoint_url=moto_server, region_name=REGION)
     name = f"check-{uuid.uuid4().hex[:8]}"  # moto's state outlives a test
     iam.create_role(RoleName=name, AssumeRolePolicyDocument="{}")
@@ -134,3 +144,45 @@ def test_setup_makes_a_private_bucket_and_the_role_once(moto_server: str, cli: C
     assert (rule["IpProtocol"], rule["FromPort"], rule["ToPort"]) == ("tcp", 0, 65535)
     assert [pair["GroupId"] for pair in rule["UserIdGroupPairs"]] == [made[1]]
     assert rule["IpRanges"] == []  # nothing from outside the group
+
+
+@pytest.mark.slow  # CLI subprocesses
+def test_check_refuses_an_image_without_python_311_and_never_says_ready_for_what_it_skipped(
+    moto_server: str, cli: CliRun
+) -> None:
+    ec2 = boto3.client("ec2", endpoint_url=moto_server, region_name=REGION)
+    s3 = boto3.client("s3", endpoint_url=moto_server, region_name=REGION)
+    trusty = ec2.describe_images(
+        Owners=["099720109477"],
+        Filters=[{"Name": "name", "Values": ["ubuntu/images/hvm-ssd/ubuntu-trusty-14.04-*"]}],
+    )["Images"][0]["ImageId"]
+    bucket = f"check-{uuid.uuid4().hex[:8]}"
+    s3.create_bucket(Bucket=bucket)
+    base = ("check", "aws", "--region", REGION, "--endpoint-url", moto_server)
+
+    # Nothing given: it says what it did not check, exits 1, and does not claim ready.
+    bare = cli(*base)
+    assert bare.returncode == 1, bare.stderr
+    lines = bare.stdout.splitlines()
+    assert "ready" not in lines
+    assert lines[-1].startswith("not ready to say: ")
+    assert lines[-1].endswith(
+        "(bucket, image, instance profile, ec2:RunInstances, ec2:CreateTags, iam:PassRole, "
+        "s3:PutObject, s3:GetObject, s3:ListBucket): pass --bucket, --image-id, "
+        "--instance-profile to check them"
+    )
+    assert not [line for line in lines if line.rstrip().endswith(":")], lines  # no dangling colon
+
+    # Ubuntu 14.04 (Python 3.4, built 2017) is refused, with the fix; the probe object is gone.
+    old = cli(*base, "--image-id", trusty, "--bucket", bucket, "--json")
+    assert old.returncode == 1
+    found = checks(old)
+    assert found["image"]["status"] == "missing"
+    assert (
+        "no Python 3.11+ (built 2017-07-27, before Python 3.11 existed"
+        in (found["image"]["detail"])
+    )
+    assert "Python 3.11+" in found["image"]["fix"]
+    assert found["s3:PutObject"]["status"] == "ok" and "probe object" not in found
+    assert s3.list_objects_v2(Bucket=bucket, Prefix="spotwise/check/").get("KeyCount") == 0
+    assert checks(cli(*base, "--image-id", modern_image(ec2), "--json"))["image"]["status"] == "ok"

@@ -320,6 +320,8 @@ def test_a_cancelled_job_on_aws_leaves_no_instance_running(
         ("check aws", ["check", "aws"]),
         ("setup aws", ["setup", "aws", "--bucket", "b"]),
         ("gc aws", ["gc", "aws"]),
+        ("collect aws", ["collect", "aws", "--region", "us-east-1"]),  # botocore's words
+        ("collect aws", ["collect", "aws", "--region", "us-east-1", "--on-demand"]),
     ],
 )
 def test_without_credentials_every_aws_command_says_so_in_one_line(

@@ -1,7 +1,8 @@
 """A live `spotwise run --launcher aws` on moto's server, as a user has it: one job id on the
 ledger, the instance's tags, its S3 prefix and its secret's path; `spotwise gc aws` beside it
 ends nothing of it (with the right store, or a wrong one); and while the instance boots with
-no output yet, the supervisor, `jobs logs` and `jobs show` say so."""
+no output yet, the supervisor, `jobs logs` and `jobs show` say so; its 2020 spot price is
+flagged stale, as `spotwise plan` flags it."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import boto3
 import pytest
 
 from spotwise.pricing.operational import open_operational
+from spotwise.pricing.store import MarketStore
 from tests.conftest import CliRun, amazon_image
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
@@ -51,7 +53,10 @@ class LiveJob:
         if not self.store.exists():
             return None
         with open_operational(self.store, read_only=True) as market:
-            rows = market.records("SELECT job_id FROM jobs")
+            tables = market.records(
+                "SELECT table_name FROM information_schema.tables WHERE table_name = 'jobs'"
+            )
+            rows = market.records("SELECT job_id FROM jobs") if tables else []
         return str(rows[0]["job_id"]) if rows else None
 
 
@@ -70,6 +75,13 @@ def live_job(moto_server: str, tmp_path: Path, store_file: Path) -> Iterator[Liv
     (work / "train.py").write_text("print('training')\n")
     wheel = tmp_path / "spotwise-0.1.0-py3-none-any.whl"
     wheel.write_bytes(b"not run: no instance boots in this test")
+    store_file.parent.mkdir(parents=True, exist_ok=True)
+    with MarketStore.open(store_file) as market:  # the user's last collect: years ago
+        market.execute(
+            "INSERT INTO prices VALUES ('aws-price-history', 'aws', 'us-east-1', ?, "
+            "'p3.2xlarge', 'spot', '2020-03-01 00:00:00+00', 0.918)",
+            [f"{REGION}a"],
+        )
     stderr = tmp_path / "run.stderr"
     env = {
         **os.environ,
@@ -83,7 +95,7 @@ def live_job(moto_server: str, tmp_path: Path, store_file: Path) -> Iterator[Liv
         *("--pools", f"{REGION}a", "--endpoint-url", moto_server),
         *("--image-id", amazon_image(ec2), "--bucket", bucket, "--instance-profile", profile),
         *("--workdir", str(work), "--wheel", str(wheel), "--secret-env", "LIVE_TOKEN"),
-        *("--spot-price", "0.9", "--on-demand-price", "3.06", "--stall-timeout", "0"),
+        *("--on-demand-price", "3.06", "--stall-timeout", "0"),
         *("--cancel-grace", "5", "--waiting-report-s", "1"),
         *("--", "python", "train.py"),
     ]
@@ -179,6 +191,13 @@ def test_gc_beside_a_live_aws_job_ends_nothing_of_it_with_the_right_store_or_a_w
     shown = cli("jobs", "show", job_id)
     assert shown.returncode == 0, shown.stderr
     assert "1 instance," in shown.stdout, shown.stdout
+    # The 2020 price it was quoted is flagged, at the start and in the report.
+    assert (
+        f"warning: stale spot prices ({REGION}a; the newest of 2020-03-01), older than 7 days"
+        in live_job.stderr
+    )
+    assert f"spot {REGION}a: $0.918/h (store: aws-price-history" in shown.stdout
+    assert "(stale: older than 7 days when the job was priced)" in shown.stdout
 
     # Cancelled, its supervisor gone: now gc may judge it, and there is nothing left to end.
     os.killpg(live_job.process.pid, signal.SIGTERM)

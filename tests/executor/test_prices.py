@@ -112,3 +112,24 @@ def test_a_job_is_named_after_its_script() -> None:
     assert job_name(["python3", "-m", "pkg.train"]) == "pkg.train"
     assert job_name(["torchrun", "--nproc-per-node", "2", "/src/train.py"]) == "train.py"
     assert job_name(["./run-me"]) == "run-me"
+
+
+def test_a_quote_older_than_a_week_is_flagged_stale_by_the_rule_plan_uses(tmp_path: Path) -> None:
+    import pandas as pd
+
+    from spotwise.pricing.quotes import is_stale
+
+    fresh = (pd.Timestamp.now(tz="UTC") - pd.Timedelta(days=1)).isoformat()
+    with MarketStore.open(tmp_path / "m.duckdb") as store:
+        _price(store, "spot", "us-east-1", "us-east-1a", 0.92, "2020-03-01 00:00:00+00")
+        _price(store, "spot", "us-west-2", "us-west-2b", 1.10, fresh)
+        _price(store, "on_demand", "us-east-1", "", 3.06, fresh)
+        _price(store, "on_demand", "us-west-2", "", 3.06, fresh)
+        book = price_book(store, POOLS, instance_type="p3.2xlarge")
+    assert book.priced_at is not None
+    old = book.spot_quote("us-east-1a_v100_1")
+    assert is_stale(old.as_of, pd.Timestamp(book.priced_at))  # plan's rule, not a second one
+    assert book.stale_lines() == [
+        "stale spot prices (us-east-1a_v100_1; the newest of 2020-03-01), older than 7 days: "
+        "`spotwise collect aws --region R` stores fresh ones"
+    ]

@@ -174,3 +174,55 @@ def test_an_item_that_is_not_a_linux_hourly_price_is_named_not_stored(
     assert "skipped p3.8xlarge in us-east-1: no hourly USD on-demand price" in ran.stderr
     assert "skipped an unreadable price list item" in ran.stderr
     assert "1 rows (1 new)" in ran.stderr
+
+
+class FailingEndpoint:
+    """A Price List endpoint that answers every call with a 500 and an HTML page."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers["Content-Length"]))
+                server.calls += 1
+                page = b"<html><body><h1>500 Internal Server Error</h1></body></html>"
+                self.send_response(500)
+                self.send_header("Content-Type", "text/html")
+                self.send_header("Content-Length", str(len(page)))
+                self.end_headers()
+                self.wfile.write(page)
+
+        self._http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self._http.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self._http.server_address[1]}"
+
+    def close(self) -> None:
+        self._http.shutdown()
+        self._http.server_close()
+
+
+@pytest.mark.slow  # a CLI subprocess and botocore's back-off
+def test_a_failing_price_list_is_one_line_with_its_status_after_a_few_attempts(
+    cli: CliRun,
+) -> None:
+    """It was retried eight times (42-63 s) and then printed the raw HTML page."""
+    server = FailingEndpoint()
+    try:
+        ran = cli(
+            *("collect", "aws", "--on-demand", "--region", "us-east-1"),
+            *("--endpoint-url", server.url),
+        )
+    finally:
+        server.close()
+    assert ran.returncode == 1
+    assert 1 <= server.calls <= 3
+    assert ran.stderr.strip().splitlines() == [
+        f"error: the AWS Price List endpoint {server.url} failed with status 500: AWS's side, "
+        "tried 3 times; run `spotwise collect aws --on-demand` again in a few minutes (the "
+        "stored on-demand prices stay as they were)"
+    ]
