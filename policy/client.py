@@ -98,7 +98,7 @@ class HttpClient:
             left = deadline - time.monotonic()
             if pause > left:
                 raise RequestError(
-                    f"policy API at {self.base_url} gave no decision in "
+                    f"policy API at {self.base_url} gave no answer in "
                     f"{time.monotonic() - began:.0f} s ({tries} tries; last: {problem}): "
                     f"{advice}",
                     503,

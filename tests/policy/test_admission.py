@@ -132,7 +132,7 @@ def test_the_policy_client_waits_out_a_busy_server(server: str) -> None:
     RELEASE.clear()
     hold_all_places()
     impatient = HttpClient(server, busy_wait_s=0)
-    with pytest.raises(RequestError, match=r"gave no decision in 0 s \(1 tries; last: 503 busy"):
+    with pytest.raises(RequestError, match=r"gave no answer in 0 s \(1 tries; last: 503 busy"):
         impatient._send("GET", "/v1/slow")  # no time to wait: a clear error, not the 503
     RELEASE.set()
 
@@ -310,7 +310,7 @@ def test_the_policy_client_gets_through_a_503_burst(api: str) -> None:
     try:
         wait_for(lambda: health(api)["in_flight"] == 4, "4 in flight")
         impatient = HttpClient(api, API_TOKEN, busy_wait_s=0.5)
-        with pytest.raises(RequestError, match=r"gave no decision in .* last: 503 busy"):
+        with pytest.raises(RequestError, match=r"gave no answer in .* last: 503 busy"):
             impatient.decide(DecisionRequest.model_validate(REQUEST))
         impatient.close()
         patient = HttpClient(api, API_TOKEN, busy_wait_s=60)
