@@ -354,7 +354,7 @@ class Supervisor:
             self.report.placements.append(placement.describe())
             outcome, code = self._watch(instance)
             self._instance = None
-            self._account(instance, outcome)
+            self._account(instance, outcome, code)
             if outcome is Outcome.CANCELLED:
                 self._check_cancelled()
             if outcome is Outcome.STOPPED:
@@ -581,8 +581,9 @@ class Supervisor:
                     return True
         return False
 
-    def _account(self, instance: Instance, outcome: Outcome) -> None:
-        """Bill the instance and credit its productive time (none if it was killed)."""
+    def _account(self, instance: Instance, outcome: Outcome, code: int | None = None) -> None:
+        """Bill the instance and credit its productive time (none if it was killed): from its
+        first step (or, for a command that does not say, the guard's start) to its end."""
         end = self.launcher.now_hours()
         hours = end - instance.started_hours
         placement = instance.placement
@@ -600,7 +601,15 @@ class Supervisor:
         )
         self._count_steps(instance)
         first = next((e for e in instance.events if e.get("event") == "first_step"), None)
-        clean = any(e.get("event") in ("done", "preempted") for e in instance.events)
+        first = first or next(
+            (e for e in instance.events if e.get("event") in ("fresh", "resumed")), None
+        )
+        clean = any(e.get("event") in ("done", "preempted") for e in instance.events) or (
+            # a command that does not say how it ended (a stranger's script under the guard):
+            # its exit 0 or preempted code came after the guard's last checkpoint
+            code in (0, PREEMPTED_EXIT_CODE)
+            and outcome in (Outcome.DONE, Outcome.PREEMPTED, Outcome.MIGRATED)
+        )
         self.report.events.extend(instance.events)
         if not instance.events:  # a remote instance: its exit code is all there is
             first = {"cloud_hours": instance.started_hours}

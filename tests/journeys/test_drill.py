@@ -4,6 +4,7 @@ weights are those of a run never interrupted."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -23,7 +24,7 @@ def test_the_drill_preempts_and_resumes_a_strangers_own_script_bit_exactly(
     )  # fmt: skip
     assert plain.returncode == 0, plain.stderr[-2000:]
     run = stranger.spotwise(
-        "run", "--preempt-every", "4s", "--ckpt", str(home / "ck"), "--",
+        "run", "--json", "--preempt-every", "4s", "--ckpt", str(home / "ck"), "--",
         sys.executable, str(stranger.script), str(home / "ck"), str(home / "drilled.txt"), "0.05",
     )  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
@@ -32,3 +33,7 @@ def test_the_drill_preempts_and_resumes_a_strangers_own_script_bit_exactly(
     drills = run.stderr.count("drill")
     assert drills >= 1, run.stderr[-3000:]
     assert (home / "drilled.txt").read_text() == (home / "plain.txt").read_text()
+    report = json.loads(run.stdout)
+    # the supervisor counted the script's work though it prints no event of its own
+    assert report["progress_hours"] > 0 and report["steps_lost"] == 0
+    assert report["preemptions"] >= 1
