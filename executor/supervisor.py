@@ -43,6 +43,7 @@ from spotwise.executor.launchers.base import Instance, Launcher, Placement, Pree
 from spotwise.executor.ledger import EntryKind, JobStatus, Ledger
 from spotwise.executor.prices import PriceBook
 from spotwise.policy.client import PolicyClient
+from spotwise.policy.errors import PolicyError
 from spotwise.policy.schemas import Decision, DecisionRequest, IdleState, JobTerms, PoolNow
 from spotwise.progress import Progress, silent
 
@@ -187,6 +188,8 @@ class Supervisor:
         """Preemption drills sent so far."""
         self._warned_unguarded = False
         """Whether the job was told that its command has not started a guard."""
+        self._told_no_advice = False
+        """Whether the job was told that the policy gave no advice in time."""
         job = config.job
         self.prices = config.prices or PriceBook.flat(
             launcher.pools, job.spot_price, job.on_demand_price
@@ -273,7 +276,11 @@ class Supervisor:
             progress_hours=min(self.report.progress_hours + running, job.compute_hours),
             instance="on-demand",
         )
-        return self._decide(self._client(), None, state).action == "spot"
+        try:
+            return self._decide(self._client(), None, state).action == "spot"
+        except PolicyError as exc:  # no answer now: stay on on-demand, ask again later
+            self._advice_missing(exc)
+            return False
 
     def _spot(self, pool: str) -> Placement:
         return Placement(market="spot", pool=pool, price=self.prices.spot_quote(pool).usd_per_hour)
@@ -571,15 +578,24 @@ class Supervisor:
         if self.config.migrate_risk >= 1.0:
             return False
         client = self._client()
-        risk = client.forecast(pool).preemption_probability_60min
-        if risk is None or risk <= self.config.migrate_risk:
-            return False
-        for other, up in self.launcher.available().items():
-            if up and other != pool:
-                alt = client.forecast(other).preemption_probability_60min
-                if alt is not None and alt < risk / 2:
-                    return True
+        try:
+            risk = client.forecast(pool).preemption_probability_60min
+            if risk is None or risk <= self.config.migrate_risk:
+                return False
+            for other, up in self.launcher.available().items():
+                if up and other != pool:
+                    alt = client.forecast(other).preemption_probability_60min
+                    if alt is not None and alt < risk / 2:
+                        return True
+        except PolicyError as exc:  # no forecast now: no move, and the job runs on
+            self._advice_missing(exc)
         return False
+
+    def _advice_missing(self, exc: PolicyError) -> None:
+        """Say once a run that the policy gave no advice (a move, a return to spot) in time."""
+        if not self._told_no_advice:
+            self._told_no_advice = True
+            self.progress(f"the policy gave no advice in time ({exc}); the job runs on as it is")
 
     def _account(self, instance: Instance, outcome: Outcome, code: int | None = None) -> None:
         """Bill the instance and credit its productive time (none if it was killed): from its

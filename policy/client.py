@@ -43,6 +43,8 @@ class InProcessClient:
 
 BUSY_WAIT_S = 120.0
 """Seconds an HTTP client asks a busy or silent server again before it gives up."""
+FORECAST_WAIT_S = 3.0
+"""Seconds a forecast (advice to move, read while a job is watched) waits a busy server."""
 FIRST_PAUSE_S = 0.5
 MAX_PAUSE_S = 10.0
 
@@ -75,16 +77,21 @@ class HttpClient:
     def close(self) -> None:
         self._http.close()
 
-    def _send(self, method: str, url: str, **kwargs: Any) -> httpx.Response:
-        """The first answer that is not a 503, asking again while ``busy_wait_s`` lasts."""
+    def _send(
+        self, method: str, url: str, *, wait_s: float | None = None, **kwargs: Any
+    ) -> httpx.Response:
+        """The first answer that is not a 503, asking again while ``wait_s`` (default
+        ``busy_wait_s``) lasts."""
         began = time.monotonic()
-        deadline = began + self.busy_wait_s
+        deadline = began + (self.busy_wait_s if wait_s is None else min(wait_s, self.busy_wait_s))
         tries = 0
         while True:
             tries += 1
             retry_after: float | None = None
             try:
                 response = self._http.request(method, url, **kwargs)
+            except httpx.UnsupportedProtocol as exc:  # a mistyped URL: asking again won't help
+                raise RequestError(f"policy API at {self.base_url}: {exc}", 400) from exc
             except httpx.TransportError as exc:
                 problem = f"no answer ({type(exc).__name__}: {str(exc)[:200] or 'no detail'})"
                 advice = f"is `spotwise serve` running at {self.base_url}?"
@@ -122,7 +129,9 @@ class HttpClient:
         return [PoolRank.model_validate(r) for r in self._check(response).json()]
 
     def forecast(self, pool: str) -> PoolForecast:
-        response = self._send("GET", f"/v1/forecast/{pool}")
+        # A forecast only advises a move, and the supervisor reads it while it watches the job
+        # (notices, cancels): it waits a busy server a little, not BUSY_WAIT_S.
+        response = self._send("GET", f"/v1/forecast/{pool}", wait_s=FORECAST_WAIT_S)
         return PoolForecast.model_validate(self._check(response).json())
 
 

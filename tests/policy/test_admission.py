@@ -330,3 +330,26 @@ def test_the_policy_client_gets_through_a_503_burst(api: str) -> None:
         for thread in threads:
             thread.join(30)
     assert results == [200] * 4
+
+
+def test_advice_the_supervisor_reads_while_it_watches_waits_little_and_a_bad_url_not_at_all() -> (
+    None
+):
+    """A forecast (advice to move) from a server that does not answer gives up in seconds,
+    not the two minutes a decision may wait: the supervisor reads it between a job's notices.
+    A URL of no known scheme is refused at once."""
+    import time
+
+    from spotwise.console import free_loopback_port
+    from spotwise.policy.client import BUSY_WAIT_S, FORECAST_WAIT_S
+    from spotwise.policy.service import RequestError
+
+    silent = HttpClient(f"http://127.0.0.1:{free_loopback_port()}")
+    began = time.monotonic()
+    with pytest.raises(RequestError, match="gave no answer"):
+        silent.forecast("us-east-1a_v100_1")
+    assert time.monotonic() - began < FORECAST_WAIT_S + 5 < BUSY_WAIT_S
+    began = time.monotonic()
+    with pytest.raises(RequestError, match="policy API at htp://x"):
+        HttpClient("htp://x").forecast("p")
+    assert time.monotonic() - began < 2
