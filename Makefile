@@ -15,13 +15,14 @@ HOLD_TORCH = $(BIN)/python -c "import importlib.metadata as m; print('torch==' +
 
 .PHONY: setup dev demo test test-fast test-postgres test-notebooks soak lint clean notebook notebooks
 
-# What the demo needs (about 1.9 GiB with the CPU torch); the dev tools come with `make test`.
+# What the demo needs (1.6 GiB with the CPU torch; Python compiles what it imports as it goes,
+# where pip would compile every file for 0.4 GiB more); the dev tools come with `make test`.
 $(BIN)/spotwise: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(if $(strip $(TORCH_PIN)),$(BIN)/pip install --quiet $(TORCH_PIN))
+	$(if $(strip $(TORCH_PIN)),$(BIN)/pip install --quiet --no-compile $(TORCH_PIN))
 	$(HOLD_TORCH)
-	$(BIN)/pip install --quiet -c $(CONSTRAINTS) -e .
+	$(BIN)/pip install --quiet --no-compile -c $(CONSTRAINTS) -e .
 	touch $@
 
 $(VENV)/.dev: $(BIN)/spotwise

@@ -19,13 +19,12 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 from botocore.parsers import ResponseParserError
 
-from spotwise.executor.orphans import job_tags
+from spotwise.executor.orphans import PROBE_PARAMETER, job_tags
 
 Status = Literal["ok", "missing", "unknown", "skipped"]
 DENIED = {"AccessDenied", "AccessDeniedException", "UnauthorizedOperation", "403", "Forbidden"}
 DOCS = "docs/aws.md"
 PROBE_KEY = "spotwise/check/probe"
-PROBE_PARAMETER = "/spotwise/check/probe"
 SPOT_QUOTAS = {
     "p": ("L-7212CCBC", "All P Spot Instance Requests"),
     "g": ("L-3819A6DF", "All G and VT Spot Instance Requests"),

@@ -16,6 +16,8 @@ from typing import Any
 JOB_TAG = "spotwise:job"
 HOST_TAG = "spotwise:host"
 SECRETS_PATH = "/spotwise/"
+PROBE_PARAMETER = f"{SECRETS_PATH}check/probe"
+"""The parameter `check aws` writes and deletes to test SSM: no job's secret."""
 LIVE_STATES = ("pending", "running", "stopping", "stopped")
 
 
@@ -152,6 +154,8 @@ def judge_secrets(
     mine = set(names) if host is None else _tagged_for(ssm, host)
     judged = []
     for name in names:
+        if name == PROBE_PARAMETER:
+            continue
         job = name.split("/")[2]
         if name in mine or job in named:
             judged.append(judge(name, job, verdicts, named, store_path))

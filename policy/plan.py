@@ -258,7 +258,8 @@ def next_step(
         if p.pool.provider == "aws" and p.pool.region == best.pool.region and p.spot_share > 0
     ]
     market = f"--pools {','.join(zones)}" if zones else "--on-demand-after 0"
-    ckpt = f"s3://{bucket or 'BUCKET'}/spotwise/checkpoints/run1"
+    # one folder per planned run: a second job run as printed never resumes the first's
+    ckpt = f"s3://{bucket or 'BUCKET'}/spotwise/checkpoints/run-{plan.made_at:%Y%m%d-%H%M%S}"
     return (
         f"spotwise run --launcher aws --region {best.pool.region} --instance-type "
         f"{best.pool.instance_type} --image-id {image_id or 'AMI'} --bucket "

@@ -14,6 +14,7 @@ from typing import Any
 import boto3
 import pytest
 
+from spotwise.executor.orphans import job_tags
 from tests.conftest import DATA, amazon_image
 from tests.journeys.conftest import Stranger
 
@@ -66,6 +67,10 @@ def test_plan_run_logs_cancel_gc_on_a_new_account(stranger: Stranger, moto_serve
             ),
         )
         assert "--- instance 1: spot in us-east-1" in logs.stdout
+        beside = stranger.spotwise("gc", "aws", "--region", "us-east-1")  # docs/aws.md step 5
+        assert beside.returncode == 0, beside.stderr
+        assert f"(job {job_id}): its job runs under a live supervisor" in beside.stdout
+        assert "ended" not in beside.stdout and run.poll() is None
         cancel = stranger.spotwise("jobs", "cancel", job_id)
         assert cancel.returncode == 0, cancel.stderr
         _, stderr = run.communicate(timeout=120)
@@ -79,6 +84,10 @@ def test_plan_run_logs_cancel_gc_on_a_new_account(stranger: Stranger, moto_serve
     tagged = ec2.describe_instances(Filters=[{"Name": "tag:spotwise:job", "Values": [job_id]}])
     states = {i["State"]["Name"] for r in tagged["Reservations"] for i in r["Instances"]}
     assert states and states <= {"shutting-down", "terminated"}
+    # a probe `check aws` could not delete is no job's secret
+    boto3.client("ssm", endpoint_url=moto_server, region_name="us-east-1").put_parameter(
+        Name="/spotwise/check/probe", Value="1", Type="SecureString", Tags=job_tags("check")
+    )
     gc = stranger.spotwise("gc", "aws", "--region", "us-east-1")
     assert gc.returncode == 0, gc.stderr
     assert "no orphaned Spotwise instance or secret in us-east-1" in gc.stdout, gc.stdout

@@ -110,7 +110,8 @@ def test_the_next_step_names_only_pools_the_table_shows_and_the_account_given(
     assert set(zones) <= {p.pool.zone for p in plan.pools[:2]}
     assert missing_settings(command) == []
     assert "--image-id ami-1 --bucket bk --instance-profile prof" in command
-    assert "--ckpt s3://bk/spotwise/checkpoints/run1 -- python train.py --ckpt s3://bk/" in command
+    run = f"s3://bk/spotwise/checkpoints/run-{plan.made_at:%Y%m%d-%H%M%S}"
+    assert f"--ckpt {run} -- python train.py --ckpt {run}" in command
 
 
 @pytest.mark.slow
