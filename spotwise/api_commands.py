@@ -149,6 +149,9 @@ def serve(
         port=port,
         workers=workers,
         log_level="warning",
+        # the per-client limit counts the peer's address, never one a client writes in a
+        # header (uvicorn believes X-Forwarded-For from 127.0.0.1 by default)
+        proxy_headers=False,
     )
 
 
