@@ -119,6 +119,13 @@ def python_problem(image: dict[str, Any]) -> str | None:
     return None
 
 
+def surely_without_python(image: dict[str, Any]) -> bool:
+    """Whether ``image`` itself was made before Python 3.11 existed (its name or description
+    only suggest it: a custom build may have added Python 3.11 to an old release)."""
+    created = str(image.get("CreationDate") or "")[:10]
+    return bool(created) and created < f"{PYTHON_311:%Y-%m-%d}"
+
+
 class AwsCheck:
     """The checks for one region and one set of ``spotwise run`` settings."""
 
@@ -226,9 +233,16 @@ class AwsCheck:
         detail = f"{self.image_id} {image.get('Name', '')} ({image.get('Architecture', '?')})"
         if image.get("State", "available") != "available":
             return Check(what, "missing", f"{detail} is {image['State']}", fix)
-        if (why := python_problem(image)) is not None:
+        if (why := python_problem(image)) is None:
+            return Check(what, "ok", detail)
+        if surely_without_python(image):
             return Check(what, "missing", f"{detail}: no Python 3.11+ ({why})", fix)
-        return Check(what, "ok", detail)
+        return Check(
+            what,
+            "unknown",
+            f"{detail}: likely no Python 3.11+ ({why})",
+            f"{fix}; if you installed Python 3.11+ on it yourself, it will do",
+        )
 
     def profile(self) -> Check:
         what = "instance profile"

@@ -173,16 +173,29 @@ def test_check_refuses_an_image_without_python_311_and_never_says_ready_for_what
     )
     assert not [line for line in lines if line.rstrip().endswith(":")], lines  # no dangling colon
 
-    # Ubuntu 14.04 (Python 3.4, built 2017) is refused, with the fix; the probe object is gone.
+    # Ubuntu 14.04 (Python 3.4, built 2017 by its name; moto dates every image today) is not
+    # passed, with the fix; the probe object is gone.
     old = cli(*base, "--image-id", trusty, "--bucket", bucket, "--json")
     assert old.returncode == 1
     found = checks(old)
-    assert found["image"]["status"] == "missing"
+    assert found["image"]["status"] == "unknown"
     assert (
-        "no Python 3.11+ (built 2017-07-27, before Python 3.11 existed"
+        "likely no Python 3.11+ (built 2017-07-27, before Python 3.11 existed"
         in (found["image"]["detail"])
     )
     assert "Python 3.11+" in found["image"]["fix"]
+    assert "installed Python 3.11+ on it yourself" in found["image"]["fix"]
     assert found["s3:PutObject"]["status"] == "ok" and "probe object" not in found
     assert s3.list_objects_v2(Bucket=bucket, Prefix="spotwise/check/").get("KeyCount") == 0
     assert checks(cli(*base, "--image-id", modern_image(ec2), "--json"))["image"]["status"] == "ok"
+
+
+def test_an_image_made_before_python_311_is_missing_one_whose_name_says_old_is_unknown() -> None:
+    from spotwise.executor.aws_check import python_problem, surely_without_python
+
+    trusty = {"Name": "ubuntu/images/hvm-ssd/ubuntu-trusty-14.04-amd64-server-20170727"}
+    assert python_problem({**trusty, "CreationDate": "2017-07-27T10:00:00.000Z"})
+    assert surely_without_python({**trusty, "CreationDate": "2017-07-27T10:00:00.000Z"})
+    # rebuilt this year from an old release: its name says old, its making does not
+    assert python_problem({**trusty, "CreationDate": "2026-11-01T10:00:00.000Z"})
+    assert not surely_without_python({**trusty, "CreationDate": "2026-11-01T10:00:00.000Z"})
