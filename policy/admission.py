@@ -40,6 +40,12 @@ def default_max_per_client(max_in_flight: int) -> int:
     return max(1, max_in_flight - max(1, max_in_flight // 4))
 
 
+def per_client_limit(max_in_flight: int, max_per_client: int | None) -> int:
+    """The places one client may hold: ``max_per_client`` (default
+    :func:`default_max_per_client`), never more than there are."""
+    return min(max_per_client or default_max_per_client(max_in_flight), max_in_flight)
+
+
 class Admission:
     """The places of one worker: how many are taken, by which client, and how many requests
     were turned away (the figures ``/healthz`` reports)."""
@@ -49,9 +55,8 @@ class Admission:
     ) -> None:
         if max_in_flight < 1:
             raise ValueError(f"max_in_flight must be at least 1, got {max_in_flight}")
-        per_client = max_per_client or default_max_per_client(max_in_flight)
         self.max_in_flight = max_in_flight
-        self.max_per_client = min(per_client, max_in_flight)
+        self.max_per_client = per_client_limit(max_in_flight, max_per_client)
         self.retry_after_s = retry_after_s
         self.in_flight = 0
         self.by_client: Counter[str] = Counter()

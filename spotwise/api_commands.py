@@ -27,7 +27,7 @@ from spotwise.console import (
     free_loopback_port,
     out,
 )
-from spotwise.policy.admission import default_max_per_client
+from spotwise.policy.admission import per_client_limit
 from spotwise.policy.errors import PolicyError
 from spotwise.policy.job import REFERENCE, JobSpec
 
@@ -137,7 +137,7 @@ def serve(
     if max_per_client is not None:
         os.environ["SPOTWISE_API_MAX_PER_CLIENT"] = str(max_per_client)
     limit = settings.current().api_max_in_flight
-    per_client = min(settings.current().api_max_per_client or default_max_per_client(limit), limit)
+    per_client = per_client_limit(limit, settings.current().api_max_per_client)
     err.print(
         f"policy API on http://{host}:{port} (docs at /docs, auth: {bool(token)}, "
         f"{limit} requests at once per worker, {per_client} from one client)"
