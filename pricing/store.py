@@ -294,10 +294,11 @@ class MarketStore:
             while isinstance(cause.__context__, duckdb.Error):  # the first error, not its echo
                 cause = cause.__context__
             first = str(cause).splitlines()[0] if str(cause) else repr(cause)
+            known = _cause(first)
             raise StoreError(
                 f"the store {self.path} refused the write ({first}); nothing was stored"
-                + (f". {_LASTING[lasting]}" if (lasting := _lasting(first)) else ""),
-                permanent=lasting is not None and lasting != "No space left on device",
+                + (f". {known.fix}" if known else ""),
+                permanent=known is not None and known.permanent,
             ) from exc
         except BaseException:
             self._rollback()
@@ -453,18 +454,35 @@ def _create_private(path: Path) -> None:
             os.link(made, path)
 
 
-_LASTING = {
-    "No space left on device": "Free space on its disk, or pass a --store on another disk",
-    "Read-only file system": "Pass a --store on a writable disk",
-    "read-only mode": "Open it writable, or pass another --store",
-    "Permission denied": "Fix the folder's permissions or pass a writable --store",
+@dataclass(frozen=True, slots=True)
+class _Cause:
+    """A cause of a refused open or write: what it is, what to do, whether waiting heals it."""
+
+    label: str
+    fix: str
+    permanent: bool
+
+
+_CAUSES = {
+    "No space left on device": _Cause(
+        "its disk is full", "Free space on its disk, or pass a --store on another disk", False
+    ),
+    "Read-only file system": _Cause(
+        "its disk is read-only", "Pass a --store on a writable disk", True
+    ),
+    "read-only mode": _Cause(
+        "it is open read-only", "Open it writable, or pass another --store", True
+    ),
+    "Permission denied": _Cause(
+        "permission denied", "Fix the folder's permissions or pass a writable --store", True
+    ),
 }
-"""Causes of a refused write that waiting does not heal, and what to do about each."""
+"""The causes DuckDB names in its errors (by the words it uses)."""
 
 
-def _lasting(text: str) -> str | None:
-    """Which of :data:`_LASTING`'s causes ``text`` names, if any."""
-    return next((cause for cause in _LASTING if cause in text), None)
+def _cause(text: str) -> _Cause | None:
+    """Which of :data:`_CAUSES` ``text`` names, if any."""
+    return next((cause for words, cause in _CAUSES.items() if words in text), None)
 
 
 def _open_error(path: Path, exc: Exception) -> StoreError:
@@ -476,17 +494,11 @@ def _open_error(path: Path, exc: Exception) -> StoreError:
             f"the store {path} is in use by another process ({_holder(text)}). Wait for it to "
             "finish, close it, or pass another --store"
         )
-    if "Read-only file system" in text:
+    cause = _CAUSES["Permission denied"] if isinstance(exc, PermissionError) else _cause(text)
+    if cause is not None:
         return StoreError(
-            f"cannot write the store {path}: its disk is read-only ({text.splitlines()[0]}). "
-            "Pass a --store on a writable disk",
-            permanent=True,
-        )
-    if isinstance(exc, PermissionError) or "Permission denied" in text:
-        return StoreError(
-            f"cannot write the store {path}: permission denied ({text.splitlines()[0]}). Fix "
-            "the folder's permissions or pass a writable --store",
-            permanent=True,
+            f"cannot write the store {path}: {cause.label} ({text.splitlines()[0]}). {cause.fix}",
+            permanent=cause.permanent,
         )
     if "WAL does not match database file" in text:
         return StoreError(
