@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import pandas as pd
 import streamlit as st
 
-from spotwise import settings
+from spotwise.core import settings
 from spotwise.executor import ledger
 from spotwise.policy.bench import last_summary
 from spotwise.policy.market import pools_from_store, require_pools

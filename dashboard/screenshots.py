@@ -89,7 +89,7 @@ def main() -> int:
     if chromium is None:
         print("no Chromium on PATH (Debian: apt-get install chromium); no screenshots taken")
         return 1
-    from spotwise import settings
+    from spotwise.core import settings
 
     with dashboard_server(settings.store_path(args.store)) as url:
         for name, path in take(url, args.out, chromium).items():

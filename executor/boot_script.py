@@ -18,8 +18,8 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 
+from spotwise.core.endpoints import AWS_IMDS_URL
 from spotwise.executor.code_bundle import ShippedCode
-from spotwise.executor.endpoints import AWS_IMDS_URL
 
 PLAIN_ENV = (
     "SPOTWISE_POOL",

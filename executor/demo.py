@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from spotwise.core.progress import Progress
 from spotwise.executor.example_runs import example_command, reference_run
 from spotwise.executor.launchers.local import Replay
 from spotwise.executor.ledger import JobStatus
@@ -25,7 +26,6 @@ from spotwise.policy.schemas import JobTerms
 from spotwise.policy.traces import TraceSet
 from spotwise.pricing.quotes import REFERENCE_INSTANCE_TYPE
 from spotwise.pricing.store import MarketStore
-from spotwise.progress import Progress
 
 DEMO_POOLS = ("us-east-1c_v100_1", "us-east-1d_v100_1", "us-east-1f_v100_1", "us-east-2b_v100_1")
 DEMO_START_HOURS = 200.0

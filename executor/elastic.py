@@ -25,7 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from spotwise.executor.clock import SYSTEM_CLOCK, Clock
+from spotwise.core.clock import SYSTEM_CLOCK, Clock
+from spotwise.core.progress import Progress, silent
 from spotwise.executor.errors import (
     PREEMPTED_EXIT_CODE,
     Cancelled,
@@ -46,7 +47,6 @@ from spotwise.executor.supervisor import (
 )
 from spotwise.policy.client import PolicyClient
 from spotwise.policy.nodes.floor import deadline_floor
-from spotwise.progress import Progress, silent
 
 Role = Literal["host", "floor", "spot"]
 

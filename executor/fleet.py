@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from spotwise.core.progress import Progress, silent
 from spotwise.executor.elastic import NodePlan
 from spotwise.executor.errors import ExecutorError
 from spotwise.executor.launchers.base import Launcher
@@ -65,7 +66,6 @@ from spotwise.policy.schemas import (
     PoolRank,
 )
 from spotwise.pricing.errors import PricingError
-from spotwise.progress import Progress, silent
 
 __all__ = ["TIERS", "FleetBudget", "NodeGate", "Tier", "TieredClient"]
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_")

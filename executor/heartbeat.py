@@ -23,7 +23,7 @@ class Heartbeat:
 
     def __init__(self, path: str | None = None) -> None:
         if path is None:
-            from spotwise.settings import current
+            from spotwise.core.settings import current
 
             named = current().heartbeat_file
             path = str(named) if named else None

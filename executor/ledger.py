@@ -197,7 +197,7 @@ class Ledger:
         the journal, which any later ``spotwise jobs`` command or job writes."""
         self._submit(Write.FINISH, ended=_now(), status=status.value, job_id=self.job_id)
         if self._pending:
-            from spotwise.settings import current
+            from spotwise.core.settings import current
 
             self._flush(current().store_wait_s)
         if self._pending:

@@ -22,12 +22,12 @@ from datetime import datetime
 from types import FrameType
 from typing import TYPE_CHECKING, Literal
 
-from spotwise.executor.clock import SYSTEM_CLOCK, Clock
-from spotwise.executor.endpoints import AWS_IMDS_URL, AZURE_METADATA_URL, GCP_METADATA_URL
+from spotwise.core.clock import SYSTEM_CLOCK, Clock
+from spotwise.core.endpoints import AWS_IMDS_URL, AZURE_METADATA_URL, GCP_METADATA_URL
 from spotwise.executor.errors import ExecutorError
 
 if TYPE_CHECKING:
-    from spotwise.environment import Settings
+    from spotwise.core.environment import Settings
 
 log = logging.getLogger(__name__)
 
@@ -385,7 +385,7 @@ CLOUD_SOURCES: dict[str, CloudSource] = {
 def sources_from_env() -> list[NoticeSource]:
     """Cloud sources named in ``$SPOTWISE_NOTICES`` (comma-separated names of
     :data:`CLOUD_SOURCES`), each at its endpoint."""
-    from spotwise.settings import current
+    from spotwise.core.settings import current
 
     settings = current()
     sources: list[NoticeSource] = []

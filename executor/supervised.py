@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from spotwise.core.progress import Progress
 from spotwise.executor.elastic import NodePlan, NodeSupervisor, SpendGate
 from spotwise.executor.errors import ExecutorError
 from spotwise.executor.job_log import JobLog, log_folder
@@ -17,7 +18,6 @@ from spotwise.executor.ledger import JobInfo, JobReport, Ledger
 from spotwise.executor.prices import PriceBook
 from spotwise.executor.supervisor import ClientFor, EventWatcher, Supervisor, SupervisorConfig
 from spotwise.policy.client import HttpClient, PolicyClient, in_process_for
-from spotwise.progress import Progress
 
 
 def client_factory(policy_url: str | None, token: str | None) -> ClientFor:

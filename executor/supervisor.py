@@ -29,7 +29,8 @@ from types import FrameType
 
 import numpy as np
 
-from spotwise.executor.clock import SYSTEM_CLOCK, Clock
+from spotwise.core.clock import SYSTEM_CLOCK, Clock
+from spotwise.core.progress import Progress, silent
 from spotwise.executor.errors import (
     PREEMPTED_EXIT_CODE,
     Cancelled,
@@ -45,7 +46,6 @@ from spotwise.executor.prices import PriceBook
 from spotwise.policy.client import PolicyClient
 from spotwise.policy.errors import PolicyError
 from spotwise.policy.schemas import Decision, DecisionRequest, IdleState, JobTerms, PoolNow
-from spotwise.progress import Progress, silent
 
 ClientFor = Callable[[np.ndarray, int, tuple[str, ...]], PolicyClient]
 """Builds a policy client over the availability history so far (pools × ticks, gap seconds)."""

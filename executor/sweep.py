@@ -34,12 +34,12 @@ import optuna
 from optuna.storages import RetryHeartbeatStaleTrialCallback
 from optuna.trial import FrozenTrial, Trial, TrialState
 
+from spotwise.core.progress import Progress
 from spotwise.executor.errors import Cancelled, ExecutorError, Stopped
 from spotwise.executor.launchers.registry import AwsTarget
 from spotwise.executor.ledger import new_job_id
 from spotwise.executor.sweep_spec import SweepSpec, definition_changes, grid_spec, load_spec
 from spotwise.pricing.errors import PricingError
-from spotwise.progress import Progress
 
 if TYPE_CHECKING:
     from spotwise.executor.code_bundle import ShippedCode

@@ -11,13 +11,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from spotwise.core.progress import Progress
 from spotwise.executor.demo import DEMO_POOLS, DEMO_START_HOURS
 from spotwise.executor.example_runs import example_command
 from spotwise.executor.replay import run_under_replay
 from spotwise.executor.sweep import ReplayMarket, SweepConfig, SweepSource, default_storage
 from spotwise.executor.sweep_report import SweepReport, sweep_report
 from spotwise.executor.sweep_workers import run_workers
-from spotwise.progress import Progress
 
 DEMO_LRS = (0.001, 0.003, 0.01, 0.03)
 DEMO_WIDTHS = (32, 128)

@@ -17,9 +17,9 @@ from types import FrameType
 import optuna
 from optuna.trial import TrialState
 
+from spotwise.core.progress import Progress
 from spotwise.executor.sweep import SweepConfig, open_study, original_number
 from spotwise.executor.sweep_spec import SweepSpec
-from spotwise.progress import Progress
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,14 +37,14 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader
 
+from spotwise.core.clock import SYSTEM_CLOCK, Clock
+from spotwise.core.settings import current
 from spotwise.executor.checkpoint import Checkpointer, CheckpointManager, NoIntactCheckpoint
-from spotwise.executor.clock import SYSTEM_CLOCK, Clock
 from spotwise.executor.data import ResumableBatches
 from spotwise.executor.errors import CheckpointError, Preempted
 from spotwise.executor.heartbeat import Heartbeat
 from spotwise.executor.interval import checkpoint_interval_s, forecast_mtbf_s
 from spotwise.executor.notices import NoticeSource, NoticeWatcher, SigtermSource, sources_from_env
-from spotwise.settings import current
 
 
 def distributed() -> bool:

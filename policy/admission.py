@@ -20,12 +20,9 @@ import time
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # the settings read the default below without importing Starlette
+if TYPE_CHECKING:
     from starlette.types import ASGIApp, Receive, Scope, Send
 
-DEFAULT_MAX_IN_FLIGHT = 4
-"""Requests served at once per worker: with ~5 ms of work each, a served request waits at
-most ~20 ms behind the others."""
 ADMITTED_PREFIX = "/v1/"
 """Paths that take a place: the decisions, rankings and forecasts. ``/healthz`` (a load
 balancer's health check must not be shed), the schema and the docs never do."""

@@ -21,9 +21,9 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi_offline import FastAPIOffline
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from spotwise.core.environment import DEFAULT_MAX_IN_FLIGHT
 from spotwise.policy.admission import (
     ADMITTED_PREFIX,
-    DEFAULT_MAX_IN_FLIGHT,
     Admission,
     AdmissionControl,
 )
@@ -303,9 +303,9 @@ def app_from_env() -> FastAPI:
     ``SPOTWISE_API_TRACES`` (a trace folder), ``SPOTWISE_API_MODELS`` (the learned models'
     folder, read once here), ``SPOTWISE_API_TOKEN``, ``SPOTWISE_API_MAX_IN_FLIGHT`` and
     ``SPOTWISE_API_MAX_PER_CLIENT``."""
+    from spotwise.core.settings import current
     from spotwise.policy.rl.catalog import ModelCatalog, shipped_models
     from spotwise.policy.traces import load_traces
-    from spotwise.settings import current
 
     settings = current()
     if settings.api_traces is None:

@@ -87,7 +87,7 @@ class PostgresStore:
         import psycopg
 
         if wait_s is None:
-            from spotwise.settings import current
+            from spotwise.core.settings import current
 
             wait_s = current().store_wait_s
         deadline = time.monotonic() + wait_s

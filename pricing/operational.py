@@ -48,7 +48,7 @@ class OperationalStore(Protocol):
 
 def operational_url() -> str | None:
     """The PostgreSQL database of the operational tables (None: the local store file)."""
-    from spotwise.settings import current
+    from spotwise.core.settings import current
 
     return current().operational_store
 

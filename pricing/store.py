@@ -187,7 +187,7 @@ class MarketStore:
         if read_only and not path.exists():
             raise StoreError(f"no store at {path}: run `spotwise data load` first")
         if wait_s is None:
-            from spotwise.settings import current
+            from spotwise.core.settings import current
 
             wait_s = current().store_wait_s
         deadline = time.monotonic() + wait_s

@@ -14,7 +14,6 @@ from typing import Annotated
 
 import typer
 
-from spotwise import settings
 from spotwise.console import (
     ChangeoverHours,
     ComputeHours,
@@ -27,6 +26,7 @@ from spotwise.console import (
     free_loopback_port,
     out,
 )
+from spotwise.core import settings
 from spotwise.policy.admission import per_client_limit
 from spotwise.policy.errors import PolicyError
 from spotwise.policy.job import REFERENCE, JobSpec

@@ -26,7 +26,6 @@ from spotwise import (
     forecast_commands,
     policy_commands,
     run_commands,
-    settings,
     startup_bench,
     sweep_commands,
 )
@@ -40,6 +39,7 @@ from spotwise.console import (
     ready_store,
     say,
 )
+from spotwise.core import settings
 from spotwise.executor.errors import ExecutorError
 from spotwise.policy.errors import PolicyError
 from spotwise.pricing.errors import PricingError

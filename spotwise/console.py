@@ -14,7 +14,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from spotwise import settings
+from spotwise.core import settings
 from spotwise.pricing.errors import PricingError
 from spotwise.pricing.operational import OperationalStore, open_operational
 from spotwise.pricing.store import MarketStore
@@ -53,7 +53,7 @@ def plural(n: float, word: str) -> str:
 
 
 class BarSteps:
-    """:class:`~spotwise.progress.Steps` drawn as one task of a :func:`progress_bar`."""
+    """:class:`~spotwise.core.progress.Steps` drawn as one task of a :func:`progress_bar`."""
 
     def __init__(self, bar: Any, description: str) -> None:
         self._bar = bar

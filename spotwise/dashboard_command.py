@@ -9,8 +9,8 @@ from typing import Annotated
 
 import typer
 
-from spotwise import settings
 from spotwise.console import StoreOption, err, open_store
+from spotwise.core import settings
 
 APP = Path(__file__).parent / "dashboard" / "app.py"
 

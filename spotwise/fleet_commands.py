@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from spotwise import settings
 from spotwise.console import (
     AwsBucket,
     AwsEndpointUrl,
@@ -28,6 +27,7 @@ from spotwise.console import (
     out,
     say,
 )
+from spotwise.core import settings
 from spotwise.executor.errors import ExecutorError
 
 if TYPE_CHECKING:

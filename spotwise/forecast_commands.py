@@ -10,7 +10,6 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from spotwise import settings
 from spotwise.console import (
     BarSteps,
     StoreOption,
@@ -21,6 +20,7 @@ from spotwise.console import (
     ready_store,
     say,
 )
+from spotwise.core import settings
 from spotwise.pricing.errors import PricingError
 from spotwise.pricing.forecast.risk import RISK_MODELS
 

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import typer
 from rich.table import Table
 
-from spotwise import settings
 from spotwise.console import (
     AwsBucket,
     AwsImageId,
@@ -33,6 +32,7 @@ from spotwise.console import (
     progress_bar,
     say,
 )
+from spotwise.core import settings
 from spotwise.policy.errors import PolicyError
 from spotwise.policy.job import REFERENCE, JobSpec
 from spotwise.policy.observe import OBSERVE_MODES, ObserveMode

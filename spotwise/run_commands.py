@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from spotwise import settings
 from spotwise.console import (
     AwsBucket,
     AwsEndpointUrl,
@@ -39,6 +38,7 @@ from spotwise.console import (
     ready_store,
     say,
 )
+from spotwise.core import settings
 from spotwise.executor.errors import Cancelled, ExecutorError
 from spotwise.policy.errors import PolicyError
 from spotwise.pricing.errors import PricingError

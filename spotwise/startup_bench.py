@@ -93,7 +93,7 @@ def bench_startup(
     store: StoreOption = None,
 ) -> None:
     """Start-up time and memory of `spotwise --help`, `data summary` and `jobs list`."""
-    from spotwise import settings
+    from spotwise.core import settings
 
     report = startup_bench(settings.store_path(store), repeats)
     if as_json:

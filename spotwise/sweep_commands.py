@@ -10,7 +10,6 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from spotwise import settings
 from spotwise.console import (
     AwsBucket,
     AwsEndpointUrl,
@@ -31,6 +30,7 @@ from spotwise.console import (
     positive,
     ready_store,
 )
+from spotwise.core import settings
 from spotwise.executor.errors import ExecutorError
 from spotwise.pricing.errors import PricingError
 

@@ -26,8 +26,8 @@ from typing import Any
 import numpy as np
 from botocore.exceptions import ClientError
 
+from spotwise.core.clock import SYSTEM_CLOCK, Clock
 from spotwise.executor.boot_script import BOOT_LOG, boot_script
-from spotwise.executor.clock import SYSTEM_CLOCK, Clock
 from spotwise.executor.code_bundle import ShippedCode
 from spotwise.executor.errors import PREEMPTED_EXIT_CODE, ExecutorError, NoCapacity
 from spotwise.executor.job_log import echo

@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from spotwise.executor.clock import SYSTEM_CLOCK, Clock
+from spotwise.core.clock import SYSTEM_CLOCK, Clock
 from spotwise.executor.errors import LaunchError
 from spotwise.executor.heartbeat import HEARTBEAT_ENV, last_step, seconds_quiet
 from spotwise.executor.job_log import echo

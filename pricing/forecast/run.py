@@ -22,6 +22,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
+from spotwise.core.progress import UNCOUNTED, Progress, Steps, silent
 from spotwise.policy.risk import SHIPPED, History, fit_on_history
 from spotwise.pricing.forecast.boosting import GlobalBoosting
 from spotwise.pricing.forecast.grid import to_grid
@@ -30,7 +31,6 @@ from spotwise.pricing.forecast.panel import PanelForecaster, PerSeries, forecast
 from spotwise.pricing.frames import unique_id
 from spotwise.pricing.operational import open_operational
 from spotwise.pricing.store import MarketStore
-from spotwise.progress import UNCOUNTED, Progress, Steps, silent
 
 RISK_MODEL = f"risk-{SHIPPED}"
 

@@ -395,7 +395,7 @@ def test_a_jobs_output_is_kept_per_instance_where_only_the_user_can_read_it(
 
 @pytest.mark.slow
 def test_checkpoint_minutes_reach_the_jobs_guard(cli: CliRun) -> None:
-    script = "from spotwise.settings import current; print('every', current().checkpoint_s)"
+    script = "from spotwise.core.settings import current; print('every', current().checkpoint_s)"
     args = ["--pools", "us-east-1a_v100_1", "--start-hours", "100", "--scale", "60"]
     result = cli("run", *args, "--checkpoint-minutes", "7.5", "--", sys.executable, "-c", script)
     assert result.returncode == 0, result.stderr

@@ -189,7 +189,7 @@ def test_the_sweep_demo_reports_its_trials_and_reruns_the_best_bit_for_bit(
 ) -> None:
     """The demo's machinery on one of its trials, where the replay preempts it (its full run,
     8 trials, is `spotwise sweep demo --json`)."""
-    from spotwise import settings
+    from spotwise.core import settings
     from spotwise.executor.sweep_demo import run_sweep_demo
     from spotwise.pricing.store import MarketStore
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from spotwise import settings
+from spotwise.core import settings
 from tests.conftest import DATA, CliRun, summary_json
 
 BUNDLED_SOURCES = {

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from spotwise.settings import SettingsError, current
+from spotwise.core.settings import SettingsError, current
 from tests.conftest import CliRun
 
 

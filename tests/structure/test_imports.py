@@ -9,7 +9,7 @@ import graphlib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-FOLDERS = ("pricing", "policy", "executor", "dashboard")
+FOLDERS = ("core", "pricing", "policy", "executor", "dashboard")
 """Top-level folders that install as ``spotwise.<folder>``."""
 
 

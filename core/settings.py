@@ -1,5 +1,5 @@
 """Every ``SPOTWISE_*`` environment variable, read and checked in one place
-(:class:`spotwise.environment.Settings`, pydantic-settings), and where Spotwise keeps things:
+(:class:`spotwise.core.environment.Settings`, pydantic-settings), and where Spotwise keeps things:
 the store file, the bundled data folder and its defaults.
 
 :func:`current` reads the environment anew on each call: the supervisor sets variables for the
@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from spotwise.environment import Settings
+    from spotwise.core.environment import Settings
 
 STORE_ENV = "SPOTWISE_STORE"
 DATA_ENV = "SPOTWISE_DATA"
@@ -23,14 +23,14 @@ class SettingsError(ValueError):
 
 
 def current() -> Settings:
-    """The settings the environment gives now (:class:`spotwise.environment.Settings`).
+    """The settings the environment gives now (:class:`spotwise.core.environment.Settings`).
 
     Raises:
         SettingsError: naming the variable and what it needs.
     """
     from pydantic import ValidationError
 
-    from spotwise.environment import Settings
+    from spotwise.core.environment import Settings
 
     try:
         return Settings()

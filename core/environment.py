@@ -8,11 +8,13 @@ from pathlib import Path
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from spotwise.executor.endpoints import AWS_IMDS_URL, AZURE_METADATA_URL, GCP_METADATA_URL
-from spotwise.policy.admission import DEFAULT_MAX_IN_FLIGHT
+from spotwise.core.endpoints import AWS_IMDS_URL, AZURE_METADATA_URL, GCP_METADATA_URL
 
 DATABASE_URL_SCHEMES = ("postgresql://", "postgres://")
 """How a PostgreSQL URL starts."""
+DEFAULT_MAX_IN_FLIGHT = 4
+"""Requests the policy API serves at once per worker: with ~5 ms of work each, a served request
+waits at most ~20 ms behind the others."""
 
 
 class Settings(BaseSettings):
