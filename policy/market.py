@@ -26,7 +26,8 @@ from typing import Any
 import pandas as pd
 
 from spotwise.policy.errors import PolicyError
-from spotwise.policy.risk import DEFAULT_PRIOR, SHIPPED
+from spotwise.pricing.forecast.prior import DEFAULT_PRIOR
+from spotwise.pricing.forecast.risk_forecasters import SHIPPED
 from spotwise.pricing.quotes import Quote, is_stale, on_demand_quote, store_quote
 from spotwise.pricing.store import MarketStore
 

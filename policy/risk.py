@@ -1,47 +1,11 @@
-"""One risk forecast that the decisions read: per pool, the expected remaining spot run, the
-hazard and P(preempted within h), fitted on the past a job is given, started from a prior
-where that past is short, and updated each tick with what the controller saw.
-
-Forecasters are registered by name (:data:`RISK_FORECASTERS`); :data:`SHIPPED` is the one the
-policies act on unless told otherwise.
-"""
+"""A job's side of the risk forecast (:mod:`spotwise.pricing.forecast.risk_forecasters`): the
+history and prior a job is given, and what it knows fresh about some pool being up."""
 
 from __future__ import annotations
 
-import math
-from abc import ABC, abstractmethod
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import ClassVar
-
-import numpy as np
-
-from spotwise.policy.hazard import MarketForecast
-from spotwise.policy.policies.base import SPOT0, JobContext, Observation, PoolPrior
-
-DEFAULT_PRIOR = PoolPrior(
-    mean_run_hours=2.0,
-    available_share=0.5,
-    weight_runs=1.0,
-    source="default: nothing is known about this pool or similar ones",
-)
-"""The prior of a pool nothing is known about: spot runs last a couple of hours and spot is there
-half the time, each worth one pseudo-run or a day, so what the job sees soon outweighs it. (A
-Spot Advisor band counts interruptions of running instances in a month, not runs of capacity:
-it is shown beside a risk, never turned into one.)"""
-
-
-def pooled_prior(past_available: np.ndarray, hours_per_tick: float, source: str) -> PoolPrior:
-    """Mean availability run and available share over every pool of ``past_available`` (bool
-    [pools, ticks]): what a store that saw those pools would say about one it has not."""
-    past = past_available.astype(np.int8)
-    starts = int(np.sum(np.diff(past, axis=1, prepend=0) == 1))
-    up_ticks = int(past.sum())
-    return PoolPrior(
-        mean_run_hours=max(up_ticks, 1) / max(starts, 1) * hours_per_tick,
-        available_share=up_ticks / max(past.size, 1),
-        source=source,
-    )
+from spotwise.policy.policies.base import SPOT0, JobContext, Observation
+from spotwise.pricing.forecast.prior import DEFAULT_PRIOR, PoolPrior
+from spotwise.pricing.forecast.risk_forecasters import History
 
 
 def prior_of(context: JobContext) -> PoolPrior:
@@ -49,15 +13,9 @@ def prior_of(context: JobContext) -> PoolPrior:
     return context.prior or DEFAULT_PRIOR
 
 
-@dataclass(frozen=True, slots=True)
-class History:
-    """What a forecaster is fitted on: availability before now, the tick length, and the prior
-    (None: the history alone)."""
-
-    past_available: np.ndarray
-    """bool [pools, ticks]."""
-    hours_per_tick: float
-    prior: PoolPrior | None = None
+def job_history(context: JobContext) -> History:
+    """What a job is given to fit a forecaster on: its past and its prior (or the default)."""
+    return History(context.past_available, context.job.hours_per_tick, prior_of(context))
 
 
 def fresh_any_up(obs: Observation) -> bool | None:
@@ -71,133 +29,3 @@ def fresh_any_up(obs: Observation) -> bool | None:
     if not fresh.any():
         return None
     return bool((obs.belief() & fresh).any())
-
-
-class RiskForecaster(ABC):
-    """Per pool: how long spot will last, from the pool's past and what the job sees."""
-
-    name: ClassVar[str]
-
-    @abstractmethod
-    def update(self, tick: int, belief: np.ndarray, any_up: bool | None = None) -> None:
-        """Add tick ``tick`` of the job (once per tick) with each pool's availability as last
-        seen (bool [pools]) and, where the job knows it fresh, whether some pool is up."""
-
-    @abstractmethod
-    def expected_run(self, pool: int, *, fresh: bool = False) -> float:
-        """Expected further available ticks of ``pool``: of its current run, or of a run that
-        starts now (``fresh``)."""
-
-    def expected_run_up_within(self, pool: int, ticks: float) -> float:
-        """Expected further available ticks of ``pool`` if it is up now, having been seen down
-        ``ticks`` ago (inf: never seen); without a model of run ages, a fresh run's."""
-        return self.expected_run(pool, fresh=True)
-
-    @abstractmethod
-    def spot_share(self, changeover_ticks: int, horizon_ticks: float | None = None) -> float:
-        """Forecast share of the coming ``horizon_ticks`` (None: the next few) that some pool's
-        spot can work."""
-
-    def outage_overdue(
-        self, slack_ticks: float, horizon_ticks: float, changeover_ticks: float
-    ) -> bool | None:
-        """Whether the outage under way (no pool up) has lasted longer than an idle job may
-        wait one out if ``slack_ticks`` are to last the ``horizon_ticks`` left, each outage
-        that outlasts the wait costing two changeovers; None without a model of outages."""
-        return None
-
-    def hazard(self, pool: int) -> float:
-        """Preemptions per tick of ``pool`` now."""
-        return 1.0 / max(self.expected_run(pool), 1.0)
-
-    def p_preempted(self, pool: int, ticks: float) -> float:
-        """P(``pool`` is taken back within ``ticks``), with the hazard held constant."""
-        return 1.0 - math.exp(-max(ticks, 0.0) * self.hazard(pool))
-
-
-class SurvivalForecaster(RiskForecaster):
-    """The recency-weighted empirical survival model of each pool's availability runs
-    (:mod:`spotwise.policy.hazard`), shrunk toward "as long again" and the prior."""
-
-    name = "survival"
-    pooled = False
-
-    def __init__(
-        self,
-        history: History,
-        half_life_hours: float,
-        prior_weight: float,
-        reversion_hours: float | None = None,
-    ) -> None:
-        per_tick = history.hours_per_tick
-        self._market = MarketForecast(
-            history.past_available,
-            half_life_hours / per_tick,
-            prior_weight,
-            history.prior,
-            per_tick,
-            pooled=self.pooled,
-            reversion_ticks=reversion_hours / per_tick if reversion_hours else None,
-        )
-
-    def update(self, tick: int, belief: np.ndarray, any_up: bool | None = None) -> None:
-        self._market.observe(tick, belief, any_up)
-
-    def expected_run(self, pool: int, *, fresh: bool = False) -> float:
-        hazard = self._market.pools
-        return hazard.mean_run(pool) if fresh else hazard.expected_remaining(pool)
-
-    def expected_run_up_within(self, pool: int, ticks: float) -> float:
-        return self._market.pools.expected_remaining_up_within(pool, ticks)
-
-    def spot_share(self, changeover_ticks: int, horizon_ticks: float | None = None) -> float:
-        return self._market.spot_share(changeover_ticks, horizon_ticks)
-
-    def outage_overdue(
-        self, slack_ticks: float, horizon_ticks: float, changeover_ticks: float
-    ) -> bool | None:
-        limit = self._market.wait_limit(slack_ticks, horizon_ticks, changeover_ticks)
-        return None if limit is None else self._market.outages.age[0] >= limit
-
-    def p_preempted(self, pool: int, ticks: float) -> float:
-        """The share of the pool's weighted past runs as old as its current one that ended
-        within ``ticks`` more (not a constant hazard: runs here have a falling one)."""
-        return self._market.pools.p_end_within(pool, ticks)
-
-
-class PooledForecaster(SurvivalForecaster):
-    """The same survival model with every pool judged by the runs of all of them: the pooled
-    prior, updated online, for pools too new to have runs of their own."""
-
-    name = "pooled"
-    pooled = True
-
-
-RISK_FORECASTERS: dict[str, Callable[[History, float, float, float | None], RiskForecaster]] = {
-    SurvivalForecaster.name: SurvivalForecaster,
-    PooledForecaster.name: PooledForecaster,
-}
-SHIPPED = SurvivalForecaster.name
-
-
-def job_history(context: JobContext) -> History:
-    """What a job is given to fit a forecaster on: its past and its prior (or the default)."""
-    return History(context.past_available, context.job.hours_per_tick, prior_of(context))
-
-
-def fit_on_history(
-    history: History,
-    *,
-    name: str = SHIPPED,
-    half_life_hours: float = 24.0,
-    prior_weight: float = 1.0,
-    reversion_hours: float | None = None,
-) -> RiskForecaster:
-    """The forecaster ``name`` fitted on ``history`` alone (no job around it: the API's).
-
-    Raises:
-        KeyError: naming the registered forecasters.
-    """
-    if name not in RISK_FORECASTERS:
-        raise KeyError(f"unknown risk forecaster {name!r}; known: {sorted(RISK_FORECASTERS)}")
-    return RISK_FORECASTERS[name](history, half_life_hours, prior_weight, reversion_hours)

@@ -30,7 +30,6 @@ from spotwise.policy.policies.base import (
     spot,
 )
 from spotwise.policy.policies.rules import slack_exhausted, slack_ticks
-from spotwise.policy.risk import History, fit_on_history
 from spotwise.policy.schemas import (
     Decision,
     DecisionRequest,
@@ -41,6 +40,7 @@ from spotwise.policy.schemas import (
 )
 from spotwise.policy.simulate import Visibility
 from spotwise.policy.traces import Pool, TraceSet
+from spotwise.pricing.forecast.risk_forecasters import History, fit_on_history
 from spotwise.pricing.quotes import Quote
 
 if TYPE_CHECKING:
@@ -81,7 +81,8 @@ class DecisionService:
             half_life_hours=HALF_LIFE_HOURS,
             prior_weight=0.0,
         )
-        """The one risk forecast (:mod:`spotwise.policy.risk`) of every pool on its history."""
+        """The one risk forecast (:mod:`spotwise.pricing.forecast.risk_forecasters`) of every
+        pool on its history."""
 
     @property
     def _half_life_ticks(self) -> float:

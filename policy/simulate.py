@@ -39,10 +39,10 @@ from spotwise.policy.policies.base import (
     JobContext,
     Observation,
     Policy,
-    PoolPrior,
 )
 from spotwise.policy.shared_pools import SharedPools
 from spotwise.policy.traces import TraceSet
+from spotwise.pricing.forecast.prior import PoolPrior
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

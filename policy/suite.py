@@ -26,11 +26,10 @@ from spotwise import policy
 from spotwise.policy.bench import kept_next_to, save_json
 from spotwise.policy.job import REFERENCE, JobSpec
 from spotwise.policy.observe import ObserveMode
-from spotwise.policy.policies.base import PoolPrior
 from spotwise.policy.registry import BEST, reads_future
-from spotwise.policy.risk import pooled_prior
 from spotwise.policy.simulate import JobResult, Visibility, job_starts, simulate
 from spotwise.policy.traces import TraceSet, load_traces
+from spotwise.pricing.forecast.prior import PoolPrior, pooled_prior
 
 if TYPE_CHECKING:
     from spotwise.policy.rl.catalog import ModelCatalog

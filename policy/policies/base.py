@@ -7,7 +7,6 @@ pool ``z``. Policies are registered by name in :mod:`spotwise.policy.registry` a
 
 from __future__ import annotations
 
-import math
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ import numpy as np
 from spotwise.policy.job import JobTicks
 from spotwise.policy.observe import ObserveMode
 from spotwise.policy.traces import Pool
+from spotwise.pricing.forecast.prior import PoolPrior
 
 NONE = 0
 ON_DEMAND = 1
@@ -96,26 +96,6 @@ class Observation:
         if self.seen_age is None:
             return [int(z) for z in np.flatnonzero(self.available)]
         return [int(z) for z in np.flatnonzero(self.belief() | (self.seen_age > 0))]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PoolPrior:
-    """A pool's risk before its own history says anything: a mean availability run and the
-    share of time spot can be had, each worth some pseudo-observations, and where they came from."""
-
-    mean_run_hours: float
-    available_share: float
-    weight_runs: float = 2.0
-    """Pseudo-runs the mean run counts as."""
-    weight_hours: float = 24.0
-    """Pseudo-hours the available share counts as."""
-    source: str = "default"
-
-    def __post_init__(self) -> None:
-        if not (self.mean_run_hours > 0 and math.isfinite(self.mean_run_hours)):
-            raise ValueError(f"mean_run_hours must be positive, got {self.mean_run_hours}")
-        if not 0.0 <= self.available_share <= 1.0:
-            raise ValueError(f"available_share must be in [0, 1], got {self.available_share}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,11 +2,12 @@
 on-demand for the work the forecast says spot will not cover, and a checkpoint interval from the
 forecast hazard.
 
-Every pool has a preemption-risk forecast (:mod:`spotwise.policy.risk`, the shipped one by
-default): the expected remaining spot run given how long the pool has been up, fitted on the
-pool's past only and started from the prior of similar pools when that past is short. Seeing
-only what launch requests teach, a pool counts as it was last seen, and a pool seen down has a
-fresh run ahead of it when it comes back. The rules, safety net first:
+Every pool has a preemption-risk forecast (the shipped one of
+:mod:`spotwise.pricing.forecast.risk_forecasters` by default): the expected remaining spot run given
+how long the pool has been up, fitted on the pool's past only and started from the prior of similar
+pools when that past is short. Seeing only what launch requests teach, a pool counts as it was last
+seen, and a pool seen down has a fresh run ahead of it when it comes back. The rules, safety net
+first:
 
 1. Not on spot and slack <= 2 changeovers: on-demand to the end (the deadline is never missed).
 2. On spot: stay until preempted.
@@ -87,13 +88,8 @@ from spotwise.policy.policies.base import (
     request,
 )
 from spotwise.policy.policies.rules import Guardrails, slack_ticks
-from spotwise.policy.risk import (
-    SHIPPED,
-    RiskForecaster,
-    fit_on_history,
-    fresh_any_up,
-    job_history,
-)
+from spotwise.policy.risk import fresh_any_up, job_history
+from spotwise.pricing.forecast.risk_forecasters import SHIPPED, RiskForecaster, fit_on_history
 
 
 @dataclass(frozen=True, slots=True)

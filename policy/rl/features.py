@@ -1,11 +1,11 @@
 """What a learned policy sees at each tick: one float vector built from the job's state and
 each pool's risk forecast, padded to a fixed number of pool slots.
 
-Every feature is scaled by the job (its work, slack and changeover), so one model serves every
-job shape, changeover and observation mode. The risk forecast is the one the decisions read
-(:data:`spotwise.policy.risk.SHIPPED`, fitted as ``risk_aware`` fits it), so the quantities the
-rule policy decides on are features too: how far the forecast spot share covers the work left,
-the slack against the reserve, and each pool's expected run in changeovers.
+Every feature is scaled by the job (its work, slack and changeover), so one model serves every job
+shape, changeover and observation mode. The risk forecast is the one the decisions read
+(:data:`spotwise.pricing.forecast.risk_forecasters.SHIPPED`, fitted as ``risk_aware`` fits it), so
+the quantities the rule policy decides on are features too: how far the forecast spot share covers
+the work left, the slack against the reserve, and each pool's expected run in changeovers.
 """
 
 from __future__ import annotations

@@ -5,11 +5,12 @@ never look past it); test rows are ticks t >= ``test_from`` at which the pool is
 t + h lies inside the trace. Scores: AUC and Brier per model, the Brier of climatology (the
 training base rate) and the AUC of persistence (the share of the last h that was unavailable).
 
-The risk forecasters that decisions read (:data:`spotwise.policy.risk.RISK_FORECASTERS`) are
-scored on the same rows, fitted on the ticks before ``test_from`` and updated tick by tick as a
-controller would be; ``/cold`` ones start with no history of their own, from the prior pooled
-over the training ticks. The one to ship is the lowest Brier on the last quarter of the
-training ticks (fitted on the three quarters before), never on the test ticks.
+The risk forecasters that decisions read
+(:data:`spotwise.pricing.forecast.risk_forecasters.RISK_FORECASTERS`) are scored on the same rows,
+fitted on the ticks before ``test_from`` and updated tick by tick as a controller would be;
+``/cold`` ones start with no history of their own, from the prior pooled over the training ticks.
+The one to ship is the lowest Brier on the last quarter of the training ticks (fitted on the three
+quarters before), never on the test ticks.
 """
 
 from __future__ import annotations
@@ -23,16 +24,16 @@ import numpy as np
 import pandas as pd
 from sklearn.metrics import brier_score_loss, roc_auc_score
 
-from spotwise.policy.risk import (
+from spotwise.pricing.forecast.arima_risk import ar_unavailability
+from spotwise.pricing.forecast.features import FEATURES, _trailing_mean, lose_within, pool_features
+from spotwise.pricing.forecast.prior import pooled_prior
+from spotwise.pricing.forecast.risk import RISK_MODELS
+from spotwise.pricing.forecast.risk_forecasters import (
     RISK_FORECASTERS,
     SHIPPED,
     History,
     fit_on_history,
-    pooled_prior,
 )
-from spotwise.pricing.forecast.arima_risk import ar_unavailability
-from spotwise.pricing.forecast.features import FEATURES, _trailing_mean, lose_within, pool_features
-from spotwise.pricing.forecast.risk import RISK_MODELS
 from spotwise.pricing.frames import region_of_zone
 from spotwise.pricing.sources.advisor import read_advisor_file
 from spotwise.pricing.sources.traces import cbl_pool, read_cbl_json
@@ -92,7 +93,7 @@ class RiskBench:
     forecaster_choice: str
     """The forecaster with the lowest Brier on the last quarter of the training ticks."""
     shipped_forecaster: str
-    """The one the policies act on (:data:`spotwise.policy.risk.SHIPPED`)."""
+    """The one the policies act on (:data:`spotwise.pricing.forecast.risk_forecasters.SHIPPED`)."""
     chosen_per_pool: dict[str, str]
     advisor_bands: dict[str, Any]
     climatology_brier: float

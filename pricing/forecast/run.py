@@ -2,13 +2,13 @@
 store, written to the ``forecasts`` table (each model's previous forecast of a series is
 replaced).
 
-Prices: AWS series on an hourly grid, GCP series on a daily grid; ``Naive`` and ``ARIMA`` for
-every series, the global ``GBM`` for the hourly ones. Risk: for every pool with a 1-node
-availability or preemption trace, the risk forecaster the decisions act on
-(:data:`spotwise.policy.risk.SHIPPED`), fitted on the pool's own history, gives ``p_preempt``
-within the horizon at the newest tick (1 when the pool is unavailable then), and ``mean`` the
-expected hours of a spot run started there now: the MTBF a new instance in that pool faces,
-which the training guard's checkpoint interval reads.
+Prices: AWS series on an hourly grid, GCP series on a daily grid; ``Naive`` and ``ARIMA`` for every
+series, the global ``GBM`` for the hourly ones. Risk: for every pool with a 1-node availability or
+preemption trace, the risk forecaster the decisions act on
+(:data:`spotwise.pricing.forecast.risk_forecasters.SHIPPED`), fitted on the pool's own history,
+gives ``p_preempt`` within the horizon at the newest tick (1 when the pool is unavailable then), and
+``mean`` the expected hours of a spot run started there now: the MTBF a new instance in that pool
+faces, which the training guard's checkpoint interval reads.
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ import numpy as np
 import pandas as pd
 
 from spotwise.core.progress import UNCOUNTED, Progress, Steps, silent
-from spotwise.policy.risk import SHIPPED, History, fit_on_history
 from spotwise.pricing.forecast.boosting import GlobalBoosting
 from spotwise.pricing.forecast.grid import to_grid
 from spotwise.pricing.forecast.models import Arima110, Naive
 from spotwise.pricing.forecast.panel import PanelForecaster, PerSeries, forecast_panel
+from spotwise.pricing.forecast.risk_forecasters import SHIPPED, History, fit_on_history
 from spotwise.pricing.frames import unique_id
 from spotwise.pricing.operational import open_operational
 from spotwise.pricing.store import MarketStore
@@ -209,7 +209,7 @@ def pool_risks(
     store: MarketStore, *, horizon_minutes: float, instance_type: str | None = None
 ) -> list[PoolRisk]:
     """Every pool with a 1-node trace (of ``instance_type``, or all), by the risk forecaster
-    the decisions read (:data:`spotwise.policy.risk.SHIPPED`)."""
+    the decisions read (:data:`spotwise.pricing.forecast.risk_forecasters.SHIPPED`)."""
     availability = read_availability(store, instance_type)
     return risks_of(availability, horizon_minutes=horizon_minutes)
 

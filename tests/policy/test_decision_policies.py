@@ -10,7 +10,6 @@ import pytest
 
 from spotwise import policy
 from spotwise.policy import load
-from spotwise.policy.hazard import AvailabilityHazard, MarketForecast
 from spotwise.policy.job import REFERENCE
 from spotwise.policy.policies.base import Action
 from spotwise.policy.rl.catalog import ModelCatalog
@@ -18,6 +17,7 @@ from spotwise.policy.rl.env import SpotJobEnv
 from spotwise.policy.rl.train import trace_scenarios, train_ppo, training_starts
 from spotwise.policy.simulate import job_starts, simulate
 from spotwise.policy.traces import TraceSet, load_traces
+from spotwise.pricing.forecast.hazard import AvailabilityHazard, MarketForecast
 from tests.conftest import DATA
 from tests.policy.helpers import job, traces
 

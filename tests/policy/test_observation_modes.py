@@ -14,12 +14,13 @@ from spotwise.policy.policies.base import (
     JobContext,
     Observation,
     Policy,
-    PoolPrior,
     request,
     spot,
 )
-from spotwise.policy.risk import DEFAULT_PRIOR, RISK_FORECASTERS, fit_on_history, job_history
+from spotwise.policy.risk import job_history
 from spotwise.policy.simulate import EVERYTHING, JobRun, Visibility, context_for, simulate
+from spotwise.pricing.forecast.prior import DEFAULT_PRIOR, PoolPrior
+from spotwise.pricing.forecast.risk_forecasters import RISK_FORECASTERS, fit_on_history
 from tests.policy.helpers import job, traces
 
 PROBE = Visibility(observe="probe", probe_seconds=60.0)

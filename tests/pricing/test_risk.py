@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from spotwise.policy.risk import RISK_FORECASTERS, SHIPPED
 from spotwise.pricing.forecast.features import FEATURES, lose_within, pool_features
 from spotwise.pricing.forecast.risk_bench import advisor_bands
+from spotwise.pricing.forecast.risk_forecasters import RISK_FORECASTERS, SHIPPED
 from tests.conftest import CliRun
 
 

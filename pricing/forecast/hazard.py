@@ -6,7 +6,7 @@ has been available for ``age`` ticks, the expected remaining run is the weighted
 ``L - age`` over past runs longer than ``age`` (weights halve every ``half_life`` ticks since
 the run ended, so the model follows regime shifts), shrunk toward "as long again" (``age``)
 with ``prior_weight``: when only old runs outlasted ``age``, their weights are small and the
-estimate is not theirs. A :class:`~spotwise.policy.policies.base.PoolPrior` adds pseudo-runs
+estimate is not theirs. A :class:`~spotwise.pricing.forecast.prior.PoolPrior` adds pseudo-runs
 of its mean length, so a pool with no history starts from what similar pools say instead of
 from nothing. The hazard per tick is its inverse. Only ticks already observed enter the model,
 so it never looks ahead.
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from spotwise.policy.policies.base import PoolPrior
+    from spotwise.pricing.forecast.prior import PoolPrior
 
 
 MIN_OUTAGES = 3.0
