@@ -27,7 +27,7 @@ import pandas as pd
 
 from spotwise.policy.errors import PolicyError
 from spotwise.pricing.forecast.prior import DEFAULT_PRIOR
-from spotwise.pricing.forecast.risk_forecasters import SHIPPED
+from spotwise.pricing.forecast.risk_forecasters import SHIPPED_RISK
 from spotwise.pricing.quotes import Quote, is_stale, on_demand_quote, store_quote
 from spotwise.pricing.store import MarketStore
 
@@ -214,7 +214,8 @@ def _risks(store: MarketStore, instance_type: str) -> dict[tuple[str, str], Risk
             mtbf_hours=r.mtbf_hours,
             kind="trace",
             source=(
-                f"risk forecaster '{SHIPPED}' over {r.trace_hours:.0f} h of this pool's traces"
+                f"risk forecast {SHIPPED_RISK.label} over {r.trace_hours:.0f} h of this "
+                "pool's traces"
             ),
             as_of=r.as_of,
         )
@@ -245,7 +246,7 @@ def _prior(mtbfs: Sequence[float], as_ofs: Sequence[pd.Timestamp], whose: str) -
     return Risk(
         mtbf_hours=float(statistics.median(mtbfs)),
         kind="prior",
-        source=f"the prior of {whose}: their median, risk forecaster '{SHIPPED}'",
+        source=f"the prior of {whose}: their median, risk forecast {SHIPPED_RISK.label}",
         as_of=max(as_ofs),
         low_hours=float(min(mtbfs)),
         high_hours=float(max(mtbfs)),

@@ -158,6 +158,13 @@ class Decision(BaseModel):
         description="For spot: the pools to name in the launch request, in order of preference "
         "(an EC2 Fleet request); it lands in the cheapest available one.",
     )
+    risk_model: str | None = Field(
+        default=None,
+        description="For spot: the risk forecast the decision read (its configuration's label, "
+        "e.g. survival-v1), whose forecast run the reason, the checkpoint interval and the "
+        "expected cost rest on.",
+        examples=["survival-v1"],
+    )
 
 
 class PoolRank(BaseModel):
@@ -169,6 +176,7 @@ class PoolRank(BaseModel):
     spot_share: float
     checkpoint_interval_hours: float
     mtbf_hours: float
+    risk_model: str = Field(description="The risk forecast behind mtbf_hours (its label).")
 
 
 class PoolForecast(BaseModel):
@@ -181,6 +189,7 @@ class PoolForecast(BaseModel):
     expected_hours_to_preemption: float | None
     preemption_probability_60min: float | None
     history_hours: float
+    risk_model: str = Field(description="The risk forecast these numbers come from (its label).")
 
 
 class Health(BaseModel):

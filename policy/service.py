@@ -30,6 +30,7 @@ from spotwise.policy.policies.base import (
     spot,
 )
 from spotwise.policy.policies.rules import slack_exhausted, slack_ticks
+from spotwise.policy.risk import fresh_any_up, job_history
 from spotwise.policy.schemas import (
     Decision,
     DecisionRequest,
@@ -40,15 +41,14 @@ from spotwise.policy.schemas import (
 )
 from spotwise.policy.simulate import Visibility
 from spotwise.policy.traces import Pool, TraceSet
-from spotwise.pricing.forecast.risk_forecasters import History, fit_on_history
+from spotwise.pricing.forecast.risk_forecasters import SHIPPED_RISK, History, RiskForecaster
 from spotwise.pricing.quotes import Quote
 
 if TYPE_CHECKING:
     from spotwise.policy.rl.catalog import ModelCatalog
 
-HISTORY_HOURS = 240.0
+HISTORY_HOURS = 10 * SHIPPED_RISK.half_life_hours
 """History each decision fits on: ten half-lives of the risk forecast."""
-HALF_LIFE_HOURS = 24.0
 WRITE_GB_PER_S = 0.5
 
 
@@ -76,17 +76,13 @@ class DecisionService:
         keep = min(history.n_ticks, round(HISTORY_HOURS * 3600 / history.gap_seconds))
         self._past = history.available[:, history.n_ticks - keep :]
         self._index = {name: i for i, name in enumerate(history.names)}
-        self._risk = fit_on_history(
-            History(self._past, history.gap_seconds / 3600),
-            half_life_hours=HALF_LIFE_HOURS,
-            prior_weight=0.0,
-        )
-        """The one risk forecast (:mod:`spotwise.pricing.forecast.risk_forecasters`) of every
-        pool on its history."""
+        self._risk = SHIPPED_RISK.fit(History(self._past, history.gap_seconds / 3600))
+        """The one risk forecast (:data:`~spotwise.pricing.forecast.risk_forecasters.SHIPPED_RISK`)
+        of every pool on its history, which the rankings and the pool forecasts quote."""
 
     @property
     def _half_life_ticks(self) -> float:
-        return HALF_LIFE_HOURS * 3600 / self.history.gap_seconds
+        return self._risk.config.half_life_hours * 3600 / self.history.gap_seconds
 
     def _fresh_run_hours(self, name: str) -> float:
         """Expected length of a spot run that starts now in ``name``, in hours."""
@@ -199,14 +195,24 @@ class DecisionService:
         action = chosen.act(obs)
         if not blind and action.instance >= SPOT0 and not obs.available[action.instance - SPOT0]:
             action = WAIT
-        decision = self._explain(action, obs, context, job)
+        # the forecast the policy decided on, or for one that reads none the one it would have
+        risk = chosen.forecast or SHIPPED_RISK.fit(job_history(context))
+        risk.update(obs.tick, obs.belief(), fresh_any_up(obs))  # a tick seen again is a no-op
+        decision = self._explain(action, obs, context, job, risk)
         if decision.action == "spot":
             decision.request_pools = [names[z] for z in action.named_pools()]
         return decision
 
     def _explain(
-        self, action: Action, obs: Observation, context: JobContext, job: JobTerms
+        self,
+        action: Action,
+        obs: Observation,
+        context: JobContext,
+        job: JobTerms,
+        risk: RiskForecaster,
     ) -> Decision:
+        """The decision's reason and expected cost; a spot one quotes ``risk``, the forecast
+        the decision read, by its label and its numbers."""
         hours = context.job.hours_per_tick
         slack_h = slack_ticks(obs, context) * hours
         work_left = max(0.0, job.compute_hours - obs.progress * hours)
@@ -233,7 +239,7 @@ class DecisionService:
         if action.instance >= SPOT0:
             z = action.instance - SPOT0
             name = context.pools[z].name
-            run_h = self._fresh_run_hours(name)
+            run_h = risk.expected_run(z, fresh=True) * hours
             plan = plan_pool(
                 _inputs(job, work_left, time_left),
                 _terms(name, float(context.spot_price[z]), job.on_demand_price, run_h),
@@ -250,8 +256,9 @@ class DecisionService:
                 bid=action.bid,
                 checkpoint_interval_minutes=round(minutes, 2),
                 expected_cost_usd=round(min(plan.cost.total, od_cost), 4),
-                reason=f"spot in {name}: forecast run {run_h:.2f} h at "
+                reason=f"spot in {name}: forecast run {run_h:.2f} h ({risk.config.label}) at "
                 f"${context.spot_price[z]:.3f}/h against ${job.on_demand_price:.3f}/h on demand",
+                risk_model=risk.config.label,
             )
         return Decision(
             action="wait",
@@ -278,6 +285,7 @@ class DecisionService:
                     spot_share=round(plan.spot_share, 4),
                     checkpoint_interval_hours=round(plan.checkpoint_interval_hours, 4),
                     mtbf_hours=round(mtbf, 4),
+                    risk_model=self._risk.config.label,
                 )
             )
         return sorted(ranks, key=lambda r: r.expected_cost_usd)
@@ -301,6 +309,7 @@ class DecisionService:
             expected_hours_to_preemption=None if remaining is None else round(remaining, 4),
             preemption_probability_60min=None if probability is None else round(probability, 4),
             history_hours=round(len(row) * tick_h, 2),
+            risk_model=self._risk.config.label,
         )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
@@ -18,6 +18,9 @@ from spotwise.policy.job import JobTicks
 from spotwise.policy.observe import ObserveMode
 from spotwise.policy.traces import Pool
 from spotwise.pricing.forecast.prior import PoolPrior
+
+if TYPE_CHECKING:
+    from spotwise.pricing.forecast.risk_forecasters import RiskForecaster
 
 NONE = 0
 ON_DEMAND = 1
@@ -135,6 +138,8 @@ class Policy(ABC):
     name: ClassVar[str]
     reads_future: ClassVar[bool] = False
     """True only for the omniscient bound: the simulator then shows it the whole job."""
+    forecast: RiskForecaster | None = None
+    """The risk forecast it acts on, fitted in :meth:`reset` (None: it reads none)."""
 
     @abstractmethod
     def reset(self, context: JobContext) -> None:

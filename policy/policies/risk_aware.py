@@ -89,36 +89,40 @@ from spotwise.policy.policies.base import (
 )
 from spotwise.policy.policies.rules import Guardrails, slack_ticks
 from spotwise.policy.risk import fresh_any_up, job_history
-from spotwise.pricing.forecast.risk_forecasters import SHIPPED, RiskForecaster, fit_on_history
+from spotwise.pricing.forecast.risk_forecasters import SHIPPED_RISK, RiskConfig, RiskForecaster
 
 
 @dataclass(frozen=True, slots=True)
 class RiskAwareParams:
-    """The rule thresholds (see the module docstring), in changeovers and hours."""
+    """The rule thresholds (see the module docstring), in changeovers and hours, and the risk
+    forecast's values (:data:`SHIPPED_RISK`'s unless a sweep or a test tunes them)."""
 
     idle_run: float = 1.0
     switch_run: float = 3.0
     caution: float = 0.5
-    half_life_hours: float = 24.0
-    prior_weight: float = 1.0
-    """Pseudo-runs of "as long again" that the run forecast is shrunk toward."""
-    forecaster: str = SHIPPED
+    half_life_hours: float = SHIPPED_RISK.half_life_hours
+    prior_weight: float = SHIPPED_RISK.prior_weight
+    forecaster: str = SHIPPED_RISK.forecaster
     reserve_share: float = 0.25
     """Share of uniform progress's slack reserve kept whatever the forecast says."""
-    reversion_hours: float = 12.0
-    """How fast the recent spot share reverts to the long-run one (0: it does not)."""
+    reversion_hours: float = SHIPPED_RISK.reversion_hours
+
+    @property
+    def risk(self) -> RiskConfig:
+        """The risk forecast configuration of these values: :data:`SHIPPED_RISK` itself unless
+        one is tuned."""
+        return SHIPPED_RISK.variant(
+            forecaster=self.forecaster,
+            half_life_hours=self.half_life_hours,
+            prior_weight=self.prior_weight,
+            reversion_hours=self.reversion_hours,
+        )
 
 
 def risk_forecast(context: JobContext, params: RiskAwareParams) -> RiskForecaster:
     """The risk forecast the rules act on, fitted on the job's past (the learned policy's
     features read the same one)."""
-    return fit_on_history(
-        job_history(context),
-        name=params.forecaster,
-        half_life_hours=params.half_life_hours,
-        prior_weight=params.prior_weight,
-        reversion_hours=params.reversion_hours or None,
-    )
+    return params.risk.fit(job_history(context))
 
 
 class RiskAware(Policy):
@@ -127,6 +131,7 @@ class RiskAware(Policy):
 
     name = "risk_aware"
     params = RiskAwareParams()
+    forecast: RiskForecaster
 
     def reset(self, context: JobContext) -> None:
         """Fit the risk forecasts on the past and start a job."""

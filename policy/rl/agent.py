@@ -82,6 +82,7 @@ class LearnedPolicy(Policy):
     def reset(self, context: JobContext) -> None:
         """Start a job: fit the features' risk forecast on the past."""
         self._features = FeatureBuilder(context, self.config.max_pools)
+        self.forecast = self._features.forecast
         self._rules = Guardrails(context)
         self._n_pools = len(context.pools)
         self._blind = context.observe != "all"

@@ -3,9 +3,9 @@ each pool's risk forecast, padded to a fixed number of pool slots.
 
 Every feature is scaled by the job (its work, slack and changeover), so one model serves every job
 shape, changeover and observation mode. The risk forecast is the one the decisions read
-(:data:`spotwise.pricing.forecast.risk_forecasters.SHIPPED`, fitted as ``risk_aware`` fits it), so
-the quantities the rule policy decides on are features too: how far the forecast spot share covers
-the work left, the slack against the reserve, and each pool's expected run in changeovers.
+(:data:`spotwise.pricing.forecast.risk_forecasters.SHIPPED_RISK`, fitted as ``risk_aware`` fits it),
+so the quantities the rule policy decides on are features too: how far the forecast spot share
+covers the work left, the slack against the reserve, and each pool's expected run in changeovers.
 """
 
 from __future__ import annotations
@@ -18,13 +18,14 @@ from spotwise.policy.policies.base import ON_DEMAND, SPOT0, JobContext, Observat
 from spotwise.policy.policies.risk_aware import RiskAwareParams, risk_forecast
 from spotwise.policy.policies.rules import slack_ticks
 from spotwise.policy.risk import fresh_any_up
+from spotwise.pricing.forecast.risk_forecasters import SHIPPED_RISK
 
 GLOBAL_FEATURES = 14
 POOL_FEATURES = 8
 PARAMS = RiskAwareParams(caution=0.7)
 """The rule thresholds the v2 features were defined with: a model's inputs must not move when
 the rule policy is retuned (``risk_aware`` itself now runs at caution 0.5)."""
-HALF_LIFE_HOURS = PARAMS.half_life_hours
+HALF_LIFE_HOURS = SHIPPED_RISK.half_life_hours
 
 
 def observation_size(max_pools: int) -> int:

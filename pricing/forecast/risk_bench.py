@@ -28,12 +28,7 @@ from spotwise.pricing.forecast.arima_risk import ar_unavailability
 from spotwise.pricing.forecast.features import FEATURES, _trailing_mean, lose_within, pool_features
 from spotwise.pricing.forecast.prior import pooled_prior
 from spotwise.pricing.forecast.risk import RISK_MODELS
-from spotwise.pricing.forecast.risk_forecasters import (
-    RISK_FORECASTERS,
-    SHIPPED,
-    History,
-    fit_on_history,
-)
+from spotwise.pricing.forecast.risk_forecasters import RISK_FORECASTERS, SHIPPED_RISK, History
 from spotwise.pricing.frames import region_of_zone
 from spotwise.pricing.sources.advisor import read_advisor_file
 from spotwise.pricing.sources.traces import cbl_pool, read_cbl_json
@@ -93,7 +88,8 @@ class RiskBench:
     forecaster_choice: str
     """The forecaster with the lowest Brier on the last quarter of the training ticks."""
     shipped_forecaster: str
-    """The one the policies act on (:data:`spotwise.pricing.forecast.risk_forecasters.SHIPPED`)."""
+    """The one the policies act on (that of
+    :data:`spotwise.pricing.forecast.risk_forecasters.SHIPPED_RISK`)."""
     chosen_per_pool: dict[str, str]
     advisor_bands: dict[str, Any]
     climatology_brier: float
@@ -201,7 +197,7 @@ def bench_risk(
             for label, p in forecast.items()
         },
         forecaster_choice=min(forecaster_briers, key=lambda n: forecaster_briers[n]),
-        shipped_forecaster=SHIPPED,
+        shipped_forecaster=SHIPPED_RISK.forecaster,
         chosen_per_pool=chosen,
         advisor_bands=bands,
         climatology_brier=round(
@@ -232,16 +228,17 @@ def forecast_risk(
     *,
     cold: bool = False,
 ) -> np.ndarray:
-    """P(preempted within ``horizon`` ticks) [pools, ticks] from forecaster ``name``: fitted on
-    the ticks before ``first`` (``cold``: on none, from their pooled prior), then updated with
-    each tick from ``first`` on and asked after it; NaN before ``first``."""
+    """P(preempted within ``horizon`` ticks) [pools, ticks] from forecaster ``name`` with the
+    shipped configuration's values: fitted on the ticks before ``first`` (``cold``: on none, from
+    their pooled prior), then updated with each tick from ``first`` on and asked after it; NaN
+    before ``first``."""
     pools, ticks = available.shape
     past = available[:, :first]
     history = History(past, hours_per_tick)
     if cold:
         prior = pooled_prior(past, hours_per_tick, "pooled over the training ticks of every pool")
         history = History(past[:, :0], hours_per_tick, prior)
-    forecaster = fit_on_history(history, name=name)
+    forecaster = SHIPPED_RISK.variant(forecaster=name).fit(history)
     out = np.full((pools, ticks), np.nan)
     for t in range(first, ticks):
         forecaster.update(t - first, available[:, t])

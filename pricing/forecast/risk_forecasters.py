@@ -2,9 +2,11 @@
 hazard and P(preempted within h), fitted on a pool's past, started from a prior where that past
 is short, and updated each tick with what a controller saw.
 
-Forecasters are registered by name (:data:`RISK_FORECASTERS`); :data:`SHIPPED` is the one the
-policies act on unless told otherwise. A job's history is turned into a :class:`History` by
-:mod:`spotwise.policy.risk`.
+Forecasters are registered by name (:data:`RISK_FORECASTERS`). A :class:`RiskConfig` names one
+and the values it is fitted with; :data:`SHIPPED_RISK` is the one configuration every reader
+acts on (the policies, the API, the planner, ``forecast run`` and the training guard), and its
+label (``survival-v1``) names the forecasts it makes. A job's history is turned into a
+:class:`History` by :mod:`spotwise.policy.risk`.
 """
 
 from __future__ import annotations
@@ -12,8 +14,8 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import ClassVar
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -36,6 +38,10 @@ class RiskForecaster(ABC):
     """Per pool: how long spot will last, from the pool's past and what the job sees."""
 
     name: ClassVar[str]
+
+    def __init__(self, config: RiskConfig) -> None:
+        self.config = config
+        """The configuration it was fitted with: its label names what this forecast says."""
 
     @abstractmethod
     def update(self, tick: int, belief: np.ndarray, any_up: bool | None = None) -> None:
@@ -81,22 +87,17 @@ class SurvivalForecaster(RiskForecaster):
     name = "survival"
     pooled = False
 
-    def __init__(
-        self,
-        history: History,
-        half_life_hours: float,
-        prior_weight: float,
-        reversion_hours: float | None = None,
-    ) -> None:
-        per_tick = history.hours_per_tick
+    def __init__(self, history: History, config: RiskConfig) -> None:
+        super().__init__(config)
+        per_tick, reversion = history.hours_per_tick, config.reversion_hours
         self._market = MarketForecast(
             history.past_available,
-            half_life_hours / per_tick,
-            prior_weight,
+            config.half_life_hours / per_tick,
+            config.prior_weight,
             history.prior,
             per_tick,
             pooled=self.pooled,
-            reversion_ticks=reversion_hours / per_tick if reversion_hours else None,
+            reversion_ticks=reversion / per_tick if reversion else None,
         )
 
     def update(self, tick: int, belief: np.ndarray, any_up: bool | None = None) -> None:
@@ -132,26 +133,64 @@ class PooledForecaster(SurvivalForecaster):
     pooled = True
 
 
-RISK_FORECASTERS: dict[str, Callable[[History, float, float, float | None], RiskForecaster]] = {
+RISK_FORECASTERS: dict[str, Callable[[History, RiskConfig], RiskForecaster]] = {
     SurvivalForecaster.name: SurvivalForecaster,
     PooledForecaster.name: PooledForecaster,
 }
-SHIPPED = SurvivalForecaster.name
 
 
-def fit_on_history(
-    history: History,
-    *,
-    name: str = SHIPPED,
-    half_life_hours: float = 24.0,
-    prior_weight: float = 1.0,
-    reversion_hours: float | None = None,
-) -> RiskForecaster:
-    """The forecaster ``name`` fitted on ``history`` alone (no job around it: the API's).
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RiskConfig:
+    """A risk forecaster (by its registered name) and the values it is fitted with.
 
     Raises:
-        KeyError: naming the registered forecasters.
+        KeyError: for a forecaster not registered, naming the registered ones.
     """
-    if name not in RISK_FORECASTERS:
-        raise KeyError(f"unknown risk forecaster {name!r}; known: {sorted(RISK_FORECASTERS)}")
-    return RISK_FORECASTERS[name](history, half_life_hours, prior_weight, reversion_hours)
+
+    forecaster: str
+    half_life_hours: float
+    """Hours after which a past run weighs half as much."""
+    prior_weight: float
+    """Pseudo-runs of "as long again" that the run forecast is shrunk toward."""
+    reversion_hours: float
+    """How fast the recent spot share reverts to the long-run one (0: it does not)."""
+    version: int | None = None
+    """The version of a shipped configuration, a new one whenever a value changes; None: a
+    variant (a sweep's, a test's), named by its values."""
+
+    def __post_init__(self) -> None:
+        if self.forecaster not in RISK_FORECASTERS:
+            raise KeyError(
+                f"unknown risk forecaster {self.forecaster!r}; known: {sorted(RISK_FORECASTERS)}"
+            )
+
+    @property
+    def label(self) -> str:
+        """What names the forecasts of this configuration: ``survival-v1``, or for a variant
+        its values (``survival-h24-w0-r0``)."""
+        if self.version is not None:
+            return f"{self.forecaster}-v{self.version}"
+        values = f"h{self.half_life_hours:g}-w{self.prior_weight:g}-r{self.reversion_hours:g}"
+        return f"{self.forecaster}-{values}"
+
+    def variant(self, **values: Any) -> RiskConfig:
+        """This configuration with ``values`` (fields) changed: itself where none differs, else
+        an unversioned variant."""
+        changed = replace(self, **values)
+        return self if changed == self else replace(changed, version=None)
+
+    def fit(self, history: History) -> RiskForecaster:
+        """The forecaster fitted on ``history`` with these values."""
+        return RISK_FORECASTERS[self.forecaster](history, self)
+
+
+SHIPPED_RISK = RiskConfig(
+    forecaster=SurvivalForecaster.name,
+    half_life_hours=24.0,
+    prior_weight=1.0,
+    reversion_hours=12.0,
+    version=1,
+)
+"""The one risk forecast configuration every reader acts on (``risk_aware``'s values: see its
+module for how they were chosen). Changing a value is a new version: the label of the forecast
+rows moves with it, so rows of an older configuration are never read as this one's."""

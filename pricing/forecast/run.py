@@ -4,11 +4,12 @@ replaced).
 
 Prices: AWS series on an hourly grid, GCP series on a daily grid; ``Naive`` and ``ARIMA`` for every
 series, the global ``GBM`` for the hourly ones. Risk: for every pool with a 1-node availability or
-preemption trace, the risk forecaster the decisions act on
-(:data:`spotwise.pricing.forecast.risk_forecasters.SHIPPED`), fitted on the pool's own history,
-gives ``p_preempt`` within the horizon at the newest tick (1 when the pool is unavailable then), and
-``mean`` the expected hours of a spot run started there now: the MTBF a new instance in that pool
-faces, which the training guard's checkpoint interval reads.
+preemption trace, the risk forecast the decisions act on
+(:data:`spotwise.pricing.forecast.risk_forecasters.SHIPPED_RISK`, its label in the rows' model:
+:data:`RISK_MODEL`), fitted on the pool's own history, gives ``p_preempt`` within the horizon at the
+newest tick (1 when the pool is unavailable then), and ``mean`` the expected hours of a spot run
+started there now: the MTBF a new instance in that pool faces, which the training guard's checkpoint
+interval reads.
 """
 
 from __future__ import annotations
@@ -27,12 +28,14 @@ from spotwise.pricing.forecast.boosting import GlobalBoosting
 from spotwise.pricing.forecast.grid import to_grid
 from spotwise.pricing.forecast.models import Arima110, Naive
 from spotwise.pricing.forecast.panel import PanelForecaster, PerSeries, forecast_panel
-from spotwise.pricing.forecast.risk_forecasters import SHIPPED, History, fit_on_history
+from spotwise.pricing.forecast.risk_forecasters import SHIPPED_RISK, History
 from spotwise.pricing.frames import unique_id
 from spotwise.pricing.operational import open_operational
 from spotwise.pricing.store import MarketStore
 
-RISK_MODEL = f"risk-{SHIPPED}"
+RISK_MODEL = f"risk-{SHIPPED_RISK.label}"
+"""The model label of the risk rows: the configuration's (``risk-survival-v1``), so rows of an
+older configuration are never read as this one's."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -191,7 +194,7 @@ def _models(freq: str, grid: pd.DataFrame, steps: Steps) -> list[PanelForecaster
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PoolRisk:
-    """The shipped risk forecaster's view of one pool, fitted on its newest 1-node trace."""
+    """The shipped risk forecast's view of one pool, fitted on its newest 1-node trace."""
 
     provider: str
     zone: str
@@ -208,8 +211,8 @@ class PoolRisk:
 def pool_risks(
     store: MarketStore, *, horizon_minutes: float, instance_type: str | None = None
 ) -> list[PoolRisk]:
-    """Every pool with a 1-node trace (of ``instance_type``, or all), by the risk forecaster
-    the decisions read (:data:`spotwise.pricing.forecast.risk_forecasters.SHIPPED`)."""
+    """Every pool with a 1-node trace (of ``instance_type``, or all), by the risk forecast the
+    decisions read (:data:`spotwise.pricing.forecast.risk_forecasters.SHIPPED_RISK`)."""
     availability = read_availability(store, instance_type)
     return risks_of(availability, horizon_minutes=horizon_minutes)
 
@@ -229,7 +232,7 @@ def risks_of(availability: pd.DataFrame, *, horizon_minutes: float) -> list[Pool
         up = group["available_nodes"].to_numpy() > 0
         gap = float(np.median(np.diff(ts.to_numpy()).astype("timedelta64[s]").astype(float)))
         hours_per_tick = gap / 3600
-        forecaster = fit_on_history(History(up[None, :], hours_per_tick), name=SHIPPED)
+        forecaster = SHIPPED_RISK.fit(History(up[None, :], hours_per_tick))
         risks.append(
             PoolRisk(
                 provider=provider,

@@ -14,9 +14,13 @@ from hypothesis import HealthCheck, settings
 
 from spotwise.policy.api import create_app
 from spotwise.policy.client import HttpClient, InProcessClient
+from spotwise.policy.policies.base import JobContext
+from spotwise.policy.policies.risk_aware import RiskAware
+from spotwise.policy.risk import job_history
 from spotwise.policy.schemas import DecisionRequest, JobTerms
 from spotwise.policy.service import DecisionService, RequestError
 from spotwise.policy.traces import load_traces
+from spotwise.pricing.forecast.risk_forecasters import SHIPPED_RISK
 from tests.conftest import API_TOKEN, DATA, CliRun
 
 BUNDLED = DATA / "traces/cbl/availability/1-node/aws-02-15-2023"
@@ -60,6 +64,38 @@ def test_a_decision_names_the_action_pool_cost_and_reason(client: TestClient) ->
     assert decision["checkpoint_interval_minutes"] > 0
     assert 0 < decision["expected_cost_usd"] < 48.2 * 3.06
     assert decision["pool"] in decision["reason"]
+
+
+def test_a_spot_decision_quotes_the_forecast_the_policy_decided_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The reason's forecast run is the chosen pool's fresh run by the forecast the policy
+    read, named by its label: here a variant with a 2 h half-life (not the service's own)."""
+    policies: list[RiskAware] = []
+    reset = RiskAware.reset
+
+    def with_a_variant(self: RiskAware, context: JobContext) -> None:
+        reset(self, context)
+        self.forecast = SHIPPED_RISK.variant(half_life_hours=2.0).fit(job_history(context))
+        policies.append(self)
+
+    monkeypatch.setattr(RiskAware, "reset", with_a_variant)
+    decision = SERVICE.decide(DecisionRequest.model_validate(body()))
+    (chosen,) = policies
+    assert decision.action == "spot" and decision.pool is not None
+    assert decision.risk_model == "survival-h2-w1-r12"
+    z = list(SERVICE.pools).index(decision.pool)
+    run_h = chosen.forecast.expected_run(z, fresh=True) * SERVICE.history.gap_seconds / 3600
+    assert round(run_h, 2) != round(SERVICE.forecast(decision.pool).mean_run_hours, 2)
+    assert f"forecast run {run_h:.2f} h (survival-h2-w1-r12)" in decision.reason
+
+
+def test_a_spot_decision_of_a_policy_without_a_forecast_quotes_the_shipped_one(
+    client: TestClient,
+) -> None:
+    decision = client.post("/v1/decision", json={**body(), "policy": "greedy"}, headers=AUTH)
+    assert decision.json()["action"] == "spot"
+    assert decision.json()["risk_model"] == SHIPPED_RISK.label == "survival-v1"
 
 
 def test_a_blind_controller_gets_a_launch_request_over_the_pools_worth_asking(
@@ -213,6 +249,7 @@ def test_pools_are_ranked_by_expected_cost_and_forecasts_are_served(client: Test
     assert costs == sorted(costs) and costs[0] < ranks[0]["on_demand_cost_usd"]
     forecast = client.get("/v1/forecast/us-east-1a_v100_1", headers=AUTH).json()
     assert 0 <= forecast["available_share"] <= 1 and forecast["mean_run_hours"] > 0
+    assert {r["risk_model"] for r in ranks} == {forecast["risk_model"]} == {"survival-v1"}
     assert client.get("/v1/forecast/mars-1a", headers=AUTH).status_code == 404
 
 

@@ -12,12 +12,14 @@ from spotwise import policy
 from spotwise.policy import load
 from spotwise.policy.job import REFERENCE
 from spotwise.policy.policies.base import Action
+from spotwise.policy.policies.risk_aware import RiskAwareParams
 from spotwise.policy.rl.catalog import ModelCatalog
 from spotwise.policy.rl.env import SpotJobEnv
 from spotwise.policy.rl.train import trace_scenarios, train_ppo, training_starts
 from spotwise.policy.simulate import job_starts, simulate
 from spotwise.policy.traces import TraceSet, load_traces
 from spotwise.pricing.forecast.hazard import AvailabilityHazard, MarketForecast
+from spotwise.pricing.forecast.risk_forecasters import SHIPPED_RISK
 from tests.conftest import DATA
 from tests.policy.helpers import job, traces
 
@@ -133,6 +135,15 @@ def test_risk_aware_takes_long_runs_and_skips_short_ones() -> None:
     result = simulate(load("risk_aware"), both, job(20, 40, 2), start=100)
     assert result.done
     assert result.preemptions == 0  # it never started on the flickering pool
+
+
+def test_risk_aware_reads_the_shipped_risk_configuration_and_a_tuned_one_is_a_variant() -> None:
+    """Its forecast values are :data:`SHIPPED_RISK`'s (``survival-v1``); tuning one of them
+    makes an unversioned variant named by its values, tuning a rule threshold does not."""
+    assert RiskAwareParams().risk is SHIPPED_RISK and SHIPPED_RISK.label == "survival-v1"
+    assert RiskAwareParams(caution=0.7).risk is SHIPPED_RISK
+    tuned = RiskAwareParams(prior_weight=0.0).risk
+    assert (tuned.version, tuned.label) == (None, "survival-h24-w0-r12")
 
 
 def test_best_is_the_recommended_policy_and_load_is_the_entry_point() -> None:

@@ -20,7 +20,7 @@ from spotwise.policy.policies.base import (
 from spotwise.policy.risk import job_history
 from spotwise.policy.simulate import EVERYTHING, JobRun, Visibility, context_for, simulate
 from spotwise.pricing.forecast.prior import DEFAULT_PRIOR, PoolPrior
-from spotwise.pricing.forecast.risk_forecasters import RISK_FORECASTERS, fit_on_history
+from spotwise.pricing.forecast.risk_forecasters import RISK_FORECASTERS, SHIPPED_RISK
 from tests.policy.helpers import job, traces
 
 PROBE = Visibility(observe="probe", probe_seconds=60.0)
@@ -148,24 +148,22 @@ def test_risk_forecasters_are_registered_and_start_from_the_prior() -> None:
     cold = context_for(market, job(2, 4, 0), 0, visibility=Visibility(history_hours=0.0))
     assert set(RISK_FORECASTERS) >= {"survival", "pooled"}
     for name in RISK_FORECASTERS:
-        forecast = fit_on_history(job_history(cold), name=name, prior_weight=0.0)
+        config = SHIPPED_RISK.variant(forecaster=name, prior_weight=0.0)
+        forecast = config.fit(job_history(cold))
         assert forecast.expected_run(0, fresh=True) == pytest.approx(DEFAULT_PRIOR.mean_run_hours)
         assert forecast.p_preempted(0, 1.0) == 1.0  # not seen up: no run to lose
         forecast.update(0, np.array([True, False]))
         assert 0.0 < forecast.p_preempted(0, 1.0) < 1.0
     with pytest.raises(KeyError, match="survival"):
-        fit_on_history(job_history(cold), name="arima-on-nothing")
+        SHIPPED_RISK.variant(forecaster="arima-on-nothing")
 
 
 def test_the_pooled_forecaster_judges_a_new_pool_by_the_others_runs() -> None:
     past = traces("11110000" * 7, "0" * 56)  # z0 runs 4 ticks at a time; z1 never seen up
     context = context_for(past, job(2, 4, 0), 48)
-    pooled = fit_on_history(
-        job_history(context), name="pooled", prior_weight=0.0, half_life_hours=1e6
-    )
-    alone = fit_on_history(
-        job_history(context), name="survival", prior_weight=0.0, half_life_hours=1e6
-    )
+    flat = SHIPPED_RISK.variant(prior_weight=0.0, half_life_hours=1e6)
+    pooled = flat.variant(forecaster="pooled").fit(job_history(context))
+    alone = flat.variant(forecaster="survival").fit(job_history(context))
     assert pooled.expected_run(1, fresh=True) == pooled.expected_run(0, fresh=True)
     assert pooled.expected_run(1, fresh=True) == pytest.approx(4.0, rel=0.1)  # with the prior
     assert alone.expected_run(1, fresh=True) == pytest.approx(DEFAULT_PRIOR.mean_run_hours)

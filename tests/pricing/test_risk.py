@@ -11,7 +11,7 @@ import pytest
 
 from spotwise.pricing.forecast.features import FEATURES, lose_within, pool_features
 from spotwise.pricing.forecast.risk_bench import advisor_bands
-from spotwise.pricing.forecast.risk_forecasters import RISK_FORECASTERS, SHIPPED
+from spotwise.pricing.forecast.risk_forecasters import RISK_FORECASTERS, SHIPPED_RISK
 from tests.conftest import CliRun
 
 
@@ -54,10 +54,10 @@ def test_bench_risk_beats_climatology_and_persistence_on_bundled_traces(cli: Cli
     # the forecasters the decisions read are scored on the same rows, with history and cold
     forecasters = scores["forecasters"]
     assert set(forecasters) == {f"{n}{c}" for n in RISK_FORECASTERS for c in ("", "/cold")}
-    assert forecasters[SHIPPED]["brier"] < scores["climatology_brier"] - 0.05
-    assert forecasters[SHIPPED]["auc"] > scores["persistence_auc"]
+    assert forecasters[SHIPPED_RISK.forecaster]["brier"] < scores["climatology_brier"] - 0.05
+    assert forecasters[SHIPPED_RISK.forecaster]["auc"] > scores["persistence_auc"]
     assert scores["forecaster_choice"] in RISK_FORECASTERS
-    assert scores["shipped_forecaster"] == SHIPPED
+    assert scores["shipped_forecaster"] == SHIPPED_RISK.forecaster
 
 
 def test_bench_risk_rejects_a_test_start_past_the_traces(cli: CliRun) -> None:
