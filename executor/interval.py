@@ -24,9 +24,10 @@ def checkpoint_interval_s(
 
 def forecast_mtbf_s(store_path: str, pool: str) -> float | None:
     """The mean time to preemption (seconds) that ``spotwise forecast run`` last wrote for
-    ``pool`` (``provider:zone:instance_type:spot``), or None when there is none."""
+    ``pool`` (``provider:zone:instance_type:spot``), or None when there is none (or no store
+    to read)."""
     from spotwise.pricing.errors import StoreError
-    from spotwise.pricing.forecast.run import RISK_MODEL
+    from spotwise.pricing.forecast.risk_rows import latest_mtbf_hours
     from spotwise.pricing.operational import open_operational
 
     try:
@@ -34,11 +35,5 @@ def forecast_mtbf_s(store_path: str, pool: str) -> float | None:
     except StoreError:
         return None
     with store:
-        rows = store.query(
-            "SELECT mean FROM forecasts WHERE unique_id = ? AND model = ? "
-            "ORDER BY created_at DESC LIMIT 1",
-            [pool, RISK_MODEL],
-        )
-    if rows.empty or rows["mean"].isna().iloc[0] or rows["mean"].iloc[0] <= 0:
-        return None
-    return float(rows["mean"].iloc[0]) * 3600.0
+        hours = latest_mtbf_hours(store, pool)
+    return None if hours is None else hours * 3600.0

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from spotwise.pricing.forecast.risk_rows import RISK_MODEL
 from spotwise.pricing.store import MarketStore
 
 if TYPE_CHECKING:
@@ -170,13 +171,15 @@ UP_AT_END = "up: the forecast"
 
 
 def risk_forecasts(store: OperationalStore) -> pd.DataFrame:
-    """The newest preemption-risk forecast per pool: P(preempted within the horizon), the
-    expected hours to preemption, when its trace ends (``as_of``) and whether the pool was up
-    then (a pool that was down has P = 1: no run to lose, nothing to forecast)."""
+    """The newest preemption-risk forecast per pool (of the shipped configuration: rows an
+    older one wrote are not its): P(preempted within the horizon), the expected hours to
+    preemption, when its trace ends (``as_of``) and whether the pool was up then (a pool that
+    was down has P = 1: no run to lose, nothing to forecast)."""
     frame = store.query(
         """SELECT unique_id AS pool, model, horizon AS horizon_minutes, p_preempt,
             mean AS expected_hours_to_preemption, ds AS as_of, created_at
-        FROM forecasts WHERE p_preempt IS NOT NULL ORDER BY p_preempt DESC"""
+        FROM forecasts WHERE model = ? ORDER BY p_preempt DESC""",
+        [RISK_MODEL],
     )
     # the risk forecaster gives exactly 1 only for a pool down at its last tick
     frame["state"] = [DOWN_AT_END if p >= 1.0 else UP_AT_END for p in frame["p_preempt"]]

@@ -6,10 +6,10 @@ Prices: AWS series on an hourly grid, GCP series on a daily grid; ``Naive`` and 
 series, the global ``GBM`` for the hourly ones. Risk: for every pool with a 1-node availability or
 preemption trace, the risk forecast the decisions act on
 (:data:`spotwise.pricing.forecast.risk_forecasters.SHIPPED_RISK`, its label in the rows' model:
-:data:`RISK_MODEL`), fitted on the pool's own history, gives ``p_preempt`` within the horizon at the
-newest tick (1 when the pool is unavailable then), and ``mean`` the expected hours of a spot run
-started there now: the MTBF a new instance in that pool faces, which the training guard's checkpoint
-interval reads.
+:data:`~spotwise.pricing.forecast.risk_rows.RISK_MODEL`), fitted on the pool's own history, gives
+``p_preempt`` within the horizon at the newest tick (1 when the pool is unavailable then), and
+``mean`` the expected hours of a spot run started there now: the MTBF a new instance in that pool
+faces, which the training guard's checkpoint interval reads.
 """
 
 from __future__ import annotations
@@ -29,13 +29,10 @@ from spotwise.pricing.forecast.grid import to_grid
 from spotwise.pricing.forecast.models import Arima110, Naive
 from spotwise.pricing.forecast.panel import PanelForecaster, PerSeries, forecast_panel
 from spotwise.pricing.forecast.risk_forecasters import SHIPPED_RISK, History
+from spotwise.pricing.forecast.risk_rows import RISK_MODEL
 from spotwise.pricing.frames import unique_id
 from spotwise.pricing.operational import open_operational
 from spotwise.pricing.store import MarketStore
-
-RISK_MODEL = f"risk-{SHIPPED_RISK.label}"
-"""The model label of the risk rows: the configuration's (``risk-survival-v1``), so rows of an
-older configuration are never read as this one's."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -18,7 +18,7 @@ from spotwise.executor.data import ResumableBatches, rank_share
 from spotwise.executor.errors import PREEMPTED_EXIT_CODE
 from spotwise.executor.interval import checkpoint_interval_s
 from spotwise.executor.training_guard import guard
-from spotwise.pricing.forecast.run import RISK_MODEL
+from spotwise.pricing.forecast.risk_rows import RISK_MODEL
 from tests.conftest import ManualClock
 from tests.executor.fake_metadata import FakeMetadata
 

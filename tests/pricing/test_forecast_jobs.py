@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from spotwise.pricing.forecast.run import RISK_MODEL
+from spotwise.pricing.forecast.risk_rows import RISK_MODEL
 from spotwise.pricing.operational import open_operational
 from spotwise.pricing.store import MarketStore
 from tests.conftest import DATA, CliRun, hold_store
