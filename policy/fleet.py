@@ -51,7 +51,7 @@ from spotwise.policy.policies.base import (
     JobContext,
     request,
 )
-from spotwise.policy.policies.rules import slack_exhausted, slack_ticks
+from spotwise.policy.policies.rules import safety_margin, slack_exhausted, slack_ticks
 from spotwise.policy.registry import load
 from spotwise.policy.shared_pools import SharedPools
 from spotwise.policy.simulate import EVERYTHING, JobRun, Sight, Visibility, context_for
@@ -305,9 +305,9 @@ class Grant:
 def deadline_asks(slack: float, changeover: float, step: float) -> bool:
     """Whether a job's deadline asks for what it wants now, whatever the budget: its slack
     (time left minus work left) will be down to two changeovers by the time it is asked again
-    (``step`` from now: the lab's tick, the executor's wait between asks). Any one unit (ticks,
-    hours) for the three."""
-    return slack <= 2 * changeover + step
+    (``step`` from now: the lab's tick, the executor's wait between asks), the safety net's
+    margin. Any one unit (ticks, hours) for the three."""
+    return slack <= safety_margin(changeover, step)
 
 
 def fleet_grant(

@@ -24,6 +24,7 @@ from spotwise.policy.nodes.simulate import (
     NodeJobContext,
     NodeObservation,
 )
+from spotwise.policy.policies.rules import safety_margin
 
 
 class NodePolicy(ABC):
@@ -48,7 +49,8 @@ def slack(obs: NodeObservation, context: NodeJobContext) -> float:
 
 class SafetyNet:
     """All nodes on-demand to the end once the slack is down to two regroups (one to move
-    every node to on-demand, one spare for a spot node taken back on the way)."""
+    every node to on-demand, one spare for a spot node taken back on the way) and a tick: the
+    single-job safety net's margin, a regroup its changeover."""
 
     def __init__(self, context: NodeJobContext) -> None:
         self.context = context
@@ -56,7 +58,7 @@ class SafetyNet:
 
     def due(self, obs: NodeObservation) -> bool:
         if not self.engaged:
-            self.engaged = slack(obs, self.context) <= 2 * self.context.job.changeover + 1
+            self.engaged = slack(obs, self.context) <= safety_margin(self.context.job.changeover, 1)
         return self.engaged
 
     def action(self) -> NodeAction:

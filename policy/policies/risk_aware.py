@@ -9,7 +9,9 @@ pools when that past is short. Seeing only what launch requests teach, a pool co
 seen, and a pool seen down has a fresh run ahead of it when it comes back. The rules, safety net
 first:
 
-1. Not on spot and slack <= 2 changeovers: on-demand to the end (the deadline is never missed).
+1. Not on spot and slack down to the safety net's margin (two changeovers and a failed
+   request, :func:`~spotwise.policy.policies.rules.safety_margin`): on-demand to the end (the
+   deadline is never missed).
 2. On spot: stay until preempted.
 3. Idle: take the available pool with the longest expected run if that run outlasts its
    changeover (> ``idle_run`` changeovers); else go on-demand when the forecast share of time
@@ -87,7 +89,7 @@ from spotwise.policy.policies.base import (
     Policy,
     request,
 )
-from spotwise.policy.policies.rules import Guardrails, slack_ticks
+from spotwise.policy.policies.rules import Guardrails, safety_margin, slack_ticks
 from spotwise.policy.risk import fresh_any_up, job_history
 from spotwise.pricing.forecast.risk_forecasters import SHIPPED_RISK, RiskConfig, RiskForecaster
 
@@ -160,7 +162,7 @@ class RiskAware(Policy):
         """Whether the outage under way has outlasted the wait the slack affords (None: too
         few past outages to say)."""
         job, context = self._context.job, self._context
-        spare = slack_ticks(obs, context) - 2 * job.changeover - context.probe_ticks
+        spare = slack_ticks(obs, context) - safety_margin(job.changeover, context.probe_ticks)
         return self.forecast.outage_overdue(spare, job.deadline - obs.tick, job.changeover)
 
     def _reserve(self, obs: Observation) -> float:

@@ -23,10 +23,18 @@ def slack_ticks(obs: Observation, context: JobContext) -> float:
     return (job.deadline - obs.tick) - (job.work - obs.progress)
 
 
+def safety_margin(changeover: float, wait: float) -> float:
+    """The slack at which only on-demand can still surely finish: two changeovers (one to start
+    on-demand, one spent on a spot start that may be preempted) plus ``wait``, the time before
+    the job can act again (a failed request's ticks; the fleet's wait between asks). Any one
+    unit for the three."""
+    return 2 * changeover + wait
+
+
 def slack_exhausted(obs: Observation, context: JobContext) -> bool:
-    """The slack is down to two changeovers and a failed request: only on-demand can still
-    surely finish."""
-    return slack_ticks(obs, context) <= 2 * context.job.changeover + context.probe_ticks
+    """The slack is down to the safety margin (a failed request the wait): only on-demand can
+    still surely finish."""
+    return slack_ticks(obs, context) <= safety_margin(context.job.changeover, context.probe_ticks)
 
 
 def late(obs: Observation, context: JobContext) -> bool:
