@@ -195,10 +195,7 @@ class DecisionService:
         action = chosen.act(obs)
         if not blind and action.instance >= SPOT0 and not obs.available[action.instance - SPOT0]:
             action = WAIT
-        # the forecast the policy decided on, or for one that reads none the one it would have
-        risk = chosen.forecast or SHIPPED_RISK.fit(job_history(context))
-        risk.update(obs.tick, obs.belief(), fresh_any_up(obs))  # a tick seen again is a no-op
-        decision = self._explain(action, obs, context, job, risk)
+        decision = self._explain(action, obs, context, job, chosen.forecast)
         if decision.action == "spot":
             decision.request_pools = [names[z] for z in action.named_pools()]
         return decision
@@ -209,10 +206,11 @@ class DecisionService:
         obs: Observation,
         context: JobContext,
         job: JobTerms,
-        risk: RiskForecaster,
+        forecast: RiskForecaster | None,
     ) -> Decision:
-        """The decision's reason and expected cost; a spot one quotes ``risk``, the forecast
-        the decision read, by its label and its numbers."""
+        """The decision's reason and expected cost. A spot one quotes the risk forecast the
+        policy read (``forecast``; for a policy that reads none, :data:`SHIPPED_RISK` fitted on
+        the job's history and this tick), by its label and its numbers."""
         hours = context.job.hours_per_tick
         slack_h = slack_ticks(obs, context) * hours
         work_left = max(0.0, job.compute_hours - obs.progress * hours)
@@ -239,6 +237,8 @@ class DecisionService:
         if action.instance >= SPOT0:
             z = action.instance - SPOT0
             name = context.pools[z].name
+            risk = forecast or SHIPPED_RISK.fit(job_history(context))
+            risk.update(obs.tick, obs.belief(), fresh_any_up(obs))  # a tick seen again: no-op
             run_h = risk.expected_run(z, fresh=True) * hours
             plan = plan_pool(
                 _inputs(job, work_left, time_left),
