@@ -28,7 +28,7 @@ from spotwise.pricing.quotes import REFERENCE_INSTANCE_TYPE
 from spotwise.pricing.store import MarketStore
 
 DEMO_POOLS = ("us-east-1c_v100_1", "us-east-1d_v100_1", "us-east-1f_v100_1", "us-east-2b_v100_1")
-DEMO_START_HOURS = 200.0
+DEMO_START_HOURS = 208.0
 DEMO_SCALE = 1000.0
 """Cloud seconds per wall second while the job waits, and for the notice's lead."""
 DEMO_STEP_S = 36.0
