@@ -40,6 +40,8 @@ class FrameSpec:
     key: tuple[str, ...]
     time_column: str
     series: tuple[str, ...]
+    optional: tuple[str, ...] = ()
+    """Text columns a frame may carry: stored when the frame has them, else left NULL."""
 
 
 SPECS: dict[str, FrameSpec] = {
@@ -60,6 +62,7 @@ SPECS: dict[str, FrameSpec] = {
             key=("source", "provider", "region", "zone", "instance_type", "market", "ts"),
             time_column="ts",
             series=("provider", "region", "zone", "instance_type", "market"),
+            optional=("sku",),  # the provider's SKU(s) a price was read from, where it has one
         ),
         FrameSpec(
             name="availability",
@@ -268,7 +271,15 @@ def validate(
             "Fix the score",
         )
 
-    out = check.frame.loc[:, list(spec.columns)]
+    given = [c for c in spec.optional if c in frame.columns]
+    for column in given:
+        check.require(
+            frame[column].map(lambda v: v is None or isinstance(v, str)),
+            column,
+            "not text",
+            "Give a text value or none",
+        )
+    out = check.frame.loc[:, [*spec.columns, *given]]
     shares_key = out.duplicated(list(spec.key), keep=False)
     if shares_key.any():
         check.require(

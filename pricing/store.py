@@ -84,6 +84,9 @@ MARKET = register_schema(
         lo DOUBLE PRECISION, hi DOUBLE PRECISION, level DOUBLE PRECISION,
         p_preempt DOUBLE PRECISION, created_at TIMESTAMPTZ NOT NULL);
     """,
+            # the SKU(s) a catalog price was built from (GCP Billing, Azure Retail); NULL for
+            # the sources that have none
+            "ALTER TABLE prices ADD COLUMN sku VARCHAR;",
         ),
         ("prices", "availability", "events", "bands", "placement_scores", "forecasts"),
     )
@@ -113,12 +116,13 @@ FORECAST_COLUMNS = (
 """The columns of the ``forecasts`` table."""
 
 
-def upsert_sql(table: str) -> tuple[str, str, str]:
+def upsert_sql(table: str, columns: Sequence[str] = ()) -> tuple[str, str, str]:
     """The SQL of a keyed upsert from a table ``staging`` holding the batch: count the stored
-    rows it replaces, delete them, insert the batch (DuckDB and PostgreSQL alike)."""
+    rows it replaces, delete them, insert the batch's ``columns`` (default: the frame's
+    contract columns), DuckDB and PostgreSQL alike."""
     spec = SPECS[table]
     on = " AND ".join(f"t.{k} = s.{k}" for k in spec.key)
-    columns = ", ".join(spec.columns)
+    columns = ", ".join(columns or spec.columns)
     return (
         f"SELECT count(*) FROM {table} t JOIN staging s ON {on}",
         f"DELETE FROM {table} t USING staging s WHERE {on}",
@@ -144,6 +148,7 @@ def check_versions(
     Raises:
         StoreError: naming the store ``where`` and what to do.
     """
+    behind = []
     for schema in schemas.values():
         version = found.get(schema.name, 0)
         if version > schema.version:
@@ -152,11 +157,12 @@ def check_versions(
                 f"this Spotwise ({schema.version}): upgrade Spotwise",
                 permanent=True,
             )
-        if version < schema.version and not writable:
-            raise StoreBehind(
-                f"the store {where} has {schema.name} tables of version {version}, this "
-                f"Spotwise needs {schema.version}: open it once for writing"
+        if version < schema.version:
+            behind.append(
+                f"{schema.name} tables of version {version}, this Spotwise needs {schema.version}"
             )
+    if behind and not writable:
+        raise StoreBehind(f"the store {where} has {'; '.join(behind)}: open it once for writing")
 
 
 def exportable_tables() -> tuple[str, ...]:
@@ -320,9 +326,10 @@ class MarketStore:
                     continue
                 spec = SPECS[table]
                 batch = batch.drop_duplicates(list(spec.key), keep="last")
-                self._con.register("staging", batch.loc[:, list(spec.columns)])
+                columns = [*spec.columns, *(c for c in spec.optional if c in batch.columns)]
+                self._con.register("staging", batch.loc[:, columns])
                 try:
-                    count, delete, insert = upsert_sql(table)
+                    count, delete, insert = upsert_sql(table, columns)
                     row = self._con.execute(count).fetchone()
                     existing = int(row[0]) if row else 0
                     self._con.execute(delete)
