@@ -3,8 +3,11 @@
 Trace files hold relative time only. CBL traces take their start from the folder name
 (``aws-02-15-2023`` = 2023-02-15, UTC midnight); Bamboo count files from their file name;
 files with no date at all (Bamboo's ``p3-trace.csv``, Parcae) start at the Unix epoch, so
-their timestamps are offsets, not dates. Where a count file has several rows at one instant
-(a step drawn as two points), the last row is the state after that instant.
+their timestamps are offsets, not dates. CBL traces of a source known to give no date at all
+(:data:`RELATIVE_TIME`, e.g. SpotHedge's ``GCP1``) are read and checked but not stored: the
+store keeps calendar time, and the policy suite reads them in hours from their start. Where a
+count file has several rows at one instant (a step drawn as two points), the last row is the
+state after that instant.
 """
 
 from __future__ import annotations
@@ -40,6 +43,10 @@ def cbl_pool(name: str) -> tuple[str, str]:
     return zone, CBL_INSTANCE_TYPES.get(code, code)
 
 
+RELATIVE_TIME = {
+    "spothedge": "SpotHedge (EuroSys'25) traces give no calendar date, only hours from their start"
+}
+"""Folders of CBL traces with no date: the reason, by folder name."""
 _CBL_FOLDER = re.compile(r"^(aws|gcp|azure)-(\d\d)-(\d\d)-(\d{4})$")
 _NODES_FOLDER = re.compile(r"^(\d+)-node$")
 
@@ -125,8 +132,23 @@ def _cbl_context(path: Path) -> tuple[str, pd.Timestamp, str, int | None]:
     return provider, start, kind, nodes
 
 
+def _relative_time(path: Path) -> str | None:
+    """Why a CBL trace has no calendar date (None: it has one, from its folder)."""
+    return next((RELATIVE_TIME[f.name] for f in path.parents if f.name in RELATIVE_TIME), None)
+
+
 def read_cbl(path: Path) -> Parsed:
-    """A CBL trace as availability rows (and spot price change points when it has prices)."""
+    """A CBL trace as availability rows (and spot price change points when it has prices);
+    a trace with relative time only is checked, not stored."""
+    if reason := _relative_time(path):
+        trace = read_cbl_json(path)
+        return Parsed(
+            path=path,
+            format="cbl",
+            rows_read=len(trace.data),
+            note=f"{reason}: not stored (the store keeps calendar time, never 1970); "
+            "`spotwise bench suite` reads it",
+        )
     provider, start, kind, nodes = _cbl_context(path)
     trace = read_cbl_json(path)
     zone, instance_type = cbl_pool(path.stem)
