@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -26,6 +26,10 @@ from spotwise.policy.rl.imitation import clone, demonstrations
 from spotwise.policy.rl.model_files import NET_ARCH, AgentConfig
 from spotwise.policy.simulate import Visibility, job_starts
 from spotwise.policy.traces import TraceSet
+from spotwise.pricing.forecast.prior import PoolPrior
+
+if TYPE_CHECKING:
+    from spotwise.policy.suite import SuiteClass
 
 
 def training_starts(traces: TraceSet, spec: JobSpec, until_hours: float) -> list[int]:
@@ -42,28 +46,63 @@ def trace_scenarios(traces: TraceSet, spec: JobSpec, until_hours: float) -> list
 
 
 def suite_scenarios(
-    sets: dict[str, TraceSet], start_every_hours: float = 3.0, stormy_copies: int = 0
+    sets: dict[str, TraceSet],
+    start_every_hours: float = 3.0,
+    stormy_copies: int = 0,
+    synthetic: Sequence[TraceSet] = (),
 ) -> list[Scenario]:
     """Every class of the scenario suite on its training jobs (those that end before each
-    set's held-back cut), with the suite's priors; and the same on ``stormy_copies`` rougher
-    copies of each set, the k-th k times as stormy (:func:`spotwise.policy.rl.augment.stormier`),
-    each with its own prior."""
-    from spotwise.policy.suite import TRAIN, classes, set_prior, window_starts
+    set's held-back cut), with the suite's priors (leave one set out); the same on
+    ``stormy_copies`` rougher copies of each set, the k-th k times as stormy
+    (:func:`spotwise.policy.rl.augment.stormier`); and on each ``synthetic`` market
+    (:mod:`spotwise.policy.scenarios`), whose every job trains (none is held back: nothing of
+    it is a claim)."""
+    from spotwise.policy.suite import classes, set_prior
 
     markets = list(sets.items())
     for copy in range(1, stormy_copies + 1):
         storms = Storms(outages_per_day=copy * 1.0, storms_per_day=copy * 0.3)
         markets += [(name, stormier(t, seed=copy, storms=storms)) for name, t in sets.items()]
+    priors = {name: set_prior(name, sets) for name in sets}
     scenarios = []
     for name, traces in markets:
-        prior = set_prior(traces, name)
-        for c in classes([name], quick=False):
+        for c in classes({name: traces}, quick=False):
+            scenarios += _class_scenarios(c, traces, priors[name], start_every_hours)
+    for market in synthetic:
+        prior = set_prior("", {**sets})
+        for c in classes({"synthetic": market}, quick=False):
             spec = c.spec()
+            starts = job_starts(
+                market.n_ticks,
+                market.gap_seconds,
+                spec.ticks(market.gap_seconds).deadline,
+                c.history_hours or 0.0,
+                start_every_hours,
+            )
             seen = Visibility(observe=c.observe, history_hours=c.history_hours, prior=prior)
-            starts = window_starts(traces, spec, TRAIN, start_every_hours)
-            if starts:
-                scenarios.append(Scenario(traces, spec, starts, seen))
+            pools = [None] if c.pools == "every" else list(market.names)
+            for pool in pools:
+                part = market if pool is None else market.subset([pool])
+                if starts:
+                    scenarios.append(Scenario(part, spec, starts, seen))
     return scenarios
+
+
+def _class_scenarios(
+    c: SuiteClass, traces: TraceSet, prior: PoolPrior, start_every_hours: float
+) -> list[Scenario]:
+    """A class's training jobs: on the set's pools together, or on each pool alone."""
+    from spotwise.policy.suite import TRAIN, window_starts
+
+    spec = c.spec()
+    seen = Visibility(observe=c.observe, history_hours=c.history_hours, prior=prior)
+    every = start_every_hours * c.scale
+    starts = window_starts(traces, spec, TRAIN, every)
+    if not starts:
+        return []
+    if c.pools == "every":
+        return [Scenario(traces, spec, starts, seen)]
+    return [Scenario(traces.subset([pool]), spec, starts, seen) for pool in traces.names]
 
 
 def _describe(scenarios: Sequence[Scenario]) -> dict[str, Any]:

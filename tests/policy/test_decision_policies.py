@@ -279,11 +279,13 @@ def test_suite_training_jobs_cover_every_class_and_end_before_the_held_back_cut(
     bundled: TraceSet,
 ) -> None:
     from spotwise.policy.rl.train import suite_scenarios
-    from spotwise.policy.suite import CUT, classes
+    from spotwise.policy.suite import CUT, SHAPES, classes
 
     sets = {"aws-02-15-2023": bundled}
     scenarios = suite_scenarios(sets, start_every_hours=24.0, stormy_copies=1)
-    assert len(scenarios) == 2 * len(classes(list(sets), quick=False))
+    together = [c for c in classes(sets, quick=False) if c.pools == "every"]
+    alone = [c for c in classes(sets, quick=False) if c.pools == "each"]
+    assert len(scenarios) == 2 * (len(together) + len(alone) * len(bundled.names))
     cut = int(bundled.n_ticks * CUT)
     for scenario in scenarios:
         deadline = scenario.spec.ticks(bundled.gap_seconds).deadline
@@ -291,14 +293,13 @@ def test_suite_training_jobs_cover_every_class_and_end_before_the_held_back_cut(
     assert {s.visibility.observe for s in scenarios} == {"all", "probe"}
     assert {s.visibility.history_hours for s in scenarios} == {0.0, 168.0}
     assert {s.spec.changeover_hours for s in scenarios} == {0.05, 0.2}
+    assert {len(s.traces.pools) for s in scenarios} == {1, len(bundled.names)}
     env = SpotJobEnv(bundled, SPEC, max_pools=9, starts=[0], single_share=0.0, scenarios=scenarios)
     shapes = set()
-    for seed in range(30):
+    for seed in range(200):
         env.reset(seed=seed)
-        shapes.add(
-            (env.job_spec.compute_hours, env.job_spec.deadline_hours, env.visibility.observe)
-        )
-    assert len(shapes) == 6  # every shape in both modes is drawn
+        shapes.add((env.job_spec.compute_hours, env.job_spec.deadline_hours))
+    assert shapes == set(SHAPES)  # every shape is drawn
 
 
 def test_the_slack_is_budgeted_over_the_outages_still_to_come() -> None:
