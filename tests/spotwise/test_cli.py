@@ -39,7 +39,7 @@ def test_load_reports_every_bundled_source_and_a_second_load_changes_nothing(cli
     assert summary["sources"]["aws-price-history"]["prices"]["series"] == 98
     second = cli("data", "load")
     assert second.returncode == 0, second.stderr
-    assert "loaded 54 files: 0 new" in second.stderr.replace("\n", " ")
+    assert "loaded 55 files: 0 new" in second.stderr.replace("\n", " ")
     assert summary_json(cli) == summary
 
 
