@@ -38,6 +38,7 @@ from spotwise.console import (
     out,
     ready_store,
     say,
+    styled,
 )
 from spotwise.core import settings
 from spotwise.executor.errors import ExecutorError
@@ -146,7 +147,7 @@ def _print_load_report(report: LoadReport) -> None:
     for path in report.skipped:
         say(f"{path}: documentation, not data")
     added = ", ".join(f"{n} new {t} rows" for t, n in report.added.items()) or "no rows"
-    err.print(f"[green]loaded {len(report.files)} files:[/] {added}")
+    err.print(styled(f"loaded {len(report.files)} files:", "green", f" {added}"))
 
 
 @data_app.command("summary")
@@ -269,9 +270,12 @@ def _collect_on_demand(
         say(f"skipped {line}")
     published = report.frame["ts"].max() if len(report.frame) else None
     err.print(
-        f"[green]collected {region}[/] on-demand prices in {report.pages} pages: "
-        f"{len(report.frame)} rows ({added} new)"
-        + (f", published {published:%Y-%m-%d}" if published is not None else "")
+        styled(
+            f"collected {region}",
+            "green",
+            f" on-demand prices in {report.pages} pages: {len(report.frame)} rows ({added} new)"
+            + (f", published {published:%Y-%m-%d}" if published is not None else ""),
+        )
     )
 
 
@@ -373,7 +377,7 @@ def collect_aws_command(
     sizes = ", ".join(
         f"{len(f)} {t} rows ({added.get(t, 0)} new)" for t, f in report.frames.items()
     )
-    err.print(f"[green]collected {region}[/] in {report.pages} pages: {sizes}")
+    err.print(styled(f"collected {region}", "green", f" in {report.pages} pages: {sizes}"))
 
 
 def _parse_since(since: str | None) -> pd.Timestamp | None:
@@ -451,7 +455,7 @@ def _demo(*, as_json: bool, store: Path | None) -> None:
     from spotwise.run_commands import _print_report
 
     def step(message: str) -> None:
-        err.print(f"[bold]›[/] {message}")
+        err.print(styled("›", "bold", f" {message}"))
 
     step("loading the bundled real data")
     report = _load(store, [settings.bundled_data_dir()], None)
@@ -498,10 +502,14 @@ def _print_plan(market: MarketStore) -> None:
         return
     plan = plan_job(PlanInputs(gpu_hours=48, deadline_hours=60), pools).best
     err.print(
-        f"[bold]›[/] plan for 48 GPU-hours of p3.2xlarge in 60 h: {plan.pool.name}, "
-        f"{plan.spot_share:.0%} spot, checkpoint every "
-        f"{60 * plan.checkpoint_interval_hours:.0f} min, ${plan.cost.total:,.2f} against "
-        f"${plan.cost.on_demand:,.2f} on demand ({price_sources(plan.pool)})"
+        styled(
+            "›",
+            "bold",
+            f" plan for 48 GPU-hours of p3.2xlarge in 60 h: {plan.pool.name}, "
+            f"{plan.spot_share:.0%} spot, checkpoint every "
+            f"{60 * plan.checkpoint_interval_hours:.0f} min, ${plan.cost.total:,.2f} against "
+            f"${plan.cost.on_demand:,.2f} on demand ({price_sources(plan.pool)})",
+        )
     )
 
 

@@ -19,9 +19,11 @@ from spotwise.pricing.errors import PricingError
 from spotwise.pricing.operational import OperationalStore, open_operational
 from spotwise.pricing.store import MarketStore
 
-err = Console(stderr=True)
+# Never markup: text from users, files and clouds (a path, a job's name, a table's cell) is
+# printed as it is ('[/]' raised MarkupError); a styled lead is a Text (see `styled`).
+err = Console(stderr=True, markup=False)
 # Piped output gets wide tables rather than truncated cells.
-out = Console(width=None if sys.stdout.isatty() else 160)
+out = Console(width=None if sys.stdout.isatty() else 160, markup=False)
 
 
 def progress_bar() -> Any:
@@ -75,6 +77,11 @@ StoreOption = Annotated[
         show_default=False,
     ),
 ]
+
+
+def styled(lead: str, style: str, rest: str = "") -> Text:
+    """``lead`` in ``style``, then ``rest``: both printed as they are, never markup."""
+    return Text.assemble((lead, style), rest)
 
 
 def say(message: str) -> None:

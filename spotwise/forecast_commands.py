@@ -19,6 +19,7 @@ from spotwise.console import (
     progress_bar,
     ready_store,
     say,
+    styled,
 )
 from spotwise.core import settings
 from spotwise.pricing.errors import PricingError
@@ -199,8 +200,12 @@ def forecast_run(
     except PricingError as exc:
         fail(str(exc))
     err.print(
-        f"[green]wrote {report.rows} forecast rows[/] for {report.price_series} price "
-        f"series and {report.risk_pools} pools in {report.seconds} s"
+        styled(
+            f"wrote {report.rows} forecast rows",
+            "green",
+            f" for {report.price_series} price series and {report.risk_pools} pools in "
+            f"{report.seconds} s",
+        )
     )
     if report.short_series:
         say(short_series_note(report.short_series))

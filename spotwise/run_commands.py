@@ -37,6 +37,7 @@ from spotwise.console import (
     plural,
     ready_store,
     say,
+    styled,
 )
 from spotwise.core import settings
 from spotwise.executor.errors import Cancelled, ExecutorError
@@ -679,8 +680,12 @@ def _print_report(report: dict[str, Any], as_json: bool) -> None:
     )
     if report.get("pending_writes"):
         out.print(
-            f"  [yellow]{report['pending_writes']} ledger writes pending[/]: counted here, and "
-            "in the store once its supervisor (or the next `spotwise jobs` command) finds it free"
+            styled(
+                f"  {report['pending_writes']} ledger writes pending",
+                "yellow",
+                ": counted here, and in the store once its supervisor (or the next "
+                "`spotwise jobs` command) finds it free",
+            )
         )
 
 
