@@ -36,6 +36,7 @@ from spotwise.console import (
     open_operational_store,
     open_store,
     out,
+    plural,
     ready_store,
     say,
     styled,
@@ -378,6 +379,135 @@ def collect_aws_command(
         f"{len(f)} {t} rows ({added.get(t, 0)} new)" for t, f in report.frames.items()
     )
     err.print(styled(f"collected {region}", "green", f" in {report.pages} pages: {sizes}"))
+
+
+@collect_app.command("gcp")
+def collect_gcp_command(
+    regions: Annotated[
+        str,
+        typer.Option(
+            "--regions",
+            help="Comma-separated GCP regions, e.g. us-central1 (default: every region a "
+            "shape is priced in).",
+            show_default=False,
+        ),
+    ] = "",
+    shapes: Annotated[
+        str,
+        typer.Option(
+            "--shapes",
+            help="Comma-separated shapes of the GPU table, e.g. a2-highgpu-1g (default: all "
+            "of GCP's, or those of --gpu).",
+            show_default=False,
+        ),
+    ] = "",
+    gpu: Annotated[
+        str | None,
+        typer.Option("--gpu", help="Only shapes with this GPU (A100, H100, L4, T4, V100)."),
+    ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            "--since",
+            help="Earliest time (ISO 8601, UTC) when nothing is stored yet (default: the "
+            "start of this month); stored prices resume from their newest.",
+            show_default=False,
+        ),
+    ] = None,
+    max_attempts: Annotated[
+        int,
+        typer.Option("--max-attempts", min=1, help="Tries per page; 5xx and 429 back off."),
+    ] = 5,
+    store: StoreOption = None,
+) -> None:
+    """Collect spot and on-demand prices of GCP GPU shapes from the Cloud Billing Catalog
+    (built from their vCPU, RAM and GPU SKUs; SPOTWISE_GCP_BILLING_ENDPOINT overrides
+    Google's endpoint)."""
+    from rich.progress import Progress, TextColumn
+
+    from spotwise.pricing.sources.gcp_billing import collect_gcp_into
+
+    chosen = _cloud_shapes("gcp", shapes, gpu)
+    start = _parse_since(since)
+    path = ready_store(store)
+    with Progress(TextColumn("collecting {task.description}"), console=err, transient=True) as bar:
+        task = bar.add_task("gcp")
+        try:
+            report, added = collect_gcp_into(
+                path,
+                shapes=chosen,
+                regions=_names(regions, "--regions"),
+                since=start,
+                endpoint=settings.current().gcp_billing_endpoint,
+                max_attempts=max_attempts,
+                on_page=lambda pages, skus: bar.update(
+                    task, description=f"gcp: {pages} pages, {skus} SKUs kept"
+                ),
+            )
+        except PricingError as exc:
+            fail(str(exc))
+    for message in report.messages:
+        err.print(message, highlight=False, soft_wrap=True)
+    _print_collected(
+        "gcp",
+        report.frame,
+        added,
+        f"{plural(report.pages, 'page')} ({plural(report.windows, 'month')})",
+    )
+
+
+def _cloud_shapes(cloud: str, shapes: str, gpu: str | None) -> list[Any]:
+    """The table's shapes of ``cloud`` that ``--shapes`` names (all, or those of ``--gpu``)."""
+    from spotwise.pricing import gpus
+
+    try:
+        known = gpus.on_cloud(cloud)
+    except PricingError as exc:
+        fail(str(exc))
+    if gpu is not None:
+        known = tuple(s for s in known if s.gpu.lower() == gpu.lower())
+        if not known:
+            fail(
+                f"--gpu {gpu!r}: no {cloud} shape carries it; GPUs: {', '.join(gpus.gpu_models())}"
+            )
+    named = _names(shapes, "--shapes")
+    if not named:
+        return list(known)
+    by_name = {s.shape.lower(): s for s in known}
+    missing = [n for n in named if n.lower() not in by_name]
+    if missing:
+        fail(
+            f"--shapes: {', '.join(missing)} not in the GPU table for {cloud}"
+            + (f" with {gpu}" if gpu else "")
+            + f"; known: {', '.join(s.shape for s in known)}"
+        )
+    return [by_name[n.lower()] for n in named]
+
+
+def _names(text: str, flag: str) -> list[str]:
+    """A comma-separated list of names (letters, digits, '.', '_', '+', '-') from ``flag``."""
+    import re
+
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    bad = [n for n in names if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,79}", n)]
+    if bad:
+        fail(f"{flag}: {bad[0]!r} is not a name (letters, digits, '.', '_', '+' and '-')")
+    return names
+
+
+def _print_collected(cloud: str, frame: pd.DataFrame, added: int, read: str) -> None:
+    """One line: how many prices of how many shapes and regions, and the newest as_of."""
+    if not len(frame):
+        err.print(styled(f"collected {cloud}", "green", f" from {read}: no prices"), soft_wrap=True)
+        return
+    err.print(
+        styled(f"collected {cloud}", "green", f" from {read}: ")
+        + f"{plural(len(frame), 'price')} ({added} new) "
+        f"of {plural(frame['instance_type'].nunique(), 'shape')} in "
+        f"{plural(frame['region'].nunique(), 'region')}, as of {frame['ts'].min():%Y-%m-%d} .. "
+        f"{frame['ts'].max():%Y-%m-%d %H:%M}Z",
+        soft_wrap=True,
+    )
 
 
 def _parse_since(since: str | None) -> pd.Timestamp | None:

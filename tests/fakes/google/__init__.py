@@ -1,0 +1,1 @@
+"""Google's Cloud Billing API: the discovery document excerpt and the catalog the fake serves."""
