@@ -456,6 +456,90 @@ def collect_gcp_command(
     )
 
 
+@collect_app.command("azure")
+def collect_azure_command(
+    regions: Annotated[
+        str,
+        typer.Option("--regions", help="Comma-separated Azure regions, e.g. eastus,westeurope."),
+    ],
+    vm_sizes: Annotated[
+        str,
+        typer.Option(
+            "--vm-sizes",
+            help="Comma-separated VM sizes of the GPU table, e.g. Standard_NC6s_v3 (default: "
+            "all of Azure's, or those of --gpu).",
+            show_default=False,
+        ),
+    ] = "",
+    gpu: Annotated[
+        str | None, typer.Option("--gpu", help="Only sizes with this GPU (A100, H100, T4, V100).")
+    ] = None,
+    resource_graph: Annotated[
+        bool,
+        typer.Option(
+            "--resource-graph/--no-resource-graph",
+            help="Also read spot eviction bands and spot price history from Resource Graph "
+            "(needs Azure credentials and the azure extra).",
+        ),
+    ] = True,
+    subscriptions: Annotated[
+        str,
+        typer.Option(
+            "--subscriptions",
+            help="Comma-separated subscription ids Resource Graph queries (default: all the "
+            "identity may read).",
+            show_default=False,
+        ),
+    ] = "",
+    max_attempts: Annotated[
+        int,
+        typer.Option("--max-attempts", min=1, help="Tries per request; 5xx and 429 back off."),
+    ] = 5,
+    store: StoreOption = None,
+) -> None:
+    """Collect Azure spot and on-demand prices from the Retail Prices API and, where the account
+    may read them, spot eviction bands and price history from Resource Graph
+    (SPOTWISE_AZURE_PRICES_URL and SPOTWISE_AZURE_RESOURCE_GRAPH_URL override the endpoints)."""
+    from rich.progress import Progress, TextColumn
+
+    from spotwise.pricing.sources.azure_prices import collect_azure_into
+
+    chosen = _cloud_shapes("azure", vm_sizes, gpu)
+    names = _names(regions, "--regions")
+    if not names:
+        fail("--regions: name at least one Azure region, e.g. eastus")
+    current = settings.current()
+    path = ready_store(store)
+    with Progress(TextColumn("collecting {task.description}"), console=err, transient=True) as bar:
+        task = bar.add_task("azure")
+        try:
+            report, added = collect_azure_into(
+                path,
+                regions=names,
+                shapes=chosen,
+                prices_url=current.azure_prices_url,
+                graph_url=current.azure_resource_graph_url if resource_graph else None,
+                subscriptions=_names(subscriptions, "--subscriptions"),
+                max_attempts=max_attempts,
+                on_page=lambda what: bar.update(task, description=f"azure {what}"),
+            )
+        except PricingError as exc:
+            fail(str(exc))
+    for message in report.messages:
+        err.print(message, highlight=False, soft_wrap=True)
+    read = plural(report.retail_pages, "retail page")
+    if resource_graph:
+        read += f" and {plural(report.graph_pages, 'Resource Graph page')}"
+    _print_collected("azure", report.frames["prices"], added.get("prices", 0), read)
+    if "bands" in report.frames:
+        bands = report.frames["bands"]
+        err.print(
+            f"eviction bands: {plural(len(bands), 'row')} ({added.get('bands', 0)} new), "
+            f"observed {bands['observed'].max():%Y-%m-%d}",
+            soft_wrap=True,
+        )
+
+
 def _cloud_shapes(cloud: str, shapes: str, gpu: str | None) -> list[Any]:
     """The table's shapes of ``cloud`` that ``--shapes`` names (all, or those of ``--gpu``)."""
     from spotwise.pricing import gpus

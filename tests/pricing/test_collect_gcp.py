@@ -33,9 +33,9 @@ SINCE = pd.Timestamp("2025-01-15T00:00:00Z")
 SHAPES = gpus.on_cloud("gcp")
 
 
-def fake_at(now: pd.Timestamp, **options: int) -> CloudBillingFake:
+def fake_at(now: pd.Timestamp, page_size: int) -> CloudBillingFake:
     later = (now + pd.Timedelta(minutes=2)).to_pydatetime()
-    return CloudBillingFake(now=lambda: later, **options)
+    return CloudBillingFake(now=lambda: later, page_size=page_size)
 
 
 @pytest.fixture
