@@ -256,7 +256,11 @@ def test_pools_are_ranked_by_expected_cost_and_forecasts_are_served(client: Test
 @pytest.fixture(scope="module")
 def api_schema() -> schemathesis.schemas.BaseSchema:
     """The service's OpenAPI schema, loaded when a fuzz test runs (not at collection, where it
-    took seconds in every worker)."""
+    took seconds in every worker). The learned models are built first, as a served API builds
+    each at its first request: the fuzz judges answers, and a first ppo request that imports
+    torch on a busy machine outlasted the ASGI client's 10 s (a timeout, not an answer)."""
+    for name in SERVICE.models.names:
+        SERVICE.models.policy(name)
     return schemathesis.openapi.from_asgi("/openapi.json", APP)
 
 
