@@ -40,8 +40,6 @@ class FrameSpec:
     key: tuple[str, ...]
     time_column: str
     series: tuple[str, ...]
-    optional: tuple[str, ...] = ()
-    """Text columns a frame may carry: stored when the frame has them, else left NULL."""
 
 
 SPECS: dict[str, FrameSpec] = {
@@ -62,7 +60,6 @@ SPECS: dict[str, FrameSpec] = {
             key=("source", "provider", "region", "zone", "instance_type", "market", "ts"),
             time_column="ts",
             series=("provider", "region", "zone", "instance_type", "market"),
-            optional=("sku",),  # the provider's SKU(s) a price was read from, where it has one
         ),
         FrameSpec(
             name="availability",
@@ -107,6 +104,24 @@ SPECS: dict[str, FrameSpec] = {
             key=("source", "provider", "region", "zone", "instance_type", "observed"),
             time_column="observed",
             series=("provider", "region", "zone", "instance_type"),
+        ),
+        FrameSpec(
+            # the provider's SKU(s) a price row was built from (a catalog price: GCP Billing,
+            # Azure Retail), one row per price row it names (same key)
+            name="price_skus",
+            columns=(
+                "source",
+                "provider",
+                "region",
+                "zone",
+                "instance_type",
+                "market",
+                "ts",
+                "sku",
+            ),
+            key=("source", "provider", "region", "zone", "instance_type", "market", "ts"),
+            time_column="ts",
+            series=("provider", "region", "zone", "instance_type", "market"),
         ),
     )
 }
@@ -169,7 +184,7 @@ def validate(
         check.require(
             frame[column].notna(), column, "missing value", "Fill in the value or remove the row"
         )
-    for column in ("source", "provider", "region", "zone", "instance_type", "node"):
+    for column in ("source", "provider", "region", "zone", "instance_type", "node", "sku"):
         if column in spec.columns:
             check.require(
                 frame[column].map(lambda v: isinstance(v, str)),
@@ -271,15 +286,7 @@ def validate(
             "Fix the score",
         )
 
-    given = [c for c in spec.optional if c in frame.columns]
-    for column in given:
-        check.require(
-            frame[column].map(lambda v: v is None or isinstance(v, str)),
-            column,
-            "not text",
-            "Give a text value or none",
-        )
-    out = check.frame.loc[:, [*spec.columns, *given]]
+    out = check.frame.loc[:, list(spec.columns)]
     shares_key = out.duplicated(list(spec.key), keep=False)
     if shares_key.any():
         check.require(

@@ -84,11 +84,23 @@ MARKET = register_schema(
         lo DOUBLE PRECISION, hi DOUBLE PRECISION, level DOUBLE PRECISION,
         p_preempt DOUBLE PRECISION, created_at TIMESTAMPTZ NOT NULL);
     """,
-            # the SKU(s) a catalog price was built from (GCP Billing, Azure Retail); NULL for
-            # the sources that have none
-            "ALTER TABLE prices ADD COLUMN sku VARCHAR;",
+            # the SKU(s) a catalog price was built from (GCP Billing, Azure Retail), beside
+            # the price row with the same key
+            """
+    CREATE TABLE price_skus (source VARCHAR NOT NULL, provider VARCHAR NOT NULL,
+        region VARCHAR NOT NULL, zone VARCHAR NOT NULL, instance_type VARCHAR NOT NULL,
+        market VARCHAR NOT NULL, ts TIMESTAMPTZ NOT NULL, sku VARCHAR NOT NULL);
+    """,
         ),
-        ("prices", "availability", "events", "bands", "placement_scores", "forecasts"),
+        (
+            "prices",
+            "availability",
+            "events",
+            "bands",
+            "placement_scores",
+            "forecasts",
+            "price_skus",
+        ),
     )
 )
 TABLES = MARKET.tables
@@ -116,13 +128,12 @@ FORECAST_COLUMNS = (
 """The columns of the ``forecasts`` table."""
 
 
-def upsert_sql(table: str, columns: Sequence[str] = ()) -> tuple[str, str, str]:
+def upsert_sql(table: str) -> tuple[str, str, str]:
     """The SQL of a keyed upsert from a table ``staging`` holding the batch: count the stored
-    rows it replaces, delete them, insert the batch's ``columns`` (default: the frame's
-    contract columns), DuckDB and PostgreSQL alike."""
+    rows it replaces, delete them, insert the batch (DuckDB and PostgreSQL alike)."""
     spec = SPECS[table]
     on = " AND ".join(f"t.{k} = s.{k}" for k in spec.key)
-    columns = ", ".join(columns or spec.columns)
+    columns = ", ".join(spec.columns)
     return (
         f"SELECT count(*) FROM {table} t JOIN staging s ON {on}",
         f"DELETE FROM {table} t USING staging s WHERE {on}",
@@ -326,10 +337,9 @@ class MarketStore:
                     continue
                 spec = SPECS[table]
                 batch = batch.drop_duplicates(list(spec.key), keep="last")
-                columns = [*spec.columns, *(c for c in spec.optional if c in batch.columns)]
-                self._con.register("staging", batch.loc[:, columns])
+                self._con.register("staging", batch.loc[:, list(spec.columns)])
                 try:
-                    count, delete, insert = upsert_sql(table, columns)
+                    count, delete, insert = upsert_sql(table)
                     row = self._con.execute(count).fetchone()
                     existing = int(row[0]) if row else 0
                     self._con.execute(delete)

@@ -450,7 +450,7 @@ def collect_gcp_command(
         err.print(message, highlight=False, soft_wrap=True)
     _print_collected(
         "gcp",
-        report.frame,
+        report.frames.get("prices"),
         added,
         f"{plural(report.pages, 'page')} ({plural(report.windows, 'month')})",
     )
@@ -579,9 +579,9 @@ def _names(text: str, flag: str) -> list[str]:
     return names
 
 
-def _print_collected(cloud: str, frame: pd.DataFrame, added: int, read: str) -> None:
+def _print_collected(cloud: str, frame: pd.DataFrame | None, added: int, read: str) -> None:
     """One line: how many prices of how many shapes and regions, and the newest as_of."""
-    if not len(frame):
+    if frame is None or not len(frame):
         err.print(styled(f"collected {cloud}", "green", f" from {read}: no prices"), soft_wrap=True)
         return
     err.print(

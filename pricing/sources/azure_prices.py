@@ -8,9 +8,9 @@ Two sources:
   the same host). A Linux VM's hourly meter is its price: products without "Windows", unit
   "1 Hour", USD; a meter whose ``skuName`` ends in " Spot" is the spot price, one ending in
   " Low Priority" (Batch) is left out, the rest is on demand. Each row's time (``as_of``) is the
-  meter's ``effectiveStartDate`` and its ``sku`` the Retail API's ``skuId``; the API holds no
-  history, so a collection adds a row only when a price took effect since the last one (the
-  upsert makes a rerun change nothing).
+  meter's ``effectiveStartDate`` and its SKU (``price_skus``) the Retail API's ``skuId``; the API
+  holds no history, so a collection adds a row only when a price took effect since the last one
+  (the upsert makes a rerun change nothing).
 - Azure Resource Graph's ``SpotResources`` table, where the identity may query it
   (azure-identity's DefaultAzureCredential, azure-mgmt-resourcegraph): each size's spot
   eviction-rate band in each region (``0-5`` .. ``20+`` % an hour, stored as bands 0..4 with
@@ -34,8 +34,9 @@ from urllib.parse import urlsplit
 import pandas as pd
 
 from spotwise.pricing.errors import InputError, SourceUnavailable
-from spotwise.pricing.frames import validate
+from spotwise.pricing.frames import ROW, SPECS, validate
 from spotwise.pricing.gpus import GpuShape
+from spotwise.pricing.sources.skus import priced_frames
 from spotwise.pricing.store import MarketStore
 
 RETAIL_SOURCE = "azure-retail"
@@ -48,6 +49,8 @@ EVICTION_TYPE = "microsoft.compute/skuspotevictionrate/location"
 PRICE_HISTORY_TYPE = "microsoft.compute/skuspotpricehistory/ostype/location"
 REGION = re.compile(r"^[a-z][a-z0-9]{1,39}$")
 SIZE = re.compile(r"^[A-Za-z][A-Za-z0-9_]{1,63}$")
+MAX_PAGES = 10_000
+"""More pages than any answer has: a collection that gets them stops."""
 NO_AZURE_LIBRARIES = (
     "resource graph: skipped, it needs Azure's client libraries: pip install 'spotwise[azure]' "
     "(the retail prices were collected)"
@@ -216,7 +219,7 @@ def retail_rows(
                     "ts": pd.Timestamp(item["effectiveStartDate"]),
                     "price": item["retailPrice"],
                     "sku": str(item["skuId"]),
-                    "_row": i,
+                    ROW: i,
                 }
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -229,15 +232,16 @@ def retail_rows(
     return rows
 
 
-def retail_frame(rows: list[dict[str, Any]], now: pd.Timestamp) -> pd.DataFrame:
-    """The retail rows, checked (one price per size, region, market and start date).
+def retail_frames(rows: list[dict[str, Any]], now: pd.Timestamp) -> dict[str, pd.DataFrame]:
+    """The retail rows as ``prices`` and ``price_skus``, checked (one price per size, region,
+    market and start date).
 
     Raises:
         InputError: a bad price or time, or two prices of one meter from one date.
     """
-    frame = pd.DataFrame(rows, columns=[*_COLUMNS, "sku", "_row"])
+    frame = pd.DataFrame(rows, columns=[*SPECS["prices"].columns, "sku", ROW])
     if frame.empty:
-        return frame.drop(columns="_row")
+        return {"prices": frame.loc[:, list(SPECS["prices"].columns)]}
     frame["ts"] = pd.to_datetime(frame["ts"], utc=True)
     key = ["region", "instance_type", "market", "ts"]
     clash = frame.groupby(key)["price"].nunique()
@@ -249,8 +253,7 @@ def retail_frame(rows: list[dict[str, Any]], now: pd.Timestamp) -> pd.DataFrame:
             "two different Linux prices for one meter",
             "nothing was stored; report it to Spotwise",
         )
-    return validate(
-        "prices",
+    return priced_frames(
         frame.drop_duplicates(key),
         origin="the Retail Prices API",
         where="item {}",
@@ -319,10 +322,13 @@ def query_all(
         request.options = options
         response = client.resources(request, **({"enforce_https": False} if plain else {}))
         pages += 1
+        if pages > MAX_PAGES:
+            break
         rows += list(response.data or [])
         token = response.skip_token
         if not token:
             return pages, rows
+    raise SourceUnavailable(f"resource graph: more than {MAX_PAGES} pages; nothing was stored")
 
 
 def graph_error_line(exc: BaseException, base_url: str, attempts: int) -> str:
@@ -432,7 +438,6 @@ def history_rows(rows: Sequence[Any], shapes: Sequence[GpuShape]) -> list[dict[s
                         "market": "spot",
                         "ts": pd.Timestamp(point["effectiveDate"]),
                         "price": point["priceUSD"],
-                        "sku": None,
                         "_row": i,
                     }
                 )
@@ -488,8 +493,8 @@ def collect_azure(
                 on_page=functools.partial(page_done, region),
             )
             retail += retail_rows(items, shapes, region)
-    prices = retail_frame(retail, now)
-    frames = {"prices": prices}
+    frames = retail_frames(retail, now)
+    prices = frames["prices"]
     messages: list[str] = []
     sized = {s.shape for s in shapes}
     missing = sorted(sized - set(prices["instance_type"])) if len(prices) else sorted(sized)
@@ -601,6 +606,3 @@ def collect_azure_into(
         return report, {}
     with MarketStore.open(store_path) as store:
         return report, store.upsert(frames)
-
-
-_COLUMNS = ("source", "provider", "region", "zone", "instance_type", "market", "ts", "price")

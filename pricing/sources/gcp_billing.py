@@ -18,8 +18,8 @@ usage type ``OnDemand``, the spot price those of usage type ``Preemptible`` (Spo
 on them: their descriptions begin "Spot Preemptible"). Each SKU's rate is its first tier (start
 usage 0): Compute Engine's hourly SKUs have one, and sustained-use discounts are applied on the
 bill, not in the catalog. A price changes whenever one of its SKUs does; each row's time
-(``as_of``) is the ``effectiveTime`` Google gives that version, and its ``sku`` column names the
-SKU ids it was built from (core, RAM, GPU). Sole-tenant, committed-use, custom-machine and DWS
+(``as_of``) is the ``effectiveTime`` Google gives that version, and its ``price_skus`` row names
+the SKU ids it was built from (core, RAM, GPU). Sole-tenant, committed-use, custom-machine and DWS
 SKUs never match (the descriptions are matched from their start).
 
 Incremental: the catalog answers the pricing versions of a time range inside one calendar month
@@ -41,8 +41,9 @@ from zoneinfo import ZoneInfo
 import pandas as pd
 
 from spotwise.pricing.errors import InputError, SourceUnavailable
-from spotwise.pricing.frames import validate
+from spotwise.pricing.frames import SPECS
 from spotwise.pricing.gpus import GpuShape
+from spotwise.pricing.sources.skus import priced_frames
 from spotwise.pricing.store import MarketStore
 
 SOURCE = "gcp-billing"
@@ -66,6 +67,8 @@ GPU_SKUS = {
 }
 """How a GPU's SKU names it ("Nvidia <name> GPU running in <place>"), by accelerator type."""
 UNITS = {"core": "h", "ram": "GiBy.h", "gpu": "h"}
+MAX_PAGES = 10_000
+"""More pages than the whole catalog has: a collection that gets them stops."""
 _PREEMPTIBLE = r"^(?:Spot Preemptible |Preemptible )?"
 NO_LIBRARIES = (
     "collect gcp needs Google's client libraries: pip install 'spotwise[gcp]', then run again"
@@ -99,10 +102,10 @@ class ComponentSku:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CatalogReport:
-    """What a collection read: the rows to store, pages and month windows asked, and one line per
-    shape it could not price."""
+    """What a collection read: the frames to store (``prices`` and ``price_skus``), pages and
+    month windows asked, and one line per shape it could not price."""
 
-    frame: pd.DataFrame
+    frames: dict[str, pd.DataFrame]
     pages: int
     windows: int
     messages: tuple[str, ...] = ()
@@ -295,8 +298,7 @@ def collect_gcp(
         on_page: called with (pages so far, SKUs kept so far) after each page.
 
     Raises:
-        google.api_core.exceptions.GoogleAPICallError, google.auth.exceptions.GoogleAuthError,
-        requests.exceptions.RequestException: what the last try met (see :func:`error_line`).
+        SourceUnavailable: one line (:func:`error_line`) for what the last try met.
         InputError: a SKU Spotwise reads that it cannot use (nothing to store).
     """
     from google.cloud import billing_v1
@@ -324,10 +326,17 @@ def collect_gcp(
             )
             if page_size:
                 request.page_size = page_size
-            page = _with_retries(
-                functools.partial(client.list_skus, request=request), max_attempts, sleep
-            )
+            call = functools.partial(client.list_skus, request=request)
+            try:
+                page = _with_retries(call, max_attempts, sleep)
+            except _Failed as failed:
+                line = error_line(failed.error, client.api_endpoint, failed.attempts)
+                raise SourceUnavailable(line) from None
             pages += 1
+            if pages > MAX_PAGES:
+                raise SourceUnavailable(
+                    f"collect gcp: the catalog sent more than {MAX_PAGES} pages; nothing was stored"
+                )
             where = f"the Cloud Billing Catalog, page {pages}"
             kept += [c for sku in page.skus if (c := component(sku, where)) is not None]
             if on_page:
@@ -336,11 +345,10 @@ def collect_gcp(
             if not token:
                 break
     rows, unpriced = shape_rows(shapes, _merge(kept), regions)
-    frame = pd.DataFrame(rows, columns=[*_COLUMNS, "sku"])
-    if rows:
-        frame = validate("prices", frame, origin="the Cloud Billing Catalog", now=now)
+    frame = pd.DataFrame(rows, columns=[*SPECS["prices"].columns, "sku"])
+    frames = priced_frames(frame, origin="the Cloud Billing Catalog", now=now) if rows else {}
     return CatalogReport(
-        frame=frame, pages=pages, windows=len(windows), messages=(*messages, *unpriced)
+        frames=frames, pages=pages, windows=len(windows), messages=(*messages, *unpriced)
     )
 
 
@@ -520,23 +528,20 @@ def collect_gcp_into(
             resume = stored_resume_point(store, shapes, regions)
     if now is None:
         now = pd.Timestamp.now(tz="UTC").floor("s") - pd.Timedelta(minutes=1)
-    try:
-        report = collect_gcp(
-            client,
-            shapes=shapes,
-            regions=regions,
-            resume_from=resume,
-            since=since,
-            now=now,
-            max_attempts=max_attempts,
-            on_page=on_page,
-        )
-    except _Failed as failed:
-        raise SourceUnavailable(error_line(failed.error, endpoint, failed.attempts)) from None
-    if not len(report.frame):
+    report = collect_gcp(
+        client,
+        shapes=shapes,
+        regions=regions,
+        resume_from=resume,
+        since=since,
+        now=now,
+        max_attempts=max_attempts,
+        on_page=on_page,
+    )
+    if not report.frames:
         return report, 0
     with MarketStore.open(store_path) as store:
-        return report, store.upsert({"prices": report.frame}).get("prices", 0)
+        return report, store.upsert(report.frames).get("prices", 0)
 
 
 def _is_library_error(exc: BaseException) -> bool:
@@ -545,6 +550,3 @@ def _is_library_error(exc: BaseException) -> bool:
     from requests.exceptions import RequestException
 
     return isinstance(exc, GoogleAPICallError | GoogleAuthError | RequestException)
-
-
-_COLUMNS = ("source", "provider", "region", "zone", "instance_type", "market", "ts", "price")

@@ -17,6 +17,7 @@ import pytest
 from spotwise.pricing import gpus
 from spotwise.pricing.errors import InputError, SourceUnavailable
 from spotwise.pricing.sources.azure_prices import AzureReport, collect_azure, collect_azure_into
+from spotwise.pricing.sources.skus import with_skus
 from spotwise.pricing.store import MarketStore
 from tests.conftest import CliRun
 from tests.fakes.azure import catalog
@@ -90,7 +91,10 @@ def collect(
 
 def stored(store_file: Path) -> dict[str, pd.DataFrame]:
     with MarketStore.open(store_file, read_only=True) as store:
-        return {t: store.query(f"SELECT * FROM {t} ORDER BY ALL") for t in ("prices", "bands")}
+        return {
+            t: store.query(f"SELECT * FROM {t} ORDER BY ALL")
+            for t in ("prices", "price_skus", "bands")
+        }
 
 
 def test_collect_azure_follows_next_page_links_and_keeps_linux_hourly_meters(
@@ -123,7 +127,7 @@ def test_collect_azure_follows_next_page_links_and_keeps_linux_hourly_meters(
 def test_each_azure_price_is_dated_by_its_effective_start_date_and_names_its_sku(
     retail: RetailPricesFake,
 ) -> None:
-    prices = collect(retail, None).frames["prices"]
+    prices = with_skus(collect(retail, None).frames)
     assert set(prices["source"]) == {"azure-retail"}
     spot = prices[prices["market"] == "spot"]
     assert set(spot["ts"]) == {pd.Timestamp(catalog.SPOT_FROM)}
@@ -156,7 +160,7 @@ def test_eviction_bands_and_spot_history_come_from_resource_graph_page_by_page(
     assert h100["savings_pct"] == pytest.approx(100 * (1 - catalog.SPOT_SHARE))
     assert bands.loc[("westeurope", "Standard_NC24ads_A100_v4"), "interruption_band"] == 2
     assert set(bands["observed"]) == {NOW.floor("D")}
-    history = report.frames["prices"]
+    history = with_skus(report.frames)
     history = history[history["source"] == "azure-resource-graph"]
     assert set(history["market"]) == {"spot"} and history["sku"].isna().all()
     nc6 = history[
@@ -176,7 +180,7 @@ def test_a_rerun_of_collect_azure_adds_nothing(
     first, added = run()
     _, added_again = run()
     assert added["prices"] == len(first.frames["prices"]) > 0 and added["bands"] > 0
-    assert added_again == {"prices": 0, "bands": 0}
+    assert added_again == {"prices": 0, "price_skus": 0, "bands": 0}
 
 
 def test_without_azure_credentials_resource_graph_is_one_line_and_retail_prices_are_kept(
@@ -194,7 +198,11 @@ def test_without_azure_credentials_resource_graph_is_one_line_and_retail_prices_
         "AZURE_CLIENT_ID, AZURE_TENANT_ID and AZURE_CLIENT_SECRET (the retail prices were "
         "collected)",
     )
-    assert added == {"prices": len(report.frames["prices"])} and "bands" not in report.frames
+    assert added == {
+        "prices": len(report.frames["prices"]),
+        "price_skus": len(report.frames["prices"]),
+    }
+    assert "bands" not in report.frames
     assert graph.queries() == []
 
 
@@ -206,7 +214,7 @@ def test_a_forbidden_resource_graph_is_one_line_and_retail_prices_are_kept(
     (line,) = report.messages
     assert line.startswith("resource graph: skipped, this identity may not query it (403 ")
     assert "AuthorizationFailed" in line and "Reader role" in line
-    assert set(report.frames) == {"prices"} and len(report.frames["prices"]) > 0
+    assert set(report.frames) == {"prices", "price_skus"} and len(report.frames["prices"]) > 0
 
 
 def test_a_5xx_of_resource_graph_is_retried_then_one_line(

@@ -23,6 +23,7 @@ from spotwise.pricing.sources.gcp_billing import (
     collect_gcp_into,
     stored_resume_point,
 )
+from spotwise.pricing.sources.skus import with_skus
 from spotwise.pricing.store import MarketStore
 from tests.conftest import DATA, CliRun
 from tests.fakes.gcp_billing import PROJECT_NUMBER, CloudBillingFake
@@ -101,7 +102,7 @@ def test_collect_gcp_pages_the_catalog_month_by_month_and_prices_each_shape(
         ("2025-02-01T08:00:00Z", "2025-03-01T08:00:00Z"),
         ("2025-03-01T08:00:00Z", "2025-03-20T00:00:00Z"),
     ]
-    frame = report.frame
+    frame = with_skus(report.frames)
     assert set(frame["source"]) == {"gcp-billing"} and set(frame["market"]) == {"spot", "on_demand"}
     assert set(frame["region"]) == {"us-central1", "europe-west4"}
     europe = set(frame[frame["region"] == "europe-west4"]["instance_type"])
@@ -116,7 +117,7 @@ def test_an_a2_shape_costs_its_parts_as_the_bundled_change_point_file_says(
 ) -> None:
     """12 vCPUs × the A2 core SKU + 85 GiB × the A2 RAM SKU + one A100 SKU: Google's list
     prices of the parts add up to the whole-shape price in the bundled file."""
-    frame = collect(billing).frame
+    frame = with_skus(collect(billing).frames)
     on_demand = price(frame, "a2-highgpu-1g", "us-central1", "on_demand")
     bundled = pd.read_csv(DATA / "prices" / "gcp_spot_ondemand_changepoints.csv")
     listed = bundled[
@@ -140,7 +141,7 @@ def test_an_a2_shape_costs_its_parts_as_the_bundled_change_point_file_says(
 def test_spot_prices_come_from_preemptible_skus_and_change_when_one_does(
     billing: CloudBillingFake,
 ) -> None:
-    frame = collect(billing).frame
+    frame = with_skus(collect(billing).frames)
     spot = price(frame, "g2-standard-4", "us-central1", "spot")
     change = pd.Timestamp(catalog.SPOT_CHANGE)
     before = 4 * 0.010508 + 16 * 0.0010428 + 0.2240
@@ -161,7 +162,7 @@ def test_spot_prices_come_from_preemptible_skus_and_change_when_one_does(
 def test_committed_sole_tenant_dws_and_custom_skus_never_price_a_shape(
     billing: CloudBillingFake,
 ) -> None:
-    frame = collect(billing).frame
+    frame = with_skus(collect(billing).frames)
     used = {sku for skus in frame["sku"] for sku in skus.split(",")}
     decoys = {catalog.sku_id(d, u, "us-central1") for d, u, *_ in catalog.DECOYS}
     assert used and not used & decoys
@@ -175,23 +176,23 @@ def test_collect_gcp_resumes_month_by_month_from_the_newest_stored_price(
     monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(fake.credentials_file(google_env)))
     try:
         with MarketStore.open(store_file) as store:
-            store.upsert({"prices": collect(fake, now=first_now).frame})
+            store.upsert(collect(fake, now=first_now).frames)
             resume = stored_resume_point(store, SHAPES, ())
         assert resume == pd.Timestamp("2025-02-01T08:00:00Z")  # February's first price
         fake.requests.clear()
         fake.now = lambda: (NOW + pd.Timedelta(minutes=2)).to_pydatetime()
         report = collect(fake, since=None, resume=resume)
         with MarketStore.open(store_file) as store:
-            added = store.upsert({"prices": report.frame})["prices"]
+            added = store.upsert(report.frames)["prices"]
             stored = store.query("SELECT count(*) AS n FROM prices")["n"].iloc[0]
     finally:
         fake.close()
     starts = [r["startTime"] for r in fake.sku_requests() if "pageToken" not in r]
     assert starts == ["2025-02-01T08:00:00Z", "2025-03-01T08:00:00Z"]
-    per_series = report.frame.groupby(["instance_type", "region", "market"]).size()
+    per_series = report.frames["prices"].groupby(["instance_type", "region", "market"]).size()
     spot_series = len(per_series.xs("spot", level="market"))
-    assert added == len(report.frame) - len(per_series) == spot_series + len(per_series)
-    assert stored == len(report.frame) + len(per_series)  # January's first rows stay
+    assert added == len(report.frames["prices"]) - len(per_series) == spot_series + len(per_series)
+    assert stored == len(report.frames["prices"]) + len(per_series)  # January's first rows stay
     assert fake.refused == []
 
 
@@ -234,7 +235,7 @@ def test_a_5xx_is_retried_a_bounded_number_of_times_then_one_line_and_nothing_is
     billing: CloudBillingFake, store_file: Path
 ) -> None:
     with MarketStore.open(store_file) as store:
-        store.upsert({"prices": collect(billing).frame})
+        store.upsert(collect(billing).frames)
         before = store.query("SELECT * FROM prices ORDER BY ALL")
     billing.requests.clear()
     billing.fail_next = 100
@@ -253,7 +254,7 @@ def test_a_passing_5xx_is_retried_and_the_collection_completes(
 ) -> None:
     billing.fail_next = 2
     report = collect(billing, attempts=3)
-    assert len(report.frame) > 0
+    assert len(report.frames["prices"]) > 0
     assert len(billing.requests) == report.pages + 2
 
 
@@ -278,7 +279,7 @@ def test_a_sku_spotwise_cannot_use_is_refused_in_one_line_and_nothing_is_stored(
     billing: CloudBillingFake, store_file: Path, change: dict, problem: str
 ) -> None:
     with MarketStore.open(store_file) as store:
-        store.upsert({"prices": collect(billing).frame})
+        store.upsert(collect(billing).frames)
         before = store.query("SELECT * FROM prices ORDER BY ALL")
     skus = copy.deepcopy(billing.skus)
     sku = next(s for s in skus if s["description"] == "A2 Instance Ram running in Americas")
@@ -327,7 +328,10 @@ def test_collect_gcp_command_stores_prices_with_their_skus_and_a_rerun_adds_noth
     )
     assert again.returncode == 0 and "(0 new)" in again.stderr
     with MarketStore.open(store_file, read_only=True) as store:
-        rows = store.query("SELECT instance_type, market, price, sku FROM prices")
+        rows = store.query(
+            "SELECT instance_type, market, price, sku FROM prices JOIN price_skus "
+            "USING (source, provider, region, zone, instance_type, market, ts)"
+        )
     assert len(rows) == 18 and rows["sku"].str.count(",").eq(2).all()
     assert fake.refused == []
 
@@ -371,14 +375,15 @@ def test_a_price_from_gcp_keeps_its_sku_and_other_sources_store_none(
     with MarketStore.open(store_file) as store:
         load_paths(store, [DATA / "prices" / "gcp_spot_ondemand_changepoints.csv"])
         skus = store.query(
-            "SELECT source, count(sku) AS n, count(*) AS rows FROM prices GROUP BY ALL"
+            "SELECT source, count(sku) AS n, count(*) AS rows FROM prices LEFT JOIN price_skus "
+            "USING (source, provider, region, zone, instance_type, market, ts) GROUP BY ALL"
         )
     by_source = skus.set_index("source")
     assert by_source.loc["gcp-billing", "n"] == by_source.loc["gcp-billing", "rows"] > 0
     assert by_source.loc["gcp-prices", "n"] == 0
 
 
-def test_an_old_store_gains_the_sku_column_and_keeps_its_prices(store_file: Path) -> None:
+def test_an_old_store_gains_the_price_skus_table_and_keeps_its_prices(store_file: Path) -> None:
     import duckdb
 
     from spotwise.pricing.store import MARKET
@@ -395,4 +400,27 @@ def test_an_old_store_gains_the_sku_column_and_keeps_its_prices(store_file: Path
     con.close()
     with MarketStore.open(store_file) as store:
         assert store.schema_versions()["market"] == MARKET.version == 2
-        assert store.records("SELECT price, sku FROM prices") == [{"price": 0.918, "sku": None}]
+        assert store.records("SELECT price FROM prices") == [{"price": 0.918}]
+        assert store.records("SELECT count(*) AS n FROM price_skus") == [{"n": 0}]
+
+
+def test_an_unreachable_endpoint_is_tried_a_bounded_number_of_times_then_one_line(
+    billing: CloudBillingFake,
+) -> None:
+    from tests.pricing.conftest import unused_url
+
+    nowhere = unused_url().rsplit("/", 1)[0]
+    with pytest.raises(SourceUnavailable) as failed:
+        collect_gcp(
+            catalog_client(nowhere),
+            shapes=SHAPES,
+            resume_from=None,
+            since=SINCE,
+            now=NOW,
+            max_attempts=2,
+            sleep=lambda _: None,
+        )
+    assert str(failed.value) == (
+        f"collect gcp: could not reach the Cloud Billing API at {nowhere} after 2 tries "
+        "(ConnectionError); check SPOTWISE_GCP_BILLING_ENDPOINT and the network"
+    )
