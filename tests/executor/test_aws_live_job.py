@@ -78,7 +78,8 @@ def live_job(moto_server: str, tmp_path: Path, store_file: Path) -> Iterator[Liv
     store_file.parent.mkdir(parents=True, exist_ok=True)
     with MarketStore.open(store_file) as market:  # the user's last collect: years ago
         market.execute(
-            "INSERT INTO prices VALUES ('aws-price-history', 'aws', 'us-east-1', ?, "
+            "INSERT INTO prices (source, provider, region, zone, instance_type, market, ts, "
+            "price) VALUES ('aws-price-history', 'aws', 'us-east-1', ?, "
             "'p3.2xlarge', 'spot', '2020-03-01 00:00:00+00', 0.918)",
             [f"{REGION}a"],
         )

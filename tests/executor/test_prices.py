@@ -20,11 +20,14 @@ from spotwise.run_commands import job_name
 from tests.executor.test_supervisor import FAKE_JOB, GAP, PAST, SCALE, job, market
 
 POOLS = ("us-east-1a_v100_1", "us-west-2b_v100_1")
+# by name: the table may grow a column (a SKU id) these rows have no value for
+PRICE_COLUMNS = "(source, provider, region, zone, instance_type, market, ts, price)"
 
 
 def _price(store: MarketStore, market_: str, region: str, zone: str, price: float, ts: str) -> None:
     store.execute(
-        "INSERT INTO prices VALUES ('test-prices', 'aws', ?, ?, 'p3.2xlarge', ?, ?, ?)",
+        f"INSERT INTO prices {PRICE_COLUMNS} "
+        "VALUES ('test-prices', 'aws', ?, ?, 'p3.2xlarge', ?, ?, ?)",
         [region, zone, market_, ts, price],
     )
 
