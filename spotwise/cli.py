@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
@@ -423,29 +423,23 @@ def collect_gcp_command(
     """Collect spot and on-demand prices of GCP GPU shapes from the Cloud Billing Catalog
     (built from their vCPU, RAM and GPU SKUs; SPOTWISE_GCP_BILLING_ENDPOINT overrides
     Google's endpoint)."""
-    from rich.progress import Progress, TextColumn
-
     from spotwise.pricing.sources.gcp_billing import collect_gcp_into
 
     chosen = _cloud_shapes("gcp", shapes, gpu)
     start = _parse_since(since)
+    names = _names(regions, "--regions")
+    endpoint = settings.current().gcp_billing_endpoint
     path = ready_store(store)
-    with Progress(TextColumn("collecting {task.description}"), console=err, transient=True) as bar:
-        task = bar.add_task("gcp")
-        try:
-            report, added = collect_gcp_into(
-                path,
-                shapes=chosen,
-                regions=_names(regions, "--regions"),
-                since=start,
-                endpoint=settings.current().gcp_billing_endpoint,
-                max_attempts=max_attempts,
-                on_page=lambda pages, skus: bar.update(
-                    task, description=f"gcp: {pages} pages, {skus} SKUs kept"
-                ),
-            )
-        except PricingError as exc:
-            fail(str(exc))
+    with _collecting("gcp") as show:
+        report, added = collect_gcp_into(
+            path,
+            shapes=chosen,
+            regions=names,
+            since=start,
+            endpoint=endpoint,
+            max_attempts=max_attempts,
+            on_page=lambda pages, skus: show(f"gcp: {pages} pages, {skus} SKUs kept"),
+        )
     for message in report.messages:
         err.print(message, highlight=False, soft_wrap=True)
     _print_collected(
@@ -500,31 +494,26 @@ def collect_azure_command(
     """Collect Azure spot and on-demand prices from the Retail Prices API and, where the account
     may read them, spot eviction bands and price history from Resource Graph
     (SPOTWISE_AZURE_PRICES_URL and SPOTWISE_AZURE_RESOURCE_GRAPH_URL override the endpoints)."""
-    from rich.progress import Progress, TextColumn
-
     from spotwise.pricing.sources.azure_prices import collect_azure_into
 
     chosen = _cloud_shapes("azure", vm_sizes, gpu)
     names = _names(regions, "--regions")
     if not names:
         fail("--regions: name at least one Azure region, e.g. eastus")
+    ids = _names(subscriptions, "--subscriptions")
     current = settings.current()
     path = ready_store(store)
-    with Progress(TextColumn("collecting {task.description}"), console=err, transient=True) as bar:
-        task = bar.add_task("azure")
-        try:
-            report, added = collect_azure_into(
-                path,
-                regions=names,
-                shapes=chosen,
-                prices_url=current.azure_prices_url,
-                graph_url=current.azure_resource_graph_url if resource_graph else None,
-                subscriptions=_names(subscriptions, "--subscriptions"),
-                max_attempts=max_attempts,
-                on_page=lambda what: bar.update(task, description=f"azure {what}"),
-            )
-        except PricingError as exc:
-            fail(str(exc))
+    with _collecting("azure") as show:
+        report, added = collect_azure_into(
+            path,
+            regions=names,
+            shapes=chosen,
+            prices_url=current.azure_prices_url,
+            graph_url=current.azure_resource_graph_url if resource_graph else None,
+            subscriptions=ids,
+            max_attempts=max_attempts,
+            on_page=lambda what: show(f"azure {what}"),
+        )
     for message in report.messages:
         err.print(message, highlight=False, soft_wrap=True)
     read = plural(report.retail_pages, "retail page")
@@ -538,6 +527,28 @@ def collect_azure_command(
             f"observed {bands['observed'].max():%Y-%m-%d}",
             soft_wrap=True,
         )
+
+
+@contextmanager
+def _collecting(label: str) -> Iterator[Callable[[str], None]]:
+    """A progress line on stderr (on a terminal only) that the block updates; a PricingError in
+    the block ends the command with its one line, once the progress line is gone."""
+    from rich.progress import Progress, TextColumn
+
+    failure = None
+    with Progress(
+        TextColumn("collecting {task.description}"),
+        console=err,
+        transient=True,
+        disable=not err.is_terminal,
+    ) as bar:
+        task = bar.add_task(label)
+        try:
+            yield lambda text: bar.update(task, description=text)
+        except PricingError as exc:
+            failure = str(exc)
+    if failure is not None:
+        fail(failure)
 
 
 def _cloud_shapes(cloud: str, shapes: str, gpu: str | None) -> list[Any]:
