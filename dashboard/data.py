@@ -12,7 +12,7 @@ import pandas as pd
 import streamlit as st
 
 from spotwise.core import settings
-from spotwise.executor import ledger
+from spotwise.executor.ledger import ledger
 from spotwise.policy.bench import last_summary
 from spotwise.policy.market import pools_from_store, require_pools
 from spotwise.policy.plan import Plan, PlanInputs, plan_job
@@ -126,7 +126,7 @@ def jobs() -> pd.DataFrame:
 @st.cache_data(ttl=10, show_spinner=False)
 def sweeps() -> pd.DataFrame:
     """The ledger's jobs grouped by sweep (none when no job ran in a sweep)."""
-    from spotwise.executor.sweep_report import ledger_sweeps
+    from spotwise.executor.sweeps.report import ledger_sweeps
 
     try:
         with _open_operational() as store:

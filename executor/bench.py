@@ -18,10 +18,10 @@ import torch
 from torch import nn
 
 from spotwise.core.progress import Progress, silent
-from spotwise.executor.checkpoint import CheckpointManager
+from spotwise.executor.checkpoint.manager import CheckpointManager
 from spotwise.executor.example_runs import example_command, reference_run
 from spotwise.executor.notices import preemption_times
-from spotwise.executor.replay import Launch, run_under_replay
+from spotwise.executor.supervise.replay import Launch, run_under_replay
 from spotwise.policy.traces import load_traces
 
 

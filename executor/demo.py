@@ -17,10 +17,10 @@ from typing import Any
 from spotwise.core.progress import Progress
 from spotwise.executor.example_runs import example_command, reference_run
 from spotwise.executor.launchers.local import Replay
-from spotwise.executor.ledger import JobStatus
-from spotwise.executor.prices import price_book
-from spotwise.executor.supervised import SupervisedJob, supervise
-from spotwise.executor.supervisor import SupervisorConfig
+from spotwise.executor.ledger.ledger import JobStatus
+from spotwise.executor.ledger.prices import price_book
+from spotwise.executor.supervise.supervised import SupervisedJob, supervise
+from spotwise.executor.supervise.supervisor import SupervisorConfig
 from spotwise.policy.client import in_process_for
 from spotwise.policy.schemas import JobTerms
 from spotwise.policy.traces import TraceSet

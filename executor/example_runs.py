@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from spotwise.executor.errors import ExecutorError
-from spotwise.executor.replay import ReplayRun, run_under_replay
+from spotwise.executor.supervise.replay import ReplayRun, run_under_replay
 
 
 def example_command(ckpt: Path | str, *, epochs: int, step_sleep_s: float) -> list[str]:

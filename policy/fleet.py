@@ -321,7 +321,7 @@ def fleet_grant(
     holding: float = 0.0,
 ) -> Grant:
     """The fleet's tier rule, the one the lab simulates (:func:`simulate_fleet`) and the
-    executor runs (``spotwise.executor.fleet``): may a job of ``tier`` have ``market`` at
+    executor runs (``spotwise.executor.fleets.fleet``): may a job of ``tier`` have ``market`` at
     ``price`` $/h while the rest of the fleet spends ``others`` $/h (and holds room for jobs of
     a higher tier that wait) against ``budget``?
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-import spotwise.executor.ledger_schema  # noqa: F401  (every store the CLI opens holds the ledger too)
+import spotwise.executor.ledger.schema  # noqa: F401  (every store the CLI opens holds the ledger too)
 from spotwise import (
     api_commands,
     dashboard_command,
@@ -220,7 +220,7 @@ def data_export(
             rows = market.export_parquet(table, parquet)
         except PricingError as exc:
             fail(str(exc))
-    err.print(f"wrote {rows} {table} rows to {parquet}")
+    say(f"wrote {rows} {table} rows to {parquet}")
 
 
 @data_app.command("remove")

@@ -31,9 +31,9 @@ from spotwise.core import settings
 from spotwise.executor.errors import ExecutorError
 
 if TYPE_CHECKING:
-    from spotwise.executor.elastic import NodePlan
-    from spotwise.executor.fleet import FleetJobSpec
+    from spotwise.executor.fleets.fleet import FleetJobSpec
     from spotwise.executor.launchers.base import Launcher
+    from spotwise.executor.supervise.elastic import NodePlan
 
 fleet_app = typer.Typer(
     help="Many jobs in priority tiers (high, normal, low) under one budget in $/h.",
@@ -95,15 +95,15 @@ def fleet_run(
 ) -> None:
     """Run every job of the fleet file at once (on the replayed market, or on AWS), each under
     its supervisor, granted what its tier allows within the budget; wait for all of them."""
-    from spotwise.executor.fleet import load_fleet_spec, run_fleet
+    from spotwise.executor.fleets.fleet import load_fleet_spec, run_fleet
     from spotwise.executor.launchers.local import Replay
     from spotwise.executor.launchers.registry import (
         AwsTarget,
         aws_launcher,
         ship_code,
     )
-    from spotwise.executor.prices import price_book
-    from spotwise.executor.supervisor import SupervisorConfig
+    from spotwise.executor.ledger.prices import price_book
+    from spotwise.executor.supervise.supervisor import SupervisorConfig
     from spotwise.policy.client import in_process_for
     from spotwise.policy.errors import PolicyError
     from spotwise.policy.schemas import JobTerms
@@ -225,8 +225,8 @@ def fleet_status(
 
 
 def _fleet_rows(market: Any, name: str) -> list[dict[str, Any]]:
-    from spotwise.executor.fleet import TIERS
-    from spotwise.executor.ledger import list_jobs
+    from spotwise.executor.fleets.fleet import TIERS
+    from spotwise.executor.ledger.ledger import list_jobs
 
     rows = [r for r in list_jobs(market) if r["fleet"] == name]
     return sorted(

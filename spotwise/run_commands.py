@@ -45,7 +45,7 @@ from spotwise.policy.errors import PolicyError
 from spotwise.pricing.errors import PricingError
 
 if TYPE_CHECKING:
-    from spotwise.executor.elastic import NodePlan
+    from spotwise.executor.supervise.elastic import NodePlan
     from spotwise.pricing.operational import OperationalStore
 
 jobs_app = typer.Typer(
@@ -78,8 +78,8 @@ def setup_aws(
 ) -> None:
     """Once per account: a private bucket, and the instances' role and instance profile with
     the least policy of docs/aws.md. Running it again changes nothing."""
-    from spotwise.executor.aws_setup import set_up
-    from spotwise.executor.launchers.aws import aws_session
+    from spotwise.executor.clouds.aws.launcher import aws_session
+    from spotwise.executor.clouds.aws.setup import set_up
 
     try:
         session = aws_session(region, "setup aws")
@@ -132,8 +132,8 @@ def check_aws(
     run needs, each with its fix; exit code 1 when something is missing."""
     from dataclasses import asdict
 
-    from spotwise.executor.aws_check import AwsCheck
-    from spotwise.executor.launchers.aws import aws_session
+    from spotwise.executor.clouds.aws.check import AwsCheck
+    from spotwise.executor.clouds.aws.launcher import aws_session
 
     try:
         session = aws_session(region, "check aws")
@@ -216,8 +216,8 @@ def gc_aws(
 
     from botocore.exceptions import BotoCoreError, ClientError
 
-    from spotwise.executor.launchers.aws import aws_session
-    from spotwise.executor.orphans import (
+    from spotwise.executor.clouds.aws.launcher import aws_session
+    from spotwise.executor.clouds.orphans import (
         delete_secrets,
         end_instances,
         judge_instances,
@@ -466,10 +466,10 @@ def run(
     notices, relaunch, move early on high risk, fall back to on-demand; log it to the ledger."""
     from spotwise.executor.launchers.registry import LAUNCHERS, AwsTarget, LaunchSettings
     from spotwise.executor.launchers.torchrun import Elastic
-    from spotwise.executor.ledger import job_report, new_job_id
-    from spotwise.executor.prices import price_book
-    from spotwise.executor.supervised import client_factory, supervise
-    from spotwise.executor.supervisor import SupervisorConfig
+    from spotwise.executor.ledger.ledger import job_report, new_job_id
+    from spotwise.executor.ledger.prices import price_book
+    from spotwise.executor.supervise.supervised import client_factory, supervise
+    from spotwise.executor.supervise.supervisor import SupervisorConfig
     from spotwise.policy.schemas import JobTerms
 
     drill_s = _drill_seconds(preempt_after, preempt_every)
@@ -592,7 +592,7 @@ def _node_plan(
     security_groups: list[str] | None,
 ) -> NodePlan:
     """``--nodes MIN:MAX`` and ``--on-demand-floor K|auto`` as a plan, or a clear exit."""
-    from spotwise.executor.elastic import NodePlan
+    from spotwise.executor.supervise.elastic import NodePlan
 
     if launcher not in ("torchrun", "aws"):
         fail(
@@ -700,7 +700,7 @@ def _price_lines(prices: dict[str, Any]) -> list[str]:
     and time."""
     from dataclasses import asdict
 
-    from spotwise.executor.prices import stale_mark
+    from spotwise.executor.ledger.prices import stale_mark
     from spotwise.pricing.quotes import Quote
 
     lines = []
@@ -718,7 +718,7 @@ def _price_lines(prices: dict[str, Any]) -> list[str]:
 def _ledger_store(store: Path | None) -> Iterator[OperationalStore]:
     """The store for reading the ledger: opened for writing when it exists (to migrate an older
     store and write the ledger writes a gone supervisor left pending), else read-only."""
-    from spotwise.executor.ledger_journal import replay_orphans
+    from spotwise.executor.ledger.journal import replay_orphans
     from spotwise.pricing.operational import operational_exists
 
     missing = not operational_exists(settings.store_path(store))
@@ -734,7 +734,7 @@ def jobs_list(
     store: StoreOption = None,
 ) -> None:
     """Every supervised job: status, cost so far, preemptions, migrations."""
-    from spotwise.executor.ledger import list_jobs
+    from spotwise.executor.ledger.ledger import list_jobs
 
     with _ledger_store(store) as market:
         rows = list_jobs(market)
@@ -768,7 +768,7 @@ def jobs_cancel(
 ) -> None:
     """Cancel a running job: its supervisor passes a notice, waits for the checkpoint, stops
     the job and everything it runs (cloud instances too), and records it cancelled."""
-    from spotwise.executor.cancel import cancel_job
+    from spotwise.executor.supervise.cancel import cancel_job
 
     path = ready_store(store)
     try:
@@ -791,8 +791,8 @@ def jobs_logs(
     prefixed by where each ran; on stderr, what an instance that printed nothing yet waits for."""
     import time
 
-    from spotwise.executor.job_log import instance_logs, log_folder
-    from spotwise.executor.ledger import job_report
+    from spotwise.executor.ledger.ledger import job_report
+    from spotwise.executor.supervise.job_log import instance_logs, log_folder
 
     path = settings.store_path(store)
     printed: dict[int, int] = {}
@@ -849,7 +849,7 @@ def jobs_show(
     store: StoreOption = None,
 ) -> None:
     """One job's cost so far, savings against on-demand and cost breakdown."""
-    from spotwise.executor.ledger import job_report
+    from spotwise.executor.ledger.ledger import job_report
 
     with _ledger_store(store) as market:
         try:

@@ -52,7 +52,7 @@ StorageOption = Annotated[
 
 
 def _storage_for(storage: str | None, store_path: Path, name: str) -> tuple[str, Path]:
-    from spotwise.executor.sweep import default_storage, sweep_folder
+    from spotwise.executor.sweeps.sweep import default_storage, sweep_folder
 
     folder = sweep_folder(store_path, name)
     return storage or default_storage(folder), folder
@@ -179,9 +179,9 @@ def sweep_run(
     from its checkpoint, a dead worker's trial is retried by another, pruned trials stop at
     once. Run it on more machines with the same --storage URL to add workers there."""
     from spotwise.executor.launchers.registry import AwsTarget
-    from spotwise.executor.sweep import ReplayMarket, SweepConfig, SweepSource, start_over
-    from spotwise.executor.sweep_report import sweep_report
-    from spotwise.executor.sweep_workers import run_workers
+    from spotwise.executor.sweeps.report import sweep_report
+    from spotwise.executor.sweeps.sweep import ReplayMarket, SweepConfig, SweepSource, start_over
+    from spotwise.executor.sweeps.workers import run_workers
 
     command = tuple(ctx.args)
     if grid and spec is not None:  # with --grid, the first word after -- is the program
@@ -293,7 +293,7 @@ def sweep_worker(
 ) -> None:
     """One worker of a sweep (started by sweep run)."""
     from spotwise.executor.errors import Cancelled
-    from spotwise.executor.sweep import SweepConfig, SweepWorker
+    from spotwise.executor.sweeps.sweep import SweepConfig, SweepWorker
 
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     try:
@@ -321,9 +321,9 @@ def sweep_show(
 ) -> None:
     """A sweep's trials: params, state, value, attempts, hours per market, preemptions, steps
     lost, cost against on-demand; and the sweep's totals and best trial."""
-    from spotwise.executor.sweep import STUDY_FILE, default_storage, sweep_folder
-    from spotwise.executor.sweep_report import sweep_report
-    from spotwise.executor.sweep_spec import SWEEP_NAME
+    from spotwise.executor.sweeps.report import sweep_report
+    from spotwise.executor.sweeps.spec import SWEEP_NAME
+    from spotwise.executor.sweeps.sweep import STUDY_FILE, default_storage, sweep_folder
 
     if not SWEEP_NAME.fullmatch(name):
         fail(f"{name[:40]!r} is not a sweep name (letters, digits, '.', '_', '-')")
@@ -348,7 +348,7 @@ def sweep_list(
 ) -> None:
     """Every sweep in the ledger: trials, jobs, how they ended, cost against on-demand."""
     from spotwise.console import open_operational_store
-    from spotwise.executor.sweep_report import ledger_sweeps
+    from spotwise.executor.sweeps.report import ledger_sweeps
     from spotwise.pricing.operational import operational_exists
 
     if not operational_exists(settings.store_path(store)):
@@ -399,7 +399,7 @@ def sweep_demo(
 ) -> None:
     """8 trials of the example model (learning rate × width) on 2 workers over replayed real
     V100 traces, with preemptions; then the best trial run again uninterrupted, bit for bit."""
-    from spotwise.executor.sweep_demo import run_sweep_demo
+    from spotwise.executor.sweeps.demo import run_sweep_demo
 
     path = ready_store(store)
     try:

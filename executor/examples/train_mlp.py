@@ -34,9 +34,9 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
+from spotwise.executor.checkpoint.statedict import flatten, tensor_bytes
 from spotwise.executor.errors import Preempted
-from spotwise.executor.statedict import flatten, tensor_bytes
-from spotwise.executor.training_guard import Guard, guard
+from spotwise.executor.training.guard import Guard, guard
 
 # dist.set_timeout is public in recent torch; older releases (>= 2.3) have the private name.
 set_timeout = getattr(dist, "set_timeout", None) or dist.distributed_c10d._set_pg_timeout

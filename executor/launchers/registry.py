@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from spotwise.executor.code_bundle import ShippedCode
+from spotwise.executor.clouds.code_bundle import ShippedCode
 from spotwise.executor.errors import ExecutorError
 from spotwise.executor.launchers.base import Launcher
 from spotwise.executor.launchers.torchrun import Elastic, torchrun_command
@@ -74,8 +74,8 @@ class LaunchSettings:
     wheel: Path | None = None
     """aws: the Spotwise wheel to install there (default: built from the installed source)."""
     job_id: str = ""
-    """aws: the ledger's id of the job (:func:`~executor.ledger.new_job_id`), on its instances'
-    tags, its S3 prefix and its secrets' path."""
+    """aws: the ledger's id of the job (:func:`~executor.ledger.ledger.new_job_id`), on its
+    instances' tags, its S3 prefix and its secrets' path."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,8 +111,8 @@ def ship_code(
     """
     import sys
 
-    from spotwise.executor.code_bundle import ship
-    from spotwise.executor.launchers.aws import aws_session
+    from spotwise.executor.clouds.aws.launcher import aws_session
+    from spotwise.executor.clouds.code_bundle import ship
 
     aws.require_complete()
     session = aws_session(aws.region, "--launcher aws")
@@ -131,13 +131,14 @@ def aws_launcher(
     aws: AwsTarget, code: ShippedCode, secrets: dict[str, str] | None = None, *, job_id: str
 ) -> Launcher:
     """A launcher of job ``job_id``'s instances on AWS, running ``code`` (:func:`ship_code`'s).
-    ``job_id`` is the ledger's (:func:`~executor.ledger.new_job_id`, given to
-    :func:`~executor.supervised.supervise` too): ``spotwise gc aws`` judges an instance by it.
+    ``job_id`` is the ledger's (:func:`~executor.ledger.ledger.new_job_id`, given to
+    :func:`~executor.supervise.supervised.supervise` too): ``spotwise gc aws`` judges an instance
+    by it.
 
     Raises:
         ExecutorError: without a job id.
     """
-    from spotwise.executor.launchers.aws import AwsLauncher, aws_session
+    from spotwise.executor.clouds.aws.launcher import AwsLauncher, aws_session
 
     if not job_id:
         raise ExecutorError("an AWS launcher needs the ledger's job id (new_job_id())")

@@ -19,9 +19,9 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from spotwise.executor.checkpoint import Checkpointer, CheckpointManager
-from spotwise.executor.distributed import DistributedCheckpointer
-from spotwise.executor.storage import Replica, open_replica
+from spotwise.executor.checkpoint.distributed import DistributedCheckpointer
+from spotwise.executor.checkpoint.manager import Checkpointer, CheckpointManager
+from spotwise.executor.checkpoint.storage import Replica, open_replica
 
 REPLICAS = ["local", "memory", "s3"]
 

@@ -20,8 +20,8 @@ import boto3
 import numpy as np
 import pytest
 
-from spotwise.executor.code_bundle import ShippedCode
-from spotwise.executor.launchers.aws import AwsInstance, AwsLauncher
+from spotwise.executor.clouds.aws.launcher import AwsInstance, AwsLauncher
+from spotwise.executor.clouds.code_bundle import ShippedCode
 from spotwise.executor.launchers.base import Instance, Launcher, Placement
 from spotwise.executor.launchers.local import LocalInstance, LocalLauncher, Replay
 from spotwise.policy.schemas import JobTerms

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from spotwise.executor.ledger import EntryKind, JobInfo, JobStatus, Ledger
-from spotwise.executor.prices import PriceBook
+from spotwise.executor.ledger.ledger import EntryKind, JobInfo, JobStatus, Ledger
+from spotwise.executor.ledger.prices import PriceBook
 from spotwise.policy.bench import run_bench, save_summary
 from spotwise.policy.job import REFERENCE
 from spotwise.policy.traces import load_traces

@@ -238,8 +238,8 @@ def test_the_app_navigates_to_every_page(filled_store: Path, use_store) -> None:
 def test_jobs_of_a_fleet_are_grouped_by_tier_with_their_money_labelled(
     tmp_path: Path, use_store
 ) -> None:
-    from spotwise.executor.ledger import EntryKind, JobInfo, JobStatus, Ledger
-    from spotwise.executor.prices import PriceBook
+    from spotwise.executor.ledger.ledger import EntryKind, JobInfo, JobStatus, Ledger
+    from spotwise.executor.ledger.prices import PriceBook
 
     store = tmp_path / "fleet.duckdb"
     for name, tier, cost in [("eval", "high", 3.06), ("a", "normal", 0.9), ("b", "low", 0.45)]:

@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from spotwise.executor.heartbeat import Heartbeat
+from spotwise.executor.training.heartbeat import Heartbeat
 
 PREEMPTED_EXIT_CODE = 75
 

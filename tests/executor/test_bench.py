@@ -9,7 +9,7 @@ import pytest
 
 from spotwise.executor.bench import steps_run_of
 from spotwise.executor.errors import ExecutorError
-from spotwise.executor.replay import Launch, run_under_replay
+from spotwise.executor.supervise.replay import Launch, run_under_replay
 from tests.conftest import CliRun
 
 

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from spotwise.executor.errors import ExecutorError
-from spotwise.executor.fleet import load_fleet_spec
+from spotwise.executor.fleets.fleet import load_fleet_spec
 from spotwise.executor.spec_file import MAX_BYTES, read_spec_file
-from spotwise.executor.sweep_spec import load_spec
+from spotwise.executor.sweeps.spec import load_spec
 from tests.conftest import CliRun
 
 LOADERS: dict[str, Callable[[Path], Any]] = {"sweep": load_spec, "fleet": load_fleet_spec}

@@ -14,7 +14,7 @@ from typing import Any
 import boto3
 import pytest
 
-from spotwise.executor.orphans import job_tags
+from spotwise.executor.clouds.orphans import job_tags
 from tests.conftest import DATA, amazon_image
 from tests.journeys.conftest import Stranger
 

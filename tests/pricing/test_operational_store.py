@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from spotwise.executor import ledger_schema  # noqa: F401  (registers jobs and ledger)
+from spotwise.executor.ledger import schema as ledger_schema  # noqa: F401  (registers jobs and ledger)
 from spotwise.pricing.database import PostgresStore, _placeholders, redacted
 from spotwise.pricing.errors import StoreError
 from spotwise.pricing.operational import (
@@ -81,7 +81,7 @@ def test_a_second_open_migrates_nothing_and_two_processes_can_build_a_new_databa
     url = postgres_server.fresh_database()
     script = (
         "import sys; from pathlib import Path; "
-        "from spotwise.executor import ledger_schema; "
+        "from spotwise.executor.ledger import schema as ledger_schema; "
         "from spotwise.pricing.database import PostgresStore; "
         "PostgresStore.open(sys.argv[1], Path(sys.argv[2])).close(); print('ok')"
     )

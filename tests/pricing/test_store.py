@@ -9,7 +9,7 @@ import duckdb
 import pandas as pd
 import pytest
 
-from spotwise.executor.ledger_schema import LEDGER
+from spotwise.executor.ledger.schema import LEDGER
 from spotwise.pricing.errors import StoreError
 from spotwise.pricing.frames import validate
 from spotwise.pricing.store import MARKET, SCHEMAS, TABLES, MarketStore, exportable_tables

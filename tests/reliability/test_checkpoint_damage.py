@@ -13,7 +13,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from spotwise.executor.checkpoint import CheckpointManager
+from spotwise.executor.checkpoint.manager import CheckpointManager
 
 
 def state(step: int) -> dict[str, object]:
@@ -94,8 +94,8 @@ def test_leaked_latest_temp_files_are_cleaned_on_open(tmp_path: Path) -> None:
 def test_a_dtype_outside_the_allow_list_is_refused_not_looked_up() -> None:
     import pytest
 
+    from spotwise.executor.checkpoint.statedict import tensor_from_bytes
     from spotwise.executor.errors import CheckpointError
-    from spotwise.executor.statedict import tensor_from_bytes
 
     for dtype in ("torch.Tensor", "torch.load", "float32", "torch.float32\x00"):
         with pytest.raises(CheckpointError, match="unknown tensor dtype"):

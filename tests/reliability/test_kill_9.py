@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from spotwise.executor.checkpoint import CheckpointManager
+from spotwise.executor.checkpoint.manager import CheckpointManager
 from spotwise.pricing.store import MarketStore
 from tests.conftest import DATA
-from tests.executor.test_checkpoint import forkserver
+from tests.executor.checkpoint.test_manager import forkserver
 
 
 def summary_of(store: Path) -> dict[str, int]:

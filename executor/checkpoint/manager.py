@@ -1,0 +1,472 @@
+"""The CheckpointManager: atomic, asynchronous, incremental checkpoints on several replicas.
+
+``save(step, state)`` stages every tensor to CPU memory (the only stall), then persists in a
+background thread: tensors of 1 MiB or more get a file each, smaller ones share one file, and
+an incremental save writes only the large tensors whose bytes changed since the last full
+checkpoint (referencing the full one's files for the rest); every ``full_every``-th save is
+full. Each replica commits atomically with a manifest holding a sha256 per file
+(:mod:`spotwise.executor.checkpoint.storage`); ``latest`` moves only after that. A second
+save waits for the first. ``load()`` verifies every file and falls back to the newest intact
+copy on any replica.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import mmap
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import torch
+
+from spotwise.executor.checkpoint.statedict import (
+    flatten,
+    tensor_bytes,
+    tensor_from_bytes,
+    unflatten,
+)
+from spotwise.executor.checkpoint.storage import MANIFEST, Replica, open_replica
+from spotwise.executor.errors import CheckpointError
+
+LARGE_TENSOR_BYTES = 1 << 20
+SMALL_FILE = "small.bin"
+FORMAT_VERSION = 2
+"""Version 2 seals the manifest (skeleton, tensor layout, file hashes) with its own sha256."""
+
+
+def seal(manifest: dict[str, Any]) -> bytes:
+    """The manifest file: a first line with the sha256 of the JSON body that follows it."""
+    body = json.dumps(manifest).encode()
+    return f"sha256:{hashlib.sha256(body).hexdigest()}\n".encode() + body
+
+
+def unseal(data: bytes | bytearray | memoryview | mmap.mmap, where: str) -> dict[str, Any]:
+    """The manifest from its file, once its checksum holds.
+
+    Raises:
+        CheckpointError: unsealed (an older format), damaged or unreadable.
+    """
+    raw = bytes(data)
+    head, _, body = raw.partition(b"\n")
+    if not head.startswith(b"sha256:") or hashlib.sha256(body).hexdigest() != head[7:].decode(
+        "ascii", "replace"
+    ):
+        raise CheckpointError(f"{where}: manifest checksum mismatch (damaged or not sealed)")
+    try:
+        manifest = json.loads(body)
+    except (ValueError, RecursionError) as exc:
+        raise CheckpointError(f"{where}: unreadable manifest ({type(exc).__name__})") from exc
+    if not isinstance(manifest, dict):
+        raise CheckpointError(f"{where}: the manifest is not a JSON object")
+    return manifest
+
+
+class NoIntactCheckpoint(CheckpointError):
+    """Checkpoints were committed but no copy of any of them is intact: nothing to resume
+    from, and starting over would lose them (the guard refuses to unless told to)."""
+
+    def __init__(self, urls: Sequence[str], problems: Sequence[str]) -> None:
+        self.urls, self.problems = list(urls), list(problems)
+        shown = "; ".join(self.problems[:3])
+        more = f"; and {len(self.problems) - 3} more" if len(self.problems) > 3 else ""
+        super().__init__(
+            f"{', '.join(self.urls)}: {len(self.problems)} committed checkpoint "
+            f"cop{'y' if len(self.problems) == 1 else 'ies'}, none intact ({shown}{more})"
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Checkpoint:
+    """A verified checkpoint: its step, the state, and the replica it came from."""
+
+    step: int
+    state: Any
+    url: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SaveStats:
+    """What the last save cost."""
+
+    step: int
+    stall_s: float
+    """Time the caller was blocked (staging, plus waiting for the previous save)."""
+    persist_s: float
+    """Background time from the end of staging to the commit on every replica."""
+    bytes_written: int
+    full: bool
+
+
+class Checkpointer(Protocol):
+    """Saves and loads a job's checkpoints: :class:`CheckpointManager` (one process, any
+    replicas) and :class:`~executor.checkpoint.distributed.DistributedCheckpointer` (every rank of a
+    ``torch.distributed`` job, collectively)."""
+
+    last_save: SaveStats | None
+
+    def save(self, step: int, state: Any, *, block: bool = False) -> SaveStats | None:
+        """Checkpoint ``state`` as ``step``; durable on return when ``block``."""
+        ...
+
+    def load(
+        self, step: int = -1, template: Callable[[], dict[str, Any]] | None = None
+    ) -> Checkpoint | None:
+        """The newest intact checkpoint (or ``step``); None when there is none. ``template``
+        builds the state to fill where the format needs one."""
+        ...
+
+    def steps(self) -> list[int]:
+        """Committed steps, newest first."""
+        ...
+
+    def wait(self) -> None:
+        """Return once the save in flight is durable (raising its error, if it failed)."""
+        ...
+
+    def close(self) -> None:
+        """Wait for the save in flight and release what the checkpointer holds."""
+        ...
+
+
+class CheckpointManager:
+    """Saves and loads ``step-{N}`` checkpoints on one or more replica URLs."""
+
+    def __init__(
+        self,
+        urls: Sequence[str],
+        *,
+        keep_latest_k: int = 3,
+        full_every: int = 1,
+        async_save: bool = True,
+        storage_options: dict[str, dict[str, Any]] | None = None,
+    ) -> None:
+        """Open the replicas (``storage_options`` maps a URL to its fsspec options)."""
+        if not urls:
+            raise CheckpointError("no checkpoint URL given: pass at least one folder or URL")
+        if keep_latest_k < 1 or full_every < 1:
+            raise CheckpointError("keep_latest_k and full_every must be at least 1")
+        options = storage_options or {}
+        self.replicas = []
+        for url in urls:
+            try:
+                replica = open_replica(url, options.get(url))
+                replica.remove_stale()  # (lists the folder: an unreadable one fails here)
+            except (OSError, ValueError, ImportError) as exc:
+                why, where = str(exc), ""
+                if isinstance(exc, OSError) and exc.strerror:
+                    why = exc.strerror
+                    if exc.filename and str(exc.filename).rstrip("/") != url.rstrip("/"):
+                        where = f" ({exc.filename})"
+                raise CheckpointError(
+                    f"cannot open checkpoint replica {url}: {why}{where}; give a folder or "
+                    "URL this user can read and write"
+                ) from exc
+            self.replicas.append(replica)
+        self.keep_latest_k = keep_latest_k
+        self.full_every = full_every
+        self.async_save = async_save
+        self._buffers: dict[str, torch.Tensor] = {}
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+        self._base: dict[str, dict[str, Any]] | None = None
+        self._base_step: int | None = None
+        self._saves_since_full = 0
+        self._bases_of: dict[int, int | None] = {}
+        self.last_save: SaveStats | None = None
+        self._closed = False
+
+    # ---- saving -------------------------------------------------------------------------
+
+    def save(self, step: int, state: Any, *, block: bool = False) -> SaveStats | None:
+        """Checkpoint ``state`` as ``step``; returns at once after staging unless ``block``
+        (or the manager is synchronous), in which case it returns when durable.
+
+        Raises:
+            CheckpointError: when this or the previous save failed; ``latest`` is untouched.
+        """
+        if self._closed:
+            raise CheckpointError("the CheckpointManager is closed")
+        began = time.perf_counter()
+        self.wait()
+        skeleton, tensors = flatten(state)
+        staged = self._stage(tensors)
+        full = self._base is None or self._saves_since_full + 1 >= self.full_every
+        stall = time.perf_counter() - began
+        job = threading.Thread(
+            target=self._persist_guarded,
+            args=(step, skeleton, staged, full, stall),
+            daemon=True,
+            name=f"checkpoint-{step}",
+        )
+        self._thread = job
+        job.start()
+        if block or not self.async_save:
+            self.wait()
+            return self.last_save
+        return None
+
+    def wait(self) -> None:
+        """Block until the save in flight is durable.
+
+        Raises:
+            CheckpointError: when it failed.
+        """
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        if self._error is not None:
+            error, self._error = self._error, None
+            if isinstance(error, CheckpointError):
+                raise error
+            raise CheckpointError(f"checkpoint save failed: {error}") from error
+
+    def _stage(self, tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """Copy every tensor into reusable CPU buffers (pinned when copying from a GPU)."""
+        staged = {}
+        on_gpu = False
+        for key, tensor in tensors.items():
+            source = tensor.detach()
+            buffer = self._buffers.get(key)
+            if buffer is None or buffer.shape != source.shape or buffer.dtype != source.dtype:
+                pin = source.is_cuda
+                buffer = torch.empty(source.shape, dtype=source.dtype, pin_memory=pin)
+                self._buffers[key] = buffer
+            buffer.copy_(source, non_blocking=source.is_cuda)
+            on_gpu = on_gpu or source.is_cuda
+            staged[key] = buffer
+        if on_gpu:
+            torch.cuda.synchronize()
+        return staged
+
+    def _persist_guarded(
+        self, step: int, skeleton: Any, staged: dict[str, torch.Tensor], full: bool, stall: float
+    ) -> None:
+        try:
+            self._persist(step, skeleton, staged, full, stall)
+        except BaseException as exc:  # reported by wait()
+            self._error = exc
+
+    def _persist(
+        self, step: int, skeleton: Any, staged: dict[str, torch.Tensor], full: bool, stall: float
+    ) -> None:
+        began = time.perf_counter()
+        large = {
+            k: t for k, t in staged.items() if t.numel() * t.element_size() >= LARGE_TENSOR_BYTES
+        }
+        small = {k: t for k, t in staged.items() if k not in large}
+        hashes = {k: hashlib.sha256(tensor_bytes(t)).hexdigest() for k, t in large.items()}
+        reuse = (
+            set()
+            if full or self._base is None
+            else {k for k, h in hashes.items() if self._base.get(k, {}).get("sha256") == h}
+        )
+        written = 0
+        manifests = []
+        failures = []
+        for replica in self.replicas:
+            staging = replica.begin(step)
+            try:
+                entries, files, nbytes = self._write_files(
+                    replica, staging, step, large, small, hashes, reuse
+                )
+                manifest = {
+                    "format": FORMAT_VERSION,
+                    "step": step,
+                    "kind": "full" if full else "incremental",
+                    "base_step": None if full else self._base_step,
+                    "created": time.time(),
+                    "skeleton": skeleton,
+                    "tensors": entries,
+                    "files": files,
+                }
+                replica.commit(staging, step, seal(manifest))
+                written = max(written, nbytes)
+                manifests.append(manifest)
+            except Exception as exc:
+                replica.abort(staging)
+                failures.append(f"{replica.url}: {exc}")
+        if failures:
+            raise CheckpointError(
+                f"checkpoint step {step} failed on {len(failures)} of {len(self.replicas)} "
+                f"replica(s) ({'; '.join(failures)}); latest still names the last committed "
+                "step there. Free space or fix the URL, then save again"
+            )
+        if full:
+            self._base = manifests[0]["tensors"]
+            self._base_step = step
+            self._saves_since_full = 0
+        else:
+            self._saves_since_full += 1
+        self._bases_of[step] = manifests[0]["base_step"]
+        self._prune()
+        self.last_save = SaveStats(
+            step=step,
+            stall_s=stall,
+            persist_s=time.perf_counter() - began,
+            bytes_written=written,
+            full=full,
+        )
+
+    def _write_files(
+        self,
+        replica: Replica,
+        staging: str,
+        step: int,
+        large: dict[str, torch.Tensor],
+        small: dict[str, torch.Tensor],
+        hashes: dict[str, str],
+        reuse: set[str],
+    ) -> tuple[dict[str, Any], dict[str, Any], int]:
+        entries: dict[str, Any] = {}
+        files: dict[str, Any] = {}
+        written = 0
+        assert self._base is not None or not reuse
+        for i, (key, tensor) in enumerate(large.items()):
+            meta = {"dtype": str(tensor.dtype), "shape": list(tensor.shape), "sha256": hashes[key]}
+            if key in reuse and self._base is not None:
+                base = self._base[key]
+                entries[key] = {**meta, "file": base["file"], "offset": 0, "nbytes": base["nbytes"]}
+                files[base["file"]] = {"sha256": base["sha256"], "bytes": base["nbytes"]}
+                continue
+            name = f"t{i}.bin"
+            digest, size = replica.write(f"{staging}/{name}", [tensor_bytes(tensor)])
+            entries[key] = {**meta, "file": f"step-{step}/{name}", "offset": 0, "nbytes": size}
+            files[f"step-{step}/{name}"] = {"sha256": digest, "bytes": size}
+            written += size
+        offset = 0
+        layout = {}
+        for key, tensor in small.items():
+            size = tensor.numel() * tensor.element_size()
+            layout[key] = {
+                "dtype": str(tensor.dtype),
+                "shape": list(tensor.shape),
+                "file": f"step-{step}/{SMALL_FILE}",
+                "offset": offset,
+                "nbytes": size,
+            }
+            offset += size
+        digest, size = replica.write(
+            f"{staging}/{SMALL_FILE}", [tensor_bytes(t) for t in small.values()]
+        )
+        entries.update(layout)
+        files[f"step-{step}/{SMALL_FILE}"] = {"sha256": digest, "bytes": size}
+        return entries, files, written + size
+
+    def _prune(self) -> None:
+        """Keep the newest ``keep_latest_k`` steps and the full steps they build on."""
+        for replica in self.replicas:
+            steps = replica.steps()
+            keep = set(steps[: self.keep_latest_k])
+            keep |= {self._base_of(replica, s) for s in keep} - {None}  # type: ignore[arg-type]
+            for step in steps:
+                if step not in keep:
+                    replica.remove_step(step)
+                    self._bases_of.pop(step, None)
+
+    def _base_of(self, replica: Replica, step: int) -> int | None:
+        if step not in self._bases_of:
+            try:
+                where = f"{replica.url}/step-{step}"
+                manifest = unseal(replica.read(f"step-{step}/{MANIFEST}"), where)
+                self._bases_of[step] = manifest.get("base_step")
+            except (OSError, CheckpointError):
+                return None
+        return self._bases_of[step]
+
+    # ---- loading ------------------------------------------------------------------------
+
+    def load(
+        self, step: int = -1, template: Callable[[], dict[str, Any]] | None = None
+    ) -> Checkpoint | None:
+        """The newest intact checkpoint (or ``step``) from any replica; None when there is
+        none. Corrupt or partial copies are skipped. No ``template`` is needed: the manifest
+        holds the state's structure.
+
+        Raises:
+            NoIntactCheckpoint: when steps were committed but every copy is damaged.
+        """
+        self.wait()
+        problems: list[str] = []
+        for candidate in self._candidates(step):
+            for replica in self.replicas:
+                if candidate not in replica.steps():
+                    continue
+                try:
+                    checkpoint = self._read(replica, candidate)
+                except (
+                    CheckpointError,
+                    OSError,
+                    ValueError,
+                    KeyError,
+                    TypeError,
+                    IndexError,
+                    RuntimeError,
+                ) as exc:
+                    # damaged: the next older intact copy wins
+                    problems.append(_why_damaged(exc, replica.url, candidate))
+                    continue
+                # Later saves are incremental against this one only if it is full.
+                self._base = None
+                self._base_step = None
+                return checkpoint
+        if problems:
+            raise NoIntactCheckpoint([r.url for r in self.replicas], problems)
+        return None
+
+    def _candidates(self, step: int) -> Iterator[int]:
+        if step >= 0:
+            yield step
+            return
+        yield from sorted({s for r in self.replicas for s in r.steps()}, reverse=True)
+
+    def _read(self, replica: Replica, step: int) -> Checkpoint:
+        where = f"{replica.url}/step-{step}"
+        manifest = unseal(replica.read(f"step-{step}/{MANIFEST}"), where)
+        if manifest.get("format") != FORMAT_VERSION or manifest.get("step") != step:
+            raise CheckpointError(f"{where}: unknown manifest format or step")
+        contents = {}
+        for name, expected in manifest["files"].items():
+            data = replica.read(name)
+            if (
+                len(data) != expected["bytes"]
+                or hashlib.sha256(data).hexdigest() != expected["sha256"]
+            ):
+                raise CheckpointError(f"{replica.url}/{name}: checksum mismatch")
+            contents[name] = data
+        tensors = {}
+        for key, entry in manifest["tensors"].items():
+            data = contents[entry["file"]]
+            offset, nbytes = entry["offset"], entry["nbytes"]
+            if not (isinstance(offset, int) and isinstance(nbytes, int)) or not (
+                0 <= offset <= offset + nbytes <= len(data)
+            ):
+                raise CheckpointError(f"{where}: tensor {key} lies outside its file")
+            chunk = memoryview(data)[offset : offset + nbytes]
+            tensors[key] = tensor_from_bytes(chunk, entry["dtype"], entry["shape"])
+        return Checkpoint(
+            step=step, state=unflatten(manifest["skeleton"], tensors), url=replica.url
+        )
+
+    def steps(self) -> list[int]:
+        """Committed steps on any replica, newest first."""
+        return sorted({s for r in self.replicas for s in r.steps()}, reverse=True)
+
+    def close(self) -> None:
+        """Wait for the save in flight and release the staging buffers."""
+        if self._closed:
+            return
+        try:
+            self.wait()
+        finally:
+            self._closed = True
+            self._buffers.clear()
+
+
+def _why_damaged(exc: BaseException, url: str, step: int) -> str:
+    """What was wrong with the copy of ``step`` on replica ``url``, naming where (once)."""
+    text = str(exc) if isinstance(exc, CheckpointError) else f"{type(exc).__name__}: {exc}"
+    return text if text.startswith(url) else f"{url}/step-{step}: {text}"

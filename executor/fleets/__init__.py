@@ -1,0 +1,1 @@
+"""Fleets: many supervised jobs in priority tiers under one budget."""

@@ -1,0 +1,517 @@
+"""The cost ledger: every instance, preemption, notice, migration, lost work and checkpoint of a
+supervised job, written to the store as it happens (tables ``jobs`` and ``ledger``).
+
+Hours are the cloud's hours: under the local launcher's replayed traces they are trace hours
+(wall time × the replay's clock scale), so costs read as they would have on the real pools.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import logging
+import os
+import socket
+import time
+import uuid
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+import spotwise.executor.ledger.schema  # noqa: F401  (the store holds the executor's tables)
+from spotwise.executor.ledger.journal import (
+    ENTRY_COLUMNS,
+    JOB_COLUMNS,
+    Journal,
+    LedgerWrite,
+    Write,
+    apply_writes,
+    journal_path,
+    pending_writes,
+    replay_orphans,
+)
+from spotwise.policy.cost import StorageTerms
+from spotwise.pricing.errors import PricingError, StoreError
+from spotwise.pricing.operational import OperationalStore, open_operational
+
+log = logging.getLogger(__name__)
+
+
+def new_job_id() -> str:
+    """A new job's id: the one id of its ledger rows, log folder, cloud tags, S3 prefix and
+    secrets (minted once, before its launcher is built)."""
+    return uuid.uuid4().hex[:12]
+
+
+class EntryKind(enum.StrEnum):
+    """What a ledger entry records."""
+
+    LAUNCH = "launch"
+    """An instance started (its id in ``detail``); its ``instance`` entry follows at its end."""
+    INSTANCE = "instance"
+    NOTICE = "notice"
+    PREEMPTION = "preemption"
+    MIGRATION = "migration"
+    LOST_WORK = "lost_work"
+    CHECKPOINT = "checkpoint"
+    FAILURE = "failure"
+
+
+class JobStatus(enum.StrEnum):
+    """Where a supervised job stands."""
+
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    PRUNED = "pruned"
+    """Stopped for good by a sweep's pruner."""
+
+
+USD_PER_GB_MONTH = StorageTerms().usd_per_gb_month
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobInfo:
+    """What the ledger keeps about a job besides its entries."""
+
+    name: str
+    command: str
+    launcher: str
+    compute_hours: float
+    deadline_hours: float
+    on_demand_price: float
+    simulated: bool
+    """Run on a replayed market: its hours and dollars are simulated."""
+    simulation: str | None = None
+    """What the replay was and how fast it ran."""
+    checkpoint_usd_per_gb_month: float = USD_PER_GB_MONTH
+    prices: dict[str, Any] | None = None
+    """The job's price book (:class:`spotwise.executor.ledger.prices.PriceBook`), sources
+    included."""
+    sweep: str | None = None
+    """The sweep this job is a trial of (None: a job of its own)."""
+    trial: int | None = None
+    """The trial's number in its sweep (a retry keeps the number of the trial it retries)."""
+    fleet: str | None = None
+    """The fleet this job ran in (None: a job of its own)."""
+    tier: str | None = None
+    """Its priority tier in the fleet: high, normal or low."""
+
+
+class Ledger:
+    """Writes one job's entries to the store as they happen (opening it per write, so others
+    can use it in between).
+
+    A write the store cannot take at once (another process holds it, or it fails) waits, in
+    memory and in the job's pending journal (:mod:`spotwise.executor.ledger.journal`), and goes
+    in with the next write, or on :meth:`retry`, in order: the supervisor never stops or dies
+    for the store.
+    """
+
+    write_wait_s = 0.5
+    """How long one write waits for a busy store before it is kept pending."""
+    retry_every_s = 1.0
+
+    def __init__(self, store_path: Path, info: JobInfo, job_id: str | None = None) -> None:
+        self.store_path = store_path
+        self.job_id = job_id or new_job_id()
+        self._seq = 0
+        self._writes: list[LedgerWrite] = []
+        self._pending: list[LedgerWrite] = []
+        self._journaled = 0
+        self._journal = Journal(journal_path(store_path, self.job_id))
+        self._last_try = 0.0
+        self._busy_since: float | None = None
+        self._submit(
+            Write.START,
+            job_id=self.job_id,
+            name=info.name,
+            command=info.command,
+            launcher=info.launcher,
+            started=_now(),
+            status=JobStatus.RUNNING.value,
+            compute_hours=info.compute_hours,
+            deadline_hours=info.deadline_hours,
+            on_demand_price=info.on_demand_price,
+            checkpoint_usd_per_gb_month=info.checkpoint_usd_per_gb_month,
+            host=socket.gethostname(),
+            supervisor_pid=os.getpid(),
+            simulated=info.simulated,
+            prices=json.dumps(info.prices) if info.prices is not None else None,
+            simulation=info.simulation,
+            sweep=info.sweep,
+            trial=info.trial,
+            fleet=info.fleet,
+            tier=info.tier,
+        )
+
+    @property
+    def pending(self) -> int:
+        """Writes not yet in the store."""
+        return len(self._pending)
+
+    def record(
+        self,
+        kind: EntryKind,
+        *,
+        pool: str | None = None,
+        market: str | None = None,
+        hours: float | None = None,
+        price: float | None = None,
+        cost_usd: float | None = None,
+        nbytes: int | None = None,
+        detail: str | None = None,
+        on_demand_price: float | None = None,
+        node: str | None = None,
+    ) -> None:
+        """Append one entry (``on_demand_price``: the baseline's rate for its hours; ``node``:
+        which node of a multi-node job it is about)."""
+        self._seq += 1
+        self._submit(
+            Write.ENTRY,
+            job_id=self.job_id,
+            seq=self._seq,
+            ts=_now(),
+            kind=kind.value,
+            pool=pool,
+            market=market,
+            hours=hours,
+            price=price,
+            cost_usd=cost_usd,
+            bytes=nbytes,
+            detail=detail,
+            on_demand_price=on_demand_price,
+            node=node,
+        )
+
+    def running_in(self, process_group: int | None) -> None:
+        """Record the local process group the job's command runs in now (None: none here)."""
+        self._submit(Write.PROCESS_GROUP, worker_pgid=process_group, job_id=self.job_id)
+
+    def finish(self, status: JobStatus) -> None:
+        """Mark the job ``completed``, ``failed`` or ``cancelled``, with its end time, and wait
+        (up to the store's wait) for the pending writes to go in; what still cannot is left in
+        the journal, which any later ``spotwise jobs`` command or job writes."""
+        self._submit(Write.FINISH, ended=_now(), status=status.value, job_id=self.job_id)
+        if self._pending:
+            from spotwise.core.settings import current
+
+            self._flush(current().store_wait_s)
+        if self._pending:
+            log.warning(
+                "the store %s stayed busy: %d ledger writes of job %s are pending in %s; "
+                "`spotwise jobs show %s` writes them once it is free",
+                self.store_path,
+                len(self._pending),
+                self.job_id,
+                self._journal.path,
+                self.job_id,
+            )
+        self._journal.close()
+
+    def retry(self) -> None:
+        """Try the pending writes again, without waiting (at most once a second)."""
+        now = time.monotonic()
+        if self._pending and now - self._last_try >= self.retry_every_s:
+            self._flush(0.0)
+
+    def report(self) -> JobReport:
+        """The job's report from what this ledger wrote, whether or not the store has it yet."""
+        jobs, entries = _apply(_empty(JOB_FRAME_COLUMNS), _empty(ENTRY_COLUMNS), self._writes)
+        return _report(jobs.iloc[0], entries, pending=len(self._pending))
+
+    def _submit(self, write: Write, **values: Any) -> None:
+        item = LedgerWrite(write, values)
+        self._writes.append(item)
+        self._pending.append(item)
+        # a store already found busy is tried once, not waited for: the supervisor has a job
+        # to watch
+        self._flush(0.0 if self._busy_since is not None else self.write_wait_s)
+
+    def _flush(self, wait_s: float) -> None:
+        """Write the pending writes in one transaction, or keep them in the journal."""
+        self._last_try = time.monotonic()
+        try:
+            with open_operational(self.store_path, wait_s=wait_s) as store:
+                if self._writes[0] in self._pending:  # the job's first write: tidy up first
+                    replay_orphans(store)
+                apply_writes(store, self._pending)
+        except (PricingError, OSError) as exc:
+            self._keep(exc)
+            return
+        self._pending.clear()
+        self._journaled = 0
+        self._journal.discard()
+        if self._busy_since is not None:
+            log.warning(
+                "the ledger's pending writes are in the store (after %.0f s)",
+                time.monotonic() - self._busy_since,
+            )
+            self._busy_since = None
+
+    def _keep(self, exc: Exception) -> None:
+        if self._busy_since is None:
+            self._busy_since = time.monotonic()
+            log.warning(
+                "the ledger keeps writes in %s until the store is free: %s",
+                self._journal.path,
+                str(exc).splitlines()[0],
+            )
+        try:
+            self._journal.append(self._pending[self._journaled :])
+            self._journaled = len(self._pending)
+        except OSError as error:  # kept in memory still
+            log.error("cannot write the pending journal %s: %s", self._journal.path, error)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+JOB_FRAME_COLUMNS = (*JOB_COLUMNS, "ended", "worker_pgid")
+
+
+def _empty(columns: tuple[str, ...]) -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Series(dtype=object) for c in columns})
+
+
+def _apply(
+    jobs: pd.DataFrame, entries: pd.DataFrame, writes: list[LedgerWrite]
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The ``jobs`` and ``ledger`` rows with pending ``writes`` made, as the store will make
+    them (a job or entry already there is kept)."""
+    job_rows = {row["job_id"]: row for row in jobs.to_dict("records")}
+    entry_rows = entries.to_dict("records")
+    seen = {(row["job_id"], int(row["seq"])) for row in entry_rows}
+    for item in writes:
+        values, job = item.values, job_rows.get(item.job_id)
+        if item.write is Write.START and job is None:
+            job_rows[item.job_id] = {**values, "ended": None, "worker_pgid": None}
+        elif item.write is Write.ENTRY and (item.job_id, int(values["seq"])) not in seen:
+            entry_rows.append(values)
+            seen.add((item.job_id, int(values["seq"])))
+        elif item.write is Write.PROCESS_GROUP and job is not None:
+            job["worker_pgid"] = values["worker_pgid"]
+        elif item.write is Write.FINISH and job is not None:
+            job.update(ended=values["ended"], status=values["status"])
+    merged_jobs = pd.DataFrame(list(job_rows.values()), columns=list(JOB_FRAME_COLUMNS))
+    merged_entries = pd.DataFrame(entry_rows, columns=list(ENTRY_COLUMNS))
+    for column in ("hours", "price", "cost_usd", "bytes", "on_demand_price", "seq"):
+        merged_entries[column] = pd.to_numeric(merged_entries[column], errors="coerce")
+    for column in ("started", "ended"):
+        merged_jobs[column] = pd.to_datetime(merged_jobs[column], utc=True, format="ISO8601")
+    return merged_jobs, merged_entries.sort_values(["job_id", "seq"], ignore_index=True)
+
+
+def _frames(
+    store: OperationalStore, job_id: str | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, int]]:
+    """The store's ``jobs`` and ``ledger`` rows (of ``job_id``, or all) with the pending
+    journals' writes made, and the pending writes per job."""
+    where, params = (" WHERE job_id = ?", [job_id]) if job_id is not None else ("", [])
+    jobs = store.query(f"SELECT {', '.join(JOB_FRAME_COLUMNS)} FROM jobs{where}", params)
+    entries = store.query(f"SELECT {', '.join(ENTRY_COLUMNS)} FROM ledger{where}", params)
+    pending = pending_writes(store.path, job_id)
+    writes = [w for per_job in pending.values() for w in per_job]
+    jobs, entries = _apply(jobs, entries, writes)
+    return jobs, entries, {job: len(w) for job, w in pending.items()}
+
+
+def job_row(store: OperationalStore, job_id: str) -> dict[str, Any] | None:
+    """``job_id``'s row of ``jobs``, pending writes included (None: no such job)."""
+    jobs, _, _ = _frames(store, job_id)
+    if jobs.empty:
+        return None
+    return {k: None if pd.isna(v) else v for k, v in jobs.iloc[0].to_dict().items()}
+
+
+def list_jobs(store: OperationalStore) -> list[dict[str, Any]]:
+    """Every job with its status, cost so far, preemptions, migrations (moves, back to spot
+    among them), hours on on-demand and pending writes (newest first)."""
+    jobs, entries, pending = _frames(store)
+    kind = entries["kind"]
+    on_demand = (kind == EntryKind.INSTANCE) & (entries["market"] == "on-demand")
+    per_job = (
+        entries.assign(
+            cost_usd=entries["cost_usd"].where(kind == EntryKind.INSTANCE, 0.0),
+            preemptions=kind == EntryKind.PREEMPTION,
+            migrations=kind == EntryKind.MIGRATION,
+            on_demand_hours=entries["hours"].where(on_demand, 0.0).fillna(0.0),
+        )
+        .groupby("job_id")[["cost_usd", "preemptions", "migrations", "on_demand_hours"]]
+        .sum()
+    )
+    rows = []
+    for job in jobs.sort_values("started", ascending=False).itertuples():
+        sums = per_job.loc[job.job_id] if job.job_id in per_job.index else None
+        rows.append(
+            {
+                "job_id": str(job.job_id),
+                "name": str(job.name),
+                "launcher": str(job.launcher),
+                "status": str(job.status),
+                "sweep": None if pd.isna(job.sweep) else str(job.sweep),
+                "trial": None if pd.isna(job.trial) else int(job.trial),
+                "fleet": None if pd.isna(job.fleet) else str(job.fleet),
+                "tier": None if pd.isna(job.tier) else str(job.tier),
+                "simulated": bool(job.simulated) if not pd.isna(job.simulated) else False,
+                "started": job.started.to_pydatetime(),
+                "ended": None if pd.isna(job.ended) else job.ended.to_pydatetime(),
+                "cost_usd": float(sums["cost_usd"]) if sums is not None else 0.0,
+                "preemptions": int(sums["preemptions"]) if sums is not None else 0,
+                "migrations": int(sums["migrations"]) if sums is not None else 0,
+                "on_demand_hours": float(sums["on_demand_hours"]) if sums is not None else 0.0,
+                "pending": pending.get(str(job.job_id), 0),
+            }
+        )
+    return rows
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MarketUse:
+    """Hours and cost in one market (spot or on-demand)."""
+
+    hours: float
+    cost_usd: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CostBreakdown:
+    """The cost model's terms: compute, checkpoint storage and recovery (lost work)."""
+
+    compute: float
+    storage: float
+    recovery: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobReport:
+    """One job's cost so far against on-demand, and what happened to it."""
+
+    job_id: str
+    name: str
+    launcher: str
+    status: JobStatus
+    simulated: bool
+    """Hours and dollars of a replayed market, not a bill."""
+    simulation: str | None
+    """What the replay was and how fast it ran."""
+    cost_usd: float
+    hours_needed: float
+    """Instance hours less the work lost and redone: what the job took."""
+    on_demand_cost_usd: float
+    """The baseline: the hours needed, each at the on-demand price of the same instance type
+    in the region it ran in."""
+    savings_usd: float
+    savings_pct: float
+    prices: dict[str, Any] | None
+    """The job's price book with every price's source and time (None: a job from before)."""
+    breakdown: CostBreakdown
+    markets: dict[str, MarketUse]
+    instances: int
+    preemptions: int
+    notices: int
+    migrations: int
+    lost_work_hours: float
+    checkpoint_bytes: int
+    nodes: dict[str, dict[str, MarketUse]]
+    """A multi-node job's hours and cost per node and market (empty for one node)."""
+    entries: int
+    """Ledger entries (instances, notices, preemptions, ... each one)."""
+    pending_writes: int = 0
+    """Ledger writes not yet in the store (its supervisor waits for the store to be free)."""
+    sweep: str | None = None
+    """The sweep this job is a trial of (None: a job of its own)."""
+    trial: int | None = None
+    fleet: str | None = None
+    """The fleet this job ran in, and its tier there (None: a job of its own)."""
+    tier: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready values."""
+        return {**asdict(self), "status": self.status.value}
+
+
+def job_report(store: OperationalStore, job_id: str) -> JobReport:
+    """One job's cost so far, savings against on-demand and the cost model's breakdown
+    (pending writes included, and counted in ``pending_writes``).
+
+    Raises:
+        StoreError: for an unknown job (naming the known ones).
+    """
+    jobs, entries, pending = _frames(store, job_id)
+    if jobs.empty:
+        known = store.query("SELECT job_id FROM jobs ORDER BY started DESC LIMIT 5")["job_id"]
+        raise StoreError(f"no job {job_id!r} in the ledger; recent jobs: {list(known)}")
+    return _report(jobs.iloc[0], entries, pending=pending.get(job_id, 0))
+
+
+def _report(job: pd.Series, entries: pd.DataFrame, *, pending: int) -> JobReport:
+    """A job's report from its ``jobs`` row and its ``ledger`` entries."""
+    job_id = str(job.job_id)
+    instances = entries[entries.kind == EntryKind.INSTANCE]
+    by_market = {
+        str(market): MarketUse(
+            hours=round(float(group.hours.sum()), 4),
+            cost_usd=round(float(group.cost_usd.sum()), 4),
+        )
+        for market, group in instances.groupby("market")
+    }
+    nodes: dict[str, dict[str, MarketUse]] = {}
+    for (node, market), group in instances.dropna(subset=["node"]).groupby(["node", "market"]):
+        nodes.setdefault(str(node), {})[str(market)] = MarketUse(
+            hours=round(float(group.hours.sum()), 4),
+            cost_usd=round(float(group.cost_usd.sum()), 4),
+        )
+    lost = entries[entries.kind == EntryKind.LOST_WORK]
+    lost_hours = float(lost.hours.sum()) if not lost.empty else 0.0
+    recovery = float((lost.hours * lost.price).sum()) if not lost.empty else 0.0
+    checkpoint_bytes = int(entries[entries.kind == EntryKind.CHECKPOINT].bytes.sum())
+    storage = StorageTerms(
+        checkpoint_gb=checkpoint_bytes / 1e9,
+        usd_per_gb_month=float(job.checkpoint_usd_per_gb_month),
+    ).cost()
+    compute = float(instances.cost_usd.sum()) - recovery
+    rate = entries.on_demand_price.fillna(float(job.on_demand_price))
+    needed = float(instances.hours.sum()) - lost_hours
+    on_demand = float((instances.hours * rate[instances.index]).sum())
+    if not lost.empty:
+        on_demand -= float((lost.hours * rate[lost.index]).sum())
+    total = compute + recovery + storage
+    prices = job.get("prices")
+    return JobReport(
+        job_id=job_id,
+        name=str(job["name"]),
+        launcher=str(job.launcher),
+        status=JobStatus(job.status),
+        simulated=bool(job.simulated),
+        simulation=job.get("simulation") if isinstance(job.get("simulation"), str) else None,
+        cost_usd=round(total, 4),
+        hours_needed=round(needed, 4),
+        on_demand_cost_usd=round(on_demand, 4),
+        savings_usd=round(on_demand - total, 4),
+        savings_pct=round(100 * (1 - total / on_demand), 2) if on_demand > 0 else 0.0,
+        prices=json.loads(prices) if isinstance(prices, str) else None,
+        breakdown=CostBreakdown(
+            compute=round(compute, 4), storage=round(storage, 4), recovery=round(recovery, 4)
+        ),
+        markets=by_market,
+        # launched ones count from their launch: the running one has no ``instance`` entry yet
+        instances=max(len(instances), int((entries.kind == EntryKind.LAUNCH).sum())),
+        preemptions=int((entries.kind == EntryKind.PREEMPTION).sum()),
+        notices=int((entries.kind == EntryKind.NOTICE).sum()),
+        migrations=int((entries.kind == EntryKind.MIGRATION).sum()),
+        lost_work_hours=round(lost_hours, 4),
+        checkpoint_bytes=checkpoint_bytes,
+        nodes=nodes,
+        entries=len(entries),
+        pending_writes=pending,
+        sweep=None if pd.isna(job.get("sweep")) else str(job.get("sweep")),
+        trial=None if pd.isna(job.get("trial")) else int(job.get("trial")),
+        fleet=None if pd.isna(job.get("fleet")) else str(job.get("fleet")),
+        tier=None if pd.isna(job.get("tier")) else str(job.get("tier")),
+    )

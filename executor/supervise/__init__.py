@@ -1,0 +1,1 @@
+"""Supervision: the supervisor and its elastic and replay variants, the job log and cancellation."""

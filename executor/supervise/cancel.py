@@ -1,0 +1,116 @@
+"""Cancelling a supervised job from another process (``spotwise jobs cancel``).
+
+The job's supervisor is found by the host and pid the ledger recorded; SIGTERM makes it pass a
+notice to the job, wait for the checkpoint, stop the job and record ``cancelled``. A supervisor
+that is already gone (killed, machine restarted) left its job ``running``: that row is closed as
+``cancelled`` here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import time
+from pathlib import Path
+from typing import Any
+
+from spotwise.executor.errors import ExecutorError
+from spotwise.executor.ledger.journal import replay_orphans
+from spotwise.executor.ledger.ledger import job_row
+from spotwise.pricing.errors import StoreError
+from spotwise.pricing.operational import open_operational
+
+
+def _job(store_path: Path, job_id: str) -> dict[str, Any]:
+    """The job's row, its pending ledger writes included."""
+    with open_operational(store_path, read_only=True) as store:
+        row = job_row(store, job_id)
+    if row is None:
+        raise ExecutorError(f"no job {job_id!r} in the ledger; `spotwise jobs list` shows them")
+    return row
+
+
+def _stop_group(pgid: int, grace_s: float) -> bool:
+    """SIGTERM the process group (a notice: the guard checkpoints), SIGKILL what is left
+    after ``grace_s``; whether there was a group to stop."""
+    try:
+        os.killpg(pgid, signal.SIGTERM)
+    except ProcessLookupError:
+        return False
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        time.sleep(0.2)
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, signal.SIGKILL)
+    return True
+
+
+def supervisor_alive(pid: int) -> bool:
+    """Whether ``pid`` is a live Spotwise process on this machine (not a reused pid)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's live process: not ours to signal, see cancel_job
+    cmdline = Path(f"/proc/{pid}/cmdline")
+    if cmdline.exists():
+        return b"spotwise" in cmdline.read_bytes()
+    return True
+
+
+def cancel_job(
+    store_path: Path, job_id: str, *, wait_s: float = 60.0, grace_s: float = 30.0
+) -> str:
+    """Cancel a running job; returns how it ended. A job whose supervisor is gone has its
+    command's process group stopped here (``grace_s`` to checkpoint, then killed).
+
+    Raises:
+        ExecutorError: an unknown job, one that is not running, one supervised on another
+            machine, or a supervisor that did not stop within ``wait_s``.
+    """
+    job = _job(store_path, job_id)
+    status, host, pid, pgid = job["status"], job["host"], job["supervisor_pid"], job["worker_pgid"]
+    if status != "running":
+        raise ExecutorError(f"job {job_id} is {status}: nothing to cancel")
+    if host is not None and host != socket.gethostname():
+        raise ExecutorError(
+            f"job {job_id} is supervised on {host} (pid {pid}): run `spotwise jobs cancel` there"
+        )
+    if pid is None or not supervisor_alive(pid):
+        stopped = pgid is not None and _stop_group(pgid, grace_s)
+        with open_operational(store_path) as store:
+            replay_orphans(store)  # the dead supervisor's last writes go first
+            store.execute(
+                "UPDATE jobs SET status = 'cancelled', ended = now() "
+                "WHERE job_id = ? AND status = 'running'",
+                [job_id],
+            )
+        left = "; its command was stopped" if stopped else ""
+        return f"cancelled (its supervisor had already gone{left})"
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except PermissionError as exc:
+        raise ExecutorError(
+            f"job {job_id}'s supervisor (pid {pid}) belongs to another user: ask them, or "
+            "run this as that user"
+        ) from exc
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        try:
+            status = _job(store_path, job_id)["status"]
+        except StoreError:
+            continue  # the supervisor is writing its last entries
+        if status != "running":
+            return status
+    raise ExecutorError(
+        f"job {job_id}'s supervisor (pid {pid}) got SIGTERM but is still running after "
+        f"{wait_s:.0f} s; wait for its grace to end, or `kill -INT {pid}` to stop it now"
+    )

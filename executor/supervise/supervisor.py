@@ -1,0 +1,661 @@
+"""The supervisor: runs a training command to completion across preemptions.
+
+It asks the policy where to run, launches the command there, forwards preemption notices,
+and when the command exits with the preempted code asks again and relaunches (same pool,
+another pool, or on-demand). It moves proactively when the risk forecast for the current pool
+crosses ``migrate_risk`` and a safer pool is free, falls back to on-demand for good after
+``on_demand_after`` preemptions; on on-demand it asks the policy every ``spot_check_s``
+whether it would run on spot now, and if so the job checkpoints, the on-demand instance is
+released and the job goes back to spot. It stops with a clear error on exits that are not
+preemptions once ``max_failures`` is reached. A command that stops stepping for
+``stall_timeout_s`` is killed and counts as a failure (it resumes from its checkpoint). SIGTERM
+or SIGINT to the supervisor passes a notice to the job, gives it ``cancel_grace_s`` to
+checkpoint, stops it and records the job ``cancelled``. Every instance, notice, preemption,
+migration and lost hour goes to the ledger, and the job never stays ``running`` after the
+supervisor returns.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import os
+import signal
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+
+import numpy as np
+
+from spotwise.core.clock import SYSTEM_CLOCK, Clock
+from spotwise.core.progress import Progress, silent
+from spotwise.executor.errors import (
+    PREEMPTED_EXIT_CODE,
+    Cancelled,
+    ExecutorError,
+    LaunchError,
+    NoCapacity,
+    Stopped,
+)
+from spotwise.executor.launchers.base import Instance, Launcher, Placement, Preemption
+from spotwise.executor.ledger.ledger import EntryKind, JobStatus, Ledger
+from spotwise.executor.ledger.prices import PriceBook
+from spotwise.executor.supervise.job_log import JobLog
+from spotwise.policy.client import PolicyClient
+from spotwise.policy.errors import PolicyError
+from spotwise.policy.schemas import Decision, DecisionRequest, IdleState, JobTerms, PoolNow
+
+ClientFor = Callable[[np.ndarray, int, tuple[str, ...]], PolicyClient]
+"""Builds a policy client over the availability history so far (pools × ticks, gap seconds)."""
+EventWatcher = Callable[[dict[str, object]], bool]
+"""Sees each JSON event the command prints as it comes; True stops the job for good (a
+sweep's pruner)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SupervisorConfig:
+    """How the supervisor runs a job."""
+
+    job: JobTerms
+    policy: str = "best"
+    lead_s: float = 2.0
+    """Wall seconds between a notice and the preemption (the cloud's 30 s – 2 min, scaled),
+    for launchers that know a preemption is coming (a replay)."""
+    grace_s: float = 5.0
+    """Wall seconds after the preemption before the instance is killed."""
+    on_demand_after: int = 3
+    migrate_risk: float = 0.5
+    """Move when P(preempted within 60 min) of the current pool exceeds this (1 = never)."""
+    max_failures: int = 2
+    poll_s: float = 0.02
+    no_capacity_s: float = 60.0
+    """Wall seconds a pool that refused a launch is left alone."""
+    waiting_report_s: float | None = 60.0
+    """Wall seconds between lines saying what the job waits for while its instance has sent
+    no output yet (a cloud instance booting; None: say nothing)."""
+    ckpt_dirs: tuple[Path, ...] = ()
+    """Local checkpoint folders whose size is reported to the ledger at the end."""
+    stall_timeout_s: float | None = 600.0
+    """Wall seconds without a step heartbeat (or a first one) before a job counts as hung
+    (None = never)."""
+    cancel_grace_s: float = 30.0
+    """Wall seconds a cancelled job gets to checkpoint and leave before it is killed."""
+    drill_after_s: float | None = None
+    """A drill: wall seconds after an instance's command starts at which it gets a preemption
+    notice through the same path a cloud's takes (None: no drill)."""
+    drill_every: bool = False
+    """Drill every instance (else only the first)."""
+    prices: PriceBook | None = None
+    """What each pool and on-demand cost, with their sources (None: the job's terms, labelled
+    as reference prices)."""
+    spot_check_s: float | None = 60.0
+    """Wall seconds between asks, while on on-demand, whether the policy would run on spot
+    now; when it would, the job checkpoints, the on-demand instance is released and the job
+    goes back to spot (None: stay on on-demand to the end)."""
+    guard_wait_s: float | None = 60.0
+    """Wall seconds a local command may run before it has started a guard; past them (or at
+    its end, on any launcher) the job is warned once that drills, replayed preemptions and
+    migration cannot act on it (None: never warn)."""
+
+
+class Outcome(enum.StrEnum):
+    """How one instance of the job ended."""
+
+    DONE = "done"
+    PREEMPTED = "preempted"
+    MIGRATED = "migrated"
+    FAILED = "failed"
+    STALLED = "stalled"
+    CANCELLED = "cancelled"
+    STOPPED = "stopped"
+
+
+@dataclass(slots=True)
+class RunReport:
+    """How the supervised run went."""
+
+    completed: bool = False
+    preemptions: int = 0
+    migrations: int = 0
+    failures: int = 0
+    instances: int = 0
+    cost_usd: float = 0.0
+    progress_hours: float = 0.0
+    lost_hours: float = 0.0
+    steps_lost: int = 0
+    """Training steps done again after a relaunch: those past the checkpoint it resumed from
+    (0 when every stop had its notice)."""
+    placements: list[str] = field(default_factory=list)
+    events: list[dict[str, object]] = field(default_factory=list)
+
+
+@contextlib.contextmanager
+def cancel_on_signals(cancel: Callable[[int], None]) -> Iterator[None]:
+    """SIGTERM and SIGINT call ``cancel`` while the job runs (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, _: FrameType | None) -> None:
+        cancel(signum)
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for s, old in previous.items():
+            signal.signal(s, old)
+
+
+class Supervisor:
+    """Runs one command to completion on a launcher, guided by a policy client."""
+
+    def __init__(
+        self,
+        launcher: Launcher,
+        client_for: ClientFor,
+        config: SupervisorConfig,
+        ledger: Ledger,
+        progress: Progress = silent,
+        clock: Clock = SYSTEM_CLOCK,
+        log: JobLog | None = None,
+        on_event: EventWatcher | None = None,
+    ) -> None:
+        self.launcher, self.client_for, self.config = launcher, client_for, config
+        self.log = log
+        self.on_event = on_event
+        self._reached_step = 0
+        """The furthest training step any instance of the job reached."""
+        """Where the command's output goes, per instance (None: the launcher's default)."""
+        self.ledger, self.progress, self.clock = ledger, progress, clock
+        self.report = RunReport()
+        self._taken_until_hours: dict[str, float] = {}
+        """Pools under a preemption notice, until (launcher hours) the provider takes them."""
+        self._refused_until: dict[str, float] = {}
+        """Pools that refused a launch, left alone until this (``clock.monotonic``)."""
+        self._seen: dict[str, tuple[bool, float]] = {}
+        """Blind (a cloud): each pool's availability as a launch last showed it, and when
+        (launcher hours)."""
+        self._asked: list[str] = []
+        """The rest of the pools the last launch request named, tried in order."""
+        self._cached_client: tuple[tuple[object, ...], PolicyClient] | None = None
+        self._cancel: int | None = None
+        """The signal that asked the supervisor to stop, once one has."""
+        self._instance: Instance | None = None
+        self._drills = 0
+        """Preemption drills sent so far."""
+        self._warned_unguarded = False
+        """Whether the job was told that its command has not started a guard."""
+        self._told_no_advice = False
+        """Whether the job was told that the policy gave no advice in time."""
+        job = config.job
+        self.prices = config.prices or PriceBook.flat(
+            launcher.pools, job.spot_price, job.on_demand_price
+        )
+
+    def cancel(self, signum: int = signal.SIGTERM) -> None:
+        """Stop the job: a notice now, a kill after ``cancel_grace_s`` (a second call: now)."""
+        if self._cancel is not None and self._instance is not None:
+            self._instance.kill()
+        self._cancel = signum
+
+    def _client(self) -> PolicyClient:
+        """The policy client over the history so far, built again only when it has grown."""
+        history, gap = self.launcher.history()
+        key = (history.shape, gap)
+        if self._cached_client is None or self._cached_client[0] != key:
+            self._cached_client = (key, self.client_for(history, gap, self.launcher.pools))
+        return self._cached_client[1]
+
+    def _place(self, client: PolicyClient, avoid: str | None) -> Placement | None:
+        """Where to run next (None = wait), from the policy or the on-demand fallback."""
+        if self.report.preemptions >= self.config.on_demand_after:
+            return self._on_demand()
+        if self._asked:  # the launch request names more pools: try the next one
+            return self._spot(self._asked.pop(0))
+        decision = self._decide(
+            client,
+            avoid,
+            IdleState(
+                elapsed_hours=self.launcher.now_hours(),
+                progress_hours=min(self.report.progress_hours, self.config.job.compute_hours),
+            ),
+        )
+        if decision.action == "wait":
+            return None
+        if decision.action == "on-demand":
+            return self._on_demand()
+        self._asked = [p for p in decision.request_pools if p != decision.pool]
+        return self._spot(str(decision.pool))
+
+    def _decide(self, client: PolicyClient, avoid: str | None, state: IdleState) -> Decision:
+        """The policy's next action for a job in ``state``, shown each pool as the launcher
+        shows it (a cloud: as the job's launches last saw it), less refused and taken ones."""
+        now, hours = self.clock.monotonic(), self.launcher.now_hours()
+        blind = self.launcher.observe != "all"
+        shown = self.launcher.available() if not blind else dict.fromkeys(self.launcher.pools, True)
+        pools = {}
+        for p, up in shown.items():
+            usable = (
+                up
+                and p != avoid
+                and self._refused_until.get(p, 0.0) <= now
+                and self._taken_until_hours.get(p, 0.0) <= hours
+            )
+            if not blind:
+                pools[p] = PoolNow(available=usable)
+            elif p in self._seen:
+                seen_up, at = self._seen[p]
+                ago = max(0.0, (hours - at) * 60)
+                pools[p] = PoolNow(available=seen_up and usable, seen_minutes_ago=ago)
+            else:
+                pools[p] = PoolNow(available=usable, seen_minutes_ago=None if usable else 0.0)
+        return client.decide(
+            DecisionRequest(
+                policy=self.config.policy,
+                job=self.config.job,
+                state=state,
+                pools=pools,
+                observe="probe" if blind else "all",
+            )
+        )
+
+    def _spot_is_back(self, instance: Instance) -> bool:
+        """On on-demand: whether the policy would move the job to spot now (never once the
+        job has fallen back to on-demand for good)."""
+        if self.report.preemptions >= self.config.on_demand_after:
+            return False
+        job = self.config.job
+        first = next((e for e in instance.events if e.get("event") == "first_step"), None)
+        now = self.launcher.now_hours()
+        running = now - float(str(first["cloud_hours"])) if first else 0.0
+        state = IdleState(
+            elapsed_hours=now,
+            progress_hours=min(self.report.progress_hours + running, job.compute_hours),
+            instance="on-demand",
+        )
+        try:
+            return self._decide(self._client(), None, state).action == "spot"
+        except PolicyError as exc:  # no answer now: stay on on-demand, ask again later
+            self._advice_missing(exc)
+            return False
+
+    def _spot(self, pool: str) -> Placement:
+        return Placement(market="spot", pool=pool, price=self.prices.spot_quote(pool).usd_per_hour)
+
+    def _on_demand(self) -> Placement:
+        return Placement(
+            market="on-demand", pool=None, price=self.prices.on_demand_quote().usd_per_hour
+        )
+
+    def _saw(self, pool: str | None, up: bool) -> None:
+        """Remember what a launch or a preemption showed of ``pool``, as of now."""
+        if pool:
+            self._seen[pool] = (up, self.launcher.now_hours())
+
+    def run(self, command: Sequence[str]) -> RunReport:
+        """Run ``command`` until it completes; the job is never left ``running``.
+
+        Raises:
+            ExecutorError: after ``max_failures`` exits that were not preemptions, or when the
+                command cannot be started.
+            Cancelled: on SIGTERM/SIGINT (or :meth:`cancel`), after the job had its grace.
+        """
+        try:
+            with cancel_on_signals(self.cancel):
+                self._run(command)
+        except Cancelled:
+            self.ledger.finish(JobStatus.CANCELLED)
+            raise
+        except Stopped:
+            self.ledger.finish(JobStatus.PRUNED)
+            raise
+        except BaseException:
+            if self._instance is not None:
+                self._instance.terminate()
+            self.ledger.finish(JobStatus.FAILED)
+            raise
+        self.ledger.finish(JobStatus.COMPLETED)
+        return self.report
+
+    def _check_cancelled(self) -> None:
+        if self._cancel is not None:
+            name = signal.Signals(self._cancel).name
+            raise Cancelled(
+                f"cancelled by {name}: the job was stopped", self._cancel, self.ledger.job_id
+            )
+
+    def _run(self, command: Sequence[str]) -> None:
+        avoid: str | None = None
+        env = dict(os.environ)
+        while True:
+            self._check_cancelled()
+            placement = self._place(self._client(), avoid)
+            avoid = None
+            if placement is None:
+                self.launcher.wait(self.config.poll_s * 5)
+                continue
+            env.update(SPOTWISE_POOL=placement.pool or "", SPOTWISE_MARKET=placement.market)
+            self.progress(f"launching on {placement.describe()}")
+            try:
+                sink = self.log.for_instance(placement) if self.log else None
+                instance = self.launcher.launch(placement, command, env, sink)
+            except NoCapacity as exc:
+                self.progress(f"no capacity ({exc}): choosing again")
+                self._refused_until[placement.pool or ""] = (
+                    self.clock.monotonic() + self.config.no_capacity_s
+                )
+                self._saw(placement.pool, False)
+                continue
+            except LaunchError as exc:
+                self.ledger.record(EntryKind.FAILURE, pool=placement.pool, detail=str(exc))
+                raise
+            self._instance = instance
+            self._launched(instance)
+            self._asked = []
+            self._saw(placement.pool, True)
+            self.ledger.running_in(instance.process_group())
+            self.report.instances += 1
+            self.report.placements.append(placement.describe())
+            outcome, code = self._watch(instance)
+            self._instance = None
+            self._account(instance, outcome, code)
+            if outcome is Outcome.CANCELLED:
+                self._check_cancelled()
+            if outcome is Outcome.STOPPED:
+                raise Stopped(
+                    "stopped by its watcher (pruned): the instance was ended", self.ledger.job_id
+                )
+            if outcome is Outcome.DONE:
+                self.report.completed = True
+                break
+            if outcome is Outcome.MIGRATED:
+                self.report.migrations += 1
+                avoid = placement.pool
+                self.ledger.record(
+                    EntryKind.MIGRATION, pool=placement.pool, market=placement.market
+                )
+                if placement.market == "on-demand":
+                    self.progress("left on-demand for spot: the on-demand instance is released")
+                else:
+                    self.progress(f"moved off {placement.pool}: its risk forecast crossed the bar")
+            elif outcome is Outcome.PREEMPTED:
+                self.report.preemptions += 1
+                self._saw(placement.pool, False)
+                self.ledger.record(
+                    EntryKind.PREEMPTION, pool=placement.pool, market=placement.market
+                )
+                self.progress(f"preempted on {placement.describe()}")
+            else:
+                self.report.failures += 1
+                why = (
+                    f"no step heartbeat for {self.config.stall_timeout_s:.0f} s (hung; "
+                    "--stall-timeout)"
+                    if outcome is Outcome.STALLED
+                    else f"exit code {code}"
+                )
+                self.ledger.record(EntryKind.FAILURE, pool=placement.pool, detail=why)
+                if self.report.failures >= self.config.max_failures:
+                    raise ExecutorError(
+                        f"{command[0]}: {why} (not a preemption), {self.report.failures} "
+                        "times; fix the job and run again"
+                    )
+                self.progress(f"{why} (not a preemption): relaunching from its checkpoint")
+        for folder in self.config.ckpt_dirs:
+            size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+            self.ledger.record(EntryKind.CHECKPOINT, nbytes=size, detail=str(folder))
+
+    def _watch(self, instance: Instance) -> tuple[Outcome, int]:
+        """Follow one instance to its end: forward notices, move on high risk, stop it when
+        it hangs or the supervisor is cancelled."""
+        noticed = migrating = killed = stalled = stopped = False
+        kill_at = cancel_kill_at = started_at = None
+        watched = 0
+        drill = started = False
+        launched_at = next_risk_check = self.clock.monotonic()
+        pool = instance.placement.pool
+        spot_check_s = self.config.spot_check_s
+        on_demand = instance.placement.market == "on-demand" and spot_check_s is not None
+        next_spot_check = next_risk_check + (spot_check_s or 0.0)
+        stall_s = self.config.stall_timeout_s
+        waiting_since = self.clock.monotonic()
+        next_waiting = waiting_since + (self.config.waiting_report_s or float("inf"))
+        while (code := instance.poll()) is None:
+            now = self.clock.monotonic()
+            if now >= next_waiting:
+                next_waiting = self._say_waiting(instance, waiting_since, now)
+            if self._cancel is not None:
+                if cancel_kill_at is None:
+                    cancel_kill_at = now + self.config.cancel_grace_s
+                    if not noticed and not migrating:
+                        instance.notice()
+                    self.progress("cancelling: the job has its grace to checkpoint")
+                if not killed and now >= cancel_kill_at:
+                    instance.kill()
+                    killed = True
+                self.clock.sleep(self.config.poll_s)
+                continue
+            if self.on_event is not None and not killed:
+                fresh, watched = instance.events[watched:], len(instance.events)
+                if any(self.on_event(event) for event in fresh):
+                    instance.kill()
+                    killed = stopped = True
+            if stall_s is not None and not (noticed or migrating or killed):
+                quiet = instance.quiet_s()
+                if quiet is not None and quiet > stall_s:
+                    instance.kill()
+                    killed = stalled = True
+            started = started or self._guard_started(instance)
+            if started and started_at is None:
+                started_at = now
+            if not started and self._unguarded_too_long(instance, now - launched_at):
+                self._warn_unguarded(ended=False)
+            coming = self.launcher.preemption(instance) if started and not noticed else None
+            if (
+                started_at is not None
+                and not (noticed or migrating)
+                and self._drill_due(now - started_at)
+            ):
+                self._drills += 1
+                self.progress(f"drill: a preemption notice to the job now ({self._drills})")
+                coming = Preemption(in_s=self.config.lead_s, at_hours=self.launcher.now_hours())
+                drill = True
+            if coming is not None and coming.in_s <= self.config.lead_s:
+                if not migrating:  # a moving instance has had its notice: one is enough
+                    instance.notice()
+                noticed = True
+                kill_at = now + max(coming.in_s, 0.0) + self.config.grace_s
+                if pool and not drill:  # a drill does not take the pool back
+                    self._taken_until_hours[pool] = coming.at_hours
+                self.ledger.record(
+                    EntryKind.NOTICE,
+                    pool=pool,
+                    market=instance.placement.market,
+                    detail="drill (--preempt-after)" if drill else None,
+                )
+            if kill_at is not None and not killed and now >= kill_at:
+                instance.kill()
+                killed = True
+            self.ledger.retry()
+            if started and pool and not noticed and not migrating and now >= next_risk_check:
+                next_risk_check = now + max(self.config.poll_s * 10, 0.2)
+                if self._should_move(pool):
+                    instance.notice()
+                    migrating = True
+            if started and on_demand and not (noticed or migrating) and now >= next_spot_check:
+                next_spot_check = now + (spot_check_s or 0.0)
+                if self._spot_is_back(instance):
+                    self.progress("spot is back: checkpointing to leave on-demand")
+                    instance.notice()
+                    migrating = True
+            self.clock.sleep(self.config.poll_s)
+        # (a command that failed, or was stopped, has more to fix first)
+        ended = code in (0, PREEMPTED_EXIT_CODE) and not (stopped or killed or cancel_kill_at)
+        if ended and not started and not self._guard_started(instance):
+            self._warn_unguarded(ended=True)
+        instance.terminate()
+        if stopped:
+            return Outcome.STOPPED, code
+        if cancel_kill_at is not None:
+            return Outcome.CANCELLED, code
+        if stalled:
+            return Outcome.STALLED, code
+        if code == 0:
+            return Outcome.DONE, code
+        # A move that got out before the kill is a move, even if the pool's own notice came
+        # while it was checkpointing.
+        if migrating and not killed and code == PREEMPTED_EXIT_CODE:
+            return Outcome.MIGRATED, code
+        if code == PREEMPTED_EXIT_CODE or killed or (noticed and code < 0):
+            return Outcome.PREEMPTED, code
+        return Outcome.FAILED, code
+
+    @staticmethod
+    def _guard_started(instance: Instance) -> bool:
+        """Whether the command on ``instance`` has started a guard: its ``fresh``/``resumed``
+        event, or what the launcher can see besides (a local guard's first heartbeat)."""
+        if any(e.get("event") in ("fresh", "resumed") for e in instance.events):
+            return True
+        seen = getattr(instance, "guard_started", None)
+        return bool(seen()) if callable(seen) else False
+
+    def _unguarded_too_long(self, instance: Instance, running_s: float) -> bool:
+        """Whether a command that has not started a guard has run past ``guard_wait_s`` (on
+        this machine only: a cloud instance's boot is not its command's run time, and there
+        only its end tells)."""
+        wait = self.config.guard_wait_s
+        return wait is not None and running_s >= wait and instance.process_group() is not None
+
+    def _warn_unguarded(self, *, ended: bool) -> None:
+        """Tell the job, once, that its command has not started a guard (or ``ended``
+        without one)."""
+        wait = self.config.guard_wait_s
+        if self._warned_unguarded or wait is None:
+            return
+        self._warned_unguarded = True
+        guard = "a guard (spotwise.executor.guard)"
+        self.progress(
+            f"the command ended without starting {guard}: drills, replayed preemptions and "
+            "migration could not act on it"
+            if ended
+            else f"the command has not started {guard} in its first {wait:g} s: drills, "
+            "replayed preemptions and migration cannot act on it"
+        )
+
+    def _launched(self, instance: Instance) -> None:
+        """Record a started instance: in the ledger (so ``jobs show`` counts it while it runs)
+        and in the job's log (so ``jobs logs`` names it)."""
+        name = getattr(instance, "instance_id", None)
+        placement = instance.placement
+        self.ledger.record(
+            EntryKind.LAUNCH, pool=placement.pool, market=placement.market, detail=name
+        )
+        if self.log is not None:
+            self.log.launched(name)
+
+    def _say_waiting(self, instance: Instance, since: float, now: float) -> float:
+        """Say what the job waits for while ``instance`` has sent no output (a cloud
+        instance's :meth:`waiting`), every ``waiting_report_s``; when to look again."""
+        every = self.config.waiting_report_s
+        waiting = getattr(instance, "waiting", None)
+        if every is None or not callable(waiting):
+            return float("inf")
+        if line := waiting(now - since):
+            self.progress(line)
+        return now + every
+
+    def _drill_due(self, running_s: float) -> bool:
+        """Whether the drill's notice is due for an instance whose command has run this long."""
+        after = self.config.drill_after_s
+        if after is None or (self._drills and not self.config.drill_every):
+            return False
+        return running_s >= after
+
+    def _should_move(self, pool: str) -> bool:
+        """The current pool's 60-minute risk is above the bar and a free pool is half as risky."""
+        if self.config.migrate_risk >= 1.0:
+            return False
+        client = self._client()
+        try:
+            risk = client.forecast(pool).preemption_probability_60min
+            if risk is None or risk <= self.config.migrate_risk:
+                return False
+            for other, up in self.launcher.available().items():
+                if up and other != pool:
+                    alt = client.forecast(other).preemption_probability_60min
+                    if alt is not None and alt < risk / 2:
+                        return True
+        except PolicyError as exc:  # no forecast now: no move, and the job runs on
+            self._advice_missing(exc)
+        return False
+
+    def _advice_missing(self, exc: PolicyError) -> None:
+        """Say once a run that the policy gave no advice (a move, a return to spot) in time."""
+        if not self._told_no_advice:
+            self._told_no_advice = True
+            self.progress(f"the policy gave no advice in time ({exc}); the job runs on as it is")
+
+    def _account(self, instance: Instance, outcome: Outcome, code: int | None = None) -> None:
+        """Bill the instance and credit its productive time (none if it was killed): from its
+        first step (or, for a command that does not say, the guard's start) to its end."""
+        end = self.launcher.now_hours()
+        hours = end - instance.started_hours
+        placement = instance.placement
+        cost = hours * placement.price
+        self.report.cost_usd += cost
+        baseline = self.prices.on_demand_quote(placement.pool).usd_per_hour
+        self.ledger.record(
+            EntryKind.INSTANCE,
+            pool=placement.pool,
+            market=placement.market,
+            hours=hours,
+            price=placement.price,
+            cost_usd=cost,
+            on_demand_price=baseline,
+        )
+        self._count_steps(instance)
+        first = next((e for e in instance.events if e.get("event") == "first_step"), None)
+        first = first or next(
+            (e for e in instance.events if e.get("event") in ("fresh", "resumed")), None
+        )
+        clean = any(e.get("event") in ("done", "preempted") for e in instance.events) or (
+            # a command that does not say how it ended (a stranger's script under the guard):
+            # its exit 0 or preempted code came after the guard's last checkpoint
+            code in (0, PREEMPTED_EXIT_CODE)
+            and outcome in (Outcome.DONE, Outcome.PREEMPTED, Outcome.MIGRATED)
+        )
+        self.report.events.extend(instance.events)
+        if not instance.events:  # a remote instance: its exit code is all there is
+            first = {"cloud_hours": instance.started_hours}
+            clean = outcome in (Outcome.DONE, Outcome.PREEMPTED, Outcome.MIGRATED)
+        if first is None:
+            return
+        productive = end - float(str(first["cloud_hours"]))
+        if clean:
+            self.report.progress_hours += productive
+        else:
+            self.report.lost_hours += productive
+            self.ledger.record(
+                EntryKind.LOST_WORK,
+                pool=placement.pool,
+                hours=productive,
+                price=placement.price,
+                on_demand_price=baseline,
+            )
+
+    def _count_steps(self, instance: Instance) -> None:
+        """Steps this instance did again (past what the job had reached before its resume
+        point), and the furthest step it reached (its ``preempted``/``done`` step, else the
+        guard's heartbeat)."""
+        steps = {e.get("event"): e.get("step") for e in instance.events}
+        start = steps.get("resumed", steps.get("fresh"))
+        if not isinstance(start, int):
+            return
+        self.report.steps_lost += max(0, self._reached_step - start)
+        end = steps.get("done", steps.get("preempted"))
+        if not isinstance(end, int):
+            taken = getattr(instance, "steps_taken", None)
+            end = start + taken() if callable(taken) else start
+        self._reached_step = max(self._reached_step, end)

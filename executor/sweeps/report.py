@@ -1,0 +1,185 @@
+"""A sweep's account: each trial's params, state and value from the study, and its cost from
+the ledger (every attempt's job: hours per market, preemptions, steps lost, savings against the
+same hours on on-demand)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import optuna
+from optuna.trial import TrialState
+
+from spotwise.executor.errors import ExecutorError
+from spotwise.executor.sweeps.sweep import ONE_TRIAL_ATTEMPTS, original_number, storage_url
+from spotwise.pricing.errors import PricingError
+
+if TYPE_CHECKING:
+    from spotwise.pricing.operational import OperationalStore
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TrialCost:
+    """One trial (all its attempts): how it ended and what it cost."""
+
+    trial: int
+    params: dict[str, Any]
+    state: str
+    value: float | None
+    attempts: int
+    jobs: list[str]
+    cost_usd: float
+    on_demand_cost_usd: float
+    hours: dict[str, float]
+    """Instance hours per market (spot, on-demand)."""
+    preemptions: int
+    steps_lost: int
+    simulated: bool
+    why: str | None = None
+    """Why its last attempt failed (None: it did not)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SweepReport:
+    """The sweep: its trials and their totals."""
+
+    sweep: str
+    direction: str
+    queue: bool
+    trials: list[TrialCost]
+    completed: int
+    pruned: int
+    failed: int
+    cost_usd: float
+    on_demand_cost_usd: float
+    savings_pct: float
+    simulated: bool
+    best: dict[str, Any] | None
+    prices: list[str] = field(default_factory=list)
+    """Every distinct price the trials used, with its source and time."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def sweep_report(storage: str, name: str, store_path: Path) -> SweepReport:
+    """The sweep ``name`` of ``storage`` with its ledger's costs.
+
+    Raises:
+        ExecutorError: no such sweep in that storage (naming the ones there).
+    """
+    from spotwise.executor.ledger.ledger import job_report
+    from spotwise.pricing.operational import open_operational
+    from spotwise.pricing.quotes import Quote
+
+    try:
+        study = optuna.load_study(study_name=name, storage=storage_url(storage))
+    except KeyError:
+        names = [s.study_name for s in optuna.get_all_study_summaries(storage_url(storage))]
+        raise ExecutorError(
+            f"no sweep {name!r} in {storage.split('@')[-1]!r}; it holds {names}"
+        ) from None
+    chains: dict[int, list[optuna.trial.FrozenTrial]] = defaultdict(list)
+    for t in study.get_trials(deepcopy=False):
+        chains[original_number(t)].append(t)
+    rows, prices = [], set()
+    with open_operational(store_path, read_only=True) as store:
+        for number, attempts in sorted(chains.items()):
+            last = attempts[-1]
+            jobs = list(last.user_attrs.get(ONE_TRIAL_ATTEMPTS, []))
+            reports = []
+            for job_id in jobs:
+                try:
+                    reports.append(job_report(store, job_id))
+                except PricingError:  # an attempt that died before the ledger had it
+                    continue
+            hours: dict[str, float] = defaultdict(float)
+            for r in reports:
+                for market, use in r.markets.items():
+                    hours[market] += use.hours
+                for kind, by_place in (r.prices or {}).items():
+                    if kind in ("spot", "on_demand"):
+                        for place, quote in by_place.items():
+                            prices.add(
+                                f"{kind} {place or 'every pool'}: {Quote(**quote).describe()}"
+                            )
+            rows.append(
+                TrialCost(
+                    trial=number,
+                    params=dict(last.params),
+                    state=last.state.name.lower(),
+                    value=last.value if last.state is TrialState.COMPLETE else None,
+                    attempts=len(attempts),
+                    jobs=jobs,
+                    cost_usd=round(sum(r.cost_usd for r in reports), 4),
+                    on_demand_cost_usd=round(sum(r.on_demand_cost_usd for r in reports), 4),
+                    hours={k: round(v, 4) for k, v in hours.items()},
+                    preemptions=sum(r.preemptions for r in reports),
+                    steps_lost=sum(int(t.user_attrs.get("steps_lost", 0)) for t in attempts),
+                    simulated=any(r.simulated for r in reports),
+                    why=str(last.user_attrs["why"])
+                    if last.state is TrialState.FAIL and last.user_attrs.get("why")
+                    else None,
+                )
+            )
+    cost = sum(r.cost_usd for r in rows)
+    on_demand = sum(r.on_demand_cost_usd for r in rows)
+    queue = bool(study.user_attrs.get("queue", False))
+    complete = [r for r in rows if r.state == "complete" and r.value is not None]
+    best = None
+    if complete and not queue:
+        pick = min if study.direction.name == "MINIMIZE" else max
+        top = pick(complete, key=lambda r: r.value or 0.0)
+        best = {"trial": top.trial, "params": top.params, "value": top.value}
+    return SweepReport(
+        sweep=name,
+        direction=study.direction.name.lower(),
+        queue=queue,
+        trials=rows,
+        completed=sum(r.state == "complete" for r in rows),
+        pruned=sum(r.state == "pruned" for r in rows),
+        failed=sum(r.state == "fail" for r in rows),
+        cost_usd=round(cost, 4),
+        on_demand_cost_usd=round(on_demand, 4),
+        savings_pct=round(100 * (1 - cost / on_demand), 2) if on_demand > 0 else 0.0,
+        simulated=any(r.simulated for r in rows),
+        best=best,
+        prices=sorted(prices),
+    )
+
+
+def ledger_sweeps(store: OperationalStore) -> list[dict[str, Any]]:
+    """Every sweep the ledger knows, from its jobs alone (no study needed): trials, attempts,
+    how the jobs ended, cost against on-demand, preemptions; newest first."""
+    from spotwise.executor.ledger.ledger import job_report, list_jobs
+
+    by_sweep: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for job in list_jobs(store):
+        if job.get("sweep"):
+            by_sweep[str(job["sweep"])].append(job)
+    rows = []
+    for sweep, jobs in by_sweep.items():
+        reports = [job_report(store, j["job_id"]) for j in jobs]
+        cost = sum(r.cost_usd for r in reports)
+        on_demand = sum(r.on_demand_cost_usd for r in reports)
+        statuses = [j["status"] for j in jobs]
+        rows.append(
+            {
+                "sweep": sweep,
+                "money": "simulated" if any(r.simulated for r in reports) else "real",
+                "trials": len({j["trial"] for j in jobs}),
+                "jobs": len(jobs),
+                "completed": statuses.count("completed"),
+                "pruned": statuses.count("pruned"),
+                "failed": statuses.count("failed") + statuses.count("cancelled"),
+                "running": statuses.count("running"),
+                "cost_usd": round(cost, 4),
+                "on_demand_cost_usd": round(on_demand, 4),
+                "saved_pct": round(100 * (1 - cost / on_demand), 2) if on_demand > 0 else 0.0,
+                "preemptions": sum(r.preemptions for r in reports),
+                "started": min(j["started"] for j in jobs),
+            }
+        )
+    return sorted(rows, key=lambda r: r["started"], reverse=True)

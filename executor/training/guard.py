@@ -1,0 +1,415 @@
+"""The few lines a training script adopts to survive preemptions.
+
+    with executor.guard(["/ckpt", "s3://bucket/run"], model=model, optimizer=opt,
+                        scheduler=sched, loader=loader, epochs=3) as g:
+        for batch in g.batches():
+            ...forward, backward, optimizer.step(), scheduler.step()...
+            g.step()
+
+On entry it restores the newest intact checkpoint (model, optimizer, scheduler, grad scaler,
+the Python, NumPy, torch CPU and CUDA RNGs, the data order and position, step and epoch). It
+checkpoints every ``interval_s`` (Young/Daly from the measured stall and ``mtbf_s`` when not
+given), at once on a rebalance recommendation, and on a stop notice it finishes the current
+step, commits a checkpoint and exits with :data:`PREEMPTED_EXIT_CODE`. A normal exit commits a
+final checkpoint marked finished.
+
+Once restored (or started fresh) it announces itself: one JSON line on the process's own stdout,
+``{"event": "fresh"|"resumed", "step": N, "rank": R, "world_size": W, "t": T}`` (what a
+supervisor's drill clock, a replay's preemptions and migration wait for), and a first beat of
+the step heartbeat. Checkpoints that exist but are all damaged stop it with a clear message
+rather than a silent start from step 0 (``fresh_if_damaged`` or
+``$SPOTWISE_FRESH_IF_DAMAGED=1`` starts over deliberately).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader
+
+from spotwise.core.clock import SYSTEM_CLOCK, Clock
+from spotwise.core.settings import current
+from spotwise.executor.checkpoint.manager import Checkpointer, CheckpointManager, NoIntactCheckpoint
+from spotwise.executor.errors import CheckpointError, Preempted
+from spotwise.executor.notices import NoticeSource, NoticeWatcher, SigtermSource, sources_from_env
+from spotwise.executor.training.data import ResumableBatches
+from spotwise.executor.training.heartbeat import Heartbeat
+from spotwise.executor.training.interval import checkpoint_interval_s, forecast_mtbf_s
+
+
+def distributed() -> bool:
+    """True inside a torch.distributed job (of any size: an elastic job that shrank to one
+    process still reads and writes the distributed checkpoint layout)."""
+    return torch.distributed.is_available() and torch.distributed.is_initialized()
+
+
+def rng_state() -> dict[str, Any]:
+    """Every global RNG's state."""
+    state: dict[str, Any] = {
+        "python": random.getstate(),
+        "numpy": np.random.get_state(),
+        "torch": torch.get_rng_state(),
+    }
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    """Restore what :func:`rng_state` captured."""
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def derived_rng_state(step: int, rank: int) -> dict[str, Any]:
+    """RNG states for a rank that joins a job at ``step`` with none of its own, drawn from a
+    seed of both (the same on every run that joins there)."""
+    saved = rng_state()
+    seed = step * 1_000_003 + rank
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+    state = rng_state()
+    set_rng_state(saved)
+    return state
+
+
+FRESH_IF_DAMAGED_ENV = "SPOTWISE_FRESH_IF_DAMAGED"
+
+
+class GuardRefused(SystemExit, CheckpointError):
+    """The guard would not start (its checkpoints cannot be opened, or they exist and none is
+    intact). Left uncaught, the process exits with code 1 and this one line on stderr, no
+    traceback; ``except CheckpointError`` catches it too."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(f"spotwise guard: {message}")
+
+
+def emit_event(event: dict[str, Any]) -> None:
+    """One JSON event line on the process's own stdout, whole and flushed at once: what the
+    script printed before it goes first, and a script that replaced ``sys.stdout`` (a logger,
+    a redirect) still reaches the supervisor reading the process's output."""
+    line = json.dumps(event) + "\n"
+    out = sys.__stdout__
+    if sys.stdout is not None and sys.stdout is not out:
+        with contextlib.suppress(OSError, ValueError):
+            sys.stdout.flush()
+    if out is None:
+        return
+    with contextlib.suppress(OSError, ValueError):  # closed: nobody reads it
+        out.write(line)
+        out.flush()
+
+
+def _rank_from_env() -> int:
+    try:
+        return int(os.environ.get("RANK", "0"))
+    except ValueError:
+        return 0
+
+
+class Guard:
+    """Tracks steps, decides when to checkpoint, and saves and restores everything."""
+
+    def __init__(
+        self,
+        manager: Checkpointer,
+        watcher: NoticeWatcher,
+        *,
+        model: torch.nn.Module,
+        optimizer: torch.optim.Optimizer | None,
+        scheduler: Any,
+        scaler: Any,
+        loader: DataLoader,
+        epochs: int,
+        interval_s: float | None,
+        mtbf_s: float | None,
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> None:
+        self.manager = manager
+        self.clock = clock
+        self.watcher = watcher
+        self.rank = torch.distributed.get_rank() if distributed() else None
+        self.model, self.optimizer, self.scheduler, self.scaler = (
+            model,
+            optimizer,
+            scheduler,
+            scaler,
+        )
+        self.data = ResumableBatches(loader, distributed=self.rank is not None)
+        self.epochs = epochs
+        self.fixed_interval_s = interval_s
+        self.mtbf_s = mtbf_s
+        self.step_count = 0
+        self.finished = False
+        self.resumed_from: int | None = None
+        self.checkpoints = 0
+        self.stalls_s: list[float] = []
+        self._pending_rng: dict[str, Any] | None = None
+        self._last_checkpoint = clock.monotonic()
+        self.heartbeat = Heartbeat()
+
+    # ---- state --------------------------------------------------------------------------
+
+    def state(self) -> dict[str, Any]:
+        """Everything a bitwise-identical resume needs. In a distributed job the RNG state sits
+        under this rank's key, the data order is the global one (the same on every rank, valid
+        at any world size), and model and optimizer come from DCP's helpers."""
+        if self.rank is None:
+            model = self.model.state_dict()
+            optimizer = self.optimizer.state_dict() if self.optimizer else None
+        else:
+            from torch.distributed.checkpoint.state_dict import get_state_dict
+
+            model, optimizer = get_state_dict(self.model, self.optimizer or [])
+        rng = {"rng": rng_state()}
+        return {
+            "model": model,
+            "optimizer": optimizer,
+            "scheduler": self.scheduler.state_dict() if self.scheduler else None,
+            "scaler": self.scaler.state_dict() if self.scaler else None,
+            "data": self.data.state_dict(as_lists=self.rank is not None),
+            **(rng if self.rank is None else {"ranks": {f"rank{self.rank}": rng}}),
+            "step": self.step_count,
+            "finished": self.finished,
+        }
+
+    def restore(self) -> bool:
+        """Load the newest intact checkpoint; False when there is none."""
+        checkpoint = self.manager.load(template=self.state)
+        if checkpoint is None:
+            return False
+        state = checkpoint.state
+        if self.rank is None:
+            self.model.load_state_dict(state["model"])
+            if self.optimizer and state["optimizer"] is not None:
+                self.optimizer.load_state_dict(state["optimizer"])
+            local = state
+        else:
+            from torch.distributed.checkpoint.state_dict import set_state_dict
+
+            set_state_dict(
+                self.model,
+                self.optimizer or [],
+                model_state_dict=state["model"],
+                optim_state_dict=state["optimizer"],
+            )
+            # a rank the checkpoint's group did not have (the job grew) starts its own RNG
+            local = state["ranks"].get(f"rank{self.rank}") or {"rng": None}
+        if self.scheduler and state["scheduler"] is not None:
+            self.scheduler.load_state_dict(state["scheduler"])
+        if self.scaler and state["scaler"] is not None:
+            self.scaler.load_state_dict(state["scaler"])
+        self.data.load_state_dict(state["data"])
+        self.step_count = int(state["step"])
+        self.finished = bool(state["finished"])
+        self.resumed_from = checkpoint.step
+        # Restored after the data iterator is created, which draws from the RNG.
+        self._pending_rng = local["rng"] or derived_rng_state(self.step_count, self.rank or 0)
+        return True
+
+    def announce(self) -> dict[str, Any]:
+        """Say that the guard has started and from which step: the ``fresh``/``resumed`` event
+        on stdout and a first beat of the step heartbeat (a supervisor starts its drill clock,
+        a replay's preemptions and its migration checks on either)."""
+        event = {
+            "event": "fresh" if self.resumed_from is None else "resumed",
+            "t": self.clock.time(),
+            "rank": self.rank if self.rank is not None else _rank_from_env(),
+            "step": self.step_count,
+            "world_size": torch.distributed.get_world_size() if self.rank is not None else 1,
+        }
+        emit_event(event)
+        self.heartbeat.beat(self.step_count)
+        return event
+
+    def _restore_rng(self) -> None:
+        if self._pending_rng is not None:
+            set_rng_state(self._pending_rng)
+            self._pending_rng = None
+
+    # ---- the training loop ----------------------------------------------------------------
+
+    def batches(self) -> Iterator[Any]:
+        """The training batches, resuming where the checkpoint left off."""
+        if self.finished:
+            return iter(())
+        return self.data.iterate(self.epochs, after_start=self._restore_rng)
+
+    @property
+    def interval_s(self) -> float:
+        """Seconds between checkpoints: fixed, or Young/Daly from the measured stall."""
+        if self.fixed_interval_s is not None:
+            return self.fixed_interval_s
+        last = self.manager.last_save
+        return checkpoint_interval_s(
+            stall_s=last.stall_s if last else None,
+            persist_s=last.persist_s if last else None,
+            mtbf_s=self.mtbf_s,
+        )
+
+    def step(self) -> None:
+        """Call after each optimizer step: counts it and checkpoints when due.
+
+        Raises:
+            Preempted: after committing a checkpoint on a stop notice (exit code 75).
+        """
+        self.step_count += 1
+        self.heartbeat.beat(self.step_count)
+        stop = self.watcher.check_signals() is not None
+        due = self.watcher.take_rebalance() or (
+            self.clock.monotonic() - self._last_checkpoint >= self.interval_s
+        )
+        if self.rank is not None:
+            # Every rank must take the same decision: saves are collective.
+            flags = torch.tensor([float(stop), float(due)])
+            torch.distributed.all_reduce(flags, op=torch.distributed.ReduceOp.MAX)
+            stop, due = bool(flags[0]), bool(flags[1])
+        if stop:
+            self.checkpoint(block=True)
+            raise Preempted(self.step_count)
+        if due:
+            self.checkpoint()
+
+    def checkpoint(self, *, block: bool = False) -> None:
+        """Checkpoint now (durable on return when ``block``)."""
+        began = time.perf_counter()
+        self.manager.save(self.step_count, self.state(), block=block)
+        if not block:
+            self.stalls_s.append(time.perf_counter() - began)
+        elif self.manager.last_save is not None:
+            self.stalls_s.append(self.manager.last_save.stall_s)
+        self.checkpoints += 1
+        self._last_checkpoint = self.clock.monotonic()
+
+
+@contextmanager
+def guard(
+    urls: Sequence[str],
+    *,
+    model: torch.nn.Module,
+    loader: DataLoader,
+    optimizer: torch.optim.Optimizer | None = None,
+    scheduler: Any = None,
+    scaler: Any = None,
+    epochs: int = 1,
+    interval_s: float | None = None,
+    mtbf_s: float | None = None,
+    notices: Sequence[NoticeSource] | None = None,
+    keep_latest_k: int = 3,
+    full_every: int = 1,
+    storage_options: dict[str, dict[str, Any]] | None = None,
+    poll_interval_s: float = 1.0,
+    clock: Clock = SYSTEM_CLOCK,
+    fresh_if_damaged: bool = False,
+) -> Iterator[Guard]:
+    """Restore, train under watch, checkpoint on interval and notice, exit gracefully.
+
+    On entry, once restored or started fresh, the guard announces itself (:meth:`Guard.announce`).
+
+    Args:
+        urls: checkpoint replicas (local folders, ``s3://...``); the first intact copy wins.
+        interval_s: fixed seconds between checkpoints (default: ``$SPOTWISE_CHECKPOINT_S``, else
+            Young/Daly from the stall).
+        mtbf_s: mean time between preemptions for Young/Daly (default: ``$SPOTWISE_MTBF_S``,
+            else the risk forecast of pool ``$SPOTWISE_POOL`` in store ``$SPOTWISE_STORE``,
+            else one hour).
+        notices: sources to watch (default: SIGTERM plus those named in
+            ``$SPOTWISE_NOTICES``, e.g. ``aws,gcp``).
+        fresh_if_damaged: start over from step 0 when checkpoints exist but none is intact
+            (default: ``$SPOTWISE_FRESH_IF_DAMAGED``, else refuse: losing every step done must
+            never be silent).
+
+    Raises:
+        GuardRefused: (exit code 1, one line) when the checkpoints cannot be opened, or exist
+            and none is intact (unless ``fresh_if_damaged``).
+    """
+    manager: Checkpointer
+    if distributed():
+        if len(urls) != 1:
+            raise CheckpointError(
+                "a distributed job checkpoints to one folder that every rank reaches "
+                "(torch.distributed.checkpoint); pass one URL"
+            )
+        # (imported here: torch.distributed.checkpoint adds ~0.7 s to every process start)
+        from spotwise.executor.checkpoint.distributed import DistributedCheckpointer
+
+        manager = DistributedCheckpointer(
+            urls[0], keep_latest_k=keep_latest_k, storage_options=storage_options
+        )
+    else:
+        try:
+            manager = CheckpointManager(
+                urls,
+                keep_latest_k=keep_latest_k,
+                full_every=full_every,
+                storage_options=storage_options,
+            )
+        except CheckpointError as exc:
+            raise GuardRefused(str(exc)) from exc
+    sources = (
+        list(notices) if notices is not None else [SigtermSource(clock=clock), *sources_from_env()]
+    )
+    watcher = NoticeWatcher(sources, interval_s=poll_interval_s).start()
+    settings = current()
+    if interval_s is None:
+        interval_s = settings.checkpoint_s
+    if mtbf_s is None:
+        mtbf_s = settings.mtbf_s
+    if mtbf_s is None and settings.pool and settings.store:
+        # The risk forecast of the pool this job runs in (written by `spotwise forecast run`).
+        mtbf_s = forecast_mtbf_s(str(settings.store), settings.pool)
+    g = Guard(
+        manager,
+        watcher,
+        model=model,
+        optimizer=optimizer,
+        scheduler=scheduler,
+        scaler=scaler,
+        loader=loader,
+        epochs=epochs,
+        interval_s=interval_s,
+        mtbf_s=mtbf_s,
+        clock=clock,
+    )
+    try:
+        try:
+            g.restore()
+        except NoIntactCheckpoint as exc:
+            if not (fresh_if_damaged or settings.fresh_if_damaged):
+                raise GuardRefused(
+                    f"{exc}. Refusing to start over from step 0, which would lose them: "
+                    "restore the folder from a copy, or start over deliberately (delete "
+                    f"{' and '.join(exc.urls)}, or set {FRESH_IF_DAMAGED_ENV}=1, or pass "
+                    "guard(..., fresh_if_damaged=True))"
+                ) from exc
+            print(
+                f"spotwise guard: {exc}; starting over from step 0 as asked "
+                f"({FRESH_IF_DAMAGED_ENV} / fresh_if_damaged; the damaged copies stay where "
+                "they are)",
+                file=sys.stderr,
+                flush=True,
+            )
+        g.announce()
+        yield g
+        if not g.finished:
+            g.finished = True
+            g.checkpoint(block=True)
+    finally:
+        g.heartbeat.close()
+        watcher.close()
+        manager.close()

@@ -1,0 +1,260 @@
+"""CheckpointManager: atomic commits, async saves, incremental saves, replicas, verification."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import resource
+import signal
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from spotwise.executor.checkpoint.manager import CheckpointManager, NoIntactCheckpoint, unseal
+from spotwise.executor.checkpoint.storage import FsspecReplica, Replica
+from spotwise.executor.errors import CheckpointError
+
+
+def state(step: int, big: int = 300_000) -> dict:
+    generator = torch.Generator().manual_seed(step)
+    return {
+        "model": {"w": torch.full((big,), float(step)), "b": torch.arange(5) * step},
+        "frozen": torch.randn(big, generator=torch.Generator().manual_seed(0)),
+        "opt": {
+            "state": {0: {"step": torch.tensor(step), "m": torch.randn(7, generator=generator)}},
+            "param_groups": [{"lr": 0.1, "params": [0]}],
+        },
+        "rng": (3, tuple(range(5)), None),
+        "np": np.arange(6, dtype=np.float64).reshape(2, 3) * step,
+        "half": torch.ones(4, dtype=torch.bfloat16) * step,
+        "empty": torch.empty(0, 3),
+        "step": step,
+    }
+
+
+def assert_same(a: object, b: object) -> None:
+    if isinstance(a, torch.Tensor):
+        assert isinstance(b, torch.Tensor) and a.dtype == b.dtype and torch.equal(a, b)
+    elif isinstance(a, np.ndarray):
+        assert isinstance(b, np.ndarray) and np.array_equal(a, b)
+    elif isinstance(a, dict):
+        assert isinstance(b, dict) and list(a) == list(b)
+        for key in a:
+            assert_same(a[key], b[key])
+    elif isinstance(a, list | tuple):
+        assert type(a) is type(b) and len(a) == len(b)
+        for x, y in zip(a, b, strict=True):
+            assert_same(x, y)
+    else:
+        assert a == b
+
+
+def test_load_returns_none_when_no_checkpoint_folder(tmp_path: Path) -> None:
+    manager = CheckpointManager([str(tmp_path / "none")])
+    assert manager.load() is None
+    manager.close()
+
+
+def test_save_commits_step_folders_with_a_manifest_and_latest(tmp_path: Path) -> None:
+    manager = CheckpointManager([str(tmp_path)])
+    manager.save(7, state(7), block=True)
+    manager.close()
+    assert sorted(os.listdir(tmp_path)) == ["latest", "step-7"]
+    assert (tmp_path / "latest").read_text() == "7"
+    manifest = unseal((tmp_path / "step-7/manifest.json").read_bytes(), "step-7")
+    assert manifest["step"] == 7 and manifest["kind"] == "full"
+    for name, entry in manifest["files"].items():
+        assert (tmp_path / name).stat().st_size == entry["bytes"]
+        assert len(entry["sha256"]) == 64
+
+
+def test_roundtrip_keeps_every_type_and_structure(tmp_path: Path) -> None:
+    manager = CheckpointManager([str(tmp_path)])
+    manager.save(3, state(3))
+    loaded = manager.load()
+    manager.close()
+    assert loaded is not None and loaded.step == 3
+    assert_same(state(3), loaded.state)
+
+
+def test_async_save_returns_before_it_is_durable_and_a_second_save_waits(tmp_path: Path) -> None:
+    manager = CheckpointManager([str(tmp_path)])
+    big = {"w": torch.randn(8_000_000)}
+    began = time.perf_counter()
+    assert manager.save(1, big) is None
+    staged = time.perf_counter() - began
+    manager.save(2, big)
+    manager.wait()
+    assert manager.steps() == [2, 1]
+    assert manager.last_save is not None and manager.last_save.persist_s > staged
+    manager.close()
+
+
+def test_incremental_save_writes_only_changed_tensors(tmp_path: Path) -> None:
+    manager = CheckpointManager([str(tmp_path)], full_every=3, keep_latest_k=1)
+    manager.save(1, state(1), block=True)
+    full = manager.last_save
+    manager.save(2, state(2), block=True)
+    incremental = manager.last_save
+    assert full is not None and incremental is not None
+    assert full.full and not incremental.full
+    assert incremental.bytes_written < 0.6 * full.bytes_written  # "frozen" is not rewritten
+    # keep_latest_k=1 still keeps the full step the incremental one builds on.
+    assert manager.steps() == [2, 1]
+    loaded = manager.load()
+    manager.close()
+    assert loaded is not None and loaded.step == 2
+    assert_same(state(2), loaded.state)
+
+
+def test_keep_latest_k_prunes_old_steps(tmp_path: Path) -> None:
+    manager = CheckpointManager([str(tmp_path)], keep_latest_k=2)
+    for step in range(1, 6):
+        manager.save(step, state(step, big=10))
+    manager.wait()
+    assert manager.steps() == [5, 4]
+    manager.close()
+
+
+def test_corrupt_newest_falls_back_to_the_previous_step(tmp_path: Path) -> None:
+    manager = CheckpointManager([str(tmp_path)])
+    manager.save(1, state(1), block=True)
+    manager.save(2, state(2), block=True)
+    victim = next((tmp_path / "step-2").glob("t*.bin"))
+    data = bytearray(victim.read_bytes())
+    data[100] ^= 0xFF
+    victim.write_bytes(bytes(data))
+    loaded = manager.load()
+    manager.close()
+    assert loaded is not None and loaded.step == 1
+
+
+def test_corrupt_file_in_one_replica_falls_back_to_another(tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    manager = CheckpointManager([str(a), str(b)])
+    manager.save(4, state(4), block=True)
+    (a / "step-4/small.bin").write_bytes(b"garbage")
+    loaded = manager.load()
+    manager.close()
+    assert loaded is not None and loaded.step == 4 and loaded.url == str(b)
+    assert_same(state(4), loaded.state)
+
+
+def test_checkpoints_that_exist_but_are_all_damaged_are_an_error_not_a_fresh_start(
+    tmp_path: Path,
+) -> None:
+    """One bit flipped in the only step's manifest on one replica, a torn file on the other:
+    there is nothing to resume from, and the error says where and what was wrong."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    manager = CheckpointManager([str(a), str(b)])
+    manager.save(4, state(4), block=True)
+    manifest = a / "step-4/manifest.json"
+    damaged = bytearray(manifest.read_bytes())
+    damaged[len(damaged) // 2] ^= 1
+    manifest.write_bytes(bytes(damaged))
+    (b / "step-4/small.bin").write_bytes(b"torn")
+    with pytest.raises(NoIntactCheckpoint) as refused:
+        manager.load()
+    manager.close()
+    assert refused.value.urls == [str(a), str(b)]
+    assert str(refused.value) == (
+        f"{a}, {b}: 2 committed checkpoint copies, none intact ({a}/step-4: manifest "
+        f"checksum mismatch (damaged or not sealed); {b}/step-4/small.bin: checksum mismatch)"
+    )
+    assert isinstance(refused.value, CheckpointError)
+
+
+def forkserver() -> multiprocessing.context.ForkServerContext:
+    """Children forked from a clean server that already imported torch (fork from a threaded
+    pytest process can deadlock in torch's thread pools)."""
+    context = multiprocessing.get_context("forkserver")
+    assert isinstance(context, multiprocessing.context.ForkServerContext)
+    context.set_forkserver_preload(["torch", "spotwise.executor.checkpoint.manager"])
+    return context
+
+
+def _save_with_tiny_file_limit(folder: str, queue: multiprocessing.Queue) -> None:
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    manager = CheckpointManager([folder])
+    manager.save(1, state(1, big=10), block=True)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, 200_000))  # a disk that is full
+    try:
+        manager.save(2, state(2), block=True)
+        queue.put("saved")
+    except CheckpointError as exc:
+        queue.put(f"error: {exc}")
+
+
+def test_full_disk_fails_the_save_loudly_and_leaves_latest_untouched(tmp_path: Path) -> None:
+    context = forkserver()
+    queue = context.Queue()
+    child = context.Process(target=_save_with_tiny_file_limit, args=(str(tmp_path), queue))
+    child.start()
+    child.join(60)
+    message = queue.get(timeout=5)
+    assert message.startswith("error:") and "failed on 1 of 1 replica" in message
+    assert "latest still names the last committed step" in message
+    assert (tmp_path / "latest").read_text() == "1"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["latest", "step-1"]
+    manager = CheckpointManager([str(tmp_path)])
+    loaded = manager.load()
+    manager.close()
+    assert loaded is not None and loaded.step == 1
+
+
+def test_a_file_url_that_is_not_a_folder_fails_loudly(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(CheckpointError, match="cannot open checkpoint replica"):
+        CheckpointManager([str(blocker / "sub")])
+
+
+def latest_of(replica: Replica) -> int | None:
+    """The step the replica's ``latest`` object names (None if there is none)."""
+    assert isinstance(replica, FsspecReplica)
+    try:
+        return int(replica.fs.cat_file(replica.path("latest")))
+    except FileNotFoundError:
+        return None
+
+
+def test_unwritable_url_fails_loudly_and_leaves_latest_untouched(
+    tmp_path: Path, moto_server: str
+) -> None:
+    bad = "s3://no-such-bucket/run"
+    options = {
+        bad: {
+            "key": "testing",
+            "secret": "testing",
+            "client_kwargs": {"endpoint_url": moto_server, "region_name": "us-east-1"},
+        }
+    }
+    alone = CheckpointManager([bad], storage_options=options)
+    with pytest.raises(CheckpointError, match="no-such-bucket"):
+        alone.save(1, state(1, big=10), block=True)
+    assert alone.load() is None
+    alone.close()
+    both = CheckpointManager([str(tmp_path), bad], storage_options=options)
+    with pytest.raises(CheckpointError, match="failed on 1 of 2 replica"):
+        both.save(1, state(1, big=10), block=True)
+    assert latest_of(both.replicas[1]) is None and both.replicas[1].steps() == []
+    both.close()
+
+
+def test_s3_replica_on_moto_commits_and_serves_when_local_is_corrupt(
+    tmp_path: Path, s3_url: tuple[str, dict]
+) -> None:
+    url, options = s3_url
+    manager = CheckpointManager([str(tmp_path), url], storage_options={url: options}, full_every=2)
+    manager.save(1, state(1), block=True)
+    manager.save(2, state(2), block=True)
+    assert manager.replicas[1].steps() == [2, 1] and latest_of(manager.replicas[1]) == 2
+    for blob in (tmp_path / "step-2").glob("*.bin"):
+        blob.write_bytes(b"torn")
+    loaded = manager.load()
+    manager.close()
+    assert loaded is not None and loaded.step == 2 and loaded.url == url
+    assert_same(state(2), loaded.state)

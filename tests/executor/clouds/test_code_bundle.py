@@ -1,0 +1,118 @@
+"""Shipping code: which workdir files go (the .gitignore rules), reproducible content-addressed
+tarballs, the size guard, wheels, and uploads that skip content already in the bucket (moto)."""
+
+from __future__ import annotations
+
+import os
+import tarfile
+from pathlib import Path
+
+import boto3
+import pytest
+
+from spotwise.executor.clouds.code_bundle import (
+    given_wheel,
+    pack_workdir,
+    ship,
+    upload,
+    workdir_files,
+)
+from spotwise.executor.errors import ExecutorError
+
+
+def make_tree(root: Path, files: dict[str, str]) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+def test_gitignore_files_apply_below_their_folder_and_the_deepest_decides(tmp_path: Path) -> None:
+    root = make_tree(
+        tmp_path / "w",
+        {
+            ".gitignore": "*.ckpt\ndata/\n",
+            "train.py": "",
+            "model.ckpt": "",
+            "data/big.bin": "",
+            "src/.gitignore": "!keep.ckpt\nscratch/\n",
+            "src/keep.ckpt": "",
+            "src/drop.ckpt": "",
+            "src/scratch/tmp.txt": "",
+            "src/model.py": "",
+            ".git/HEAD": "ref: refs/heads/main\n",
+        },
+    )
+    (root / "link.py").symlink_to(root / "train.py")
+    assert list(workdir_files(root)) == [
+        ".gitignore",
+        "src/.gitignore",
+        "src/keep.ckpt",
+        "src/model.py",
+        "train.py",
+    ]
+
+
+def test_an_explicit_ignore_file_replaces_the_gitignore_files(tmp_path: Path) -> None:
+    root = make_tree(
+        tmp_path / "w", {".gitignore": "*.py\n", "train.py": "", "notes.md": "", "a/b.md": ""}
+    )
+    rules = make_tree(tmp_path, {"ship.ignore": "*.md\n"}) / "ship.ignore"
+    assert list(workdir_files(root, rules)) == [".gitignore", "train.py"]
+    with pytest.raises(ExecutorError, match=r"--ignore-file .*missing\.ignore: cannot read it"):
+        pack_workdir(root, tmp_path, ignore_file=tmp_path / "missing.ignore")
+
+
+def test_the_tarball_is_reproducible_and_its_key_follows_its_content(tmp_path: Path) -> None:
+    root = make_tree(tmp_path / "w", {"train.py": "print(1)\n", "run.sh": "#!/bin/sh\n"})
+    os.chmod(root / "run.sh", 0o755)
+    first = pack_workdir(root, make_tree(tmp_path / "a", {}))
+    os.utime(root / "train.py", (1, 1))  # a touch alone changes nothing
+    again = pack_workdir(root, make_tree(tmp_path / "b", {}))
+    assert first.key == again.key and first.files == 2
+    (root / "train.py").write_text("print(2)\n")
+    changed = pack_workdir(root, make_tree(tmp_path / "c", {}))
+    assert changed.key != first.key
+    with tarfile.open(changed.path) as tar:
+        modes = {m.name: (m.mode, m.mtime, m.uid) for m in tar.getmembers()}
+    assert modes == {"run.sh": (0o755, 0, 0), "train.py": (0o644, 0, 0)}
+
+
+def test_a_workdir_over_the_size_limit_names_its_largest_files(tmp_path: Path) -> None:
+    root = make_tree(tmp_path / "w", {"train.py": "x"})
+    (root / "weights.bin").write_bytes(b"\0" * 3_000_000)
+    with pytest.raises(ExecutorError, match=r"weights\.bin \(3 MB\).*\.gitignore"):
+        pack_workdir(root, tmp_path, max_mb=1)
+    with pytest.raises(ExecutorError, match="not a folder"):
+        pack_workdir(tmp_path / "missing", tmp_path)
+
+
+def test_a_wheel_must_be_named_as_pip_names_spotwise_wheels(tmp_path: Path) -> None:
+    for name in ("other-1.0-py3-none-any.whl", "spotwise-$(id).whl", "spotwise.tar.gz"):
+        (tmp_path / name).write_bytes(b"PK")
+        with pytest.raises(ExecutorError, match="--wheel"):
+            given_wheel(tmp_path / name)
+    good = tmp_path / "spotwise-0.1.0-py3-none-any.whl"
+    good.write_bytes(b"PK")
+    assert given_wheel(good).key.endswith("/spotwise-0.1.0-py3-none-any.whl")
+
+
+def test_unchanged_code_is_not_uploaded_twice(moto_server: str, tmp_path: Path) -> None:
+    s3 = boto3.client("s3", endpoint_url=moto_server, region_name="us-east-1")
+    s3.create_bucket(Bucket="code")
+    root = make_tree(tmp_path / "w", {"train.py": "print(1)\n"})
+    wheel = tmp_path / "spotwise-0.1.0-py3-none-any.whl"
+    wheel.write_bytes(b"PK not really")
+    said: list[str] = []
+    first = ship(s3, "code", root, wheel=wheel, say=said.append)
+    second = ship(s3, "code", root, wheel=wheel, say=said.append)
+    assert first == second
+    assert [line.rsplit("(", 1)[1] for line in said] == ["uploaded)"] * 2 + ["already there)"] * 2
+    body = s3.get_object(Bucket="code", Key=first.workdir_key)["Body"].read()
+    assert body[:2] == b"\x1f\x8b"  # gzip
+    bundle = pack_workdir(root, make_tree(tmp_path / "again", {}))
+    assert upload(s3, "code", bundle) is False
+    with pytest.raises(ExecutorError, match="s3://missing-bucket/"):
+        upload(s3, "missing-bucket", bundle)

@@ -1,0 +1,138 @@
+"""The prices a supervised job pays and is compared against: from the store with their source
+and time, given by the user, estimated, or a labelled reference; and the ledger's baseline."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from spotwise.executor.launchers.local import Replay
+from spotwise.executor.ledger.ledger import JobInfo, Ledger, job_report
+from spotwise.executor.ledger.prices import PriceBook, price_book
+from spotwise.executor.supervise.supervisor import Supervisor, SupervisorConfig
+from spotwise.policy.client import in_process_for
+from spotwise.pricing.operational import open_operational
+from spotwise.pricing.quotes import REFERENCE_SOURCE
+from spotwise.pricing.store import MarketStore
+from spotwise.run_commands import job_name
+from tests.executor.supervise.test_supervisor import FAKE_JOB, GAP, PAST, SCALE, job, market
+
+POOLS = ("us-east-1a_v100_1", "us-west-2b_v100_1")
+# by name: the table may grow a column (a SKU id) these rows have no value for
+PRICE_COLUMNS = "(source, provider, region, zone, instance_type, market, ts, price)"
+
+
+def _price(store: MarketStore, market_: str, region: str, zone: str, price: float, ts: str) -> None:
+    store.execute(
+        f"INSERT INTO prices {PRICE_COLUMNS} "
+        "VALUES ('test-prices', 'aws', ?, ?, 'p3.2xlarge', ?, ?, ?)",
+        [region, zone, market_, ts, price],
+    )
+
+
+def _band(store: MarketStore, region: str, saving: float, observed: str) -> None:
+    store.execute(
+        "INSERT INTO bands VALUES ('test-advisor', 'aws', ?, 'p3.2xlarge', ?, 1, ?)",
+        [region, observed, saving],
+    )
+
+
+def test_each_price_comes_from_the_store_with_its_source_and_time(tmp_path: Path) -> None:
+    with MarketStore.open(tmp_path / "m.duckdb") as store:
+        _price(store, "spot", "us-east-1", "us-east-1a", 0.90, "2024-01-01 00:00:00+00")
+        _price(store, "spot", "us-east-1", "us-east-1a", 0.95, "2024-02-01 00:00:00+00")
+        _price(store, "on_demand", "us-east-1", "", 3.06, "2024-02-01 00:00:00+00")
+        _price(store, "spot", "us-west-2", "us-west-2b", 1.20, "2024-02-01 00:00:00+00")
+        _band(store, "us-west-2", 60.0, "2024-03-01 00:00:00+00")
+        book = price_book(store, POOLS, instance_type="p3.2xlarge")
+    east = book.spot_quote("us-east-1a_v100_1")
+    assert east.usd_per_hour == 0.95 and east.as_of and east.as_of.startswith("2024-02-01")
+    assert "test-prices" in east.source
+    assert book.on_demand_quote("us-east-1a_v100_1").usd_per_hour == 3.06
+    # no on-demand price in us-west-2: the same-era Spot Advisor saving turns spot into one
+    west = book.on_demand_quote("us-west-2b_v100_1")
+    assert west.usd_per_hour == pytest.approx(1.20 / 0.4)
+    assert "Spot Advisor saving of 60% in us-west-2" in west.source
+    assert book.home_region == "us-east-1"
+
+
+def test_a_saving_of_another_era_and_an_unknown_type_are_not_used(tmp_path: Path) -> None:
+    with MarketStore.open(tmp_path / "m.duckdb") as store:
+        _price(store, "spot", "us-west-2", "us-west-2b", 1.20, "2020-01-01 00:00:00+00")
+        _band(store, "us-west-2", 60.0, "2025-06-28 00:00:00+00")  # five years later
+        book = price_book(store, POOLS[1:], instance_type="p3.2xlarge")
+        assert book.on_demand_quote().source == REFERENCE_SOURCE  # labelled, not a quote
+        with pytest.raises(ValueError, match=r"no spot price of us-east-1a .* --spot-price"):
+            price_book(store, ["us-east-1a"], instance_type="g5.xlarge")
+        with pytest.raises(ValueError, match=r"g5\.xlarge in us-east-1 .* --on-demand-price"):
+            price_book(store, ["us-east-1a"], instance_type="g5.xlarge", spot_price=0.5)
+        given = price_book(
+            store, ["us-east-1a"], instance_type="g5.xlarge", spot_price=0.5, on_demand_price=1.0
+        )
+    assert given.spot_quote("us-east-1a").source == "given with --spot-price"
+    assert given.on_demand_quote().source == "given with --on-demand-price"
+
+
+def test_an_on_demand_only_run_saves_nothing(tmp_path: Path) -> None:
+    store = tmp_path / "store.duckdb"
+    terms = job(2.0)
+    book = PriceBook.flat(("z0",), terms.spot_price, terms.on_demand_price)
+    ledger = Ledger(
+        store,
+        JobInfo(
+            name="fake",
+            command="fake_job",
+            launcher="local",
+            compute_hours=terms.compute_hours * 10,  # declared far more than it needs
+            deadline_hours=terms.deadline_hours,
+            on_demand_price=terms.on_demand_price,
+            simulated=True,
+            prices=book.to_dict(),
+        ),
+    )
+    replay = Replay(traces=market("1" * 60), start_hours=PAST * GAP / 3600, scale=SCALE)
+    supervisor = Supervisor(
+        replay.launcher(),
+        in_process_for,
+        SupervisorConfig(job=terms, on_demand_after=0, migrate_risk=1.0, prices=book),
+        ledger,
+    )
+    command = [sys.executable, str(FAKE_JOB), "--work-s", "2", "--state", str(tmp_path / "p")]
+    assert supervisor.run(command).completed
+    with open_operational(store, read_only=True) as market_store:
+        report = job_report(market_store, ledger.job_id)
+    assert list(report.markets) == ["on-demand"]
+    assert report.on_demand_cost_usd == pytest.approx(report.cost_usd)
+    assert report.savings_pct == 0.0
+    assert report.hours_needed == pytest.approx(report.markets["on-demand"].hours)
+    assert report.prices and report.prices["on_demand"][""]["source"] == REFERENCE_SOURCE
+
+
+def test_a_job_is_named_after_its_script() -> None:
+    assert job_name(["python", "train.py", "--epochs", "3"]) == "train.py"
+    assert job_name(["python3", "-m", "pkg.train"]) == "pkg.train"
+    assert job_name(["torchrun", "--nproc-per-node", "2", "/src/train.py"]) == "train.py"
+    assert job_name(["./run-me"]) == "run-me"
+
+
+def test_a_quote_older_than_a_week_is_flagged_stale_by_the_rule_plan_uses(tmp_path: Path) -> None:
+    import pandas as pd
+
+    from spotwise.pricing.quotes import is_stale
+
+    fresh = (pd.Timestamp.now(tz="UTC") - pd.Timedelta(days=1)).isoformat()
+    with MarketStore.open(tmp_path / "m.duckdb") as store:
+        _price(store, "spot", "us-east-1", "us-east-1a", 0.92, "2020-03-01 00:00:00+00")
+        _price(store, "spot", "us-west-2", "us-west-2b", 1.10, fresh)
+        _price(store, "on_demand", "us-east-1", "", 3.06, fresh)
+        _price(store, "on_demand", "us-west-2", "", 3.06, fresh)
+        book = price_book(store, POOLS, instance_type="p3.2xlarge")
+    assert book.priced_at is not None
+    old = book.spot_quote("us-east-1a_v100_1")
+    assert is_stale(old.as_of, pd.Timestamp(book.priced_at))  # plan's rule, not a second one
+    assert book.stale_lines() == [
+        "stale spot prices (us-east-1a_v100_1; the newest of 2020-03-01), older than 7 days: "
+        "`spotwise collect aws --region R` stores fresh ones"
+    ]
