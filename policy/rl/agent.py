@@ -79,6 +79,18 @@ class LearnedPolicy(Policy):
     def __init__(self, model: LoadedModel) -> None:
         self.network, self.config = model.network, model.config
 
+    def _mode(self, vector: Any) -> Any:
+        """The network's most likely action (per dimension) for one feature vector: the
+        actor's logits, split by action dimension, argmax of each (as SB3's
+        ``get_distribution(...).mode()``, without building distributions every tick)."""
+        network = self.network
+        with torch.no_grad():
+            tensor = torch.as_tensor(vector[None, :])
+            latent = network.mlp_extractor.forward_actor(network.extract_features(tensor))
+            logits = network.action_net(latent)[0]
+        sizes = [int(n) for n in network.action_space.nvec]
+        return [int(part.argmax()) for part in torch.split(logits, sizes)]
+
     def reset(self, context: JobContext) -> None:
         """Start a job: fit the features' risk forecast on the past."""
         self._features = FeatureBuilder(context, self.config.max_pools)
@@ -92,13 +104,11 @@ class LearnedPolicy(Policy):
     def act(self, obs: Observation) -> Action:
         """The rules' action where they fix one, else the model's deterministic choice (its
         last checkpoint interval holds while the rules decide)."""
-        vector = self._features.vector(obs)  # updates the risk forecast on every tick
+        self._features.observe(obs)  # the risk forecast sees every tick
         fixed = self._rules.fixed(obs)
         if fixed is not None:
             return Action(fixed, checkpoint_ticks=self._checkpoint_ticks)
-        with torch.no_grad():
-            tensor = torch.as_tensor(vector[None, :])
-            action = self.network.get_distribution(tensor).mode()[0].numpy()
+        action = self._mode(self._features.vector(obs))
         minutes = self.config.checkpoint_minutes[int(action[1])]
         self._checkpoint_ticks = max(1, round(minutes * self._ticks_per_minute))
         return launch(

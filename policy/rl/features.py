@@ -11,20 +11,31 @@ covers the work left, the slack against the reserve, and each pool's expected ru
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
 from spotwise.policy.policies.base import ON_DEMAND, SPOT0, JobContext, Observation
-from spotwise.policy.policies.risk_aware import RiskAwareParams, risk_forecast
 from spotwise.policy.policies.rules import slack_ticks
-from spotwise.policy.risk import fresh_any_up
+from spotwise.policy.risk import fresh_any_up, job_history
 from spotwise.pricing.forecast.risk_forecasters import SHIPPED_RISK
 
 GLOBAL_FEATURES = 14
 POOL_FEATURES = 8
-PARAMS = RiskAwareParams(caution=0.7)
-"""The rule thresholds the v2 features were defined with: a model's inputs must not move when
-the rule policy is retuned (``risk_aware`` itself now runs at caution 0.5)."""
+
+
+@dataclass(frozen=True, slots=True)
+class FeatureRules:
+    """The rule thresholds the v2 features were defined with (``risk_aware``'s of commit
+    ``4869db5``): fixed here, so a model's inputs never move when the rule policy changes."""
+
+    idle_run: float = 1.0
+    switch_run: float = 3.0
+    caution: float = 0.7
+    reserve_share: float = 0.25
+
+
+PARAMS = FeatureRules()
 HALF_LIFE_HOURS = SHIPPED_RISK.half_life_hours
 
 
@@ -48,7 +59,7 @@ class FeatureBuilder:
         if n_pools > max_pools:
             raise ValueError(f"{n_pools} pools, but the model was trained for at most {max_pools}")
         self.context, self.max_pools = context, max_pools
-        self.forecast = risk_forecast(context, PARAMS)
+        self.forecast = SHIPPED_RISK.fit(job_history(context))
         self._seen_tick = -1
         self.ranking: list[int] = []
         """The pools a request may name now, most expected saving first (as ``risk_aware``

@@ -141,7 +141,7 @@ def test_risk_aware_reads_the_shipped_risk_configuration_and_a_tuned_one_is_a_va
     """Its forecast values are :data:`SHIPPED_RISK`'s (``survival-v1``); tuning one of them
     makes an unversioned variant named by its values, tuning a rule threshold does not."""
     assert RiskAwareParams().risk is SHIPPED_RISK and SHIPPED_RISK.label == "survival-v1"
-    assert RiskAwareParams(caution=0.7).risk is SHIPPED_RISK
+    assert RiskAwareParams(idle_run=2.0).risk is SHIPPED_RISK
     tuned = RiskAwareParams(prior_weight=0.0).risk
     assert (tuned.version, tuned.label) == (None, "survival-h24-w0-r12")
 
