@@ -125,7 +125,6 @@ class RiskAware(Policy):
             np.asarray(context.past_available.any(axis=0)),
             self.params.half_life_hours / hours,
             prior_of(context),
-            self._n_pools,
             hours,
         )
         self._pool_spells = [
@@ -133,7 +132,6 @@ class RiskAware(Policy):
                 np.asarray(context.past_available[z]),
                 self.params.half_life_hours / hours,
                 prior_of(context),
-                1,
                 hours,
             )
             for z in range(self._n_pools)

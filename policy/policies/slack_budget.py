@@ -37,14 +37,13 @@ class SpellBook:
         past_any_up: np.ndarray,
         half_life_ticks: float,
         prior: PoolPrior,
-        n_pools: int,
         hours_per_tick: float,
     ) -> None:
         """``past_any_up``: bool [ticks before the job], whether some pool was up."""
         self._decay = 0.5 ** (1.0 / half_life_ticks)
         self._half_life = half_life_ticks
         n_past = len(past_any_up)
-        up_mean, down_mean = prior_spells(prior, n_pools)
+        up_mean, down_mean = prior_spells(prior)
         self.prior_up = up_mean / hours_per_tick
         self.prior_down = down_mean / hours_per_tick
         self._prior_weight = 0.5 ** (n_past / half_life_ticks)
@@ -53,8 +52,8 @@ class SpellBook:
         self._downs: list[tuple[float, float]] = []
         """(length, end tick) of each finished spell; ticks before the job are negative."""
         self._up: bool | None = None
-        self._since = self._first = 0.0
-        """When the spell under way began, and when the job first knew a state."""
+        self._since = 0.0
+        """When the spell under way began."""
         if n_past:
             past = np.asarray(past_any_up, dtype=bool)
             changes = np.flatnonzero(past[1:] != past[:-1]) + 1
@@ -62,14 +61,13 @@ class SpellBook:
             for start, end, up in zip(bounds[:-1], bounds[1:], past[changes - 1], strict=True):
                 (self._ups if up else self._downs).append((float(end - start), float(end)))
             self._up, self._since = bool(past[-1]), float(bounds[-1])
-            self._first = float(-n_past)
         self._now = -1.0
 
     def _add(self, tick: float, up: bool | None) -> None:
         if up is None:
             return
         if self._up is None:
-            self._up, self._since, self._first = up, tick, tick
+            self._up, self._since = up, tick
         elif up != self._up:
             spells = self._ups if self._up else self._downs
             spells.append((tick - self._since, tick))
@@ -91,11 +89,9 @@ class SpellBook:
 
     def _weighted(self, spells: list[tuple[float, float]]) -> tuple[np.ndarray, np.ndarray]:
         """Lengths and recency weights of the spells, the one under way counted as long as it
-        has lasted (a storm under way weighs at once, not when it ends) if the job saw it
-        begin: one that was under way when the job started is a length-biased draw (a random
-        instant falls in a long spell more often than in a short one), counted when it ends."""
+        has lasted (a storm under way weighs at once, not when it ends)."""
         current = self._up is not None and (spells is self._ups) == self._up
-        if current and self._now > self._since > self._first:
+        if current and self._now > self._since:
             spells = [*spells, (self._now - self._since, self._now)]
         if not spells:
             return np.zeros(0), np.zeros(0)
@@ -197,12 +193,10 @@ def _mean(lengths: np.ndarray, weights: np.ndarray, prior: float, prior_weight: 
     return (float(lengths @ weights) + prior * prior_weight) / total
 
 
-def prior_spells(prior: PoolPrior, n_pools: int) -> tuple[float, float]:
-    """Mean spells (hours) of "some pool up" and "no pool up" that ``prior`` implies for
-    ``n_pools`` pools alike and independent: a pool is down ``m·(1 − a)/a`` hours after a run
-    of ``m``; all of them for ``1/n`` of that, ``(1 − a)^n`` of the time."""
+def prior_spells(prior: PoolPrior) -> tuple[float, float]:
+    """Mean spells (hours) of "some pool up" and "no pool up" that ``prior`` implies: a pool is
+    down ``m·(1 − a)/a`` hours after a run of ``m``, and the pools are taken to move together
+    (a storm takes a region's pools at once; taken as independent, nine pools would almost
+    never all be down) until the job sees them apart."""
     share = min(max(prior.available_share, 1e-3), 1 - 1e-3)
-    down = prior.mean_run_hours * (1 - share) / share
-    none_up = (1 - share) ** n_pools
-    outage = down / n_pools
-    return outage * (1 - none_up) / none_up, outage
+    return prior.mean_run_hours, prior.mean_run_hours * (1 - share) / share
