@@ -20,11 +20,16 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from spotwise.policy.traces import Pool, TraceSet
+
+if TYPE_CHECKING:
+    from spotwise.policy.trace_sets import SuiteSet
 
 SYNTHETIC = "synthetic"
 STORM_HOURS = 6.0
@@ -242,3 +247,23 @@ def generate(model: MarketModel, regime: Regime, hours: float, seed: int) -> Tra
 def is_synthetic(traces: TraceSet) -> bool:
     """Whether ``traces`` came from :func:`generate`."""
     return all(p.name.startswith(f"{SYNTHETIC}:") for p in traces.pools)
+
+
+def synthetic_markets(
+    sets: Sequence[SuiteSet],
+    regimes: Sequence[Regime] = REGIMES,
+    hours: float = 24 * 30,
+    seed: int = 0,
+) -> list[TraceSet]:
+    """One synthetic market per set and regime, each fitted on the set's training part (before
+    the suite's held-back cut) and ``hours`` long."""
+    from spotwise.policy.suite import CUT
+    from spotwise.policy.trace_sets import RELATIVE
+
+    markets = []
+    for i, s in enumerate(sets):
+        traces = s.traces
+        model = fit_market(s.name, traces, int(traces.n_ticks * CUT), calendar=s.clock != RELATIVE)
+        for j, regime in enumerate(regimes):
+            markets.append(generate(model, regime, hours, seed=seed + 1000 * i + j))
+    return markets

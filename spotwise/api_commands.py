@@ -306,6 +306,14 @@ def train(
             "held-back cut) instead of one trace set and job shape.",
         ),
     ] = False,
+    synthetic: Annotated[
+        str,
+        typer.Option(
+            "--synthetic",
+            help="With --suite, also train on synthetic markets fitted on each set's training "
+            "part, in these regimes (comma-separated names, all, or none).",
+        ),
+    ] = "all",
     until_hours: Annotated[
         float,
         typer.Option(
@@ -331,11 +339,19 @@ def train(
         fail(f"--algo {algo!r} is not supported; use ppo")
     try:
         if suite_classes:
-            from spotwise.policy.suite import bundled_trace_sets
+            from spotwise.policy.scenarios import REGIMES, synthetic_markets
+            from spotwise.policy.trace_sets import suite_sets
 
-            root = settings.bundled_data_dir() / "traces/cbl/availability/1-node"
-            scenarios = suite_scenarios(bundled_trace_sets(root))
-            trained: dict[str, object] = {"suite": "every class, training jobs"}
+            bundled = suite_sets(settings.bundled_data_dir())
+            regimes = [r for r in REGIMES if synthetic and r.name in synthetic.split(",")]
+            if synthetic == "all":
+                regimes = list(REGIMES)
+            markets = synthetic_markets(bundled, regimes, seed=seed)
+            scenarios = suite_scenarios({s.name: s.traces for s in bundled}, synthetic=markets)
+            trained: dict[str, object] = {
+                "suite": "every class, training jobs",
+                "synthetic_regimes": [r.name for r in regimes],
+            }
         else:
             spec = JobSpec(
                 compute_hours=compute_hours,

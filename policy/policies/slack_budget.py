@@ -116,16 +116,15 @@ class SpellBook:
 
     def remaining_outage(self, age: float) -> float:
         """Expected further ticks of an outage that has lasted ``age``: the weighted mean of
-        ``O − age`` over past outages longer than ``age``, with the prior's (exponential: its
-        mean) beside them."""
+        ``O − age`` over past outages longer than ``age``, beside the prior's (exponential: its
+        mean) and one of "as long again" (``age``: an outage longer than any seen is judged by
+        how long it has lasted, as the run forecast judges a run)."""
         lengths, weights = self._weighted(self._downs)
         longer = lengths > age
         prior_w = self._prior_weight_now()
-        total = float(weights[longer].sum()) + prior_w
-        if total <= 0:
-            return max(self.prior_down, 1.0)
+        total = float(weights[longer].sum()) + prior_w + 1.0
         rest = float((lengths[longer] - age) @ weights[longer]) + prior_w * self.prior_down
-        return rest / total
+        return (rest + age) / total
 
     def outage_costs(self, taus: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """For each wait limit in ``taus`` (ticks): the expected wait of an outage,
