@@ -21,9 +21,11 @@ from rich.table import Table
 import spotwise.executor.ledger.schema  # noqa: F401  (every store the CLI opens holds the ledger too)
 from spotwise import (
     api_commands,
+    cloud_commands,
     dashboard_command,
     fleet_commands,
     forecast_commands,
+    jobs_commands,
     policy_commands,
     run_commands,
     startup_bench,
@@ -77,12 +79,12 @@ app.command("serve")(api_commands.serve)
 app.command("run", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(
     run_commands.run
 )
-app.add_typer(run_commands.jobs_app, name="jobs")
+app.add_typer(jobs_commands.jobs_app, name="jobs")
 app.add_typer(sweep_commands.sweep_app, name="sweep")
 app.add_typer(fleet_commands.fleet_app, name="fleet")
-app.add_typer(run_commands.gc_app, name="gc")
-app.add_typer(run_commands.check_app, name="check")
-app.add_typer(run_commands.setup_app, name="setup")
+app.add_typer(cloud_commands.gc_app, name="gc")
+app.add_typer(cloud_commands.check_app, name="check")
+app.add_typer(cloud_commands.setup_app, name="setup")
 app.command("dashboard")(dashboard_command.dashboard)
 policy_commands.bench_app.command("api")(api_commands.bench_api)
 policy_commands.bench_app.command("startup")(startup_bench.bench_startup)
@@ -677,7 +679,7 @@ def _demo(*, as_json: bool, store: Path | None) -> None:
     from spotwise.executor.errors import Cancelled
     from spotwise.policy.traces import load_traces
     from spotwise.pricing.forecast.run import run_forecasts
-    from spotwise.run_commands import _print_report
+    from spotwise.reports import print_report
 
     def step(message: str) -> None:
         err.print(styled("›", "bold", f" {message}"))
@@ -710,7 +712,7 @@ def _demo(*, as_json: bool, store: Path | None) -> None:
     if as_json:
         print(json.dumps(result.to_dict(), default=str))
         return
-    _print_report(result.ledger.to_dict(), as_json=False)
+    print_report(result.ledger.to_dict(), as_json=False)
     out.print(
         f"bit-exact resume: {result.bitwise_identical}; see it with "
         f"`spotwise jobs show {result.job_id}` or `spotwise dashboard`"

@@ -178,12 +178,7 @@ OnDemandPrice = Annotated[
 ]
 
 
-# The AWS launcher's options, shared by `spotwise run`, `spotwise fleet run` and
-# `spotwise sweep run`.
-AwsRegion = Annotated[str, typer.Option("--region", help="aws: region.")]
-AwsInstanceType = Annotated[
-    str, typer.Option("--instance-type", help="aws: the instance type; the price book's.")
-]
+# The account settings `spotwise plan` puts into the command it prints.
 AwsImageId = Annotated[
     str | None,
     typer.Option("--image-id", help="aws: the AMI (with Python 3).", show_default=False),
@@ -197,37 +192,6 @@ AwsBucket = Annotated[
 AwsInstanceProfile = Annotated[
     str | None,
     typer.Option("--instance-profile", help="aws: the instances' IAM role.", show_default=False),
-]
-AwsEndpointUrl = Annotated[
-    str | None,
-    typer.Option("--endpoint-url", help="aws: another endpoint (e.g. moto).", show_default=False),
-]
-AwsWorkdir = Annotated[
-    Path,
-    typer.Option(
-        "--workdir",
-        help="aws: the folder shipped to each instance (its .gitignore honoured); the command "
-        "runs there.",
-    ),
-]
-AwsSetup = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--setup",
-        help="aws: a command run in the workdir before the job, e.g. 'pip install -r "
-        "requirements.txt' (no shell; repeat for more).",
-        show_default=False,
-    ),
-]
-
-AwsSecurityGroup = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--security-group",
-        help="aws: a security group id for every instance (repeat for more); for an elastic "
-        "job's nodes, one that lets them reach each other (`spotwise setup aws` makes it).",
-        show_default=False,
-    ),
 ]
 
 

@@ -9,16 +9,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
+from spotwise.cloud_options import GIVEN, cloud_options
 from spotwise.console import (
-    AwsBucket,
-    AwsEndpointUrl,
-    AwsImageId,
-    AwsInstanceProfile,
-    AwsInstanceType,
-    AwsRegion,
-    AwsSecurityGroup,
-    AwsSetup,
-    AwsWorkdir,
     StoreOption,
     fail,
     free_loopback_port,
@@ -28,6 +20,8 @@ from spotwise.console import (
     say,
 )
 from spotwise.core import settings
+from spotwise.executor.clouds.base import CloudOptions
+from spotwise.executor.clouds.registry import CLOUDS
 from spotwise.executor.errors import ExecutorError
 
 if TYPE_CHECKING:
@@ -43,10 +37,14 @@ fleet_app = typer.Typer(
 
 
 @fleet_app.command("run")
+@cloud_options()
 def fleet_run(
     spec_path: Annotated[Path, typer.Argument(help="The fleet file (YAML or TOML).")],
     launcher: Annotated[
-        str, typer.Option("--launcher", help="local (the replayed market) or aws.")
+        str,
+        typer.Option(
+            "--launcher", help=f"local (the replayed market) or a cloud: {', '.join(CLOUDS)}."
+        ),
     ] = "local",
     traces: Annotated[
         Path | None,
@@ -59,7 +57,7 @@ def fleet_run(
     pools: Annotated[
         str | None,
         typer.Option(
-            "--pools", help="Pools to use (local: trace names; aws: zones), comma-separated."
+            "--pools", help="Pools to use (local: trace names; a cloud: zones), comma-separated."
         ),
     ] = None,
     start_hours: Annotated[
@@ -81,27 +79,14 @@ def fleet_run(
     changeover_hours: Annotated[
         float, typer.Option("--changeover-hours", min=0.0, help="Hours a move costs.")
     ] = 0.05,
-    region: AwsRegion = "us-east-1",
-    instance_type: AwsInstanceType = "p3.2xlarge",
-    image_id: AwsImageId = None,
-    bucket: AwsBucket = None,
-    instance_profile: AwsInstanceProfile = None,
-    security_group: AwsSecurityGroup = None,
-    endpoint_url: AwsEndpointUrl = None,
-    workdir: AwsWorkdir = Path("."),
-    setup: AwsSetup = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the outcome as JSON.")] = False,
     store: StoreOption = None,
+    cloud: CloudOptions = GIVEN,
 ) -> None:
-    """Run every job of the fleet file at once (on the replayed market, or on AWS), each under
+    """Run every job of the fleet file at once (on the replayed market, or on a cloud), each under
     its supervisor, granted what its tier allows within the budget; wait for all of them."""
     from spotwise.executor.fleets.fleet import load_fleet_spec, run_fleet
     from spotwise.executor.launchers.local import Replay
-    from spotwise.executor.launchers.registry import (
-        AwsTarget,
-        aws_launcher,
-        ship_code,
-    )
     from spotwise.executor.ledger.prices import price_book
     from spotwise.executor.supervise.supervisor import SupervisorConfig
     from spotwise.policy.client import in_process_for
@@ -111,36 +96,27 @@ def fleet_run(
     from spotwise.pricing.errors import PricingError
     from spotwise.pricing.quotes import REFERENCE_INSTANCE_TYPE
 
-    if launcher not in ("local", "aws"):
-        fail(f"--launcher must be local or aws, got {launcher[:40]!r}")
+    if launcher != "local" and launcher not in CLOUDS:
+        fail(f"--launcher must be local or one of {', '.join(CLOUDS)}, got {launcher[:40]!r}")
     names = tuple(p.strip() for p in pools.split(",") if p.strip()) if pools else ()
     try:
         spec = load_fleet_spec(spec_path)
-        if launcher == "aws":
+        if launcher in CLOUDS:
             elastic = [j.name for j in spec.jobs if j.nodes is not None]
-            if elastic and not security_group:
+            if elastic and not cloud.network:
                 raise ExecutorError(
-                    f"the elastic jobs {elastic} need --security-group on AWS: one that lets "
-                    "their nodes reach each other on every TCP port; `spotwise setup aws` makes "
-                    "spotwise-nodes and prints its id"
+                    f"the elastic jobs {elastic} need --network (--security-group) on "
+                    f"{launcher}: one that lets their nodes reach each other on every TCP port; "
+                    f"`spotwise setup {launcher}` makes it and prints its name"
                 )
-            aws = AwsTarget(
-                region=region,
-                instance_type=instance_type,
-                image_id=image_id,
-                bucket=bucket,
-                instance_profile=instance_profile,
-                zones=names,
-                endpoint_url=endpoint_url,
-                security_groups=tuple(security_group or ()),
-                workdir=str(workdir),
-                setup=tuple(setup or ()),
-            )
-            code = ship_code(aws)  # once for every job
-            market_pools, home_region = aws.zones_or_default, region
+            provider = CLOUDS[launcher]
+            target = provider.target(dataclasses.replace(cloud, zones=names))
+            code = provider.ship_code(target)  # once for every job
+            market_pools, home_region = target.zones_or_default, target.home_region
+            instance_type = target.instance_type
 
             def launcher_for(job_id: str) -> Launcher:
-                return aws_launcher(aws, code, job_id=job_id)
+                return provider.launcher(target, code, job_id=job_id)
 
             plan_for = _as_written
         else:

@@ -4,21 +4,15 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
+from spotwise.cloud_options import GIVEN, cloud_options
 from spotwise.console import (
-    AwsBucket,
-    AwsEndpointUrl,
-    AwsImageId,
-    AwsInstanceProfile,
-    AwsInstanceType,
-    AwsRegion,
-    AwsSetup,
-    AwsWorkdir,
     OnDemandPriceOption,
     PolicyNameOption,
     SpotPriceOption,
@@ -31,6 +25,8 @@ from spotwise.console import (
     ready_store,
 )
 from spotwise.core import settings
+from spotwise.executor.clouds.base import CloudOptions
+from spotwise.executor.clouds.registry import CLOUDS
 from spotwise.executor.errors import ExecutorError
 from spotwise.pricing.errors import PricingError
 
@@ -61,6 +57,7 @@ def _storage_for(storage: str | None, store_path: Path, name: str) -> tuple[str,
 @sweep_app.command(
     "run", context_settings={"allow_extra_args": True, "ignore_unknown_options": True}
 )
+@cloud_options()
 def sweep_run(
     ctx: typer.Context,
     spec: Annotated[
@@ -160,25 +157,20 @@ def sweep_run(
         int, typer.Option("--max-retry", min=0, max=100, help="Retries of one trial.")
     ] = 3,
     launcher: Annotated[
-        str, typer.Option("--launcher", help="local (replayed traces) or aws.")
+        str,
+        typer.Option(
+            "--launcher", help=f"local (replayed traces) or a cloud: {', '.join(CLOUDS)}."
+        ),
     ] = "local",
-    region: AwsRegion = "us-east-1",
-    instance_type: AwsInstanceType = "p3.2xlarge",
-    image_id: AwsImageId = None,
-    bucket: AwsBucket = None,
-    instance_profile: AwsInstanceProfile = None,
-    endpoint_url: AwsEndpointUrl = None,
-    workdir: AwsWorkdir = Path("."),
-    setup: AwsSetup = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the sweep's report as JSON.")
     ] = False,
     store: StoreOption = None,
+    cloud: CloudOptions = GIVEN,
 ) -> None:
     """Run a sweep (an Optuna study) with trials as supervised jobs: a preempted trial resumes
     from its checkpoint, a dead worker's trial is retried by another, pruned trials stop at
     once. Run it on more machines with the same --storage URL to add workers there."""
-    from spotwise.executor.launchers.registry import AwsTarget
     from spotwise.executor.sweeps.report import sweep_report
     from spotwise.executor.sweeps.sweep import ReplayMarket, SweepConfig, SweepSource, start_over
     from spotwise.executor.sweeps.workers import run_workers
@@ -194,29 +186,20 @@ def sweep_run(
         grid=tuple(grid or ()),
         command=command,
     )
-    if launcher not in ("local", "aws"):
-        fail(f"--launcher must be local or aws, got {launcher[:40]!r}")
-    aws = None
-    if launcher == "aws":
-        aws = AwsTarget(
-            region=region,
-            instance_type=instance_type,
-            image_id=image_id,
-            bucket=bucket,
-            instance_profile=instance_profile,
-            zones=tuple(p.strip() for p in (pools or "").split(",") if p.strip()),
-            endpoint_url=endpoint_url,
-            workdir=str(workdir.resolve()),
-            setup=tuple(setup or ()),
-        )
-    if fresh and aws is not None:
+    if launcher != "local" and launcher not in CLOUDS:
+        fail(f"--launcher must be local or one of {', '.join(CLOUDS)}, got {launcher[:40]!r}")
+    if fresh and launcher in CLOUDS:
         fail(
-            "--start-over deletes trials' checkpoints on this machine, but on AWS they are in "
-            "the bucket, where a new trial would resume an old one's: give another --name"
+            f"--start-over deletes trials' checkpoints on this machine, but on {launcher} they "
+            "are in the bucket, where a new trial would resume an old one's: give another --name"
         )
+    target = None
     try:
-        if aws is not None:
-            aws.require_complete()
+        if launcher in CLOUDS:
+            zones = tuple(p.strip() for p in (pools or "").split(",") if p.strip())
+            workdir = str(Path(cloud.workdir).resolve())
+            target = CLOUDS[launcher].target(replace(cloud, zones=zones, workdir=workdir))
+            target.require_complete()
         loaded = source.load()  # a bad spec is refused before anything is made
     except ExecutorError as exc:
         fail(str(exc))
@@ -242,7 +225,7 @@ def sweep_run(
                 step_s=step_seconds,
                 boot_s=boot_seconds,
             ),
-            aws=aws,
+            cloud=target,
             workers=workers,
             deadline_hours=deadline_hours,
             budget_usd=budget,

@@ -50,9 +50,11 @@ JOB_COLUMNS = (
     "trial",
     "fleet",
     "tier",
+    "supervisor_started",
 )
-ADDED_JOB_COLUMNS = ("sweep", "trial", "fleet", "tier")
-"""Job columns an older journal may lack (versions 6 and 8 of the ledger's tables; None there)."""
+ADDED_JOB_COLUMNS = ("sweep", "trial", "fleet", "tier", "supervisor_started")
+"""Job columns an older journal may lack (versions 6, 8 and 9 of the ledger's tables; None
+there)."""
 ENTRY_COLUMNS = (
     "job_id",
     "seq",

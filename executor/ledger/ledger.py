@@ -33,6 +33,7 @@ from spotwise.executor.ledger.journal import (
     pending_writes,
     replay_orphans,
 )
+from spotwise.executor.ledger.liveness import process_started
 from spotwise.policy.cost import StorageTerms
 from spotwise.pricing.errors import PricingError, StoreError
 from spotwise.pricing.operational import OperationalStore, open_operational
@@ -140,6 +141,7 @@ class Ledger:
             checkpoint_usd_per_gb_month=info.checkpoint_usd_per_gb_month,
             host=socket.gethostname(),
             supervisor_pid=os.getpid(),
+            supervisor_started=process_started(os.getpid()),
             simulated=info.simulated,
             prices=json.dumps(info.prices) if info.prices is not None else None,
             simulation=info.simulation,

@@ -11,7 +11,10 @@ instance type in the same region (``ledger.on_demand_price``), the baseline's ra
 says what a simulated job's replay was and how fast it ran (``jobs.simulation``); version 6 names
 the sweep and trial a job ran for (``jobs.sweep``, ``jobs.trial``; None for a lone job); version 7
 names the node of a multi-node job each entry is about (``ledger.node``; None for one node);
-version 8 the fleet a job ran in and its priority tier (``jobs.fleet``, ``jobs.tier``).
+version 8 the fleet a job ran in and its priority tier (``jobs.fleet``, ``jobs.tier``); version
+9 when its supervisor's process started (``jobs.supervisor_started``, the kernel's start time
+in clock ticks since boot), so a live supervisor is told from a reused pid by more than its
+name (a supervisor run from a user's own Python script has no "spotwise" in its command line).
 """
 
 from __future__ import annotations
@@ -60,6 +63,9 @@ LEDGER = register_schema(
             """
     ALTER TABLE jobs ADD COLUMN fleet VARCHAR;
     ALTER TABLE jobs ADD COLUMN tier VARCHAR;
+    """,
+            """
+    ALTER TABLE jobs ADD COLUMN supervisor_started BIGINT;
     """,
         ),
         ("jobs", "ledger"),

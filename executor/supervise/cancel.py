@@ -19,6 +19,7 @@ from typing import Any
 from spotwise.executor.errors import ExecutorError
 from spotwise.executor.ledger.journal import replay_orphans
 from spotwise.executor.ledger.ledger import job_row
+from spotwise.executor.ledger.liveness import supervisor_alive
 from spotwise.pricing.errors import StoreError
 from spotwise.pricing.operational import open_operational
 
@@ -51,20 +52,6 @@ def _stop_group(pgid: int, grace_s: float) -> bool:
     return True
 
 
-def supervisor_alive(pid: int) -> bool:
-    """Whether ``pid`` is a live Spotwise process on this machine (not a reused pid)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's live process: not ours to signal, see cancel_job
-    cmdline = Path(f"/proc/{pid}/cmdline")
-    if cmdline.exists():
-        return b"spotwise" in cmdline.read_bytes()
-    return True
-
-
 def cancel_job(
     store_path: Path, job_id: str, *, wait_s: float = 60.0, grace_s: float = 30.0
 ) -> str:
@@ -77,13 +64,14 @@ def cancel_job(
     """
     job = _job(store_path, job_id)
     status, host, pid, pgid = job["status"], job["host"], job["supervisor_pid"], job["worker_pgid"]
+    started = job.get("supervisor_started")
     if status != "running":
         raise ExecutorError(f"job {job_id} is {status}: nothing to cancel")
     if host is not None and host != socket.gethostname():
         raise ExecutorError(
             f"job {job_id} is supervised on {host} (pid {pid}): run `spotwise jobs cancel` there"
         )
-    if pid is None or not supervisor_alive(pid):
+    if pid is None or not supervisor_alive(pid, started):
         stopped = pgid is not None and _stop_group(pgid, grace_s)
         with open_operational(store_path) as store:
             replay_orphans(store)  # the dead supervisor's last writes go first

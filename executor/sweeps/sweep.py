@@ -26,7 +26,7 @@ import threading
 import time
 import warnings
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,8 +35,8 @@ from optuna.storages import RetryHeartbeatStaleTrialCallback
 from optuna.trial import FrozenTrial, Trial, TrialState
 
 from spotwise.core.progress import Progress
+from spotwise.executor.clouds.base import CloudTarget
 from spotwise.executor.errors import Cancelled, ExecutorError, Stopped
-from spotwise.executor.launchers.registry import AwsTarget
 from spotwise.executor.ledger.ledger import new_job_id
 from spotwise.executor.sweeps.spec import SweepSpec, definition_changes, grid_spec, load_spec
 from spotwise.pricing.errors import PricingError
@@ -117,9 +117,10 @@ class SweepConfig:
     root: str
     """This sweep's folder: trial checkpoints, worker logs, the lock."""
     market: ReplayMarket
-    aws: AwsTarget | None = None
-    """Run the trials on AWS instead of the replayed market; they checkpoint to
-    ``s3://BUCKET/spotwise/checkpoints/sweeps/NAME/trial-N/ckpt`` (:func:`aws_checkpoint`)."""
+    cloud: CloudTarget | None = None
+    """Run the trials on a cloud instead of the replayed market; they checkpoint under the
+    cloud's checkpoint prefix, e.g. ``s3://BUCKET/spotwise/checkpoints/sweeps/NAME/trial-N/ckpt``
+    (:func:`cloud_checkpoint`)."""
     workers: int = 1
     deadline_hours: float | None = None
     budget_usd: float | None = None
@@ -135,23 +136,19 @@ class SweepConfig:
     lead_s: float = 2.0
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self))
+        """The config as the workers read it (a cloud's settings as its plain values)."""
+        cloud = None if self.cloud is None else self.cloud.to_dict()
+        return json.dumps({**asdict(replace(self, cloud=None)), "cloud": cloud})
 
     @classmethod
     def from_json(cls, text: str) -> SweepConfig:
+        """The config back from :meth:`to_json`."""
+        from spotwise.executor.clouds.registry import cloud_named
+
         raw = json.loads(text)
-        source, market, aws = raw.pop("source"), raw.pop("market"), raw.pop("aws")
+        source, market, cloud = raw.pop("source"), raw.pop("market"), raw.pop("cloud")
         return cls(
-            aws=None
-            if aws is None
-            else AwsTarget(
-                **{
-                    **aws,
-                    "zones": tuple(aws["zones"]),
-                    "setup": tuple(aws["setup"]),
-                    "security_groups": tuple(aws.get("security_groups", ())),
-                }
-            ),
+            cloud=None if cloud is None else cloud_named(cloud["cloud"]).target_from_dict(cloud),
             source=SweepSource(
                 spec_file=source["spec_file"],
                 name=source["name"],
@@ -441,9 +438,9 @@ class SweepWorker:
 
     def _checkpoint_folder(self, number: int) -> str:
         """Trial ``number``'s checkpoint folder, the same for each of its retries: in the
-        sweep's folder here, or under the bucket's sweep prefix on AWS."""
-        if self.config.aws is not None:
-            return aws_checkpoint(str(self.config.aws.bucket), self.spec.name, number)
+        sweep's folder here, or under the cloud's checkpoint prefix."""
+        if self.config.cloud is not None:
+            return cloud_checkpoint(self.config.cloud, self.spec.name, number)
         ckpt = self.folder / f"trial-{number:05d}" / "ckpt"
         ckpt.parent.mkdir(exist_ok=True, mode=0o700)
         ckpt.mkdir(exist_ok=True, mode=0o700)
@@ -557,23 +554,25 @@ class SweepWorker:
     def _shipped_code(self) -> ShippedCode:
         """The workdir and a Spotwise wheel in the sweep's bucket, shipped once per worker
         (not once per trial)."""
-        from spotwise.executor.launchers.registry import ship_code
+        from spotwise.executor.clouds.registry import cloud_named
 
-        if self.config.aws is None:
-            raise ExecutorError("only a sweep on AWS ships its code")
-        return ship_code(self.config.aws)
+        target = self.config.cloud
+        if target is None:
+            raise ExecutorError("only a sweep on a cloud ships its code")
+        return cloud_named(target.cloud).ship_code(target)
 
     def _launcher(self, job_id: str) -> tuple[Launcher, str, str | None]:
         """This trial's launcher, the instance type its prices are of, and its home region:
-        the replayed market from where this worker's clock stands, or AWS."""
+        the replayed market from where this worker's clock stands, or a cloud."""
+        from spotwise.executor.clouds.registry import cloud_named
         from spotwise.executor.launchers.local import Replay
-        from spotwise.executor.launchers.registry import aws_launcher
         from spotwise.pricing.quotes import REFERENCE_INSTANCE_TYPE
 
-        aws = self.config.aws
-        if aws is not None:
-            launcher = aws_launcher(aws, self._shipped_code, job_id=job_id)
-            return launcher, aws.instance_type, aws.region
+        target = self.config.cloud
+        if target is not None:
+            cloud = cloud_named(target.cloud)
+            launcher = cloud.launcher(target, self._shipped_code, job_id=job_id)
+            return launcher, target.instance_type, target.home_region
         market = self.config.market
         replay = Replay(
             traces=self._traces,
@@ -585,12 +584,13 @@ class SweepWorker:
         return replay.launcher(), REFERENCE_INSTANCE_TYPE, None
 
 
-def aws_checkpoint(bucket: str, sweep: str, number: int) -> str:
-    """Trial ``number``'s checkpoint folder in ``bucket``: under the prefix the instance role
-    of ``spotwise setup aws`` may write (:data:`~executor.clouds.aws.setup.CHECKPOINT_PREFIX`)."""
-    from spotwise.executor.clouds.aws.setup import CHECKPOINT_PREFIX
+def cloud_checkpoint(target: CloudTarget, sweep: str, number: int) -> str:
+    """Trial ``number``'s checkpoint folder on ``target``'s cloud: under the prefix its
+    instances' identity may write (:meth:`~executor.clouds.base.Cloud.checkpoint_url`)."""
+    from spotwise.executor.clouds.registry import cloud_named
 
-    return f"s3://{bucket}/{CHECKPOINT_PREFIX}/sweeps/{sweep}/trial-{number:05d}/ckpt"
+    run = f"sweeps/{sweep}/trial-{number:05d}/ckpt"
+    return cloud_named(target.cloud).checkpoint_url(target, run)
 
 
 class _Heartbeat:

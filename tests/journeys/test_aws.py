@@ -5,6 +5,7 @@ with their own AWS configuration would have it."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shlex
 import time
@@ -14,7 +15,7 @@ from typing import Any
 import boto3
 import pytest
 
-from spotwise.executor.clouds.orphans import job_tags
+from spotwise.executor.clouds.aws.gc import job_tags
 from tests.conftest import DATA, amazon_image
 from tests.journeys.conftest import Stranger
 
@@ -84,8 +85,12 @@ def test_plan_run_logs_cancel_gc_on_a_new_account(stranger: Stranger, moto_serve
     tagged = ec2.describe_instances(Filters=[{"Name": "tag:spotwise:job", "Values": [job_id]}])
     states = {i["State"]["Name"] for r in tagged["Reservations"] for i in r["Instances"]}
     assert states and states <= {"shutting-down", "terminated"}
-    # a probe `check aws` could not delete is no job's secret
-    boto3.client("ssm", endpoint_url=moto_server, region_name="us-east-1").put_parameter(
+    # a probe `check aws` could not delete is no job's secret (moto's accounts live as long
+    # as the worker process: another test's probe may be there already)
+    ssm = boto3.client("ssm", endpoint_url=moto_server, region_name="us-east-1")
+    with contextlib.suppress(ssm.exceptions.ParameterNotFound):
+        ssm.delete_parameter(Name="/spotwise/check/probe")
+    ssm.put_parameter(
         Name="/spotwise/check/probe", Value="1", Type="SecureString", Tags=job_tags("check")
     )
     gc = stranger.spotwise("gc", "aws", "--region", "us-east-1")

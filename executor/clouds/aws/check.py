@@ -11,17 +11,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import date
-from typing import Any, Literal
+from typing import Any
 
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 from botocore.parsers import ResponseParserError
 
-from spotwise.executor.clouds.orphans import PROBE_PARAMETER, job_tags
+from spotwise.executor.clouds.aws.gc import PROBE_PARAMETER, job_tags
+from spotwise.executor.clouds.base import Check
 
-Status = Literal["ok", "missing", "unknown", "skipped"]
 DENIED = {"AccessDenied", "AccessDeniedException", "UnauthorizedOperation", "403", "Forbidden"}
 DOCS = "docs/aws.md"
 PROBE_KEY = "spotwise/check/probe"
@@ -48,21 +47,6 @@ OLD_PYTHON3: tuple[tuple[re.Pattern[str], str], ...] = (
 """Distribution images whose ``python3`` (what the boot script runs) is older than 3.11."""
 UBUNTU = re.compile(r"ubuntu[-/ ](?:[a-z]+-)?(\d{2})\.(\d{2})|Ubuntu,? (\d{2})\.(\d{2})")
 BUILT = re.compile(r"(?<!\d)(20\d{2})[.-]?(0[1-9]|1[0-2])[.-]?(0[1-9]|[12]\d|3[01])(?!\d)")
-
-
-@dataclass(frozen=True, slots=True)
-class Check:
-    """One line of the checklist."""
-
-    what: str
-    status: Status
-    detail: str
-    fix: str = ""
-
-    def line(self) -> str:
-        mark = {"ok": "✓", "missing": "✗", "unknown": "?", "skipped": "-"}[self.status]
-        text = f"{mark} {self.what}: {self.detail}"
-        return f"{text}\n    fix: {self.fix}" if self.fix else text
 
 
 def spot_quota(instance_type: str) -> tuple[str, str] | None:
@@ -183,7 +167,9 @@ class AwsCheck:
     def check_bucket(self) -> Check:
         what = "bucket"
         if not self.bucket:
-            return Check(what, "skipped", "no --bucket given", "pass --bucket NAME to check it")
+            return Check(
+                what, "skipped", "no --bucket given", "pass --bucket NAME to check it", "--bucket"
+            )
         try:
             located = self.s3.get_bucket_location(Bucket=self.bucket)
         except ClientError as exc:
@@ -215,7 +201,9 @@ class AwsCheck:
     def image(self) -> Check:
         what = "image"
         if not self.image_id:
-            return Check(what, "skipped", "no --image-id given", "pass --image-id AMI")
+            return Check(
+                what, "skipped", "no --image-id given", "pass --image-id AMI", "--image-id"
+            )
         fix = (
             "use an AMI with Python 3.11+ and torch in this region, e.g. an AWS Deep Learning "
             "AMI (aws ec2 describe-images --owners amazon --filters "
@@ -252,6 +240,7 @@ class AwsCheck:
                 "skipped",
                 "no --instance-profile given",
                 f"pass --instance-profile NAME (the instances' role, {DOCS})",
+                "--instance-profile",
             )
         iam = self.client("iam")
         try:

@@ -29,9 +29,9 @@ from botocore.exceptions import ClientError
 
 from spotwise.core.clock import SYSTEM_CLOCK, Clock
 from spotwise.executor.clouds.aws.boot_script import BOOT_LOG, boot_script
+from spotwise.executor.clouds.aws.gc import job_tags
 from spotwise.executor.clouds.aws.on_instance import EXIT_NAME, LOG_FOLDER
 from spotwise.executor.clouds.code_bundle import ShippedCode
-from spotwise.executor.clouds.orphans import job_tags
 from spotwise.executor.errors import PREEMPTED_EXIT_CODE, ExecutorError, NoCapacity
 from spotwise.executor.launchers.base import Placement, Preemption
 from spotwise.executor.supervise.job_log import echo
@@ -224,13 +224,15 @@ class AwsLauncher:
         instance_profile: str | None = None,
         secrets: dict[str, str] | None = None,
         security_groups: Sequence[str] = (),
+        max_price: float | None = None,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         """``code`` is the shipped workdir and wheel (:func:`executor.clouds.code_bundle.ship`);
         ``setup`` commands run in the workdir before the command. ``secrets`` (variable name →
         value) reach the command through SSM SecureStrings, which the instance profile must be
         allowed to read (``ssm:GetParameter``). ``security_groups`` go on every instance (an
-        elastic job's nodes need one that lets them reach each other)."""
+        elastic job's nodes need one that lets them reach each other). ``max_price`` is every spot
+        request's MaxPrice in USD/h (None: up to the on-demand price)."""
         self.ec2 = session.client("ec2", region_name=region, endpoint_url=endpoint_url)
         self.s3 = session.client("s3", region_name=region, endpoint_url=endpoint_url)
         self.ssm = session.client("ssm", region_name=region, endpoint_url=endpoint_url)
@@ -241,6 +243,7 @@ class AwsLauncher:
         self.job_id = job_id
         self.instance_profile = instance_profile
         self.security_groups = tuple(security_groups)
+        self.max_price = max_price
         self.clock = clock
         self._began = clock.monotonic()
         self.secret_parameters = self._store_secrets(secrets or {})
@@ -342,6 +345,7 @@ class AwsLauncher:
                 "SpotOptions": {
                     "SpotInstanceType": "one-time",
                     "InstanceInterruptionBehavior": "terminate",
+                    **({"MaxPrice": f"{self.max_price:.4f}"} if self.max_price else {}),
                 },
             }
         if self.instance_profile:

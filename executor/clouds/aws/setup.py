@@ -115,13 +115,7 @@ def set_up(
     try:
         account = sts.get_caller_identity()["Account"]
         step = f"making the bucket s3://{bucket}"
-        where = {"LocationConstraint": region} if region != "us-east-1" else None
-        made = _make_or_find(
-            lambda: s3.create_bucket(
-                Bucket=bucket, **({"CreateBucketConfiguration": where} if where else {})
-            ),
-            "BucketAlreadyOwnedByYou",
-        )
+        made = _bucket(s3, bucket, region)
         s3.put_public_access_block(
             Bucket=bucket,
             PublicAccessBlockConfiguration=dict.fromkeys(PUBLIC_ACCESS_BLOCKS, True),
@@ -156,6 +150,24 @@ def set_up(
     except ClientError as exc:
         raise ExecutorError(f"setup aws: {step}: {exc}") from exc
     return group
+
+
+def _bucket(s3: Any, bucket: str, region: str) -> str:
+    """The bucket: "found" when this account has it already (in us-east-1, CreateBucket of a
+    bucket one owns succeeds again, so asking first is the only way to tell), else "made"."""
+    try:
+        s3.head_bucket(Bucket=bucket)
+        return "found"
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") not in ("404", "NoSuchBucket", "NotFound"):
+            raise  # 403: a bucket of another account's, by that name
+    where = {"LocationConstraint": region} if region != "us-east-1" else None
+    return _make_or_find(
+        lambda: s3.create_bucket(
+            Bucket=bucket, **({"CreateBucketConfiguration": where} if where else {})
+        ),
+        "BucketAlreadyOwnedByYou",
+    )
 
 
 def _nodes_group(ec2: Any) -> tuple[str, str]:

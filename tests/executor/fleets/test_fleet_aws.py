@@ -15,7 +15,7 @@ from typing import Any
 import boto3
 import pytest
 
-from spotwise.executor.clouds.orphans import JOB_TAG
+from spotwise.executor.clouds.aws.gc import JOB_TAG
 from tests.conftest import CliRun, amazon_image
 
 REGION, BUCKET = "us-east-1", "spotwise-fleet"
@@ -146,13 +146,14 @@ def test_an_elastic_fleet_job_on_aws_needs_a_security_group_before_any_aws_call(
 ) -> None:
     path = fleet_file(tmp_path, nodes="1:2")
     bare = cli("fleet", "run", str(path), "--launcher", "aws")  # no credentials at all
-    assert bare.returncode == 1 and "need --security-group" in bare.stderr
+    assert bare.returncode == 1 and "need --network (--security-group)" in bare.stderr
     assert "['train']" in bare.stderr and "Traceback" not in bare.stderr
     plain = fleet_file(tmp_path)
     missing = cli("fleet", "run", str(plain), "--launcher", "aws", "--security-group", "sg-1")
     assert missing.returncode == 1 and "needs --image-id" in missing.stderr
-    other = cli("fleet", "run", str(plain), "--launcher", "gcp")
-    assert other.returncode == 1 and "--launcher must be local or aws" in other.stderr
+    other = cli("fleet", "run", str(plain), "--launcher", "huawei")
+    assert other.returncode == 1 and "--launcher must be local or one of aws" in other.stderr
+    assert "'huawei'" in other.stderr
     unknown = cli("fleet", "run", str(plain), "--pools", "nope")
     assert unknown.returncode == 1 and "unknown pool(s) ['nope']" in unknown.stderr
     assert "Traceback" not in unknown.stderr

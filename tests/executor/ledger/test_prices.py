@@ -11,12 +11,12 @@ import pytest
 from spotwise.executor.launchers.local import Replay
 from spotwise.executor.ledger.ledger import JobInfo, Ledger, job_report
 from spotwise.executor.ledger.prices import PriceBook, price_book
+from spotwise.executor.supervise.run import job_name
 from spotwise.executor.supervise.supervisor import Supervisor, SupervisorConfig
 from spotwise.policy.client import in_process_for
 from spotwise.pricing.operational import open_operational
 from spotwise.pricing.quotes import REFERENCE_SOURCE
 from spotwise.pricing.store import MarketStore
-from spotwise.run_commands import job_name
 from tests.executor.supervise.test_supervisor import FAKE_JOB, GAP, PAST, SCALE, job, market
 
 POOLS = ("us-east-1a_v100_1", "us-west-2b_v100_1")

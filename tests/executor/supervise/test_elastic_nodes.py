@@ -160,5 +160,5 @@ def test_run_refuses_nodes_it_cannot_keep_and_says_what_to_do(cli: CliRun) -> No
     assert words.returncode == 1 and "MIN:MAX or N" in words.stderr
     # on AWS the nodes must reach each other: refused before any AWS call without a group
     bare = cli("run", "--launcher", "aws", "--nodes", "1:2", "--", "true")
-    assert bare.returncode == 1 and "needs --security-group" in bare.stderr
+    assert bare.returncode == 1 and "needs --network (--security-group)" in bare.stderr
     assert "spotwise setup aws" in bare.stderr and "Traceback" not in bare.stderr

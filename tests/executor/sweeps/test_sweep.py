@@ -353,7 +353,7 @@ def test_a_named_queue_of_another_definition_is_refused_until_started_over(
     assert [t["state"] for t in report["trials"]] == ["complete"] * 2
     assert sorted((second / "writes.log").read_text().split()) == ["0", "1"]
     aws = cli(*queue_args(second, "--name", "nightly", "--start-over", "--launcher", "aws"))
-    assert aws.returncode == 1 and "on AWS they are in the bucket" in aws.stderr
+    assert aws.returncode == 1 and "on aws they are in the bucket" in aws.stderr
 
 
 @pytest.mark.parametrize("kind", ["queue", "sweep"])

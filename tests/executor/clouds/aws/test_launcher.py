@@ -21,6 +21,7 @@ from spotwise.executor.clouds.code_bundle import ShippedCode
 from spotwise.executor.errors import ExecutorError
 from spotwise.executor.launchers.base import Placement
 from spotwise.executor.ledger.ledger import JobInfo, Ledger, job_report
+from spotwise.executor.ledger.liveness import process_started
 from spotwise.executor.supervise.supervisor import Supervisor, SupervisorConfig
 from spotwise.policy.client import in_process_for
 from spotwise.policy.schemas import JobTerms
@@ -384,7 +385,10 @@ def test_gc_ends_only_the_instances_the_ledger_proves_orphaned(
     exited.wait()
     with open_operational(store_file) as market:
         for job, pid in ((live.job_id, sleeper.pid), (dead.job_id, exited.pid)):
-            market.execute("UPDATE jobs SET supervisor_pid = ? WHERE job_id = ?", [pid, job])
+            market.execute(
+                "UPDATE jobs SET supervisor_pid = ?, supervisor_started = ? WHERE job_id = ?",
+                [pid, process_started(pid), job],
+            )
     other = f"other-{uuid.uuid4().hex[:6]}"  # a colleague's machine, with a ledger of its own
     gone, theirs = f"gone-{uuid.uuid4().hex[:6]}", f"theirs-{uuid.uuid4().hex[:6]}"
     try:

@@ -13,7 +13,8 @@ ROOT = Path(__file__).resolve().parents[4]
 CONTROLLER_CODE = [
     ROOT / "executor/clouds/aws/launcher.py",
     ROOT / "executor/clouds/code_bundle.py",
-    ROOT / "executor/clouds/orphans.py",
+    ROOT / "executor/clouds/aws/cloud.py",
+    ROOT / "executor/clouds/aws/gc.py",
     ROOT / "pricing/sources/aws.py",
     ROOT / "pricing/sources/aws_price_list.py",
 ]
@@ -144,9 +145,10 @@ def test_a_sweep_trials_checkpoint_lies_where_the_instance_role_may_write_and_li
     went to spotwise/sweeps/..., outside it: every checkpoint write would be denied)."""
     from fnmatch import fnmatchcase
 
-    from spotwise.executor.sweeps.sweep import aws_checkpoint
+    from spotwise.executor.clouds.aws.target import AwsTarget
+    from spotwise.executor.sweeps.sweep import cloud_checkpoint
 
-    folder = aws_checkpoint("BUCKET", "lr-search", 3)
+    folder = cloud_checkpoint(AwsTarget(bucket="BUCKET"), "lr-search", 3)
     key = folder.removeprefix("s3://BUCKET/")
     statements = {s["Sid"]: s for s in instance_role_policy("BUCKET", "ACCOUNT")["Statement"]}
     written = statements["Checkpoints"]

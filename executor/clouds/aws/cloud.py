@@ -1,0 +1,236 @@
+"""AWS through the cloud seam (:class:`~executor.clouds.base.Cloud`): EC2 instances tagged with
+the ledger's job id, code and logs in S3, secrets in SSM Parameter Store, the IMDS two-minute
+notice."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from spotwise.executor.clouds.aws.target import AwsTarget
+from spotwise.executor.clouds.base import Check, CloudOptions, CloudTarget, Say, SetUp
+from spotwise.executor.errors import ExecutorError
+
+if TYPE_CHECKING:
+    from spotwise.executor.clouds.aws.launcher import AwsLauncher
+    from spotwise.executor.clouds.code_bundle import ShippedCode
+    from spotwise.executor.clouds.orphans import Judged, Verdict
+
+
+def _aws(target: CloudTarget) -> AwsTarget:
+    if not isinstance(target, AwsTarget):
+        raise ExecutorError(f"the aws cloud was given {target.cloud}'s settings")
+    return target
+
+
+class AwsCloud:
+    """Amazon EC2, S3, SSM and IAM (boto3; ``endpoint_url`` reaches moto's server)."""
+
+    name = "aws"
+    storage_scheme = "s3"
+    notice_source = "aws"
+    notice_s = 120.0
+    docs = "docs/aws.md"
+
+    def target(self, options: CloudOptions) -> AwsTarget:
+        """The AWS settings the shared options name."""
+        return AwsTarget.from_options(options)
+
+    def target_from_dict(self, data: Mapping[str, Any]) -> AwsTarget:
+        """The AWS settings back from their JSON."""
+        return AwsTarget.from_dict(data)
+
+    def session(self, target: CloudTarget, who: str) -> Any:
+        """A boto3 session with credentials (an ExecutorError in one line without)."""
+        from spotwise.executor.clouds.aws.launcher import aws_session
+
+        return aws_session(_aws(target).region, who)
+
+    def _client(self, target: CloudTarget, service: str, who: str) -> Any:
+        aws = _aws(target)
+        session = self.session(aws, who)
+        return session.client(service, region_name=aws.region, endpoint_url=aws.endpoint_url)
+
+    def ship_code(
+        self, target: CloudTarget, *, ignore_file: Path | None = None, wheel: Path | None = None
+    ) -> ShippedCode:
+        """Ship the workdir and a Spotwise wheel to the bucket, once for any number of jobs.
+
+        Raises:
+            ExecutorError: when the settings are incomplete, or the code cannot be shipped.
+        """
+        from spotwise.executor.clouds.code_bundle import ship
+
+        aws = _aws(target)
+        aws.require_complete()
+        return ship(
+            self._client(aws, "s3", "--launcher aws"),
+            str(aws.bucket),
+            Path(aws.workdir),
+            ignore_file=ignore_file,
+            wheel=wheel,
+            say=lambda line: print(f"shipping {line}", file=sys.stderr),
+        )
+
+    def launcher(
+        self,
+        target: CloudTarget,
+        code: ShippedCode,
+        secrets: dict[str, str] | None = None,
+        *,
+        job_id: str,
+    ) -> AwsLauncher:
+        """A launcher of job ``job_id``'s instances (the ledger's id: ``gc aws`` judges an
+        instance by it).
+
+        Raises:
+            ExecutorError: without a job id.
+        """
+        from spotwise.executor.clouds.aws.launcher import AwsLauncher
+
+        aws = _aws(target)
+        if not job_id:
+            raise ExecutorError("an AWS launcher needs the ledger's job id (new_job_id())")
+        return AwsLauncher(
+            session=self.session(aws, "--launcher aws"),
+            region=aws.region,
+            zones=list(aws.zones_or_default),
+            instance_type=aws.instance_type,
+            image_id=str(aws.image_id),
+            bucket=str(aws.bucket),
+            job_id=job_id,
+            code=code,
+            setup=aws.setup,
+            endpoint_url=aws.endpoint_url,
+            instance_profile=aws.instance_profile,
+            secrets=secrets or {},
+            security_groups=aws.security_groups,
+            max_price=aws.max_price,
+        )
+
+    def job_instances(self, target: CloudTarget, job_id: str) -> list[str]:
+        """Job ``job_id``'s instances that are not terminated, by its tag."""
+        from spotwise.executor.clouds.aws.gc import JOB_TAG, LIVE_STATES
+
+        ec2 = self._client(target, "ec2", "jobs")
+        pages = ec2.get_paginator("describe_instances").paginate(
+            Filters=[
+                {"Name": f"tag:{JOB_TAG}", "Values": [job_id]},
+                {"Name": "instance-state-name", "Values": list(LIVE_STATES)},
+            ]
+        )
+        return [
+            i["InstanceId"] for page in pages for r in page["Reservations"] for i in r["Instances"]
+        ]
+
+    def checkpoint_url(self, target: CloudTarget, run: str) -> str:
+        """``s3://BUCKET/spotwise/checkpoints/RUN``: where ``setup aws``'s role may write."""
+        from spotwise.executor.clouds.aws.setup import CHECKPOINT_PREFIX
+
+        return f"s3://{_aws(target).bucket}/{CHECKPOINT_PREFIX}/{run}"
+
+    def set_up(self, target: CloudTarget, say: Say) -> SetUp:
+        """A private bucket, the instances' role and profile, the nodes' security group.
+
+        Raises:
+            ExecutorError: without a bucket, or when AWS refuses a step.
+        """
+        from spotwise.executor.clouds.aws.setup import set_up
+
+        aws = _aws(target)
+        if not aws.bucket:
+            raise ExecutorError("setup aws needs --bucket: the bucket to make (or reuse)")
+        role = aws.instance_profile or "spotwise-instance"
+        made: list[str] = []
+
+        def tell(line: str) -> None:
+            made.append(line)
+            say(line)
+
+        group = set_up(
+            self.session(aws, "setup aws"),
+            aws.region,
+            aws.bucket,
+            role,
+            endpoint_url=aws.endpoint_url,
+            say=tell,
+        )
+        return SetUp(
+            made=tuple(made),
+            next_steps=(
+                "give the credentials spotwise runs with the policy for that machine "
+                f"({self.docs}), then",
+                f"  spotwise check aws --region {aws.region} --bucket {aws.bucket} "
+                f"--instance-profile {role} --image-id AMI",
+                "(an elastic job's nodes: spotwise run --launcher aws --nodes MIN:MAX "
+                f"--security-group {group} ...)",
+            ),
+        )
+
+    def check(self, target: CloudTarget) -> list[Check]:
+        """Credentials, bucket, AMI, instance profile, spot quota, every permission."""
+        from spotwise.executor.clouds.aws.check import AwsCheck
+
+        aws = _aws(target)
+        return AwsCheck(
+            self.session(aws, "check aws"),
+            aws.region,
+            bucket=aws.bucket,
+            image_id=aws.image_id,
+            instance_profile=aws.instance_profile,
+            instance_type=aws.instance_type,
+            endpoint_url=aws.endpoint_url,
+        ).run()
+
+    def orphans(
+        self,
+        target: CloudTarget,
+        verdicts: dict[str, Verdict] | None,
+        host: str | None,
+        *,
+        named: frozenset[str],
+        store_path: Path,
+    ) -> list[Judged]:
+        """The tagged instances and SSM secrets, each judged by the ledger.
+
+        Raises:
+            ExecutorError: when AWS refuses to list them.
+        """
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        from spotwise.executor.clouds.aws.gc import judge_instances, judge_secrets
+
+        aws = _aws(target)
+        ec2 = self._client(aws, "ec2", "gc aws")
+        ssm = self._client(aws, "ssm", "gc aws")
+        try:
+            return [
+                *judge_instances(ec2, verdicts, host, named=named, store_path=store_path),
+                *judge_secrets(ssm, verdicts, host, named=named, store_path=store_path),
+            ]
+        except (BotoCoreError, ClientError) as exc:
+            raise ExecutorError(f"AWS {aws.region}: {exc}") from exc
+
+    def end(self, target: CloudTarget, judged: list[Judged]) -> None:
+        """Terminate the instances, delete the secrets ``judged`` to end.
+
+        Raises:
+            ExecutorError: when AWS refuses.
+        """
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        from spotwise.executor.clouds.aws.gc import delete_secrets, end_instances
+
+        aws = _aws(target)
+        try:
+            end_instances(
+                self._client(aws, "ec2", "gc aws"), [j for j in judged if j.kind == "instance"]
+            )
+            delete_secrets(
+                self._client(aws, "ssm", "gc aws"),
+                [j.resource for j in judged if j.kind == "secret" and j.end],
+            )
+        except (BotoCoreError, ClientError) as exc:
+            raise ExecutorError(f"AWS {aws.region}: {exc}") from exc

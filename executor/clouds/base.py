@@ -1,0 +1,220 @@
+"""The cloud seam: what a cloud implements so that Spotwise can run a job there.
+
+A cloud is one folder under ``executor/clouds/`` and one line in
+:data:`~executor.clouds.registry.CLOUDS`. It turns the options every cloud shares
+(:class:`CloudOptions`, the same flags for ``run``, ``fleet run`` and ``sweep run``) into its own
+:class:`CloudTarget`, ships the code, launches and lists and ends instances by the ledger's job
+id, holds the job's secrets, names where checkpoints go (its storage URL scheme) and which
+notice source its instances watch, and sets up, checks and garbage-collects an account. The
+contract suite (``tests/contracts/test_cloud_contract.py``) runs every registered cloud against
+its local emulator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+if TYPE_CHECKING:
+    from spotwise.executor.clouds.code_bundle import ShippedCode
+    from spotwise.executor.clouds.orphans import Judged, Verdict
+    from spotwise.executor.launchers.base import Launcher
+
+Say = Callable[[str], None]
+CheckStatus = Literal["ok", "missing", "unknown", "skipped"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CloudOptions:
+    """The cloud settings ``run``, ``fleet run`` and ``sweep run`` take, by one name for every
+    cloud; each cloud reads them into its own :class:`CloudTarget` and refuses what it cannot
+    use."""
+
+    region: str | None = None
+    """AWS region, GCP region, Azure location (None: the cloud's default)."""
+    zones: tuple[str, ...] = ()
+    """The pools to use (zones; empty: the cloud's default for the region)."""
+    instance_type: str | None = None
+    """EC2 instance type, GCE machine type (``+NxGPU`` for an N1 shape), Azure VM size."""
+    image: str | None = None
+    """AMI id, GCE image, Azure image URN: with Python 3.11 and torch."""
+    bucket: str | None = None
+    """Where the code, logs, exit codes and checkpoints go: an S3 or GCS bucket, an Azure
+    storage account's container (``ACCOUNT/CONTAINER``)."""
+    identity: str | None = None
+    """What the instances run as: an instance profile, a service account, a managed identity."""
+    network: tuple[str, ...] = ()
+    """Security groups, network tags, a subnet: what lets an elastic job's nodes meet."""
+    project: str | None = None
+    """GCP project; Azure ``SUBSCRIPTION/RESOURCE_GROUP`` (AWS: none, the credentials' account)."""
+    endpoint_url: str | None = None
+    """Another endpoint for every API (a local emulator)."""
+    workdir: str = "."
+    """The folder shipped to each instance (its .gitignore honoured); the command runs there."""
+    setup: tuple[str, ...] = ()
+    """Commands run in the workdir before the command (no shell)."""
+    max_price: float | None = None
+    """The most USD/h to pay for spot (a bid; None: up to the on-demand price). Where the
+    cloud honours it (AWS ``MaxPrice``, Azure ``max_price``) the instance is taken back when
+    the price rises above it; GCP has no bid and refuses one."""
+
+
+class CloudTarget(Protocol):
+    """Where and as what a job's instances run on one cloud: plain values, so a sweep's
+    workers and a fleet read them back from JSON (:meth:`to_dict`)."""
+
+    @property
+    def cloud(self) -> str:
+        """The cloud's name (its key in :data:`~executor.clouds.registry.CLOUDS`)."""
+        ...
+
+    @property
+    def workdir(self) -> str:
+        """The folder shipped to each instance."""
+        ...
+
+    @property
+    def instance_type(self) -> str:
+        """The machine shape its instances have."""
+        ...
+
+    @property
+    def zones_or_default(self) -> tuple[str, ...]:
+        """The pools a job may run in."""
+        ...
+
+    @property
+    def home_region(self) -> str:
+        """The region whose on-demand price a job is compared with."""
+        ...
+
+    def require_complete(self) -> None:
+        """Refuse settings no instance can be launched with (an ExecutorError naming the
+        flags to give)."""
+        ...
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain values (JSON), read back by :meth:`Cloud.target_from_dict`."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One line of a ``spotwise check CLOUD`` checklist, with its fix."""
+
+    what: str
+    status: CheckStatus
+    detail: str
+    fix: str = ""
+    flag: str = ""
+    """For a check that was skipped for want of a setting: the flag that gives it."""
+
+    def line(self) -> str:
+        """The line as printed: a mark, what, the detail, and the fix under it."""
+        mark = {"ok": "✓", "missing": "✗", "unknown": "?", "skipped": "-"}[self.status]
+        text = f"{mark} {self.what}: {self.detail}"
+        return f"{text}\n    fix: {self.fix}" if self.fix else text
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SetUp:
+    """What ``spotwise setup CLOUD`` made or found, and the command to run next."""
+
+    made: tuple[str, ...]
+    """One line per resource: made, or found as it should be."""
+    next_steps: tuple[str, ...]
+    """What to do next, the ``check`` command first."""
+
+
+class Cloud(Protocol):
+    """One cloud Spotwise launches on (AWS, GCP, Azure): registered by name in
+    :data:`~executor.clouds.registry.CLOUDS`, never loaded from a name a user gives."""
+
+    @property
+    def name(self) -> str:
+        """``aws``, ``gcp``, ``azure``: the ``--launcher`` and ``setup``/``check``/``gc`` name."""
+        ...
+
+    @property
+    def storage_scheme(self) -> str:
+        """The URL scheme of its object store (``s3``, ``gs``, ``az``), for ``--ckpt``."""
+        ...
+
+    @property
+    def notice_source(self) -> str:
+        """The ``SPOTWISE_NOTICES`` source its instances watch (:mod:`executor.notices`)."""
+        ...
+
+    @property
+    def notice_s(self) -> float:
+        """Seconds between its preemption notice and the take-back: the guard's deadline."""
+        ...
+
+    @property
+    def docs(self) -> str:
+        """The page of its account setup and permissions."""
+        ...
+
+    def target(self, options: CloudOptions) -> CloudTarget:
+        """Its settings from the shared options (an ExecutorError for one it cannot use)."""
+        ...
+
+    def target_from_dict(self, data: Mapping[str, Any]) -> CloudTarget:
+        """Its settings back from :meth:`CloudTarget.to_dict`."""
+        ...
+
+    def ship_code(
+        self, target: CloudTarget, *, ignore_file: Path | None = None, wheel: Path | None = None
+    ) -> ShippedCode:
+        """Ship the workdir and a Spotwise wheel to its object store, once for any number of
+        jobs."""
+        ...
+
+    def launcher(
+        self,
+        target: CloudTarget,
+        code: ShippedCode,
+        secrets: dict[str, str] | None = None,
+        *,
+        job_id: str,
+    ) -> Launcher:
+        """A launcher of job ``job_id``'s instances (the ledger's id, on every instance's tags
+        or labels, its storage prefix and its secrets' names), running ``code``; ``secrets`` go
+        to its secret store and reach the command's environment only."""
+        ...
+
+    def job_instances(self, target: CloudTarget, job_id: str) -> list[str]:
+        """The ids of job ``job_id``'s instances that have not ended, by its tag or label."""
+        ...
+
+    def checkpoint_url(self, target: CloudTarget, run: str) -> str:
+        """Where a run named ``run`` checkpoints: a prefix its instances' identity may write."""
+        ...
+
+    def set_up(self, target: CloudTarget, say: Say) -> SetUp:
+        """Once per account: a private bucket, the instances' identity with the least
+        permissions, the nodes' network rule. Running it again changes nothing."""
+        ...
+
+    def check(self, target: CloudTarget) -> list[Check]:
+        """Is the account ready for ``spotwise run``: one :class:`Check` per requirement."""
+        ...
+
+    def orphans(
+        self,
+        target: CloudTarget,
+        verdicts: dict[str, Verdict] | None,
+        host: str | None,
+        *,
+        named: frozenset[str],
+        store_path: Path,
+    ) -> list[Judged]:
+        """Its tagged instances and secrets, each judged by the ledger
+        (:func:`~executor.clouds.orphans.judge`): only what it proves orphaned is to end."""
+        ...
+
+    def end(self, target: CloudTarget, judged: list[Judged]) -> None:
+        """End the instances and delete the secrets ``judged`` to end."""
+        ...

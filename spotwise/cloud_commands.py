@@ -1,0 +1,165 @@
+"""``spotwise setup|check|gc CLOUD``: one command of each for every registered cloud, with the
+same flags (:mod:`spotwise.cloud_options`) and the same output on each."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import Annotated, Any
+
+import typer
+
+from spotwise.cloud_options import GIVEN, cloud_options
+from spotwise.console import StoreOption, fail, out, say
+from spotwise.core import settings
+from spotwise.executor.clouds.base import Check, Cloud, CloudOptions
+from spotwise.executor.clouds.registry import CLOUDS
+from spotwise.executor.errors import ExecutorError
+from spotwise.pricing.errors import PricingError
+
+setup_app = typer.Typer(
+    help="Prepare a cloud account for spotwise run.", no_args_is_help=True, rich_markup_mode=None
+)
+check_app = typer.Typer(
+    help="Is an account ready for spotwise run?", no_args_is_help=True, rich_markup_mode=None
+)
+gc_app = typer.Typer(
+    help="End cloud resources no job supervises.", no_args_is_help=True, rich_markup_mode=None
+)
+
+
+def _line(text: str) -> None:
+    out.print(text, markup=False, highlight=False, soft_wrap=True)
+
+
+def check_verdict(checks: list[Check]) -> str:
+    """The checklist's last line: what to fix, what was not checked, or ready."""
+    missing = sum(c.status == "missing" for c in checks)
+    if missing:
+        return f"{missing} to fix"
+    skipped = [c for c in checks if c.status == "skipped"]
+    if skipped:
+        flags = list(dict.fromkeys(c.flag for c in skipped if c.flag))
+        given = f": pass {', '.join(flags)} to check them" if flags else ""
+        what = ", ".join(c.what for c in skipped)
+        return f"not ready to say: {len(skipped)} not checked ({what}){given}"
+    unknown = sum(c.status == "unknown" for c in checks)
+    return f"ready ({unknown} not known from here: the ? lines)" if unknown else "ready"
+
+
+def _register(cloud: Cloud) -> None:
+    """The three commands of ``cloud``."""
+    name = cloud.name
+
+    @setup_app.command(
+        name,
+        help=f"Once per {name} account: a private bucket, the instances' identity with the "
+        f"least permissions ({cloud.docs}), the nodes' network rule. Running it again changes "
+        "nothing.",
+    )
+    @cloud_options(account=True)
+    def setup(cloud: CloudOptions = GIVEN) -> None:
+        try:
+            done = CLOUDS[name].set_up(CLOUDS[name].target(cloud), say=_line)
+        except ExecutorError as exc:
+            fail(str(exc))
+        _line("next: " + "\n".join(done.next_steps))
+
+    @check_app.command(
+        name,
+        help=f"Credentials, storage, image, identity, quota and every permission spotwise run "
+        f"needs on {name}, each with its fix; exit code 1 when something is missing.",
+    )
+    @cloud_options(account=True)
+    def check(
+        as_json: Annotated[bool, typer.Option("--json", help="Print the checks as JSON.")] = False,
+        cloud: CloudOptions = GIVEN,
+    ) -> None:
+        try:
+            checks = CLOUDS[name].check(CLOUDS[name].target(cloud))
+        except ExecutorError as exc:
+            fail(str(exc))
+        if as_json:
+            print(json.dumps([asdict(c) for c in checks]))
+        else:
+            for item in checks:
+                _line(item.line())
+            _line(check_verdict(checks))
+        if any(c.status in ("missing", "skipped") for c in checks):
+            raise typer.Exit(1)
+
+    @gc_app.command(
+        name,
+        help="End the instances, and delete the secrets, that the ledger proves orphaned: "
+        "their job has ended, or its supervisor is gone. Those of a job the ledger has never "
+        "seen are listed, and ended only when --job names them.",
+    )
+    @cloud_options(account=True)
+    def gc(
+        dry_run: Annotated[
+            bool, typer.Option("--dry-run", help="List the orphans, end nothing.")
+        ] = False,
+        any_host: Annotated[
+            bool,
+            typer.Option(
+                "--any-host",
+                help="Also look at what other machines started (ended only when this ledger "
+                "proves it orphaned, or --job names it).",
+            ),
+        ] = False,
+        job: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--job",
+                help="End this job's instances and secrets although the ledger does not know "
+                "it (never a job it shows running under a live supervisor; repeat for more).",
+                show_default=False,
+            ),
+        ] = None,
+        store: StoreOption = None,
+        cloud: CloudOptions = GIVEN,
+    ) -> None:
+        _collect_garbage(CLOUDS[name], cloud, dry_run, any_host, frozenset(job or ()), store)
+
+
+def _collect_garbage(
+    cloud: Cloud,
+    options: CloudOptions,
+    dry_run: bool,
+    any_host: bool,
+    named: frozenset[str],
+    store: Any,
+) -> None:
+    """``gc CLOUD``: judge every tagged resource by the ledger; end what it proves orphaned."""
+    from spotwise.executor.clouds.orphans import ledger_verdicts, this_host
+
+    try:
+        target = cloud.target(options)
+        path = settings.store_path(store)
+        verdicts = ledger_verdicts(path)
+        host = None if any_host else this_host()
+        judged = cloud.orphans(target, verdicts, host, named=named, store_path=path)
+        if not dry_run:
+            cloud.end(target, judged)
+    except (ExecutorError, PricingError, ValueError) as exc:
+        fail(str(exc))
+    if verdicts is None:
+        say(
+            f"no ledger at {path}: no job can be proven orphaned, so nothing is ended that "
+            "--job does not name (is this the --store the jobs ran with?)"
+        )
+    for item in judged:
+        if item.kind == "instance":
+            done = ("would end" if dry_run else "ended") if item.end else "left"
+            _line(f"{done} {item.resource} (job {item.job_id or '?'}): {item.why}")
+        else:
+            done = ("would delete" if dry_run else "deleted") if item.end else "left"
+            _line(f"{done} secret {item.resource}: {item.why}")
+    if not any(i.end for i in judged):
+        where = "" if any_host else f" started from {host}"
+        region = getattr(target, "home_region", "")
+        _line(f"no orphaned Spotwise instance or secret in {region}{where}")
+
+
+for _cloud in CLOUDS.values():
+    _register(_cloud)

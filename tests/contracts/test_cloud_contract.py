@@ -1,0 +1,232 @@
+"""The cloud contract: every cloud of :data:`~executor.clouds.registry.CLOUDS`, run against its
+local emulator, gives the same lifecycle through the seam. Its settings survive JSON; it refuses
+what cannot launch; it ships code, launches an instance under the ledger's job id and lists it by
+that id; a job's secrets live only as long as its launcher; ``gc`` beside a live job ends nothing
+of it and ends it once the ledger has it ended; setup twice changes nothing; check says ready for
+what setup made; its checkpoints go to its own storage scheme.
+
+A cloud is added by registering it and giving it an emulator here (:data:`EMULATORS`)."""
+
+from __future__ import annotations
+
+import socket
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from spotwise.executor.clouds.base import Cloud, CloudOptions, CloudTarget
+from spotwise.executor.clouds.orphans import ledger_verdicts
+from spotwise.executor.clouds.registry import CLOUDS
+from spotwise.executor.errors import ExecutorError
+from spotwise.executor.launchers.base import Placement
+from spotwise.executor.ledger.ledger import JobInfo, JobStatus, Ledger, new_job_id
+from spotwise.executor.notices import CLOUD_SOURCES
+from spotwise.pricing.store import MarketStore
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
+
+Emulator = Callable[[pytest.FixtureRequest], CloudOptions]
+
+
+def _aws(request: pytest.FixtureRequest) -> CloudOptions:
+    """moto's server: an account with nothing in it yet but Amazon's images."""
+    import boto3
+
+    from tests.conftest import amazon_image
+
+    endpoint = request.getfixturevalue("moto_server")
+    ec2 = boto3.client("ec2", endpoint_url=endpoint, region_name="us-east-1")
+    return CloudOptions(
+        region="us-east-1",
+        image=amazon_image(ec2),
+        bucket=f"contract-{uuid.uuid4().hex[:8]}",
+        identity=f"contract-{uuid.uuid4().hex[:8]}",  # moto's accounts outlive a test
+        endpoint_url=endpoint,
+    )
+
+
+EMULATORS: dict[str, Emulator] = {"aws": _aws}
+"""Each registered cloud's local emulator: the options that reach it."""
+
+
+@pytest.fixture(params=sorted(CLOUDS))
+def cloud(request: pytest.FixtureRequest) -> tuple[Cloud, CloudOptions]:
+    name = request.param
+    assert name in EMULATORS, f"cloud {name} has no emulator in the contract suite"
+    return CLOUDS[name], EMULATORS[name](request)
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    work = tmp_path / "project"
+    work.mkdir()
+    (work / "train.py").write_text("print('training')\n")
+    return work
+
+
+@pytest.fixture
+def ready(cloud: tuple[Cloud, CloudOptions], workdir: Path) -> Iterator[tuple[Cloud, CloudTarget]]:
+    """The cloud with its account set up, and its target for jobs shipped from ``workdir``."""
+    provider, options = cloud
+    target = provider.target(replace(options, workdir=str(workdir)))
+    provider.set_up(target, say=lambda _: None)
+    yield provider, target
+
+
+def _wheel(tmp_path: Path) -> Path:
+    wheel = tmp_path / "spotwise-0.1.0-py3-none-any.whl"
+    wheel.write_bytes(b"not run: no instance boots in a contract test")
+    return wheel
+
+
+def _job(store: Path, job_id: str, name: str) -> Ledger:
+    """A job of this process in the ledger at ``store``: its supervisor is alive."""
+    with MarketStore.open(store):
+        pass
+    info = JobInfo(
+        name="contract",
+        command="python train.py",
+        launcher=name,
+        compute_hours=1.0,
+        deadline_hours=2.0,
+        on_demand_price=3.06,
+        simulated=False,
+    )
+    return Ledger(store, info, job_id=job_id)
+
+
+def test_a_clouds_settings_survive_json_and_name_the_cloud(
+    cloud: tuple[Cloud, CloudOptions],
+) -> None:
+    provider, options = cloud
+    target = provider.target(replace(options, zones=("z1", "z2"), setup=("pip install x",)))
+    back = provider.target_from_dict(target.to_dict())
+    assert back == target and back.cloud == provider.name
+    assert back.zones_or_default == ("z1", "z2") and back.home_region
+
+
+def test_a_cloud_refuses_settings_no_instance_can_launch_with(
+    cloud: tuple[Cloud, CloudOptions],
+) -> None:
+    provider, options = cloud
+    lacking = (
+        replace(options, image=None),
+        replace(options, bucket=None),
+        replace(options, identity=None),
+    )
+    for each in lacking:
+        with pytest.raises(ExecutorError, match="--"):
+            provider.target(each).require_complete()
+
+
+def test_a_clouds_notice_source_and_storage_are_its_own(
+    ready: tuple[Cloud, CloudTarget],
+) -> None:
+    provider, target = ready
+    assert provider.notice_source in CLOUD_SOURCES and 0 < provider.notice_s <= 120
+    url = provider.checkpoint_url(target, "run-7")
+    assert url.startswith(f"{provider.storage_scheme}://") and url.endswith("/run-7")
+
+
+def test_setting_up_twice_changes_nothing_and_check_finds_it_ready(
+    ready: tuple[Cloud, CloudTarget],
+) -> None:
+    provider, target = ready
+    again = provider.set_up(target, say=lambda _: None)
+    assert again.made and all("found" in line for line in again.made), again.made
+    assert any(f"check {provider.name}" in line for line in again.next_steps)
+    checks = provider.check(target)
+    assert checks and checks[0].status == "ok"  # the credentials
+    assert not [c for c in checks if c.status == "missing"], [c.line() for c in checks]
+
+
+def test_an_instance_carries_the_ledgers_job_id_and_gc_beside_its_live_job_ends_nothing(
+    ready: tuple[Cloud, CloudTarget], tmp_path: Path
+) -> None:
+    provider, target = ready
+    store = tmp_path / "store" / "market.duckdb"
+    store.parent.mkdir()
+    job_id = new_job_id()
+    ledger = _job(store, job_id, provider.name)
+    code = provider.ship_code(target, wheel=_wheel(tmp_path))
+    launcher = provider.launcher(target, code, {"HF_TOKEN": "s3cret"}, job_id=job_id)
+    pool = launcher.pools[0]
+    instance = launcher.launch(
+        Placement(market="spot", pool=pool, price=1.0), ["python", "train.py"], {}
+    )
+    listed = provider.job_instances(target, job_id)
+    assert listed == [getattr(instance, "instance_id", None)]
+    assert provider.job_instances(target, new_job_id()) == []
+
+    host = socket.gethostname()
+    judged = provider.orphans(
+        target,
+        ledger_verdicts(store),
+        host,
+        named=frozenset(),
+        store_path=store,
+    )
+    mine = [j for j in judged if j.job_id == job_id]
+    assert {j.kind for j in mine} == {"instance", "secret"}
+    assert not any(j.end for j in mine) and all("live supervisor" in j.why for j in mine)
+    wrong_store = tmp_path / "elsewhere.duckdb"
+    judged = provider.orphans(
+        target,
+        ledger_verdicts(wrong_store),
+        host,
+        named=frozenset(),
+        store_path=wrong_store,
+    )
+    assert not any(j.end for j in judged if j.job_id == job_id)
+
+    ledger.finish(JobStatus.FAILED)  # its supervisor ended without cleaning up
+    judged = provider.orphans(
+        target,
+        ledger_verdicts(store),
+        host,
+        named=frozenset(),
+        store_path=store,
+    )
+    mine = [j for j in judged if j.job_id == job_id]
+    assert mine and all(j.end for j in mine)
+    provider.end(target, mine)
+    assert provider.job_instances(target, job_id) == []
+    left = provider.orphans(
+        target,
+        ledger_verdicts(store),
+        host,
+        named=frozenset(),
+        store_path=store,
+    )
+    assert not [j for j in left if j.job_id == job_id]
+    launcher.close()
+
+
+def test_a_jobs_secrets_live_as_long_as_its_launcher(
+    ready: tuple[Cloud, CloudTarget], tmp_path: Path
+) -> None:
+    provider, target = ready
+    store = tmp_path / "market.duckdb"
+    job_id = new_job_id()
+    _job(store, job_id, provider.name)
+    code = provider.ship_code(target, wheel=_wheel(tmp_path))
+    launcher = provider.launcher(target, code, {"HF_TOKEN": "s3cret"}, job_id=job_id)
+
+    def secrets() -> list[str]:
+        judged = provider.orphans(
+            target,
+            None,
+            None,
+            named=frozenset({job_id}),
+            store_path=store,
+        )
+        return [j.resource for j in judged if j.kind == "secret" and j.job_id == job_id]
+
+    assert len(secrets()) == 1
+    launcher.close()
+    assert secrets() == []
+    with pytest.raises(ExecutorError):
+        provider.launcher(target, code, {"not a name!": "x"}, job_id=new_job_id())
