@@ -15,11 +15,15 @@ Market = Literal["spot", "on-demand"]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Placement:
-    """Where an instance runs: a market, the spot pool (None on demand) and its price per hour."""
+    """Where an instance runs: a market, the spot pool (None on demand) and its price per hour,
+    and for spot the most it may cost before the cloud takes it back (the policy's bid)."""
 
     market: Market
     pool: str | None
     price: float
+    bid: float | None = None
+    """USD/h: a cloud that takes a bid (AWS ``MaxPrice``, Azure ``max_price``) reclaims the
+    instance when its price rises above it (None: no cap beyond the on-demand price)."""
 
     def describe(self) -> str:
         return f"spot in {self.pool}" if self.market == "spot" else "on-demand"

@@ -180,6 +180,8 @@ class Supervisor:
         (launcher hours)."""
         self._asked: list[str] = []
         """The rest of the pools the last launch request named, tried in order."""
+        self._bid: float | None = None
+        """The most $/h the policy's last spot decision would pay (None: no cap)."""
         self._cached_client: tuple[tuple[object, ...], PolicyClient] | None = None
         self._cancel: int | None = None
         """The signal that asked the supervisor to stop, once one has."""
@@ -228,6 +230,7 @@ class Supervisor:
         if decision.action == "on-demand":
             return self._on_demand()
         self._asked = [p for p in decision.request_pools if p != decision.pool]
+        self._bid = decision.bid
         return self._spot(str(decision.pool))
 
     def _decide(self, client: PolicyClient, avoid: str | None, state: IdleState) -> Decision:
@@ -283,7 +286,13 @@ class Supervisor:
             return False
 
     def _spot(self, pool: str) -> Placement:
-        return Placement(market="spot", pool=pool, price=self.prices.spot_quote(pool).usd_per_hour)
+        """Spot in ``pool`` at its quote, with the policy's last bid (None: no cap)."""
+        return Placement(
+            market="spot",
+            pool=pool,
+            price=self.prices.spot_quote(pool).usd_per_hour,
+            bid=self._bid,
+        )
 
     def _on_demand(self) -> Placement:
         return Placement(

@@ -345,7 +345,7 @@ class AwsLauncher:
                 "SpotOptions": {
                     "SpotInstanceType": "one-time",
                     "InstanceInterruptionBehavior": "terminate",
-                    **({"MaxPrice": f"{self.max_price:.4f}"} if self.max_price else {}),
+                    **({"MaxPrice": f"{cap:.4f}"} if (cap := self._cap(placement)) else {}),
                 },
             }
         if self.instance_profile:
@@ -367,6 +367,11 @@ class AwsLauncher:
             log or echo(placement),
             address=started.get("PrivateIpAddress"),
         )
+
+    def _cap(self, placement: Placement) -> float | None:
+        """The spot request's MaxPrice: the policy's bid, never above the user's --max-price."""
+        caps = [c for c in (placement.bid, self.max_price) if c is not None]
+        return min(caps) if caps else None
 
     def preemption(self, instance: Any) -> Preemption | None:
         """Unknown from outside: the job itself watches IMDS for the two-minute notice."""

@@ -212,6 +212,22 @@ def test_a_spot_launch_is_a_tagged_spot_instance_in_its_zone(launcher: AwsLaunch
     assert launcher.running_instances() == []
 
 
+def test_a_spot_request_bids_the_policys_price_never_above_the_users_cap(
+    moto_server: str, launcher: AwsLauncher
+) -> None:
+    """The policy's bid is the request's MaxPrice; --max-price caps it; none: no MaxPrice."""
+    sent: list[dict] = []
+    launcher.ec2.meta.events.register(
+        "provide-client-params.ec2.RunInstances", lambda params, **_: sent.append(params)
+    )
+    for bid, cap in ((0.95, None), (0.95, 0.8), (None, None)):
+        launcher.max_price = cap
+        placement = Placement(market="spot", pool="us-east-1a", price=0.9, bid=bid)
+        launcher.launch(placement, COMMAND, {}).kill()
+    prices = [p["InstanceMarketOptions"]["SpotOptions"].get("MaxPrice") for p in sent]
+    assert prices == ["0.9500", "0.8000", None]
+
+
 def test_an_instance_that_vanishes_without_reporting_is_a_failure(launcher: AwsLauncher) -> None:
     instance = launcher.launch(Placement(market="on-demand", pool=None, price=3.0), COMMAND, {})
     launcher.ec2.terminate_instances(InstanceIds=[instance.instance_id])
