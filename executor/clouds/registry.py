@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from spotwise.executor.clouds.aws.cloud import AwsCloud
 from spotwise.executor.clouds.base import Cloud
+from spotwise.executor.clouds.gcp.cloud import GcpCloud
 from spotwise.executor.errors import ExecutorError
 
 CLOUDS: dict[str, Cloud] = {
     "aws": AwsCloud(),
+    "gcp": GcpCloud(),
 }
 
 

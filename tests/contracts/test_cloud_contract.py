@@ -48,7 +48,32 @@ def _aws(request: pytest.FixtureRequest) -> CloudOptions:
     )
 
 
-EMULATORS: dict[str, Emulator] = {"aws": _aws}
+def _gcp(request: pytest.FixtureRequest) -> CloudOptions:
+    """The loopback fake of Compute Engine, Secret Manager and IAM (checked against Google's
+    discovery documents) and gcp-storage-emulator, reached through Google's own libraries."""
+    from tests.fakes.gcp_compute import PROJECT, GcpLocal
+
+    folder = request.getfixturevalue("tmp_path_factory").mktemp("gcp")
+    local = GcpLocal(folder)
+    request.addfinalizer(local.close)
+    monkeypatch = request.getfixturevalue("monkeypatch")
+    for name, value in local.env.items():
+        monkeypatch.setenv(name, value)
+    request.addfinalizer(lambda: _no_refusals(local.fake.refused))
+    return CloudOptions(
+        project=PROJECT,
+        image=local.image,
+        bucket=f"contract-{uuid.uuid4().hex[:8]}",
+        identity=f"spotwise-instance@{PROJECT}.iam.gserviceaccount.com",
+        endpoint_url=local.fake.url,
+    )
+
+
+def _no_refusals(refused: list[str]) -> None:
+    assert not refused, f"requests Google's discovery documents do not allow: {refused}"
+
+
+EMULATORS: dict[str, Emulator] = {"aws": _aws, "gcp": _gcp}
 """Each registered cloud's local emulator: the options that reach it."""
 
 

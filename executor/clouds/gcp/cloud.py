@@ -1,0 +1,277 @@
+"""Google Cloud through the cloud seam (:class:`~executor.clouds.base.Cloud`): Spot VMs labelled
+with the ledger's job id, code and logs in GCS, secrets in Secret Manager, the metadata
+server's 30-second notice."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from spotwise.executor.clouds.base import Check, CloudOptions, CloudTarget, Say, SetUp
+from spotwise.executor.clouds.gcp.target import GcpTarget
+from spotwise.executor.errors import ExecutorError
+
+if TYPE_CHECKING:
+    from spotwise.executor.clouds.code_bundle import Bundle, ShippedCode
+    from spotwise.executor.clouds.gcp.clients import Clients
+    from spotwise.executor.clouds.gcp.launcher import GcpLauncher
+    from spotwise.executor.clouds.orphans import Judged, Verdict
+
+
+def _gcp(target: CloudTarget) -> GcpTarget:
+    if not isinstance(target, GcpTarget):
+        raise ExecutorError(f"the gcp cloud was given {target.cloud}'s settings")
+    return target
+
+
+def upload(bucket: Any, bundle: Bundle) -> bool:
+    """Put ``bundle`` in the bucket unless its content is there already; whether it was put."""
+    blob = bucket.blob(bundle.key)
+    if blob.exists():
+        return False
+    blob.upload_from_filename(str(bundle.path))
+    return True
+
+
+def ship(
+    bucket: Any,
+    workdir: Path,
+    *,
+    ignore_file: Path | None = None,
+    wheel: Path | None = None,
+    say: Callable[[str], None] = lambda _: None,
+) -> ShippedCode:
+    """Pack the workdir, build (or take) the wheel, upload what the bucket lacks: the
+    content-addressed keys of :mod:`executor.clouds.code_bundle`, in GCS."""
+    from spotwise.executor.clouds.code_bundle import (
+        ShippedCode,
+        build_wheel,
+        given_wheel,
+        pack_workdir,
+    )
+
+    with tempfile.TemporaryDirectory(prefix="spotwise-ship-") as scratch:
+        folder = Path(scratch)
+        bundles = {
+            "workdir": pack_workdir(workdir, folder, ignore_file=ignore_file),
+            "wheel": given_wheel(wheel) if wheel is not None else build_wheel(folder),
+        }
+        for what, bundle in bundles.items():
+            state = "uploaded" if upload(bucket, bundle) else "already there"
+            say(f"{what}: {bundle.describe()} → gs://{bucket.name}/{bundle.key} ({state})")
+    return ShippedCode(bundles["workdir"].key, bundles["wheel"].key)
+
+
+class GcpCloud:
+    """Compute Engine, GCS, Secret Manager and IAM (Google's client libraries; ``endpoint_url``
+    reaches a local server, ``STORAGE_EMULATOR_HOST`` a storage emulator)."""
+
+    name = "gcp"
+    storage_scheme = "gs"
+    notice_source = "gcp"
+    notice_s = 30.0
+    docs = "docs/gcp.md"
+
+    def target(self, options: CloudOptions) -> GcpTarget:
+        """The GCP settings the shared options name."""
+        return GcpTarget.from_options(options)
+
+    def target_from_dict(self, data: Mapping[str, Any]) -> GcpTarget:
+        """The GCP settings back from their JSON."""
+        return GcpTarget.from_dict(data)
+
+    def clients(self, target: CloudTarget, who: str) -> Clients:
+        """The project's clients with credentials (an ExecutorError in one line without)."""
+        from spotwise.executor.clouds.gcp.clients import clients
+
+        gcp = _gcp(target)
+        return clients(gcp.project, gcp.endpoint_url, who)
+
+    def _google(self, target: GcpTarget, what: str) -> contextlib.AbstractContextManager[None]:
+        """A context that turns Google's errors into one line."""
+        return explained(target.project or "", what)
+
+    def ship_code(
+        self, target: CloudTarget, *, ignore_file: Path | None = None, wheel: Path | None = None
+    ) -> ShippedCode:
+        """Ship the workdir and a Spotwise wheel to the bucket, once for any number of jobs.
+
+        Raises:
+            ExecutorError: when the settings are incomplete, or the code cannot be shipped.
+        """
+        gcp = _gcp(target)
+        gcp.require_complete()
+        clients = self.clients(gcp, "--launcher gcp")
+        with self._google(gcp, f"shipping the code to gs://{gcp.bucket_name}"):
+            bucket = clients.storage().bucket(gcp.bucket_name)
+            return ship(
+                bucket,
+                Path(gcp.workdir),
+                ignore_file=ignore_file,
+                wheel=wheel,
+                say=lambda line: print(f"shipping {line}", file=sys.stderr),
+            )
+
+    def launcher(
+        self,
+        target: CloudTarget,
+        code: ShippedCode,
+        secrets: dict[str, str] | None = None,
+        *,
+        job_id: str,
+    ) -> GcpLauncher:
+        """A launcher of job ``job_id``'s VMs (the ledger's id: ``gc gcp`` judges a VM by its
+        label).
+
+        Raises:
+            ExecutorError: without a job id, for a zone without the GPU, or what Google
+                refuses.
+        """
+        from spotwise.executor.clouds.gcp.launcher import GcpLauncher
+
+        gcp = _gcp(target)
+        if not job_id:
+            raise ExecutorError("a GCP launcher needs the ledger's job id (new_job_id())")
+        gcp.require_complete()
+        gcp.check_zones()
+        clients = self.clients(gcp, "--launcher gcp")
+        with self._google(gcp, "--launcher gcp"):
+            return GcpLauncher(
+                clients=clients, target=gcp, job_id=job_id, code=code, secrets=secrets
+            )
+
+    def job_instances(self, target: CloudTarget, job_id: str) -> list[str]:
+        """Job ``job_id``'s VMs, by its label (a deleted VM is gone)."""
+        from spotwise.executor.clouds.gcp.gc import job_instances
+
+        gcp = _gcp(target)
+        clients = self.clients(gcp, "jobs")
+        with self._google(gcp, "listing VMs"):
+            found = job_instances(clients.compute("instances"), clients.project, job_id)
+        return [instance.name for _, instance in found]
+
+    def checkpoint_url(self, target: CloudTarget, run: str) -> str:
+        """``gs://BUCKET/spotwise/checkpoints/RUN``: in the bucket the VMs' account may write."""
+        from spotwise.executor.clouds.gcp.setup import CHECKPOINT_PREFIX
+
+        return f"gs://{_gcp(target).bucket_name}/{CHECKPOINT_PREFIX}/{run}"
+
+    def set_up(self, target: CloudTarget, say: Say) -> SetUp:
+        """A private bucket, the VMs' service account with its one role, the nodes' firewall
+        rule.
+
+        Raises:
+            ExecutorError: without a project or a bucket, or when Google refuses a step.
+        """
+        from spotwise.executor.clouds.gcp.setup import ACCOUNT_ID, set_up
+
+        gcp = _gcp(target)
+        if not gcp.project or not gcp.bucket:
+            raise ExecutorError(
+                "setup gcp needs --project (the project to set up) and --bucket (the GCS "
+                "bucket to make, or reuse)"
+            )
+        email = gcp.account_email or f"{ACCOUNT_ID}@{gcp.project}.iam.gserviceaccount.com"
+        made: list[str] = []
+
+        def tell(line: str) -> None:
+            made.append(line)
+            say(line)
+
+        tag = set_up(self.clients(gcp, "setup gcp"), gcp.region, gcp.bucket_name, email, say=tell)
+        where = f"--project {gcp.project} --region {gcp.region}"
+        return SetUp(
+            made=tuple(made),
+            next_steps=(
+                "give the account spotwise runs as the roles of "
+                f'{self.docs} ("The account that runs spotwise"), then',
+                f"  spotwise check gcp {where} --bucket {gcp.bucket_name} "
+                f"--service-account {email} --image IMAGE",
+                f"(an elastic job's nodes: spotwise run --launcher gcp --nodes MIN:MAX "
+                f"--network {tag} ...)",
+            ),
+        )
+
+    def check(self, target: CloudTarget) -> list[Check]:
+        """Credentials, project, APIs, bucket, image, service account, zones, Spot GPU
+        quota."""
+        from spotwise.executor.clouds.gcp.check import GcpCheck
+        from spotwise.executor.clouds.gcp.clients import require_libraries
+
+        require_libraries("check gcp")
+        return GcpCheck(_gcp(target)).run()
+
+    def orphans(
+        self,
+        target: CloudTarget,
+        verdicts: dict[str, Verdict] | None,
+        host: str | None,
+        *,
+        named: frozenset[str],
+        store_path: Path,
+    ) -> list[Judged]:
+        """The labelled VMs and secrets, each judged by the ledger.
+
+        Raises:
+            ExecutorError: when Google refuses to list them.
+        """
+        from spotwise.executor.clouds.gcp.gc import judge_instances, judge_secrets
+
+        gcp = _gcp(target)
+        clients = self.clients(gcp, "gc gcp")
+        with self._google(gcp, "gc gcp"):
+            return [
+                *judge_instances(
+                    clients.compute("instances"),
+                    clients.project,
+                    verdicts,
+                    host,
+                    named=named,
+                    store_path=store_path,
+                ),
+                *judge_secrets(
+                    clients.secrets(),
+                    clients.project,
+                    verdicts,
+                    host,
+                    named=named,
+                    store_path=store_path,
+                ),
+            ]
+
+    def end(self, target: CloudTarget, judged: list[Judged]) -> None:
+        """Delete the VMs and the secrets ``judged`` to end.
+
+        Raises:
+            ExecutorError: when Google refuses.
+        """
+        from spotwise.executor.clouds.gcp.gc import delete_secrets, end_instances
+
+        gcp = _gcp(target)
+        clients = self.clients(gcp, "gc gcp")
+        with self._google(gcp, "gc gcp"):
+            end_instances(
+                clients.compute("instances"),
+                clients.project,
+                [j for j in judged if j.kind == "instance"],
+            )
+            delete_secrets(
+                clients.secrets(),
+                clients.project,
+                [j.resource for j in judged if j.kind == "secret" and j.end],
+            )
+
+
+@contextlib.contextmanager
+def explained(project: str, what: str) -> Iterator[None]:
+    """Google's errors inside it become an ExecutorError of one line."""
+    from spotwise.executor.clouds.gcp.clients import explain, google_errors
+
+    try:
+        yield
+    except google_errors() as exc:
+        raise ExecutorError(explain(exc, project, what)) from exc

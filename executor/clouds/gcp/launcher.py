@@ -1,0 +1,496 @@
+"""The GCP launcher: each instance is a GCE VM (a Spot VM, or a standard one on demand) made with
+google-cloud-compute over REST.
+
+Its startup script (:mod:`executor.clouds.gcp.startup_script`) fetches the shipped workdir and
+wheel (:mod:`executor.clouds.code_bundle`), runs the command with the GCP notice watcher on
+(the metadata server's ``instance/preempted``, 30 s ahead), streams its output to
+``gs://BUCKET/spotwise/jobs/JOB/INSTANCE/log/`` and writes the exit code next to it, then shuts
+the VM down; the supervisor deletes it. A Spot VM is ``provisioningModel=SPOT`` with
+``instanceTerminationAction=DELETE``: taken back, it is gone, and Compute Engine records a
+``compute.instances.preempted`` operation. An insert that Compute Engine refuses for capacity
+(``ZONE_RESOURCE_POOL_EXHAUSTED``, a stockout) raises :class:`NoCapacity`, so the supervisor
+can choose again (or go on demand); a GPU quota too small, or a zone without the GPU, is an
+:class:`ExecutorError` in one line, before anything runs.
+
+Metadata is readable by anyone who may read the VM, so it carries no secret: secrets
+(``secrets=``) go to Secret Manager as ``spotwise-JOB-NAME``, labelled with the job, readable by
+the VMs' service account alone (``roles/secretmanager.secretAccessor`` on each secret); the VM
+reads them into the command's environment, and :meth:`GcpLauncher.close` deletes them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets as random_tokens
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from spotwise.core.clock import SYSTEM_CLOCK, Clock
+from spotwise.executor.clouds.code_bundle import ShippedCode
+from spotwise.executor.clouds.gcp.clients import Clients, explain, google_errors
+from spotwise.executor.clouds.gcp.gc import JOB_LABEL, job_labels, secret_id
+from spotwise.executor.clouds.gcp.on_instance import EXIT_NAME, LOG_FOLDER
+from spotwise.executor.clouds.gcp.startup_script import BOOT_LOG, startup_script
+from spotwise.executor.clouds.gcp.target import GcpTarget, Shape
+from spotwise.executor.errors import PREEMPTED_EXIT_CODE, ExecutorError, NoCapacity
+from spotwise.executor.launchers.base import Placement, Preemption
+from spotwise.executor.supervise.job_log import echo
+from spotwise.policy.observe import ObserveMode
+
+CAPACITY_ERRORS = ("ZONE_RESOURCE_POOL_EXHAUSTED", "STOCKOUT", "RESOURCE_POOL_EXHAUSTED")
+"""What Compute Engine answers when a zone has no room for the VM now."""
+QUOTA_ERRORS = ("QUOTA_EXCEEDED",)
+HISTORY_TICK_S = 300
+GONE_STATES = ("STOPPING", "TERMINATED", "SUSPENDING", "SUSPENDED")
+SECRET_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+PREEMPTED = "compute.instances.preempted"
+CLOUD_PLATFORM = "https://www.googleapis.com/auth/cloud-platform"
+OPERATION_TIMEOUT_S = 600.0
+
+
+def _codes(exc: BaseException) -> list[str]:
+    """The error codes of a failed operation or call (``ZONE_RESOURCE_POOL_EXHAUSTED``, ...)."""
+    codes = [str(getattr(e, "code", "") or "") for e in getattr(exc, "errors", None) or []]
+    codes += [c for c in (*CAPACITY_ERRORS, *QUOTA_ERRORS) if c in str(exc)]
+    return [c for c in codes if c]
+
+
+class GcpInstance:
+    """One VM running the command; its output comes back from GCS in chunks."""
+
+    def __init__(
+        self,
+        launcher: GcpLauncher,
+        instance_id: str,
+        zone: str,
+        placement: Placement,
+        log: Callable[[str], None],
+        address: str | None = None,
+    ) -> None:
+        self.launcher, self.instance_id, self.zone = launcher, instance_id, zone
+        self.placement, self.address = placement, address
+        self.events: list[dict[str, Any]] = []
+        self.started_hours = launcher.now_hours()
+        self._log = log
+        self._code: int | None = None
+        self._asked_to_leave = False
+        self._last_chunk = ""
+        self._lines_read = 0
+        self._status = "PROVISIONING"
+        """Its GCE status when last asked."""
+
+    def _key(self, name: str) -> str:
+        return f"{self.launcher.prefix}/{self.instance_id}/{name}"
+
+    def _read(self, name: str) -> str | None:
+        """An object of this VM's folder as text, None while it is not there."""
+        from google.api_core.exceptions import NotFound
+
+        try:
+            data = self.launcher.bucket.blob(self._key(name)).download_as_bytes()
+        except NotFound:
+            return None
+        return bytes(data).decode(errors="replace")
+
+    def _exit_code(self) -> int | None:
+        text = self._read(EXIT_NAME)
+        return None if text is None else int(text.strip() or "1")
+
+    def read_output(self) -> None:
+        """Pass the log chunks the VM sent since the last call on: the command's JSON event
+        lines on stdout become events, every other line goes to the job's log."""
+        folder = self._key(LOG_FOLDER) + "/"
+        blobs = self.launcher.storage.list_blobs(
+            self.launcher.bucket, prefix=folder, start_offset=self._last_chunk or folder
+        )
+        for blob in sorted(blobs, key=lambda b: b.name):
+            if blob.name <= self._last_chunk:
+                continue  # (a store that ignores start_offset lists them again)
+            for record in blob.download_as_bytes().decode(errors="replace").splitlines():
+                self._line(json.loads(record))
+            self._last_chunk = blob.name
+
+    def _line(self, record: dict[str, str]) -> None:
+        self._lines_read += 1
+        line = record.get("line", "")
+        if record.get("stream") == "out":
+            try:
+                event = json.loads(line)
+            except ValueError:
+                event = None
+            if isinstance(event, dict):
+                event["cloud_hours"] = self.launcher.now_hours()
+                self.events.append(event)
+                return
+        self._log(line)
+
+    def _boot_failure(self) -> None:
+        """When the command never ran, the startup script's own log says why."""
+        if self._lines_read == 0:
+            for line in (self._read(BOOT_LOG) or "").splitlines()[-40:]:
+                self._log(f"boot: {line}")
+
+    def poll(self) -> int | None:
+        if self._code is not None:
+            return self._code
+        self.read_output()
+        self._code = self._exit_code()
+        if self._code is None:
+            self._status = self.launcher.status(self.zone, self.instance_id)
+            if self._status not in (*GONE_STATES, "GONE"):
+                return None
+            # It writes its exit code before it shuts down, so one that is gone may have
+            # reported between the two reads above: read the report once more.
+            self._code = self._exit_code()
+            if self._code is None:
+                # Gone without reporting: a Spot VM taken back, or a VM we asked to leave
+                # (a notice: the job had its chance to checkpoint), is a preemption.
+                taken = self._asked_to_leave or self.launcher.was_preempted(self)
+                self._code = PREEMPTED_EXIT_CODE if taken else 1
+        self.read_output()  # the last chunks go up before the exit code
+        if self._code != 0:
+            self._boot_failure()
+        return self._code
+
+    def waiting(self, running_s: float) -> str | None:
+        """What the supervisor waits for, ``running_s`` after the launch, while the VM has
+        sent no output yet (None: it has, or it has ended)."""
+        if self._lines_read or self._code is not None:
+            return None
+        took = f"{running_s / 60:.0f} min" if running_s >= 90 else f"{running_s:.0f} s"
+        return (
+            f"VM {self.instance_id} booting for {took} (GCE: {self._status}), no output yet; "
+            f"`spotwise jobs logs {self.launcher.job_id}` shows it once it comes"
+        )
+
+    def notice(self) -> None:
+        """Ask it to leave: a delete is an ACPI shutdown, i.e. SIGTERM to the job."""
+        self._asked_to_leave = True
+        self.launcher.delete(self.zone, self.instance_id)
+
+    def kill(self) -> None:
+        self.launcher.delete(self.zone, self.instance_id)
+
+    def process_group(self) -> None:
+        """It runs on its own machine."""
+        return None
+
+    def quiet_s(self) -> None:
+        """Not known from here: the step heartbeat stays on the VM."""
+        return None
+
+    def terminate(self) -> None:
+        self.launcher.delete(self.zone, self.instance_id)
+
+
+class GcpLauncher:
+    """Makes VMs in the zones of one region (the pools)."""
+
+    name = "gcp"
+    simulated = False
+    simulation = None
+    observe: ObserveMode = "probe"
+    python = "python"
+    """The startup script's venv, first on the command's PATH."""
+
+    def __init__(
+        self,
+        *,
+        clients: Clients,
+        target: GcpTarget,
+        job_id: str,
+        code: ShippedCode,
+        secrets: dict[str, str] | None = None,
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> None:
+        """``code`` is the shipped workdir and wheel (:func:`executor.clouds.gcp.cloud.ship`).
+        The zones must offer the GPU of the target's shape (checked first, before a secret is
+        stored). ``secrets`` (variable name → value) reach the command through Secret Manager,
+        readable by the target's service account.
+
+        Raises:
+            ExecutorError: for a zone without the GPU, a bad secret name, or what Google
+                refuses, in one line.
+        """
+        self.clients, self.target, self.job_id, self.code = clients, target, job_id, code
+        self.project = clients.project
+        self.pools = tuple(target.zones_or_default)
+        self.shape: Shape = target.shape
+        self.prefix = f"spotwise/jobs/{job_id}"
+        self.clock = clock
+        self._began = clock.monotonic()
+        self.instances = clients.compute("instances")
+        self.operations = clients.compute("zone_operations")
+        self.storage = clients.storage()
+        self.bucket = self.storage.bucket(target.bucket_name)
+        self._secrets_client: Any = None
+        self.secret_names: dict[str, str] = {}
+        self._check_zones()
+        self.secret_names = self._store_secrets(secrets or {})
+
+    def _google(self, exc: BaseException, what: str) -> ExecutorError:
+        return ExecutorError(explain(exc, self.project, what))
+
+    def _check_zones(self) -> None:
+        """Every zone offers the shape's GPU (a zone without it is a flag to fix, not a
+        stockout to wait out)."""
+        from google.api_core.exceptions import NotFound
+
+        accelerator = self.shape.accelerator
+        if not accelerator:
+            return
+        types = self.clients.compute("accelerator_types")
+        lacking = []
+        for zone in self.pools:
+            try:
+                types.get(project=self.project, zone=zone, accelerator_type=accelerator)
+            except NotFound:
+                lacking.append(zone)
+            except google_errors() as exc:
+                raise self._google(exc, f"--launcher gcp: reading GPUs of {zone}") from exc
+        if lacking:
+            raise ExecutorError(
+                f"--launcher gcp: {', '.join(lacking)} offer no {accelerator}; pass --pools "
+                f"with zones that do (gcloud compute accelerator-types list "
+                f"--filter=name={accelerator})"
+            )
+
+    def _store_secrets(self, secrets: dict[str, str]) -> dict[str, str]:
+        """Put each secret in Secret Manager, readable by the VMs' service account; the
+        secret's name of each variable. One that fails deletes those made before it."""
+        if not secrets:
+            return {}
+        for name in secrets:
+            if not SECRET_NAME.match(name):
+                raise ExecutorError(f"secret name {name[:40]!r}: use letters, digits and _")
+        client = self._secrets()
+        names: dict[str, str] = {}
+        member = f"serviceAccount:{self.target.account_email}"
+        try:
+            for name, value in secrets.items():
+                secret = client.create_secret(
+                    request={
+                        "parent": f"projects/{self.project}",
+                        "secret_id": secret_id(self.job_id, name),
+                        "secret": {
+                            "replication": {"automatic": {}},
+                            "labels": job_labels(self.job_id),
+                        },
+                    }
+                )
+                names[name] = f"projects/{self.project}/secrets/{secret_id(self.job_id, name)}"
+                client.add_secret_version(
+                    request={"parent": secret.name, "payload": {"data": value.encode()}}
+                )
+                client.set_iam_policy(
+                    request={
+                        "resource": secret.name,
+                        "policy": {
+                            "bindings": [
+                                {
+                                    "role": "roles/secretmanager.secretAccessor",
+                                    "members": [member],
+                                }
+                            ]
+                        },
+                    }
+                )
+        except google_errors() as exc:
+            self.secret_names = names
+            self.close()
+            raise self._google(exc, f"storing secret {name} in Secret Manager") from exc
+        return names
+
+    def _secrets(self) -> Any:
+        if self._secrets_client is None:
+            self._secrets_client = self.clients.secrets()
+        return self._secrets_client
+
+    def close(self) -> None:
+        """Delete the job's secrets from Secret Manager (the VMs are gone by now)."""
+        from google.api_core.exceptions import NotFound
+
+        for name in self.secret_names.values():
+            try:
+                self._secrets().delete_secret(name=name)
+            except NotFound:
+                continue
+            except google_errors() as exc:
+                raise ExecutorError(
+                    f"{explain(exc, self.project, f'deleting {name}')}; delete it by hand "
+                    f"(gcloud secrets delete {name.rsplit('/', 1)[-1]} --project {self.project})"
+                ) from exc
+        self.secret_names = {}
+
+    def now_hours(self) -> float:
+        return (self.clock.monotonic() - self._began) / 3600.0
+
+    def wait(self, seconds: float) -> None:
+        self.clock.sleep(seconds)
+
+    def available(self) -> dict[str, bool]:
+        """GCP does not publish Spot capacity: every zone counts as available until an
+        insert there is refused (the supervisor, in probe mode, goes by what launches
+        taught)."""
+        return dict.fromkeys(self.pools, True)
+
+    def history(self) -> tuple[np.ndarray, int]:
+        """No past to show: one tick of five minutes, the scale of a launch."""
+        return np.ones((len(self.pools), 1), dtype=bool), HISTORY_TICK_S
+
+    def instance_body(self, name: str, zone: str, spot: bool, script: str) -> dict[str, Any]:
+        """The ``Instance`` resource an insert sends (a dict in the API's field names)."""
+        shape, target = self.shape, self.target
+        image = target.image or ""
+        if "/" not in image:
+            image = f"projects/{self.project}/global/images/{image}"
+        scheduling: dict[str, Any] = {"on_host_maintenance": "TERMINATE"}
+        if spot:
+            scheduling |= {
+                "provisioning_model": "SPOT",
+                "instance_termination_action": "DELETE",
+                "automatic_restart": False,
+            }
+        metadata = [{"key": "startup-script", "value": script}]
+        if shape.accelerator:
+            # Deep Learning VM images install the NVIDIA driver at first boot when asked.
+            metadata.append({"key": "install-nvidia-driver", "value": "True"})
+        body: dict[str, Any] = {
+            "name": name,
+            "machine_type": f"zones/{zone}/machineTypes/{shape.machine_type}",
+            "disks": [
+                {
+                    "boot": True,
+                    "auto_delete": True,
+                    "initialize_params": {"source_image": image},
+                }
+            ],
+            "network_interfaces": [
+                {
+                    "network": "global/networks/default",
+                    # an external address: the VM reaches GCS and the package index
+                    "access_configs": [{"name": "External NAT", "type_": "ONE_TO_ONE_NAT"}],
+                }
+            ],
+            "scheduling": scheduling,
+            "metadata": {"items": metadata},
+            "labels": {
+                **job_labels(self.job_id),
+                "spotwise-market": "spot" if spot else "on-demand",
+            },
+            "service_accounts": [{"email": target.account_email, "scopes": [CLOUD_PLATFORM]}],
+        }
+        if shape.attached:
+            body["guest_accelerators"] = [
+                {
+                    "accelerator_type": f"zones/{zone}/acceleratorTypes/{shape.accelerator}",
+                    "accelerator_count": shape.count,
+                }
+            ]
+        if target.network_tags:
+            body["tags"] = {"items": list(target.network_tags)}
+        return body
+
+    def launch(
+        self,
+        placement: Placement,
+        command: Sequence[str],
+        env: dict[str, str],
+        log: Callable[[str], None] | None = None,
+    ) -> GcpInstance:
+        """Insert a VM in the placement's zone and market; its output goes to ``log``
+        (default: printed, prefixed by where it runs).
+
+        Raises:
+            NoCapacity: when the zone has no room for a Spot VM now.
+            ExecutorError: for what else Compute Engine refuses (a quota, a missing image), in
+                one line.
+        """
+        spot = placement.market == "spot"
+        zone = placement.pool or self.pools[0]
+        name = f"spotwise-{self.job_id}-{random_tokens.token_hex(3)}"
+        script = startup_script(
+            command,
+            env,
+            code=self.code,
+            project=self.project,
+            bucket=self.target.bucket_name,
+            prefix=self.prefix,
+            instance=name,
+            setup=self.target.setup,
+            secrets=self.secret_names,
+            endpoint_url=self.target.endpoint_url,
+        )
+        body = self.instance_body(name, zone, spot, script)
+        try:
+            operation = self.instances.insert(
+                project=self.project, zone=zone, instance_resource=body
+            )
+            operation.result(timeout=OPERATION_TIMEOUT_S)
+        except google_errors() as exc:
+            codes = _codes(exc)
+            if spot and any(c in CAPACITY_ERRORS for c in codes):
+                raise NoCapacity(f"{zone}: {codes[0]}") from exc
+            if any(c in QUOTA_ERRORS for c in codes):
+                raise ExecutorError(
+                    f"--launcher gcp: no quota for this VM in {self.target.region} "
+                    f"({' '.join(str(exc).split())[:200]}); ask for more: `gcloud compute "
+                    f"regions describe {self.target.region}` shows the quotas, the console's "
+                    "IAM & Admin → Quotas raises them"
+                ) from exc
+            raise self._google(exc, f"making a VM in {zone}") from exc
+        made = self.instances.get(project=self.project, zone=zone, instance=name)
+        address = made.network_interfaces[0].network_i_p if made.network_interfaces else None
+        return GcpInstance(self, name, zone, placement, log or echo(placement), address or None)
+
+    def status(self, zone: str, name: str) -> str:
+        """A VM's GCE status, ``GONE`` once it is deleted."""
+        from google.api_core.exceptions import NotFound
+
+        try:
+            return str(self.instances.get(project=self.project, zone=zone, instance=name).status)
+        except NotFound:
+            return "GONE"
+
+    def was_preempted(self, instance: GcpInstance) -> bool:
+        """Whether Compute Engine recorded taking ``instance`` back."""
+        found = self.operations.list(
+            request={
+                "project": self.project,
+                "zone": instance.zone,
+                "filter": f'(operationType = "{PREEMPTED}") '
+                f'(targetLink = "{self._link(instance)}")',
+            }
+        )
+        return any(True for _ in found)
+
+    def _link(self, instance: GcpInstance) -> str:
+        return (
+            "https://www.googleapis.com/compute/v1/projects/"
+            f"{self.project}/zones/{instance.zone}/instances/{instance.instance_id}"
+        )
+
+    def delete(self, zone: str, name: str) -> None:
+        """Delete a VM (one already gone is fine)."""
+        from google.api_core.exceptions import NotFound
+
+        try:
+            self.instances.delete(project=self.project, zone=zone, instance=name).result(
+                timeout=OPERATION_TIMEOUT_S
+            )
+        except NotFound:
+            return
+
+    def preemption(self, instance: Any) -> Preemption | None:
+        """Unknown from outside: the job itself watches the metadata server's notice."""
+        return None
+
+    def running_instances(self) -> list[str]:
+        """This job's VMs that exist (for teardown checks)."""
+        found = self.instances.aggregated_list(
+            request={"project": self.project, "filter": f'labels.{JOB_LABEL} = "{self.job_id}"'}
+        )
+        return [i.name for _, scoped in found for i in scoped.instances]
