@@ -179,6 +179,10 @@ class Pace(Protocol):
         """The job waits ``seconds`` of wall time with nothing running."""
         ...
 
+    def moving(self, instance: LocalInstance) -> bool:
+        """Whether the replayed clock runs for ``instance`` now (a take-back can come)."""
+        ...
+
 
 class WallPace:
     """Cloud time runs ``scale``× the wall clock."""
@@ -201,6 +205,10 @@ class WallPace:
 
     def wait(self, seconds: float) -> None:
         self.clock.sleep(seconds)
+
+    def moving(self, instance: LocalInstance) -> bool:
+        """Always: the cloud takes an instance back whether or not its command has started."""
+        return True
 
 
 class StepPace:
@@ -235,6 +243,10 @@ class StepPace:
     def wait(self, seconds: float) -> None:
         self.clock.sleep(seconds)
         self._base_s += seconds * self.scale
+
+    def moving(self, instance: LocalInstance) -> bool:
+        """Once its guard has started: before that no step moves the clock."""
+        return instance.guard_started()
 
 
 class LocalLauncher:
@@ -322,7 +334,7 @@ class LocalLauncher:
     def preemption(self, instance: Any) -> Preemption | None:
         """When the pool's trace next turns unavailable (None on demand, or never)."""
         pool = instance.placement.pool
-        if instance.placement.market != "spot" or pool is None:
+        if instance.placement.market != "spot" or pool is None or not self.pace.moving(instance):
             return None
         row = self.traces.available[self.pools.index(pool)]
         now_s = self._now_s()

@@ -18,7 +18,6 @@ supervisor returns.
 from __future__ import annotations
 
 import contextlib
-import enum
 import os
 import signal
 import threading
@@ -43,6 +42,19 @@ from spotwise.executor.launchers.base import Instance, Launcher, Placement, Pree
 from spotwise.executor.ledger.ledger import EntryKind, JobStatus, Ledger
 from spotwise.executor.ledger.prices import PriceBook
 from spotwise.executor.supervise.job_log import JobLog
+from spotwise.executor.supervise.watch import (
+    Cancelling,
+    Drill,
+    EventStop,
+    Every,
+    GuardStart,
+    Notices,
+    Outcome,
+    Stall,
+    Waiting,
+    Watch,
+    Watcher,
+)
 from spotwise.policy.client import PolicyClient
 from spotwise.policy.errors import PolicyError
 from spotwise.policy.schemas import Decision, DecisionRequest, IdleState, JobTerms, PoolNow
@@ -98,18 +110,6 @@ class SupervisorConfig:
     """Wall seconds a local command may run before it has started a guard; past them (or at
     its end, on any launcher) the job is warned once that drills, replayed preemptions and
     migration cannot act on it (None: never warn)."""
-
-
-class Outcome(enum.StrEnum):
-    """How one instance of the job ended."""
-
-    DONE = "done"
-    PREEMPTED = "preempted"
-    MIGRATED = "migrated"
-    FAILED = "failed"
-    STALLED = "stalled"
-    CANCELLED = "cancelled"
-    STOPPED = "stopped"
 
 
 @dataclass(slots=True)
@@ -186,8 +186,12 @@ class Supervisor:
         self._cancel: int | None = None
         """The signal that asked the supervisor to stop, once one has."""
         self._instance: Instance | None = None
-        self._drills = 0
-        """Preemption drills sent so far."""
+        self._drill = (
+            Drill(config.drill_after_s, config.drill_every)
+            if config.drill_after_s is not None
+            else None
+        )
+        """The preemption drill (``--preempt-after``/``--preempt-every``), if any."""
         self._warned_unguarded = False
         """Whether the job was told that its command has not started a guard."""
         self._told_no_advice = False
@@ -417,125 +421,83 @@ class Supervisor:
             self.ledger.record(EntryKind.CHECKPOINT, nbytes=size, detail=str(folder))
 
     def _watch(self, instance: Instance) -> tuple[Outcome, int]:
-        """Follow one instance to its end: forward notices, move on high risk, stop it when
-        it hangs or the supervisor is cancelled."""
-        noticed = migrating = killed = stalled = stopped = False
-        kill_at = cancel_kill_at = started_at = None
-        watched = 0
-        drill = started = False
-        launched_at = next_risk_check = self.clock.monotonic()
-        pool = instance.placement.pool
-        spot_check_s = self.config.spot_check_s
-        on_demand = instance.placement.market == "on-demand" and spot_check_s is not None
-        next_spot_check = next_risk_check + (spot_check_s or 0.0)
-        stall_s = self.config.stall_timeout_s
-        waiting_since = self.clock.monotonic()
-        next_waiting = waiting_since + (self.config.waiting_report_s or float("inf"))
+        """Follow one instance to its end, running the watchers on it every poll
+        (:mod:`executor.supervise.watch`)."""
+        watch = Watch(instance=instance, launched_at=self.clock.monotonic())
+        watchers = self._watchers(instance)
         while (code := instance.poll()) is None:
             now = self.clock.monotonic()
-            if now >= next_waiting:
-                next_waiting = self._say_waiting(instance, waiting_since, now)
-            if self._cancel is not None:
-                if cancel_kill_at is None:
-                    cancel_kill_at = now + self.config.cancel_grace_s
-                    if not noticed and not migrating:
-                        instance.notice()
-                    self.progress("cancelling: the job has its grace to checkpoint")
-                if not killed and now >= cancel_kill_at:
-                    instance.kill()
-                    killed = True
-                self.clock.sleep(self.config.poll_s)
-                continue
-            if self.on_event is not None and not killed:
-                fresh, watched = instance.events[watched:], len(instance.events)
-                if any(self.on_event(event) for event in fresh):
-                    instance.kill()
-                    killed = stopped = True
-            if stall_s is not None and not (noticed or migrating or killed):
-                quiet = instance.quiet_s()
-                if quiet is not None and quiet > stall_s:
-                    instance.kill()
-                    killed = stalled = True
-            started = started or self._guard_started(instance)
-            if started and started_at is None:
-                started_at = now
-            if not started and self._unguarded_too_long(instance, now - launched_at):
-                self._warn_unguarded(ended=False)
-            coming = self.launcher.preemption(instance) if started and not noticed else None
-            if (
-                started_at is not None
-                and not (noticed or migrating)
-                and self._drill_due(now - started_at)
-            ):
-                self._drills += 1
-                self.progress(f"drill: a preemption notice to the job now ({self._drills})")
-                coming = Preemption(in_s=self.config.lead_s, at_hours=self.launcher.now_hours())
-                drill = True
-            if coming is not None and coming.in_s <= self.config.lead_s:
-                if not migrating:  # a moving instance has had its notice: one is enough
-                    instance.notice()
-                noticed = True
-                kill_at = now + max(coming.in_s, 0.0) + self.config.grace_s
-                if pool and not drill:  # a drill does not take the pool back
-                    self._taken_until_hours[pool] = coming.at_hours
-                self.ledger.record(
-                    EntryKind.NOTICE,
-                    pool=pool,
-                    market=instance.placement.market,
-                    detail="drill (--preempt-after)" if drill else None,
-                )
-            if kill_at is not None and not killed and now >= kill_at:
-                instance.kill()
-                killed = True
+            for watcher in watchers:
+                if watcher.tick(watch, now):
+                    break
             self.ledger.retry()
-            if started and pool and not noticed and not migrating and now >= next_risk_check:
-                next_risk_check = now + max(self.config.poll_s * 10, 0.2)
-                if self._should_move(pool):
-                    instance.notice()
-                    migrating = True
-            if started and on_demand and not (noticed or migrating) and now >= next_spot_check:
-                next_spot_check = now + (spot_check_s or 0.0)
-                if self._spot_is_back(instance):
-                    self.progress("spot is back: checkpointing to leave on-demand")
-                    instance.notice()
-                    migrating = True
             self.clock.sleep(self.config.poll_s)
         # (a command that failed, or was stopped, has more to fix first)
-        ended = code in (0, PREEMPTED_EXIT_CODE) and not (stopped or killed or cancel_kill_at)
-        if ended and not started and not self._guard_started(instance):
+        ended = code in (0, PREEMPTED_EXIT_CODE) and not (
+            watch.stopped or watch.killed or watch.cancelling
+        )
+        if ended and not watch.started and not GuardStart.announced(instance):
             self._warn_unguarded(ended=True)
         instance.terminate()
-        if stopped:
-            return Outcome.STOPPED, code
-        if cancel_kill_at is not None:
-            return Outcome.CANCELLED, code
-        if stalled:
-            return Outcome.STALLED, code
-        if code == 0:
-            return Outcome.DONE, code
-        # A move that got out before the kill is a move, even if the pool's own notice came
-        # while it was checkpointing.
-        if migrating and not killed and code == PREEMPTED_EXIT_CODE:
-            return Outcome.MIGRATED, code
-        if code == PREEMPTED_EXIT_CODE or killed or (noticed and code < 0):
-            return Outcome.PREEMPTED, code
-        return Outcome.FAILED, code
+        return watch.outcome(code), code
 
-    @staticmethod
-    def _guard_started(instance: Instance) -> bool:
-        """Whether the command on ``instance`` has started a guard: its ``fresh``/``resumed``
-        event, or what the launcher can see besides (a local guard's first heartbeat)."""
-        if any(e.get("event") in ("fresh", "resumed") for e in instance.events):
-            return True
-        seen = getattr(instance, "guard_started", None)
-        return bool(seen()) if callable(seen) else False
+    def _watchers(self, instance: Instance) -> list[Watcher]:
+        """The watchers of one instance, in the order each poll runs them."""
+        config = self.config
+        pool = instance.placement.pool
+        watchers: list[Watcher] = [
+            Waiting(config.waiting_report_s, self.progress),
+            Cancelling(lambda: self._cancel is not None, config.cancel_grace_s, self.progress),
+        ]
+        if self.on_event is not None:
+            watchers.append(EventStop(self.on_event))
+        if config.stall_timeout_s is not None:
+            watchers.append(Stall(config.stall_timeout_s))
+        watchers += [
+            GuardStart(
+                GuardStart.announced,
+                config.guard_wait_s,
+                lambda: self._warn_unguarded(ended=False),
+            ),
+            Notices(
+                self.launcher,
+                lead_s=config.lead_s,
+                grace_s=config.grace_s,
+                drill=self._drill,
+                noticed=self._noticed,
+            ),
+        ]
+        if pool:
+            every = max(config.poll_s * 10, 0.2)
+            watchers.append(Every(every, 0.0, lambda _: self._should_move(pool)))
+        spot_check_s = config.spot_check_s
+        if instance.placement.market == "on-demand" and spot_check_s is not None:
+            watchers.append(Every(spot_check_s, spot_check_s, self._back_to_spot))
+        return watchers
 
-    def _unguarded_too_long(self, instance: Instance, running_s: float) -> bool:
-        """Whether a command that has not started a guard has run past ``guard_wait_s`` (on
-        this machine only: a cloud instance's boot is not its command's run time, and there
-        only its end tells)."""
-        wait = self.config.guard_wait_s
-        return wait is not None and running_s >= wait and instance.process_group() is not None
+    def _noticed(self, watch: Watch, coming: Preemption, drill: bool) -> None:
+        """A notice was passed on: say a drill, mark the pool taken, and record it."""
+        placement = watch.instance.placement
+        if drill:
+            self.progress(f"drill: a preemption notice to the job now ({self._drill_count()})")
+        elif placement.pool:  # a drill does not take the pool back
+            self._taken_until_hours[placement.pool] = coming.at_hours
+        self.ledger.record(
+            EntryKind.NOTICE,
+            pool=placement.pool,
+            market=placement.market,
+            detail="drill (--preempt-after)" if drill else None,
+        )
+
+    def _drill_count(self) -> int:
+        return self._drill.sent if self._drill is not None else 0
+
+    def _back_to_spot(self, watch: Watch) -> bool:
+        """On on-demand: whether to checkpoint and leave for spot now (said when so)."""
+        if not self._spot_is_back(watch.instance):
+            return False
+        self.progress("spot is back: checkpointing to leave on-demand")
+        return True
 
     def _warn_unguarded(self, *, ended: bool) -> None:
         """Tell the job, once, that its command has not started a guard (or ``ended``
@@ -563,24 +525,6 @@ class Supervisor:
         )
         if self.log is not None:
             self.log.launched(name)
-
-    def _say_waiting(self, instance: Instance, since: float, now: float) -> float:
-        """Say what the job waits for while ``instance`` has sent no output (a cloud
-        instance's :meth:`waiting`), every ``waiting_report_s``; when to look again."""
-        every = self.config.waiting_report_s
-        waiting = getattr(instance, "waiting", None)
-        if every is None or not callable(waiting):
-            return float("inf")
-        if line := waiting(now - since):
-            self.progress(line)
-        return now + every
-
-    def _drill_due(self, running_s: float) -> bool:
-        """Whether the drill's notice is due for an instance whose command has run this long."""
-        after = self.config.drill_after_s
-        if after is None or (self._drills and not self.config.drill_every):
-            return False
-        return running_s >= after
 
     def _should_move(self, pool: str) -> bool:
         """The current pool's 60-minute risk is above the bar and a free pool is half as risky."""
