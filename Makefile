@@ -28,6 +28,8 @@ $(BIN)/spotwise: pyproject.toml
 $(VENV)/.dev: $(BIN)/spotwise
 	$(HOLD_TORCH)
 	$(BIN)/pip install --quiet -c $(CONSTRAINTS) -e ".[dev]"
+	# Azurite, Microsoft's Blob storage emulator, for the azure launcher's tests
+	npm install --prefix $(VENV)/node --no-audit --no-fund --silent azurite@3.37.0
 	touch $@
 
 setup: $(BIN)/spotwise

@@ -1,0 +1,245 @@
+"""Azure through the cloud seam (:class:`~executor.clouds.base.Cloud`): Spot VMs tagged with the
+ledger's job id, code and logs in a Blob container, secrets in Key Vault, the Scheduled Events
+``Preempt`` notice (30 s)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from spotwise.executor.clouds.azure.target import AzureTarget
+from spotwise.executor.clouds.base import Check, CloudOptions, CloudTarget, Say, SetUp
+from spotwise.executor.errors import ExecutorError
+
+if TYPE_CHECKING:
+    from spotwise.executor.clouds.azure.launcher import AzureLauncher
+    from spotwise.executor.clouds.code_bundle import ShippedCode
+    from spotwise.executor.clouds.orphans import Judged, Verdict
+
+
+def _azure(target: CloudTarget) -> AzureTarget:
+    if not isinstance(target, AzureTarget):
+        raise ExecutorError(f"the azure cloud was given {target.cloud}'s settings")
+    return target
+
+
+class AzureCloud:
+    """Azure Compute, Network, Blob storage, Key Vault and managed identities (the Azure SDK;
+    ``endpoint_url`` reaches another Resource Manager, a local fake)."""
+
+    name = "azure"
+    storage_scheme = "az"
+    notice_source = "azure"
+    notice_s = 30.0
+    docs = "docs/azure.md"
+
+    def target(self, options: CloudOptions) -> AzureTarget:
+        """The Azure settings the shared options name."""
+        return AzureTarget.from_options(options)
+
+    def target_from_dict(self, data: Mapping[str, Any]) -> AzureTarget:
+        """The Azure settings back from their JSON."""
+        return AzureTarget.from_dict(data)
+
+    def _credential(self, target: CloudTarget, who: str) -> Any:
+        from spotwise.executor.clouds.azure.clients import credential
+
+        _azure(target).require_account(who)
+        return credential(who)
+
+    def ship_code(
+        self, target: CloudTarget, *, ignore_file: Path | None = None, wheel: Path | None = None
+    ) -> ShippedCode:
+        """Ship the workdir and a Spotwise wheel to the container, once for any number of jobs.
+
+        Raises:
+            ExecutorError: when the settings are incomplete, or the code cannot be shipped.
+        """
+        from spotwise.executor.clouds.azure.clients import container
+        from spotwise.executor.clouds.azure.storage import ship
+
+        azure = _azure(target)
+        azure.require_complete()
+        cred = self._credential(azure, "--launcher azure")
+        return ship(
+            container(azure, cred),
+            f"az://{azure.container}",
+            Path(azure.workdir),
+            ignore_file=ignore_file,
+            wheel=wheel,
+            say=lambda line: print(f"shipping {line}", file=sys.stderr),
+        )
+
+    def launcher(
+        self,
+        target: CloudTarget,
+        code: ShippedCode,
+        secrets: dict[str, str] | None = None,
+        *,
+        job_id: str,
+    ) -> AzureLauncher:
+        """A launcher of job ``job_id``'s VMs (the ledger's id: ``gc azure`` judges a VM by it).
+
+        Raises:
+            ExecutorError: without a job id, or when the secrets cannot be stored.
+        """
+        from spotwise.executor.clouds.azure.launcher import AzureLauncher
+
+        azure = _azure(target)
+        if not job_id:
+            raise ExecutorError("an Azure launcher needs the ledger's job id (new_job_id())")
+        return AzureLauncher(
+            target=azure,
+            credential=self._credential(azure, "--launcher azure"),
+            job_id=job_id,
+            code=code,
+            secrets=secrets or {},
+        )
+
+    def job_instances(self, target: CloudTarget, job_id: str) -> list[str]:
+        """Job ``job_id``'s VMs that are not being deleted, by its tag."""
+        from spotwise.executor.clouds.azure.clients import arm, azure_call
+        from spotwise.executor.clouds.azure.gc import JOB_TAG
+
+        azure = _azure(target)
+        _, group = azure.require_account("jobs")
+        compute = arm(azure, "compute", self._credential(azure, "jobs"))
+        return azure_call(
+            f"Azure {group}",
+            lambda: [
+                str(vm.name)
+                for vm in compute.virtual_machines.list(group)
+                if (vm.tags or {}).get(JOB_TAG) == job_id
+                and vm.properties.provisioning_state != "Deleting"
+            ],
+        )
+
+    def checkpoint_url(self, target: CloudTarget, run: str) -> str:
+        """``az://CONTAINER/spotwise/checkpoints/RUN``: the identity's role covers the
+        container (adlfs reads the account from ``AZURE_STORAGE_ACCOUNT_NAME``, which the boot
+        script sets)."""
+        from spotwise.executor.clouds.azure.storage import CHECKPOINT_PREFIX
+
+        return f"az://{_azure(target).container}/{CHECKPOINT_PREFIX}/{run}"
+
+    def set_up(self, target: CloudTarget, say: Say) -> SetUp:
+        """The resource group, a private container, the VMs' identity and its roles, a Key
+        Vault, the nodes' network.
+
+        Raises:
+            ExecutorError: without --project or --bucket, or when Azure refuses a step.
+        """
+        from spotwise.executor.clouds.azure.setup import set_up
+        from spotwise.executor.clouds.azure.target import IDENTITY_NAME
+
+        azure = _azure(target)
+        made: list[str] = []
+
+        def tell(line: str) -> None:
+            made.append(line)
+            say(line)
+
+        subnet = set_up(azure, self._credential(azure, "setup azure"), tell)
+        identity = (azure.identity or IDENTITY_NAME).rsplit("/", 1)[-1]
+        return SetUp(
+            made=tuple(made),
+            next_steps=(
+                f"give the account spotwise runs as the roles of {self.docs} on the container "
+                "and the vault, then",
+                f"  spotwise check azure --project {azure.subscription}/{azure.resource_group} "
+                f"--region {azure.region} --bucket {azure.storage_account}/{azure.container} "
+                f"--identity {identity} --image URN",
+                f"(an elastic job's nodes: spotwise run --launcher azure --nodes MIN:MAX "
+                f"--network {subnet} ...)",
+            ),
+        )
+
+    def check(self, target: CloudTarget) -> list[Check]:
+        """Credentials, subscription and providers, storage, image, identity, the size in its
+        zones, the Spot vCPU quota, Key Vault, subnet."""
+        from spotwise.executor.clouds.azure.check import AzureCheck
+        from spotwise.executor.clouds.azure.clients import azure_call
+
+        azure = _azure(target)
+        azure.require_account("check azure")
+        return azure_call(
+            "check azure",
+            AzureCheck(azure, lambda: self._credential(azure, "check azure")).run,
+        )
+
+    def orphans(
+        self,
+        target: CloudTarget,
+        verdicts: dict[str, Verdict] | None,
+        host: str | None,
+        *,
+        named: frozenset[str],
+        store_path: Path,
+    ) -> list[Judged]:
+        """The tagged VMs and Key Vault secrets, each judged by the ledger.
+
+        Raises:
+            ExecutorError: when Azure refuses to list them.
+        """
+        from spotwise.executor.clouds.azure.clients import (
+            arm,
+            azure_call,
+            get_or_none,
+            secrets_client,
+        )
+        from spotwise.executor.clouds.azure.gc import judge_secrets, judge_vms
+
+        azure = _azure(target)
+        _, group = azure.require_account("gc azure")
+        cred = self._credential(azure, "gc azure")
+
+        def listed() -> list[Judged]:
+            judged = judge_vms(
+                arm(azure, "compute", cred),
+                group,
+                verdicts,
+                host,
+                named=named,
+                store_path=store_path,
+            )
+            vaults = arm(azure, "keyvault", cred).vaults
+            vault = get_or_none(lambda: vaults.get(group, azure.vault_name))
+            if vault is not None:
+                client = secrets_client(
+                    str(vault.properties.vault_uri), cred, emulated=bool(azure.endpoint_url)
+                )
+                judged += judge_secrets(client, verdicts, host, named=named, store_path=store_path)
+            return judged
+
+        return azure_call(f"gc azure ({group})", listed)
+
+    def end(self, target: CloudTarget, judged: list[Judged]) -> None:
+        """Delete the VMs, delete the secrets ``judged`` to end.
+
+        Raises:
+            ExecutorError: when Azure refuses.
+        """
+        from spotwise.executor.clouds.azure.clients import (
+            arm,
+            azure_call,
+            secrets_client,
+            vault_uri,
+        )
+        from spotwise.executor.clouds.azure.gc import delete_secrets, end_vms
+
+        azure = _azure(target)
+        _, group = azure.require_account("gc azure")
+        vms = [j.resource for j in judged if j.kind == "instance" and j.end]
+        secrets = [j.resource for j in judged if j.kind == "secret" and j.end]
+        if not vms and not secrets:
+            return
+        cred = self._credential(azure, "gc azure")
+        if vms:
+            azure_call(
+                f"gc azure ({group})", lambda: end_vms(arm(azure, "compute", cred), group, vms)
+            )
+        if secrets:
+            client = secrets_client(vault_uri(azure, cred), cred, emulated=bool(azure.endpoint_url))
+            azure_call("gc azure (Key Vault)", lambda: delete_secrets(client, secrets))

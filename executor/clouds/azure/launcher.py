@@ -1,0 +1,494 @@
+"""The Azure launcher: each instance is a VM (Spot or regular) with a NIC of its own in the
+job's subnet, started with azure-mgmt-compute and azure-mgmt-network.
+
+Its custom data is the boot script (:mod:`executor.clouds.azure.boot_script`): it fetches the
+shipped workdir and wheel from the Blob container, runs the command with the Azure notice
+watcher on (Scheduled Events' ``Preempt``), streams its output to
+``az://CONTAINER/spotwise/jobs/JOB/VM/log/`` and writes the exit code next to it, then powers
+off; the launcher reads the output back as the job's log and events, and deletes the VM (its NIC
+and OS disk go with it: ``deleteOption=Delete``).
+
+A Spot VM has ``priority=Spot``, ``evictionPolicy=Delete`` and ``billingProfile.maxPrice``: the
+policy's bid (:attr:`Placement.bid`), never above ``--max-price``, else -1 (up to the on-demand
+price). Azure evicts it when the price rises above that cap, or when it needs the capacity back;
+either way the VM is deleted after its notice, and a Spot VM gone without reporting is a
+preemption. A launch Azure refuses for capacity, the size in that zone, the price cap or the
+Spot quota raises :class:`NoCapacity` (the VM it left in ``Failed`` is deleted first), so the
+supervisor can choose again (or go on demand).
+
+Custom data is readable on the VM, so it carries no secret: secrets (``secrets=``) go to the
+resource group's Key Vault, tagged with the job's id, and the VM reads them with its managed
+identity; :meth:`AzureLauncher.close` deletes them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import secrets as token
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from spotwise.core.clock import SYSTEM_CLOCK, Clock
+from spotwise.executor.clouds.aws.boot_script import BOOT_LOG
+from spotwise.executor.clouds.aws.launcher import SECRET_NAME
+from spotwise.executor.clouds.aws.on_instance import EXIT_NAME, LOG_FOLDER
+from spotwise.executor.clouds.azure.boot_script import boot_script, custom_data
+from spotwise.executor.clouds.azure.clients import (
+    CAPACITY_CODES,
+    arm,
+    azure_call,
+    container,
+    error_code,
+    first_line,
+    secrets_client,
+    vault_uri,
+)
+from spotwise.executor.clouds.azure.gc import HOST_TAG, JOB_TAG, job_tags, secret_name
+from spotwise.executor.clouds.azure.storage import JOBS_PREFIX, names_after, read_text
+from spotwise.executor.clouds.azure.target import ZONE, AzureTarget
+from spotwise.executor.clouds.code_bundle import ShippedCode
+from spotwise.executor.errors import PREEMPTED_EXIT_CODE, ExecutorError, NoCapacity
+from spotwise.executor.launchers.base import Placement, Preemption
+from spotwise.executor.supervise.job_log import echo
+from spotwise.policy.observe import ObserveMode
+
+HISTORY_TICK_S = 300
+MARKET_TAG = "spotwise-market"
+ADMIN = "spotwise"
+ENDED_STATES = ("PowerState/stopped", "PowerState/deallocated", "PowerState/deallocating")
+
+
+def _throwaway_ssh_key() -> str:
+    """An SSH public key whose private half is never kept: Azure needs one on a Linux VM, and
+    nobody is meant to log in."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=3072)
+    return (
+        key.public_key()
+        .public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
+        .decode()
+    )
+
+
+class AzureInstance:
+    """One VM running the command; its output comes back from Blob in chunks."""
+
+    def __init__(
+        self,
+        launcher: AzureLauncher,
+        instance_id: str,
+        placement: Placement,
+        log: Callable[[str], None],
+        address: str | None = None,
+    ) -> None:
+        self.launcher, self.instance_id, self.placement = launcher, instance_id, placement
+        self.address = address
+        self.events: list[dict[str, Any]] = []
+        self.started_hours = launcher.now_hours()
+        self._log = log
+        self._code: int | None = None
+        self._asked_to_leave = False
+        self._last_chunk = ""
+        self._lines_read = 0
+        self._state = "creating"
+        """Its provisioning and power state when last asked."""
+
+    def _name(self, name: str) -> str:
+        return f"{self.launcher.prefix}/{self.instance_id}/{name}"
+
+    def _exit_code(self) -> int | None:
+        text = read_text(self.launcher.container, self._name(EXIT_NAME))
+        return None if text is None else int(text.strip() or "1")
+
+    def read_output(self) -> None:
+        """Pass the log chunks the VM sent since the last call on: the command's JSON event
+        lines on stdout become events, every other line goes to the job's log."""
+        folder = self._name(LOG_FOLDER) + "/"
+        for name in names_after(self.launcher.container, folder, self._last_chunk or folder):
+            for record in (read_text(self.launcher.container, name) or "").splitlines():
+                self._line(json.loads(record))
+            self._last_chunk = name
+
+    def _line(self, record: dict[str, str]) -> None:
+        self._lines_read += 1
+        line = record.get("line", "")
+        if record.get("stream") == "out":
+            try:
+                event = json.loads(line)
+            except ValueError:
+                event = None
+            if isinstance(event, dict):
+                event["cloud_hours"] = self.launcher.now_hours()
+                self.events.append(event)
+                return
+        self._log(line)
+
+    def _boot_failure(self) -> None:
+        """When the command never ran, the boot script's own log says why."""
+        if self._lines_read == 0:
+            text = read_text(self.launcher.container, self._name(BOOT_LOG)) or ""
+            for line in text.splitlines()[-40:]:
+                self._log(f"boot: {line}")
+
+    def _gone(self) -> bool:
+        """Whether the VM has ended: deleted (an eviction, or by us), failed or powered off."""
+        from azure.core.exceptions import ResourceNotFoundError
+
+        try:
+            vm = self.launcher.compute.virtual_machines.get(
+                self.launcher.group, self.instance_id, expand="instanceView"
+            )
+        except ResourceNotFoundError:
+            self._state = "deleted"
+            return True
+        statuses = [s.code for s in (vm.properties.instance_view.statuses or [])]
+        provisioning = str(vm.properties.provisioning_state or "")
+        self._state = ", ".join([provisioning, *[s for s in statuses if "PowerState" in s]])
+        return provisioning in ("Deleting", "Failed") or any(s in ENDED_STATES for s in statuses)
+
+    def poll(self) -> int | None:
+        if self._code is not None:
+            return self._code
+        self.read_output()
+        self._code = self._exit_code()
+        if self._code is None:
+            if not self._gone():
+                return None
+            # It writes its exit code before it powers off, so one that is gone may have
+            # reported between the two reads above: read the report once more.
+            self._code = self._exit_code()
+            if self._code is None:
+                # Gone without reporting: Azure deletes a Spot VM only to evict it (for
+                # capacity or for price), and a VM asked to leave had its notice: both are
+                # preemptions; anything else failed.
+                taken = self.placement.market == "spot" or self._asked_to_leave
+                self._code = PREEMPTED_EXIT_CODE if taken else 1
+        self.read_output()  # the last chunks go up before the exit code
+        if self._code != 0:
+            self._boot_failure()
+        return self._code
+
+    def waiting(self, running_s: float) -> str | None:
+        """What the supervisor waits for, ``running_s`` after the launch, while the VM has
+        sent no output yet (None: it has, or it has ended)."""
+        if self._lines_read or self._code is not None:
+            return None
+        took = f"{running_s / 60:.0f} min" if running_s >= 90 else f"{running_s:.0f} s"
+        return (
+            f"VM {self.instance_id} booting for {took} (Azure: {self._state}), no output "
+            f"yet; `spotwise jobs logs {self.launcher.job_id}` shows it once it comes"
+        )
+
+    def notice(self) -> None:
+        """Ask it to leave: a power-off shuts the OS down, i.e. SIGTERM to the job."""
+        self._asked_to_leave = True
+        self.launcher.compute.virtual_machines.begin_power_off(
+            self.launcher.group, self.instance_id
+        )
+
+    def kill(self) -> None:
+        self.launcher.delete_vm(self.instance_id)
+
+    def process_group(self) -> None:
+        """It runs on its own machine."""
+        return None
+
+    def quiet_s(self) -> None:
+        """Not known from here: the step heartbeat stays on the VM."""
+        return None
+
+    def terminate(self) -> None:
+        self.launcher.delete_vm(self.instance_id)
+
+
+class AzureLauncher:
+    """Starts VMs in the zones of one location (the pools)."""
+
+    name = "azure"
+    simulated = False
+    simulation = None
+    observe: ObserveMode = "probe"
+    python = "python"
+    """The boot script's venv, first on the command's PATH."""
+
+    def __init__(
+        self,
+        *,
+        target: AzureTarget,
+        credential: Any,
+        job_id: str,
+        code: ShippedCode,
+        secrets: dict[str, str] | None = None,
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> None:
+        """``code`` is the shipped workdir and wheel; ``secrets`` (variable name → value)
+        reach the command through Key Vault, which the VMs' identity reads."""
+        target.require_complete()
+        self.target, self.credential = target, credential
+        _, self.group = target.require_account("--launcher azure")
+        self.compute = arm(target, "compute", credential)
+        self.network = arm(target, "network", credential)
+        self.container = container(target, credential)
+        self.pools = tuple(target.zones_or_default)
+        self.instance_type = target.instance_type
+        self.code, self.setup = code, tuple(target.setup)
+        self.prefix = f"{JOBS_PREFIX}/{job_id}"
+        self.job_id = job_id
+        self.max_price = target.max_price
+        self.clock = clock
+        self._began = clock.monotonic()
+        self.vault = ""
+        self.secret_names = self._store_secrets(secrets or {})
+
+    def _store_secrets(self, secrets: dict[str, str]) -> dict[str, str]:
+        """Put each secret in the Key Vault, tagged with the job; its name per variable."""
+        names: dict[str, str] = {}
+        for name in secrets:
+            if not SECRET_NAME.match(name):
+                raise ExecutorError(f"secret name {name[:40]!r}: use letters, digits and _")
+            secret = secret_name(self.job_id, name)
+            if secret in names.values():
+                raise ExecutorError(
+                    f"secrets {name} and another name the same Key Vault secret ({secret}): "
+                    "Key Vault names ignore case and _; rename one"
+                )
+            names[name] = secret
+        if not names:
+            return {}
+        self.vault = vault_uri(self.target, self.credential)
+        client = self._secrets()
+        stored: dict[str, str] = {}
+        for name, secret in names.items():
+            tags = job_tags(self.job_id) | {"spotwise-env": name}
+
+            def put(secret: str = secret, value: str = secrets[name], tags: Any = tags) -> Any:
+                return client.set_secret(secret, value, tags=tags)
+
+            try:
+                azure_call(f"cannot store secret {name} in Key Vault", put)
+            except ExecutorError:
+                self.secret_names = stored
+                self.close()  # nothing half-written
+                raise
+            stored[name] = secret
+        return stored
+
+    def _secrets(self) -> Any:
+        return secrets_client(self.vault, self.credential, emulated=bool(self.target.endpoint_url))
+
+    def close(self) -> None:
+        """Delete the job's secrets from Key Vault (the VMs are gone by now)."""
+        from azure.core.exceptions import AzureError, ResourceNotFoundError
+
+        if not self.secret_names:
+            return
+        client = self._secrets()
+        for secret in self.secret_names.values():
+            try:
+                client.begin_delete_secret(secret)
+            except ResourceNotFoundError:
+                continue
+            except AzureError as exc:
+                raise ExecutorError(
+                    f"cannot delete the secret {secret} from Key Vault: {first_line(exc)}; "
+                    f"`spotwise gc azure --job {self.job_id}` deletes it"
+                ) from exc
+        self.secret_names = {}
+
+    def now_hours(self) -> float:
+        return (self.clock.monotonic() - self._began) / 3600.0
+
+    def wait(self, seconds: float) -> None:
+        self.clock.sleep(seconds)
+
+    def available(self) -> dict[str, bool]:
+        """Azure does not publish spot capacity: every zone counts as available until a launch
+        there is refused."""
+        return dict.fromkeys(self.pools, True)
+
+    def history(self) -> tuple[np.ndarray, int]:
+        """No past to show: one tick of five minutes, the scale of a launch and a notice."""
+        return np.ones((len(self.pools), 1), dtype=bool), HISTORY_TICK_S
+
+    def cap(self, placement: Placement) -> float:
+        """A Spot VM's ``maxPrice``: the policy's bid, never above the user's --max-price; -1
+        (up to the on-demand price) when neither is set."""
+        caps = [c for c in (placement.bid, self.max_price) if c is not None]
+        return min(caps) if caps else -1.0
+
+    def launch(
+        self,
+        placement: Placement,
+        command: Sequence[str],
+        env: dict[str, str],
+        log: Callable[[str], None] | None = None,
+    ) -> AzureInstance:
+        """A NIC and a VM in the placement's zone and market; the VM's output goes to ``log``
+        (default: printed, prefixed by where it runs).
+
+        Raises:
+            NoCapacity: when Azure refuses a Spot VM for capacity, size, price or quota.
+            ExecutorError: when it refuses for any other reason (nothing is left behind).
+        """
+        from azure.core.exceptions import AzureError
+
+        name = f"sw-{self.job_id}-{token.token_hex(3)}"
+        try:
+            address = self._nic(name)
+            self._vm(name, placement, command, env)
+        except AzureError as exc:
+            self._clean_up(name)
+            code = error_code(exc)
+            capacity = code in CAPACITY_CODES and (
+                code != "OperationNotAllowed" or "quota" in str(exc).lower()
+            )
+            where = placement.pool or self.target.region
+            if placement.market == "spot" and capacity:
+                raise NoCapacity(f"{where}: {code}") from exc
+            hint = ""
+            if code == "MissingSubscriptionRegistration":
+                hint = "; register the provider it names: az provider register --namespace NAME"
+            raise ExecutorError(f"Azure VM in {where}: {first_line(exc)}{hint}") from exc
+        except BaseException:
+            self._clean_up(name)
+            raise
+        return AzureInstance(self, name, placement, log or echo(placement), address=address)
+
+    def _nic(self, name: str) -> str | None:
+        from azure.mgmt.network import models as n
+
+        nic = n.NetworkInterface(
+            location=self.target.region,
+            tags=job_tags(self.job_id),
+            properties=n.NetworkInterfacePropertiesFormat(
+                ip_configurations=[
+                    n.NetworkInterfaceIPConfiguration(
+                        name="ipconfig1",
+                        properties=n.NetworkInterfaceIPConfigurationPropertiesFormat(
+                            subnet=n.Subnet(id=self.target.subnet_id),
+                            private_ip_allocation_method="Dynamic",
+                        ),
+                    )
+                ]
+            ),
+        )
+        made = self.network.network_interfaces.begin_create_or_update(
+            self.group, f"{name}-nic", nic
+        ).result()
+        configs = made.properties.ip_configurations or []
+        return configs[0].properties.private_ip_address if configs else None
+
+    def _vm(
+        self, name: str, placement: Placement, command: Sequence[str], env: dict[str, str]
+    ) -> None:
+        from azure.mgmt.compute import models as c
+
+        target = self.target
+        script = boot_script(
+            command,
+            env,
+            code=self.code,
+            account=str(target.storage_account),
+            container=str(target.container),
+            prefix=self.prefix,
+            instance=name,
+            setup=self.setup,
+            vault=self.vault,
+            secret_names=self.secret_names,
+            emulated=bool(target.endpoint_url),
+        )
+        image = target.image_ref.wire()
+        nic_id = f"{target.group_id}/providers/Microsoft.Network/networkInterfaces/{name}-nic"
+        spot = placement.market == "spot"
+        properties = c.VirtualMachineProperties(
+            hardware_profile=c.HardwareProfile(vm_size=target.instance_type),
+            storage_profile=c.StorageProfile(
+                image_reference=c.ImageReference(**image),
+                os_disk=c.OSDisk(create_option="FromImage", delete_option="Delete"),
+            ),
+            os_profile=c.OSProfile(
+                computer_name=name,
+                admin_username=ADMIN,
+                custom_data=custom_data(script),
+                linux_configuration=c.LinuxConfiguration(
+                    disable_password_authentication=True,
+                    ssh=c.SshConfiguration(
+                        public_keys=[
+                            c.SshPublicKey(
+                                path=f"/home/{ADMIN}/.ssh/authorized_keys",
+                                key_data=_throwaway_ssh_key(),
+                            )
+                        ]
+                    ),
+                ),
+            ),
+            network_profile=c.NetworkProfile(
+                network_interfaces=[
+                    c.NetworkInterfaceReference(
+                        id=nic_id,
+                        properties=c.NetworkInterfaceReferenceProperties(
+                            primary=True, delete_option="Delete"
+                        ),
+                    )
+                ]
+            ),
+        )
+        if spot:
+            properties.priority = "Spot"
+            properties.eviction_policy = "Delete"
+            properties.billing_profile = c.BillingProfile(max_price=self.cap(placement))
+        vm = c.VirtualMachine(
+            location=target.region,
+            tags={**job_tags(self.job_id), MARKET_TAG: placement.market},
+            properties=properties,
+            identity=c.VirtualMachineIdentity(
+                type="UserAssigned",
+                user_assigned_identities={target.identity_id: c.UserAssignedIdentitiesValue()},
+            ),
+        )
+        if placement.pool and ZONE.match(placement.pool):
+            vm.zones = [placement.pool]
+        self.compute.virtual_machines.begin_create_or_update(self.group, name, vm).result()
+
+    def _clean_up(self, name: str) -> None:
+        """Delete what a refused launch left: a VM in Failed, its NIC."""
+        from azure.core.exceptions import AzureError
+
+        for delete in (
+            lambda: self.compute.virtual_machines.begin_delete(self.group, name).result(),
+            lambda: self.network.network_interfaces.begin_delete(
+                self.group, f"{name}-nic"
+            ).result(),
+        ):
+            try:
+                delete()
+            except AzureError:
+                continue  # not there (404 is an error only for some operations)
+
+    def delete_vm(self, name: str) -> None:
+        """Delete a VM (its NIC and disk go with it), without waiting for Azure to finish."""
+        from azure.core.exceptions import ResourceNotFoundError
+
+        with contextlib.suppress(ResourceNotFoundError):
+            self.compute.virtual_machines.begin_delete(self.group, name)
+
+    def preemption(self, instance: Any) -> Preemption | None:
+        """Unknown from outside: the job itself watches Scheduled Events for the notice."""
+        return None
+
+    def running_instances(self) -> list[str]:
+        """This job's VMs that are not being deleted (for teardown checks)."""
+        return [
+            vm.name
+            for vm in self.compute.virtual_machines.list(self.group)
+            if (vm.tags or {}).get(JOB_TAG) == self.job_id
+            and vm.properties.provisioning_state != "Deleting"
+        ]
+
+
+__all__ = ["HOST_TAG", "AzureInstance", "AzureLauncher"]
