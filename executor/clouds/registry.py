@@ -5,6 +5,7 @@ ever selects an entry of :data:`CLOUDS`, never code to load. Adding a cloud is a
 from __future__ import annotations
 
 from spotwise.executor.clouds.aws.cloud import AwsCloud
+from spotwise.executor.clouds.azure.cloud import AzureCloud
 from spotwise.executor.clouds.base import Cloud
 from spotwise.executor.clouds.gcp.cloud import GcpCloud
 from spotwise.executor.errors import ExecutorError
@@ -12,6 +13,7 @@ from spotwise.executor.errors import ExecutorError
 CLOUDS: dict[str, Cloud] = {
     "aws": AwsCloud(),
     "gcp": GcpCloud(),
+    "azure": AzureCloud(),
 }
 
 

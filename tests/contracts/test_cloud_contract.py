@@ -73,7 +73,31 @@ def _no_refusals(refused: list[str]) -> None:
     assert not refused, f"requests Google's discovery documents do not allow: {refused}"
 
 
-EMULATORS: dict[str, Emulator] = {"aws": _aws, "gcp": _gcp}
+def _azure(request: pytest.FixtureRequest) -> CloudOptions:
+    """Azurite and the loopback fake of Resource Manager, Key Vault and the managed identity
+    endpoint (checked against the Azure SDK's request builders and models), reached through
+    Microsoft's own libraries."""
+    from tests.fakes.azure_local import ACCOUNT, GROUP, IMAGE, SUBSCRIPTION, AzureLocal
+
+    folder = request.getfixturevalue("tmp_path_factory").mktemp("azure")
+    local = AzureLocal()
+    request.addfinalizer(local.close)
+    local.apply(request.getfixturevalue("monkeypatch"), folder)
+
+    def no_refusals() -> None:
+        assert not local.fake.refused, f"requests the Azure SDK does not make: {local.fake.refused}"
+
+    request.addfinalizer(no_refusals)
+    return CloudOptions(
+        project=f"{SUBSCRIPTION}/{GROUP}",
+        image=IMAGE,
+        bucket=f"{ACCOUNT}/contract-{uuid.uuid4().hex[:8]}",
+        identity="spotwise-instance",
+        endpoint_url=local.fake.url,
+    )
+
+
+EMULATORS: dict[str, Emulator] = {"aws": _aws, "gcp": _gcp, "azure": _azure}
 """Each registered cloud's local emulator: the options that reach it."""
 
 

@@ -13,13 +13,17 @@ The storage account is Azurite's documented well-known development account
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import os
 import re
 import signal
+import socket
 import subprocess
 import tempfile
 import threading
 from pathlib import Path
+from typing import Protocol
 
 from tests.fakes.azure_arm import AzureArmFake
 
@@ -70,49 +74,103 @@ class Azurite:
         )
 
     def make_container(self, account: str, container: str) -> None:
+        from azure.core.exceptions import ResourceExistsError
         from azure.storage.blob import BlobServiceClient
 
         assert account == ACCOUNT, f"Azurite serves {ACCOUNT}, not {account}"
         service = BlobServiceClient.from_connection_string(self.connection_string)
-        service.create_container(container)
+        with contextlib.suppress(ResourceExistsError):  # an earlier test's, in the shared one
+            service.create_container(container)
 
     def close(self) -> None:
+        """Kill it: it waits up to 10 s for its clients' idle connections on SIGTERM, and its
+        data is a throwaway folder."""
         if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+
+
+_SHARED: list[Azurite] = []
+
+
+def shared_azurite() -> Azurite:
+    """One Azurite for this process (its start takes seconds): each test uses containers of
+    its own. It is killed, and its folder removed, when the process exits."""
+    if not _SHARED or _SHARED[0].process.poll() is not None:
+        folder = tempfile.TemporaryDirectory(prefix="azurite-")
+        azurite = Azurite(Path(folder.name))
+        _SHARED[:] = [azurite]
+        atexit.register(folder.cleanup)
+        atexit.register(azurite.close)
+    return _SHARED[0]
+
+
+AZURE_ENV = (
+    "AZURE_CLIENT_ID",
+    "AZURE_TENANT_ID",
+    "AZURE_CLIENT_SECRET",
+    "AZURE_CLIENT_CERTIFICATE_PATH",
+    "AZURE_FEDERATED_TOKEN_FILE",
+    "AZURE_USERNAME",
+    "MSI_ENDPOINT",
+    "MSI_SECRET",
+    "IDENTITY_SERVER_THUMBPRINT",
+    "AZURE_STORAGE_ACCOUNT_NAME",
+    "AZURE_STORAGE_KEY",
+)
+"""Sign-ins of this machine's that azure-identity would try before the fake's."""
+
+
+def unused_url() -> str:
+    """A loopback URL nothing listens on (where azure-identity looks for a metadata service)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{probe.getsockname()[1]}"
+
+
+class Env(Protocol):
+    def setenv(self, name: str, value: str) -> None: ...
+
+    def delenv(self, name: str, raising: bool = True) -> None: ...
+
+
+def no_azure_sign_in(env: Env, home: Path) -> None:
+    """No az CLI cache, no managed identity, no instance metadata service of this machine."""
+    for name in (*AZURE_ENV, "IDENTITY_ENDPOINT", "IDENTITY_HEADER"):
+        env.delenv(name, raising=False)
+    env.setenv("AZURE_CONFIG_DIR", str(home / "azure-cli"))
+    env.setenv("AZURE_POD_IDENTITY_AUTHORITY_HOST", unused_url())
 
 
 class AzureLocal:
-    """Azurite and the Resource Manager fake, with a resource group's worth of settings."""
+    """Azurite (this process's, :func:`shared_azurite`) and a Resource Manager fake of its
+    own."""
 
-    def __init__(self, folder: Path) -> None:
-        self.azurite = Azurite(folder)
-        try:
-            self.fake = AzureArmFake(
-                subscription=SUBSCRIPTION,
-                blob_endpoint=self.azurite.blob_url + "/",
-                on_container=self.azurite.make_container,
-            )
-        except BaseException:
-            self.azurite.close()
-            raise
+    def __init__(self) -> None:
+        self.azurite = shared_azurite()
+        self.fake = AzureArmFake(
+            subscription=SUBSCRIPTION,
+            blob_endpoint=self.azurite.blob_url + "/",
+            on_container=self.azurite.make_container,
+        )
         self.env = {
             **self.fake.env(),
             "AZURE_STORAGE_CONNECTION_STRING": self.azurite.connection_string,
         }
 
+    def apply(self, env: Env, home: Path) -> None:
+        """Point this process's Azure libraries at the servers, and at nothing else."""
+        no_azure_sign_in(env, home)
+        for name, value in self.env.items():
+            env.setenv(name, value)
+
     def close(self) -> None:
+        """Stop the fake (Azurite serves the next test)."""
         self.fake.close()
-        self.azurite.close()
 
 
 def main() -> None:
-    folder = tempfile.TemporaryDirectory(prefix="azure-local-")
-    local = AzureLocal(Path(folder.name))
+    local = AzureLocal()
     for name, value in local.env.items():
         print(f"export {name}={value!r}")
     print(f"# --endpoint-url {local.fake.url} --project {SUBSCRIPTION}/{GROUP}", flush=True)
@@ -121,7 +179,6 @@ def main() -> None:
         signal.signal(signum, lambda *_: stop.set())
     stop.wait()
     local.close()
-    folder.cleanup()
 
 
 if __name__ == "__main__":

@@ -337,6 +337,12 @@ class AzureLauncher:
         """
         from azure.core.exceptions import AzureError
 
+        pool = placement.pool
+        if pool and not ZONE.match(pool) and pool != self.target.region:
+            raise ExecutorError(
+                f"pool {pool!r}: an Azure pool is an availability zone of "
+                f"{self.target.region} (1, 2, 3) or {self.target.region} itself"
+            )
         name = f"sw-{self.job_id}-{token.token_hex(3)}"
         try:
             address = self._nic(name)

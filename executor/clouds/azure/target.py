@@ -26,6 +26,7 @@ SUBSCRIPTION = re.compile(r"^[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12
 RESOURCE_GROUP = re.compile(r"^[-\w.()]{0,89}[-\w()]$")
 LOCATION = re.compile(r"^[a-z][a-z0-9]{1,39}$")
 ZONE = re.compile(r"^[1-9]$")
+POOL = re.compile(r"^[A-Za-z0-9-]{1,40}$")
 VM_SIZE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{1,63}$")
 ACCOUNT = re.compile(r"^[a-z0-9]{3,24}$")
 CONTAINER = re.compile(r"^(?=.{3,63}$)[a-z0-9](?:[a-z0-9]|-(?=[a-z0-9]))*$")
@@ -157,7 +158,7 @@ class AzureTarget:
                 "--region", region, "an Azure location as `az account list-locations` names it"
             )
         for zone in options.zones:
-            if not (ZONE.match(zone) or zone == region):
+            if not POOL.match(zone):
                 raise _one_line(
                     "--pools",
                     zone,
