@@ -32,7 +32,7 @@ CAPACITY_CODES = {
     "OverconstrainedAllocationRequest",
     "OverconstrainedZonalAllocationRequest",
     "SkuNotAvailable",
-    "SpotMaxPriceTooLow",
+    "SpotPriceGreaterThanProvidedMaxPrice",
     "OperationNotAllowed",  # a quota the request would pass (Spot vCPUs)
 }
 """Resource Manager's answers to a Spot VM that mean: not here, not now (capacity, the size

@@ -67,7 +67,7 @@ def _throwaway_ssh_key() -> str:
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import rsa
 
-    key = rsa.generate_private_key(public_exponent=65537, key_size=3072)
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     return (
         key.public_key()
         .public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
