@@ -1050,6 +1050,9 @@ class GcpLocal:
             "STORAGE_EMULATOR_HOST": self.storage.url,
             "GOOGLE_CLOUD_PROJECT": PROJECT,
             "NO_GCE_CHECK": "true",
+            # gcsfs asks Google's storage control API (gRPC, not the emulator) for a bucket's
+            # layout before each operation unless told not to (its documented switch)
+            "GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT": "false",
         }
 
     @property

@@ -207,7 +207,7 @@ class GcpTarget:
     def account_email(self) -> str:
         """The service account's email (an account id alone is the project's)."""
         account = self.service_account or ""
-        if "@" in account or not self.project:
+        if not account or "@" in account or not self.project:
             return account
         return f"{account}@{self.project}.iam.gserviceaccount.com"
 

@@ -1,0 +1,210 @@
+"""`spotwise setup gcp`, `run --launcher gcp`, `jobs logs` and `gc gcp` end to end, as
+a user runs them, against the loopback fake of Compute Engine, Secret Manager and IAM and
+gcp-storage-emulator, with the fake metadata server giving the preemption notice.
+
+Each "VM" is the startup script the launcher put in its metadata, executed for real with bash
+in a fresh folder as GCE would: it fetches the code from GCS, builds a venv, reads its secret
+from Secret Manager and trains under the guard, streaming its output back. The first VM gets
+the 30-second notice once it trains: the guard checkpoints to gs:// and exits 75, and Compute
+Engine takes the VM back. The supervisor launches a second VM, which resumes from that
+checkpoint and ends with the same model, bit for bit, as a run never interrupted. While the
+first VM runs, `gc gcp` beside the live job ends nothing of it."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import CliRun
+from tests.executor.clouds.gcp.conftest import ACCOUNT
+from tests.executor.fake_metadata import FakeMetadata
+from tests.fakes.gcp_compute import PROJECT, GcpLocal
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(400)]
+TRAIN = """\
+import os
+import sys
+from spotwise.executor.examples.train_mlp import main
+
+assert os.environ["E2E_TOKEN"] == "s3cret", "the secret did not reach the VM"
+print("user script: training starts", flush=True)
+print("user script: a warning", file=sys.stderr, flush=True)
+main()
+"""
+TRAINING = ["--epochs", "2", "--samples", "256", "--batch-size", "32", "--seed", "3"]
+
+
+class GceBoots:
+    """Plays Compute Engine: runs each new VM's startup script with bash in a folder of its own.
+    The first VM is given ``beside(vm)`` as it boots, the metadata server's notice once it
+    trains, and is taken back once its job has left."""
+
+    def __init__(
+        self,
+        local: GcpLocal,
+        metadata: FakeMetadata,
+        root: Path,
+        bucket: str,
+        beside: Callable[[str], None],
+    ) -> None:
+        self.local, self.metadata, self.root, self.beside = local, metadata, root, beside
+        self.bucket = bucket
+        self.env = {
+            "PATH": os.environ["PATH"],
+            "HOME": str(root),
+            **local.env,  # on GCE: the metadata server's credentials, Google's storage
+            "SPOTWISE_PYTHON": sys.executable,
+            "SPOTWISE_GCP_METADATA_URL": metadata.url,
+            "SPOTWISE_SHUTDOWN": "true",  # the supervisor deletes it
+            "PIP_NO_INDEX": "1",  # everything comes from the bucket or is there already
+            "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+        }
+        self.booted: list[tuple[str, int]] = []
+        self.errors: list[BaseException] = []
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        seen: set[str] = set()
+        try:
+            while not self._done.is_set():
+                for vm in self.local.fake.live():
+                    if vm["name"] not in seen:
+                        seen.add(vm["name"])
+                        self.booted.append((vm["name"], self._boot(vm, first=len(seen) == 1)))
+                time.sleep(0.1)
+        except BaseException as exc:  # surfaced by the test, not lost in the thread
+            self.errors.append(exc)
+
+    def _boot(self, vm: dict, *, first: bool) -> int:
+        items = {i["key"]: i["value"] for i in vm["metadata"]["items"]}
+        script = self.root / f"{vm['name']}.sh"
+        script.write_text(items["startup-script"])
+        env = {**self.env, "SPOTWISE_ROOT": str(self.root / vm["name"])}
+        if first:
+            self.beside(vm["name"])  # while it boots, under its live supervisor
+        process = subprocess.Popen(["bash", str(script)], env=env)
+        if first:
+            self._wait_for_training(vm["name"], process)
+            self.metadata.gcp_preempted = "TRUE"  # the 30-second notice
+        code = process.wait(timeout=240)
+        self.metadata.gcp_preempted = "FALSE"
+        if first and any(v["name"] == vm["name"] for v in self.local.fake.live()):
+            self.local.fake.preempt(vm["name"])  # Compute Engine takes it back
+        return code
+
+    def _wait_for_training(self, name: str, process: subprocess.Popen[bytes]) -> None:
+        """Until the VM's streamed log shows its first training step."""
+        from google.cloud import storage
+
+        client = storage.Client(project=PROJECT)
+        deadline = time.monotonic() + 200
+        while time.monotonic() < deadline and process.poll() is None:
+            for blob in client.list_blobs(self.bucket, prefix="spotwise/jobs/"):
+                if f"/{name}/log/" in blob.name and b"first_step" in blob.download_as_bytes():
+                    return
+            time.sleep(0.3)
+        raise AssertionError(f"{name} never trained (exit {process.poll()})")
+
+    def close(self) -> None:
+        """Stop watching, once the startup scripts running now have ended."""
+        self._done.set()
+        self._thread.join(timeout=120)
+
+
+def uninterrupted_digest(tmp_path: Path) -> str:
+    """The model's digest after the same training with no preemption, on this machine."""
+    out = tmp_path / "baseline.json"
+    subprocess.run(
+        [
+            *(sys.executable, "-m", "spotwise.executor.examples.train_mlp"),
+            *("--ckpt", str(tmp_path / "baseline-ckpt"), *TRAINING, "--out", str(out)),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    return str(json.loads(out.read_text())["digest"])
+
+
+def test_a_gcp_job_is_preempted_checkpoints_to_gcs_and_resumes_bit_exact_on_a_new_vm(
+    gcp: GcpLocal, metadata: FakeMetadata, tmp_path: Path, cli: CliRun
+) -> None:
+    bucket = f"e2e-{uuid.uuid4().hex[:8]}"
+    where = ("--project", PROJECT, "--region", "us-central1", "--endpoint-url", gcp.fake.url)
+    work = tmp_path / "project"
+    work.mkdir()
+    (work / "train.py").write_text(TRAIN)
+    (work / ".gitignore").write_text("*.log\n")
+    (work / "debug.log").write_text("local only\n")
+
+    set_up = cli("setup", "gcp", *where, "--bucket", bucket)
+    assert set_up.returncode == 0, set_up.stderr
+    assert f"service account {ACCOUNT}: made" in set_up.stdout
+    beside: dict[str, subprocess.CompletedProcess[str]] = {}
+
+    def gc_beside(vm: str) -> None:
+        beside["gc"] = cli("gc", "gcp", *where)
+
+    (tmp_path / "vms").mkdir()
+    boots = GceBoots(gcp, metadata, tmp_path / "vms", bucket, gc_beside)
+    ckpt = f"gs://{bucket}/spotwise/checkpoints/run1"
+    try:
+        ran = cli(
+            *("run", "--launcher", "gcp", *where, "--pools", "us-central1-a"),
+            *("--image", gcp.image, "--bucket", bucket, "--service-account", ACCOUNT),
+            *("--workdir", str(work), "--spot-price", "0.9", "--on-demand-price", "2.95"),
+            *("--secret-env", "E2E_TOKEN", "--json", "--"),
+            *("python", "train.py", "--ckpt", ckpt, *TRAINING, "--step-sleep-s", "0.8"),
+            *("--out", "result.json"),
+            env={"E2E_TOKEN": "s3cret"},
+        )
+    finally:
+        boots.close()
+    assert ran.returncode == 0, ran.stderr[-4000:]
+    assert not boots.errors, boots.errors
+    report = json.loads(ran.stdout)
+    job = report["job_id"]
+    assert report["status"] == "completed" and report["instances"] == 2
+    assert report["preemptions"] == 1 and not report["simulated"]
+    (first, first_code), (second, second_code) = boots.booted
+    assert first_code == 0 and second_code == 0  # each startup script ran to its end
+
+    # The second VM resumed from the first one's gs:// checkpoint and ends bit-exact.
+    result = json.loads((tmp_path / "vms" / second / "work" / "result.json").read_text())
+    assert result["digest"] == uninterrupted_digest(tmp_path)
+    logs = cli("jobs", "logs", job)
+    assert logs.returncode == 0, logs.stderr
+    assert f"--- instance 1: spot in us-central1-a ({first}) ---" in logs.stdout
+    assert f"--- instance 2: spot in us-central1-a ({second}) ---" in logs.stdout
+    assert logs.stdout.count("user script: training starts") == 2, logs.stdout
+    from google.cloud import storage
+
+    saved = [b.name for b in storage.Client(project=PROJECT).list_blobs(bucket)]
+    assert any(n.startswith("spotwise/checkpoints/run1/step-") for n in saved), saved
+
+    # gc beside the live job: its VM and secret stay, said why.
+    gc_run = beside["gc"]
+    assert gc_run.returncode == 0, gc_run.stderr
+    assert f"left us-central1-a/{first} (job {job}): its job runs under a live supervisor" in (
+        gc_run.stdout
+    )
+    assert f"left secret spotwise-{job}-E2E_TOKEN: its job runs under a live" in gc_run.stdout
+    # Afterwards nothing is left: the VMs deleted, the secret gone, gc finds nothing.
+    assert not gcp.fake.instances and not gcp.fake.secrets
+    after = cli("gc", "gcp", *where)
+    assert "no orphaned Spotwise instance or secret in us-central1" in after.stdout
+    # The shipped workdir left out what its .gitignore lists.
+    assert not (tmp_path / "vms" / first / "work" / "debug.log").exists()
+    assert re.search(r"^\[spot in us-central1-a\] .*user script: a warning", ran.stderr, re.M)
