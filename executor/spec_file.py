@@ -67,6 +67,17 @@ def read_spec_file(path: Path, what: str) -> Any:
             text, is not valid TOML/YAML, uses YAML aliases, or is nested too deep.
     """
     kind = "TOML" if path.suffix == ".toml" else "YAML"
+    text = _utf8_text(_read_at_most(path, what, kind), path, what, kind)
+    raw = _parse(text, path, what, kind)
+    if _depth(raw) > MAX_DEPTH:
+        raise ExecutorError(
+            f"{path}: nested more than {MAX_DEPTH} deep; a {what} needs a few levels"
+        )
+    return raw
+
+
+def _read_at_most(path: Path, what: str, kind: str) -> bytes:
+    """The file's bytes, refusing one that cannot be read or is over :data:`MAX_BYTES`."""
     try:
         with path.open("rb") as handle:
             data = handle.read(MAX_BYTES + 1)
@@ -77,6 +88,11 @@ def read_spec_file(path: Path, what: str) -> Any:
             f"{path}: a {what} is at most {MAX_BYTES >> 20} MiB of {kind} text; this file is "
             "bigger: give the spec itself, not a data file"
         )
+    return data
+
+
+def _utf8_text(data: bytes, path: Path, what: str, kind: str) -> str:
+    """``data`` as text, refusing a NUL byte or bytes that are not UTF-8."""
     text, binary = "", data.find(b"\x00")
     if binary < 0:
         try:
@@ -88,36 +104,44 @@ def read_spec_file(path: Path, what: str) -> Any:
             f"{path}: not UTF-8 text (a binary byte at offset {binary}); a {what} is a "
             f"{kind} text file: give that file, saved as UTF-8"
         )
+    return text
+
+
+def _parse(text: str, path: Path, what: str, kind: str) -> Any:
+    """``text`` parsed as ``kind``, each parser's error turned into one line naming the file."""
     try:
-        raw = tomllib.loads(text) if kind == "TOML" else _load_yaml(text)
+        return tomllib.loads(text) if kind == "TOML" else _load_yaml(text)
     except tomllib.TOMLDecodeError as exc:
         raise ExecutorError(f"{path}: not valid TOML: {exc}") from None
     except _Refused as exc:
-        at = f"{path}, line {exc.mark.line + 1}, column {exc.mark.column + 1}"
-        if exc.problem == "alias":
-            raise ExecutorError(
-                f"{at}: a YAML anchor or alias (&name, *name), which a {what} may not use: "
-                "write each value out"
-            ) from None
-        raise ExecutorError(
-            f"{at}: nested more than {MAX_DEPTH} deep; a {what} needs a few levels"
-        ) from None
+        raise ExecutorError(_refusal(exc, path, what)) from None
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
-        problem = " ".join(str(exc.problem or exc.context or "malformed").split())
-        raise ExecutorError(f"{path}: not valid YAML: {where}{problem}") from None
+        raise ExecutorError(f"{path}: not valid YAML: {_marked_problem(exc)}") from None
     except yaml.YAMLError as exc:
         raise ExecutorError(f"{path}: not valid YAML: {' '.join(str(exc).split())}") from None
     except RecursionError:
         raise ExecutorError(
             f"{path}: nested too deep to read as {kind}; a {what} needs a few levels"
         ) from None
-    if _depth(raw) > MAX_DEPTH:
-        raise ExecutorError(
-            f"{path}: nested more than {MAX_DEPTH} deep; a {what} needs a few levels"
+
+
+def _refusal(exc: _Refused, path: Path, what: str) -> str:
+    """The line for an alias or a nesting the loader refused, with its line and column."""
+    at = f"{path}, line {exc.mark.line + 1}, column {exc.mark.column + 1}"
+    if exc.problem == "alias":
+        return (
+            f"{at}: a YAML anchor or alias (&name, *name), which a {what} may not use: "
+            "write each value out"
         )
-    return raw
+    return f"{at}: nested more than {MAX_DEPTH} deep; a {what} needs a few levels"
+
+
+def _marked_problem(exc: yaml.MarkedYAMLError) -> str:
+    """A YAML error's line and column (when it has them) and its problem on one line."""
+    mark = exc.problem_mark or exc.context_mark
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    problem = " ".join(str(exc.problem or exc.context or "malformed").split())
+    return f"{where}{problem}"
 
 
 def _load_yaml(text: str) -> Any:
