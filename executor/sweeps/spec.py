@@ -28,7 +28,7 @@ import itertools
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeGuard
@@ -198,39 +198,72 @@ def load_spec(path: Path) -> SweepSpec:
     return spec_from_dict(raw, where=str(path))
 
 
+_SPEC_FIELDS = frozenset(
+    {"name", "command", "params", "direction", "trials", "sampler", "pruner", "compute_hours"}
+)
+
+
 def spec_from_dict(
     raw: Mapping[str, Any], *, where: str, command: Sequence[str] | None = None
 ) -> SweepSpec:
     """A checked spec from parsed fields (``command`` given on the command line wins)."""
-    known = {
-        "name",
-        "command",
-        "params",
-        "direction",
-        "trials",
-        "sampler",
-        "pruner",
-        "compute_hours",
-    }
-    unknown = sorted(set(raw) - known)
+    _check_known_fields(raw, where)
+    name = _sweep_name(raw.get("name"), where)
+    params = _params(raw.get("params"), where)
+    argv = _argv(list(command) if command else raw.get("command"), where)
+    _check_placeholders(argv, {p.name for p in params} | RESERVED, where)
+    direction = _direction(raw.get("direction", "minimize"), where)
+    sampler, sampler_options = _choice(raw.get("sampler", "tpe"), SAMPLERS, "sampler", where)
+    pruner, pruner_options = _choice(raw.get("pruner", "none"), PRUNERS, "pruner", where)
+    trials = _grid_trials(raw, params, where) if sampler == "grid" else raw.get("trials", 8)
+    if not _is_whole(trials) or not 1 <= trials <= 100_000:
+        raise ExecutorError(f"{where}: trials must be a whole number from 1 to 100000")
+    compute_hours = _compute_hours(raw.get("compute_hours", 1.0), where)
+    return SweepSpec(
+        name=name,
+        command=tuple(argv),
+        params=params,
+        direction=direction,
+        trials=trials,
+        sampler=sampler,
+        sampler_options=sampler_options,
+        pruner=pruner,
+        pruner_options=pruner_options,
+        compute_hours=compute_hours,
+    )
+
+
+def _check_known_fields(raw: Mapping[str, Any], where: str) -> None:
+    """Refuse a field a sweep spec does not have."""
+    unknown = sorted(set(raw) - _SPEC_FIELDS)
     if unknown:
         raise ExecutorError(
-            f"{where}: unknown field {unknown[0]!r}; the fields are {sorted(known)}"
+            f"{where}: unknown field {unknown[0]!r}; the fields are {sorted(_SPEC_FIELDS)}"
         )
-    name = raw.get("name")
+
+
+def _sweep_name(name: object, where: str) -> str:
+    """The sweep's name, checked against ``SWEEP_NAME``."""
     if not isinstance(name, str) or not SWEEP_NAME.fullmatch(name):
         raise ExecutorError(
             f"{where}: name must be 1-64 letters, digits, '.', '_' or '-' starting with a "
             f"letter, got {str(name)[:40]!r}"
         )
-    params = _params(raw.get("params"), where)
-    argv = list(command) if command else raw.get("command")
+    return name
+
+
+def _argv(argv: object, where: str) -> list[str]:
+    """The command as a non-empty list of strings."""
     if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
         raise ExecutorError(
             f"{where}: command must be a list of strings (the program and its arguments), "
             'e.g. ["python", "train.py", "--lr", "{lr}", "--ckpt", "{ckpt}"]'
         )
-    names = {p.name for p in params} | RESERVED
+    return argv
+
+
+def _check_placeholders(argv: list[str], names: set[str] | frozenset[str], where: str) -> None:
+    """Refuse a lone brace in the command, or a placeholder that names no param."""
     for arg in argv:
         try:
             pieces = _pieces(arg)
@@ -245,41 +278,35 @@ def spec_from_dict(
                     f"{where}: the command's {{{placeholder[:40]}}} names no param; use one of "
                     f"{sorted(names)}"
                 )
-    direction = raw.get("direction", "minimize")
+
+
+def _direction(direction: object, where: str) -> Literal["minimize", "maximize"]:
+    """The study's direction, minimize or maximize."""
     if direction not in ("minimize", "maximize"):
         raise ExecutorError(f"{where}: direction must be minimize or maximize")
-    sampler, sampler_options = _choice(raw.get("sampler", "tpe"), SAMPLERS, "sampler", where)
-    pruner, pruner_options = _choice(raw.get("pruner", "none"), PRUNERS, "pruner", where)
-    if sampler == "grid":
-        loose = [p.name for p in params if p.grid is None]
-        if loose:
-            raise ExecutorError(
-                f"{where}: a grid sweep needs values for every param; {loose[0]} has none "
-                "(give it choices, or values = [...])"
-            )
-        size = math.prod(len(p.grid or ()) for p in params)
-        trials = raw.get("trials", size)
-        if trials != size:
-            raise ExecutorError(f"{where}: the grid has {size} points, trials says {trials}")
-    else:
-        trials = raw.get("trials", 8)
-    if not isinstance(trials, int) or isinstance(trials, bool) or not 1 <= trials <= 100_000:
-        raise ExecutorError(f"{where}: trials must be a whole number from 1 to 100000")
-    compute = raw.get("compute_hours", 1.0)
+    return direction
+
+
+def _grid_trials(raw: Mapping[str, Any], params: tuple[Param, ...], where: str) -> object:
+    """A grid sweep's trials: its grid's size, which ``trials`` may only repeat."""
+    loose = [p.name for p in params if p.grid is None]
+    if loose:
+        raise ExecutorError(
+            f"{where}: a grid sweep needs values for every param; {loose[0]} has none "
+            "(give it choices, or values = [...])"
+        )
+    size = math.prod(len(p.grid or ()) for p in params)
+    trials = raw.get("trials", size)
+    if trials != size:
+        raise ExecutorError(f"{where}: the grid has {size} points, trials says {trials}")
+    return trials
+
+
+def _compute_hours(compute: object, where: str) -> float:
+    """One trial's compute hours, a positive number below 100000."""
     if not _is_number(compute) or not (0 < float(compute) < 1e5):
         raise ExecutorError(f"{where}: compute_hours must be a positive number of hours")
-    return SweepSpec(
-        name=name,
-        command=tuple(argv),
-        params=params,
-        direction=direction,
-        trials=trials,
-        sampler=sampler,
-        sampler_options=sampler_options,
-        pruner=pruner,
-        pruner_options=pruner_options,
-        compute_hours=float(compute),
-    )
+    return float(compute)
 
 
 def definition_changes(stored: Mapping[str, Any], given: Mapping[str, Any]) -> str:
@@ -373,64 +400,103 @@ def _params(raw: object, where: str) -> tuple[Param, ...]:
     return tuple(params)
 
 
+_PARAM_KEYS = {
+    "float": frozenset({"type", "low", "high", "log", "step", "values"}),
+    "int": frozenset({"type", "low", "high", "log", "step", "values"}),
+    "categorical": frozenset({"type", "choices"}),
+}
+"""The keys each type of param takes."""
+
+
 def _param(name: str, body: object, where: str) -> Param:
+    """One param's table, checked: a categorical's choices or a number's range and grid."""
     if not isinstance(body, dict):
         raise ExecutorError(f"{where} must be a table with a type (float, int, categorical)")
     kind = body.get("type")
-    allowed = {
-        "float": {"type", "low", "high", "log", "step", "values"},
-        "int": {"type", "low", "high", "log", "step", "values"},
-        "categorical": {"type", "choices"},
-    }
-    if kind not in allowed:
+    if kind not in _PARAM_KEYS:
         raise ExecutorError(f"{where}: type must be float, int or categorical")
-    extra = sorted(set(body) - allowed[kind])
+    extra = sorted(set(body) - _PARAM_KEYS[kind])
     if extra:
         raise ExecutorError(f"{where}: unknown key {extra[0]!r} for a {kind} param")
     if kind == "categorical":
-        choices = body.get("choices")
-        if (
-            not isinstance(choices, list)
-            or not choices
-            or not all(isinstance(c, bool | int | float | str) for c in choices)
-        ):
-            raise ExecutorError(f"{where}: choices must be a list of numbers or strings")
+        choices = _choices(body, where)
         return Param(name, CategoricalDistribution(choices), tuple(choices))
-    number = float if kind == "float" else int
-    a = "a number" if kind == "float" else "a whole number"
+    low, high = _range(body, kind, where)
+    distribution = _number_distribution(body, kind, low, high, where)
+    return Param(name, distribution, _number_grid(body, kind, low, high, where))
 
-    def fits(value: object) -> TypeGuard[int | float]:
-        return _is_number(value) if kind == "float" else _is_whole(value)
 
+def _choices(body: dict[str, Any], where: str) -> list[Scalar]:
+    """A categorical param's choices: a non-empty list of numbers or strings."""
+    choices = body.get("choices")
+    if (
+        not isinstance(choices, list)
+        or not choices
+        or not all(isinstance(c, bool | int | float | str) for c in choices)
+    ):
+        raise ExecutorError(f"{where}: choices must be a list of numbers or strings")
+    return choices
+
+
+def _fits(value: object, kind: str) -> TypeGuard[int | float]:
+    """``value`` is a number of a ``kind`` param: any number for float, a whole one for int."""
+    return _is_number(value) if kind == "float" else _is_whole(value)
+
+
+def _a_number(kind: str) -> str:
+    """How messages name a number of a ``kind`` param."""
+    return "a number" if kind == "float" else "a whole number"
+
+
+def _range(body: dict[str, Any], kind: str, where: str) -> tuple[int | float, int | float]:
+    """A number param's finite ``low`` and ``high``, with low <= high."""
     low, high = body.get("low"), body.get("high")
-    if not (fits(low) and fits(high)) or not (math.isfinite(low) and math.isfinite(high)):
-        raise ExecutorError(f"{where}: low and high must each be {a} (true is not one)")
+    if not (_fits(low, kind) and _fits(high, kind)) or not (
+        math.isfinite(low) and math.isfinite(high)
+    ):
+        raise ExecutorError(
+            f"{where}: low and high must each be {_a_number(kind)} (true is not one)"
+        )
     if low > high:
         raise ExecutorError(f"{where}: a {kind} param needs finite low <= high, got {low} > {high}")
+    return low, high
+
+
+def _number_distribution(
+    body: dict[str, Any], kind: str, low: int | float, high: int | float, where: str
+) -> BaseDistribution:
+    """A number param's distribution from its range, ``log`` and ``step``."""
     log, step = body.get("log", False), body.get("step")
     if not isinstance(log, bool):
         raise ExecutorError(f"{where}: log must be true or false")
-    if step is not None and (not fits(step) or not 0 < step < math.inf):
-        raise ExecutorError(f"{where}: step must be {a} above 0 (or left out), got {step!r}")
-    try:
-        distribution: BaseDistribution = (
-            FloatDistribution(float(low), float(high), log=log, step=step)
-            if kind == "float"
-            else IntDistribution(int(low), int(high), log=log, step=int(step or 1))
+    if step is not None and (not _fits(step, kind) or not 0 < step < math.inf):
+        raise ExecutorError(
+            f"{where}: step must be {_a_number(kind)} above 0 (or left out), got {step!r}"
         )
+    try:
+        if kind == "float":
+            return FloatDistribution(float(low), float(high), log=log, step=step)
+        return IntDistribution(int(low), int(high), log=log, step=int(step or 1))
     except ValueError as exc:  # log with a step, or a log range from 0
         raise ExecutorError(f"{where}: {exc}") from None
+
+
+def _number_grid(
+    body: dict[str, Any], kind: str, low: int | float, high: int | float, where: str
+) -> tuple[Scalar, ...] | None:
+    """A number param's grid ``values``, each within its range (None: not on a grid)."""
     values = body.get("values")
-    grid: tuple[Scalar, ...] | None = None
-    if values is not None:
-        if not isinstance(values, list) or not values:
-            raise ExecutorError(f"{where}: values must be a list of {kind} values")
-        if not all(fits(v) for v in values):
-            raise ExecutorError(f"{where}: values must each be {a}")
-        grid = tuple(number(v) for v in values)
-        if not all(low <= float(v) <= high for v in grid):
-            raise ExecutorError(f"{where}: every value must lie within low..high")
-    return Param(name, distribution, grid)
+    if values is None:
+        return None
+    if not isinstance(values, list) or not values:
+        raise ExecutorError(f"{where}: values must be a list of {kind} values")
+    if not all(_fits(v, kind) for v in values):
+        raise ExecutorError(f"{where}: values must each be {_a_number(kind)}")
+    number = float if kind == "float" else int
+    grid = tuple(number(v) for v in values)
+    if not all(low <= float(v) <= high for v in grid):
+        raise ExecutorError(f"{where}: every value must lie within low..high")
+    return grid
 
 
 def _is_number(value: object) -> TypeGuard[int | float]:
@@ -457,23 +523,48 @@ _WHOLE_AT_LEAST = {
 _FLAGS = frozenset({"multivariate", "group", "constant_liar", "scramble"})
 
 
+def _is_flag(value: Scalar) -> bool:
+    """True or false."""
+    return isinstance(value, bool)
+
+
+def _is_seed(value: Scalar) -> bool:
+    """A seed numpy takes: a whole number from 0 to 2**32-1."""
+    return _is_whole(value) and 0 <= value < 2**32
+
+
+def _is_qmc_type(value: Scalar) -> bool:
+    """A QMC sequence optuna knows."""
+    return value in ("sobol", "halton")
+
+
+def _is_percentile(value: Scalar) -> bool:
+    """A number from 0 to 100."""
+    return _is_number(value) and 0 <= value <= 100
+
+
+_OPTION_RULES: dict[str, tuple[Callable[[Scalar], bool], str]] = {
+    **{flag: (_is_flag, "true or false") for flag in _FLAGS},
+    "seed": (_is_seed, "a whole number 0 to 2**32-1"),
+    "qmc_type": (_is_qmc_type, '"sobol" or "halton"'),
+    "percentile": (_is_percentile, "a number from 0 to 100"),
+}
+"""Each option with its own rule, and what the rule asks for."""
+_AUTO = frozenset({("successive_halving", "min_resource"), ("hyperband", "max_resource")})
+"""The (pruner, option) pairs that may also be ``"auto"``."""
+
+
 def _option_wanted(kind: str, key: str, value: Scalar) -> str | None:
     """What a sampler's or pruner's option must be, when ``value`` is not that (else None)."""
-    if key in _FLAGS:
-        return None if isinstance(value, bool) else "true or false"
-    if key == "seed":
-        return None if _is_whole(value) and 0 <= value < 2**32 else "a whole number 0 to 2**32-1"
-    if key == "qmc_type":
-        return None if value in ("sobol", "halton") else '"sobol" or "halton"'
-    if key == "percentile":
-        return None if _is_number(value) and 0 <= value <= 100 else "a number from 0 to 100"
+    rule = _OPTION_RULES.get(key)
+    if rule is not None:
+        fits, wanted = rule
+        return None if fits(value) else wanted
     least = _WHOLE_AT_LEAST.get(key)
     if least is None:
         return None
-    auto = (kind, key) in (("successive_halving", "min_resource"), ("hyperband", "max_resource"))
-    if auto and value == "auto":
-        return None
-    if _is_whole(value) and value >= least:
+    auto = (kind, key) in _AUTO
+    if (auto and value == "auto") or (_is_whole(value) and value >= least):
         return None
     return f"a whole number >= {least}" + (' or "auto"' if auto else "")
 
@@ -487,22 +578,24 @@ def _choice(
     if not isinstance(body, dict) or body.get("type") not in table:
         raise ExecutorError(f"{where}: {what} type must be one of {', '.join(table)}")
     options = {k: v for k, v in body.items() if k != "type"}
-    accepted = OPTIONS[body["type"]]
     for key, value in options.items():
-        if key not in accepted:
-            raise ExecutorError(
-                f"{where}: {what} {body['type']} has no option {key[:40]!r}; it takes "
-                f"{sorted(accepted)}"
-            )
-        if not isinstance(value, bool | int | float | str):
-            raise ExecutorError(f"{where}: {what} option {key} must be a number, bool or string")
-        wanted = _option_wanted(body["type"], key, value)
-        if wanted:
-            raise ExecutorError(
-                f"{where}: {what} {body['type']} option {key} must be {wanted}, got {value!r}"
-            )
+        _check_option(what, body["type"], key, value, where)
     try:
         table[body["type"]](**options)
     except (TypeError, ValueError) as exc:
         raise ExecutorError(f"{where}: {what} {body['type']}: {exc}") from None
     return str(body["type"]), options
+
+
+def _check_option(what: str, kind: str, key: str, value: object, where: str) -> None:
+    """Refuse an option the sampler or pruner ``kind`` does not take, or a value it can't."""
+    accepted = OPTIONS[kind]
+    if key not in accepted:
+        raise ExecutorError(
+            f"{where}: {what} {kind} has no option {key[:40]!r}; it takes {sorted(accepted)}"
+        )
+    if not isinstance(value, bool | int | float | str):
+        raise ExecutorError(f"{where}: {what} option {key} must be a number, bool or string")
+    wanted = _option_wanted(kind, key, value)
+    if wanted:
+        raise ExecutorError(f"{where}: {what} {kind} option {key} must be {wanted}, got {value!r}")
