@@ -72,16 +72,30 @@ def cancel_job(
             f"job {job_id} is supervised on {host} (pid {pid}): run `spotwise jobs cancel` there"
         )
     if pid is None or not supervisor_alive(pid, started):
-        stopped = pgid is not None and _stop_group(pgid, grace_s)
-        with open_operational(store_path) as store:
-            replay_orphans(store)  # the dead supervisor's last writes go first
-            store.execute(
-                "UPDATE jobs SET status = 'cancelled', ended = now() "
-                "WHERE job_id = ? AND status = 'running'",
-                [job_id],
-            )
-        left = "; its command was stopped" if stopped else ""
-        return f"cancelled (its supervisor had already gone{left})"
+        return _cancel_orphan(store_path, job_id, pgid, grace_s)
+    return _cancel_supervised(store_path, job_id, int(pid), wait_s)
+
+
+def _cancel_orphan(store_path: Path, job_id: str, pgid: int | None, grace_s: float) -> str:
+    """A running job whose supervisor is gone: stop its command here, record it cancelled."""
+    stopped = pgid is not None and _stop_group(pgid, grace_s)
+    with open_operational(store_path) as store:
+        replay_orphans(store)  # the dead supervisor's last writes go first
+        store.execute(
+            "UPDATE jobs SET status = 'cancelled', ended = now() "
+            "WHERE job_id = ? AND status = 'running'",
+            [job_id],
+        )
+    left = "; its command was stopped" if stopped else ""
+    return f"cancelled (its supervisor had already gone{left})"
+
+
+def _cancel_supervised(store_path: Path, job_id: str, pid: int, wait_s: float) -> str:
+    """SIGTERM to the job's live supervisor, then wait for the ledger to say how it ended.
+
+    Raises:
+        ExecutorError: when the supervisor is another user's, or does not stop in ``wait_s``.
+    """
     try:
         os.kill(pid, signal.SIGTERM)
     except PermissionError as exc:

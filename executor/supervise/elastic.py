@@ -34,7 +34,7 @@ from spotwise.executor.errors import (
     LaunchError,
     NoCapacity,
 )
-from spotwise.executor.launchers.base import Instance, Launcher, Placement
+from spotwise.executor.launchers.base import Instance, Launcher, Placement, Preemption
 from spotwise.executor.launchers.torchrun import Elastic, torchrun_command
 from spotwise.executor.ledger.ledger import EntryKind, JobStatus, Ledger
 from spotwise.executor.ledger.prices import PriceBook
@@ -45,6 +45,7 @@ from spotwise.executor.supervise.supervisor import (
     SupervisorConfig,
     cancel_on_signals,
 )
+from spotwise.executor.supervise.watch import Notices, Watch
 from spotwise.policy.client import PolicyClient
 from spotwise.policy.nodes.floor import deadline_floor
 
@@ -123,24 +124,40 @@ class NodePlan:
 
 @dataclass(slots=True, kw_only=True)
 class Node:
-    """One node of the job: its instance and what the supervisor asked of it."""
+    """One node of the job: its instance, followed on the supervisor's watch core
+    (:class:`~executor.supervise.watch.Watch`), and its role."""
 
     name: str
     role: Role
-    instance: Instance
-    leaving: bool = False
-    """Given its notice (preempted or released): it checkpoints with the others and goes."""
+    watch: Watch
     preempted: bool = False
-    stalled: bool = False
-    kill_at: float | None = None
-    started: bool = False
-    """Its workers have joined a group (a ``fresh`` or ``resumed`` event)."""
     read: int = 0
     """Events of its instance already read."""
 
     @property
+    def instance(self) -> Instance:
+        """The node's instance."""
+        return self.watch.instance
+
+    @property
     def market(self) -> str:
+        """Its instance's market."""
         return self.instance.placement.market
+
+    @property
+    def leaving(self) -> bool:
+        """Given its notice (preempted or released): it checkpoints with the others and goes."""
+        return self.watch.leaving
+
+    @property
+    def started(self) -> bool:
+        """Its workers have joined a group (a ``fresh`` or ``resumed`` event)."""
+        return self.watch.started
+
+    def release(self) -> None:
+        """Ask it to checkpoint with the others and go (once)."""
+        if not self.leaving:
+            self.watch.move()
 
 
 @dataclass(slots=True)
@@ -182,6 +199,7 @@ class NodeSupervisor:
         self._taken_until_hours: dict[str, float] = {}
         self._refused_until: dict[str, float] = {}
         self._cancel: int | None = None
+        self._cancel_kill_at: float | None = None
         self._floor = plan.floor if plan.floor is not None else plan.min_nodes
         self._needed_floor = plan.min_nodes
         """On-demand nodes the deadline asks for (``auto``'s floor; at most a fixed floor)."""
@@ -193,6 +211,13 @@ class NodeSupervisor:
         self._finishing = False
         """A node not told to leave ended well: training is over, the host's end is near."""
         self._cached_client: tuple[tuple[object, ...], PolicyClient] | None = None
+        self._notices = Notices(
+            launcher,
+            lead_s=config.lead_s,
+            grace_s=config.grace_s,
+            drill=None,
+            noticed=self._noticed,
+        )
 
     def cancel(self, signum: int = signal.SIGTERM) -> None:
         """Stop the job: every node gets a notice now and is killed after the grace."""
@@ -222,22 +247,10 @@ class NodeSupervisor:
 
     def _run(self, command: Sequence[str]) -> None:
         next_plan = self.clock.monotonic()
-        cancel_kill_at: float | None = None
         while True:
             now = self.clock.monotonic()
             if self._cancel is not None:
-                if cancel_kill_at is None:
-                    cancel_kill_at = now + self.config.cancel_grace_s
-                    self.progress("cancelling: every node has its grace to checkpoint")
-                    for node in self.nodes:
-                        self._notice(node)
-                if now >= cancel_kill_at or not self.nodes:
-                    name = signal.Signals(self._cancel).name
-                    raise Cancelled(
-                        f"cancelled by {name}: the job was stopped",
-                        self._cancel,
-                        self.ledger.job_id,
-                    )
+                self._cancelling(now)
             self._count_progress()
             if self._watch_nodes():
                 self.report.completed = True
@@ -247,6 +260,24 @@ class NodeSupervisor:
                 self._reconcile(command)
             self.ledger.retry()
             self.clock.sleep(self.config.poll_s)
+
+    def _cancelling(self, now: float) -> None:
+        """Cancelled: every node gets its notice, then the grace.
+
+        Raises:
+            Cancelled: once the grace is up, or no node is left.
+        """
+        assert self._cancel is not None
+        if self._cancel_kill_at is None:
+            self._cancel_kill_at = now + self.config.cancel_grace_s
+            self.progress("cancelling: every node has its grace to checkpoint")
+            for node in self.nodes:
+                node.release()
+        if now >= self._cancel_kill_at or not self.nodes:
+            name = signal.Signals(self._cancel).name
+            raise Cancelled(
+                f"cancelled by {name}: the job was stopped", self._cancel, self.ledger.job_id
+            )
 
     def _client(self) -> PolicyClient:
         history, gap = self.launcher.history()
@@ -267,32 +298,28 @@ class NodeSupervisor:
         now = self.clock.monotonic()
         done = False
         for node in list(self.nodes):
-            instance = node.instance
-            code = instance.poll()
+            code = node.instance.poll()
+            self._note_start(node, now)
             if code is None:
-                self._note_start(node)
                 if node.market == "spot" and not node.leaving:
-                    coming = self.launcher.preemption(instance)
-                    if coming is not None and coming.in_s <= self.config.lead_s:
-                        pool = instance.placement.pool or ""
-                        self._taken_until_hours[pool] = coming.at_hours
-                        node.preempted = True
-                        self._notice(node)
-                        node.kill_at = now + max(coming.in_s, 0.0) + self.config.grace_s
-                        self.ledger.record(
-                            EntryKind.NOTICE, pool=pool, market="spot", node=node.name
-                        )
-                        self.progress(f"{node.name}: preemption notice on {pool}")
-                if node.kill_at is not None and now >= node.kill_at:
-                    instance.kill()
+                    self._notices.tick(node.watch, now)
+                node.watch.kill_if_due(now)
                 self._check_stall(node)
                 continue
-            self._note_start(node)
             self._end(node, code)
             done = done or (code == 0 and node.role == "host")
         if done:
             self._end_all(wait_s=self.config.cancel_grace_s)
         return done
+
+    def _noticed(self, watch: Watch, coming: Preemption, drill: bool) -> None:
+        """A spot node got the cloud's notice: its pool is taken, the ledger and the job told."""
+        node = next(n for n in self.nodes if n.watch is watch)
+        pool = watch.instance.placement.pool or ""
+        self._taken_until_hours[pool] = coming.at_hours
+        node.preempted = True
+        self.ledger.record(EntryKind.NOTICE, pool=pool, market="spot", node=node.name)
+        self.progress(f"{node.name}: preemption notice on {pool}")
 
     def _check_stall(self, node: Node) -> None:
         """The host's workers took no step for ``stall_timeout_s`` (hung, or torchrun
@@ -303,12 +330,13 @@ class NodeSupervisor:
         quiet = node.instance.quiet_s()
         if quiet is not None and quiet > limit:
             self.progress(f"no training step for {quiet:.0f} s: ending every node (hung?)")
-            node.stalled = True
+            node.watch.stalled = True
             for other in self.nodes:
-                other.leaving = other.leaving or other is not node
+                if other is not node:
+                    other.watch.migrating = True  # leaving with the group
                 other.instance.kill()
 
-    def _note_start(self, node: Node) -> None:
+    def _note_start(self, node: Node, now: float) -> None:
         """Read the node's new events: its workers started; on the host, the world size of each
         start and the steps done again (between a resume point and the furthest step reached
         before it: none when every regroup had its checkpoint)."""
@@ -316,8 +344,8 @@ class NodeSupervisor:
         fresh, node.read = events[node.read :], len(events)
         for event in fresh:
             kind, step = event.get("event"), event.get("step")
-            if kind in ("fresh", "resumed"):
-                node.started = True
+            if kind in ("fresh", "resumed") and not node.started:
+                node.watch.started_at = now
             if node.role != "host" or not isinstance(step, int):
                 continue
             if kind in ("fresh", "resumed"):
@@ -328,13 +356,28 @@ class NodeSupervisor:
             elif kind in ("preempted", "done"):
                 self._reached_step = max(self._reached_step, step)
 
-    def _notice(self, node: Node) -> None:
-        if not node.leaving:
-            node.leaving = True
-            node.instance.notice()
-
     def _end(self, node: Node, code: int) -> None:
         """Bill an ended node and say how it ended."""
+        self._bill(node)
+        if code == 0:
+            # a node not told to leave ends well only when training is over: no replacement
+            self._finishing = self._finishing or not node.leaving
+            return
+        if node.leaving and self._cancel is not None:
+            return
+        if node.market == "spot" and code == PREEMPTED_EXIT_CODE and not node.leaving:
+            self._taken_unannounced(node)
+        if node.preempted:
+            pool = node.instance.placement.pool
+            self.report.preemptions += 1
+            self.ledger.record(EntryKind.PREEMPTION, pool=pool, market="spot", node=node.name)
+            self.progress(f"{node.name}: taken back on {pool}; the others regroup")
+            return
+        if not node.leaving:  # (a released node's place went to spot or the floor shrank)
+            self._node_failed(node, code)
+
+    def _bill(self, node: Node) -> None:
+        """End the node's instance and bill its hours to the ledger."""
         instance = node.instance
         instance.terminate()
         self.nodes.remove(node)
@@ -355,36 +398,30 @@ class NodeSupervisor:
             on_demand_price=self.prices.on_demand_quote(placement.pool).usd_per_hour,
             node=node.name,
         )
-        if code == 0:
-            # a node not told to leave ends well only when training is over: no replacement
-            self._finishing = self._finishing or not node.leaving
-            return
-        if node.leaving and self._cancel is not None:
-            return
-        if node.market == "spot" and code == PREEMPTED_EXIT_CODE and not node.leaving:
-            # taken back without a word to the supervisor (a cloud's node heard the notice
-            # itself): its pool is left alone a while, as after a refused launch
-            node.preempted = True
-            pool = placement.pool or ""
-            self._refused_until[pool] = self.clock.monotonic() + self.config.no_capacity_s
-            self.ledger.record(EntryKind.NOTICE, pool=pool, market="spot", node=node.name)
-        if node.preempted:
-            self.report.preemptions += 1
-            self.ledger.record(
-                EntryKind.PREEMPTION, pool=placement.pool, market="spot", node=node.name
-            )
-            self.progress(f"{node.name}: taken back on {placement.pool}; the others regroup")
-            return
-        if node.leaving:  # released: its place went to spot or the floor shrank
-            return
+
+    def _taken_unannounced(self, node: Node) -> None:
+        """A spot node taken back without a word to the supervisor (a cloud's node heard the
+        notice itself): its pool is left alone a while, as after a refused launch."""
+        node.preempted = True
+        pool = node.instance.placement.pool or ""
+        self._refused_until[pool] = self.clock.monotonic() + self.config.no_capacity_s
+        self.ledger.record(EntryKind.NOTICE, pool=pool, market="spot", node=node.name)
+
+    def _node_failed(self, node: Node, code: int) -> None:
+        """A node's exit that was not a preemption; a failed host restarts every node.
+
+        Raises:
+            ExecutorError: after ``max_failures`` node failures.
+        """
         self.report.failures += 1
         why = (
             f"no training step for {self.config.stall_timeout_s:.0f} s (hung, or failing at "
             "every restart; --stall-timeout)"
-            if node.stalled
+            if node.watch.stalled
             else f"exit code {code}"
         )
-        self.ledger.record(EntryKind.FAILURE, pool=placement.pool, detail=why, node=node.name)
+        pool = node.instance.placement.pool
+        self.ledger.record(EntryKind.FAILURE, pool=pool, detail=why, node=node.name)
         if self.report.failures >= self.config.max_failures:
             raise ExecutorError(
                 f"{node.name}: {why} (not a preemption), {self.report.failures} node "
@@ -393,7 +430,7 @@ class NodeSupervisor:
         if node.role == "host":  # the rendezvous went with it: the group starts again
             self.progress(f"{node.name} (the rendezvous host) failed: restarting every node")
             for other in self.nodes:
-                other.leaving = True
+                other.watch.migrating = True  # leaving with the group
                 other.instance.kill()
 
     def _end_all(self, wait_s: float = 0.0) -> None:
@@ -411,39 +448,60 @@ class NodeSupervisor:
 
     def _reconcile(self, command: Sequence[str]) -> None:
         """Launch and release nodes toward the floor and a full job."""
-        plan = self.plan
-        if not any(n.role == "host" for n in self.nodes):
-            if self.nodes:  # a host failure: wait until the others are gone
-                return
-            self._granted("on-demand", needed=True)
-            self._launch(command, "host")
+        if not self._host_there(command):
+            return
         floor = self._choose_floor()
         staying = [n for n in self.nodes if not n.leaving]
-        on_demand = [n for n in staying if n.market == "on-demand"]
         spot = [n for n in staying if n.market == "spot"]
+        on_demand = self._raise_floor(command, floor, spot)
+        pools = self._pools_up()
+        if len(on_demand) > floor and pools:
+            self._lower_floor(on_demand)
+        self._fill_with_spot(command, self.plan.max_nodes - len(on_demand) - len(spot), pools)
+
+    def _host_there(self, command: Sequence[str]) -> bool:
+        """Whether the job has its rendezvous host, launching one when no node is left (False
+        after a host failure, until the others are gone)."""
+        if any(n.role == "host" for n in self.nodes):
+            return True
+        if self.nodes:
+            return False
+        self._granted("on-demand", needed=True)
+        self._launch(command, "host")
+        return True
+
+    def _on_demand_staying(self) -> list[Node]:
+        return [n for n in self.nodes if not n.leaving and n.market == "on-demand"]
+
+    def _raise_floor(self, command: Sequence[str], floor: int, spot: list[Node]) -> list[Node]:
+        """On-demand nodes up to ``floor`` (a spot node released for each where the job is
+        full), as the budget grants them; the on-demand nodes staying."""
+        on_demand = self._on_demand_staying()
         for _ in range(floor - len(on_demand)):
             if not self._granted("on-demand", needed=len(on_demand) < self._needed_floor):
                 break  # the slot stays with spot
-            if len(on_demand) + len(spot) >= plan.max_nodes and spot:
+            if len(on_demand) + len(spot) >= self.plan.max_nodes and spot:
                 released = spot.pop()
-                self._notice(released)
+                released.release()
                 self.progress(f"{released.name}: released for an on-demand node (the floor rose)")
             self._launch(command, "floor")
-            on_demand = [n for n in self.nodes if not n.leaving and n.market == "on-demand"]
-        pools = self._pools_up()
-        if len(on_demand) > floor and pools:
-            extra = next((n for n in reversed(on_demand) if n.role == "floor"), None)
-            if extra is not None:
-                self._notice(extra)
-                on_demand.remove(extra)
-                self.progress(f"{extra.name}: on-demand released (spot is back, the floor fell)")
-        open_slots = plan.max_nodes - len(on_demand) - len(spot)
+            on_demand = self._on_demand_staying()
+        return on_demand
+
+    def _lower_floor(self, on_demand: list[Node]) -> None:
+        """Release one on-demand floor node (spot is back and the floor fell)."""
+        extra = next((n for n in reversed(on_demand) if n.role == "floor"), None)
+        if extra is not None:
+            extra.release()
+            on_demand.remove(extra)
+            self.progress(f"{extra.name}: on-demand released (spot is back, the floor fell)")
+
+    def _fill_with_spot(self, command: Sequence[str], open_slots: int, pools: list[str]) -> None:
+        """Spot nodes in the open slots, round the pools, as the budget grants them."""
         for i in range(max(0, open_slots)):
             if not pools or not self._granted("spot", needed=False, pool=pools[i % len(pools)]):
                 break
-            node = self._launch(command, "spot", pools[i % len(pools)])
-            if node is not None:
-                spot.append(node)
+            self._launch(command, "spot", pools[i % len(pools)])
 
     def _choose_floor(self) -> int:
         """The fixed floor, or ``auto``'s from the deadline and the spot nodes held; notes
@@ -565,7 +623,9 @@ class NodeSupervisor:
             self.ledger.record(EntryKind.FAILURE, pool=pool, detail=str(exc), node=name)
             raise
         self._named += 1
-        node = Node(name=name, role=role, instance=instance)
+        node = Node(
+            name=name, role=role, watch=Watch(instance=instance, launched_at=self.clock.monotonic())
+        )
         self.nodes.append(node)
         if role == "host":
             self.ledger.running_in(instance.process_group())

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 import numpy as np
 
@@ -251,14 +252,7 @@ class Supervisor:
                 and self._refused_until.get(p, 0.0) <= now
                 and self._taken_until_hours.get(p, 0.0) <= hours
             )
-            if not blind:
-                pools[p] = PoolNow(available=usable)
-            elif p in self._seen:
-                seen_up, at = self._seen[p]
-                ago = max(0.0, (hours - at) * 60)
-                pools[p] = PoolNow(available=seen_up and usable, seen_minutes_ago=ago)
-            else:
-                pools[p] = PoolNow(available=usable, seen_minutes_ago=None if usable else 0.0)
+            pools[p] = self._as_seen(p, usable, hours) if blind else PoolNow(available=usable)
         return client.decide(
             DecisionRequest(
                 policy=self.config.policy,
@@ -268,6 +262,14 @@ class Supervisor:
                 observe="probe" if blind else "all",
             )
         )
+
+    def _as_seen(self, pool: str, usable: bool, hours: float) -> PoolNow:
+        """A pool as a blind supervisor (a cloud's) knows it: as its last launch showed it."""
+        if pool not in self._seen:
+            return PoolNow(available=usable, seen_minutes_ago=None if usable else 0.0)
+        seen_up, at = self._seen[pool]
+        ago = max(0.0, (hours - at) * 60)
+        return PoolNow(available=seen_up and usable, seen_minutes_ago=ago)
 
     def _spot_is_back(self, instance: Instance) -> bool:
         """On on-demand: whether the policy would move the job to spot now (never once the
@@ -350,75 +352,109 @@ class Supervisor:
             if placement is None:
                 self.launcher.wait(self.config.poll_s * 5)
                 continue
-            env.update(SPOTWISE_POOL=placement.pool or "", SPOTWISE_MARKET=placement.market)
-            self.progress(f"launching on {placement.describe()}")
-            try:
-                sink = self.log.for_instance(placement) if self.log else None
-                instance = self.launcher.launch(placement, command, env, sink)
-            except NoCapacity as exc:
-                self.progress(f"no capacity ({exc}): choosing again")
-                self._refused_until[placement.pool or ""] = (
-                    self.clock.monotonic() + self.config.no_capacity_s
-                )
-                self._saw(placement.pool, False)
+            instance = self._launch(placement, command, env)
+            if instance is None:
                 continue
-            except LaunchError as exc:
-                self.ledger.record(EntryKind.FAILURE, pool=placement.pool, detail=str(exc))
-                raise
-            self._instance = instance
-            self._launched(instance)
-            self._asked = []
-            self._saw(placement.pool, True)
-            self.ledger.running_in(instance.process_group())
-            self.report.instances += 1
-            self.report.placements.append(placement.describe())
             outcome, code = self._watch(instance)
             self._instance = None
             self._account(instance, outcome, code)
-            if outcome is Outcome.CANCELLED:
-                self._check_cancelled()
-            if outcome is Outcome.STOPPED:
-                raise Stopped(
-                    "stopped by its watcher (pruned): the instance was ended", self.ledger.job_id
-                )
             if outcome is Outcome.DONE:
                 self.report.completed = True
                 break
-            if outcome is Outcome.MIGRATED:
-                self.report.migrations += 1
-                avoid = placement.pool
-                self.ledger.record(
-                    EntryKind.MIGRATION, pool=placement.pool, market=placement.market
-                )
-                if placement.market == "on-demand":
-                    self.progress("left on-demand for spot: the on-demand instance is released")
-                else:
-                    self.progress(f"moved off {placement.pool}: its risk forecast crossed the bar")
-            elif outcome is Outcome.PREEMPTED:
-                self.report.preemptions += 1
-                self._saw(placement.pool, False)
-                self.ledger.record(
-                    EntryKind.PREEMPTION, pool=placement.pool, market=placement.market
-                )
-                self.progress(f"preempted on {placement.describe()}")
-            else:
-                self.report.failures += 1
-                why = (
-                    f"no step heartbeat for {self.config.stall_timeout_s:.0f} s (hung; "
-                    "--stall-timeout)"
-                    if outcome is Outcome.STALLED
-                    else f"exit code {code}"
-                )
-                self.ledger.record(EntryKind.FAILURE, pool=placement.pool, detail=why)
-                if self.report.failures >= self.config.max_failures:
-                    raise ExecutorError(
-                        f"{command[0]}: {why} (not a preemption), {self.report.failures} "
-                        "times; fix the job and run again"
-                    )
-                self.progress(f"{why} (not a preemption): relaunching from its checkpoint")
+            avoid = self._after(placement, outcome, code, command)
         for folder in self.config.ckpt_dirs:
             size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
             self.ledger.record(EntryKind.CHECKPOINT, nbytes=size, detail=str(folder))
+
+    def _launch(
+        self, placement: Placement, command: Sequence[str], env: dict[str, str]
+    ) -> Instance | None:
+        """Start the command at ``placement`` and record it (None: the pool had no capacity;
+        it is left alone a while).
+
+        Raises:
+            LaunchError: when the command cannot be started (recorded as a failure).
+        """
+        env.update(SPOTWISE_POOL=placement.pool or "", SPOTWISE_MARKET=placement.market)
+        self.progress(f"launching on {placement.describe()}")
+        try:
+            sink = self.log.for_instance(placement) if self.log else None
+            instance = self.launcher.launch(placement, command, env, sink)
+        except NoCapacity as exc:
+            self.progress(f"no capacity ({exc}): choosing again")
+            self._refused_until[placement.pool or ""] = (
+                self.clock.monotonic() + self.config.no_capacity_s
+            )
+            self._saw(placement.pool, False)
+            return None
+        except LaunchError as exc:
+            self.ledger.record(EntryKind.FAILURE, pool=placement.pool, detail=str(exc))
+            raise
+        self._instance = instance
+        self._launched(instance)
+        self._asked = []
+        self._saw(placement.pool, True)
+        self.ledger.running_in(instance.process_group())
+        self.report.instances += 1
+        self.report.placements.append(placement.describe())
+        return instance
+
+    def _after(
+        self, placement: Placement, outcome: Outcome, code: int, command: Sequence[str]
+    ) -> str | None:
+        """Record how an instance that did not finish the job ended; the pool to avoid next
+        (the one a move left).
+
+        Raises:
+            Cancelled: when the job was cancelled.
+            Stopped: when its watcher (a pruner) stopped it.
+            ExecutorError: after ``max_failures`` exits that were not preemptions.
+        """
+        if outcome is Outcome.CANCELLED:
+            self._check_cancelled()
+        if outcome is Outcome.STOPPED:
+            raise Stopped(
+                "stopped by its watcher (pruned): the instance was ended", self.ledger.job_id
+            )
+        if outcome is Outcome.MIGRATED:
+            self.report.migrations += 1
+            self.ledger.record(EntryKind.MIGRATION, pool=placement.pool, market=placement.market)
+            self.progress(
+                "left on-demand for spot: the on-demand instance is released"
+                if placement.market == "on-demand"
+                else f"moved off {placement.pool}: its risk forecast crossed the bar"
+            )
+            return placement.pool
+        if outcome is Outcome.PREEMPTED:
+            self.report.preemptions += 1
+            self._saw(placement.pool, False)
+            self.ledger.record(EntryKind.PREEMPTION, pool=placement.pool, market=placement.market)
+            self.progress(f"preempted on {placement.describe()}")
+            return None
+        self._failed(placement, outcome, code, command)
+        return None
+
+    def _failed(
+        self, placement: Placement, outcome: Outcome, code: int, command: Sequence[str]
+    ) -> None:
+        """Record an exit that was not a preemption; give up after ``max_failures``.
+
+        Raises:
+            ExecutorError: after ``max_failures`` of them.
+        """
+        self.report.failures += 1
+        why = (
+            f"no step heartbeat for {self.config.stall_timeout_s:.0f} s (hung; --stall-timeout)"
+            if outcome is Outcome.STALLED
+            else f"exit code {code}"
+        )
+        self.ledger.record(EntryKind.FAILURE, pool=placement.pool, detail=why)
+        if self.report.failures >= self.config.max_failures:
+            raise ExecutorError(
+                f"{command[0]}: {why} (not a preemption), {self.report.failures} "
+                "times; fix the job and run again"
+            )
+        self.progress(f"{why} (not a preemption): relaunching from its checkpoint")
 
     def _watch(self, instance: Instance) -> tuple[Outcome, int]:
         """Follow one instance to its end, running the watchers on it every poll
@@ -569,23 +605,12 @@ class Supervisor:
             on_demand_price=baseline,
         )
         self._count_steps(instance)
-        first = next((e for e in instance.events if e.get("event") == "first_step"), None)
-        first = first or next(
-            (e for e in instance.events if e.get("event") in ("fresh", "resumed")), None
-        )
-        clean = any(e.get("event") in ("done", "preempted") for e in instance.events) or (
-            # a command that does not say how it ended (a stranger's script under the guard):
-            # its exit 0 or preempted code came after the guard's last checkpoint
-            code in (0, PREEMPTED_EXIT_CODE)
-            and outcome in (Outcome.DONE, Outcome.PREEMPTED, Outcome.MIGRATED)
-        )
         self.report.events.extend(instance.events)
-        if not instance.events:  # a remote instance: its exit code is all there is
-            first = {"cloud_hours": instance.started_hours}
-            clean = outcome in (Outcome.DONE, Outcome.PREEMPTED, Outcome.MIGRATED)
-        if first is None:
+        since = _productive_since(instance, outcome, code)
+        if since is None:
             return
-        productive = end - float(str(first["cloud_hours"]))
+        first, clean = since
+        productive = end - first
         if clean:
             self.report.progress_hours += productive
         else:
@@ -612,3 +637,33 @@ class Supervisor:
             taken = getattr(instance, "steps_taken", None)
             end = start + taken() if callable(taken) else start
         self._reached_step = max(self._reached_step, end)
+
+
+def _productive_since(
+    instance: Instance, outcome: Outcome, code: int | None
+) -> tuple[float, bool] | None:
+    """When ``instance``'s productive time began (launcher hours: its first step, or for a
+    command that does not say, the guard's start) and whether it ended clean, its work kept
+    (None: it never started)."""
+    events = instance.events
+    if not events:  # a remote instance: its exit code is all there is
+        clean = outcome in (Outcome.DONE, Outcome.PREEMPTED, Outcome.MIGRATED)
+        return instance.started_hours, clean
+    first = next((e for e in events if e.get("event") == "first_step"), None)
+    first = first or next((e for e in events if e.get("event") in ("fresh", "resumed")), None)
+    if first is None:
+        return None
+    return float(str(first["cloud_hours"])), _ended_clean(events, outcome, code)
+
+
+def _ended_clean(events: list[dict[str, Any]], outcome: Outcome, code: int | None) -> bool:
+    """Whether a command's work was kept: it said so (``done``, ``preempted``), or, for one
+    that does not say how it ended (a stranger's script under the guard), its exit 0 or
+    preempted code came after the guard's last checkpoint."""
+    if any(e.get("event") in ("done", "preempted") for e in events):
+        return True
+    return code in (0, PREEMPTED_EXIT_CODE) and outcome in (
+        Outcome.DONE,
+        Outcome.PREEMPTED,
+        Outcome.MIGRATED,
+    )

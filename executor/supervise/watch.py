@@ -80,6 +80,11 @@ class Watch:
             self.instance.kill()
             self.killed = True
 
+    def kill_if_due(self, now: float) -> None:
+        """Kill it once the grace after its take-back is up."""
+        if self.kill_at is not None and now >= self.kill_at:
+            self.kill()
+
     def outcome(self, code: int) -> Outcome:
         """How it ended, from its exit ``code`` and what was done to it."""
         if self.stopped:
@@ -88,6 +93,10 @@ class Watch:
             return Outcome.CANCELLED
         if self.stalled:
             return Outcome.STALLED
+        return self._exited(code)
+
+    def _exited(self, code: int) -> Outcome:
+        """How an instance nobody stopped, cancelled or found hung ended, by its ``code``."""
         if code == 0:
             return Outcome.DONE
         # A move that got out before the kill is a move, even if the pool's own notice came
@@ -288,8 +297,7 @@ class Notices:
             watch.notice()
             watch.kill_at = now + max(coming.in_s, 0.0) + self.grace_s
             self.noticed(watch, coming, drilled)
-        if watch.kill_at is not None and now >= watch.kill_at:
-            watch.kill()
+        watch.kill_if_due(now)
         return False
 
 

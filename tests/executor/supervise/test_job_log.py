@@ -114,7 +114,11 @@ def test_a_fleet_jobs_lines_name_it_and_its_relaunch_is_a_second_marked_instance
     done = supervise(
         command,
         store_path=store_file,
-        launcher=Replay(traces=traces, start_hours=PAST * GAP / 3600, scale=SCALE).launcher(),
+        # paced by the job's steps (1.2 cloud s each): taken back after 3 s of its work, however
+        # long a busy machine takes to decide and start it
+        launcher=Replay(
+            traces=traces, start_hours=PAST * GAP / 3600, scale=SCALE, step_s=1.2
+        ).launcher(),
         config=SupervisorConfig(job=terms, lead_s=0.4, grace_s=2.0, migrate_risk=1.0),
         client_for=in_process_for,
         name="eval",
