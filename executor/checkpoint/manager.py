@@ -132,6 +132,37 @@ class Checkpointer(Protocol):
         ...
 
 
+def _open_checked(url: str, options: dict[str, Any] | None) -> Replica:
+    """Open one replica and list it, or say in one line why it cannot be used."""
+    try:
+        replica = open_replica(url, options)
+        replica.remove_stale()  # (lists the folder: an unreadable one fails here)
+    except (OSError, ValueError, ImportError) as exc:
+        raise CheckpointError(
+            f"cannot open checkpoint replica {url}: {_why_unopened(exc, url)}; give a folder or "
+            "URL this user can read and write"
+        ) from exc
+    return replica
+
+
+def _why_unopened(exc: Exception, url: str) -> str:
+    """Why a replica did not open: the OS's reason and the file, when it is not ``url``."""
+    if not (isinstance(exc, OSError) and exc.strerror):
+        return str(exc)
+    if exc.filename and str(exc.filename).rstrip("/") != url.rstrip("/"):
+        return f"{exc.strerror} ({exc.filename})"
+    return exc.strerror
+
+
+def _split_large(
+    staged: dict[str, torch.Tensor],
+) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+    """The tensors of at least :data:`LARGE_TENSOR_BYTES` (a file each), and the rest."""
+    large = {k: t for k, t in staged.items() if t.numel() * t.element_size() >= LARGE_TENSOR_BYTES}
+    small = {k: t for k, t in staged.items() if k not in large}
+    return large, small
+
+
 class CheckpointManager:
     """Saves and loads ``step-{N}`` checkpoints on one or more replica URLs."""
 
@@ -150,22 +181,7 @@ class CheckpointManager:
         if keep_latest_k < 1 or full_every < 1:
             raise CheckpointError("keep_latest_k and full_every must be at least 1")
         options = storage_options or {}
-        self.replicas = []
-        for url in urls:
-            try:
-                replica = open_replica(url, options.get(url))
-                replica.remove_stale()  # (lists the folder: an unreadable one fails here)
-            except (OSError, ValueError, ImportError) as exc:
-                why, where = str(exc), ""
-                if isinstance(exc, OSError) and exc.strerror:
-                    why = exc.strerror
-                    if exc.filename and str(exc.filename).rstrip("/") != url.rstrip("/"):
-                        where = f" ({exc.filename})"
-                raise CheckpointError(
-                    f"cannot open checkpoint replica {url}: {why}{where}; give a folder or "
-                    "URL this user can read and write"
-                ) from exc
-            self.replicas.append(replica)
+        self.replicas = [_open_checked(url, options.get(url)) for url in urls]
         self.keep_latest_k = keep_latest_k
         self.full_every = full_every
         self.async_save = async_save
@@ -254,16 +270,9 @@ class CheckpointManager:
         self, step: int, skeleton: Any, staged: dict[str, torch.Tensor], full: bool, stall: float
     ) -> None:
         began = time.perf_counter()
-        large = {
-            k: t for k, t in staged.items() if t.numel() * t.element_size() >= LARGE_TENSOR_BYTES
-        }
-        small = {k: t for k, t in staged.items() if k not in large}
+        large, small = _split_large(staged)
         hashes = {k: hashlib.sha256(tensor_bytes(t)).hexdigest() for k, t in large.items()}
-        reuse = (
-            set()
-            if full or self._base is None
-            else {k for k, h in hashes.items() if self._base.get(k, {}).get("sha256") == h}
-        )
+        reuse = self._reusable(hashes, full)
         written = 0
         manifests = []
         failures = []
@@ -273,16 +282,7 @@ class CheckpointManager:
                 entries, files, nbytes = self._write_files(
                     replica, staging, step, large, small, hashes, reuse
                 )
-                manifest = {
-                    "format": FORMAT_VERSION,
-                    "step": step,
-                    "kind": "full" if full else "incremental",
-                    "base_step": None if full else self._base_step,
-                    "created": time.time(),
-                    "skeleton": skeleton,
-                    "tensors": entries,
-                    "files": files,
-                }
+                manifest = self._manifest(step, full, skeleton, entries, files)
                 replica.commit(staging, step, seal(manifest))
                 written = max(written, nbytes)
                 manifests.append(manifest)
@@ -295,13 +295,7 @@ class CheckpointManager:
                 f"replica(s) ({'; '.join(failures)}); latest still names the last committed "
                 "step there. Free space or fix the URL, then save again"
             )
-        if full:
-            self._base = manifests[0]["tensors"]
-            self._base_step = step
-            self._saves_since_full = 0
-        else:
-            self._saves_since_full += 1
-        self._bases_of[step] = manifests[0]["base_step"]
+        self._advance_base(step, full, manifests[0])
         self._prune()
         self.last_save = SaveStats(
             step=step,
@@ -310,6 +304,42 @@ class CheckpointManager:
             bytes_written=written,
             full=full,
         )
+
+    def _reusable(self, hashes: dict[str, str], full: bool) -> set[str]:
+        """The large tensors an incremental save can take from its base (same SHA-256)."""
+        if full or self._base is None:
+            return set()
+        return {k for k, h in hashes.items() if self._base.get(k, {}).get("sha256") == h}
+
+    def _manifest(
+        self,
+        step: int,
+        full: bool,
+        skeleton: Any,
+        entries: dict[str, Any],
+        files: dict[str, Any],
+    ) -> dict[str, Any]:
+        """The manifest of ``step`` (before it is sealed)."""
+        return {
+            "format": FORMAT_VERSION,
+            "step": step,
+            "kind": "full" if full else "incremental",
+            "base_step": None if full else self._base_step,
+            "created": time.time(),
+            "skeleton": skeleton,
+            "tensors": entries,
+            "files": files,
+        }
+
+    def _advance_base(self, step: int, full: bool, manifest: dict[str, Any]) -> None:
+        """After a committed save: a full one becomes the base, an incremental one counts."""
+        if full:
+            self._base = manifest["tensors"]
+            self._base_step = step
+            self._saves_since_full = 0
+        else:
+            self._saves_since_full += 1
+        self._bases_of[step] = manifest["base_step"]
 
     def _write_files(
         self,

@@ -8,6 +8,7 @@ they were.
 
 from __future__ import annotations
 
+import math
 import mmap
 from typing import Any
 
@@ -53,16 +54,21 @@ def unflatten(skeleton: Any, tensors: dict[str, torch.Tensor]) -> Any:
     if isinstance(skeleton, list):
         return [unflatten(v, tensors) for v in skeleton]
     if isinstance(skeleton, dict):
-        if "__tensor__" in skeleton:
-            return tensors[skeleton["__tensor__"]]
-        if "__ndarray__" in skeleton:
-            return tensors[skeleton["__ndarray__"]].numpy()
-        if "__tuple__" in skeleton:
-            return tuple(unflatten(v, tensors) for v in skeleton["__tuple__"])
-        if "__dict__" in skeleton:
-            return {k: unflatten(v, tensors) for k, v in skeleton["__dict__"]}
-        return {k: unflatten(v, tensors) for k, v in skeleton.items()}
+        return _unflatten_dict(skeleton, tensors)
     return skeleton
+
+
+def _unflatten_dict(skeleton: dict[str, Any], tensors: dict[str, torch.Tensor]) -> Any:
+    """A skeleton's dict back: a tensor, an array, a tuple, a dict with any keys, or a dict."""
+    if "__tensor__" in skeleton:
+        return tensors[skeleton["__tensor__"]]
+    if "__ndarray__" in skeleton:
+        return tensors[skeleton["__ndarray__"]].numpy()
+    if "__tuple__" in skeleton:
+        return tuple(unflatten(v, tensors) for v in skeleton["__tuple__"])
+    if "__dict__" in skeleton:
+        return {k: unflatten(v, tensors) for k, v in skeleton["__dict__"]}
+    return {k: unflatten(v, tensors) for k, v in skeleton.items()}
 
 
 def tensor_bytes(tensor: torch.Tensor) -> memoryview:
@@ -111,13 +117,9 @@ def tensor_from_bytes(
     torch_dtype = DTYPES.get(dtype)
     if torch_dtype is None:
         raise CheckpointError(f"unknown tensor dtype {dtype[:40]!r} in the checkpoint")
-    if not isinstance(shape, list) or not all(
-        isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape
-    ):
+    if not _is_shape(shape):
         raise CheckpointError(f"bad tensor shape {str(shape)[:80]} in the checkpoint")
-    numel = 1
-    for n in shape:
-        numel *= n
+    numel = math.prod(shape)
     if numel * torch_dtype.itemsize != len(data):
         raise CheckpointError(
             f"tensor of {dtype} {shape} needs {numel * torch_dtype.itemsize} bytes, "
@@ -125,12 +127,21 @@ def tensor_from_bytes(
         )
     if len(data) == 0:
         return torch.empty(shape, dtype=torch_dtype)
-    # A writable buffer is viewed in place; anything else is copied once.
-    buffer = (
-        data
-        if isinstance(data, bytearray | mmap.mmap)
-        or (isinstance(data, memoryview) and not data.readonly)
-        else bytearray(data)
-    )
-    raw = torch.frombuffer(buffer, dtype=torch.uint8)
+    raw = torch.frombuffer(_writable(data), dtype=torch.uint8)
     return raw.view(torch_dtype).reshape(shape)
+
+
+def _is_shape(shape: object) -> bool:
+    """A list of whole numbers (not bools), none negative."""
+    return isinstance(shape, list) and all(
+        isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape
+    )
+
+
+def _writable(data: bytes | bytearray | memoryview) -> bytearray | mmap.mmap | memoryview:
+    """``data`` itself when it is a writable buffer (viewed in place), else a copy of it."""
+    if isinstance(data, bytearray | mmap.mmap) or (
+        isinstance(data, memoryview) and not data.readonly
+    ):
+        return data
+    return bytearray(data)
