@@ -153,7 +153,7 @@ def _check_hint(hint: Any, value: Any, where: str) -> None:
             ok = isinstance(value, int | float) and not isinstance(value, bool)
         elif hint in (str, bytes, bytearray, datetime.datetime, datetime.date, datetime.timedelta):
             ok = isinstance(value, str)
-        elif hasattr(hint, "_attr_to_rest_field") or hasattr(hint, "_attribute_map"):
+        elif _is_model(hint):
             check_body(hint, value, where)
             return
         else:
@@ -162,6 +162,15 @@ def _check_hint(hint: Any, value: Any, where: str) -> None:
             raise Invalid(f"{where}={value!r} is not a {hint.__name__}")
         return
     raise Invalid(f"{where}: the fake cannot check a {hint!r}")
+
+
+def _is_model(kind: type) -> bool:
+    """A TypeSpec model (a subclass of an SDK's ``_utils.model_base.Model``, whose field table
+    exists only once one was made) or an msrest one."""
+    typespec = any(
+        k.__name__ == "Model" and k.__module__.endswith("model_base") for k in kind.__mro__
+    )
+    return typespec or hasattr(kind, "_attribute_map")
 
 
 # msrest (autorest) models
