@@ -8,11 +8,12 @@ imported when a frame is validated, so reading the contracts (as the CLI does) c
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
+from spotwise.core.clock import SYSTEM_CLOCK, Clock
 from spotwise.pricing.errors import InputError
 
 if TYPE_CHECKING:
@@ -141,6 +142,13 @@ def region_of_zone(provider: str, zone: str) -> str:
     return zone[:-1] if zone and zone[-1].isalpha() else zone
 
 
+def utc_now(clock: Clock = SYSTEM_CLOCK) -> pd.Timestamp:
+    """The present on ``clock`` as a UTC timestamp (what stores and validators call now)."""
+    import pandas as pd
+
+    return pd.Timestamp(clock.time(), unit="s", tz="UTC")
+
+
 def validate(
     table: str,
     frame: pd.DataFrame,
@@ -161,30 +169,44 @@ def validate(
         origin: the file or API the rows came from, for error messages.
         where: how to name a row's location, formatted with its ``_row`` value.
         names: the file's own names of contract columns, for error messages.
-        now: the present (default: the clock); no row may lie past it by more than
+        now: the present (default: the system clock); no row may lie past it by more than
             :data:`FUTURE_MARGIN`.
 
     Raises:
         InputError: on the first missing column, missing value, bad value or conflicting
             duplicate, naming the row and the field.
     """
-    import pandas as pd
-
     spec = SPECS[table]
+    _require_columns(spec, frame, origin)
+    check = _Checker(frame.copy(), origin, where, names or {})
+    _check_common(spec, check)
+    _check_times(spec, check, now)
+    table_rules = _TABLE_RULES.get(table)
+    if table_rules is not None:
+        table_rules(check)
+    return _without_duplicates(spec, check)
+
+
+def _require_columns(spec: FrameSpec, frame: pd.DataFrame, origin: str) -> None:
+    """Fail when the frame lacks a contract column."""
     missing = [c for c in spec.columns if c not in frame.columns]
     if missing:
         raise InputError(
             origin,
             "",
-            f"{table} rows lack column(s) {missing}",
+            f"{spec.name} rows lack column(s) {missing}",
             "Check the file's header or pass the right --format",
         )
-    check = _Checker(frame.copy(), origin, where, names or {})
+
+
+def _check_common(spec: FrameSpec, check: _Checker) -> None:
+    """Rules of every frame: no missing value, text where text belongs, a known provider."""
+    frame = check.frame
     for column in spec.columns:
         check.require(
             frame[column].notna(), column, "missing value", "Fill in the value or remove the row"
         )
-    for column in ("source", "provider", "region", "zone", "instance_type", "node", "sku"):
+    for column in _TEXT_COLUMNS:
         if column in spec.columns:
             check.require(
                 frame[column].map(lambda v: isinstance(v, str)),
@@ -198,15 +220,24 @@ def validate(
         f"provider must be one of {sorted(PROVIDERS)}",
         "Fix the provider name",
     )
-    stamps = frame[spec.time_column]
+
+
+_TEXT_COLUMNS = ("source", "provider", "region", "zone", "instance_type", "node", "sku")
+
+
+def _check_times(spec: FrameSpec, check: _Checker, now: pd.Timestamp | None) -> None:
+    """Times are UTC-aware and none lies past ``now`` by more than :data:`FUTURE_MARGIN`."""
+    import pandas as pd
+
+    stamps = check.frame[spec.time_column]
     if not isinstance(stamps.dtype, pd.DatetimeTZDtype) or str(stamps.dt.tz) != "UTC":
         raise InputError(
-            origin,
+            check.origin,
             f"field {spec.time_column!r}",
             "timestamps are not UTC-aware",
             "Give ISO-8601 times with a Z or +00:00 suffix",
         )
-    latest = (now or pd.Timestamp.now(tz="UTC")) + FUTURE_MARGIN
+    latest = (now or utc_now()) + FUTURE_MARGIN
     check.require(
         stamps <= latest,
         spec.time_column,
@@ -214,78 +245,103 @@ def validate(
         f"{FUTURE_MARGIN.total_seconds() / 3600:.0f} h)",
         "Fix the clock or the date: a future time would stop collection from resuming",
     )
-    if table == "prices":
-        check.require(
-            frame["market"].isin(MARKETS),
-            "market",
-            f"market must be one of {sorted(MARKETS)}",
-            "Fix the market",
-        )
-        price = check.number("price")
-        check.require(
-            price > 0,
-            "price",
-            "price must be a positive number of USD per hour",
-            "Fix or remove that row, then load again",
-        )
-        check.require(
-            price <= MAX_PRICE_USD_PER_HOUR,
-            "price",
-            f"price above {MAX_PRICE_USD_PER_HOUR:,.0f} USD per instance-hour is not plausible "
-            "(the dearest cloud instances cost a few hundred)",
-            "Check the unit (USD per instance-hour) and the value",
-        )
-    elif table == "availability":
-        available, target = check.number("available_nodes"), check.number("target_nodes")
-        for column, values in (("available_nodes", available), ("target_nodes", target)):
-            check.require(
-                values % 1 == 0, column, "node counts must be whole numbers", "Fix the count"
-            )
-        check.require(available >= 0, "available_nodes", "node count is negative", "Fix the count")
-        check.require(
-            target >= 1, "target_nodes", "target must be at least one node", "Fix the target"
-        )
-        check.require(
-            target <= MAX_NODES,
-            "target_nodes",
-            f"target above {MAX_NODES:,} nodes is not plausible",
-            "Fix the target",
-        )
-        check.require(
-            available <= target,
-            "available_nodes",
-            "more nodes available than the target",
-            "Fix the count or the target",
-        )
-    elif table == "events":
-        check.require(
-            frame["event"].isin(EVENTS),
-            "event",
-            f"event must be one of {sorted(EVENTS)}",
-            "Fix the event name",
-        )
-    elif table == "bands":
-        check.require(
-            check.number("interruption_band").isin([0, 1, 2, 3, 4]),
-            "interruption_band",
-            "band must be 0..4",
-            "Fix the band",
-        )
-        # A saving may be negative: the advisor reports spot above on-demand as it is.
-        check.require(
-            check.number("savings_pct") <= 100,
-            "savings_pct",
-            "saving must be at most 100 %",
-            "Fix the saving",
-        )
-    elif table == "placement_scores":
-        check.require(
-            check.number("score").between(1, 10),
-            "score",
-            "placement score must be 1..10",
-            "Fix the score",
-        )
 
+
+def _check_prices(check: _Checker) -> None:
+    """A known market and a positive, plausible price."""
+    check.require(
+        check.frame["market"].isin(MARKETS),
+        "market",
+        f"market must be one of {sorted(MARKETS)}",
+        "Fix the market",
+    )
+    price = check.number("price")
+    check.require(
+        price > 0,
+        "price",
+        "price must be a positive number of USD per hour",
+        "Fix or remove that row, then load again",
+    )
+    check.require(
+        price <= MAX_PRICE_USD_PER_HOUR,
+        "price",
+        f"price above {MAX_PRICE_USD_PER_HOUR:,.0f} USD per instance-hour is not plausible "
+        "(the dearest cloud instances cost a few hundred)",
+        "Check the unit (USD per instance-hour) and the value",
+    )
+
+
+def _check_availability(check: _Checker) -> None:
+    """Whole, plausible node counts, no more available than the target."""
+    available, target = check.number("available_nodes"), check.number("target_nodes")
+    for column, values in (("available_nodes", available), ("target_nodes", target)):
+        check.require(values % 1 == 0, column, "node counts must be whole numbers", "Fix the count")
+    check.require(available >= 0, "available_nodes", "node count is negative", "Fix the count")
+    check.require(target >= 1, "target_nodes", "target must be at least one node", "Fix the target")
+    check.require(
+        target <= MAX_NODES,
+        "target_nodes",
+        f"target above {MAX_NODES:,} nodes is not plausible",
+        "Fix the target",
+    )
+    check.require(
+        available <= target,
+        "available_nodes",
+        "more nodes available than the target",
+        "Fix the count or the target",
+    )
+
+
+def _check_events(check: _Checker) -> None:
+    """A known event name."""
+    check.require(
+        check.frame["event"].isin(EVENTS),
+        "event",
+        f"event must be one of {sorted(EVENTS)}",
+        "Fix the event name",
+    )
+
+
+def _check_bands(check: _Checker) -> None:
+    """Bands 0..4 and savings of at most 100 %."""
+    check.require(
+        check.number("interruption_band").isin([0, 1, 2, 3, 4]),
+        "interruption_band",
+        "band must be 0..4",
+        "Fix the band",
+    )
+    # A saving may be negative: the advisor reports spot above on-demand as it is.
+    check.require(
+        check.number("savings_pct") <= 100,
+        "savings_pct",
+        "saving must be at most 100 %",
+        "Fix the saving",
+    )
+
+
+def _check_placement_scores(check: _Checker) -> None:
+    """Scores 1..10."""
+    check.require(
+        check.number("score").between(1, 10),
+        "score",
+        "placement score must be 1..10",
+        "Fix the score",
+    )
+
+
+_TABLE_RULES: dict[str, Callable[[_Checker], None]] = {
+    "prices": _check_prices,
+    "availability": _check_availability,
+    "events": _check_events,
+    "bands": _check_bands,
+    "placement_scores": _check_placement_scores,
+}
+"""The rules of each frame beyond the common ones."""
+
+
+def _without_duplicates(spec: FrameSpec, check: _Checker) -> pd.DataFrame:
+    """The contract columns in order, exact duplicates collapsed; rows sharing a key with
+    other values are an error."""
     out = check.frame.loc[:, list(spec.columns)]
     shares_key = out.duplicated(list(spec.key), keep=False)
     if shares_key.any():

@@ -32,7 +32,7 @@ from __future__ import annotations
 import functools
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,8 +40,9 @@ from zoneinfo import ZoneInfo
 
 import pandas as pd
 
+from spotwise.core.clock import SYSTEM_CLOCK, Clock
 from spotwise.pricing.errors import InputError, SourceUnavailable
-from spotwise.pricing.frames import SPECS
+from spotwise.pricing.frames import SPECS, utc_now
 from spotwise.pricing.gpus import GpuShape
 from spotwise.pricing.sources.skus import priced_frames
 from spotwise.pricing.store import MarketStore
@@ -203,7 +204,31 @@ def shape_rows(
     Raises:
         InputError: when two SKUs price the same part in the same region and market.
     """
-    index: dict[tuple[str, str, str, str], ComponentSku] = {}
+    index = _sku_index(components)
+    rows: list[dict[str, Any]] = []
+    messages = []
+    for shape in shapes:
+        parts = _shape_parts(shape)
+        if parts is None:
+            messages.append(f"{shape.shape}: no SKU rule for this machine series; not collected")
+            continue
+        new = _shape_rows(shape, parts, index, regions)
+        if not new:
+            messages.append(
+                f"{shape.shape}: no complete set of SKUs (core, RAM, GPU) in "
+                f"{', '.join(regions) or 'any region'}; not collected"
+            )
+        rows += new
+    return rows, messages
+
+
+_Slot = tuple[str, str, str, str]
+"""(part, key, market, region): what one SKU prices."""
+
+
+def _sku_index(components: Sequence[ComponentSku]) -> dict[_Slot, ComponentSku]:
+    """The SKU of each part, key, market and region; two SKUs for one slot are an error."""
+    index: dict[_Slot, ComponentSku] = {}
     for c in components:
         for region in c.regions:
             slot = (c.part, c.key, c.market, region)
@@ -216,64 +241,80 @@ def shape_rows(
                     "nothing was stored; report it to Spotwise",
                 )
             index[slot] = c
-    wanted = set(regions)
+    return index
+
+
+def _shape_parts(shape: GpuShape) -> tuple[tuple[str, str, float], ...] | None:
+    """(part, key, count) of the core, RAM and GPU SKUs that price ``shape``, or None for a
+    machine series or accelerator without a SKU rule."""
+    series = SERIES.get(shape.machine_type.split("-", 1)[0])
+    if series is None or shape.accelerator not in GPU_SKUS:
+        return None
+    return (
+        ("core", series, float(shape.vcpus)),
+        ("ram", series, shape.memory_gb),
+        ("gpu", shape.accelerator, float(shape.gpu_count)),
+    )
+
+
+def _shape_rows(
+    shape: GpuShape,
+    parts: Sequence[tuple[str, str, float]],
+    index: dict[_Slot, ComponentSku],
+    regions: Sequence[str],
+) -> list[dict[str, Any]]:
+    """The price rows of ``shape`` in every wanted region that sells its GPU and market where
+    every part has a SKU."""
     rows: list[dict[str, Any]] = []
-    messages = []
-    for shape in shapes:
-        series = SERIES.get(shape.machine_type.split("-", 1)[0])
-        if series is None or shape.accelerator not in GPU_SKUS:
-            messages.append(f"{shape.shape}: no SKU rule for this machine series; not collected")
-            continue
-        parts = (
-            ("core", series, float(shape.vcpus)),
-            ("ram", series, shape.memory_gb),
-            ("gpu", shape.accelerator, float(shape.gpu_count)),
-        )
-        offered = {r for (p, k, _, r) in index if p == "gpu" and k == shape.accelerator}
-        priced = 0
-        for region in sorted(offered & wanted if wanted else offered):
-            for market in MARKETS.values():
-                skus = [(index.get((p, k, market, region)), n) for p, k, n in parts]
-                if any(c is None for c, _ in skus):
-                    continue
-                found = [(c, n) for c, n in skus if c is not None]
-                new = _timeline(shape.shape, region, market, found)
-                rows += new
-                priced += len(new)
-        if not priced:
-            messages.append(
-                f"{shape.shape}: no complete set of SKUs (core, RAM, GPU) in "
-                f"{', '.join(regions) or 'any region'}; not collected"
-            )
-    return rows, messages
+    for region in _regions_selling(index, shape.accelerator, regions):
+        for market in MARKETS.values():
+            found = [(index.get((p, k, market, region)), n) for p, k, n in parts]
+            complete = [(c, n) for c, n in found if c is not None]
+            if len(complete) == len(found):
+                rows += _timeline(shape.shape, region, market, complete)
+    return rows
+
+
+def _regions_selling(
+    index: dict[_Slot, ComponentSku], accelerator: str, regions: Sequence[str]
+) -> list[str]:
+    """The regions with a SKU for ``accelerator``, among ``regions`` when any are named."""
+    offered = {r for (p, k, _, r) in index if p == "gpu" and k == accelerator}
+    return sorted(offered & set(regions) if regions else offered)
 
 
 def _timeline(
     shape: str, region: str, market: str, parts: Sequence[tuple[ComponentSku, float]]
 ) -> list[dict[str, Any]]:
     """One row per time any part's price changes, from when every part has a price."""
-    first = max(c.versions[0].ts for c, _ in parts if c.versions) if parts else None
-    if first is None or any(not c.versions for c, _ in parts):
+    if not parts or any(not c.versions for c, _ in parts):
         return []
-    times = sorted({v.ts for c, _ in parts for v in c.versions if v.ts >= first})
     sku = ",".join(c.sku_id for c, _ in parts)
-    rows = []
-    for ts in times:
-        price = sum(n * [v.usd for v in c.versions if v.ts <= ts][-1] for c, n in parts)
-        rows.append(
-            {
-                "source": SOURCE,
-                "provider": "gcp",
-                "region": region,
-                "zone": "",
-                "instance_type": shape,
-                "market": market,
-                "ts": ts,
-                "price": round(price, 9),
-                "sku": sku,
-            }
-        )
-    return rows
+    return [
+        {
+            "source": SOURCE,
+            "provider": "gcp",
+            "region": region,
+            "zone": "",
+            "instance_type": shape,
+            "market": market,
+            "ts": ts,
+            "price": round(sum(n * _rate_at(c, ts) for c, n in parts), 9),
+            "sku": sku,
+        }
+        for ts in _change_times([c for c, _ in parts])
+    ]
+
+
+def _change_times(skus: Sequence[ComponentSku]) -> list[pd.Timestamp]:
+    """Every time one of ``skus`` changes rate, from when the last of them got its first."""
+    first = max(c.versions[0].ts for c in skus)
+    return sorted({v.ts for c in skus for v in c.versions if v.ts >= first})
+
+
+def _rate_at(sku: ComponentSku, ts: pd.Timestamp) -> float:
+    """The SKU's rate in force at ``ts`` (its last version from ``ts`` or before)."""
+    return [v.usd for v in sku.versions if v.ts <= ts][-1]
 
 
 def collect_gcp(
@@ -301,55 +342,83 @@ def collect_gcp(
         SourceUnavailable: one line (:func:`error_line`) for what the last try met.
         InputError: a SKU Spotwise reads that it cannot use (nothing to store).
     """
-    from google.cloud import billing_v1
-
-    messages = []
-    start = resume_from
-    if start is not None and start > now:
-        messages.append(
-            f"the newest stored {SOURCE} price ({start:%Y-%m-%d}) lies in the future; collecting "
-            "from --since or this month instead (remove that row)"
-        )
-        start = None
-    start = start or since or month_start(now)
+    start, messages = _start_point(resume_from, since, now)
     windows = catalog_windows(start, now)
     pages = 0
     kept: list[ComponentSku] = []
-    for window_start, window_end in windows:
-        token = ""
-        while True:
-            request = billing_v1.ListSkusRequest(
-                parent=COMPUTE_ENGINE,
-                start_time=window_start.to_pydatetime(),
-                end_time=window_end.to_pydatetime(),
-                page_token=token,
+    for page in _pages(client, windows, page_size, max_attempts, sleep):
+        pages += 1
+        if pages > MAX_PAGES:
+            raise SourceUnavailable(
+                f"collect gcp: the catalog sent more than {MAX_PAGES} pages; nothing was stored"
             )
-            if page_size:
-                request.page_size = page_size
-            call = functools.partial(client.list_skus, request=request)
-            try:
-                page = _with_retries(call, max_attempts, sleep)
-            except _Failed as failed:
-                line = error_line(failed.error, client.api_endpoint, failed.attempts)
-                raise SourceUnavailable(line) from None
-            pages += 1
-            if pages > MAX_PAGES:
-                raise SourceUnavailable(
-                    f"collect gcp: the catalog sent more than {MAX_PAGES} pages; nothing was stored"
-                )
-            where = f"the Cloud Billing Catalog, page {pages}"
-            kept += [c for sku in page.skus if (c := component(sku, where)) is not None]
-            if on_page:
-                on_page(pages, len(kept))
-            token = page.next_page_token
-            if not token:
-                break
+        where = f"the Cloud Billing Catalog, page {pages}"
+        kept += [c for sku in page.skus if (c := component(sku, where)) is not None]
+        if on_page:
+            on_page(pages, len(kept))
     rows, unpriced = shape_rows(shapes, _merge(kept), regions)
     frame = pd.DataFrame(rows, columns=[*SPECS["prices"].columns, "sku"])
     frames = priced_frames(frame, origin="the Cloud Billing Catalog", now=now) if rows else {}
     return CatalogReport(
         frames=frames, pages=pages, windows=len(windows), messages=(*messages, *unpriced)
     )
+
+
+def _start_point(
+    resume_from: pd.Timestamp | None, since: pd.Timestamp | None, now: pd.Timestamp
+) -> tuple[pd.Timestamp, list[str]]:
+    """Where a collection starts (the stored resume point, else ``since``, else this month),
+    and a line when the stored point lies in the future and is passed over."""
+    if resume_from is not None and resume_from > now:
+        line = (
+            f"the newest stored {SOURCE} price ({resume_from:%Y-%m-%d}) lies in the future; "
+            "collecting from --since or this month instead (remove that row)"
+        )
+        return since or month_start(now), [line]
+    return resume_from or since or month_start(now), []
+
+
+def _pages(
+    client: Any,
+    windows: Sequence[tuple[pd.Timestamp, ...]],
+    page_size: int | None,
+    max_attempts: int,
+    sleep: Callable[[float], None],
+) -> Iterator[Any]:
+    """Every page of Compute Engine SKUs of each month window, in order, each with retries.
+
+    Raises:
+        SourceUnavailable: one line (:func:`error_line`) for what the last try of a page met.
+    """
+    for window_start, window_end in windows:
+        token = ""
+        while True:
+            request = _list_request(window_start, window_end, token, page_size)
+            call = functools.partial(client.list_skus, request=request)
+            try:
+                page = _with_retries(call, max_attempts, sleep)
+            except _Failed as failed:
+                line = error_line(failed.error, client.api_endpoint, failed.attempts)
+                raise SourceUnavailable(line) from None
+            yield page
+            token = page.next_page_token
+            if not token:
+                break
+
+
+def _list_request(start: pd.Timestamp, end: pd.Timestamp, token: str, page_size: int | None) -> Any:
+    """The catalog request for one page of the Compute Engine SKUs priced in ``[start, end)``."""
+    from google.cloud import billing_v1
+
+    request = billing_v1.ListSkusRequest(
+        parent=COMPUTE_ENGINE,
+        start_time=start.to_pydatetime(),
+        end_time=end.to_pydatetime(),
+        page_token=token,
+    )
+    if page_size:
+        request.page_size = page_size
+    return request
 
 
 def _merge(components: Sequence[ComponentSku]) -> list[ComponentSku]:
@@ -403,7 +472,19 @@ class _Failed(Exception):
 
 def error_line(exc: BaseException, endpoint: str, attempts: int = 1) -> str:
     """One line for a failed collection: what went wrong and what to do."""
-    from google.api_core import exceptions as api
+    return (
+        _credentials_line(exc)
+        or _refused_line(exc)
+        or _api_line(exc, endpoint, attempts)
+        or (
+            f"collect gcp: could not reach the Cloud Billing API at {endpoint} after {attempts} "
+            f"tries ({type(exc).__name__}); check SPOTWISE_GCP_BILLING_ENDPOINT and the network"
+        )
+    )
+
+
+def _credentials_line(exc: BaseException) -> str | None:
+    """The line for credentials that are missing or cannot be refreshed, else None."""
     from google.auth import exceptions as auth
 
     if isinstance(exc, auth.DefaultCredentialsError):
@@ -414,6 +495,13 @@ def error_line(exc: BaseException, endpoint: str, attempts: int = 1) -> str:
             "in again (`gcloud auth application-default login`) or fix the key file, then run "
             "again"
         )
+    return None
+
+
+def _refused_line(exc: BaseException) -> str | None:
+    """The line for an API that is disabled or refuses these credentials, else None."""
+    from google.api_core import exceptions as api
+
     denied = api.PermissionDenied | api.Forbidden  # gRPC's name, and REST's (HTTP 403)
     if isinstance(exc, denied) and exc.reason == "SERVICE_DISABLED":
         project = str((exc.metadata or {}).get("consumer", "")).removeprefix("projects/")
@@ -429,18 +517,22 @@ def error_line(exc: BaseException, endpoint: str, attempts: int = 1) -> str:
             f"{_said(exc)}); use an account that may read the catalog, or set a quota "
             "project (GOOGLE_CLOUD_QUOTA_PROJECT), then run again"
         )
-    if isinstance(exc, api.GoogleAPICallError) and _retryable(exc):
+    return None
+
+
+def _api_line(exc: BaseException, endpoint: str, attempts: int) -> str | None:
+    """The line for any other answer of the API (retried or not), else None."""
+    from google.api_core import exceptions as api
+
+    if not isinstance(exc, api.GoogleAPICallError):
+        return None
+    if _retryable(exc):
         return (
             f"collect gcp: the Cloud Billing API at {endpoint} failed with {exc.code} "
             f"({_said(exc)}) {attempts} times; run again in a few minutes (the store is "
             "unchanged)"
         )
-    if isinstance(exc, api.GoogleAPICallError):
-        return f"collect gcp: the Cloud Billing API answered {exc.code} ({_said(exc)})"
-    return (
-        f"collect gcp: could not reach the Cloud Billing API at {endpoint} after {attempts} "
-        f"tries ({type(exc).__name__}); check SPOTWISE_GCP_BILLING_ENDPOINT and the network"
-    )
+    return f"collect gcp: the Cloud Billing API answered {exc.code} ({_said(exc)})"
 
 
 def _said(exc: Any) -> str:
@@ -511,6 +603,7 @@ def collect_gcp_into(
     max_attempts: int = 5,
     on_page: Callable[[int, int], None] | None = None,
     now: pd.Timestamp | None = None,
+    clock: Clock = SYSTEM_CLOCK,
 ) -> tuple[CatalogReport, int]:
     """:func:`collect_gcp` from where the store left off, up to ``now`` (default: a minute
     before the clock, as Google refuses a range that ends in its future), stored in one
@@ -527,7 +620,7 @@ def collect_gcp_into(
         with MarketStore.open_to_read(store_path) as store:
             resume = stored_resume_point(store, shapes, regions)
     if now is None:
-        now = pd.Timestamp.now(tz="UTC").floor("s") - pd.Timedelta(minutes=1)
+        now = utc_now(clock).floor("s") - pd.Timedelta(minutes=1)
     report = collect_gcp(
         client,
         shapes=shapes,
