@@ -33,8 +33,9 @@ from urllib.parse import urlsplit
 
 import pandas as pd
 
+from spotwise.core.clock import SYSTEM_CLOCK, Clock
 from spotwise.pricing.errors import InputError, SourceUnavailable
-from spotwise.pricing.frames import ROW, SPECS, validate
+from spotwise.pricing.frames import ROW, SPECS, utc_now, validate
 from spotwise.pricing.gpus import GpuShape
 from spotwise.pricing.sources.skus import priced_frames
 from spotwise.pricing.store import MarketStore
@@ -111,64 +112,99 @@ def fetch_retail(
         SourceUnavailable: an error answer (after ``max_attempts`` tries for 5xx and 429), an
             unreachable API, a body that is not the documented JSON, or a next page elsewhere.
     """
-    import httpx
-
     params: dict[str, str] | None = {
         "api-version": API_VERSION,
         "meterRegion": "'primary'",
         "$filter": retail_filter(region),
     }
     page_url, items = url, []
-    home = urlsplit(url)
     while page_url:
-        for attempt in range(1, max_attempts + 1):
-            try:
-                response = http.get(page_url, params=params)
-            except httpx.TransportError as exc:
-                if attempt == max_attempts:
-                    raise SourceUnavailable(
-                        f"collect azure: could not reach the Retail Prices API at {url} after "
-                        f"{attempt} tries ({type(exc).__name__}); check SPOTWISE_AZURE_PRICES_URL "
-                        "and the network"
-                    ) from None
-            else:
-                if response.status_code < 500 and response.status_code != 429:
-                    break
-                if attempt == max_attempts:
-                    raise SourceUnavailable(
-                        f"collect azure: the Retail Prices API at {url} failed with "
-                        f"{response.status_code} {attempt} times; run again in a few minutes "
-                        "(the store is unchanged)"
-                    )
-            sleep(min(0.2 * 2 ** (attempt - 1), 5.0))
-        if response.status_code != 200:
-            raise SourceUnavailable(
-                f"collect azure: the Retail Prices API at {url} answered {response.status_code} "
-                f"({_error_text(response)}); check SPOTWISE_AZURE_PRICES_URL, then run again"
-            )
-        try:
-            body = response.json()
-            page, next_link = body["Items"], body.get("NextPageLink")
-        except (ValueError, KeyError, TypeError):
-            raise SourceUnavailable(
-                f"collect azure: the Retail Prices API at {url} answered something other than "
-                "its documented JSON (no Items); check SPOTWISE_AZURE_PRICES_URL"
-            ) from None
+        response = _get_with_retries(http, page_url, params, url, max_attempts, sleep)
+        page, next_link = _retail_page(response, url)
         items += page
         if on_page:
             on_page()
         if next_link:
-            target = urlsplit(next_link)
-            if (target.scheme, target.netloc.removesuffix(":443")) != (
-                home.scheme,
-                home.netloc.removesuffix(":443"),
-            ):
-                raise SourceUnavailable(
-                    f"collect azure: the Retail Prices API sent a next page on another host "
-                    f"({target.scheme}://{target.netloc}); nothing was stored"
-                )
+            _require_same_host(next_link, url)
         page_url, params = next_link or "", None
     return items
+
+
+def _get_with_retries(
+    http: Any,
+    page_url: str,
+    params: dict[str, str] | None,
+    url: str,
+    max_attempts: int,
+    sleep: Callable[[float], None],
+) -> Any:
+    """The answer to one page request; connection failures, 5xx and 429 back off and retry.
+
+    Raises:
+        SourceUnavailable: when the last of ``max_attempts`` tries still failed.
+    """
+    import httpx
+
+    for attempt in range(1, max_attempts + 1):
+        last = attempt == max_attempts
+        try:
+            response = http.get(page_url, params=params)
+        except httpx.TransportError as exc:
+            if last:
+                raise SourceUnavailable(
+                    f"collect azure: could not reach the Retail Prices API at {url} after "
+                    f"{attempt} tries ({type(exc).__name__}); check SPOTWISE_AZURE_PRICES_URL "
+                    "and the network"
+                ) from None
+        else:
+            if response.status_code < 500 and response.status_code != 429:
+                return response
+            if last:
+                raise SourceUnavailable(
+                    f"collect azure: the Retail Prices API at {url} failed with "
+                    f"{response.status_code} {attempt} times; run again in a few minutes "
+                    "(the store is unchanged)"
+                )
+        sleep(min(0.2 * 2 ** (attempt - 1), 5.0))
+    raise AssertionError("unreachable")
+
+
+def _retail_page(response: Any, url: str) -> tuple[list[dict[str, Any]], str | None]:
+    """The items of one page and the link to the next (None on the last).
+
+    Raises:
+        SourceUnavailable: an answer other than 200, or a body that is not the documented JSON.
+    """
+    if response.status_code != 200:
+        raise SourceUnavailable(
+            f"collect azure: the Retail Prices API at {url} answered {response.status_code} "
+            f"({_error_text(response)}); check SPOTWISE_AZURE_PRICES_URL, then run again"
+        )
+    try:
+        body = response.json()
+        return body["Items"], body.get("NextPageLink")
+    except (ValueError, KeyError, TypeError):
+        raise SourceUnavailable(
+            f"collect azure: the Retail Prices API at {url} answered something other than "
+            "its documented JSON (no Items); check SPOTWISE_AZURE_PRICES_URL"
+        ) from None
+
+
+def _require_same_host(next_link: str, url: str) -> None:
+    """Fail when the next page lies on another scheme or host than ``url``.
+
+    Raises:
+        SourceUnavailable: naming the other host.
+    """
+    home, target = urlsplit(url), urlsplit(next_link)
+    if (target.scheme, target.netloc.removesuffix(":443")) != (
+        home.scheme,
+        home.netloc.removesuffix(":443"),
+    ):
+        raise SourceUnavailable(
+            f"collect azure: the Retail Prices API sent a next page on another host "
+            f"({target.scheme}://{target.netloc}); nothing was stored"
+        )
 
 
 def _error_text(response: Any) -> str:
@@ -198,30 +234,8 @@ def retail_rows(
         if size is None:
             continue
         try:
-            if (
-                item["type"] != "Consumption"
-                or item["unitOfMeasure"] != "1 Hour"
-                or item["currencyCode"] != "USD"
-                or "Windows" in item["productName"]
-                or item["skuName"].endswith("Low Priority")
-                or item["armRegionName"] != region
-                or item.get("isPrimaryMeterRegion") is False
-            ):
-                continue
-            rows.append(
-                {
-                    "source": RETAIL_SOURCE,
-                    "provider": "azure",
-                    "region": region,
-                    "zone": "",
-                    "instance_type": size,
-                    "market": "spot" if item["skuName"].endswith(" Spot") else "on_demand",
-                    "ts": pd.Timestamp(item["effectiveStartDate"]),
-                    "price": item["retailPrice"],
-                    "sku": str(item["skuId"]),
-                    ROW: i,
-                }
-            )
+            if _linux_hourly(item, region):
+                rows.append(_retail_row(item, i, size, region))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise InputError(
                 f"the Retail Prices API ({region})",
@@ -230,6 +244,36 @@ def retail_rows(
                 "nothing was stored; report it to Spotwise",
             ) from None
     return rows
+
+
+def _linux_hourly(item: dict[str, Any], region: str) -> bool:
+    """Whether an item is a Linux VM's hourly USD consumption meter of ``region`` (not Batch's
+    low priority, not a secondary meter region)."""
+    return not (
+        item["type"] != "Consumption"
+        or item["unitOfMeasure"] != "1 Hour"
+        or item["currencyCode"] != "USD"
+        or "Windows" in item["productName"]
+        or item["skuName"].endswith("Low Priority")
+        or item["armRegionName"] != region
+        or item.get("isPrimaryMeterRegion") is False
+    )
+
+
+def _retail_row(item: dict[str, Any], i: int, size: str, region: str) -> dict[str, Any]:
+    """The price row of one meter (spot when its ``skuName`` ends in " Spot")."""
+    return {
+        "source": RETAIL_SOURCE,
+        "provider": "azure",
+        "region": region,
+        "zone": "",
+        "instance_type": size,
+        "market": "spot" if item["skuName"].endswith(" Spot") else "on_demand",
+        "ts": pd.Timestamp(item["effectiveStartDate"]),
+        "price": item["retailPrice"],
+        "sku": str(item["skuId"]),
+        ROW: i,
+    }
 
 
 def retail_frames(rows: list[dict[str, Any]], now: pd.Timestamp) -> dict[str, pd.DataFrame]:
@@ -584,6 +628,7 @@ def collect_azure_into(
     subscriptions: Sequence[str] = (),
     max_attempts: int = 5,
     on_page: Callable[[str], None] | None = None,
+    clock: Clock = SYSTEM_CLOCK,
 ) -> tuple[AzureReport, dict[str, int]]:
     """:func:`collect_azure`, stored in one transaction; the report and the new rows per
     table. The store is opened only to write.
@@ -597,7 +642,7 @@ def collect_azure_into(
         prices_url=prices_url,
         graph_url=graph_url,
         subscriptions=subscriptions,
-        now=pd.Timestamp.now(tz="UTC"),
+        now=utc_now(clock),
         max_attempts=max_attempts,
         on_page=on_page,
     )
