@@ -17,6 +17,7 @@ from spotwise.executor.sweeps.sweep import ONE_TRIAL_ATTEMPTS, original_number, 
 from spotwise.pricing.errors import PricingError
 
 if TYPE_CHECKING:
+    from spotwise.executor.ledger.ledger import JobReport
     from spotwise.pricing.operational import OperationalStore
 
 
@@ -70,69 +71,20 @@ def sweep_report(storage: str, name: str, store_path: Path) -> SweepReport:
     Raises:
         ExecutorError: no such sweep in that storage (naming the ones there).
     """
-    from spotwise.executor.ledger.ledger import job_report
     from spotwise.pricing.operational import open_operational
-    from spotwise.pricing.quotes import Quote
 
-    try:
-        study = optuna.load_study(study_name=name, storage=storage_url(storage))
-    except KeyError:
-        names = [s.study_name for s in optuna.get_all_study_summaries(storage_url(storage))]
-        raise ExecutorError(
-            f"no sweep {name!r} in {storage.split('@')[-1]!r}; it holds {names}"
-        ) from None
-    chains: dict[int, list[optuna.trial.FrozenTrial]] = defaultdict(list)
-    for t in study.get_trials(deepcopy=False):
-        chains[original_number(t)].append(t)
-    rows, prices = [], set()
+    study = _load_study(storage, name)
+    rows: list[TrialCost] = []
+    prices: set[str] = set()
     with open_operational(store_path, read_only=True) as store:
-        for number, attempts in sorted(chains.items()):
-            last = attempts[-1]
-            jobs = list(last.user_attrs.get(ONE_TRIAL_ATTEMPTS, []))
-            reports = []
-            for job_id in jobs:
-                try:
-                    reports.append(job_report(store, job_id))
-                except PricingError:  # an attempt that died before the ledger had it
-                    continue
-            hours: dict[str, float] = defaultdict(float)
-            for r in reports:
-                for market, use in r.markets.items():
-                    hours[market] += use.hours
-                for kind, by_place in (r.prices or {}).items():
-                    if kind in ("spot", "on_demand"):
-                        for place, quote in by_place.items():
-                            prices.add(
-                                f"{kind} {place or 'every pool'}: {Quote(**quote).describe()}"
-                            )
-            rows.append(
-                TrialCost(
-                    trial=number,
-                    params=dict(last.params),
-                    state=last.state.name.lower(),
-                    value=last.value if last.state is TrialState.COMPLETE else None,
-                    attempts=len(attempts),
-                    jobs=jobs,
-                    cost_usd=round(sum(r.cost_usd for r in reports), 4),
-                    on_demand_cost_usd=round(sum(r.on_demand_cost_usd for r in reports), 4),
-                    hours={k: round(v, 4) for k, v in hours.items()},
-                    preemptions=sum(r.preemptions for r in reports),
-                    steps_lost=sum(int(t.user_attrs.get("steps_lost", 0)) for t in attempts),
-                    simulated=any(r.simulated for r in reports),
-                    why=str(last.user_attrs["why"])
-                    if last.state is TrialState.FAIL and last.user_attrs.get("why")
-                    else None,
-                )
-            )
+        for number, attempts in sorted(_trial_chains(study).items()):
+            jobs = list(attempts[-1].user_attrs.get(ONE_TRIAL_ATTEMPTS, []))
+            reports = _attempt_reports(store, jobs)
+            prices |= _quoted_prices(reports)
+            rows.append(_trial_cost(number, attempts, jobs, reports))
     cost = sum(r.cost_usd for r in rows)
     on_demand = sum(r.on_demand_cost_usd for r in rows)
     queue = bool(study.user_attrs.get("queue", False))
-    complete = [r for r in rows if r.state == "complete" and r.value is not None]
-    best = None
-    if complete and not queue:
-        pick = min if study.direction.name == "MINIMIZE" else max
-        top = pick(complete, key=lambda r: r.value or 0.0)
-        best = {"trial": top.trial, "params": top.params, "value": top.value}
     return SweepReport(
         sweep=name,
         direction=study.direction.name.lower(),
@@ -143,11 +95,112 @@ def sweep_report(storage: str, name: str, store_path: Path) -> SweepReport:
         failed=sum(r.state == "fail" for r in rows),
         cost_usd=round(cost, 4),
         on_demand_cost_usd=round(on_demand, 4),
-        savings_pct=round(100 * (1 - cost / on_demand), 2) if on_demand > 0 else 0.0,
+        savings_pct=_savings_pct(cost, on_demand),
         simulated=any(r.simulated for r in rows),
-        best=best,
+        best=None if queue else _best_trial(rows, study.direction.name),
         prices=sorted(prices),
     )
+
+
+def _load_study(storage: str, name: str) -> optuna.Study:
+    """The study ``name`` of ``storage``, or an error naming the studies it holds."""
+    try:
+        return optuna.load_study(study_name=name, storage=storage_url(storage))
+    except KeyError:
+        names = [s.study_name for s in optuna.get_all_study_summaries(storage_url(storage))]
+        raise ExecutorError(
+            f"no sweep {name!r} in {storage.split('@')[-1]!r}; it holds {names}"
+        ) from None
+
+
+def _trial_chains(study: optuna.Study) -> dict[int, list[optuna.trial.FrozenTrial]]:
+    """The study's trials grouped by the trial they retry (in attempt order)."""
+    chains: dict[int, list[optuna.trial.FrozenTrial]] = defaultdict(list)
+    for t in study.get_trials(deepcopy=False):
+        chains[original_number(t)].append(t)
+    return chains
+
+
+def _attempt_reports(store: OperationalStore, jobs: list[str]) -> list[JobReport]:
+    """The ledger's report of each attempt's job, skipping those the ledger never had."""
+    from spotwise.executor.ledger.ledger import job_report
+
+    reports = []
+    for job_id in jobs:
+        try:
+            reports.append(job_report(store, job_id))
+        except PricingError:  # an attempt that died before the ledger had it
+            continue
+    return reports
+
+
+def _quoted_prices(reports: list[JobReport]) -> set[str]:
+    """Every spot and on-demand price the reports used, described with its place."""
+    from spotwise.pricing.quotes import Quote
+
+    return {
+        f"{kind} {place or 'every pool'}: {Quote(**quote).describe()}"
+        for r in reports
+        for kind, by_place in (r.prices or {}).items()
+        if kind in ("spot", "on_demand")
+        for place, quote in by_place.items()
+    }
+
+
+def _market_hours(reports: list[JobReport]) -> dict[str, float]:
+    """Instance hours per market summed over the reports (rounded to 4 places)."""
+    hours: dict[str, float] = defaultdict(float)
+    for r in reports:
+        for market, use in r.markets.items():
+            hours[market] += use.hours
+    return {k: round(v, 4) for k, v in hours.items()}
+
+
+def _failure_why(last: optuna.trial.FrozenTrial) -> str | None:
+    """Why a failed attempt failed, as it recorded (None: it did not fail or did not say)."""
+    if last.state is TrialState.FAIL and last.user_attrs.get("why"):
+        return str(last.user_attrs["why"])
+    return None
+
+
+def _trial_cost(
+    number: int,
+    attempts: list[optuna.trial.FrozenTrial],
+    jobs: list[str],
+    reports: list[JobReport],
+) -> TrialCost:
+    """One trial's row: its last attempt's outcome and the cost of all its attempts."""
+    last = attempts[-1]
+    return TrialCost(
+        trial=number,
+        params=dict(last.params),
+        state=last.state.name.lower(),
+        value=last.value if last.state is TrialState.COMPLETE else None,
+        attempts=len(attempts),
+        jobs=jobs,
+        cost_usd=round(sum(r.cost_usd for r in reports), 4),
+        on_demand_cost_usd=round(sum(r.on_demand_cost_usd for r in reports), 4),
+        hours=_market_hours(reports),
+        preemptions=sum(r.preemptions for r in reports),
+        steps_lost=sum(int(t.user_attrs.get("steps_lost", 0)) for t in attempts),
+        simulated=any(r.simulated for r in reports),
+        why=_failure_why(last),
+    )
+
+
+def _best_trial(rows: list[TrialCost], direction: str) -> dict[str, Any] | None:
+    """The completed trial with the best value in the study's direction (None: none completed)."""
+    complete = [r for r in rows if r.state == "complete" and r.value is not None]
+    if not complete:
+        return None
+    pick = min if direction == "MINIMIZE" else max
+    top = pick(complete, key=lambda r: r.value or 0.0)
+    return {"trial": top.trial, "params": top.params, "value": top.value}
+
+
+def _savings_pct(cost: float, on_demand: float) -> float:
+    """Percent saved against on-demand, to 2 places (0.0 when there was no on-demand cost)."""
+    return round(100 * (1 - cost / on_demand), 2) if on_demand > 0 else 0.0
 
 
 def ledger_sweeps(store: OperationalStore) -> list[dict[str, Any]]:
@@ -159,27 +212,32 @@ def ledger_sweeps(store: OperationalStore) -> list[dict[str, Any]]:
     for job in list_jobs(store):
         if job.get("sweep"):
             by_sweep[str(job["sweep"])].append(job)
-    rows = []
-    for sweep, jobs in by_sweep.items():
-        reports = [job_report(store, j["job_id"]) for j in jobs]
-        cost = sum(r.cost_usd for r in reports)
-        on_demand = sum(r.on_demand_cost_usd for r in reports)
-        statuses = [j["status"] for j in jobs]
-        rows.append(
-            {
-                "sweep": sweep,
-                "money": "simulated" if any(r.simulated for r in reports) else "real",
-                "trials": len({j["trial"] for j in jobs}),
-                "jobs": len(jobs),
-                "completed": statuses.count("completed"),
-                "pruned": statuses.count("pruned"),
-                "failed": statuses.count("failed") + statuses.count("cancelled"),
-                "running": statuses.count("running"),
-                "cost_usd": round(cost, 4),
-                "on_demand_cost_usd": round(on_demand, 4),
-                "saved_pct": round(100 * (1 - cost / on_demand), 2) if on_demand > 0 else 0.0,
-                "preemptions": sum(r.preemptions for r in reports),
-                "started": min(j["started"] for j in jobs),
-            }
-        )
+    rows = [
+        _ledger_sweep_row(sweep, jobs, [job_report(store, j["job_id"]) for j in jobs])
+        for sweep, jobs in by_sweep.items()
+    ]
     return sorted(rows, key=lambda r: r["started"], reverse=True)
+
+
+def _ledger_sweep_row(
+    sweep: str, jobs: list[dict[str, Any]], reports: list[JobReport]
+) -> dict[str, Any]:
+    """One sweep's row of ``ledger_sweeps``: its jobs' outcomes and their reports' costs."""
+    cost = sum(r.cost_usd for r in reports)
+    on_demand = sum(r.on_demand_cost_usd for r in reports)
+    statuses = [j["status"] for j in jobs]
+    return {
+        "sweep": sweep,
+        "money": "simulated" if any(r.simulated for r in reports) else "real",
+        "trials": len({j["trial"] for j in jobs}),
+        "jobs": len(jobs),
+        "completed": statuses.count("completed"),
+        "pruned": statuses.count("pruned"),
+        "failed": statuses.count("failed") + statuses.count("cancelled"),
+        "running": statuses.count("running"),
+        "cost_usd": round(cost, 4),
+        "on_demand_cost_usd": round(on_demand, 4),
+        "saved_pct": _savings_pct(cost, on_demand),
+        "preemptions": sum(r.preemptions for r in reports),
+        "started": min(j["started"] for j in jobs),
+    }

@@ -407,34 +407,44 @@ class SweepWorker:
         retry = f" (retry, as trial {trial.number})" if number != trial.number else ""
         attempt = f"trial {number}{retry}"
         self.progress(f"{attempt}: {' '.join(command)}")
-        beat = _Heartbeat(self.study, trial, self.config.heartbeat_s)
-        state, value, why = TrialState.FAIL, None, ""
+        state, value, why = self._run_attempt(trial, command, ckpt, job_id, number)
+        self._tell(trial, state, value, why, retry=state is TrialState.FAIL)
+        self.progress(f"{attempt}: {self._outcome_text(state, value, why)}")
+
+    def _run_attempt(
+        self, trial: Trial, command: list[str], ckpt: str, job_id: str, number: int
+    ) -> tuple[TrialState, float | None, str]:
+        """Supervise one attempt under a heartbeat: its state, value and why it failed."""
         try:
-            with beat:
+            with _Heartbeat(self.study, trial, self.config.heartbeat_s):
                 job = self._supervise(trial, command, ckpt, job_id, number)
-            trial.set_user_attr("steps_lost", job.steps_lost)
-            starts = [e for e in job.events if e.get("event") in ("fresh", "resumed")]
-            trial.set_user_attr("started_at_step", starts[0].get("step") if starts else None)
-            ends = [e for e in job.events if e.get("event") == "done"]
-            if ends and isinstance(ends[-1].get("digest"), str):
-                trial.set_user_attr("digest", ends[-1]["digest"])
-            value = trial_value(job.events)
-            if value is None and self.spec.queue:
-                value = 0.0
-            if value is None:
-                why = 'printed no value: print {"event": "result", "value": V} at its end'
-            else:
-                state = TrialState.COMPLETE
+            _record_job(trial, job)
+            return self._job_outcome(job)
         except Stopped:
-            state = TrialState.PRUNED
+            return TrialState.PRUNED, None, ""
         except Cancelled:
             self._tell(trial, TrialState.FAIL, None, "cancelled", retry=True)
             raise
         except (ExecutorError, PricingError) as exc:
-            why = str(exc)
-        self._tell(trial, state, value, why, retry=state is TrialState.FAIL)
+            return TrialState.FAIL, None, str(exc)
+
+    def _job_outcome(self, job: SupervisedJob) -> tuple[TrialState, float | None, str]:
+        """A finished job's state, value and why it failed (a queue's task needs no value)."""
+        value = trial_value(job.events)
+        if value is None and self.spec.queue:
+            value = 0.0
+        if value is None:
+            return (
+                TrialState.FAIL,
+                None,
+                'printed no value: print {"event": "result", "value": V} at its end',
+            )
+        return TrialState.COMPLETE, value, ""
+
+    def _outcome_text(self, state: TrialState, value: float | None, why: str) -> str:
+        """How an attempt ended, for the progress line: its state, value and why."""
         shown = f", value {value:.6g}" if value is not None and not self.spec.queue else ""
-        self.progress(f"{attempt}: {state.name.lower()}{shown}" + (f" ({why})" if why else ""))
+        return f"{state.name.lower()}{shown}" + (f" ({why})" if why else "")
 
     def _checkpoint_folder(self, number: int) -> str:
         """Trial ``number``'s checkpoint folder, the same for each of its retries: in the
@@ -617,6 +627,16 @@ class _Heartbeat:
     def __exit__(self, *_: object) -> None:
         self._stop.set()
         self._thread.join()
+
+
+def _record_job(trial: Trial, job: SupervisedJob) -> None:
+    """Keep what a finished job tells about the trial: steps lost, its first step, its digest."""
+    trial.set_user_attr("steps_lost", job.steps_lost)
+    starts = [e for e in job.events if e.get("event") in ("fresh", "resumed")]
+    trial.set_user_attr("started_at_step", starts[0].get("step") if starts else None)
+    ends = [e for e in job.events if e.get("event") == "done"]
+    if ends and isinstance(ends[-1].get("digest"), str):
+        trial.set_user_attr("digest", ends[-1]["digest"])
 
 
 def trial_value(events: tuple[dict[str, Any], ...] | list[dict[str, Any]]) -> float | None:
