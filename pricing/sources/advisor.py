@@ -48,24 +48,35 @@ def parse_advisor(
                 "Give the advisor JSON feed; nothing was stored",
             )
         for system, types in systems.items():
-            if system != "Linux":
+            if system == "Linux":
+                rows += _linux_rows(region, types, origin)
+            else:
                 other_systems += len(types) if isinstance(types, dict) else 0
-                continue
-            for instance_type, entry in types.items():
-                where = f"spot_advisor.{region}.Linux.{instance_type}"
-                if not isinstance(entry, dict) or "r" not in entry or "s" not in entry:
-                    raise InputError(
-                        origin,
-                        where,
-                        f"entry lacks 'r' or 's': {entry!r}",
-                        "Give the advisor JSON feed; nothing was stored",
-                    )
-                rows.append((region, instance_type, entry["r"], entry["s"], where))
     frame = pd.DataFrame(
         rows, columns=["region", "instance_type", "interruption_band", "savings_pct", "_row"]
     )
     frame = frame.assign(source=source, provider="aws", observed=observed)
     return validate("bands", frame, origin=origin, where="{}"), other_systems
+
+
+def _linux_rows(region: str, types: dict[str, object], origin: str) -> list[tuple[object, ...]]:
+    """(region, type, band, saving, where) of each Linux entry of one region.
+
+    Raises:
+        InputError: when an entry lacks ``r`` or ``s``.
+    """
+    rows: list[tuple[object, ...]] = []
+    for instance_type, entry in types.items():
+        where = f"spot_advisor.{region}.Linux.{instance_type}"
+        if not isinstance(entry, dict) or "r" not in entry or "s" not in entry:
+            raise InputError(
+                origin,
+                where,
+                f"entry lacks 'r' or 's': {entry!r}",
+                "Give the advisor JSON feed; nothing was stored",
+            )
+        rows.append((region, instance_type, entry["r"], entry["s"], where))
+    return rows
 
 
 def read_advisor_file(path: Path) -> Parsed:

@@ -15,8 +15,9 @@ from typing import Any
 
 import pandas as pd
 
+from spotwise.core.clock import SYSTEM_CLOCK, Clock
 from spotwise.pricing.errors import InputError, SourceUnavailable
-from spotwise.pricing.frames import ROW, region_of_zone, validate
+from spotwise.pricing.frames import ROW, region_of_zone, utc_now, validate
 from spotwise.pricing.operational import upsert_frames
 from spotwise.pricing.sources import FileFormat, Parsed
 from spotwise.pricing.sources.advisor import ADVISOR_URL, fetch_advisor, parse_advisor
@@ -120,37 +121,72 @@ def collect_aws(
         botocore.exceptions.ClientError: when the price history itself cannot be fetched.
     """
     report = CollectReport()
-    frames = []
-    for instance_type in instance_types or [""]:
-        start = resume_from(instance_type)
-        if start is not None and start > now:
-            report.messages.append(
-                f"{instance_type or 'all types'}: the newest stored price ({start:%Y-%m-%d}) "
-                "lies in the future; collecting from --since instead (delete that row)"
-            )
-            start = None
-        frames.append(_price_history(client, instance_type, start or since, now, report, on_page))
+    frames = [
+        _price_history(
+            client,
+            instance_type,
+            _start(instance_type, resume_from, since, now, report),
+            now,
+            report,
+            on_page,
+        )
+        for instance_type in instance_types or [""]
+    ]
     report.frames["prices"] = validate(
         "prices", pd.concat(frames, ignore_index=True), origin=f"{API_SOURCE} {region}", now=now
     )
-    if placement_scores and instance_types:
-        try:
-            report.frames["placement_scores"] = _placement_scores(
-                client, region, instance_types, now
-            )
-        except SourceUnavailable as exc:
-            report.messages.append(str(exc))
-    elif placement_scores:
-        report.messages.append("placement scores: skipped (they need --instance-types)")
+    if placement_scores:
+        _add_placement_scores(report, client, region, instance_types, now)
     if advisor_url:
-        try:
-            bands, _ = parse_advisor(
-                fetch_advisor(advisor_url), observed=now.floor("D"), origin=advisor_url
-            )
-            report.frames["bands"] = bands
-        except (SourceUnavailable, InputError) as exc:
-            report.messages.append(f"spot advisor: skipped ({exc})")
+        _add_advisor_bands(report, advisor_url, now)
     return report
+
+
+def _start(
+    instance_type: str,
+    resume_from: Callable[[str], pd.Timestamp | None],
+    since: pd.Timestamp | None,
+    now: pd.Timestamp,
+    report: CollectReport,
+) -> pd.Timestamp | None:
+    """Where one type's price history starts: the stored resume point, else ``since`` (with a
+    line in the report when the stored point lies in the future)."""
+    start = resume_from(instance_type)
+    if start is not None and start > now:
+        report.messages.append(
+            f"{instance_type or 'all types'}: the newest stored price ({start:%Y-%m-%d}) "
+            "lies in the future; collecting from --since instead (delete that row)"
+        )
+        start = None
+    return start or since
+
+
+def _add_placement_scores(
+    report: CollectReport,
+    client: Any,
+    region: str,
+    instance_types: Sequence[str],
+    now: pd.Timestamp,
+) -> None:
+    """The placement scores of ``instance_types`` into the report, or a line why not."""
+    if not instance_types:
+        report.messages.append("placement scores: skipped (they need --instance-types)")
+        return
+    try:
+        report.frames["placement_scores"] = _placement_scores(client, region, instance_types, now)
+    except SourceUnavailable as exc:
+        report.messages.append(str(exc))
+
+
+def _add_advisor_bands(report: CollectReport, advisor_url: str, now: pd.Timestamp) -> None:
+    """The Spot Advisor's bands, observed today, into the report, or a line why not."""
+    try:
+        bands, _ = parse_advisor(
+            fetch_advisor(advisor_url), observed=now.floor("D"), origin=advisor_url
+        )
+        report.frames["bands"] = bands
+    except (SourceUnavailable, InputError) as exc:
+        report.messages.append(f"spot advisor: skipped ({exc})")
 
 
 def collect_into(
@@ -164,6 +200,7 @@ def collect_into(
     advisor_url: str | None = ADVISOR_URL,
     placement_scores: bool = True,
     on_page: Callable[[int, int], None] | None = None,
+    clock: Clock = SYSTEM_CLOCK,
 ) -> tuple[CollectReport, dict[str, int]]:
     """Collect one region into the store at ``store_path`` from where it left off
     (:func:`collect_aws` with a boto3 client that retries throttled calls); the report and the
@@ -183,7 +220,7 @@ def collect_into(
         instance_types=instance_types,
         resume_from=resume_from,
         since=since,
-        now=pd.Timestamp.now(tz="UTC"),
+        now=utc_now(clock),
         advisor_url=advisor_url,
         placement_scores=placement_scores,
         on_page=on_page,

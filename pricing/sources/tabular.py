@@ -35,8 +35,35 @@ def read_csv(path: Path, *, columns: Sequence[str], header: bool) -> pd.DataFram
     Raises:
         InputError: unreadable, undecodable or malformed files, and missing columns.
     """
+    frame = _parse_csv(path, columns, header)
+    if header:
+        frame = _header_row_as_columns(path, frame)
+    frame.columns = [str(c).strip() for c in frame.columns]
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise InputError(
+            path,
+            "line 1 (header)",
+            f"missing column(s) {missing}; the header has {list(frame.columns)}",
+            "Rename the columns or pass the right --format; nothing was stored",
+        )
+    frame[ROW] = frame.index + 1  # the file's line number (row 0 is line 1)
+    blank = frame[list(columns)].apply(lambda c: c.isna() | (c == "")).all(axis=1)
+    frame = frame[~blank].reset_index(drop=True)
+    for column in columns:
+        _require_values(path, frame, column)
+        frame[column] = frame[column].str.strip()
+    return frame
+
+
+def _parse_csv(path: Path, columns: Sequence[str], header: bool) -> pd.DataFrame:
+    """Every line of the file as text fields (the header, if any, as the first row).
+
+    Raises:
+        InputError: an unreadable, undecodable, empty or malformed file.
+    """
     try:
-        frame = pd.read_csv(
+        return pd.read_csv(
             path,
             dtype=str,
             keep_default_na=False,
@@ -57,12 +84,7 @@ def read_csv(path: Path, *, columns: Sequence[str], header: bool) -> pd.DataFram
     except OSError as exc:
         raise unreadable(path, exc) from exc
     except pd.errors.EmptyDataError as exc:
-        raise InputError(
-            path,
-            "line 1",
-            "the file is empty",
-            "Give a file with a header and rows; nothing was stored",
-        ) from exc
+        raise _empty(path) from exc
     except pd.errors.ParserError as exc:
         line = re.search(r"line (\d+)", str(exc))
         raise InputError(
@@ -71,40 +93,45 @@ def read_csv(path: Path, *, columns: Sequence[str], header: bool) -> pd.DataFram
             f"malformed CSV ({exc})".replace("\n", " "),
             "Fix the line's fields; nothing was stored",
         ) from exc
-    if header:
-        if frame.empty:
-            raise InputError(
-                path,
-                "line 1",
-                "the file is empty",
-                "Give a file with a header and rows; nothing was stored",
-            )
-        frame.columns = [str(c).strip() for c in frame.iloc[0]]
-        frame = frame.iloc[1:]
-    frame.columns = [str(c).strip() for c in frame.columns]
-    missing = [c for c in columns if c not in frame.columns]
-    if missing:
+
+
+def _empty(path: Path) -> InputError:
+    """The error for a CSV without a header or rows."""
+    return InputError(
+        path,
+        "line 1",
+        "the file is empty",
+        "Give a file with a header and rows; nothing was stored",
+    )
+
+
+def _header_row_as_columns(path: Path, frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows after the first, named by the first.
+
+    Raises:
+        InputError: for a file without even a header.
+    """
+    if frame.empty:
+        raise _empty(path)
+    frame.columns = [str(c).strip() for c in frame.iloc[0]]
+    return frame.iloc[1:]
+
+
+def _require_values(path: Path, frame: pd.DataFrame, column: str) -> None:
+    """Fail on the first row whose ``column`` is missing or blank.
+
+    Raises:
+        InputError: naming that line and the field.
+    """
+    empty = frame[column].isna() | (frame[column].str.strip() == "")
+    if empty.any():
+        row = frame[ROW][empty].iloc[0]
         raise InputError(
             path,
-            "line 1 (header)",
-            f"missing column(s) {missing}; the header has {list(frame.columns)}",
-            "Rename the columns or pass the right --format; nothing was stored",
+            f"line {row}, field {column!r}",
+            "missing value (is the file truncated?)",
+            "Fill in the value or remove the line; nothing was stored",
         )
-    frame[ROW] = frame.index + 1  # the file's line number (row 0 is line 1)
-    blank = frame[list(columns)].apply(lambda c: c.isna() | (c == "")).all(axis=1)
-    frame = frame[~blank].reset_index(drop=True)
-    for column in columns:
-        empty = frame[column].isna() | (frame[column].str.strip() == "")
-        if empty.any():
-            row = frame[ROW][empty].iloc[0]
-            raise InputError(
-                path,
-                f"line {row}, field {column!r}",
-                "missing value (is the file truncated?)",
-                "Fill in the value or remove the line; nothing was stored",
-            )
-        frame[column] = frame[column].str.strip()
-    return frame
 
 
 def parse_utc(

@@ -74,14 +74,7 @@ def read_cbl_json(path: Path) -> CblTrace:
             "not a CBL trace (needs 'metadata' and 'data')",
             "Give a CBL trace or name the right --format; nothing was stored",
         )
-    gap = doc["metadata"].get("gap_seconds") if isinstance(doc["metadata"], dict) else None
-    if not isinstance(gap, int | float) or isinstance(gap, bool) or not 0 < gap <= 86_400:
-        raise InputError(
-            path,
-            "metadata.gap_seconds",
-            f"must be a number of seconds in (0, 86400], got {gap!r}",
-            "Fix the trace's metadata; nothing was stored",
-        )
+    gap = _gap_seconds(path, doc["metadata"])
     data = _numbers(path, "data", doc["data"])
     prices = _numbers(path, "prices", doc["prices"]) if "prices" in doc else None
     if prices is not None and len(prices) != len(data):
@@ -91,7 +84,24 @@ def read_cbl_json(path: Path) -> CblTrace:
             f"{len(prices)} prices for {len(data)} ticks",
             "Give one price per tick; nothing was stored",
         )
-    return CblTrace(gap_seconds=int(gap), data=data, prices=prices)
+    return CblTrace(gap_seconds=gap, data=data, prices=prices)
+
+
+def _gap_seconds(path: Path, metadata: object) -> int:
+    """The trace's tick in whole seconds, from ``metadata.gap_seconds``.
+
+    Raises:
+        InputError: when it is missing or not a number of seconds in (0, 86400].
+    """
+    gap = metadata.get("gap_seconds") if isinstance(metadata, dict) else None
+    if not isinstance(gap, int | float) or isinstance(gap, bool) or not 0 < gap <= 86_400:
+        raise InputError(
+            path,
+            "metadata.gap_seconds",
+            f"must be a number of seconds in (0, 86400], got {gap!r}",
+            "Fix the trace's metadata; nothing was stored",
+        )
+    return int(gap)
 
 
 def _numbers(path: Path, key: str, values: object) -> np.ndarray:
