@@ -49,6 +49,8 @@ from spotwise.policy.policies.base import (
     WAIT,
     Action,
     JobContext,
+    Observation,
+    Policy,
     request,
 )
 from spotwise.policy.policies.rules import safety_margin, slack_exhausted, slack_ticks
@@ -100,6 +102,7 @@ class FleetResult:
 
     @property
     def hours_over_budget(self) -> float:
+        """Hours the fleet spent past its budget."""
         return sum(_over(s, self.budget_usd_per_hour) for s in self.spend) * self.tick_hours
 
 
@@ -143,6 +146,7 @@ class FleetMarket:
     changeover_hours: float = 0.2
 
     def spec(self, job: FleetJob) -> JobSpec:
+        """The single-job spec of ``job`` on this market."""
         return JobSpec(
             compute_hours=job.compute_hours,
             deadline_hours=job.deadline_hours,
@@ -170,87 +174,155 @@ def simulate_fleet(
     that is up has room for all). ``managed``: the fleet's controller applies the tiers and the
     budget, shares what any job's launches and instances showed, and hands a lower tier's spot
     node to a job that would otherwise start on-demand; else every job acts on its own."""
-    gap_hours = traces.gap_seconds / 3600
-    sight = Sight.blank(len(traces.pools)) if managed else None
-    pools = SharedPools(capacity) if capacity is not None else None
-    runs, policies, contexts, arrivals = [], [], [], []
-    for job in fleet:
-        spec = market.spec(job)
-        begin = start + round(job.arrives_hours / gap_hours)
-        context = context_for(traces, spec, begin, None, visibility=visibility)
-        chosen = load(policy)
-        chosen.reset(context)
-        runs.append(JobRun(traces, spec, begin, None, visibility, sight, pools))
-        policies.append(chosen)
-        contexts.append(context)
-        arrivals.append(begin - start)
-    order = sorted(range(len(fleet)), key=lambda i: TIERS.index(fleet[i].tier))
-    refused = [False] * len(fleet)
-    """Jobs idle since a launch request of theirs found no node."""
-    spends: list[float] = []
-    tick = 0
-    end = max(a + r.job.deadline for a, r in zip(arrivals, runs, strict=True))
-    while tick < end:
-        spend = 0.0
-        active = False
-        if pools is not None:
-            pools.settle(int(start + tick))
-        for i in order:
-            run, job = runs[i], fleet[i]
-            if tick < arrivals[i] or run.over:
-                continue
-            active = True
-            obs = run.observe()
-            action = policies[i].act(obs)
-            want = action.instance
-            if obs.state != NONE:
-                refused[i] = False
-            starved = refused[i] or not action.named_pools()
-            if managed and pools is not None and obs.state == NONE and starved and not run.blocked:
-                action = _spot_from_lower_tier(i, fleet, runs, contexts, pools) or action
-                want = action.instance
-            price = 0.0
-            if want >= SPOT0:
-                price = float(obs.prices[want - SPOT0])
-            elif want == ON_DEMAND:
-                price = market.on_demand_price
-            if (
-                managed
-                and want >= ON_DEMAND
-                and not fleet_grant(
-                    job.tier,
-                    "spot" if want >= SPOT0 else "on-demand",
-                    price,
-                    others=spend,
-                    budget=budget_usd_per_hour,
-                    deadline=deadline_asks(
-                        slack_ticks(obs, contexts[i]), contexts[i].job.changeover, 1
-                    ),
-                ).granted
-            ):
-                action, price = WAIT, 0.0
-                if job.tier == "low" and want == ON_DEMAND:
-                    up = spot_within(
-                        {z: float(obs.prices[z]) for z in obs.askable()},
-                        others=spend,
-                        budget=budget_usd_per_hour,
-                    )
-                    if up:
-                        action, price = request(up), float(max(obs.prices[up]))
-            spend += price
-            failed = run.failed_requests
-            run.step(action)
-            refused[i] = refused[i] or run.failed_requests > failed
-        if active:
-            spends.append(spend)
-        tick += 1
-    results = tuple(_result(job, run) for job, run in zip(fleet, runs, strict=True))
+    sim = _FleetSim(
+        traces,
+        fleet,
+        start,
+        budget=budget_usd_per_hour,
+        market=market,
+        policy=policy,
+        visibility=visibility,
+        capacity=capacity,
+        managed=managed,
+    )
+    spends = [spend for tick in range(sim.end) if (spend := sim.tick(tick)) is not None]
     return FleetResult(
-        jobs=results,
+        jobs=sim.results(),
         spend=tuple(spends),
-        tick_hours=gap_hours,
+        tick_hours=sim.gap_hours,
         budget_usd_per_hour=budget_usd_per_hour,
     )
+
+
+class _FleetSim:
+    """The jobs of one fleet in lockstep: each tick every job in flight, highest tier first,
+    asks its policy and (when ``managed``) the fleet's controller, then steps its simulator."""
+
+    def __init__(
+        self,
+        traces: TraceSet,
+        fleet: Sequence[FleetJob],
+        start: int,
+        *,
+        budget: float,
+        market: FleetMarket,
+        policy: str,
+        visibility: Visibility,
+        capacity: np.ndarray | None,
+        managed: bool,
+    ) -> None:
+        self.fleet, self.start, self.budget, self.market = fleet, start, budget, market
+        self.managed = managed
+        self.gap_hours = traces.gap_seconds / 3600
+        sight = Sight.blank(len(traces.pools)) if managed else None
+        self.pools = SharedPools(capacity) if capacity is not None else None
+        self.runs: list[JobRun] = []
+        self.policies: list[Policy] = []
+        self.contexts: list[JobContext] = []
+        self.arrivals: list[int] = []
+        for job in fleet:
+            spec = market.spec(job)
+            begin = start + round(job.arrives_hours / self.gap_hours)
+            context = context_for(traces, spec, begin, None, visibility=visibility)
+            chosen = load(policy)
+            chosen.reset(context)
+            self.runs.append(JobRun(traces, spec, begin, None, visibility, sight, self.pools))
+            self.policies.append(chosen)
+            self.contexts.append(context)
+            self.arrivals.append(begin - start)
+        self.order = sorted(range(len(fleet)), key=lambda i: TIERS.index(fleet[i].tier))
+        self.refused = [False] * len(fleet)
+        """Jobs idle since a launch request of theirs found no node."""
+        self.end = max(a + r.job.deadline for a, r in zip(self.arrivals, self.runs, strict=True))
+
+    def tick(self, tick: int) -> float | None:
+        """Step every job in flight at ``tick``: what the fleet spent ($/h), None when no job
+        was in flight."""
+        if self.pools is not None:
+            self.pools.settle(int(self.start + tick))
+        spend, active = 0.0, False
+        for i in self.order:
+            if tick < self.arrivals[i] or self.runs[i].over:
+                continue
+            active = True
+            spend += self._step(i, others=spend)
+        return spend if active else None
+
+    def _step(self, i: int, *, others: float) -> float:
+        """Job ``i`` asks its policy, the controller answers, the job steps: what it spends."""
+        run = self.runs[i]
+        obs = run.observe()
+        action = self.policies[i].act(obs)
+        if obs.state != NONE:
+            self.refused[i] = False
+        action = self._node_from_lower_tier(i, obs, action)
+        action, price = self._granted(i, obs, action, others=others)
+        failed = run.failed_requests
+        run.step(action)
+        self.refused[i] = self.refused[i] or run.failed_requests > failed
+        return price
+
+    def _node_from_lower_tier(self, i: int, obs: Observation, action: Action) -> Action:
+        """``action``, or a lower tier's spot node when job ``i`` is idle and starved."""
+        starved = self.refused[i] or not action.named_pools()
+        if (
+            self.managed
+            and self.pools is not None
+            and obs.state == NONE
+            and starved
+            and not self.runs[i].blocked
+        ):
+            taken = _spot_from_lower_tier(i, self.fleet, self.runs, self.contexts, self.pools)
+            return taken or action
+        return action
+
+    def _granted(
+        self, i: int, obs: Observation, action: Action, *, others: float
+    ) -> tuple[Action, float]:
+        """What job ``i`` may do of ``action`` under the fleet's rule, and its price ($/h)."""
+        want = action.instance
+        price = self._price(obs, want)
+        if not self.managed or want < ON_DEMAND:
+            return action, price
+        context = self.contexts[i]
+        grant = fleet_grant(
+            self.fleet[i].tier,
+            "spot" if want >= SPOT0 else "on-demand",
+            price,
+            others=others,
+            budget=self.budget,
+            deadline=deadline_asks(slack_ticks(obs, context), context.job.changeover, 1),
+        )
+        if grant.granted:
+            return action, price
+        return self._instead(self.fleet[i], obs, want, others=others)
+
+    def _instead(
+        self, job: FleetJob, obs: Observation, want: int, *, others: float
+    ) -> tuple[Action, float]:
+        """A refused job waits, but a ``low`` one refused on-demand asks for the spot pools
+        that fit in the budget, if any."""
+        if job.tier == "low" and want == ON_DEMAND:
+            up = spot_within(
+                {z: float(obs.prices[z]) for z in obs.askable()},
+                others=others,
+                budget=self.budget,
+            )
+            if up:
+                return request(up), float(max(obs.prices[up]))
+        return WAIT, 0.0
+
+    def _price(self, obs: Observation, want: int) -> float:
+        """What ``want`` costs per hour this tick (nothing for no instance)."""
+        if want >= SPOT0:
+            return float(obs.prices[want - SPOT0])
+        if want == ON_DEMAND:
+            return self.market.on_demand_price
+        return 0.0
+
+    def results(self) -> tuple[FleetJobResult, ...]:
+        """How each job went."""
+        return tuple(_result(job, run) for job, run in zip(self.fleet, self.runs, strict=True))
 
 
 def _spot_from_lower_tier(
