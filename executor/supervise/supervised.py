@@ -16,6 +16,7 @@ from spotwise.executor.ledger.ledger import JobInfo, JobReport, Ledger
 from spotwise.executor.ledger.prices import PriceBook
 from spotwise.executor.supervise.elastic import NodePlan, NodeSupervisor, SpendGate
 from spotwise.executor.supervise.job_log import JobLog, log_folder
+from spotwise.executor.supervise.price_cap import StoredPriceForecasts
 from spotwise.executor.supervise.supervisor import (
     ClientFor,
     EventWatcher,
@@ -59,6 +60,15 @@ class SupervisedJob:
             "steps_lost": self.steps_lost,
             "placements": list(self.placements),
         }
+
+
+def price_outlook(store_path: Path, launcher: Launcher, prices: PriceBook) -> StoredPriceForecasts:
+    """The stored price forecasts of the job's pools: its cloud's, or AWS's for replayed
+    traces (the bundled ones are AWS pools)."""
+    from spotwise.executor.clouds.registry import CLOUDS
+
+    provider = launcher.name if launcher.name in CLOUDS else "aws"
+    return StoredPriceForecasts(store_path, provider=provider, instance_type=prices.instance_type)
 
 
 def supervise(
@@ -123,7 +133,14 @@ def supervise(
     supervisor: Supervisor | NodeSupervisor
     if nodes is None:
         supervisor = Supervisor(
-            launcher, client_for, config, ledger, progress, log=log, on_event=on_event
+            launcher,
+            client_for,
+            config,
+            ledger,
+            progress,
+            log=log,
+            on_event=on_event,
+            outlook=price_outlook(store_path, launcher, prices),
         )
     else:
         supervisor = NodeSupervisor(

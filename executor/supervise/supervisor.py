@@ -1,13 +1,15 @@
 """The supervisor: runs a training command to completion across preemptions.
 
-It asks the policy where to run, launches the command there, forwards preemption notices,
-and when the command exits with the preempted code asks again and relaunches (same pool,
-another pool, or on-demand). It moves proactively when the risk forecast for the current pool
-crosses ``migrate_risk`` and a safer pool is free, falls back to on-demand for good after
-``on_demand_after`` preemptions; on on-demand it asks the policy every ``spot_check_s``
-whether it would run on spot now, and if so the job checkpoints, the on-demand instance is
-released and the job goes back to spot. It stops with a clear error on exits that are not
-preemptions once ``max_failures`` is reached. A command that stops stepping for
+It asks the policy where to run, launches the command there, forwards preemption notices, and
+when the command exits with the preempted code asks again and relaunches (same pool, another
+pool, or on-demand). It moves proactively when the risk forecast for the current pool crosses
+``migrate_risk`` and a safer pool is free, and, on a capped spot instance (the policy's bid, the
+launcher's ``--max-price``), when the stored price forecast says the price will rise above the
+cap within the next checkpoint interval (the cloud would evict it). It falls back to on-demand
+for good after ``on_demand_after`` preemptions; on on-demand it asks the policy every
+``spot_check_s`` whether it would run on spot now, and if so the job checkpoints, the on-demand
+instance is released and the job goes back to spot. It stops with a clear error on exits that
+are not preemptions once ``max_failures`` is reached. A command that stops stepping for
 ``stall_timeout_s`` is killed and counts as a failure (it resumes from its checkpoint). SIGTERM
 or SIGINT to the supervisor passes a notice to the job, gives it ``cancel_grace_s`` to
 checkpoint, stops it and records the job ``cancelled``. Every instance, notice, preemption,
@@ -31,6 +33,7 @@ import numpy as np
 
 from spotwise.core.clock import SYSTEM_CLOCK, Clock
 from spotwise.core.progress import Progress, silent
+from spotwise.core.settings import SettingsError, current
 from spotwise.executor.errors import (
     PREEMPTED_EXIT_CODE,
     Cancelled,
@@ -43,6 +46,7 @@ from spotwise.executor.launchers.base import Instance, Launcher, Placement, Pree
 from spotwise.executor.ledger.ledger import EntryKind, JobStatus, Ledger
 from spotwise.executor.ledger.prices import PriceBook
 from spotwise.executor.supervise.job_log import JobLog
+from spotwise.executor.supervise.price_cap import PriceOutlook
 from spotwise.executor.supervise.watch import (
     Cancelling,
     Drill,
@@ -56,6 +60,7 @@ from spotwise.executor.supervise.watch import (
     Watch,
     Watcher,
 )
+from spotwise.executor.training.interval import DEFAULT_INTERVAL_S
 from spotwise.policy.client import PolicyClient
 from spotwise.policy.errors import PolicyError
 from spotwise.policy.schemas import Decision, DecisionRequest, IdleState, JobTerms, PoolNow
@@ -111,6 +116,9 @@ class SupervisorConfig:
     """Wall seconds a local command may run before it has started a guard; past them (or at
     its end, on any launcher) the job is warned once that drills, replayed preemptions and
     migration cannot act on it (None: never warn)."""
+    price_check_s: float | None = 60.0
+    """Wall seconds between reads of the price forecast while a capped spot instance runs;
+    the job moves when it crosses the cap within the next checkpoint interval (None: never)."""
 
 
 @dataclass(slots=True)
@@ -163,8 +171,13 @@ class Supervisor:
         clock: Clock = SYSTEM_CLOCK,
         log: JobLog | None = None,
         on_event: EventWatcher | None = None,
+        outlook: PriceOutlook | None = None,
     ) -> None:
         self.launcher, self.client_for, self.config = launcher, client_for, config
+        self.outlook = outlook
+        """The price forecasts a capped spot instance is moved by (None: not read)."""
+        self._move_reason: str | None = None
+        """Why the instance being watched was asked to move (None: its risk)."""
         self.log = log
         self.on_event = on_event
         self._reached_step = 0
@@ -417,13 +430,7 @@ class Supervisor:
                 "stopped by its watcher (pruned): the instance was ended", self.ledger.job_id
             )
         if outcome is Outcome.MIGRATED:
-            self.report.migrations += 1
-            self.ledger.record(EntryKind.MIGRATION, pool=placement.pool, market=placement.market)
-            self.progress(
-                "left on-demand for spot: the on-demand instance is released"
-                if placement.market == "on-demand"
-                else f"moved off {placement.pool}: its risk forecast crossed the bar"
-            )
+            self._migrated(placement)
             return placement.pool
         if outcome is Outcome.PREEMPTED:
             self.report.preemptions += 1
@@ -433,6 +440,22 @@ class Supervisor:
             return None
         self._failed(placement, outcome, code, command)
         return None
+
+    def _migrated(self, placement: Placement) -> None:
+        """Record a move that got out with its checkpoint, and say why it moved."""
+        why = self._move_reason or "its risk forecast crossed the bar"
+        self.report.migrations += 1
+        self.ledger.record(
+            EntryKind.MIGRATION,
+            pool=placement.pool,
+            market=placement.market,
+            detail=self._move_reason,
+        )
+        self.progress(
+            "left on-demand for spot: the on-demand instance is released"
+            if placement.market == "on-demand"
+            else f"moved off {placement.pool}: {why}"
+        )
 
     def _failed(
         self, placement: Placement, outcome: Outcome, code: int, command: Sequence[str]
@@ -460,6 +483,7 @@ class Supervisor:
         """Follow one instance to its end, running the watchers on it every poll
         (:mod:`executor.supervise.watch`)."""
         watch = Watch(instance=instance, launched_at=self.clock.monotonic())
+        self._move_reason = None
         watchers = self._watchers(instance)
         while (code := instance.poll()) is None:
             now = self.clock.monotonic()
@@ -506,6 +530,8 @@ class Supervisor:
         if pool:
             every = max(config.poll_s * 10, 0.2)
             watchers.append(Every(every, 0.0, lambda _: self._should_move(pool)))
+        if self._watches_price(instance.placement) and config.price_check_s is not None:
+            watchers.append(Every(config.price_check_s, 0.0, self._price_crosses))
         spot_check_s = config.spot_check_s
         if instance.placement.market == "on-demand" and spot_check_s is not None:
             watchers.append(Every(spot_check_s, spot_check_s, self._back_to_spot))
@@ -580,6 +606,38 @@ class Supervisor:
             self._advice_missing(exc)
         return False
 
+    def _cap(self, placement: Placement) -> float | None:
+        """The most a spot instance may cost before the cloud takes it back: the policy's bid,
+        never above the launcher's ``--max-price`` (None: no cap)."""
+        caps = [c for c in (placement.bid, getattr(self.launcher, "max_price", None)) if c]
+        return min(caps) if caps else None
+
+    def _watches_price(self, placement: Placement) -> bool:
+        """Whether the price forecast can move this instance: capped spot, with forecasts."""
+        return (
+            self.outlook is not None
+            and placement.market == "spot"
+            and placement.pool is not None
+            and self._cap(placement) is not None
+        )
+
+    def _price_crosses(self, watch: Watch) -> bool:
+        """Whether the price forecast of the instance's pool rises above its cap before its
+        next checkpoint and the next read (then it moves first, said so)."""
+        placement = watch.instance.placement
+        cap = self._cap(placement)
+        if self.outlook is None or placement.pool is None or cap is None:
+            return False
+        now = self.clock.time()
+        interval = checkpoint_interval(watch.instance.events, given_checkpoint_s())
+        ahead = interval + (self.config.price_check_s or 0.0)
+        crossing = self.outlook.crossing(placement.pool, cap, now, now + ahead)
+        if crossing is None:
+            return False
+        self._move_reason = f"its {crossing.describe(now)}"
+        self.progress(f"checkpointing to move before the eviction: {self._move_reason}")
+        return True
+
     def _advice_missing(self, exc: PolicyError) -> None:
         """Say once a run that the policy gave no advice (a move, a return to spot) in time."""
         if not self._told_no_advice:
@@ -637,6 +695,26 @@ class Supervisor:
             taken = getattr(instance, "steps_taken", None)
             end = start + taken() if callable(taken) else start
         self._reached_step = max(self._reached_step, end)
+
+
+def checkpoint_interval(events: Sequence[dict[str, Any]], given_s: float | None = None) -> float:
+    """The command's checkpoint interval in seconds, as its guard last said (``interval_s`` of
+    an event), else as the job was given it (``$SPOTWISE_CHECKPOINT_S``), else the guard's own
+    default before it has measured a save."""
+    for event in reversed(events):
+        interval = event.get("interval_s")
+        if isinstance(interval, int | float) and interval > 0:
+            return float(interval)
+    return given_s or DEFAULT_INTERVAL_S
+
+
+def given_checkpoint_s() -> float | None:
+    """The checkpoint interval the job's guards are given (``$SPOTWISE_CHECKPOINT_S``, as
+    ``run --checkpoint-minutes`` sets it; None: not given, or not readable)."""
+    try:
+        return current().checkpoint_s
+    except SettingsError:  # the guard says what is wrong with it
+        return None
 
 
 def _productive_since(
