@@ -21,6 +21,7 @@ from rich.table import Table
 import spotwise.executor.ledger.schema  # noqa: F401  (every store the CLI opens holds the ledger too)
 from spotwise import (
     api_commands,
+    bids_command,
     cloud_commands,
     dashboard_command,
     fleet_commands,
@@ -88,6 +89,7 @@ app.add_typer(cloud_commands.setup_app, name="setup")
 app.command("dashboard")(dashboard_command.dashboard)
 policy_commands.bench_app.command("api")(api_commands.bench_api)
 policy_commands.bench_app.command("startup")(startup_bench.bench_startup)
+policy_commands.bench_app.command("bids")(bids_command.bench_bids)
 
 
 @data_app.command("load")
