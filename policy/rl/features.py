@@ -5,7 +5,10 @@ Every feature is scaled by the job (its work, slack and changeover), so one mode
 shape, changeover and observation mode. The risk forecast is the one the decisions read
 (:data:`spotwise.pricing.forecast.risk_forecasters.SHIPPED_RISK`, fitted as ``risk_aware`` fits it),
 so the quantities the rule policy decides on are features too: how far the forecast spot share
-covers the work left, the slack against the reserve, and each pool's expected run in changeovers.
+covers the work left, the slack against the reserve, and each pool's expected run in changeovers
+(v2, with the thresholds of :class:`FeatureRules`), and (v3) the slack budget's: the outage's
+age against the wait the slack affords, whether no wait fits, the outage's expected rest and the
+best run against what pays for leaving on demand.
 """
 
 from __future__ import annotations
@@ -16,11 +19,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from spotwise.policy.policies.base import ON_DEMAND, SPOT0, JobContext, Observation
-from spotwise.policy.policies.rules import slack_ticks
-from spotwise.policy.risk import fresh_any_up, job_history
+from spotwise.policy.policies.risk_aware import pays_run
+from spotwise.policy.policies.rules import safety_margin, slack_ticks
+from spotwise.policy.policies.slack_budget import SlackBudget, SpellBook
+from spotwise.policy.risk import fresh_any_up, job_history, prior_of
 from spotwise.pricing.forecast.risk_forecasters import SHIPPED_RISK
 
-GLOBAL_FEATURES = 14
+GLOBAL_FEATURES = 18
 POOL_FEATURES = 8
 
 
@@ -60,6 +65,15 @@ class FeatureBuilder:
             raise ValueError(f"{n_pools} pools, but the model was trained for at most {max_pools}")
         self.context, self.max_pools = context, max_pools
         self.forecast = SHIPPED_RISK.fit(job_history(context))
+        hours, half_life = context.job.hours_per_tick, HALF_LIFE_HOURS / context.job.hours_per_tick
+        self._spells = SpellBook(
+            np.asarray(context.past_available.any(axis=0)), half_life, prior_of(context), hours
+        )
+        self._pool_spells = [
+            SpellBook(np.asarray(row), half_life, prior_of(context), hours)
+            for row in context.past_available
+        ]
+        self._pays = min(pays_run(float(p), context.on_demand_price) for p in context.spot_price)
         self._seen_tick = -1
         self.ranking: list[int] = []
         """The pools a request may name now, most expected saving first (as ``risk_aware``
@@ -74,7 +88,13 @@ class FeatureBuilder:
     def observe(self, obs: Observation) -> None:
         """Feed this tick to the risk forecast (every tick, once; again is a no-op)."""
         if obs.tick > self._seen_tick:
-            self.forecast.update(obs.tick, obs.belief(), fresh_any_up(obs))
+            any_up = fresh_any_up(obs)
+            self.forecast.update(obs.tick, obs.belief(), any_up)
+            self._spells.observe(obs.tick, any_up)
+            belief, age = obs.belief(), obs.seen_age
+            for z, book in enumerate(self._pool_spells):
+                fresh = age is None or age[z] == 0 or obs.state == SPOT0 + z
+                book.observe(obs.tick, bool(belief[z]) if fresh else None)
             self._seen_tick = obs.tick
 
     def vector(self, obs: Observation) -> np.ndarray:
@@ -118,6 +138,7 @@ class FeatureBuilder:
         v[11] = any(runs[z] > PARAMS.switch_run * self._unit for z in askable_pools)
         v[12] = slack > room
         v[13] = share * usable < PARAMS.caution * work_left or slack < reserve
+        self._budget_features(obs, v)
         pools = v[GLOBAL_FEATURES:].reshape(self.max_pools, POOL_FEATURES)
         askable = np.zeros(n_pools, dtype=bool)
         askable[askable_pools] = True
@@ -132,3 +153,23 @@ class FeatureBuilder:
             pools[z, 5] = _log_ratio(runs[z], self._unit, span=7.0)
             pools[z, 7] = runs[z] / longest if longest > 0 else 0.0
         return v.copy()
+
+    def _budget_features(self, obs: Observation, v: np.ndarray) -> None:
+        """(v3) The slack budget's quantities (:mod:`~spotwise.policy.policies.slack_budget`):
+        the outage's age against the wait the slack affords, whether no wait fits, the outage's
+        expected rest against two changeovers, and the best pool's run against what pays for
+        leaving on demand."""
+        job, context = self.context.job, self.context
+        d = float(job.changeover)
+        run = max(book.mean_up() for book in self._pool_spells)
+        budget = SlackBudget(self._spells, run, d)
+        spare = slack_ticks(obs, context) - safety_margin(d, context.probe_ticks)
+        limit = budget.wait_limit(spare, job.work - obs.progress)
+        age = self._spells.outage_age(obs.tick)
+        if limit is not None and math.isinf(limit):
+            v[14] = -1.0  # every outage may be waited out
+        else:
+            v[14] = _log_ratio(age + 1.0, (limit or 0.0) + 1.0)
+        v[15] = limit is None
+        v[16] = _log_ratio(self._spells.remaining_outage(age), 2 * max(d, 1.0))
+        v[17] = _log_ratio(run, self._pays * max(d, 1.0))

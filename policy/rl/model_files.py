@@ -13,7 +13,7 @@ from typing import Any
 
 from spotwise.policy.errors import PolicyError
 
-FEATURES_VERSION = 2
+FEATURES_VERSION = 3
 """The version of :mod:`spotwise.policy.rl.features` this Spotwise computes."""
 NET_ARCH = (64, 64)
 MODEL_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
