@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import logging
 import re
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
+from spotwise.core.clock import SYSTEM_CLOCK, Clock
 from spotwise.pricing.errors import StoreError
 from spotwise.pricing.frames import SPECS
 from spotwise.pricing.store import (
@@ -29,6 +29,8 @@ from spotwise.pricing.store import (
     REPLACE_FORECASTS_SQL,
     SCHEMAS,
     check_versions,
+    open_with_backoff,
+    resolved_wait_s,
     upsert_sql,
 )
 
@@ -65,6 +67,23 @@ def _placeholders(sql: str) -> str:
     )
 
 
+def _first_line(exc: Exception) -> str:
+    """The first line of what the driver said."""
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+
+
+def _unreachable(url: str, exc: Exception) -> StoreError:
+    """The error for a server that does not answer (passing) or refuses the login or database
+    (permanent)."""
+    first = _first_line(exc)
+    lasting = any(w in first for w in ("authentication", "does not exist", "role"))
+    return StoreError(
+        f"cannot reach the operational store {redacted(url)}: {first}. Check "
+        "SPOTWISE_OPERATIONAL_STORE and that the server is up",
+        permanent=lasting,
+    )
+
+
 class PostgresStore:
     """A PostgreSQL database holding the operational tables (open with :meth:`open`)."""
 
@@ -75,7 +94,9 @@ class PostgresStore:
         """The local store file: pending ledger journals live next to it."""
 
     @classmethod
-    def open(cls, url: str, path: Path, *, wait_s: float | None = None) -> PostgresStore:
+    def open(
+        cls, url: str, path: Path, *, wait_s: float | None = None, clock: Clock = SYSTEM_CLOCK
+    ) -> PostgresStore:
         """Connect to ``url`` (retrying for up to ``wait_s`` seconds, default
         ``$SPOTWISE_STORE_WAIT_S``, while the server does not answer) and bring its tables up
         to date; ``path`` is the local store file the journals sit beside.
@@ -86,29 +107,15 @@ class PostgresStore:
         """
         import psycopg
 
-        if wait_s is None:
-            from spotwise.core.settings import current
-
-            wait_s = current().store_wait_s
-        deadline = time.monotonic() + wait_s
-        pause = 0.05
-        while True:
-            try:
-                con = psycopg.connect(url, autocommit=True, connect_timeout=10)
-                break
-            except psycopg.OperationalError as exc:
-                first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
-                lasting = any(w in first for w in ("authentication", "does not exist", "role"))
-                if lasting or time.monotonic() + pause > deadline:
-                    raise StoreError(
-                        f"cannot reach the operational store {redacted(url)}: {first}. Check "
-                        "SPOTWISE_OPERATIONAL_STORE and that the server is up",
-                        permanent=lasting,
-                    ) from exc
-                if pause == 0.05 and wait_s >= 1:
-                    log.warning("waiting up to %.0f s for %s: %s", wait_s, redacted(url), first)
-                time.sleep(pause)
-                pause = min(pause * 2, 1.0)
+        con = open_with_backoff(
+            lambda: psycopg.connect(url, autocommit=True, connect_timeout=10),
+            (psycopg.OperationalError,),
+            refusal=lambda exc: _unreachable(url, exc),
+            waiting=lambda exc: f"{redacted(url)}: {_first_line(exc)}",
+            wait_s=resolved_wait_s(wait_s),
+            first_pause=0.05,
+            clock=clock,
+        )
         con.execute("SET TIME ZONE 'UTC'")
         store = cls(con, url, path)
         try:

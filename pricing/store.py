@@ -14,16 +14,16 @@ import logging
 import os
 import re
 import tempfile
-import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import duckdb
 
+from spotwise.core.clock import SYSTEM_CLOCK, Clock
 from spotwise.pricing.errors import StoreBehind, StoreError
 from spotwise.pricing.frames import SPECS
 
@@ -44,6 +44,7 @@ class Schema:
 
     @property
     def version(self) -> int:
+        """The version the migrations take the tables to (their count)."""
         return len(self.migrations)
 
 
@@ -181,6 +182,50 @@ def exportable_tables() -> tuple[str, ...]:
     return tuple(t for schema in SCHEMAS.values() for t in schema.tables)
 
 
+_T = TypeVar("_T")
+
+
+def open_with_backoff(
+    connect: Callable[[], _T],
+    errors: tuple[type[Exception], ...],
+    *,
+    refusal: Callable[[Exception], StoreError],
+    waiting: Callable[[Exception], str],
+    wait_s: float,
+    first_pause: float,
+    clock: Clock = SYSTEM_CLOCK,
+) -> _T:
+    """``connect()``, retried with doubling pauses (at most 1 s) for up to ``wait_s`` seconds
+    while it fails with one of ``errors`` that ``refusal`` does not call permanent; when the
+    wait may be long, the log says once what it waits for (``waiting``).
+
+    Raises:
+        StoreError: ``refusal``'s error for a permanent failure, or for the last try.
+    """
+    deadline = clock.monotonic() + wait_s
+    pause = first_pause
+    while True:
+        try:
+            return connect()
+        except errors as exc:
+            error = refusal(exc)
+            if error.permanent or clock.monotonic() + pause > deadline:
+                raise error from exc
+            if pause == first_pause and wait_s >= 1:
+                log.warning("waiting up to %.0f s for %s", wait_s, waiting(exc))
+            clock.sleep(pause)
+            pause = min(pause * 2, 1.0)
+
+
+def resolved_wait_s(wait_s: float | None) -> float:
+    """``wait_s``, or ``$SPOTWISE_STORE_WAIT_S`` when None."""
+    if wait_s is not None:
+        return wait_s
+    from spotwise.core.settings import current
+
+    return current().store_wait_s
+
+
 class MarketStore:
     """A DuckDB file holding the market tables (open with :meth:`open`, then :meth:`close`)."""
 
@@ -190,7 +235,12 @@ class MarketStore:
 
     @classmethod
     def open(
-        cls, path: Path | str, *, read_only: bool = False, wait_s: float | None = None
+        cls,
+        path: Path | str,
+        *,
+        read_only: bool = False,
+        wait_s: float | None = None,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> MarketStore:
         """Open (creating and migrating if needed) the store at ``path``. While another
         process holds it, retry with backoff for up to ``wait_s`` seconds (default
@@ -203,26 +253,21 @@ class MarketStore:
         path = Path(path)
         if read_only and not path.exists():
             raise StoreError(f"no store at {path}: run `spotwise data load` first")
-        if wait_s is None:
-            from spotwise.core.settings import current
 
-            wait_s = current().store_wait_s
-        deadline = time.monotonic() + wait_s
-        pause = 0.02
-        while True:
-            try:
-                if not read_only and not path.exists():
-                    _create_private(path)
-                con = duckdb.connect(str(path), read_only=read_only)
-                break
-            except (duckdb.Error, OSError) as exc:
-                error = _open_error(path, exc)
-                if error.permanent or time.monotonic() + pause > deadline:
-                    raise error from exc
-                if pause == 0.02 and wait_s >= 1:
-                    log.warning("waiting up to %.0f s for the store %s: %s", wait_s, path, exc)
-                time.sleep(pause)
-                pause = min(pause * 2, 1.0)
+        def connect() -> duckdb.DuckDBPyConnection:
+            if not read_only and not path.exists():
+                _create_private(path)
+            return duckdb.connect(str(path), read_only=read_only)
+
+        con = open_with_backoff(
+            connect,
+            (duckdb.Error, OSError),
+            refusal=lambda exc: _open_error(path, exc),
+            waiting=lambda exc: f"the store {path}: {exc}",
+            wait_s=resolved_wait_s(wait_s),
+            first_pause=0.02,
+            clock=clock,
+        )
         con.execute("SET TimeZone = 'UTC'")
         store = cls(con, path)
         try:
