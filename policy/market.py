@@ -1,5 +1,7 @@
 """Pool terms from the market store: the prices and the preemption risk of every pool of one
-instance type, each with where it came from and when it held.
+instance type, or of every cloud's shapes of one GPU (the GPU table's equivalents), each with
+where it came from and when it held, the cloud's notice window and its checkpoint storage and
+egress list prices.
 
 - Spot: the newest spot price of the pool in the store.
 - On demand: per region, given with ``--on-demand-price``, else the store's price list, else
@@ -19,17 +21,21 @@ flagged stale.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from spotwise.policy.clouds import STORAGE_LISTS, StorageList
 from spotwise.policy.errors import PolicyError
 from spotwise.pricing.forecast.prior import DEFAULT_PRIOR
 from spotwise.pricing.forecast.risk_forecasters import SHIPPED_RISK
 from spotwise.pricing.quotes import Quote, is_stale, on_demand_quote, store_quote
 from spotwise.pricing.store import MarketStore
+
+if TYPE_CHECKING:
+    from spotwise.pricing.gpus import GpuShape
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -47,6 +53,7 @@ class Risk:
     """The range of the traced pools a prior comes from (None for a pool's own trace)."""
 
     def describe(self) -> str:
+        """One line: the MTBF, the traced pools' range for a prior, and its source."""
         spread = (
             f" (traced pools {self.low_hours:.1f}–{self.high_hours:.1f} h)"
             if self.low_hours is not None and self.high_hours is not None
@@ -75,21 +82,31 @@ class PoolTerms:
     on_demand: Quote
     risk: Risk
     band: Band | None = None
+    shape: GpuShape | None = None
+    """The GPU table's row of the pool's shape (a plan by GPU), with its source."""
+    notice_s: float | None = None
+    """Seconds between the cloud's preemption notice and the take-back (None: unknown)."""
+    storage_list: StorageList | None = None
+    """The cloud's checkpoint storage and egress list prices (None: the plan's own terms)."""
 
     @property
     def name(self) -> str:
+        """``cloud:zone-or-region:instance type``."""
         return f"{self.provider}:{self.zone or self.region}:{self.instance_type}"
 
     @property
     def spot_price(self) -> float:
+        """The spot quote's price, $/h."""
         return self.spot.usd_per_hour
 
     @property
     def on_demand_price(self) -> float:
+        """The on-demand quote's price, $/h."""
         return self.on_demand.usd_per_hour
 
     @property
     def mtbf_hours(self) -> float:
+        """The risk's mean time to preemption, hours."""
         return self.risk.mtbf_hours
 
     def stale_inputs(self, now: pd.Timestamp) -> list[str]:
@@ -106,7 +123,7 @@ class PoolTerms:
 
 @dataclass(frozen=True, slots=True)
 class StorePools:
-    """The pools of one instance type the store can price, and those it cannot (with why)."""
+    """The pools the store can price, and those it cannot (with why)."""
 
     pools: list[PoolTerms]
     left_out: dict[str, str] = field(default_factory=dict)
@@ -114,6 +131,19 @@ class StorePools:
     spot_types: tuple[str, ...] = ()
     """Instance types the store has spot prices of (to say what there is, when this one is
     not among them)."""
+    unpriced: dict[str, str] = field(default_factory=dict)
+    """For a plan by GPU: cloud → the command that collects a price of its shapes, for each
+    cloud with such shapes and no stored spot price of any."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Context:
+    """What every pool of one plan shares: the user's on-demand price, the clouds' notice
+    windows, and the risks fitted once for the whole plan."""
+
+    on_demand_price: float | None = None
+    notices: Mapping[str, float] = field(default_factory=dict)
+    risks: _RiskCache = field(default_factory=lambda: _RiskCache())
 
 
 def pools_from_store(
@@ -121,42 +151,85 @@ def pools_from_store(
     instance_type: str,
     provider: str = "all",
     on_demand_price: float | None = None,
+    *,
+    notices: Mapping[str, float] | None = None,
+    shape: GpuShape | None = None,
 ) -> StorePools:
     """Every pool of ``instance_type`` (any letter case) with a spot price in the store
-    (``provider`` = aws, gcp or all), priced and with its risk."""
-    instance_type = instance_type.strip().lower()
-    where = "" if provider == "all" else "AND provider = ?"
-    params: list[Any] = [instance_type] + ([] if provider == "all" else [provider])
-    spot_rows = store.query(
-        f"""SELECT DISTINCT provider, region, zone, instance_type FROM prices
-            WHERE market = 'spot' AND lower(instance_type) = ? {where} ORDER BY ALL""",
-        params,
-    )
-    if spot_rows.empty:
+    (``provider`` = aws, gcp, azure or all), priced and with its risk (``notices``: each
+    cloud's notice window in seconds; ``shape``: the GPU table's row of the type)."""
+    context = _Context(on_demand_price=on_demand_price, notices=dict(notices or {}))
+    return _pools_of(store, instance_type.strip().lower(), provider, context, shape)
+
+
+def pools_for_gpu(
+    store: MarketStore,
+    gpu: str,
+    count: int,
+    provider: str = "all",
+    on_demand_price: float | None = None,
+    *,
+    notices: Mapping[str, float] | None = None,
+) -> StorePools:
+    """The pools of every cloud's shapes with ``count`` of ``gpu`` (or the fewest more, where a
+    cloud sells none with exactly that many: :func:`spotwise.pricing.gpus.equivalents`), and
+    for each cloud with no stored price of them, the command that collects one."""
+    from spotwise.pricing import gpus
+
+    context = _Context(on_demand_price=on_demand_price, notices=dict(notices or {}))
+    found = StorePools(pools=[])
+    for cloud, shapes in gpus.equivalents(gpu, count).items():
+        if provider not in ("all", cloud):
+            continue
+        before = (len(found.pools), len(found.left_out))
+        for shape in shapes:
+            one = _pools_of(store, shape.shape.lower(), cloud, context, shape)
+            found.pools.extend(one.pools)
+            found.left_out.update(one.left_out)
+        if (len(found.pools), len(found.left_out)) == before:
+            found.unpriced[cloud] = collect_command(cloud, gpu, [s.shape for s in shapes])
+    return found
+
+
+def collect_command(cloud: str, gpu: str, shapes: Sequence[str]) -> str:
+    """The command that stores ``cloud``'s prices of ``shapes`` (those carrying ``gpu``)."""
+    if cloud == "aws":
+        types = ",".join(shapes)
+        return (
+            f"spotwise collect aws --region us-east-1 --instance-types {types}, then "
+            f"spotwise collect aws --on-demand --region us-east-1 --instance-types {types}"
+        )
+    if cloud == "azure":
+        return f"spotwise collect azure --regions eastus --gpu {gpu}"
+    return f"spotwise collect {cloud} --gpu {gpu}"
+
+
+def _pools_of(
+    store: MarketStore,
+    instance_type: str,
+    provider: str,
+    context: _Context,
+    shape: GpuShape | None,
+) -> StorePools:
+    """The pools of one instance type: each spot price with its on-demand price and risk."""
+    spot = _spot_quotes(store, instance_type, provider)
+    if not spot:
         types = store.query(
             "SELECT DISTINCT lower(instance_type) AS t FROM prices WHERE market = 'spot' ORDER BY t"
         )
         return StorePools(pools=[], spot_types=tuple(types["t"]))
     bands = _bands(store, instance_type)
-    risks = _risks(store, instance_type)
-    spot = {
-        row: store_quote(store, "spot", "zone" if row[2] else "region", row[2] or row[1], row[3])
-        for row in spot_rows.itertuples(index=False, name=None)
-    }
+    risks = context.risks.of(store, instance_type)
     pools, left_out = [], {}
-    for (pool_provider, region, zone, pool_type), quote in spot.items():
-        if quote is None:
-            continue
-        name = f"{pool_provider}:{zone or region}:{pool_type}"
-        same_region = [
-            q
-            for (p, r, _, _), q in spot.items()
-            if q is not None and (p, r) == (pool_provider, region)
-        ]
+    for key, quote in spot.items():
+        pool_provider, region, zone, pool_type = key
+        same_region = [q for k, q in spot.items() if k[:2] == (pool_provider, region)]
         try:
-            od = on_demand_quote(store, region, pool_type, same_region, given_price=on_demand_price)
+            od = on_demand_quote(
+                store, region, pool_type, same_region, given_price=context.on_demand_price
+            )
         except ValueError as exc:
-            left_out[name] = str(exc)
+            left_out[f"{pool_provider}:{zone or region}:{pool_type}"] = str(exc)
             continue
         pools.append(
             PoolTerms(
@@ -168,9 +241,32 @@ def pools_from_store(
                 on_demand=od,
                 risk=risks.get((pool_provider, zone)) or risks[("", "")],
                 band=bands.get(region),
+                shape=shape,
+                notice_s=context.notices.get(pool_provider),
+                storage_list=STORAGE_LISTS.get(pool_provider),
             )
         )
     return StorePools(pools=pools, left_out=left_out)
+
+
+def _spot_quotes(
+    store: MarketStore, instance_type: str, provider: str
+) -> dict[tuple[str, str, str, str], Quote]:
+    """(provider, region, zone, type) → the newest spot quote, of every pool of the type."""
+    where = "" if provider == "all" else "AND provider = ?"
+    params: list[Any] = [instance_type] + ([] if provider == "all" else [provider])
+    rows = store.query(
+        f"""SELECT DISTINCT provider, region, zone, instance_type FROM prices
+            WHERE market = 'spot' AND lower(instance_type) = ? {where} ORDER BY ALL""",
+        params,
+    )
+    quotes = {}
+    for row in rows.itertuples(index=False, name=None):
+        column, place = ("zone", row[2]) if row[2] else ("region", row[1])
+        quote = store_quote(store, "spot", column, place, row[3])
+        if quote is not None:
+            quotes[row] = quote
+    return quotes
 
 
 def require_pools(found: StorePools, instance_type: str) -> None:
@@ -191,6 +287,20 @@ def require_pools(found: StorePools, instance_type: str) -> None:
     )
 
 
+def require_gpu_pools(found: StorePools, gpu: str, count: int) -> None:
+    """Refuse a GPU no cloud has a stored price of, with each cloud's collecting command.
+
+    Raises:
+        PolicyError: when no shape of ``gpu`` × ``count`` has a spot price in the store.
+    """
+    if found.pools or found.left_out:
+        return
+    if not found.unpriced:
+        raise PolicyError(f"no cloud's shape in the GPU table carries {count} × {gpu}")
+    commands = "; ".join(f"{c}: {cmd}" for c, cmd in found.unpriced.items())
+    raise PolicyError(f"no stored price of a shape with {count} × {gpu}: collect one ({commands})")
+
+
 def _bands(store: MarketStore, instance_type: str) -> dict[str, Band]:
     rows = store.query(
         """SELECT region, arg_max(interruption_band, observed) AS band, max(observed) AS observed
@@ -203,35 +313,44 @@ def _bands(store: MarketStore, instance_type: str) -> dict[str, Band]:
     }
 
 
-def _risks(store: MarketStore, instance_type: str) -> dict[tuple[str, str], Risk]:
-    """Risk per (provider, zone) from the pool's own traces, and under ``("", "")`` the prior
-    of a pool with none: the traced pools of this type, else of any type, else the default."""
-    from spotwise.pricing.forecast.run import pool_risks
+class _RiskCache:
+    """Risks per instance type, and the prior of all traced pools fitted once for a plan that
+    looks at several types."""
 
-    own = pool_risks(store, horizon_minutes=60.0, instance_type=instance_type)
-    risks = {
-        (r.provider, r.zone): Risk(
-            mtbf_hours=r.mtbf_hours,
-            kind="trace",
-            source=(
-                f"risk forecast {SHIPPED_RISK.label} over {r.trace_hours:.0f} h of this "
-                "pool's traces"
-            ),
-            as_of=r.as_of,
+    def __init__(self) -> None:
+        self._all: list[Any] | None = None
+
+    def of(self, store: MarketStore, instance_type: str) -> dict[tuple[str, str], Risk]:
+        """Risk per (provider, zone) from the pool's own traces, and under ``("", "")`` the
+        prior of a pool with none: the traced pools of this type, else of any type, else the
+        default."""
+        from spotwise.pricing.forecast.run import pool_risks
+
+        own = pool_risks(store, horizon_minutes=60.0, instance_type=instance_type)
+        risks = {
+            (r.provider, r.zone): Risk(
+                mtbf_hours=r.mtbf_hours,
+                kind="trace",
+                source=(
+                    f"risk forecast {SHIPPED_RISK.label} over {r.trace_hours:.0f} h of this "
+                    "pool's traces"
+                ),
+                as_of=r.as_of,
+            )
+            for r in own
+        }
+        # only a type with no trace at all borrows the traces of the others (fitting them all
+        # is work a traced type does not need, and is done once a plan)
+        if own:
+            peers, whose = own, f"{instance_type} pools"
+        else:
+            if self._all is None:
+                self._all = pool_risks(store, horizon_minutes=60.0)
+            peers, whose = self._all, "pools of other types"
+        risks[("", "")] = _prior(
+            [r.mtbf_hours for r in peers], [r.as_of for r in peers], f"{len(peers)} traced {whose}"
         )
-        for r in own
-    }
-    # only a type with no trace at all borrows the traces of the others (fitting them all is
-    # work a traced type does not need)
-    peers, whose = (
-        (own, f"{instance_type} pools")
-        if own
-        else (pool_risks(store, horizon_minutes=60.0), "pools of other types")
-    )
-    risks[("", "")] = _prior(
-        [r.mtbf_hours for r in peers], [r.as_of for r in peers], f"{len(peers)} traced {whose}"
-    )
-    return risks
+        return risks
 
 
 def _prior(mtbfs: Sequence[float], as_ofs: Sequence[pd.Timestamp], whose: str) -> Risk:

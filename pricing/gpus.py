@@ -85,6 +85,19 @@ def shapes(
     )
 
 
+def equivalents(gpu: str, count: int, path: Path | None = None) -> dict[str, tuple[GpuShape, ...]]:
+    """Per cloud, the shapes with ``count`` of ``gpu``; where a cloud sells none with exactly
+    that many, its shapes with the fewest more (AWS sells A100s eight at a time). A cloud with
+    no shape of ``gpu`` is absent."""
+    found: dict[str, tuple[GpuShape, ...]] = {}
+    for cloud in dict.fromkeys(s.cloud for s in read_shapes(path)):
+        carrying = [s for s in shapes(gpu, cloud=cloud, path=path) if s.gpu_count >= count]
+        if carrying:
+            fewest = min(s.gpu_count for s in carrying)
+            found[cloud] = tuple(s for s in carrying if s.gpu_count == fewest)
+    return found
+
+
 def on_cloud(cloud: str, path: Path | None = None) -> tuple[GpuShape, ...]:
     """Every shape of ``cloud``."""
     return tuple(s for s in read_shapes(path) if s.cloud == cloud)

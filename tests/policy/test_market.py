@@ -104,7 +104,10 @@ def test_the_next_step_names_only_pools_the_table_shows_and_the_account_given(
     inputs = PlanInputs(gpu_hours=24, deadline_hours=36)
     plan = plan_job(inputs, p3.pools)
     command = next_step(
-        plan, inputs, shown=2, image_id="ami-1", bucket="bk", instance_profile="prof"
+        plan,
+        inputs,
+        shown=2,
+        account={"image": "ami-1", "bucket": "bk", "identity": "prof"},
     )
     zones = command.split("--pools ")[1].split()[0].split(",")
     assert set(zones) <= {p.pool.zone for p in plan.pools[:2]}

@@ -165,6 +165,7 @@ def test_plan_recommends_pools_with_a_cost_breakdown(cli: CliRun) -> None:
         "total",
         "on_demand",
         "saved_pct",
+        "egress",
     }
     assert best["market_mix"]["spot"] + best["market_mix"]["on_demand"] == 1.0
     assert plan["assumptions"]
@@ -180,7 +181,7 @@ def test_plan_recommends_pools_with_a_cost_breakdown(cli: CliRun) -> None:
     )
     assert text.returncode == 0 and "assumptions" in text.stdout
     assert "stale" in text.stdout and "store: gcp-prices" in text.stdout
-    assert "next: Spotwise launches on AWS only" in text.stdout  # a GCP pool: SkyPilot
+    assert "next: spotwise run --launcher gcp --region " in text.stdout  # a GCP pool
     none = cli("plan", "--gpu-hours", "10", "--deadline-hours", "20", "--instance-type", "x9")
     assert none.returncode != 0 and "no spot price of x9 in the store" in none.stderr
     assert "spotwise collect aws --region us-east-1 --instance-types x9" in none.stderr
