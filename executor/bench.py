@@ -40,6 +40,7 @@ class CheckpointBench:
     first_stall_s: float
 
     def to_dict(self) -> dict[str, Any]:
+        """The result as plain JSON-ready values."""
         return asdict(self)
 
 
@@ -64,6 +65,7 @@ class ResumeBench:
     trace_clock_scale: float
 
     def to_dict(self) -> dict[str, Any]:
+        """The result as plain JSON-ready values."""
         return asdict(self)
 
 

@@ -39,6 +39,7 @@ class Quote:
     """ISO 8601 time of the price (UTC)."""
 
     def describe(self) -> str:
+        """The price as a person reads it, with its source and time."""
         when = f" as of {self.as_of[:16].replace('T', ' ')} UTC" if self.as_of else ""
         return f"${self.usd_per_hour:,.3f}/h ({self.source}{when})"
 

@@ -62,11 +62,13 @@ def state_digest(state: Any) -> str:
 
 
 def emit(event: str, **fields: Any) -> None:
+    """Print one JSON event line (with the time and this rank) for the supervisor."""
     rank = int(os.environ.get("RANK", "0"))
     print(json.dumps({"event": event, "t": time.time(), "rank": rank, **fields}), flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Train the MLP with checkpoints; the exit code."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--ckpt", action="append", required=True, help="replica URL (repeat)")
     parser.add_argument("--epochs", type=int, default=3)

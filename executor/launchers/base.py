@@ -26,6 +26,7 @@ class Placement:
     instance when its price rises above it (None: no cap beyond the on-demand price)."""
 
     def describe(self) -> str:
+        """The placement as a person reads it."""
         return f"spot in {self.pool}" if self.market == "spot" else "on-demand"
 
 

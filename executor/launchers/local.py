@@ -123,6 +123,7 @@ class LocalInstance:
         return 0 if step is None else max(step - self._first_step, 0)
 
     def poll(self) -> int | None:
+        """The exit code once the process ended, else None."""
         code = self._process.poll()
         if code is not None:
             self._reader.join(timeout=5)
@@ -130,20 +131,25 @@ class LocalInstance:
         return code
 
     def notice(self) -> None:
+        """Give a running job its take-back notice (SIGTERM)."""
         if self._process.poll() is None:
             self._process.send_signal(signal.SIGTERM)
 
     def kill(self) -> None:
+        """Kill the job's whole process group at once."""
         with contextlib.suppress(ProcessLookupError, PermissionError):  # the group is gone
             os.killpg(self._process.pid, signal.SIGKILL)
 
     def process_group(self) -> int:
+        """The job's process group id."""
         return self._process.pid  # the leader of its own session and group
 
     def quiet_s(self) -> float:
+        """Seconds since the job's last heartbeat (or its start)."""
         return seconds_quiet(self._heartbeat, self._started_wall, self._clock.time())
 
     def terminate(self) -> None:
+        """Kill the job and wait until it and its reader are gone."""
         self.kill()
         self._process.wait()
         self._reader.join(timeout=5)
@@ -192,9 +198,11 @@ class WallPace:
         self._began = clock.monotonic()
 
     def describe(self) -> str:
+        """The pace as a person reads it."""
         return f"{self.scale:g}× the wall clock"
 
     def now_s(self, running: LocalInstance | None) -> float:
+        """Cloud seconds since the start."""
         return (self.clock.monotonic() - self._began) * self.scale
 
     def launched(self) -> None:
@@ -204,6 +212,7 @@ class WallPace:
         """Time went on meanwhile."""
 
     def wait(self, seconds: float) -> None:
+        """Let ``seconds`` of wall time pass."""
         self.clock.sleep(seconds)
 
     def moving(self, instance: LocalInstance) -> bool:
@@ -225,22 +234,27 @@ class StepPace:
         self._base_s = 0.0
 
     def describe(self) -> str:
+        """The pace as a person reads it."""
         return (
             f"{self.step_s:g} cloud s a training step, {self.boot_s:g} s a launch, "
             f"{self.scale:g}× the wall clock while waiting"
         )
 
     def now_s(self, running: LocalInstance | None) -> float:
+        """Cloud seconds so far, counting the running job's steps."""
         steps = 0 if running is None else running.steps_taken()
         return self._base_s + steps * self.step_s
 
     def launched(self) -> None:
+        """Count a launch's boot time."""
         self._base_s += self.boot_s
 
     def ended(self, instance: LocalInstance) -> None:
+        """Count the steps of an instance that ended."""
         self._base_s += instance.steps_taken() * self.step_s
 
     def wait(self, seconds: float) -> None:
+        """Let ``seconds`` of wall time pass, ``scale``× as much cloud time."""
         self.clock.sleep(seconds)
         self._base_s += seconds * self.scale
 
@@ -290,19 +304,23 @@ class LocalLauncher:
         return min(tick, self.traces.n_ticks - 1)
 
     def now_hours(self) -> float:
+        """Cloud hours since the replay began."""
         return self._now_s() / 3600.0
 
     def close(self) -> None:
         """Nothing to release: every instance was a local process, already ended."""
 
     def wait(self, seconds: float) -> None:
+        """Let ``seconds`` pass at the replay's pace."""
         self.pace.wait(seconds)
 
     def available(self) -> dict[str, bool]:
+        """Whether each pool has spot capacity now."""
         now = self._tick()
         return {name: bool(self.traces.available[i, now]) for i, name in enumerate(self.pools)}
 
     def history(self) -> tuple[np.ndarray, int]:
+        """The pools' availability up to now and the trace's tick in seconds."""
         return self.traces.available[:, : self._tick() + 1], self.traces.gap_seconds
 
     def launch(
@@ -312,6 +330,7 @@ class LocalLauncher:
         env: dict[str, str],
         log: Callable[[str], None] | None = None,
     ) -> LocalInstance:
+        """Start ``command`` as a local process placed as ``placement``."""
         self.pace.launched()
         instance = LocalInstance(
             placement,
@@ -358,6 +377,7 @@ class Replay:
     boot_s: float = 0.0
 
     def launcher(self, clock: Clock = SYSTEM_CLOCK) -> LocalLauncher:
+        """A local launcher replaying these traces at this pace on ``clock``."""
         pace: Pace = (
             WallPace(self.scale, clock)
             if self.step_s is None

@@ -117,6 +117,7 @@ class LedgerWrite:
 
     @property
     def job_id(self) -> str:
+        """The job the write belongs to."""
         return str(self.values["job_id"])
 
     def statement(self) -> tuple[str, list[Any]]:
@@ -130,6 +131,7 @@ class LedgerWrite:
         return _SQL[self.write], params
 
     def to_line(self) -> str:
+        """The write as one JSON line of the journal."""
         return json.dumps({"write": self.write.value, "values": self.values}) + "\n"
 
     @classmethod

@@ -58,10 +58,12 @@ class Naive(Forecaster):
     alias = "Naive"
 
     def fit(self, y: np.ndarray) -> Naive:
+        """Remember the series."""
         self._y = np.asarray(y, dtype=float)
         return self
 
     def predict(self, h: int, level: int = 90) -> Forecast:
+        """The last value ``h`` steps ahead, with empirical intervals."""
         mean = np.full(h, self._y[-1])
         lo, hi = _empirical_interval(self._y, lambda k: k, h, level, mean)
         return Forecast(mean, lo, hi)
@@ -76,10 +78,12 @@ class SeasonalNaive(Forecaster):
         self.season = season
 
     def fit(self, y: np.ndarray) -> SeasonalNaive:
+        """Remember the series."""
         self._y = np.asarray(y, dtype=float)
         return self
 
     def predict(self, h: int, level: int = 90) -> Forecast:
+        """The value one season back, ``h`` steps ahead (naive on a short series)."""
         if len(self._y) < self.season:
             return Naive().fit(self._y).predict(h, level)
         steps = np.arange(h)
@@ -98,6 +102,7 @@ class Arima110(Forecaster):
     alias = "ARIMA"
 
     def fit(self, y: np.ndarray) -> Arima110:
+        """Fit the AR(1) coefficient of the differenced series."""
         self._y = np.asarray(y, dtype=float)
         d = np.diff(self._y)
         if len(d) < 3 or np.allclose(d, 0):
@@ -111,6 +116,7 @@ class Arima110(Forecaster):
         return self
 
     def predict(self, h: int, level: int = 90) -> Forecast:
+        """The ARIMA(1,1,0) mean ``h`` steps ahead, with intervals."""
         last_diff = self._y[-1] - self._y[-2] if len(self._y) > 1 else 0.0
         phis = self._phi ** np.arange(1, h + 1)
         mean = self._y[-1] + np.cumsum(phis * last_diff)

@@ -45,10 +45,12 @@ class PerSeries:
         self.level = 90
 
     def fit(self, df: pd.DataFrame, h: int, level: int = 90) -> PerSeries:
+        """Remember the interval level (each series is fitted when predicting)."""
         self.level = level
         return self
 
     def predict(self, df: pd.DataFrame, h: int, *, freq: str) -> pd.DataFrame:
+        """Forecasts of every series ``h`` steps ahead."""
         return forecast(df, [self.model], h, freq=freq, level=self.level, on_series=self.on_series)
 
 

@@ -38,6 +38,7 @@ class PriceBench:
     seconds: float
 
     def to_dict(self) -> dict[str, Any]:
+        """The result as plain JSON-ready values."""
         return asdict(self)
 
 

@@ -39,6 +39,7 @@ class Logistic(RiskModel):
     name = "logistic"
 
     def fit(self, x: np.ndarray, y: np.ndarray) -> Logistic:
+        """Fit a scaled logistic regression."""
         from sklearn.linear_model import LogisticRegression
         from sklearn.pipeline import make_pipeline
         from sklearn.preprocessing import StandardScaler
@@ -48,6 +49,7 @@ class Logistic(RiskModel):
         return self
 
     def predict_proba(self, x: np.ndarray) -> np.ndarray:
+        """The probability of the positive class per row."""
         return self._model.predict_proba(x)[:, 1]
 
 
@@ -57,6 +59,7 @@ class CalibratedBoosting(RiskModel):
     name = "gbm_calibrated"
 
     def fit(self, x: np.ndarray, y: np.ndarray) -> CalibratedBoosting:
+        """Fit calibrated gradient boosting."""
         from sklearn.calibration import CalibratedClassifierCV
         from sklearn.ensemble import HistGradientBoostingClassifier
 
@@ -73,6 +76,7 @@ class CalibratedBoosting(RiskModel):
         return self
 
     def predict_proba(self, x: np.ndarray) -> np.ndarray:
+        """The probability of the positive class per row."""
         return self._model.predict_proba(x)[:, 1]
 
 
@@ -84,12 +88,14 @@ class ArimaRisk(RiskModel):
     inputs = "ar_score"
 
     def fit(self, x: np.ndarray, y: np.ndarray) -> ArimaRisk:
+        """Fit a logistic regression on the ARIMA forecast feature alone."""
         from sklearn.linear_model import LogisticRegression
 
         self._model = LogisticRegression().fit(x[:, :1], y)
         return self
 
     def predict_proba(self, x: np.ndarray) -> np.ndarray:
+        """The probability of the positive class per row."""
         return self._model.predict_proba(x[:, :1])[:, 1]
 
 

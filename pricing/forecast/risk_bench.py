@@ -100,6 +100,7 @@ class RiskBench:
     horizon_ticks: int
 
     def to_dict(self) -> dict[str, Any]:
+        """The result as plain JSON-ready values."""
         return asdict(self)
 
 

@@ -101,21 +101,26 @@ class SurvivalForecaster(RiskForecaster):
         )
 
     def update(self, tick: int, belief: np.ndarray, any_up: bool | None = None) -> None:
+        """Observe the pools' state at ``tick``."""
         self._market.observe(tick, belief, any_up)
 
     def expected_run(self, pool: int, *, fresh: bool = False) -> float:
+        """Expected ticks ``pool`` stays up (a fresh run's mean when ``fresh``)."""
         hazard = self._market.pools
         return hazard.mean_run(pool) if fresh else hazard.expected_remaining(pool)
 
     def expected_run_up_within(self, pool: int, ticks: float) -> float:
+        """Expected ticks ``pool`` stays up within the next ``ticks``."""
         return self._market.pools.expected_remaining_up_within(pool, ticks)
 
     def spot_share(self, changeover_ticks: int, horizon_ticks: float | None = None) -> float:
+        """The share of time spot is worth holding given the changeover cost."""
         return self._market.spot_share(changeover_ticks, horizon_ticks)
 
     def outage_overdue(
         self, slack_ticks: float, horizon_ticks: float, changeover_ticks: float
     ) -> bool | None:
+        """Whether the outage has outlasted what waiting for it is worth (None: no limit known)."""
         limit = self._market.wait_limit(slack_ticks, horizon_ticks, changeover_ticks)
         return None if limit is None else self._market.outages.age[0] >= limit
 
