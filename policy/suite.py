@@ -553,12 +553,15 @@ def plot_suite(summary: dict[str, Any], target: Path) -> None:
     ax.axhline(1.0, color="grey", linestyle=":", linewidth=1)
     ax.axhline(0.4, color="tab:red", linestyle="--", linewidth=1, label="target 0.4 (probe mean)")
     ax.axhline(0.25, color="tab:orange", linestyle=":", linewidth=1, label="target 0.25 (each)")
-    ax.set_xticks(x, [r["class"] for r in rows], rotation=80, ha="right", fontsize=5.5)
+    ax.set_xticks(
+        x, [r["class"] for r in rows], rotation=80, ha="right", rotation_mode="anchor", fontsize=5.5
+    )
     ax.set_ylim(-1.0, 1.1)
     ax.set_ylabel("share of the greedy → omniscient gap closed")
     ax.set_title(
         f"Scenario suite, {summary['window']} window: {len(rows)} classes with a gap >= "
-        f"{summary['material_gap']} ({others} more without); 1 = omniscient, 0 = greedy"
+        f"{summary['material_gap']} ({others} more without)\n1 = omniscient, 0 = greedy",
+        fontsize=10,
     )
     ax.legend(fontsize=7, loc="lower left", ncol=len(names) + 2, framealpha=0.9)
     fig.tight_layout()
