@@ -53,6 +53,9 @@ class NoticeSource(ABC):
     """Something that can say the instance is about to be taken back."""
 
     name: str
+    notice_s: float
+    """Seconds between its notice and the take-back (the one definition of each cloud's
+    window): what the guard's last save must fit in."""
 
     @abstractmethod
     def poll(self) -> Notice | None:
@@ -89,6 +92,7 @@ class AwsImds(NoticeSource):
     recommendation, with the session-token dance (a 401 renews the token once)."""
 
     name = "aws"
+    notice_s = 120.0
 
     def __init__(
         self,
@@ -163,18 +167,17 @@ class GcpMetadata(NoticeSource):
     """GCP: ``instance/preempted`` answers TRUE about 30 s before the VM is stopped."""
 
     name = "gcp"
+    notice_s = 30.0
 
     def __init__(
         self,
         base_url: str = GCP_METADATA_URL,
         *,
         timeout: float = 1.0,
-        notice_s: float = 30.0,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
-        self.notice_s = notice_s
         self.clock = clock
 
     def poll(self) -> Notice | None:
@@ -197,6 +200,7 @@ class AzureScheduledEvents(NoticeSource):
     """Azure: a ``Preempt`` event in Scheduled Events (at least 30 s ahead)."""
 
     name = "azure"
+    notice_s = 30.0
 
     def __init__(self, base_url: str = AZURE_METADATA_URL, *, timeout: float = 1.0) -> None:
         self.base_url = base_url.rstrip("/")
@@ -244,6 +248,7 @@ class SigtermSource(NoticeSource):
     ) -> None:
         self.signals = tuple(signals)
         self.grace_s = grace_s
+        self.notice_s = grace_s
         self.clock = clock
         self._received: float | None = None
         self._previous: dict[int, object] = {}
@@ -267,6 +272,11 @@ class SigtermSource(NoticeSource):
         if self._received is None:
             return None
         return Notice(kind="terminate", source=self.name, deadline=self._received + self.grace_s)
+
+
+def notice_window_s(sources: Sequence[NoticeSource]) -> float | None:
+    """The shortest notice any of ``sources`` gives (None: no source)."""
+    return min((s.notice_s for s in sources), default=None)
 
 
 def preemption_times(

@@ -31,7 +31,7 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -41,10 +41,19 @@ from spotwise.core.clock import SYSTEM_CLOCK, Clock
 from spotwise.core.settings import current
 from spotwise.executor.checkpoint.manager import Checkpointer, CheckpointManager, NoIntactCheckpoint
 from spotwise.executor.errors import CheckpointError, Preempted
-from spotwise.executor.notices import NoticeSource, NoticeWatcher, SigtermSource, sources_from_env
+from spotwise.executor.notices import (
+    NoticeSource,
+    NoticeWatcher,
+    SigtermSource,
+    notice_window_s,
+    sources_from_env,
+)
 from spotwise.executor.training.data import ResumableBatches
 from spotwise.executor.training.heartbeat import Heartbeat
 from spotwise.executor.training.interval import checkpoint_interval_s, forecast_mtbf_s
+
+if TYPE_CHECKING:
+    from spotwise.core.environment import Settings
 
 
 def distributed() -> bool:
@@ -122,6 +131,20 @@ def _rank_from_env() -> int:
         return 0
 
 
+NOTICE_MARGIN = 0.1
+"""The share of a notice window kept back from the last save (the step under way, the exit)."""
+
+
+def notice_margin_s(window_s: float) -> float:
+    """Seconds of a ``window_s`` notice the last save may not use."""
+    return NOTICE_MARGIN * window_s
+
+
+def last_save_fits(save_s: float, window_s: float) -> bool:
+    """Whether a save of ``save_s`` seconds fits in a ``window_s`` notice less its margin."""
+    return save_s <= window_s - notice_margin_s(window_s)
+
+
 class Guard:
     """Tracks steps, decides when to checkpoint, and saves and restores everything."""
 
@@ -139,8 +162,12 @@ class Guard:
         interval_s: float | None,
         mtbf_s: float | None,
         clock: Clock = SYSTEM_CLOCK,
+        notice_s: float | None = None,
     ) -> None:
         self.manager = manager
+        self.notice_s = notice_s
+        """The shortest notice its sources give: the deadline of the last save (None: none)."""
+        self._told_short = False
         self.clock = clock
         self.watcher = watcher
         self.rank = torch.distributed.get_rank() if distributed() else None
@@ -194,33 +221,39 @@ class Guard:
         if checkpoint is None:
             return False
         state = checkpoint.state
-        if self.rank is None:
-            self.model.load_state_dict(state["model"])
-            if self.optimizer and state["optimizer"] is not None:
-                self.optimizer.load_state_dict(state["optimizer"])
-            local = state
-        else:
-            from torch.distributed.checkpoint.state_dict import set_state_dict
-
-            set_state_dict(
-                self.model,
-                self.optimizer or [],
-                model_state_dict=state["model"],
-                optim_state_dict=state["optimizer"],
-            )
-            # a rank the checkpoint's group did not have (the job grew) starts its own RNG
-            local = state["ranks"].get(f"rank{self.rank}") or {"rng": None}
-        if self.scheduler and state["scheduler"] is not None:
-            self.scheduler.load_state_dict(state["scheduler"])
-        if self.scaler and state["scaler"] is not None:
-            self.scaler.load_state_dict(state["scaler"])
-        self.data.load_state_dict(state["data"])
-        self.step_count = int(state["step"])
-        self.finished = bool(state["finished"])
+        local = self._load_weights(state)
+        self._load_schedule(state)
         self.resumed_from = checkpoint.step
         # Restored after the data iterator is created, which draws from the RNG.
         self._pending_rng = local["rng"] or derived_rng_state(self.step_count, self.rank or 0)
         return True
+
+    def _load_weights(self, state: dict[str, Any]) -> dict[str, Any]:
+        """Load model and optimizer; this rank's own part of ``state`` (its RNG)."""
+        if self.rank is None:
+            self.model.load_state_dict(state["model"])
+            if self.optimizer and state["optimizer"] is not None:
+                self.optimizer.load_state_dict(state["optimizer"])
+            return state
+        from torch.distributed.checkpoint.state_dict import set_state_dict
+
+        set_state_dict(
+            self.model,
+            self.optimizer or [],
+            model_state_dict=state["model"],
+            optim_state_dict=state["optimizer"],
+        )
+        # a rank the checkpoint's group did not have (the job grew) starts its own RNG
+        return state["ranks"].get(f"rank{self.rank}") or {"rng": None}
+
+    def _load_schedule(self, state: dict[str, Any]) -> None:
+        """Load scheduler, grad scaler, data position, step and whether it had finished."""
+        for part, key in ((self.scheduler, "scheduler"), (self.scaler, "scaler")):
+            if part and state[key] is not None:
+                part.load_state_dict(state[key])
+        self.data.load_state_dict(state["data"])
+        self.step_count = int(state["step"])
+        self.finished = bool(state["finished"])
 
     def announce(self) -> dict[str, Any]:
         """Say that the guard has started and from which step: the ``fresh``/``resumed`` event
@@ -232,6 +265,7 @@ class Guard:
             "rank": self.rank if self.rank is not None else _rank_from_env(),
             "step": self.step_count,
             "world_size": torch.distributed.get_world_size() if self.rank is not None else 1,
+            "interval_s": round(self.interval_s, 3),
         }
         emit_event(event)
         self.heartbeat.beat(self.step_count)
@@ -295,6 +329,28 @@ class Guard:
             self.stalls_s.append(self.manager.last_save.stall_s)
         self.checkpoints += 1
         self._last_checkpoint = self.clock.monotonic()
+        self._check_notice_fits()
+
+    def _check_notice_fits(self) -> None:
+        """Say once, on stderr (the job's log), when the measured save would not fit in the
+        notice window less its margin: a preemption then loses the work since the last
+        checkpoint."""
+        last, window = self.manager.last_save, self.notice_s
+        if self._told_short or last is None or window is None:
+            return
+        save_s = last.stall_s + last.persist_s
+        if last_save_fits(save_s, window):
+            return
+        self._told_short = True
+        print(
+            f"spotwise guard: a save takes {save_s:.1f} s (measured, step {last.step}), more "
+            f"than the {window:g} s notice window less its {notice_margin_s(window):.1f} s "
+            "margin: a preemption loses the work since the last checkpoint (every "
+            f"{self.interval_s:.0f} s); save less (a smaller state, full_every > 1 for "
+            "incremental saves) or to faster storage",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 @contextmanager
@@ -338,29 +394,7 @@ def guard(
         GuardRefused: (exit code 1, one line) when the checkpoints cannot be opened, or exist
             and none is intact (unless ``fresh_if_damaged``).
     """
-    manager: Checkpointer
-    if distributed():
-        if len(urls) != 1:
-            raise CheckpointError(
-                "a distributed job checkpoints to one folder that every rank reaches "
-                "(torch.distributed.checkpoint); pass one URL"
-            )
-        # (imported here: torch.distributed.checkpoint adds ~0.7 s to every process start)
-        from spotwise.executor.checkpoint.distributed import DistributedCheckpointer
-
-        manager = DistributedCheckpointer(
-            urls[0], keep_latest_k=keep_latest_k, storage_options=storage_options
-        )
-    else:
-        try:
-            manager = CheckpointManager(
-                urls,
-                keep_latest_k=keep_latest_k,
-                full_every=full_every,
-                storage_options=storage_options,
-            )
-        except CheckpointError as exc:
-            raise GuardRefused(str(exc)) from exc
+    manager = _checkpointer(urls, keep_latest_k, full_every, storage_options)
     sources = (
         list(notices) if notices is not None else [SigtermSource(clock=clock), *sources_from_env()]
     )
@@ -368,11 +402,6 @@ def guard(
     settings = current()
     if interval_s is None:
         interval_s = settings.checkpoint_s
-    if mtbf_s is None:
-        mtbf_s = settings.mtbf_s
-    if mtbf_s is None and settings.pool and settings.store:
-        # The risk forecast of the pool this job runs in (written by `spotwise forecast run`).
-        mtbf_s = forecast_mtbf_s(str(settings.store), settings.pool)
     g = Guard(
         manager,
         watcher,
@@ -383,27 +412,12 @@ def guard(
         loader=loader,
         epochs=epochs,
         interval_s=interval_s,
-        mtbf_s=mtbf_s,
+        mtbf_s=_mtbf_s(mtbf_s, settings),
         clock=clock,
+        notice_s=notice_window_s(sources),
     )
     try:
-        try:
-            g.restore()
-        except NoIntactCheckpoint as exc:
-            if not (fresh_if_damaged or settings.fresh_if_damaged):
-                raise GuardRefused(
-                    f"{exc}. Refusing to start over from step 0, which would lose them: "
-                    "restore the folder from a copy, or start over deliberately (delete "
-                    f"{' and '.join(exc.urls)}, or set {FRESH_IF_DAMAGED_ENV}=1, or pass "
-                    "guard(..., fresh_if_damaged=True))"
-                ) from exc
-            print(
-                f"spotwise guard: {exc}; starting over from step 0 as asked "
-                f"({FRESH_IF_DAMAGED_ENV} / fresh_if_damaged; the damaged copies stay where "
-                "they are)",
-                file=sys.stderr,
-                flush=True,
-            )
+        _restore(g, fresh_if_damaged or settings.fresh_if_damaged)
         g.announce()
         yield g
         if not g.finished:
@@ -413,3 +427,76 @@ def guard(
         g.heartbeat.close()
         watcher.close()
         manager.close()
+
+
+def _checkpointer(
+    urls: Sequence[str],
+    keep_latest_k: int,
+    full_every: int,
+    storage_options: dict[str, dict[str, Any]] | None,
+) -> Checkpointer:
+    """The checkpointer of a distributed job (one URL, every rank) or of one process.
+
+    Raises:
+        CheckpointError: a distributed job given several URLs.
+        GuardRefused: when a replica cannot be opened.
+    """
+    if distributed():
+        if len(urls) != 1:
+            raise CheckpointError(
+                "a distributed job checkpoints to one folder that every rank reaches "
+                "(torch.distributed.checkpoint); pass one URL"
+            )
+        # (imported here: torch.distributed.checkpoint adds ~0.7 s to every process start)
+        from spotwise.executor.checkpoint.distributed import DistributedCheckpointer
+
+        return DistributedCheckpointer(
+            urls[0], keep_latest_k=keep_latest_k, storage_options=storage_options
+        )
+    try:
+        return CheckpointManager(
+            urls,
+            keep_latest_k=keep_latest_k,
+            full_every=full_every,
+            storage_options=storage_options,
+        )
+    except CheckpointError as exc:
+        raise GuardRefused(str(exc)) from exc
+
+
+def _mtbf_s(given: float | None, settings: Settings) -> float | None:
+    """The MTBF for Young/Daly: given, else ``$SPOTWISE_MTBF_S``, else the risk forecast of the
+    pool this job runs in (written by ``spotwise forecast run``)."""
+    if given is not None:
+        return given
+    if settings.mtbf_s is not None:
+        return settings.mtbf_s
+    if settings.pool and settings.store:
+        return forecast_mtbf_s(str(settings.store), settings.pool)
+    return None
+
+
+def _restore(g: Guard, fresh_if_damaged: bool) -> None:
+    """Restore the newest intact checkpoint; when they are all damaged, start over only if
+    asked (said on stderr).
+
+    Raises:
+        GuardRefused: checkpoints exist, none is intact, and starting over was not asked for.
+    """
+    try:
+        g.restore()
+    except NoIntactCheckpoint as exc:
+        if not fresh_if_damaged:
+            raise GuardRefused(
+                f"{exc}. Refusing to start over from step 0, which would lose them: "
+                "restore the folder from a copy, or start over deliberately (delete "
+                f"{' and '.join(exc.urls)}, or set {FRESH_IF_DAMAGED_ENV}=1, or pass "
+                "guard(..., fresh_if_damaged=True))"
+            ) from exc
+        print(
+            f"spotwise guard: {exc}; starting over from step 0 as asked "
+            f"({FRESH_IF_DAMAGED_ENV} / fresh_if_damaged; the damaged copies stay where "
+            "they are)",
+            file=sys.stderr,
+            flush=True,
+        )
