@@ -16,7 +16,7 @@ import numpy as np
 
 from spotwise import policy
 from spotwise.policy.errors import PolicyError
-from spotwise.policy.job import JobSpec
+from spotwise.policy.job import JobSpec, JobTicks
 from spotwise.policy.market import PoolTerms, Risk
 from spotwise.policy.plan import PlanInputs, plan_pool
 from spotwise.policy.policies.base import (
@@ -27,6 +27,7 @@ from spotwise.policy.policies.base import (
     Action,
     JobContext,
     Observation,
+    Policy,
     spot,
 )
 from spotwise.policy.policies.rules import slack_exhausted, slack_ticks
@@ -34,10 +35,12 @@ from spotwise.policy.risk import fresh_any_up, job_history
 from spotwise.policy.schemas import (
     Decision,
     DecisionRequest,
+    IdleState,
     JobTerms,
     PoolForecast,
     PoolNow,
     PoolRank,
+    SpotState,
 )
 from spotwise.policy.simulate import Visibility
 from spotwise.policy.traces import Pool, TraceSet
@@ -91,6 +94,7 @@ class DecisionService:
 
     @property
     def pools(self) -> tuple[str, ...]:
+        """The pools this service knows, by name."""
         return self.history.names
 
     def _rows(self, names: list[str]) -> list[int]:
@@ -110,95 +114,61 @@ class DecisionService:
         is told it is done)."""
         job, state = request.job, request.state
         if state.progress_hours > job.compute_hours:
-            return Decision(
-                action="done",
-                pool=None,
-                market=None,
-                bid=None,
-                checkpoint_interval_minutes=None,
-                expected_cost_usd=0.0,
-                reason=f"the job is done: {state.progress_hours:.2f} h of progress is past its "
-                f"{job.compute_hours:.2f} h of work; nothing to run",
-            )
-        pools = dict(request.pools)
-        if state.pool is not None:
-            pools[state.pool] = PoolNow(available=True)  # it runs there, so it is up now
+            return _done(job, state.progress_hours)
+        pools = _pools_now(request)
         names = list(pools)
         rows = self._rows(names)
-        if not job.feasible:
-            return _on_demand(
-                job,
-                state.progress_hours,
-                f"the deadline cannot be met: {job.compute_hours + job.changeover_hours:.2f} h of "
-                f"work and changeover against {job.deadline_hours:.2f} h; on-demand finishes "
-                "soonest",
-            )
-        spec = _spec(job)
         gap = self.history.gap_seconds
-        ticks = spec.ticks(gap)
-        if ticks.work < 1:
-            return _on_demand(
-                job,
-                state.progress_hours,
-                f"the job needs less than half of this market's {gap} s step: too short to wait "
-                "for spot; on-demand",
-            )
+        ticks = _ticks_or_on_demand(job, state.progress_hours, gap)
+        if isinstance(ticks, Decision):
+            return ticks
         prices = np.array([p.price or job.spot_price for p in pools.values()])
-        context = JobContext(
+        context = self._context(request, names, rows, ticks, prices)
+        chosen = self._policy(request.policy)
+        chosen.reset(context)
+        obs = _observation(request, pools, ticks, prices, gap)
+        action = chosen.act(obs)
+        if request.observe == "all" and not _up(obs, action):
+            action = WAIT  # seeing every pool, it asks only for one that is up
+        decision = self._explain(action, obs, context, job, chosen.forecast)
+        if decision.action == "spot":
+            decision.request_pools = [names[z] for z in action.named_pools()]
+        return decision
+
+    def _context(
+        self,
+        request: DecisionRequest,
+        names: list[str],
+        rows: list[int],
+        ticks: JobTicks,
+        prices: np.ndarray,
+    ) -> JobContext:
+        """What the policy is reset with: the job in ticks, the pools asked about and their
+        history here."""
+        gap = self.history.gap_seconds
+        return JobContext(
             job=ticks,
             pools=tuple(
                 Pool(name=n, spot_price=float(p)) for n, p in zip(names, prices, strict=True)
             ),
             spot_price=prices,
-            on_demand_price=job.on_demand_price,
+            on_demand_price=request.job.on_demand_price,
             speed=np.ones(len(names)),
             past_available=self._past[rows],
-            checkpoint_stall_ticks=job.checkpoint_seconds / gap,
+            checkpoint_stall_ticks=request.job.checkpoint_seconds / gap,
             observe=request.observe,
             probe_ticks=Visibility(
                 observe=request.observe, probe_seconds=request.probe_seconds
             ).probe_ticks(gap),
         )
-        if request.policy not in self.policies:
+
+    def _policy(self, name: str) -> Policy:
+        """A fresh policy of those served, by name."""
+        if name not in self.policies:
             raise RequestError(
-                f"unknown policy {request.policy!r}; this service serves {list(self.policies)}"
+                f"unknown policy {name!r}; this service serves {list(self.policies)}"
             )
-        chosen = policy.load(request.policy, self.models)
-        chosen.reset(context)
-        current = (
-            NONE
-            if state.instance == "none"
-            else ON_DEMAND
-            if state.instance == "on-demand"
-            else spot(names.index(str(state.pool)))
-        )
-        per_hour = 3600.0 / gap
-        blind = request.observe != "all"
-        seen = np.array([p.available and p.seen_minutes_ago is not None for p in pools.values()])
-        age = np.array(
-            [
-                math.inf if p.seen_minutes_ago is None else p.seen_minutes_ago / 60 * per_hour
-                for p in pools.values()
-            ]
-        )
-        obs = Observation(
-            tick=min(round(state.elapsed_hours * per_hour), ticks.deadline),
-            progress=min(state.progress_hours * per_hour, float(ticks.work)),
-            state=current,
-            changeover_left=round(state.changeover_left_hours * per_hour),
-            preempted=False,
-            available=seen & (age < 1) if blind else seen,
-            prices=prices,
-            last_seen=seen if blind else None,
-            seen_age=age if blind else None,
-        )
-        action = chosen.act(obs)
-        if not blind and action.instance >= SPOT0 and not obs.available[action.instance - SPOT0]:
-            action = WAIT
-        decision = self._explain(action, obs, context, job, chosen.forecast)
-        if decision.action == "spot":
-            decision.request_pools = [names[z] for z in action.named_pools()]
-        return decision
+        return policy.load(name, self.models)
 
     def _explain(
         self,
@@ -311,6 +281,96 @@ class DecisionService:
             history_hours=round(len(row) * tick_h, 2),
             risk_model=self._risk.config.label,
         )
+
+
+def _done(job: JobTerms, progress_hours: float) -> Decision:
+    """The decision for a job whose progress is past its work: nothing to run."""
+    return Decision(
+        action="done",
+        pool=None,
+        market=None,
+        bid=None,
+        checkpoint_interval_minutes=None,
+        expected_cost_usd=0.0,
+        reason=f"the job is done: {progress_hours:.2f} h of progress is past its "
+        f"{job.compute_hours:.2f} h of work; nothing to run",
+    )
+
+
+def _pools_now(request: DecisionRequest) -> dict[str, PoolNow]:
+    """The pools asked about, and the job's own pool, up since it runs there."""
+    pools = dict(request.pools)
+    if request.state.pool is not None:
+        pools[request.state.pool] = PoolNow(available=True)
+    return pools
+
+
+def _ticks_or_on_demand(job: JobTerms, progress_hours: float, gap: float) -> JobTicks | Decision:
+    """The job in ticks of ``gap`` s, or on-demand for one that cannot meet its deadline or
+    is too short to wait for spot."""
+    if not job.feasible:
+        return _on_demand(
+            job,
+            progress_hours,
+            f"the deadline cannot be met: {job.compute_hours + job.changeover_hours:.2f} h of "
+            f"work and changeover against {job.deadline_hours:.2f} h; on-demand finishes "
+            "soonest",
+        )
+    ticks = _spec(job).ticks(gap)
+    if ticks.work < 1:
+        return _on_demand(
+            job,
+            progress_hours,
+            f"the job needs less than half of this market's {gap} s step: too short to wait "
+            "for spot; on-demand",
+        )
+    return ticks
+
+
+def _instance(state: IdleState | SpotState, names: list[str]) -> int:
+    """The job's instance now, as the policies number it."""
+    if state.instance == "none":
+        return NONE
+    if state.instance == "on-demand":
+        return ON_DEMAND
+    return spot(names.index(str(state.pool)))
+
+
+def _up(obs: Observation, action: Action) -> bool:
+    """Whether ``action`` asks for no spot pool, or for one that ``obs`` shows up."""
+    return action.instance < SPOT0 or bool(obs.available[action.instance - SPOT0])
+
+
+def _observation(
+    request: DecisionRequest,
+    pools: dict[str, PoolNow],
+    ticks: JobTicks,
+    prices: np.ndarray,
+    gap: float,
+) -> Observation:
+    """The tick the policy sees: the job's state and what it saw of each pool (with
+    ``observe`` other than ``all``, only pools seen within the last hour count as up)."""
+    state = request.state
+    per_hour = 3600.0 / gap
+    blind = request.observe != "all"
+    seen = np.array([p.available and p.seen_minutes_ago is not None for p in pools.values()])
+    age = np.array(
+        [
+            math.inf if p.seen_minutes_ago is None else p.seen_minutes_ago / 60 * per_hour
+            for p in pools.values()
+        ]
+    )
+    return Observation(
+        tick=min(round(state.elapsed_hours * per_hour), ticks.deadline),
+        progress=min(state.progress_hours * per_hour, float(ticks.work)),
+        state=_instance(state, list(pools)),
+        changeover_left=round(state.changeover_left_hours * per_hour),
+        preempted=False,
+        available=seen & (age < 1) if blind else seen,
+        prices=prices,
+        last_seen=seen if blind else None,
+        seen_age=age if blind else None,
+    )
 
 
 def _on_demand(job: JobTerms, progress_hours: float, reason: str) -> Decision:
