@@ -27,12 +27,15 @@ class SystemClock:
     """The machine's clock."""
 
     def monotonic(self) -> float:
+        """The machine's monotonic clock, in seconds."""
         return time.monotonic()
 
     def time(self) -> float:
+        """The machine's time, in seconds since the epoch."""
         return time.time()
 
     def sleep(self, seconds: float) -> None:
+        """Sleep ``seconds`` for real."""
         time.sleep(seconds)
 
 

@@ -17,9 +17,11 @@ class Steps(Protocol):
     """Countable work: ``expect`` says how many steps are coming, ``advance`` that some are
     done."""
 
-    def expect(self, n: int) -> None: ...
+    def expect(self, n: int) -> None:
+        """Say that ``n`` more steps are coming."""
 
-    def advance(self, n: int = 1) -> None: ...
+    def advance(self, n: int = 1) -> None:
+        """Say that ``n`` steps are done."""
 
 
 class Uncounted:

@@ -80,6 +80,7 @@ class Admission:
         return None
 
     def give(self, client: str) -> None:
+        """A request of ``client`` is answered: free its place."""
         self.in_flight -= 1
         self.by_client[client] -= 1
         if self.by_client[client] <= 0:

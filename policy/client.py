@@ -18,11 +18,14 @@ from spotwise.policy.traces import Pool, TraceSet
 class PolicyClient(Protocol):
     """What the executor needs from the policy service."""
 
-    def decide(self, request: DecisionRequest) -> Decision: ...
+    def decide(self, request: DecisionRequest) -> Decision:
+        """The next action for the job of ``request``."""
 
-    def rank_pools(self, job: JobTerms) -> list[PoolRank]: ...
+    def rank_pools(self, job: JobTerms) -> list[PoolRank]:
+        """Every pool ranked by the expected cost of ``job`` there."""
 
-    def forecast(self, pool: str) -> PoolForecast: ...
+    def forecast(self, pool: str) -> PoolForecast:
+        """The preemption risk of ``pool`` now."""
 
 
 class InProcessClient:
@@ -32,12 +35,15 @@ class InProcessClient:
         self.service = service
 
     def decide(self, request: DecisionRequest) -> Decision:
+        """The service's decision for ``request``."""
         return self.service.decide(request)
 
     def rank_pools(self, job: JobTerms) -> list[PoolRank]:
+        """The service's ranking of its pools for ``job``."""
         return self.service.rank_pools(job)
 
     def forecast(self, pool: str) -> PoolForecast:
+        """The service's forecast for ``pool``."""
         return self.service.forecast(pool)
 
 
@@ -75,6 +81,7 @@ class HttpClient:
         """Requests asked again so far (503s and requests without an answer)."""
 
     def close(self) -> None:
+        """Close the HTTP connections."""
         self._http.close()
 
     def _send(
@@ -121,16 +128,19 @@ class HttpClient:
         return response
 
     def decide(self, request: DecisionRequest) -> Decision:
+        """POST /v1/decision: the server's decision for ``request``."""
         response = self._send("POST", "/v1/decision", json=request.model_dump(mode="json"))
         return Decision.model_validate(self._check(response).json())
 
     def rank_pools(self, job: JobTerms) -> list[PoolRank]:
+        """GET /v1/pools: the server's ranking of its pools for ``job``."""
         response = self._send("GET", "/v1/pools", params=job.model_dump(mode="json"))
         return [PoolRank.model_validate(r) for r in self._check(response).json()]
 
     def forecast(self, pool: str) -> PoolForecast:
         # A forecast only advises a move, and the supervisor reads it while it watches the job
         # (notices, cancels): it waits a busy server a little, not BUSY_WAIT_S.
+        """GET /v1/forecast/POOL, waiting a busy server only briefly."""
         response = self._send("GET", f"/v1/forecast/{pool}", wait_s=FORECAST_WAIT_S)
         return PoolForecast.model_validate(self._check(response).json())
 

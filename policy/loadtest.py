@@ -121,6 +121,7 @@ class Connections:
         self._open -= 1
 
     def close(self) -> None:
+        """Close every kept-alive connection."""
         for _, (_, writer) in self._idle:
             writer.close()
 
@@ -174,6 +175,7 @@ class LoadTest:
     server that turns requests away answers each with a 503, so this should be 0)."""
 
     def to_dict(self) -> dict[str, Any]:
+        """The figures as plain JSON types."""
         return asdict(self)
 
 

@@ -28,6 +28,7 @@ class PolicySpec:
     reads_future: bool = False
 
     def load(self) -> Policy:
+        """A fresh instance of the policy its entry point names."""
         module, _, attribute = self.entry_point.partition(":")
         cls = getattr(importlib.import_module(module), attribute)
         return cls()

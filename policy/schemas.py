@@ -80,6 +80,7 @@ class IdleState(BaseModel):
 
     @property
     def pool(self) -> None:
+        """No pool: the job is on no instance or on on-demand."""
         return None
 
 

@@ -56,6 +56,7 @@ class SharedPools:
         return list(self._holders[pool])
 
     def hold(self, pool: int, holder: object) -> None:
+        """Record that ``holder`` now holds a node of ``pool`` (the newest)."""
         self._holders[pool].append(holder)
 
     def release(self, pool: int, holder: object) -> None:

@@ -62,10 +62,12 @@ class BarSteps:
         self._task = bar.add_task(description, total=0)
 
     def expect(self, n: int) -> None:
+        """Add ``n`` steps to the bar's total."""
         task = self._bar.tasks[self._task]
         self._bar.update(self._task, total=(task.total or 0) + n)
 
     def advance(self, n: int = 1) -> None:
+        """Move the bar on by ``n`` steps."""
         self._bar.advance(self._task, n)
 
 

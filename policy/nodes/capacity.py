@@ -34,6 +34,7 @@ class CapacityTraces:
 
     @property
     def n_ticks(self) -> int:
+        """Ticks in the traces."""
         return int(self.capacity.shape[1])
 
     def availability(self) -> TraceSet:

@@ -24,13 +24,16 @@ class FloorShape(Protocol):
     """The job's node range and what a change of its node count costs (hours)."""
 
     @property
-    def min_nodes(self) -> int: ...
+    def min_nodes(self) -> int:
+        """The fewest nodes the job runs on."""
 
     @property
-    def max_nodes(self) -> int: ...
+    def max_nodes(self) -> int:
+        """The most nodes the job runs on."""
 
     @property
-    def regroup_hours(self) -> float: ...
+    def regroup_hours(self) -> float:
+        """Hours a change of the node count costs."""
 
 
 def deadline_floor(

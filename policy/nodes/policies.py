@@ -57,11 +57,13 @@ class SafetyNet:
         self.engaged = False
 
     def due(self, obs: NodeObservation) -> bool:
+        """Whether the net has engaged (slack within two regroups); it stays so."""
         if not self.engaged:
             self.engaged = slack(obs, self.context) <= safety_margin(self.context.job.changeover, 1)
         return self.engaged
 
     def action(self) -> NodeAction:
+        """Every node on-demand."""
         return NodeAction(on_demand=self.context.nodes)
 
 
@@ -71,9 +73,11 @@ class AllOnDemand(NodePolicy):
     name = "on_demand"
 
     def reset(self, context: NodeJobContext) -> None:
+        """Start a job of ``context``."""
         self._nodes = context.nodes
 
     def act(self, obs: NodeObservation) -> NodeAction:
+        """Every node on-demand."""
         return NodeAction(on_demand=self._nodes)
 
 
@@ -84,10 +88,12 @@ class SpotFallback(NodePolicy):
     name = "spot_fallback"
 
     def reset(self, context: NodeJobContext) -> None:
+        """Start a job of ``context``."""
         self._context = context
         self._net = SafetyNet(context)
 
     def act(self, obs: NodeObservation) -> NodeAction:
+        """All nodes on spot where most were given, all on-demand once the deadline asks."""
         if self._net.due(obs):
             return self._net.action()
         pool = obs.pool
@@ -126,6 +132,7 @@ class OnDemandFloor(NodePolicy):
     params = FloorParams()
 
     def reset(self, context: NodeJobContext) -> None:
+        """Start a job of ``context``: each pool's recent capacity and the periods."""
         self._context = context
         self._net = SafetyNet(context)
         per_tick = context.job.hours_per_tick
@@ -143,6 +150,7 @@ class OnDemandFloor(NodePolicy):
         return np.where(fresh, obs.seen.astype(float), hope)
 
     def act(self, obs: NodeObservation) -> NodeAction:
+        """Spot in the best pool (exploring when short), over a floor once slack runs low."""
         if self._net.due(obs):
             return self._net.action()
         context, job = self._context, self._context.job
@@ -177,11 +185,13 @@ class AutoFloor(OnDemandFloor):
     name = "auto_floor"
 
     def reset(self, context: NodeJobContext) -> None:
+        """Start a job of ``context`` with its node range and regroup cost."""
         super().reset(context)
         job = context.job
         self._shape = _Shape(1, context.nodes, job.changeover * job.hours_per_tick)
 
     def act(self, obs: NodeObservation) -> NodeAction:
+        """The deadline's on-demand floor; the other nodes on spot where ``best`` asks."""
         if self._net.due(obs):
             return self._net.action()
         job, n = self._context.job, self._context.nodes

@@ -118,6 +118,7 @@ class NodeRun:
 
     @property
     def over(self) -> bool:
+        """Whether the job is done or its deadline has passed."""
         return self.finished or self.tick >= self.job.deadline
 
     def observe(self) -> NodeObservation:
@@ -181,6 +182,7 @@ class NodeRun:
             self.finished, self.finish = True, self.tick
 
     def result(self) -> NodeResult:
+        """How the job went: its cost, whether and when it finished."""
         job = self.job
         return NodeResult(
             cost=self.cost,
