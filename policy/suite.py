@@ -298,26 +298,24 @@ def _row(result: ClassResult) -> dict[str, Any]:
         "policies": stats,
     }
     if result.job_pools:
-        pools = sorted(set(result.job_pools))
-        row["per_pool"] = {
-            pool: {
-                name: round(
-                    float(
-                        np.mean(
-                            [
-                                j.cost_ratio
-                                for j, p in zip(jobs, result.job_pools, strict=True)
-                                if p == pool
-                            ]
-                        )
-                    ),
-                    6,
-                )
-                for name, jobs in result.jobs.items()
-            }
-            for pool in pools
-        }
+        row["per_pool"] = _per_pool(result)
     return row
+
+
+def _per_pool(result: ClassResult) -> dict[str, dict[str, float]]:
+    """Each policy's mean cost ratio per pool of an ``each`` class."""
+    return {
+        pool: {
+            name: round(float(np.mean(_pool_ratios(result, jobs, pool))), 6)
+            for name, jobs in result.jobs.items()
+        }
+        for pool in sorted(set(result.job_pools))
+    }
+
+
+def _pool_ratios(result: ClassResult, jobs: list[JobResult], pool: str) -> list[float]:
+    """The cost ratios of the jobs that ran in ``pool``."""
+    return [j.cost_ratio for j, p in zip(jobs, result.job_pools, strict=True) if p == pool]
 
 
 def _stats(jobs: Sequence[JobResult]) -> dict[str, Any]:
@@ -357,23 +355,38 @@ def _overall(rows: list[dict[str, Any]], name: str) -> dict[str, Any]:
     material = [r for r in rows if r["material"]]
     probe = [r for r in material if r["observe"] == "probe"]
     cold = [r for r in probe if r["history_hours"] == 0]
-    probe_shares = [r["policies"][name]["gap_share"] for r in probe]
-    each = [r for r in rows if r.get("per_pool")]
-    pool_ratios = [p[name] for r in each for p in r["per_pool"].values()]
+    probe_shares = _shares(probe, name)
+    pool_ratios = [p[name] for r in rows if r.get("per_pool") for p in r["per_pool"].values()]
     return {
         "mean_cost_ratio": _mean([r["policies"][name]["mean_cost_ratio"] for r in rows]),
-        "gap_share_material": _mean([r["policies"][name]["gap_share"] for r in material]),
+        "gap_share_material": _mean(_shares(material, name)),
         "gap_share_probe": _mean(probe_shares),
-        "gap_share_probe_cold": _mean([r["policies"][name]["gap_share"] for r in cold]),
-        "min_gap_share_probe": min(probe_shares) if probe_shares else None,
+        "gap_share_probe_cold": _mean(_shares(cold, name)),
+        "min_gap_share_probe": _lowest(probe_shares),
         "material_classes": len(material),
         "material_probe_classes": len(probe),
         "worst_excess_over_greedy": _worst_excess(rows, name, BASELINE),
         "worst_excess_over_uniform_progress": _worst_excess(rows, name, PROGRESS),
         "worst_pool_cost_ratio": round(max(pool_ratios), 6) if pool_ratios else None,
-        "misses": int(sum(r["policies"][name]["misses"] for r in rows)),
-        "n_jobs": int(sum(r["policies"][name]["n_jobs"] for r in rows)),
+        "misses": _total(rows, name, "misses"),
+        "n_jobs": _total(rows, name, "n_jobs"),
     }
+
+
+def _shares(rows: list[dict[str, Any]], name: str) -> list[float | None]:
+    """The gap share of ``name`` in each of ``rows``."""
+    return [r["policies"][name]["gap_share"] for r in rows]
+
+
+def _lowest(values: list[float | None]) -> float | None:
+    """The smallest known one of ``values`` (None when there are none)."""
+    known = [v for v in values if v is not None]
+    return min(known) if known else None
+
+
+def _total(rows: list[dict[str, Any]], name: str, key: str) -> int:
+    """The sum of ``name``'s ``key`` over ``rows``."""
+    return int(sum(r["policies"][name][key] for r in rows))
 
 
 def _task_list(
@@ -477,40 +490,26 @@ def verdict(summary: dict[str, Any], best: str = BEST, learned: str = "ppo") -> 
     tight classes within 0.005 of the best of greedy, uniform progress and the learned policy;
     no pool above a cost ratio of 1.005 in a single-pool class; the learned policy within 0.01
     of ``best`` on the suite average."""
-    rows = summary["classes"]
     overall = summary["overall"].get(best, {})
     share, worst_share = overall.get("gap_share_probe"), overall.get("min_gap_share_probe")
     misses = overall.get("misses", 0)
     excess_greedy = overall.get("worst_excess_over_greedy")
     excess_progress = overall.get("worst_excess_over_uniform_progress")
-    rivals = [n for n in (BASELINE, PROGRESS, learned) if rows and n in rows[0]["policies"]]
-    tight_excess = [
-        r["policies"][best]["mean_cost_ratio"]
-        - min(r["policies"][n]["mean_cost_ratio"] for n in rivals)
-        for r in rows
-        if r["pools"] == "each" and r["tight"] and best in r["policies"]
-    ]
     worst_pool = overall.get("worst_pool_cost_ratio")
-    learned_gap = None
-    if learned in summary["overall"] and best in summary["overall"]:
-        learned_gap = round(
-            summary["overall"][learned]["mean_cost_ratio"] - overall["mean_cost_ratio"], 6
-        )
-    worst_tight = round(max(tight_excess), 6) if tight_excess else None
+    learned_gap = _learned_gap(summary, best, learned)
+    worst_tight = _worst_tight_excess(summary["classes"], best, learned)
     return {
         "policy": best,
-        "within_greedy_and_uniform_progress_plus_0.005_everywhere": (
-            excess_greedy is not None
-            and excess_greedy <= TOLERANCE
-            and (excess_progress is None or excess_progress <= TOLERANCE)
-        ),
+        "within_greedy_and_uniform_progress_plus_0.005_everywhere": _at_most(
+            excess_greedy, TOLERANCE
+        )
+        and (excess_progress is None or excess_progress <= TOLERANCE),
         "no_missed_deadline": misses == 0,
         "probe_gap_share_at_least_0.4": share is not None and share >= 0.4,
         "every_material_probe_class_at_least_0.25": worst_share is not None and worst_share >= 0.25,
-        "single_pool_tight_within_0.005_of_the_best_rival": worst_tight is not None
-        and worst_tight <= TOLERANCE,
-        "no_pool_above_1.005": worst_pool is not None and worst_pool <= 1 + TOLERANCE,
-        "learned_within_0.01_of_best": learned_gap is not None and learned_gap <= 0.01,
+        "single_pool_tight_within_0.005_of_the_best_rival": _at_most(worst_tight, TOLERANCE),
+        "no_pool_above_1.005": _at_most(worst_pool, 1 + TOLERANCE),
+        "learned_within_0.01_of_best": _at_most(learned_gap, 0.01),
         "worst_excess_over_greedy": excess_greedy,
         "worst_excess_over_uniform_progress": excess_progress,
         "probe_gap_share": share,
@@ -520,6 +519,32 @@ def verdict(summary: dict[str, Any], best: str = BEST, learned: str = "ppo") -> 
         "learned_minus_best": learned_gap,
         "missed_deadlines": misses,
     }
+
+
+def _at_most(value: float | None, limit: float) -> bool:
+    """Whether ``value`` is known and at most ``limit``."""
+    return value is not None and value <= limit
+
+
+def _learned_gap(summary: dict[str, Any], best: str, learned: str) -> float | None:
+    """The learned policy's mean cost ratio minus ``best``'s (None unless both ran)."""
+    overall = summary["overall"]
+    if learned not in overall or best not in overall:
+        return None
+    return round(overall[learned]["mean_cost_ratio"] - overall[best]["mean_cost_ratio"], 6)
+
+
+def _worst_tight_excess(rows: list[dict[str, Any]], best: str, learned: str) -> float | None:
+    """In single-pool tight classes, the most ``best`` costs above the best of greedy, uniform
+    progress and the learned policy."""
+    rivals = [n for n in (BASELINE, PROGRESS, learned) if rows and n in rows[0]["policies"]]
+    excess = [
+        r["policies"][best]["mean_cost_ratio"]
+        - min(r["policies"][n]["mean_cost_ratio"] for n in rivals)
+        for r in rows
+        if r["pools"] == "each" and r["tight"] and best in r["policies"]
+    ]
+    return round(max(excess), 6) if excess else None
 
 
 def save_suite(summary: dict[str, Any], store: Path) -> Path:
