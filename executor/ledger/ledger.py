@@ -12,7 +12,6 @@ import json
 import logging
 import os
 import socket
-import time
 import uuid
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -22,6 +21,7 @@ from typing import Any
 import pandas as pd
 
 import spotwise.executor.ledger.schema  # noqa: F401  (the store holds the executor's tables)
+from spotwise.core.clock import SYSTEM_CLOCK, Clock
 from spotwise.executor.ledger.journal import (
     ENTRY_COLUMNS,
     JOB_COLUMNS,
@@ -117,8 +117,16 @@ class Ledger:
     """How long one write waits for a busy store before it is kept pending."""
     retry_every_s = 1.0
 
-    def __init__(self, store_path: Path, info: JobInfo, job_id: str | None = None) -> None:
+    def __init__(
+        self,
+        store_path: Path,
+        info: JobInfo,
+        job_id: str | None = None,
+        *,
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> None:
         self.store_path = store_path
+        self._clock = clock
         self.job_id = job_id or new_job_id()
         self._seq = 0
         self._writes: list[LedgerWrite] = []
@@ -133,7 +141,7 @@ class Ledger:
             name=info.name,
             command=info.command,
             launcher=info.launcher,
-            started=_now(),
+            started=self._now(),
             status=JobStatus.RUNNING.value,
             compute_hours=info.compute_hours,
             deadline_hours=info.deadline_hours,
@@ -177,7 +185,7 @@ class Ledger:
             Write.ENTRY,
             job_id=self.job_id,
             seq=self._seq,
-            ts=_now(),
+            ts=self._now(),
             kind=kind.value,
             pool=pool,
             market=market,
@@ -198,7 +206,7 @@ class Ledger:
         """Mark the job ``completed``, ``failed`` or ``cancelled``, with its end time, and wait
         (up to the store's wait) for the pending writes to go in; what still cannot is left in
         the journal, which any later ``spotwise jobs`` command or job writes."""
-        self._submit(Write.FINISH, ended=_now(), status=status.value, job_id=self.job_id)
+        self._submit(Write.FINISH, ended=self._now(), status=status.value, job_id=self.job_id)
         if self._pending:
             from spotwise.core.settings import current
 
@@ -217,7 +225,7 @@ class Ledger:
 
     def retry(self) -> None:
         """Try the pending writes again, without waiting (at most once a second)."""
-        now = time.monotonic()
+        now = self._clock.monotonic()
         if self._pending and now - self._last_try >= self.retry_every_s:
             self._flush(0.0)
 
@@ -236,7 +244,7 @@ class Ledger:
 
     def _flush(self, wait_s: float) -> None:
         """Write the pending writes in one transaction, or keep them in the journal."""
-        self._last_try = time.monotonic()
+        self._last_try = self._clock.monotonic()
         try:
             with open_operational(self.store_path, wait_s=wait_s) as store:
                 if self._writes[0] in self._pending:  # the job's first write: tidy up first
@@ -251,13 +259,13 @@ class Ledger:
         if self._busy_since is not None:
             log.warning(
                 "the ledger's pending writes are in the store (after %.0f s)",
-                time.monotonic() - self._busy_since,
+                self._clock.monotonic() - self._busy_since,
             )
             self._busy_since = None
 
     def _keep(self, exc: Exception) -> None:
         if self._busy_since is None:
-            self._busy_since = time.monotonic()
+            self._busy_since = self._clock.monotonic()
             log.warning(
                 "the ledger keeps writes in %s until the store is free: %s",
                 self._journal.path,
@@ -269,9 +277,9 @@ class Ledger:
         except OSError as error:  # kept in memory still
             log.error("cannot write the pending journal %s: %s", self._journal.path, error)
 
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat()
+    def _now(self) -> str:
+        """The clock's time as the ISO timestamp the ledger's rows carry."""
+        return datetime.fromtimestamp(self._clock.time(), UTC).isoformat()
 
 
 JOB_FRAME_COLUMNS = (*JOB_COLUMNS, "ended", "worker_pgid")
@@ -290,16 +298,40 @@ def _apply(
     entry_rows = entries.to_dict("records")
     seen = {(row["job_id"], int(row["seq"])) for row in entry_rows}
     for item in writes:
-        values, job = item.values, job_rows.get(item.job_id)
-        if item.write is Write.START and job is None:
-            job_rows[item.job_id] = {**values, "ended": None, "worker_pgid": None}
-        elif item.write is Write.ENTRY and (item.job_id, int(values["seq"])) not in seen:
-            entry_rows.append(values)
-            seen.add((item.job_id, int(values["seq"])))
-        elif item.write is Write.PROCESS_GROUP and job is not None:
-            job["worker_pgid"] = values["worker_pgid"]
-        elif item.write is Write.FINISH and job is not None:
-            job.update(ended=values["ended"], status=values["status"])
+        if item.write is Write.ENTRY:
+            _apply_entry(entry_rows, seen, item)
+        else:
+            _apply_job_write(job_rows, item)
+    return _typed(job_rows, entry_rows)
+
+
+def _apply_entry(
+    entry_rows: list[dict[str, Any]], seen: set[tuple[str, int]], item: LedgerWrite
+) -> None:
+    """Add an entry the rows do not hold yet (by job and sequence number)."""
+    key = (item.job_id, int(item.values["seq"]))
+    if key not in seen:
+        entry_rows.append(item.values)
+        seen.add(key)
+
+
+def _apply_job_write(job_rows: dict[str, dict[str, Any]], item: LedgerWrite) -> None:
+    """Make a job's start (unless it is there), process group or finish in its row."""
+    values, job = item.values, job_rows.get(item.job_id)
+    if item.write is Write.START and job is None:
+        job_rows[item.job_id] = {**values, "ended": None, "worker_pgid": None}
+    elif job is None:
+        return
+    elif item.write is Write.PROCESS_GROUP:
+        job["worker_pgid"] = values["worker_pgid"]
+    elif item.write is Write.FINISH:
+        job.update(ended=values["ended"], status=values["status"])
+
+
+def _typed(
+    job_rows: dict[str, dict[str, Any]], entry_rows: list[dict[str, Any]]
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The rows as frames with numbers and times typed, entries in job and sequence order."""
     merged_jobs = pd.DataFrame(list(job_rows.values()), columns=list(JOB_FRAME_COLUMNS))
     merged_entries = pd.DataFrame(entry_rows, columns=list(ENTRY_COLUMNS))
     for column in ("hours", "price", "cost_usd", "bytes", "on_demand_price", "seq"):
@@ -335,9 +367,18 @@ def list_jobs(store: OperationalStore) -> list[dict[str, Any]]:
     """Every job with its status, cost so far, preemptions, migrations (moves, back to spot
     among them), hours on on-demand and pending writes (newest first)."""
     jobs, entries, pending = _frames(store)
+    per_job = _sums_per_job(entries)
+    return [
+        _listed(job, per_job.loc[job.job_id] if job.job_id in per_job.index else None, pending)
+        for job in jobs.sort_values("started", ascending=False).itertuples()
+    ]
+
+
+def _sums_per_job(entries: pd.DataFrame) -> pd.DataFrame:
+    """Cost, preemptions, migrations and on-demand hours of each job's entries."""
     kind = entries["kind"]
     on_demand = (kind == EntryKind.INSTANCE) & (entries["market"] == "on-demand")
-    per_job = (
+    return (
         entries.assign(
             cost_usd=entries["cost_usd"].where(kind == EntryKind.INSTANCE, 0.0),
             preemptions=kind == EntryKind.PREEMPTION,
@@ -347,30 +388,38 @@ def list_jobs(store: OperationalStore) -> list[dict[str, Any]]:
         .groupby("job_id")[["cost_usd", "preemptions", "migrations", "on_demand_hours"]]
         .sum()
     )
-    rows = []
-    for job in jobs.sort_values("started", ascending=False).itertuples():
-        sums = per_job.loc[job.job_id] if job.job_id in per_job.index else None
-        rows.append(
-            {
-                "job_id": str(job.job_id),
-                "name": str(job.name),
-                "launcher": str(job.launcher),
-                "status": str(job.status),
-                "sweep": None if pd.isna(job.sweep) else str(job.sweep),
-                "trial": None if pd.isna(job.trial) else int(job.trial),
-                "fleet": None if pd.isna(job.fleet) else str(job.fleet),
-                "tier": None if pd.isna(job.tier) else str(job.tier),
-                "simulated": bool(job.simulated) if not pd.isna(job.simulated) else False,
-                "started": job.started.to_pydatetime(),
-                "ended": None if pd.isna(job.ended) else job.ended.to_pydatetime(),
-                "cost_usd": float(sums["cost_usd"]) if sums is not None else 0.0,
-                "preemptions": int(sums["preemptions"]) if sums is not None else 0,
-                "migrations": int(sums["migrations"]) if sums is not None else 0,
-                "on_demand_hours": float(sums["on_demand_hours"]) if sums is not None else 0.0,
-                "pending": pending.get(str(job.job_id), 0),
-            }
-        )
-    return rows
+
+
+def _listed(job: Any, sums: pd.Series | None, pending: dict[str, int]) -> dict[str, Any]:
+    """One job's line of :func:`list_jobs` (``sums``: its entries' sums, None without any)."""
+    return {
+        "job_id": str(job.job_id),
+        "name": str(job.name),
+        "launcher": str(job.launcher),
+        "status": str(job.status),
+        "sweep": _text_or_none(job.sweep),
+        "trial": _int_or_none(job.trial),
+        "fleet": _text_or_none(job.fleet),
+        "tier": _text_or_none(job.tier),
+        "simulated": bool(job.simulated) if not pd.isna(job.simulated) else False,
+        "started": job.started.to_pydatetime(),
+        "ended": None if pd.isna(job.ended) else job.ended.to_pydatetime(),
+        "cost_usd": float(sums["cost_usd"]) if sums is not None else 0.0,
+        "preemptions": int(sums["preemptions"]) if sums is not None else 0,
+        "migrations": int(sums["migrations"]) if sums is not None else 0,
+        "on_demand_hours": float(sums["on_demand_hours"]) if sums is not None else 0.0,
+        "pending": pending.get(str(job.job_id), 0),
+    }
+
+
+def _text_or_none(value: Any) -> str | None:
+    """A stored text, None where the store has none."""
+    return None if pd.isna(value) else str(value)
+
+
+def _int_or_none(value: Any) -> int | None:
+    """A stored whole number, None where the store has none."""
+    return None if pd.isna(value) else int(value)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -456,19 +505,6 @@ def _report(job: pd.Series, entries: pd.DataFrame, *, pending: int) -> JobReport
     """A job's report from its ``jobs`` row and its ``ledger`` entries."""
     job_id = str(job.job_id)
     instances = entries[entries.kind == EntryKind.INSTANCE]
-    by_market = {
-        str(market): MarketUse(
-            hours=round(float(group.hours.sum()), 4),
-            cost_usd=round(float(group.cost_usd.sum()), 4),
-        )
-        for market, group in instances.groupby("market")
-    }
-    nodes: dict[str, dict[str, MarketUse]] = {}
-    for (node, market), group in instances.dropna(subset=["node"]).groupby(["node", "market"]):
-        nodes.setdefault(str(node), {})[str(market)] = MarketUse(
-            hours=round(float(group.hours.sum()), 4),
-            cost_usd=round(float(group.cost_usd.sum()), 4),
-        )
     lost = entries[entries.kind == EntryKind.LOST_WORK]
     lost_hours = float(lost.hours.sum()) if not lost.empty else 0.0
     recovery = float((lost.hours * lost.price).sum()) if not lost.empty else 0.0
@@ -501,7 +537,7 @@ def _report(job: pd.Series, entries: pd.DataFrame, *, pending: int) -> JobReport
         breakdown=CostBreakdown(
             compute=round(compute, 4), storage=round(storage, 4), recovery=round(recovery, 4)
         ),
-        markets=by_market,
+        markets=_market_use(instances),
         # launched ones count from their launch: the running one has no ``instance`` entry yet
         instances=max(len(instances), int((entries.kind == EntryKind.LAUNCH).sum())),
         preemptions=int((entries.kind == EntryKind.PREEMPTION).sum()),
@@ -509,11 +545,31 @@ def _report(job: pd.Series, entries: pd.DataFrame, *, pending: int) -> JobReport
         migrations=int((entries.kind == EntryKind.MIGRATION).sum()),
         lost_work_hours=round(lost_hours, 4),
         checkpoint_bytes=checkpoint_bytes,
-        nodes=nodes,
+        nodes=_node_use(instances),
         entries=len(entries),
         pending_writes=pending,
-        sweep=None if pd.isna(job.get("sweep")) else str(job.get("sweep")),
-        trial=None if pd.isna(job.get("trial")) else int(job.get("trial")),
-        fleet=None if pd.isna(job.get("fleet")) else str(job.get("fleet")),
-        tier=None if pd.isna(job.get("tier")) else str(job.get("tier")),
+        sweep=_text_or_none(job.get("sweep")),
+        trial=_int_or_none(job.get("trial")),
+        fleet=_text_or_none(job.get("fleet")),
+        tier=_text_or_none(job.get("tier")),
     )
+
+
+def _use(group: pd.DataFrame) -> MarketUse:
+    """Hours and cost of some ``instance`` entries."""
+    return MarketUse(
+        hours=round(float(group.hours.sum()), 4), cost_usd=round(float(group.cost_usd.sum()), 4)
+    )
+
+
+def _market_use(instances: pd.DataFrame) -> dict[str, MarketUse]:
+    """Hours and cost per market."""
+    return {str(market): _use(group) for market, group in instances.groupby("market")}
+
+
+def _node_use(instances: pd.DataFrame) -> dict[str, dict[str, MarketUse]]:
+    """Hours and cost per node and market (empty for a one-node job)."""
+    nodes: dict[str, dict[str, MarketUse]] = {}
+    for (node, market), group in instances.dropna(subset=["node"]).groupby(["node", "market"]):
+        nodes.setdefault(str(node), {})[str(market)] = _use(group)
+    return nodes
