@@ -133,25 +133,34 @@ def price_book(
     spot: dict[str, Quote] = {}
     region_of: dict[str, str] = {}
     types = set()
+    regional = _regional_cloud(instance_type)
     for pool in pools:
         zone, pool_type = pool_zone_type(pool, instance_type)
         types.add(pool_type)
-        region_of[pool] = region_of_zone("aws", zone)
-        spot[pool] = (
-            given(spot_price, "--spot-price")
-            if spot_price is not None
-            else store_quote(store, "spot", "zone", zone, pool_type)
-            or reference("spot", pool_type, f"spot price of {pool}", "--spot-price")
-        )
+        # a cloud's pools are zones of its region (an Azure zone is "1")
+        in_region = home_region if home_region and "_" not in pool else None
+        region_of[pool] = in_region or region_of_zone("aws", zone)
+        if spot_price is not None:
+            spot[pool] = given(spot_price, "--spot-price")
+        elif regional:
+            spot[pool] = _regional_quote(store, "spot", regional, region_of[pool], pool_type)
+        else:
+            spot[pool] = store_quote(store, "spot", "zone", zone, pool_type) or reference(
+                "spot", pool_type, f"spot price of {pool}", "--spot-price"
+            )
     the_type = types.pop() if len(types) == 1 else instance_type
     home = home_region or (region_of[pools[0]] if pools else "")
     on_demand = {
-        region: on_demand_quote(
-            store,
-            region,
-            the_type,
-            [spot[p] for p in pools if region_of[p] == region],
-            given_price=on_demand_price,
+        region: (
+            _regional_quote(store, "on_demand", regional, region, the_type)
+            if regional and on_demand_price is None
+            else on_demand_quote(
+                store,
+                region,
+                the_type,
+                [spot[p] for p in pools if region_of[p] == region],
+                given_price=on_demand_price,
+            )
         )
         for region in {home, *region_of.values()}
     }
@@ -162,4 +171,39 @@ def price_book(
         on_demand=on_demand,
         region_of=region_of,
         priced_at=datetime.now(UTC).isoformat(),
+    )
+
+
+REGIONAL_COLLECT = {
+    "gcp": "spotwise collect gcp --regions {region} --shapes {shape}",
+    "azure": "spotwise collect azure --regions {region} --vm-sizes {shape}",
+}
+"""The clouds whose catalogs price a shape per region, not per zone, and the command that
+collects one shape's prices in one region."""
+
+
+def _regional_cloud(instance_type: str) -> str | None:
+    """The cloud of ``instance_type`` when its prices are per region (GCP, Azure), else None."""
+    from spotwise.pricing.gpus import shape_of
+
+    return next((c for c in REGIONAL_COLLECT if shape_of(c, instance_type)), None)
+
+
+def _regional_quote(
+    store: MarketStore, market: str, cloud: str, region: str, instance_type: str
+) -> Quote:
+    """The newest ``market`` price of a GCP or Azure shape in ``region``.
+
+    Raises:
+        ValueError: when the store has none, naming the flag and the command that collects it.
+    """
+    quote = store_quote(store, market, "region", region, instance_type)
+    if quote is not None:
+        return quote
+    spot = market == "spot"
+    what, flag = ("spot", "--spot-price") if spot else ("on-demand", "--on-demand-price")
+    collect = REGIONAL_COLLECT[cloud].format(region=region, shape=instance_type)
+    raise ValueError(
+        f"no {what} price of {instance_type} in {region} in the store: give it with {flag}, or "
+        f"collect it ({collect})"
     )

@@ -1,0 +1,84 @@
+"""A GCP or Azure job's prices: their catalogs price a shape per region (the store's rows have no
+zone), so each of the job's zones is quoted its region's price, and a missing one names the
+``collect`` command of that cloud."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from spotwise.executor.ledger.prices import price_book
+from spotwise.pricing.store import MarketStore
+
+COLUMNS = "(source, provider, region, zone, instance_type, market, ts, price)"
+
+
+def _regional(
+    store: MarketStore, cloud: str, region: str, shape: str, market: str, price: float
+) -> None:
+    store.execute(
+        f"INSERT INTO prices {COLUMNS} VALUES (?, ?, ?, '', ?, ?, '2026-12-01 00:00:00+00', ?)",
+        [f"{cloud}-catalog", cloud, region, shape, market, price],
+    )
+
+
+def test_a_gcp_jobs_zones_are_quoted_their_regions_catalog_price(tmp_path: Path) -> None:
+    shape = "a2-highgpu-1g"
+    with MarketStore.open(tmp_path / "m.duckdb") as store:
+        _regional(store, "gcp", "us-central1", shape, "spot", 1.15)
+        _regional(store, "gcp", "us-central1", shape, "on_demand", 3.67)
+        book = price_book(
+            store,
+            ("us-central1-a", "us-central1-b"),
+            instance_type=shape,
+            home_region="us-central1",
+        )
+    assert {q.usd_per_hour for q in book.spot.values()} == {1.15}
+    assert "gcp-catalog" in book.spot_quote("us-central1-a").source
+    assert book.region_of == {"us-central1-a": "us-central1", "us-central1-b": "us-central1"}
+    assert book.on_demand_quote("us-central1-b").usd_per_hour == 3.67
+
+
+def test_an_azure_jobs_zones_1_2_are_quoted_its_locations_price(tmp_path: Path) -> None:
+    size = "Standard_NC6s_v3"
+    with MarketStore.open(tmp_path / "m.duckdb") as store:
+        _regional(store, "azure", "eastus", size, "spot", 0.92)
+        _regional(store, "azure", "eastus", size, "on_demand", 3.06)
+        book = price_book(store, ("1", "2"), instance_type=size, home_region="eastus")
+    assert book.spot_quote("2").usd_per_hour == 0.92
+    assert book.on_demand_quote("1").usd_per_hour == 3.06 and book.home_region == "eastus"
+
+
+@pytest.mark.parametrize(
+    ("shape", "pools", "region", "collect"),
+    [
+        (
+            "n1-standard-8+1xnvidia-tesla-v100",
+            ("us-central1-a",),
+            "us-central1",
+            "spotwise collect gcp --regions us-central1 --shapes n1-standard-8+1xnvidia-tesla-v100",
+        ),
+        (
+            "Standard_NC6s_v3",
+            ("1",),
+            "eastus",
+            "spotwise collect azure --regions eastus --vm-sizes Standard_NC6s_v3",
+        ),
+    ],
+)
+def test_a_missing_price_names_that_clouds_collect_command(
+    tmp_path: Path, shape: str, pools: tuple[str, ...], region: str, collect: str
+) -> None:
+    with MarketStore.open(tmp_path / "m.duckdb") as store:
+        with pytest.raises(ValueError) as caught:
+            price_book(store, pools, instance_type=shape, home_region=region)
+        _regional(store, "gcp" if "-" in shape else "azure", region, shape, "spot", 1.0)
+        with pytest.raises(ValueError) as on_demand:
+            price_book(store, pools, instance_type=shape, home_region=region)
+    assert str(caught.value) == (
+        f"no spot price of {shape} in {region} in the store: give it with --spot-price, or "
+        f"collect it ({collect})"
+    )
+    assert str(on_demand.value).startswith(f"no on-demand price of {shape} in {region}")
+    assert "--on-demand-price" in str(on_demand.value) and collect in str(on_demand.value)
