@@ -4,7 +4,7 @@ same flags (:mod:`spotwise.cloud_options`) and the same output on each."""
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Annotated, Any
 
 import typer
@@ -73,10 +73,20 @@ def _register(cloud: Cloud) -> None:
     @cloud_options(account=True)
     def check(
         as_json: Annotated[bool, typer.Option("--json", help="Print the checks as JSON.")] = False,
+        pools: Annotated[
+            str | None,
+            typer.Option(
+                "--pools",
+                help="The zones spotwise run will use, comma-separated, as run takes them "
+                "(default: the cloud's default zones of the region).",
+                show_default=False,
+            ),
+        ] = None,
         cloud: CloudOptions = GIVEN,
     ) -> None:
+        zones = tuple(p.strip() for p in (pools or "").split(",") if p.strip())
         try:
-            checks = CLOUDS[name].check(CLOUDS[name].target(cloud))
+            checks = CLOUDS[name].check(CLOUDS[name].target(replace(cloud, zones=zones)))
         except ExecutorError as exc:
             fail(str(exc))
         if as_json:

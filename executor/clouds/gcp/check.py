@@ -256,7 +256,9 @@ class GcpCheck:
                     what,
                     "missing",
                     f"{email} does not exist",
-                    f"spotwise setup gcp --project {self.project} --bucket BUCKET",
+                    f"spotwise setup gcp --project {self.project} --region "
+                    f"{self.target.region} --bucket {self.target.bucket_name or 'BUCKET'}"
+                    + ("" if email.startswith(f"{ACCOUNT_ID}@") else f" --service-account {email}"),
                 )
             return Check(what, "unknown", f"cannot read {email} ({message(exc)[:160]})")
         if found.get("disabled"):
