@@ -181,67 +181,112 @@ def fit_market(name: str, traces: TraceSet, end_tick: int, *, calendar: bool) ->
 def generate(model: MarketModel, regime: Regime, hours: float, seed: int) -> TraceSet:
     """A synthetic market of ``hours`` like ``model``'s, in ``regime``; seeded (same seed, same
     market). Its pools are named ``synthetic:<set>:<regime>:<pool>``."""
-    rng = np.random.default_rng(seed)
-    per_tick = model.gap_seconds / 3600
-    n_ticks = max(1, math.ceil(hours / per_tick))
-    n_pools = len(model.pools)
-    rho = model.correlation if regime.correlation is None else regime.correlation
-    available = np.zeros((n_pools, n_ticks), dtype=bool)
-    up = np.array([rng.random() < s for s in model.up_share])
-    left = np.zeros(n_pools, dtype=int)
-    credit = np.zeros(n_pools, dtype=int)
-
-    def time_bin(tick: int) -> int:
-        return int((tick * per_tick % 24) // (24 / TIME_BINS)) if model.calendar else 0
-
-    def draw(z: int, is_up: bool, tick: int) -> int:
-        spells = model.up[z] if is_up else model.down[z]
-        if spells is None:
-            return n_ticks + 1
-        length = spells.draw(rng, time_bin(tick))
-        if is_up:
-            length = max(1, round(length * regime.mean_spell))
-        return length
-
-    fixed = [model.always_up[z] or model.up[z] is None for z in range(n_pools)]
-    for z in range(n_pools):
-        if fixed[z]:
-            up[z] = model.always_up[z]  # never seen to change: it stays as it was
-            left[z] = n_ticks + 1
-        else:
-            left[z] = max(1, int(rng.integers(1, draw(z, bool(up[z]), 0) + 1)))
-    for t in range(n_ticks):
-        available[:, t] = up
-        left -= 1
-        ends = [int(z) for z in np.flatnonzero(left <= 0)]
-        if rho > 0 and any(up[z] for z in ends):
-            for y in np.flatnonzero(up & (left > 0)):
-                z = int(y)
-                if rng.random() < rho and not fixed[z]:
-                    # it goes down with the others now, and gets the up time it lost back on
-                    # its next up spell: the pool's share of up time stays the fitted one
-                    credit[z] += left[z]
-                    left[z] = 0
-                    ends.append(int(z))
-        for z in ends:
-            up[z] = not up[z]
-            left[z] = draw(z, bool(up[z]), t + 1)
-            if up[z]:
-                left[z] += credit[z]
-                credit[z] = 0
-    if model.storms and regime.storms_per_day > 0:
-        days = hours / 24
-        for _ in range(int(rng.poisson(regime.storms_per_day * days))):
-            block = model.storms[int(rng.integers(len(model.storms)))]
-            at = int(rng.integers(n_ticks))
-            width = min(block.shape[1], n_ticks - at)
-            available[:, at : at + width] = block[:, :width]
+    n_ticks = max(1, math.ceil(hours / (model.gap_seconds / 3600)))
+    walk = _SpellWalk(model, regime, n_ticks, np.random.default_rng(seed))
+    available = walk.run()
+    _add_storms(model, regime, hours, walk.rng, available)
     label = f"{SYNTHETIC}:{model.name}:{regime.name}"
     return TraceSet(
         pools=tuple(Pool(name=f"{label}:{p}") for p in model.pools),
         gap_seconds=model.gap_seconds,
         available=available,
     )
+
+
+class _SpellWalk:
+    """Each pool's up and down spells drawn one after another, a pool's drop taking each
+    other pool down with it with the correlation's chance."""
+
+    def __init__(
+        self, model: MarketModel, regime: Regime, n_ticks: int, rng: np.random.Generator
+    ) -> None:
+        self.model, self.regime, self.n_ticks, self.rng = model, regime, n_ticks, rng
+        n_pools = len(model.pools)
+        self.per_tick = model.gap_seconds / 3600
+        self.rho = model.correlation if regime.correlation is None else regime.correlation
+        self.up = np.array([rng.random() < s for s in model.up_share])
+        self.left = np.zeros(n_pools, dtype=int)
+        self.credit = np.zeros(n_pools, dtype=int)
+        self.fixed = [model.always_up[z] or model.up[z] is None for z in range(n_pools)]
+
+    def _time_bin(self, tick: int) -> int:
+        """The time-of-day bin of ``tick`` (0 without a calendar)."""
+        if not self.model.calendar:
+            return 0
+        return int((tick * self.per_tick % 24) // (24 / TIME_BINS))
+
+    def _draw(self, z: int, is_up: bool, tick: int) -> int:
+        """The length of a spell of pool ``z`` that starts at ``tick``."""
+        spells = self.model.up[z] if is_up else self.model.down[z]
+        if spells is None:
+            return self.n_ticks + 1
+        length = spells.draw(self.rng, self._time_bin(tick))
+        if is_up:
+            length = max(1, round(length * self.regime.mean_spell))
+        return length
+
+    def _start(self) -> None:
+        """Each pool's first spell, entered at a random point of it."""
+        for z in range(len(self.model.pools)):
+            if self.fixed[z]:
+                self.up[z] = self.model.always_up[z]  # never seen to change: it stays as it was
+                self.left[z] = self.n_ticks + 1
+            else:
+                first = self._draw(z, bool(self.up[z]), 0)
+                self.left[z] = max(1, int(self.rng.integers(1, first + 1)))
+
+    def _dragged_down(self, ends: list[int]) -> None:
+        """Pools still up that go down with the ones whose up spell ends now."""
+        if not (self.rho > 0 and any(self.up[z] for z in ends)):
+            return
+        for y in np.flatnonzero(self.up & (self.left > 0)):
+            z = int(y)
+            if self.rng.random() < self.rho and not self.fixed[z]:
+                # it goes down with the others now, and gets the up time it lost back on
+                # its next up spell: the pool's share of up time stays the fitted one
+                self.credit[z] += self.left[z]
+                self.left[z] = 0
+                ends.append(int(z))
+
+    def _turn(self, ends: list[int], tick: int) -> None:
+        """Pools whose spell ended flip, each with a fresh spell from ``tick``."""
+        for z in ends:
+            self.up[z] = not self.up[z]
+            self.left[z] = self._draw(z, bool(self.up[z]), tick)
+            if self.up[z]:
+                self.left[z] += self.credit[z]
+                self.credit[z] = 0
+
+    def run(self) -> np.ndarray:
+        """Availability, bool [pool, tick]."""
+        self._start()
+        available = np.zeros((len(self.model.pools), self.n_ticks), dtype=bool)
+        for t in range(self.n_ticks):
+            available[:, t] = self.up
+            self.left -= 1
+            ends = [int(z) for z in np.flatnonzero(self.left <= 0)]
+            self._dragged_down(ends)
+            self._turn(ends, t + 1)
+        return available
+
+
+def _add_storms(
+    model: MarketModel,
+    regime: Regime,
+    hours: float,
+    rng: np.random.Generator,
+    available: np.ndarray,
+) -> None:
+    """Paste the regime's number of resampled worst stretches at random ticks."""
+    if not model.storms or regime.storms_per_day <= 0:
+        return
+    n_ticks = available.shape[1]
+    days = hours / 24
+    for _ in range(int(rng.poisson(regime.storms_per_day * days))):
+        block = model.storms[int(rng.integers(len(model.storms)))]
+        at = int(rng.integers(n_ticks))
+        width = min(block.shape[1], n_ticks - at)
+        available[:, at : at + width] = block[:, :width]
 
 
 def is_synthetic(traces: TraceSet) -> bool:
