@@ -12,10 +12,11 @@ import contextlib
 import os
 import signal
 import socket
-import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from spotwise.core.clock import SYSTEM_CLOCK, Clock
 from spotwise.executor.errors import ExecutorError
 from spotwise.executor.ledger.journal import replay_orphans
 from spotwise.executor.ledger.ledger import job_row
@@ -33,16 +34,16 @@ def _job(store_path: Path, job_id: str) -> dict[str, Any]:
     return row
 
 
-def _stop_group(pgid: int, grace_s: float) -> bool:
+def _stop_group(pgid: int, grace_s: float, clock: Clock) -> bool:
     """SIGTERM the process group (a notice: the guard checkpoints), SIGKILL what is left
     after ``grace_s``; whether there was a group to stop."""
     try:
         os.killpg(pgid, signal.SIGTERM)
     except ProcessLookupError:
         return False
-    deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline:
-        time.sleep(0.2)
+    deadline = clock.monotonic() + grace_s
+    while clock.monotonic() < deadline:
+        clock.sleep(0.2)
         try:
             os.killpg(pgid, 0)
         except ProcessLookupError:
@@ -53,7 +54,12 @@ def _stop_group(pgid: int, grace_s: float) -> bool:
 
 
 def cancel_job(
-    store_path: Path, job_id: str, *, wait_s: float = 60.0, grace_s: float = 30.0
+    store_path: Path,
+    job_id: str,
+    *,
+    wait_s: float = 60.0,
+    grace_s: float = 30.0,
+    clock: Clock = SYSTEM_CLOCK,
 ) -> str:
     """Cancel a running job; returns how it ended. A job whose supervisor is gone has its
     command's process group stopped here (``grace_s`` to checkpoint, then killed).
@@ -72,25 +78,27 @@ def cancel_job(
             f"job {job_id} is supervised on {host} (pid {pid}): run `spotwise jobs cancel` there"
         )
     if pid is None or not supervisor_alive(pid, started):
-        return _cancel_orphan(store_path, job_id, pgid, grace_s)
-    return _cancel_supervised(store_path, job_id, int(pid), wait_s)
+        return _cancel_orphan(store_path, job_id, pgid, grace_s, clock)
+    return _cancel_supervised(store_path, job_id, int(pid), wait_s, clock)
 
 
-def _cancel_orphan(store_path: Path, job_id: str, pgid: int | None, grace_s: float) -> str:
+def _cancel_orphan(
+    store_path: Path, job_id: str, pgid: int | None, grace_s: float, clock: Clock
+) -> str:
     """A running job whose supervisor is gone: stop its command here, record it cancelled."""
-    stopped = pgid is not None and _stop_group(pgid, grace_s)
+    stopped = pgid is not None and _stop_group(pgid, grace_s, clock)
     with open_operational(store_path) as store:
         replay_orphans(store)  # the dead supervisor's last writes go first
         store.execute(
-            "UPDATE jobs SET status = 'cancelled', ended = now() "
+            "UPDATE jobs SET status = 'cancelled', ended = ? "
             "WHERE job_id = ? AND status = 'running'",
-            [job_id],
+            [datetime.fromtimestamp(clock.time(), UTC).isoformat(), job_id],
         )
     left = "; its command was stopped" if stopped else ""
     return f"cancelled (its supervisor had already gone{left})"
 
 
-def _cancel_supervised(store_path: Path, job_id: str, pid: int, wait_s: float) -> str:
+def _cancel_supervised(store_path: Path, job_id: str, pid: int, wait_s: float, clock: Clock) -> str:
     """SIGTERM to the job's live supervisor, then wait for the ledger to say how it ended.
 
     Raises:
@@ -103,9 +111,9 @@ def _cancel_supervised(store_path: Path, job_id: str, pid: int, wait_s: float) -
             f"job {job_id}'s supervisor (pid {pid}) belongs to another user: ask them, or "
             "run this as that user"
         ) from exc
-    deadline = time.monotonic() + wait_s
-    while time.monotonic() < deadline:
-        time.sleep(0.5)
+    deadline = clock.monotonic() + wait_s
+    while clock.monotonic() < deadline:
+        clock.sleep(0.5)
         try:
             status = _job(store_path, job_id)["status"]
         except StoreError:
