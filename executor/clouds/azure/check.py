@@ -218,35 +218,23 @@ class AzureCheck:
         return Check(what, "ok", f"{parts[-1]} (client id {found.client_id})")
 
     def size(self) -> Check:
+        """The VM size offered in the location and in each zone wanted, for this subscription."""
         what = "VM size"
         size, location = self.target.instance_type, self.target.region
-        skus = self._arm("compute").resource_skus.list(filter=f"location eq '{location}'")
-        sku = next(
-            (
-                s
-                for s in skus
-                if s.resource_type == "virtualMachines" and str(s.name).lower() == size.lower()
-            ),
-            None,
-        )
+        sku = _find_sku(self._arm("compute").resource_skus, location, size)
         fix = f"az vm list-skus --location {location} --size {size} --output table"
         if sku is None:
             return Check(what, "missing", f"{size} is not offered in {location}", fix)
-        self.vcpus = next((int(c.value) for c in sku.capabilities or [] if c.name == "vCPUs"), None)
-        offered = {z for info in sku.location_info or [] for z in info.zones or []}
-        barred = {
-            z
-            for r in sku.restrictions or []
-            for z in ((r.restriction_info.zones or []) if r.restriction_info else [])
-        }
+        self.vcpus = _vcpus(sku)
+        usable = _usable_zones(sku)
         wanted = [z for z in self.target.zones_or_default if ZONE.match(z)]
-        lacking = [z for z in wanted if z not in offered or z in barred]
+        lacking = [z for z in wanted if z not in usable]
         if lacking:
             return Check(
                 what,
                 "missing",
                 f"{size} is not available in zone {', '.join(lacking)} of {location} for this "
-                f"subscription (zones: {', '.join(sorted(offered - barred)) or 'none'})",
+                f"subscription (zones: {', '.join(sorted(usable)) or 'none'})",
                 f"pass --pools with zones that have it, or {location} alone ({fix})",
             )
         return Check(what, "ok", f"{size} ({sku.family}) in {location}, zones {', '.join(wanted)}")
@@ -319,3 +307,33 @@ class AzureCheck:
                 "spotwise setup azure ... (it makes one), or pass --network SUBNET_ID",
             )
         return Check(what, "ok", f"{parts[8]}/{parts[10]}")
+
+
+def _find_sku(skus: Any, location: str, size: str) -> Any:
+    """Resource SKUs' entry of the VM size ``size`` in ``location`` (None: not offered)."""
+    listed = skus.list(filter=f"location eq '{location}'")
+    return next(
+        (
+            s
+            for s in listed
+            if s.resource_type == "virtualMachines" and str(s.name).lower() == size.lower()
+        ),
+        None,
+    )
+
+
+def _vcpus(sku: Any) -> int | None:
+    """The size's vCPUs, from its capabilities."""
+    return next((int(c.value) for c in sku.capabilities or [] if c.name == "vCPUs"), None)
+
+
+def _usable_zones(sku: Any) -> set[str]:
+    """The zones that offer the size, less those restricted for this subscription."""
+    offered = {z for info in sku.location_info or [] for z in info.zones or []}
+    barred = {
+        z
+        for restriction in sku.restrictions or []
+        if restriction.restriction_info
+        for z in restriction.restriction_info.zones or []
+    }
+    return offered - barred
