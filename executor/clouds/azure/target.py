@@ -132,60 +132,16 @@ class AzureTarget:
         Raises:
             ExecutorError: in one line, for a value Azure cannot take.
         """
-        subscription = resource_group = None
-        if options.project:
-            subscription, _, resource_group = options.project.partition("/")
-            if not SUBSCRIPTION.match(subscription) or not RESOURCE_GROUP.match(resource_group):
-                raise _one_line(
-                    "--project",
-                    options.project,
-                    "give SUBSCRIPTION/RESOURCE_GROUP, a subscription id (a GUID: `az account "
-                    "show --query id`) and a resource group name",
-                )
-        account = container = None
-        if options.bucket:
-            account, _, container = options.bucket.partition("/")
-            if not ACCOUNT.match(account) or not CONTAINER.match(container):
-                raise _one_line(
-                    "--bucket",
-                    options.bucket,
-                    "give STORAGE_ACCOUNT/CONTAINER (an account of 3-24 lowercase letters and "
-                    "digits, a container of 3-63 lowercase letters, digits and single hyphens)",
-                )
-        region = options.region or DEFAULT_LOCATION
-        if not LOCATION.match(region):
-            raise _one_line(
-                "--region", region, "an Azure location as `az account list-locations` names it"
-            )
-        for zone in options.zones:
-            if not POOL.match(zone):
-                raise _one_line(
-                    "--pools",
-                    zone,
-                    f"an availability zone of {region} (1, 2, 3), or {region} itself where it "
-                    "has no zones",
-                )
+        subscription, resource_group = _account(options.project)
+        account, container = _storage(options.bucket)
+        region = _location(options.region or DEFAULT_LOCATION)
+        _check_pools(options.zones, region)
         size = options.instance_type or DEFAULT_VM_SIZE
         if not VM_SIZE.match(size):
             raise _one_line("--instance-type", size, "an Azure VM size such as Standard_NC6s_v3")
         if options.image:
             ImageRef.parse(options.image)
-        if options.identity and not (
-            IDENTITY_ID.match(options.identity) or NAME.match(options.identity)
-        ):
-            raise _one_line(
-                "--identity",
-                options.identity,
-                "a user-assigned managed identity's resource id, or its name in the resource group",
-            )
-        if len(options.network) > 1 or (
-            options.network and not SUBNET_ID.match(options.network[0])
-        ):
-            raise _one_line(
-                "--network",
-                ", ".join(options.network),
-                "one subnet's resource id (/subscriptions/.../virtualNetworks/VNET/subnets/NAME)",
-            )
+        _check_identity(options.identity)
         return cls(
             subscription=subscription,
             resource_group=resource_group,
@@ -195,7 +151,7 @@ class AzureTarget:
             storage_account=account,
             container=container,
             identity=options.identity,
-            subnet=options.network[0] if options.network else None,
+            subnet=_subnet(options.network),
             zones=options.zones,
             endpoint_url=options.endpoint_url,
             workdir=options.workdir,
@@ -282,6 +238,7 @@ class AzureTarget:
 
     @property
     def image_ref(self) -> ImageRef:
+        """The image, parsed."""
         return ImageRef.parse(str(self.image))
 
     @property
@@ -293,3 +250,75 @@ class AzureTarget:
         subscription, group = self.require_account("azure")
         digest = hashlib.sha256(f"{subscription}/{group.lower()}".encode()).hexdigest()
         return f"spotwise-{digest[:12]}"
+
+
+def _account(project: str | None) -> tuple[str | None, str | None]:
+    """``--project SUBSCRIPTION/RESOURCE_GROUP`` split (None, None without one)."""
+    if not project:
+        return None, None
+    subscription, _, group = project.partition("/")
+    if not SUBSCRIPTION.match(subscription) or not RESOURCE_GROUP.match(group):
+        raise _one_line(
+            "--project",
+            project,
+            "give SUBSCRIPTION/RESOURCE_GROUP, a subscription id (a GUID: `az account show "
+            "--query id`) and a resource group name",
+        )
+    return subscription, group
+
+
+def _storage(bucket: str | None) -> tuple[str | None, str | None]:
+    """``--bucket STORAGE_ACCOUNT/CONTAINER`` split (None, None without one)."""
+    if not bucket:
+        return None, None
+    account, _, container = bucket.partition("/")
+    if not ACCOUNT.match(account) or not CONTAINER.match(container):
+        raise _one_line(
+            "--bucket",
+            bucket,
+            "give STORAGE_ACCOUNT/CONTAINER (an account of 3-24 lowercase letters and digits, a "
+            "container of 3-63 lowercase letters, digits and single hyphens)",
+        )
+    return account, container
+
+
+def _location(region: str) -> str:
+    """``--region``, an Azure location's name."""
+    if not LOCATION.match(region):
+        raise _one_line(
+            "--region", region, "an Azure location as `az account list-locations` names it"
+        )
+    return region
+
+
+def _check_pools(zones: tuple[str, ...], region: str) -> None:
+    """Each of ``--pools``: a zone, or the location itself."""
+    for zone in zones:
+        if not POOL.match(zone):
+            raise _one_line(
+                "--pools",
+                zone,
+                f"an availability zone of {region} (1, 2, 3), or {region} itself where it has "
+                "no zones",
+            )
+
+
+def _check_identity(identity: str | None) -> None:
+    """``--identity``: a managed identity's resource id or name."""
+    if identity and not (IDENTITY_ID.match(identity) or NAME.match(identity)):
+        raise _one_line(
+            "--identity",
+            identity,
+            "a user-assigned managed identity's resource id, or its name in the resource group",
+        )
+
+
+def _subnet(network: tuple[str, ...]) -> str | None:
+    """``--network``: at most one subnet's resource id."""
+    if len(network) > 1 or (network and not SUBNET_ID.match(network[0])):
+        raise _one_line(
+            "--network",
+            ", ".join(network),
+            "one subnet's resource id (/subscriptions/.../virtualNetworks/VNET/subnets/NAME)",
+        )
+    return network[0] if network else None
