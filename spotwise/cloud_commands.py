@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, replace
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -16,6 +16,9 @@ from spotwise.executor.clouds.base import Check, Cloud, CloudOptions
 from spotwise.executor.clouds.registry import CLOUDS
 from spotwise.executor.errors import ExecutorError
 from spotwise.pricing.errors import PricingError
+
+if TYPE_CHECKING:
+    from spotwise.executor.clouds.orphans import Judged
 
 setup_app = typer.Typer(
     help="Prepare a cloud account for spotwise run.", no_args_is_help=True, rich_markup_mode=None
@@ -39,12 +42,17 @@ def check_verdict(checks: list[Check]) -> str:
         return f"{missing} to fix"
     skipped = [c for c in checks if c.status == "skipped"]
     if skipped:
-        flags = list(dict.fromkeys(c.flag for c in skipped if c.flag))
-        given = f": pass {', '.join(flags)} to check them" if flags else ""
-        what = ", ".join(c.what for c in skipped)
-        return f"not ready to say: {len(skipped)} not checked ({what}){given}"
+        return _not_checked(skipped)
     unknown = sum(c.status == "unknown" for c in checks)
     return f"ready ({unknown} not known from here: the ? lines)" if unknown else "ready"
+
+
+def _not_checked(skipped: list[Check]) -> str:
+    """The verdict when checks were skipped: which, and the flags that would run them."""
+    flags = list(dict.fromkeys(c.flag for c in skipped if c.flag))
+    given = f": pass {', '.join(flags)} to check them" if flags else ""
+    what = ", ".join(c.what for c in skipped)
+    return f"not ready to say: {len(skipped)} not checked ({what}){given}"
 
 
 def _register(cloud: Cloud) -> None:
@@ -159,16 +167,20 @@ def _collect_garbage(
             "--job does not name (is this the --store the jobs ran with?)"
         )
     for item in judged:
-        if item.kind == "instance":
-            done = ("would end" if dry_run else "ended") if item.end else "left"
-            _line(f"{done} {item.resource} (job {item.job_id or '?'}): {item.why}")
-        else:
-            done = ("would delete" if dry_run else "deleted") if item.end else "left"
-            _line(f"{done} secret {item.resource}: {item.why}")
+        _line(_judged_line(item, dry_run))
     if not any(i.end for i in judged):
         where = "" if any_host else f" started from {host}"
         region = getattr(target, "home_region", "")
         _line(f"no orphaned Spotwise instance or secret in {region}{where}")
+
+
+def _judged_line(item: Judged, dry_run: bool) -> str:
+    """What gc did, or would do, with one resource, and why."""
+    if item.kind == "instance":
+        done = ("would end" if dry_run else "ended") if item.end else "left"
+        return f"{done} {item.resource} (job {item.job_id or '?'}): {item.why}"
+    done = ("would delete" if dry_run else "deleted") if item.end else "left"
+    return f"{done} secret {item.resource}: {item.why}"
 
 
 for _cloud in CLOUDS.values():
