@@ -140,14 +140,9 @@ def price_book(
         # a cloud's pools are zones of its region (an Azure zone is "1")
         in_region = home_region if home_region and "_" not in pool else None
         region_of[pool] = in_region or region_of_zone("aws", zone)
-        if spot_price is not None:
-            spot[pool] = given(spot_price, "--spot-price")
-        elif regional:
-            spot[pool] = _regional_quote(store, "spot", regional, region_of[pool], pool_type)
-        else:
-            spot[pool] = store_quote(store, "spot", "zone", zone, pool_type) or reference(
-                "spot", pool_type, f"spot price of {pool}", "--spot-price"
-            )
+        spot[pool] = _spot_quote(
+            store, pool, zone, region_of[pool], pool_type, regional, spot_price
+        )
     the_type = types.pop() if len(types) == 1 else instance_type
     home = home_region or (region_of[pools[0]] if pools else "")
     on_demand = {
@@ -180,6 +175,26 @@ REGIONAL_COLLECT = {
 }
 """The clouds whose catalogs price a shape per region, not per zone, and the command that
 collects one shape's prices in one region."""
+
+
+def _spot_quote(
+    store: MarketStore,
+    pool: str,
+    zone: str,
+    region: str,
+    instance_type: str,
+    regional: str | None,
+    spot_price: float | None,
+) -> Quote:
+    """A pool's spot quote: given, else its region's (a ``regional`` cloud's) or its zone's
+    newest in the store, else the reference price."""
+    if spot_price is not None:
+        return given(spot_price, "--spot-price")
+    if regional:
+        return _regional_quote(store, "spot", regional, region, instance_type)
+    return store_quote(store, "spot", "zone", zone, instance_type) or reference(
+        "spot", instance_type, f"spot price of {pool}", "--spot-price"
+    )
 
 
 def _regional_cloud(instance_type: str) -> str | None:
