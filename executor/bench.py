@@ -108,6 +108,7 @@ def bench_checkpoint(
         state_bytes = sum(t.numel() * t.element_size() for t in state["model"].values())
 
         progress("torch.save")
+        # timing only: every perf_counter read here measures a benched operation
         began = time.perf_counter()
         with open(root / "torch.pt", "wb") as handle:
             torch.save(state, handle)

@@ -45,7 +45,7 @@ def reference_run(ckpt: Path | str, *, epochs: int, step_sleep_s: float) -> Refe
     Raises:
         ExecutorError: when it fails, or ends without its ``done`` event.
     """
-    began = time.monotonic()
+    began = time.monotonic()  # timing only: the reference run's wall time, a bench figure
     run = run_under_replay(
         example_command(ckpt, epochs=epochs, step_sleep_s=step_sleep_s), [], lead_s=2, grace_s=5
     )

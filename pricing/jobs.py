@@ -18,6 +18,8 @@ from types import FrameType
 from apscheduler.events import EVENT_JOB_ERROR, EVENT_JOB_EXECUTED, JobExecutionEvent
 from apscheduler.schedulers.blocking import BlockingScheduler
 
+from spotwise.core.clock import SYSTEM_CLOCK, Clock
+
 log = logging.getLogger("spotwise.jobs")
 
 
@@ -35,7 +37,13 @@ def parse_every(text: str) -> float:
     return value
 
 
-def run_schedule(job: Callable[[], str], every_s: float, *, max_runs: int | None = None) -> int:
+def run_schedule(
+    job: Callable[[], str],
+    every_s: float,
+    *,
+    max_runs: int | None = None,
+    clock: Clock = SYSTEM_CLOCK,
+) -> int:
     """Run ``job`` now and then every ``every_s`` seconds until a signal (or ``max_runs``);
     return the number of runs that failed.
 
@@ -69,7 +77,7 @@ def run_schedule(job: Callable[[], str], every_s: float, *, max_runs: int | None
             scheduler.shutdown(wait=False)
 
     def timed() -> str:
-        began = time.perf_counter()
+        began = time.perf_counter()  # timing only: how long the run took, for the log
         summary = job()
         return f"{summary} in {time.perf_counter() - began:.1f} s"
 
@@ -86,7 +94,7 @@ def run_schedule(job: Callable[[], str], every_s: float, *, max_runs: int | None
         timed,
         "interval",
         seconds=every_s,
-        next_run_time=datetime.now(UTC),
+        next_run_time=datetime.fromtimestamp(clock.time(), UTC),
         max_instances=1,
         coalesce=True,
         id="collect-and-forecast",

@@ -64,6 +64,8 @@ def state_digest(state: Any) -> str:
 def emit(event: str, **fields: Any) -> None:
     """Print one JSON event line (with the time and this rank) for the supervisor."""
     rank = int(os.environ.get("RANK", "0"))
+    # timing only: the event's wall time, read by the resume bench; this runs as the job's own
+    # process, apart from the supervisor's Clock
     print(json.dumps({"event": event, "t": time.time(), "rank": rank, **fields}), flush=True)
 
 

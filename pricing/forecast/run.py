@@ -23,6 +23,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
+from spotwise.core.clock import SYSTEM_CLOCK, Clock
 from spotwise.core.progress import UNCOUNTED, Progress, Steps, silent
 from spotwise.pricing.forecast.boosting import GlobalBoosting
 from spotwise.pricing.forecast.grid import to_grid
@@ -30,7 +31,7 @@ from spotwise.pricing.forecast.models import Arima110, Naive
 from spotwise.pricing.forecast.panel import PanelForecaster, PerSeries, forecast_panel
 from spotwise.pricing.forecast.risk_forecasters import SHIPPED_RISK, History
 from spotwise.pricing.forecast.risk_rows import RISK_MODEL
-from spotwise.pricing.frames import unique_id
+from spotwise.pricing.frames import unique_id, utc_now
 from spotwise.pricing.operational import open_operational
 from spotwise.pricing.store import MarketStore
 
@@ -275,12 +276,13 @@ def run_forecasts(
     level: int = 90,
     progress: Progress = silent,
     steps: Steps = UNCOUNTED,
+    clock: Clock = SYSTEM_CLOCK,
 ) -> ForecastRun:
     """Forecast everything in the store at ``store_path`` and write the forecasts in one
     transaction. The store is held only to read the inputs and to write the result: other
     processes use it while the models fit."""
-    began = time.perf_counter()
-    created = pd.Timestamp.now(tz="UTC")
+    began = time.perf_counter()  # timing only: how long the run took, for its report
+    created = utc_now(clock)
     with MarketStore.open_to_read(store_path) as store:
         inputs = read_inputs(store)
     prices, n_series, short = price_forecasts(
