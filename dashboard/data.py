@@ -104,6 +104,33 @@ def plan(inputs: PlanInputs, instance_type: str, provider: str, on_demand: float
     return plan_job(inputs, found.pools, left_out=found.left_out)
 
 
+@st.cache_data(ttl=300, show_spinner=False)
+def plan_gpu(inputs: PlanInputs, gpu: str, count: int) -> Plan:
+    """``spotwise plan --gpu GPU --gpus COUNT``: every cloud's equivalent shapes ranked, with
+    the clouds that have no stored price and the command that collects one."""
+    from spotwise.executor.clouds.registry import CLOUDS
+    from spotwise.policy.market import pools_for_gpu, require_gpu_pools
+
+    notices = {name: c.notice_s for name, c in CLOUDS.items()}
+    with _open() as store:
+        found = pools_for_gpu(store, gpu, count, notices=notices)
+    require_gpu_pools(found, gpu, count)
+    return plan_job(
+        inputs,
+        found.pools,
+        left_out=found.left_out,
+        unpriced=found.unpriced,
+    )
+
+
+@st.cache_data(ttl=300, show_spinner=False)
+def gpu_models() -> list[str]:
+    """The GPU models of the GPU equivalence table."""
+    from spotwise.pricing.gpus import gpu_models as models
+
+    return list(models())
+
+
 def bench_summary(zones: str) -> dict[str, Any] | None:
     """The last ``spotwise bench policy`` result kept next to the store."""
     return last_summary(store_path(), "single" if zones == "single" else "multi")

@@ -7,12 +7,51 @@ import streamlit as st
 from spotwise.dashboard import charts, data
 
 ALL = "all"
+CLOUDS = ("aws", "gcp", "azure")
 
 
 def render() -> None:
+    """The page: the three clouds side by side, then price history and forecasts."""
     st.header("Market")
     if not data.store_ready():
         return
+    _clouds_side_by_side()
+    _history()
+
+
+def _clouds_side_by_side() -> None:
+    """Each cloud's newest spot prices against on-demand, GPU shapes first, in a column."""
+    st.subheader("AWS, GCP and Azure side by side (newest prices, GPU shapes first)")
+    for column, cloud in zip(st.columns(3), CLOUDS, strict=True):
+        column.markdown(f"**{cloud.upper()}**")
+        saving = data.view("savings", provider=cloud)
+        if saving.empty:
+            column.info(
+                f"No {cloud} pool here has a spot and an on-demand price the savings view "
+                f"pairs: `spotwise collect {cloud}`"
+            )
+            continue
+        shown = saving.head(8)[
+            [
+                c
+                for c in ("instance_type", "region", "spot_price", "saving_pct", "spot_as_of")
+                if c in saving.columns
+            ]
+        ]
+        column.dataframe(
+            shown,
+            hide_index=True,
+            width="stretch",
+            column_config={
+                "spot_price": st.column_config.NumberColumn("spot $/h", format="$%.3f"),
+                "saving_pct": st.column_config.NumberColumn("saving", format="%.0f %%"),
+                "spot_as_of": st.column_config.DatetimeColumn("as of", format="YYYY-MM-DD"),
+            },
+        )
+
+
+def _history() -> None:
+    """Price history, forecasts and savings of the filtered pools."""
     options = data.filters()
     left, middle, right = st.columns(3)
     provider = left.selectbox("Provider", [ALL, *options["provider"]])

@@ -2,19 +2,74 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 import streamlit as st
 
 from spotwise.dashboard import charts, data
 from spotwise.policy.cost import StorageTerms
 from spotwise.policy.errors import PolicyError
-from spotwise.policy.plan import PlanInputs, next_step, price_sources
+from spotwise.policy.plan import Plan, PlanInputs, next_step, price_sources
+
+CLOUDS = ("aws", "gcp", "azure")
 
 
 def render() -> None:
+    """The page: three clouds side by side for one GPU, then the what-if of one type."""
     st.header("Plan a job")
     if not data.store_ready():
         return
+    _clouds_side_by_side()
+    st.divider()
+    _one_type()
+
+
+def _clouds_side_by_side() -> None:
+    """``spotwise plan --gpu``: each cloud's cheapest equivalent shape in a column."""
+    st.subheader("One GPU, three clouds")
+    left, middle, right, far = st.columns(4)
+    models = data.gpu_models()
+    gpu = left.selectbox("GPU", models, index=models.index("A100") if "A100" in models else 0)
+    count = int(middle.number_input("GPUs", min_value=1, max_value=16, value=1))
+    gpu_hours = right.number_input("GPU-hours ", min_value=1.0, value=100.0, step=8.0)
+    deadline = far.number_input("Deadline (hours) ", min_value=1.0, value=150.0, step=8.0)
+    inputs = PlanInputs(gpu_hours=gpu_hours / count, deadline_hours=deadline)
+    try:
+        plan = data.plan_gpu(inputs, gpu, count)
+    except PolicyError as exc:
+        st.warning(str(exc))
+        return
+    for column, cloud in zip(st.columns(3), CLOUDS, strict=True):
+        _cloud_column(column, cloud, plan, count)
+    st.markdown(f"Run the cheapest ({plan.best.pool.provider}):")
+    st.code(next_step(plan, inputs), language="bash")
+
+
+def _cloud_column(column: Any, cloud: str, plan: Plan, count: int) -> None:
+    """One cloud's cheapest pool of the plan, or the command that collects its prices."""
+    column.markdown(f"**{cloud.upper()}**")
+    mine = [p for p in plan.pools if p.pool.provider == cloud]
+    if not mine:
+        why = plan.unpriced.get(cloud, "no shape of this GPU in the GPU table")
+        column.info(f"No stored price. Collect one: `{why}`")
+        return
+    best = mine[0]
+    pool = best.pool
+    shape = pool.instance_type
+    if pool.shape is not None and pool.shape.gpu_count != count:
+        shape += f" ({pool.shape.gpu_count} GPUs: the whole machine is paid)"
+    column.metric("Expected cost", f"${best.cost.total:,.2f}", f"{best.cost.saved_pct:.1f} % saved")
+    column.caption(
+        f"{shape} in {pool.zone or pool.region}; spot {pool.spot.describe()}; on demand "
+        f"{pool.on_demand.describe()}; notice {pool.notice_s or 0:.0f} s; storage and egress "
+        f"${best.cost.storage:,.2f}, recovery ${best.cost.recovery:,.2f}"
+        + ("; stale inputs" if plan.stale(best) else "")
+    )
+
+
+def _one_type() -> None:
+    """The what-if of one instance type, as ``spotwise plan --instance-type``."""
     left, middle, right = st.columns(3)
     gpu_hours = left.number_input("GPU-hours", min_value=1.0, value=48.0, step=8.0)
     deadline = middle.number_input("Deadline (hours)", min_value=1.0, value=60.0, step=8.0)
@@ -29,7 +84,7 @@ def render() -> None:
     storage_price = middle.number_input(
         "Storage $/GB-month", min_value=0.0, value=StorageTerms().usd_per_gb_month, format="%.3f"
     )
-    provider = right.selectbox("Provider", ["all", "aws", "gcp"])
+    provider = right.selectbox("Provider", ["all", *CLOUDS])
     on_demand = st.number_input(
         "On-demand $/h for every region (0 = each region's from the store)",
         min_value=0.0,

@@ -96,7 +96,12 @@ def risk_states_its_horizon_units_and_the_dates_its_inputs_end(app: AppTest) -> 
 
 
 def plan_names_its_pool_whole_in_usd_with_sources_dates_and_the_next_step(app: AppTest) -> None:
-    pick = app.subheader[0].value
+    clouds = [m.value for m in app.markdown if m.value in ("**AWS**", "**GCP**", "**AZURE**")]
+    assert clouds == ["**AWS**", "**GCP**", "**AZURE**"]  # side by side, one column each
+    unpriced = " ".join(i.value for i in app.info)
+    assert "spotwise collect azure --regions eastus --gpu A100" in unpriced
+    assert app.code[0].value.startswith("spotwise run --launcher gcp --region ")
+    (pick,) = [h.value for h in app.subheader if h.value.startswith("Recommended: ")]
     assert pick.startswith("Recommended: aws:") and pick.endswith(":p3.2xlarge")
     bars = next(e for spec in specs(app) for e in encodings(spec))
     assert bars["x"]["title"] == "expected cost, USD"
@@ -108,7 +113,7 @@ def plan_names_its_pool_whole_in_usd_with_sources_dates_and_the_next_step(app: A
     assert set(table["MTBF from"]) <= {"trace", "prior", "default"}
     assert all(str(d).startswith("20") for d in table["spot as of"])
     assert any("older than a week" in w.value for w in app.warning)
-    assert app.code[0].value.startswith("spotwise run --launcher aws --region ")
+    assert app.code[-1].value.startswith("spotwise run --launcher aws --region ")
 
 
 def policies_label_the_bound_and_the_policy_column(app: AppTest) -> None:
@@ -124,7 +129,9 @@ def market_says_it_caps_the_series_and_dates_its_prices(app: AppTest) -> None:
     assert any("Stale: the newest price here is of 20" in w.value for w in app.warning)
     lines = next(e for spec in specs(app) for e in encodings(spec) if "price" in str(e.get("y")))
     assert lines["x"]["axis"]["format"] == "%Y-%m-%d"  # the year is on the axis
-    savings = next(d.value for d in app.dataframe if "saving_pct" in d.value.columns)
+    sides = [d.value for d in app.dataframe if "gpu" not in d.value.columns]
+    assert sides and all("spot_as_of" in d.columns for d in sides)  # the clouds side by side
+    savings = next(d.value for d in app.dataframe if "gpu" in d.value.columns)
     gpu = list(savings["gpu"])
     assert gpu == sorted(gpu, reverse=True)  # GPU shapes lead
 
@@ -151,12 +158,15 @@ def test_plan_follows_the_inputs(filled_store: Path, use_store) -> None:
     use_store(filled_store)
     app = page("plan")
     app.run()
-    first = app.metric[0].value
-    app.number_input[0].set_value(56.0).run()  # more GPU-hours cost more
+    hours = next(i for i in app.number_input if i.label == "GPU-hours")
+    first = app.metric[-4].value  # the one type's expected cost, after the clouds' columns
+    hours.set_value(56.0).run()  # more GPU-hours cost more
     assert not app.exception
-    assert app.metric[0].value != first
-    app.number_input[0].set_value(400.0).run()  # more work than the deadline allows
-    assert "deadline" in app.warning[0].value and not app.metric
+    assert app.metric[-4].value != first
+    hours = next(i for i in app.number_input if i.label == "GPU-hours")
+    hours.set_value(400.0).run()  # more work than the deadline allows
+    assert any("deadline" in w.value for w in app.warning)
+    assert not [h for h in app.subheader if h.value.startswith("Recommended")]
 
 
 def test_the_policy_bench_runs_from_the_page_with_a_progress_bar(
