@@ -152,6 +152,7 @@ class AwsCheck:
         ]
 
     def credentials(self) -> Check:
+        """The credentials check: whose they are, or the sign-in to run."""
         sts = self.client("sts")
         try:
             me = sts.get_caller_identity()
@@ -165,6 +166,7 @@ class AwsCheck:
         return Check("credentials", "ok", f"{me['Arn']} (account {me['Account']})")
 
     def check_bucket(self) -> Check:
+        """The bucket check: it exists, is private and in the region."""
         what = "bucket"
         if not self.bucket:
             return Check(
@@ -199,6 +201,7 @@ class AwsCheck:
         return Check(what, "ok", f"s3://{self.bucket} in {where}")
 
     def image(self) -> Check:
+        """The image check: it exists where the instances run."""
         what = "image"
         if not self.image_id:
             return Check(
@@ -233,6 +236,7 @@ class AwsCheck:
         )
 
     def profile(self) -> Check:
+        """The instance profile check: it exists and has a role."""
         what = "instance profile"
         if not self.instance_profile:
             return Check(
@@ -266,6 +270,7 @@ class AwsCheck:
         return Check(what, "ok", f"{self.instance_profile} (role {roles[0]})")
 
     def quota(self) -> Check:
+        """The Spot quota check: enough is left for one instance of the shape."""
         what = "spot vCPU quota"
         known = spot_quota(self.instance_type)
         if known is None:

@@ -143,6 +143,7 @@ class AwsInstance:
                 self._log(f"boot: {line}")
 
     def poll(self) -> int | None:
+        """The command's exit code once it has ended, else None."""
         if self._code is not None:
             return self._code
         self.read_output()
@@ -184,6 +185,7 @@ class AwsInstance:
         self.launcher.ec2.terminate_instances(InstanceIds=[self.instance_id])
 
     def kill(self) -> None:
+        """End the instance now, without a notice."""
         self.launcher.ec2.terminate_instances(InstanceIds=[self.instance_id])
 
     def process_group(self) -> None:
@@ -195,6 +197,7 @@ class AwsInstance:
         return None
 
     def terminate(self) -> None:
+        """End the instance: the supervisor's teardown of it."""
         self.launcher.ec2.terminate_instances(InstanceIds=[self.instance_id])
 
 
@@ -282,9 +285,11 @@ class AwsLauncher:
         self.secret_parameters = {}
 
     def now_hours(self) -> float:
+        """Hours since the launcher started, on its clock."""
         return (self.clock.monotonic() - self._began) / 3600.0
 
     def wait(self, seconds: float) -> None:
+        """Sleep ``seconds`` on the launcher's clock."""
         self.clock.sleep(seconds)
 
     def available(self) -> dict[str, bool]:

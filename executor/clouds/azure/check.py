@@ -71,6 +71,7 @@ class AzureCheck:
         return arm(self.target, name, self.cred)
 
     def credentials(self) -> Check:
+        """The credentials check: whose they are, or the sign-in to run."""
         try:
             self.cred = self._credential()
         except ExecutorError:
@@ -78,6 +79,7 @@ class AzureCheck:
         return Check("credentials", "ok", "a Resource Manager token was issued")
 
     def subscription(self) -> Check:
+        """The subscription check: these credentials see it, its providers are registered."""
         from azure.core.exceptions import AzureError
 
         what = "subscription and providers"
@@ -108,6 +110,7 @@ class AzureCheck:
         return Check(what, "ok", f"{subscription}: {', '.join(PROVIDERS)} registered")
 
     def resource_group(self) -> Check:
+        """The resource group check: it exists."""
         exists = self._arm("resource").resource_groups.check_existence(self.group)
         self._group_ok = bool(exists)
         if not exists:
@@ -123,6 +126,7 @@ class AzureCheck:
         return None if self._group_ok else Check(what, "skipped", "needs the resource group")
 
     def storage(self) -> Check:
+        """The storage check: the account and container exist, private, writable."""
         from azure.core.exceptions import AzureError, ResourceNotFoundError
 
         what = "storage"
@@ -166,6 +170,7 @@ class AzureCheck:
         return Check(what, "ok", f"az://{name} in {account}, private, writable")
 
     def image(self) -> Check:
+        """The image check: it exists where the instances run."""
         from azure.core.exceptions import ResourceNotFoundError
 
         what = "image"
@@ -194,6 +199,7 @@ class AzureCheck:
         return Check(what, "ok", f"{urn} in {location}")
 
     def identity(self) -> Check:
+        """The managed identity check: it exists in the resource group."""
         from azure.core.exceptions import ResourceNotFoundError
 
         what = "managed identity"
@@ -240,6 +246,7 @@ class AzureCheck:
         return Check(what, "ok", f"{size} ({sku.family}) in {location}, zones {', '.join(wanted)}")
 
     def quota(self) -> Check:
+        """The Spot quota check: enough is left for one instance of the shape."""
         what = "spot vCPU quota"
         location = self.target.region
         usages = list(self._arm("compute").usage.list(location))
@@ -263,6 +270,7 @@ class AzureCheck:
         return Check(what, "ok", detail)
 
     def vault(self) -> Check:
+        """The Key Vault check: it exists and its secrets can be listed."""
         from azure.core.exceptions import AzureError, ResourceNotFoundError
 
         what = "Key Vault"
@@ -293,6 +301,7 @@ class AzureCheck:
         return Check(what, "ok", f"{name} ({vault.properties.vault_uri})")
 
     def subnet(self) -> Check:
+        """The subnet check: it exists."""
         from azure.core.exceptions import ResourceNotFoundError
 
         what = "subnet"

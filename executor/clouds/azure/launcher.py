@@ -152,6 +152,7 @@ class AzureInstance:
         return provisioning in ("Deleting", "Failed") or any(s in ENDED_STATES for s in statuses)
 
     def poll(self) -> int | None:
+        """The command's exit code once it has ended, else None."""
         if self._code is not None:
             return self._code
         self.read_output()
@@ -192,6 +193,7 @@ class AzureInstance:
         )
 
     def kill(self) -> None:
+        """End the instance now, without a notice."""
         self.launcher.delete_vm(self.instance_id)
 
     def process_group(self) -> None:
@@ -203,6 +205,7 @@ class AzureInstance:
         return None
 
     def terminate(self) -> None:
+        """End the instance: the supervisor's teardown of it."""
         self.launcher.delete_vm(self.instance_id)
 
 
@@ -301,9 +304,11 @@ class AzureLauncher:
         self.secret_names = {}
 
     def now_hours(self) -> float:
+        """Hours since the launcher started, on its clock."""
         return (self.clock.monotonic() - self._began) / 3600.0
 
     def wait(self, seconds: float) -> None:
+        """Sleep ``seconds`` on the launcher's clock."""
         self.clock.sleep(seconds)
 
     def available(self) -> dict[str, bool]:

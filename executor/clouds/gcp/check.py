@@ -84,6 +84,7 @@ class GcpCheck:
         return [first, project, self.apis(), *others]
 
     def credentials(self) -> Check:
+        """The credentials check: whose they are, or the sign-in to run."""
         try:
             found = credentials("check gcp")
         except ExecutorError:
@@ -118,6 +119,7 @@ class GcpCheck:
             return None, exc
 
     def check_project(self) -> Check:
+        """The project check: it exists and these credentials see it."""
         what = "project"
         projects = self._client().compute("projects")
         found, exc = self._call(what, lambda: projects.get(project=self.project))
@@ -137,6 +139,7 @@ class GcpCheck:
         return Check(what, "unknown", f"{self.project}: {message(exc)[:200]}")
 
     def apis(self) -> Check:
+        """The APIs check: each one Spotwise calls is enabled, else its enable command."""
         what = "APIs enabled"
         names = ", ".join(SERVICE_NAMES.values())
         if not self._disabled:
@@ -150,6 +153,7 @@ class GcpCheck:
         )
 
     def probe_secret_manager(self) -> None:
+        """Whether Secret Manager answers for the project (a read)."""
         secrets = self._client().secrets()
         self._call(
             "secrets",
@@ -164,6 +168,7 @@ class GcpCheck:
         )
 
     def check_bucket(self) -> Check:
+        """The bucket check: it exists, is private and in the region."""
         what = "bucket"
         if not self.target.bucket:
             return Check(
@@ -210,6 +215,7 @@ class GcpCheck:
         return Check(what, "ok", f"gs://{name} in {location or '?'}, private")
 
     def image(self) -> Check:
+        """The image check: it exists where the instances run."""
         what = "image"
         image = self.target.image
         if not image:
@@ -236,6 +242,7 @@ class GcpCheck:
         return Check(what, "ok", f"{detail}; it needs Python 3.11+ and torch")
 
     def service_account(self) -> Check:
+        """The VMs' service account check: it exists and is enabled."""
         what = "service account"
         email = self.target.account_email
         if not email:
@@ -271,6 +278,7 @@ class GcpCheck:
         return Check(what, "ok", email)
 
     def zones(self) -> Check:
+        """The zones check: each offers the shape's GPU."""
         what = "zones"
         shape = self.target.shape
         zones = self.target.zones_or_default
@@ -300,6 +308,7 @@ class GcpCheck:
         return Check(what, "ok", f"{', '.join(zones)} offer {shape.accelerator}")
 
     def quota(self) -> Check:
+        """The Spot quota check: enough is left for one instance of the shape."""
         what = "Spot GPU quota"
         shape, region = self.target.shape, self.target.region
         if not shape.accelerator:

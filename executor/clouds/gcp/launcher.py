@@ -134,6 +134,7 @@ class GcpInstance:
                 self._log(f"boot: {line}")
 
     def poll(self) -> int | None:
+        """The command's exit code once it has ended, else None."""
         if self._code is not None:
             return self._code
         self.read_output()
@@ -172,6 +173,7 @@ class GcpInstance:
         self.launcher.delete(self.zone, self.instance_id)
 
     def kill(self) -> None:
+        """End the instance now, without a notice."""
         self.launcher.delete(self.zone, self.instance_id)
 
     def process_group(self) -> None:
@@ -183,6 +185,7 @@ class GcpInstance:
         return None
 
     def terminate(self) -> None:
+        """End the instance: the supervisor's teardown of it."""
         self.launcher.delete(self.zone, self.instance_id)
 
 
@@ -326,9 +329,11 @@ class GcpLauncher:
         self.secret_names = {}
 
     def now_hours(self) -> float:
+        """Hours since the launcher started, on its clock."""
         return (self.clock.monotonic() - self._began) / 3600.0
 
     def wait(self, seconds: float) -> None:
+        """Sleep ``seconds`` on the launcher's clock."""
         self.clock.sleep(seconds)
 
     def available(self) -> dict[str, bool]:

@@ -125,6 +125,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The on-instance agent's command line: read its arguments and do what they ask."""
     parser = argparse.ArgumentParser(prog="python -m spotwise.executor.clouds.gcp.on_instance")
     sub = parser.add_subparsers(dest="action", required=True)
     sub.add_parser("requirements", help="print what a VM needs, one per line")
