@@ -143,33 +143,27 @@ _FIX = "Fix the GPU equivalence table (data/README.md says what each column hold
 
 
 def _row(path: Path, line: int, row: list[str]) -> GpuShape:
+    """One checked row of the table.
+
+    Raises:
+        InputError: naming the line and the first bad field.
+    """
+
     def bad(field: str, problem: str) -> InputError:
         return InputError(path, f"line {line}, field {field!r}", problem, _FIX)
 
     if len(row) != len(COLUMNS):
         raise bad("cloud", f"{len(row)} fields, not {len(COLUMNS)}")
     value = dict(zip(COLUMNS, (v.strip() for v in row), strict=True))
-    if value["cloud"] not in PROVIDERS:
-        raise bad("cloud", f"one of {sorted(PROVIDERS)}, got {value['cloud']!r}")
-    if not _NAME.match(value["shape"]):
-        raise bad("shape", f"not a shape name: {value['shape']!r}")
-    if not _GPU.match(value["gpu"]):
-        raise bad("gpu", f"not a GPU model like A100: {value['gpu']!r}")
-    if value["accelerator"] and not _NAME.match(value["accelerator"]):
-        raise bad("accelerator", f"not an accelerator name: {value['accelerator']!r}")
-    if not value["source"].startswith("https://"):
-        raise bad("source", "the page the row was read from, an https:// URL")
+    problem = _name_problem(value)
+    if problem is not None:
+        raise bad(*problem)
     numbers: dict[str, float] = {}
     for field in ("gpu_count", "gpu_memory_gb", "vcpus", "memory_gb"):
-        try:
-            numbers[field] = float(value[field])
-        except ValueError:
-            raise bad(field, f"not a number: {value[field]!r}") from None
-        if not 0 < numbers[field] < 100_000:
-            raise bad(field, f"must be positive, got {value[field]}")
-    for field in ("gpu_count", "vcpus"):
-        if numbers[field] % 1:
-            raise bad(field, f"must be a whole number, got {value[field]}")
+        number = _number(value[field], whole=field in ("gpu_count", "vcpus"))
+        if isinstance(number, str):
+            raise bad(field, number)
+        numbers[field] = number
     return GpuShape(
         cloud=value["cloud"],
         shape=value["shape"],
@@ -181,6 +175,34 @@ def _row(path: Path, line: int, row: list[str]) -> GpuShape:
         accelerator=value["accelerator"],
         source=value["source"],
     )
+
+
+def _number(text: str, *, whole: bool) -> float | str:
+    """The positive number ``text`` holds (a whole one when ``whole``), or why it is not."""
+    try:
+        number = float(text)
+    except ValueError:
+        return f"not a number: {text!r}"
+    if not 0 < number < 100_000:
+        return f"must be positive, got {text}"
+    if whole and number % 1:
+        return f"must be a whole number, got {text}"
+    return number
+
+
+def _name_problem(value: dict[str, str]) -> tuple[str, str] | None:
+    """The first named field of a row that is not as the table wants it, and why."""
+    if value["cloud"] not in PROVIDERS:
+        return "cloud", f"one of {sorted(PROVIDERS)}, got {value['cloud']!r}"
+    if not _NAME.match(value["shape"]):
+        return "shape", f"not a shape name: {value['shape']!r}"
+    if not _GPU.match(value["gpu"]):
+        return "gpu", f"not a GPU model like A100: {value['gpu']!r}"
+    if value["accelerator"] and not _NAME.match(value["accelerator"]):
+        return "accelerator", f"not an accelerator name: {value['accelerator']!r}"
+    if not value["source"].startswith("https://"):
+        return "source", "the page the row was read from, an https:// URL"
+    return None
 
 
 def read_table_file(path: Path) -> Parsed:
