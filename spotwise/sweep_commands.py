@@ -6,7 +6,7 @@ import json
 import logging
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -25,10 +25,13 @@ from spotwise.console import (
     ready_store,
 )
 from spotwise.core import settings
-from spotwise.executor.clouds.base import CloudOptions
+from spotwise.executor.clouds.base import CloudOptions, CloudTarget
 from spotwise.executor.clouds.registry import CLOUDS
 from spotwise.executor.errors import ExecutorError
 from spotwise.pricing.errors import PricingError
+
+if TYPE_CHECKING:
+    from spotwise.executor.sweeps.sweep import SweepSource
 
 sweep_app = typer.Typer(
     help="Sweeps and work queues: many trials, each a supervised job on spot.",
@@ -172,34 +175,13 @@ def sweep_run(
     from its checkpoint, a dead worker's trial is retried by another, pruned trials stop at
     once. Run it on more machines with the same --storage URL to add workers there."""
     from spotwise.executor.sweeps.report import sweep_report
-    from spotwise.executor.sweeps.sweep import ReplayMarket, SweepConfig, SweepSource, start_over
+    from spotwise.executor.sweeps.sweep import ReplayMarket, SweepConfig, start_over
     from spotwise.executor.sweeps.workers import run_workers
 
-    command = tuple(ctx.args)
-    if grid and spec is not None:  # with --grid, the first word after -- is the program
-        command, spec = (spec, *command), None
-    if spec is not None and command:
-        fail("a spec file names its own command; give the spec, or --grid with a command after --")
-    source = SweepSource(
-        spec_file=str(Path(spec).resolve()) if spec is not None else None,
-        name=name,
-        grid=tuple(grid or ()),
-        command=command,
-    )
-    if launcher != "local" and launcher not in CLOUDS:
-        fail(f"--launcher must be local or one of {', '.join(CLOUDS)}, got {launcher[:40]!r}")
-    if fresh and launcher in CLOUDS:
-        fail(
-            f"--start-over deletes trials' checkpoints on this machine, but on {launcher} they "
-            "are in the bucket, where a new trial would resume an old one's: give another --name"
-        )
-    target = None
+    source = _sweep_source(spec, grid, name, tuple(ctx.args))
+    _check_launcher(launcher, fresh)
     try:
-        if launcher in CLOUDS:
-            zones = tuple(p.strip() for p in (pools or "").split(",") if p.strip())
-            workdir = str(Path(cloud.workdir).resolve())
-            target = CLOUDS[launcher].target(replace(cloud, zones=zones, workdir=workdir))
-            target.require_complete()
+        target = _cloud_target(launcher, cloud, pools)
         loaded = source.load()  # a bad spec is refused before anything is made
     except ExecutorError as exc:
         fail(str(exc))
@@ -219,7 +201,7 @@ def sweep_run(
             root=str(folder),
             market=ReplayMarket(
                 traces=str(traces or settings.bundled_traces()),
-                pools=tuple(p.strip() for p in (pools or "").split(",") if p.strip()),
+                pools=_pool_names(pools),
                 start_hours=start_hours,
                 scale=scale,
                 step_s=step_seconds,
@@ -247,6 +229,50 @@ def sweep_run(
     if any(ended.exit_codes):
         fail(f"workers exited with {list(ended.exit_codes)}: their logs are in {folder}")
     _fail_if_failed(report.to_dict(), folder)
+
+
+def _sweep_source(
+    spec: str | None, grid: list[str] | None, name: str | None, command: tuple[str, ...]
+) -> SweepSource:
+    """What the sweep runs: a spec file, or a grid and the command after ``--``."""
+    from spotwise.executor.sweeps.sweep import SweepSource
+
+    if grid and spec is not None:  # with --grid, the first word after -- is the program
+        command, spec = (spec, *command), None
+    if spec is not None and command:
+        fail("a spec file names its own command; give the spec, or --grid with a command after --")
+    return SweepSource(
+        spec_file=str(Path(spec).resolve()) if spec is not None else None,
+        name=name,
+        grid=tuple(grid or ()),
+        command=command,
+    )
+
+
+def _check_launcher(launcher: str, fresh: bool) -> None:
+    """Refuse a launcher that is neither local nor a cloud, and --start-over on a cloud."""
+    if launcher != "local" and launcher not in CLOUDS:
+        fail(f"--launcher must be local or one of {', '.join(CLOUDS)}, got {launcher[:40]!r}")
+    if fresh and launcher in CLOUDS:
+        fail(
+            f"--start-over deletes trials' checkpoints on this machine, but on {launcher} they "
+            "are in the bucket, where a new trial would resume an old one's: give another --name"
+        )
+
+
+def _cloud_target(launcher: str, cloud: CloudOptions, pools: str | None) -> CloudTarget | None:
+    """The cloud's target the trials launch on, complete (None for the local launcher)."""
+    if launcher not in CLOUDS:
+        return None
+    workdir = str(Path(cloud.workdir).resolve())
+    target = CLOUDS[launcher].target(replace(cloud, zones=_pool_names(pools), workdir=workdir))
+    target.require_complete()
+    return target
+
+
+def _pool_names(pools: str | None) -> tuple[str, ...]:
+    """The pools of a comma-separated --pools, blanks dropped."""
+    return tuple(p.strip() for p in (pools or "").split(",") if p.strip())
 
 
 def _fail_if_failed(report: dict[str, Any], folder: Path) -> None:
