@@ -233,24 +233,9 @@ class JobRun:
         obs.preempted = False
         if self._pools is not None:
             self._pools.settle(now)
-        if self._state >= SPOT0:
-            z = self._state - SPOT0
-            if (
-                not self._available[z, now]
-                or (self._bid is not None and self._prices[z, now] > self._bid)
-                or (self._pools is not None and self._pools.took_back(self))
-            ):
-                obs.preempted = True
-                self._release()
-                self.preemptions += 1
-                self._seen[z], self._seen_at[z] = False, now
-                if self.checkpoint is not None:
-                    if self._lost_on_preemption:
-                        self.lost += self.progress - self._committed
-                        self.progress = self._committed
-                    self._committed = self.progress
-                    self._since_checkpoint = 0.0
-                self._state, self._left = NONE, 0
+        if self._state >= SPOT0 and self._preempted_now(self._state - SPOT0, now):
+            obs.preempted = True
+            self._preempt(self._state - SPOT0, now)
         obs.tick, obs.progress, obs.state = self.tick, self.progress, self._state
         obs.changeover_left = self._left
         obs.prices = self._prices[:, now]
@@ -264,6 +249,28 @@ class JobRun:
         np.subtract(now, self._seen_at, out=obs.seen_age)
         obs.available = self._seen & (obs.seen_age == 0)
         return obs
+
+    def _preempted_now(self, z: int, now: int) -> bool:
+        """Whether the spot instance in pool ``z`` is taken back at ``now``: the pool is down,
+        the price is above the bid, or a shared pool takes the node back."""
+        return bool(
+            not self._available[z, now]
+            or (self._bid is not None and self._prices[z, now] > self._bid)
+            or (self._pools is not None and self._pools.took_back(self))
+        )
+
+    def _preempt(self, z: int, now: int) -> None:
+        """The spot instance in pool ``z`` is gone: the job is idle, back at its checkpoint."""
+        self._release()
+        self.preemptions += 1
+        self._seen[z], self._seen_at[z] = False, now
+        if self.checkpoint is not None:
+            if self._lost_on_preemption:
+                self.lost += self.progress - self._committed
+                self.progress = self._committed
+            self._committed = self.progress
+            self._since_checkpoint = 0.0
+        self._state, self._left = NONE, 0
 
     def _land(self, action: Action, bid: float | None) -> int:
         """Where a launch request lands this tick: the cheapest available named pool (the
@@ -290,48 +297,18 @@ class JobRun:
         """Run the current tick with the policy's ``choice`` and return what it cost."""
         now = self.start + self.tick
         before = self.cost
-        bid, checkpoint_ticks = choice.bid, choice.checkpoint_ticks
-        action = choice.instance
-        if self.tick < self._blocked_until:
-            action = NONE  # a failed request is still taking the job's time
-        elif action >= SPOT0 and action != self._state:
-            action = self._land(choice, bid)
+        action = self._chosen(choice)
         if action != self._state:
-            self._release()
-            self._state = action
-            if action >= SPOT0 and self._pools is not None:
-                self._pools.hold(action - SPOT0, self)
-            self._left = self.job.changeover if action != NONE else 0
-            if action != NONE:
-                self.changeovers += 1
-                self._bid = bid if action >= SPOT0 else None
-                if self.checkpoint is not None:
-                    self.progress = self._committed  # a new instance resumes from the checkpoint
+            self._switch(action, choice.bid)
         self.tick += 1
         if self._state == NONE:
             return 0.0
-        if self._state == ON_DEMAND:
-            self.cost += self._od_tick
-            self.od_ticks += 1
-            gain = 1.0
-        else:
-            self.cost += self._prices[self._state - SPOT0, now] * self._tick_hours
-            self.spot_ticks += 1
-            gain = self._speed[self._state - SPOT0]
+        gain = self._bill(now)
         if self._left > 0:
             self._left -= 1
             return self.cost - before
         if self.checkpoint is not None:
-            every = self._interval or float(checkpoint_ticks or 0)
-            if every and self._since_checkpoint >= every:
-                self._stall_debt += self._stall
-                self._since_checkpoint = 0.0
-                self.checkpoints += 1
-                self._committed = self.progress
-            stalled = min(gain, self._stall_debt)
-            self._stall_debt -= stalled
-            gain -= stalled
-            self._since_checkpoint += 1
+            gain = self._after_checkpoints(gain, choice.checkpoint_ticks)
         self.progress += gain
         if self.progress >= self.job.work - 1e-9:
             self.finish = self.tick
@@ -339,6 +316,52 @@ class JobRun:
         if self.over:
             self._release()
         return self.cost - before
+
+    def _chosen(self, choice: Action) -> int:
+        """The instance the job has this tick: none while a failed request takes its time,
+        where a launch request lands, else the one chosen."""
+        if self.tick < self._blocked_until:
+            return NONE  # a failed request is still taking the job's time
+        if choice.instance >= SPOT0 and choice.instance != self._state:
+            return self._land(choice, choice.bid)
+        return choice.instance
+
+    def _switch(self, action: int, bid: float | None) -> None:
+        """Leave the current instance for ``action``: a changeover onto a new one."""
+        self._release()
+        self._state = action
+        if action >= SPOT0 and self._pools is not None:
+            self._pools.hold(action - SPOT0, self)
+        self._left = self.job.changeover if action != NONE else 0
+        if action != NONE:
+            self.changeovers += 1
+            self._bid = bid if action >= SPOT0 else None
+            if self.checkpoint is not None:
+                self.progress = self._committed  # a new instance resumes from the checkpoint
+
+    def _bill(self, now: int) -> float:
+        """Bill this tick of the instance the job has; the work it can do (ticks)."""
+        if self._state == ON_DEMAND:
+            self.cost += self._od_tick
+            self.od_ticks += 1
+            return 1.0
+        self.cost += self._prices[self._state - SPOT0, now] * self._tick_hours
+        self.spot_ticks += 1
+        return self._speed[self._state - SPOT0]
+
+    def _after_checkpoints(self, gain: float, checkpoint_ticks: int | None) -> float:
+        """Take a checkpoint when one is due; the work left of ``gain`` after the stalls
+        owed."""
+        every = self._interval or float(checkpoint_ticks or 0)
+        if every and self._since_checkpoint >= every:
+            self._stall_debt += self._stall
+            self._since_checkpoint = 0.0
+            self.checkpoints += 1
+            self._committed = self.progress
+        stalled = min(gain, self._stall_debt)
+        self._stall_debt -= stalled
+        self._since_checkpoint += 1
+        return gain - stalled
 
     def let_go(self) -> None:
         """Give up the spot instance before this tick's :meth:`step` (a fleet hands its node
