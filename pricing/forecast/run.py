@@ -133,6 +133,34 @@ def price_forecasts(
     those left out (``steps``: one per series and model)."""
     if prices.empty:
         return PriceForecasts(pd.DataFrame(), 0, ())
+    grids, short = _grids(_newest_source(prices))
+    rows = []
+    n_series = 0
+    plans = [(p, f, g, _models(f, g, steps)) for p, f, g in grids]
+    steps.expect(sum(g["unique_id"].nunique() * len(m) for _, _, g, m in plans))
+    for provider, freq, grid, models in plans:
+        ahead = horizon_hours if freq == "h" else max(1, math.ceil(horizon_hours / 24))
+        series = grid["unique_id"].nunique()
+        n_series += series
+        progress(f"{provider}: {series} series, {'hourly' if freq == 'h' else 'daily'}")
+        predicted = forecast_panel(grid, models, ahead, freq=freq, level=level)
+        _count_global_models(models, series, steps)
+        rows.append(_long(predicted, [m.alias for m in models], ahead, level, created))
+    frame = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
+    return PriceForecasts(frame, n_series, tuple(sorted(short)))
+
+
+def _count_global_models(models: list[PanelForecaster], series: int, steps: Steps) -> None:
+    """Count each global model's fit as one step per series (per-series models count their
+    own)."""
+    for model in models:
+        if not isinstance(model, PerSeries):
+            steps.advance(series)
+
+
+def _newest_source(prices: pd.DataFrame) -> pd.DataFrame:
+    """The price rows with their series id, each series from its newest source only, with the
+    newest time that source saw (``end``: the price holds until then)."""
     prices["unique_id"] = [
         unique_id(p, z or r, t, m)
         for p, r, z, t, m in zip(
@@ -145,11 +173,16 @@ def price_forecasts(
         )
     ]
     prices["ts"] = pd.to_datetime(prices["ts"], utc=True)
-    # A series may come from several sources: forecast from the newest one; its grid runs to
-    # the newest time that source saw (the price holds until then).
     source_end = prices.groupby("source")["ts"].transform("max")
     newest = prices.assign(end=source_end).groupby("unique_id")["end"].transform("max")
-    prices = prices[source_end == newest].assign(end=source_end)
+    return prices[source_end == newest].assign(end=source_end)
+
+
+def _grids(
+    prices: pd.DataFrame,
+) -> tuple[list[tuple[str, str, pd.DataFrame]], set[str]]:
+    """(provider, frequency, grid) per provider, source and end: hourly for AWS, daily else,
+    series shorter than :data:`MIN_POINTS` left out; and the ids of those left out."""
     grids = []
     short: set[str] = set()
     for (provider, _, end), group in prices.groupby(["provider", "source", "end"]):
@@ -160,22 +193,7 @@ def price_forecasts(
         short.update(set(group["unique_id"]) - set(grid["unique_id"]))
         if not grid.empty:
             grids.append((provider, freq, grid))
-    rows = []
-    n_series = 0
-    plans = [(p, f, g, _models(f, g, steps)) for p, f, g in grids]
-    steps.expect(sum(g["unique_id"].nunique() * len(m) for _, _, g, m in plans))
-    for provider, freq, grid, models in plans:
-        ahead = horizon_hours if freq == "h" else max(1, math.ceil(horizon_hours / 24))
-        series = grid["unique_id"].nunique()
-        n_series += series
-        progress(f"{provider}: {series} series, {'hourly' if freq == 'h' else 'daily'}")
-        predicted = forecast_panel(grid, models, ahead, freq=freq, level=level)
-        for model in models:
-            if not isinstance(model, PerSeries):  # a global model is one step per series too
-                steps.advance(series)
-        rows.append(_long(predicted, [m.alias for m in models], ahead, level, created))
-    frame = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
-    return PriceForecasts(frame, n_series, tuple(sorted(short)))
+    return grids, short
 
 
 def _models(freq: str, grid: pd.DataFrame, steps: Steps) -> list[PanelForecaster]:
