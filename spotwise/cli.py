@@ -557,18 +557,7 @@ def _collecting(label: str) -> Iterator[Callable[[str], None]]:
 
 def _cloud_shapes(cloud: str, shapes: str, gpu: str | None) -> list[Any]:
     """The table's shapes of ``cloud`` that ``--shapes`` names (all, or those of ``--gpu``)."""
-    from spotwise.pricing import gpus
-
-    try:
-        known = gpus.on_cloud(cloud)
-    except PricingError as exc:
-        fail(str(exc))
-    if gpu is not None:
-        known = tuple(s for s in known if s.gpu.lower() == gpu.lower())
-        if not known:
-            fail(
-                f"--gpu {gpu!r}: no {cloud} shape carries it; GPUs: {', '.join(gpus.gpu_models())}"
-            )
+    known = _shapes_with(cloud, gpu)
     named = _names(shapes, "--shapes")
     if not named:
         return list(known)
@@ -581,6 +570,22 @@ def _cloud_shapes(cloud: str, shapes: str, gpu: str | None) -> list[Any]:
             + f"; known: {', '.join(s.shape for s in known)}"
         )
     return [by_name[n.lower()] for n in named]
+
+
+def _shapes_with(cloud: str, gpu: str | None) -> tuple[Any, ...]:
+    """The table's shapes of ``cloud`` (those carrying ``gpu``, when given), or one line."""
+    from spotwise.pricing import gpus
+
+    try:
+        known = gpus.on_cloud(cloud)
+    except PricingError as exc:
+        fail(str(exc))
+    if gpu is None:
+        return known
+    carrying = tuple(s for s in known if s.gpu.lower() == gpu.lower())
+    if not carrying:
+        fail(f"--gpu {gpu!r}: no {cloud} shape carries it; GPUs: {', '.join(gpus.gpu_models())}")
+    return carrying
 
 
 def _names(text: str, flag: str) -> list[str]:
