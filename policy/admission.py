@@ -16,9 +16,10 @@ while the pool works.
 from __future__ import annotations
 
 import json
-import time
 from collections import Counter
 from typing import TYPE_CHECKING, Any
+
+from spotwise.core.clock import SYSTEM_CLOCK, Clock
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Receive, Scope, Send
@@ -48,7 +49,11 @@ class Admission:
     were turned away (the figures ``/healthz`` reports)."""
 
     def __init__(
-        self, max_in_flight: int, max_per_client: int | None = None, retry_after_s: int = 1
+        self,
+        max_in_flight: int,
+        max_per_client: int | None = None,
+        retry_after_s: int = 1,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         if max_in_flight < 1:
             raise ValueError(f"max_in_flight must be at least 1, got {max_in_flight}")
@@ -62,12 +67,13 @@ class Admission:
         self.shed_client = 0
         """Requests turned away because their client held its share of places."""
         self._last_shed: float | None = None
+        self._clock = clock
 
     def take(self, client: str) -> str | None:
         """Take a place for ``client``; None when taken, else why not."""
         if self.in_flight >= self.max_in_flight:
             self.shed += 1
-            self._last_shed = time.monotonic()
+            self._last_shed = self._clock.monotonic()
             return f"busy: {self.in_flight} requests in progress"
         if self.by_client[client] >= self.max_per_client:
             self.shed_client += 1
@@ -92,7 +98,7 @@ class Admission:
         if self.in_flight >= self.max_in_flight:
             return True
         return self._last_shed is not None and (
-            time.monotonic() - self._last_shed < SATURATED_WINDOW_S
+            self._clock.monotonic() - self._last_shed < SATURATED_WINDOW_S
         )
 
     def health(self) -> dict[str, Any]:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import math
 import random
-import time
 from typing import Any, Protocol
 
 import httpx
 import numpy as np
 
+from spotwise.core.clock import SYSTEM_CLOCK, Clock
 from spotwise.policy.schemas import Decision, DecisionRequest, JobTerms, PoolForecast, PoolRank
 from spotwise.policy.service import DecisionService, RequestError
 from spotwise.policy.traces import Pool, TraceSet
@@ -71,12 +71,14 @@ class HttpClient:
         token: str | None = None,
         timeout_s: float = 10.0,
         busy_wait_s: float = BUSY_WAIT_S,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self.base_url = base_url
         self._http = httpx.Client(base_url=base_url, headers=headers, timeout=timeout_s)
         self.busy_wait_s = busy_wait_s
         self._jitter = random.Random()
+        self._clock = clock
         self.retries = 0
         """Requests asked again so far (503s and requests without an answer)."""
 
@@ -89,7 +91,7 @@ class HttpClient:
     ) -> httpx.Response:
         """The first answer that is not a 503, asking again while ``wait_s`` (default
         ``busy_wait_s``) lasts."""
-        began = time.monotonic()
+        began = self._clock.monotonic()
         deadline = began + (self.busy_wait_s if wait_s is None else min(wait_s, self.busy_wait_s))
         tries = 0
         while True:
@@ -109,16 +111,16 @@ class HttpClient:
                 advice = "give it more capacity (spotwise serve --workers N) or ask later"
                 retry_after = _seconds(response.headers.get("Retry-After"))
             pause = retry_after if retry_after is not None else _backoff(tries)
-            left = deadline - time.monotonic()
+            left = deadline - self._clock.monotonic()
             if pause > left:
                 raise RequestError(
                     f"policy API at {self.base_url} gave no answer in "
-                    f"{time.monotonic() - began:.0f} s ({tries} tries; last: {problem}): "
+                    f"{self._clock.monotonic() - began:.0f} s ({tries} tries; last: {problem}): "
                     f"{advice}",
                     503,
                 )
             self.retries += 1
-            time.sleep(min(pause * (1 + 0.5 * self._jitter.random()), left))
+            self._clock.sleep(min(pause * (1 + 0.5 * self._jitter.random()), left))
 
     def _check(self, response: httpx.Response) -> httpx.Response:
         if response.status_code >= 400:
