@@ -42,9 +42,11 @@ from spotwise.pricing.errors import PricingError
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from spotwise.policy.bench import BenchRun
     from spotwise.policy.market import StorePools
     from spotwise.policy.plan import Plan, PlanInputs, PoolPlan
     from spotwise.policy.rl.catalog import ModelCatalog
+    from spotwise.policy.simulate import CheckpointMode
 
 bench_app = typer.Typer(
     help="Benchmarks that print JSON.", no_args_is_help=True, rich_markup_mode=None
@@ -430,7 +432,7 @@ def bench_policy(
 ) -> None:
     """Simulate policies on real traces; cost ratio = cost / on-demand cost of the job."""
     from spotwise.policy.bench import count_jobs, plot_bench, run_bench, save_summary
-    from spotwise.policy.simulate import CheckpointMode, Visibility
+    from spotwise.policy.simulate import Visibility
     from spotwise.policy.traces import load_traces
 
     try:
@@ -444,17 +446,16 @@ def bench_policy(
     except PolicyError as exc:
         fail(str(exc))
     if nodes is not None:
-        ignored = {
-            "--zones": zones != "single",
-            "--pools": pools is not None,
-            "--checkpoint-minutes": checkpoint_minutes is not None,
-            "--observe": observe != "all",
-            "--history-hours": history_hours != "all",
-            "--models": models is not None,
-        }
-        if any(ignored.values()):
-            named = ", ".join(k for k, v in ignored.items() if v)
-            fail(f"--nodes runs the N-node lab, where {named} does not apply; leave it out")
+        _refuse_flags_of_one_node(
+            {
+                "--zones": zones != "single",
+                "--pools": pools is not None,
+                "--checkpoint-minutes": checkpoint_minutes is not None,
+                "--observe": observe != "all",
+                "--history-hours": history_hours != "all",
+                "--models": models is not None,
+            }
+        )
         names = [p.strip() for p in (policies or NODE_POLICIES).split(",") if p.strip()]
         _bench_nodes(
             traces or settings.bundled_node_traces(),
@@ -481,15 +482,7 @@ def bench_policy(
     try:
         trace_set = load_traces(folder, pools)
         catalog = _catalog(models)
-        checkpoint = (
-            None
-            if checkpoint_minutes is None
-            else CheckpointMode(
-                interval_minutes=checkpoint_minutes or None,
-                stall_seconds=checkpoint_stall_seconds,
-                notice_seconds=notice_seconds,
-            )
-        )
+        checkpoint = _checkpoint_mode(checkpoint_minutes, checkpoint_stall_seconds, notice_seconds)
         total = count_jobs(
             trace_set,
             spec,
@@ -518,19 +511,51 @@ def bench_policy(
     summary = run.summary()
     save_summary(summary, settings.store_path(None))
     if verbose:
-        jobs = {name: sum(len(run.results[k][name]) for k in run.results) for name in names}
-        for name in names:
-            err.print(
-                f"{name}: {run.seconds[name]:.2f} s for {jobs[name]} jobs "
-                f"({1000 * run.seconds[name] / jobs[name]:.1f} ms per job)"
-            )
-        err.print(f"total {time.perf_counter() - began:.2f} s")
+        _print_timings(run, names, began)
     if plot:
         plot_bench(summary, plot)
         err.print(f"plot written to {plot}")
     if as_json:
         print(json.dumps(summary, indent=2))
         return
+    _print_bench_table(summary, names, mode)
+
+
+def _refuse_flags_of_one_node(ignored: dict[str, bool]) -> None:
+    """One line naming the 1-node flags given with --nodes, where they do not apply."""
+    if any(ignored.values()):
+        named = ", ".join(k for k, v in ignored.items() if v)
+        fail(f"--nodes runs the N-node lab, where {named} does not apply; leave it out")
+
+
+def _checkpoint_mode(
+    minutes: float | None, stall_seconds: float, notice_seconds: float
+) -> CheckpointMode | None:
+    """Checkpoint mode from its flags (None without --checkpoint-minutes)."""
+    from spotwise.policy.simulate import CheckpointMode
+
+    if minutes is None:
+        return None
+    return CheckpointMode(
+        interval_minutes=minutes or None,
+        stall_seconds=stall_seconds,
+        notice_seconds=notice_seconds,
+    )
+
+
+def _print_timings(run: BenchRun, names: list[str], began: float) -> None:
+    """Each policy's seconds and ms per job, and the total, on stderr."""
+    jobs = {name: sum(len(run.results[k][name]) for k in run.results) for name in names}
+    for name in names:
+        err.print(
+            f"{name}: {run.seconds[name]:.2f} s for {jobs[name]} jobs "
+            f"({1000 * run.seconds[name] / jobs[name]:.1f} ms per job)"
+        )
+    err.print(f"total {time.perf_counter() - began:.2f} s")
+
+
+def _print_bench_table(summary: dict[str, Any], names: list[str], mode: str) -> None:
+    """The bench's mean cost ratio per pool and policy (p90, misses) as a table."""
     table = Table("pool", *names, title=f"mean cost ratio ({mode}-zone; p90, misses)")
     for key, per_policy in summary["results"].items():
         table.add_row(
