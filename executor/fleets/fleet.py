@@ -327,48 +327,70 @@ class TieredClient:
     def decide(self, request: DecisionRequest) -> Decision:
         """The policy's decision for ``request``, as the job's tier and the budget grant it."""
         decision = self.inner.decide(request)
-        state, terms = request.state, request.job
-        if state.instance == "on-demand" and decision.action != "spot":
+        if request.state.instance == "on-demand" and decision.action != "spot":
             return decision  # it stays on the on-demand instance it has: its claim stands
         if decision.action not in ("spot", "on-demand"):  # nothing to run (yet)
-            self.budget.record(self.job, 0.0)
-            if decision.action != "wait":
-                return decision
-            return self._waits(request, decision, ("policy",), f"waits: {decision.reason}")
+            return self._nothing_to_run(request, decision)
         if self.tier == "low" and decision.action == "on-demand":
             instead = self._spot_instead(request, decision)
             if instead is None:
-                self.budget.record(self.job, 0.0)
-                return self._waits(
-                    request,
-                    _waiting(decision, "low priority: waits for spot"),
-                    ("spot",),
-                    "waits for spot: its policy would put it on on-demand, which a low job "
-                    "never uses, and no pool has spot within the budget now",
-                )
+                return self._low_waits(request, decision)
             decision = instead
-        price = self._price(decision, terms)
-        slack = (terms.deadline_hours - state.elapsed_hours) - (
-            terms.compute_hours - state.progress_hours
-        )
-        step = state.elapsed_hours - self._waited_at if self._waited_at is not None else 0.0
-        deadline = rule.deadline_asks(slack, terms.changeover_hours, max(step, 0.0))
+        price = self._price(decision, request.job)
+        slack = _slack(request)
         market: Market = "spot" if decision.action == "spot" else "on-demand"
+        deadline = self._deadline_asks(request, slack)
         grant = self.budget.ask(self.job, self.tier, market, price, deadline=deadline)
         if grant.granted:
-            self._waited_at = None
-            if grant.over_budget:
-                why = "a high job gets what it asks" if self.tier == "high" else "its deadline"
-                self._tell(
-                    ("over",),
-                    f"goes over the budget for {market}: the fleet spends "
-                    f"{self.budget.spending():.2f} $/h of {self.budget.usd_per_hour:.2f} $/h "
-                    f"({why}; {slack:.2f} h of slack)",
-                )
-            else:
-                self._said = None  # a later wait is told again
+            return self._granted(decision, market, slack, over_budget=grant.over_budget)
+        return self._refused(request, decision, market, price)
+
+    def _nothing_to_run(self, request: DecisionRequest, decision: Decision) -> Decision:
+        """A decision that runs nothing: the job claims no budget, and a wait is told."""
+        self.budget.record(self.job, 0.0)
+        if decision.action != "wait":
             return decision
-        if state.instance == "on-demand":  # refused a move: it stays where it is
+        return self._waits(request, decision, ("policy",), f"waits: {decision.reason}")
+
+    def _low_waits(self, request: DecisionRequest, decision: Decision) -> Decision:
+        """A low job its policy would put on on-demand, with no spot in the budget: it waits."""
+        self.budget.record(self.job, 0.0)
+        return self._waits(
+            request,
+            _waiting(decision, "low priority: waits for spot"),
+            ("spot",),
+            "waits for spot: its policy would put it on on-demand, which a low job "
+            "never uses, and no pool has spot within the budget now",
+        )
+
+    def _deadline_asks(self, request: DecisionRequest, slack: float) -> bool:
+        """Whether the job's deadline makes its ask one the budget must grant."""
+        state, terms = request.state, request.job
+        step = state.elapsed_hours - self._waited_at if self._waited_at is not None else 0.0
+        return rule.deadline_asks(slack, terms.changeover_hours, max(step, 0.0))
+
+    def _granted(
+        self, decision: Decision, market: Market, slack: float, *, over_budget: bool
+    ) -> Decision:
+        """The decision as asked; going over the budget is told once."""
+        self._waited_at = None
+        if over_budget:
+            why = "a high job gets what it asks" if self.tier == "high" else "its deadline"
+            self._tell(
+                ("over",),
+                f"goes over the budget for {market}: the fleet spends "
+                f"{self.budget.spending():.2f} $/h of {self.budget.usd_per_hour:.2f} $/h "
+                f"({why}; {slack:.2f} h of slack)",
+            )
+        else:
+            self._said = None  # a later wait is told again
+        return decision
+
+    def _refused(
+        self, request: DecisionRequest, decision: Decision, market: Market, price: float
+    ) -> Decision:
+        """A refused ask: a job on on-demand stays there, any other waits for room."""
+        if request.state.instance == "on-demand":  # refused a move: it stays where it is
             return decision.model_copy(update={"action": "on-demand", "market": "on-demand"})
         self.budget.wait(self.job, self.tier, price)
         key, why = self._no_room(market, price)
@@ -477,6 +499,14 @@ class TieredClient:
     def forecast(self, pool: str) -> PoolForecast:
         """The inner client's forecast."""
         return self.inner.forecast(pool)
+
+
+def _slack(request: DecisionRequest) -> float:
+    """Hours the job may still lose: to its deadline, less the compute it still needs."""
+    state, terms = request.state, request.job
+    return (terms.deadline_hours - state.elapsed_hours) - (
+        terms.compute_hours - state.progress_hours
+    )
 
 
 def _waiting(decision: Decision, reason: str) -> Decision:
