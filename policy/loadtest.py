@@ -1,6 +1,10 @@
 """An open-loop load test of the policy API: requests sent on a fixed schedule, latency measured
 from each request's scheduled time (so a slow server cannot hide its queueing).
 
+Its ``time.perf_counter`` and ``time.monotonic`` reads are benchmark timing (the schedule, the
+measured latencies, the generator's own connection ages), not the executor's wall clock, so
+they do not go through :class:`~spotwise.core.clock.Clock`.
+
 The client speaks HTTP/1.1 over asyncio streams with kept-alive connections: an HTTP library's
 client costs a millisecond of CPU a request, so at a thousand requests a second the generator,
 not the server, would set the figures.

@@ -21,6 +21,7 @@ from spotwise.console import (
     say,
 )
 from spotwise.core import settings
+from spotwise.core.clock import SYSTEM_CLOCK, Clock
 from spotwise.executor.errors import ExecutorError
 from spotwise.pricing.errors import PricingError
 from spotwise.pricing.operational import OperationalStore
@@ -142,15 +143,13 @@ def jobs_logs(
         time.sleep(poll_s)
 
 
-def _no_output_yet(job_id: str, log: Any) -> str:
+def _no_output_yet(job_id: str, log: Any, clock: Clock = SYSTEM_CLOCK) -> str:
     """What a running job that has printed nothing (yet) waits for."""
-    import time
-
     if log is None:
         return f"job {job_id}: no instance has started yet (the supervisor is choosing where)"
     since = ""
     if log.launched_at is not None:
-        minutes = max(0.0, time.time() - log.launched_at) / 60
+        minutes = max(0.0, clock.time() - log.launched_at) / 60
         since = f", launched {minutes:.0f} min ago" if minutes >= 1 else ", launched just now"
     named = f" ({log.instance_id})" if log.instance_id else ""
     return (
