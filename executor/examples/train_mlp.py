@@ -69,8 +69,8 @@ def emit(event: str, **fields: Any) -> None:
     print(json.dumps({"event": event, "t": time.time(), "rank": rank, **fields}), flush=True)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Train the MLP with checkpoints; the exit code."""
+def _parser() -> argparse.ArgumentParser:
+    """The example's options."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--ckpt", action="append", required=True, help="replica URL (repeat)")
     parser.add_argument("--epochs", type=int, default=3)
@@ -90,39 +90,59 @@ def main(argv: list[str] | None = None) -> int:
         help="slow each step down (to line a run up with a replayed trace)",
     )
     parser.add_argument("--out", type=Path, default=None)
-    args = parser.parse_args(argv)
+    return parser
 
+
+def _join_group_when_launched() -> None:
+    """Under torchrun: join the data-parallel process group over gloo (DCP checkpoints)."""
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     elastic = "TORCHELASTIC_RUN_ID" in os.environ
-    if elastic or world_size > 1:  # under torchrun: data-parallel over gloo, DCP checkpoints
+    if elastic or world_size > 1:
         # Peers may take long to start (the setup timeout), but once they run, a lost peer
         # must fail collectives soon so that torchrun elastic regroups without it.
         setup_s = float(os.environ.get("SPOTWISE_PG_SETUP_TIMEOUT_S", "300"))
         dist.init_process_group("gloo", timeout=timedelta(seconds=setup_s))
         dist.barrier()
         set_timeout(timedelta(seconds=float(os.environ.get("SPOTWISE_PG_TIMEOUT_S", "60"))))
-    torch.manual_seed(args.seed)
-    data = make_data(args.samples, args.features, args.seed)
-    if dist.is_initialized():
-        sampler: DistributedSampler[Any] = DistributedSampler(data, shuffle=True, seed=args.seed)
-        # The global batch stays --batch-size at any world size, so an elastic job that
-        # shrinks or grows keeps its steps per epoch and its LR schedule.
-        ranks = dist.get_world_size()
-        if args.batch_size % ranks:
-            parser.error(f"--batch-size {args.batch_size} does not split over {ranks} ranks")
-        loader = DataLoader(data, batch_size=args.batch_size // ranks, sampler=sampler)
-    else:
-        loader = DataLoader(data, batch_size=args.batch_size, shuffle=True)
+
+
+def _loader(
+    data: TensorDataset, args: argparse.Namespace, parser: argparse.ArgumentParser
+) -> DataLoader[Any]:
+    """Batches of ``data``: a shard of each global batch per rank under a process group."""
+    if not dist.is_initialized():
+        return DataLoader(data, batch_size=args.batch_size, shuffle=True)
+    sampler: DistributedSampler[Any] = DistributedSampler(data, shuffle=True, seed=args.seed)
+    # The global batch stays --batch-size at any world size, so an elastic job that
+    # shrinks or grows keeps its steps per epoch and its LR schedule.
+    ranks = dist.get_world_size()
+    if args.batch_size % ranks:
+        parser.error(f"--batch-size {args.batch_size} does not split over {ranks} ranks")
+    return DataLoader(data, batch_size=args.batch_size // ranks, sampler=sampler)
+
+
+def _model(features: int, hidden: int) -> nn.Module:
+    """The MLP, data-parallel under a process group."""
     model: nn.Module = nn.Sequential(
-        nn.Linear(args.features, args.hidden),
+        nn.Linear(features, hidden),
         nn.ReLU(),
         nn.Dropout(0.1),
-        nn.Linear(args.hidden, args.hidden),
+        nn.Linear(hidden, hidden),
         nn.ReLU(),
-        nn.Linear(args.hidden, 4),
+        nn.Linear(hidden, 4),
     )
-    if dist.is_initialized():
-        model = DistributedDataParallel(model)
+    return DistributedDataParallel(model) if dist.is_initialized() else model
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Train the MLP with checkpoints; the exit code."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    _join_group_when_launched()
+    torch.manual_seed(args.seed)
+    data = make_data(args.samples, args.features, args.seed)
+    loader = _loader(data, args, parser)
+    model = _model(args.features, args.hidden)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
     total = args.epochs * len(loader)
     scheduler = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=args.lr, total_steps=total)
