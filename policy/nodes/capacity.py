@@ -58,22 +58,20 @@ def load_capacity_traces(folder: Path) -> CapacityTraces:
     """
     if folder.suffix == ".csv" and folder.is_file():
         return _count_log(folder)
+    return _cbl_folder(folder)
+
+
+def _cbl_folder(folder: Path) -> CapacityTraces:
+    """Every ``*.json`` N-node CBL trace in ``folder``, cut to the shortest, as one pool each."""
     files = sorted(folder.glob("*.json")) if folder.is_dir() else []
     if not files:
         raise TraceError(
             f"{folder}: no *.json traces here; give a folder of N-node CBL traces "
             "(e.g. data/traces/cbl/availability/16-node/aws-08-27-2023)"
         )
-    counts, gaps = [], set()
-    for path in files:
-        try:
-            trace = read_cbl_json(path)
-        except InputError as exc:
-            raise TraceError(str(exc)) from exc
-        if (trace.data < 0).any() or not np.allclose(trace.data, np.round(trace.data)):
-            raise TraceError(f"{path}: node counts must be whole numbers >= 0")
-        counts.append(trace.data.astype(int))
-        gaps.add(trace.gap_seconds)
+    traces = [_node_counts(path) for path in files]
+    counts = [count for count, _ in traces]
+    gaps = {gap for _, gap in traces}
     if len(gaps) != 1:
         raise TraceError(f"{folder}: traces have different tick gaps {sorted(gaps)}; use one gap")
     n = min(len(c) for c in counts)
@@ -84,6 +82,17 @@ def load_capacity_traces(folder: Path) -> CapacityTraces:
         capacity=capacity,
         cluster_size=int(capacity.max()),
     )
+
+
+def _node_counts(path: Path) -> tuple[np.ndarray, int]:
+    """One N-node CBL trace's node counts per tick, and its tick gap (s)."""
+    try:
+        trace = read_cbl_json(path)
+    except InputError as exc:
+        raise TraceError(str(exc)) from exc
+    if (trace.data < 0).any() or not np.allclose(trace.data, np.round(trace.data)):
+        raise TraceError(f"{path}: node counts must be whole numbers >= 0")
+    return trace.data.astype(int), trace.gap_seconds
 
 
 def _count_log(path: Path) -> CapacityTraces:
