@@ -150,27 +150,33 @@ class NodeRun:
 
     def step(self, action: NodeAction) -> None:
         """Run the tick with the policy's ``action``."""
-        now = self.start + self.tick
         k = int(np.clip(action.on_demand, 0, self.nodes))
         want = int(np.clip(action.spot, 0, self.nodes - k))
-        pool, s = self.pool, self.s
-        if want == 0:
-            pool, s = NO_POOL, 0
-        elif action.pool == self.pool and want <= self.s:
-            s = want  # fewer nodes in the same pool: some are released
-        else:  # a request: as many as the pool has, up to the ask
-            granted = min(want, int(self._capacity[action.pool, now]))
-            self._learn(action.pool, granted)
-            if action.pool == self.pool or granted > self.s:
-                pool, s = (action.pool, granted) if granted > 0 else (NO_POOL, 0)
+        pool, s = self._spot_placement(action.pool, want)
         changed = k != self.k or s != self.s or (s > 0 and pool != self.pool)
         self.k, self.s, self.pool = k, s, pool
         if changed:
             self._regroup()
         self.tick += 1
+        if self.k + self.s > 0:
+            self._run()
+
+    def _spot_placement(self, asked: int, want: int) -> tuple[int, int]:
+        """The pool and spot nodes after asking ``asked`` for ``want`` nodes this tick."""
+        if want == 0:
+            return NO_POOL, 0
+        if asked == self.pool and want <= self.s:
+            return self.pool, want  # fewer nodes in the same pool: some are released
+        # a request: as many as the pool has, up to the ask
+        granted = min(want, int(self._capacity[asked, self.start + self.tick]))
+        self._learn(asked, granted)
+        if asked == self.pool or granted > self.s:
+            return (asked, granted) if granted > 0 else (NO_POOL, 0)
+        return self.pool, self.s
+
+    def _run(self) -> None:
+        """Pay for the tick's nodes, and make progress unless they regroup."""
         running = self.k + self.s
-        if running == 0:
-            return
         self.cost += self.k * self._od_tick + self.s * self._spot_tick
         self.od_node_ticks += self.k
         self.spot_node_ticks += self.s
