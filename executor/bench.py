@@ -175,6 +175,23 @@ def bench_checkpoint(
 DEFAULT_TRACE = ("traces/cbl/preemption/1-node/aws-04-22-2023", "us-east-1c_v100_1")
 
 
+def _trace_scale(real_times: Sequence[float], preemptions: int, plain_s: float) -> float:
+    """How much faster than the trace to replay it so that its first ``preemptions`` fall in
+    the first 60 % of a run that takes ``plain_s`` uninterrupted."""
+    window = real_times[preemptions - 1] if len(real_times) >= preemptions else real_times[-1]
+    return window / (0.6 * plain_s)
+
+
+def _end_event(launch: Launch) -> dict[str, Any] | None:
+    """A launch's ``done`` or ``preempted`` event (None: it ended without one)."""
+    return launch.event("done") or launch.event("preempted")
+
+
+def _mean(values: Sequence[float]) -> float:
+    """The mean, 0 for none."""
+    return sum(values) / len(values) if values else 0.0
+
+
 def bench_resume(
     data_dir: Path,
     *,
@@ -198,8 +215,7 @@ def bench_resume(
         # the run (room for a replayed run faster than a reference slowed by a busy machine);
         # replay take-backs until that many hit the job (each restart lengthens the run, which
         # would let ever more of the trace in).
-        window = real_times[preemptions - 1] if len(real_times) >= preemptions else real_times[-1]
-        scale = window / (0.6 * plain_s)
+        scale = _trace_scale(real_times, preemptions, plain_s)
         schedule = [t / scale for t in real_times]
         mtbf_s = (len(available) * traces.gap_seconds / max(1, len(real_times))) / scale
         progress(
@@ -220,17 +236,17 @@ def bench_resume(
     done_plain = plain.done
     done = replayed.launches[-1].event("done")
     assert done is not None
-    ends = [launch.event("done") or launch.event("preempted") for launch in replayed.launches]
+    ends = [e for launch in replayed.launches if (e := _end_event(launch))]
     steps_run, killed = steps_run_of(replayed.launches)
-    stalls = [s for e in ends if e for s in e["stall_s"]]
-    checkpoints = sum(e["checkpoints"] for e in ends if e)
-    restarts = [
-        first["t"] - launch.started
-        for launch in replayed.launches[1:]
-        if (first := launch.event("first_step"))
-    ]
-    restart_s = sum(restarts) / len(restarts) if restarts else 0.0
-    stall_s = sum(stalls) / len(stalls) if stalls else 0.0
+    stall_s = _mean([s for e in ends for s in e["stall_s"]])
+    checkpoints = sum(e["checkpoints"] for e in ends)
+    restart_s = _mean(
+        [
+            first["t"] - launch.started
+            for launch in replayed.launches[1:]
+            if (first := launch.event("first_step"))
+        ]
+    )
     per_10min = checkpoints / replayed.wall_s * 600
     return ResumeBench(
         bitwise_identical=done["digest"] == done_plain["digest"],
