@@ -82,35 +82,48 @@ def run_node_bench(
         if name != BOUND:
             load_node_policy(name)  # fail early on an unknown name
     starts = node_starts(traces, spec, test_from_hours, start_every_hours)
+    tell = on_job or (lambda _name: None)
     results: dict[str, dict[str, Any]] = {}
     for name in policies:
         if name == BOUND:
-            bounds = []
-            for s in starts:
-                context = node_context(traces, spec, nodes, s, reads_future=True)
-                bounds.append(node_lower_bound(context).cost_ratio)
-                if on_job:
-                    on_job(name)
-            results[name] = {**cost_stats(bounds, [True] * len(bounds)), "lower_bound": True}
-            continue
-        jobs = []
-        for s in starts:
-            jobs.append(simulate_nodes(name, traces, spec, nodes, s))
-            if on_job:
-                on_job(name)
-        results[name] = {
-            **cost_stats([j.cost_ratio for j in jobs], [j.done for j in jobs]),
-            "mean_regroups": round(float(np.mean([j.regroups for j in jobs])), 2),
-            "spot_share": round(
-                float(
-                    np.mean(
-                        [
-                            j.spot_node_ticks / max(1, j.spot_node_ticks + j.on_demand_node_ticks)
-                            for j in jobs
-                        ]
-                    )
-                ),
-                4,
-            ),
-        }
+            results[name] = _bound_summary(traces, spec, nodes, starts, tell)
+        else:
+            results[name] = _policy_summary(name, traces, spec, nodes, starts, tell)
     return {"zones": "multi", "nodes": nodes, "results": {"all": results}}
+
+
+def _bound_summary(
+    traces: CapacityTraces,
+    spec: JobSpec,
+    nodes: int,
+    starts: Sequence[int],
+    on_job: Callable[[str], None],
+) -> dict[str, Any]:
+    """The lower bound's cost ratios over ``starts`` (it reads the future)."""
+    bounds = []
+    for s in starts:
+        context = node_context(traces, spec, nodes, s, reads_future=True)
+        bounds.append(node_lower_bound(context).cost_ratio)
+        on_job(BOUND)
+    return {**cost_stats(bounds, [True] * len(bounds)), "lower_bound": True}
+
+
+def _policy_summary(
+    name: str,
+    traces: CapacityTraces,
+    spec: JobSpec,
+    nodes: int,
+    starts: Sequence[int],
+    on_job: Callable[[str], None],
+) -> dict[str, Any]:
+    """Policy ``name``'s cost ratios, misses, regroups and spot share over ``starts``."""
+    jobs = []
+    for s in starts:
+        jobs.append(simulate_nodes(name, traces, spec, nodes, s))
+        on_job(name)
+    shares = [j.spot_node_ticks / max(1, j.spot_node_ticks + j.on_demand_node_ticks) for j in jobs]
+    return {
+        **cost_stats([j.cost_ratio for j in jobs], [j.done for j in jobs]),
+        "mean_regroups": round(float(np.mean([j.regroups for j in jobs])), 2),
+        "spot_share": round(float(np.mean(shares)), 4),
+    }
