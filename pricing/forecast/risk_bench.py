@@ -119,12 +119,7 @@ def bench_risk(
     bands = advisor_bands(names, start, advisor)
     pools, ticks = available.shape
     horizon = max(1, round(horizon_minutes * 60 / gap))
-    cut = int(np.ceil(test_from_hours * 3600 / gap - 1e-9))
-    if not 0 < cut < ticks - horizon:
-        raise ValueError(
-            f"--test-from-hours {test_from_hours} leaves no training or no test "
-            f"ticks in {ticks * gap / 3600:.0f} h of traces"
-        )
+    cut = _test_cut(test_from_hours, gap, ticks, horizon)
     features = pool_features(available, gap, start, [bands[n] for n in names])
     labels = lose_within(available, horizon)
     tick = features["tick"].to_numpy()
@@ -140,13 +135,7 @@ def bench_risk(
     judge_part = up & (tick >= early_cut) & (tick + horizon < cut)
     inputs = {"features": (x, x)}
     if any(RISK_MODELS[name].inputs == "ar_score" for name in models):
-        score, early = (
-            np.concatenate(
-                [ar_unavailability(available[p], end - horizon, horizon) for p in range(pools)]
-            )[:, None]
-            for end in (cut, early_cut)
-        )
-        inputs["ar_score"] = (score, early)
+        inputs["ar_score"] = _ar_scores(available, (cut, early_cut), horizon)
     predictions: dict[str, np.ndarray] = {}
     validation: dict[str, np.ndarray] = {}
     for name in models:
@@ -154,50 +143,27 @@ def bench_risk(
         rows, early_rows = inputs[model.inputs]
         predictions[name] = model().fit(rows[train], y[train]).predict_proba(rows)
         validation[name] = model().fit(early_rows[fit_part], y[fit_part]).predict_proba(early_rows)
-    chosen = {}
-    best = np.zeros(len(y))
-    for p in range(pools):
-        rows = judge_part & (pool == p)
-        briers = {
-            name: float(np.mean((v[rows] - y[rows]) ** 2)) if rows.any() else 0.0
-            for name, v in validation.items()
-        }
-        chosen[names[p]] = min(briers, key=lambda n: briers[n])
-        best[pool == p] = predictions[chosen[names[p]]][pool == p]
-    predictions["per_pool_best"] = best
+    chosen, predictions["per_pool_best"] = _per_pool_best(
+        predictions, validation, judge_part, pool, y, names
+    )
     hours_per_tick = gap / 3600
     forecast = {
         label: forecast_risk(available, cut, horizon, hours_per_tick, name, cold=cold)
         for label, name, cold in _forecaster_runs()
     }
-    validation_forecast = {
-        name: forecast_risk(available[:, :cut], early_cut, horizon, hours_per_tick, name)
-        for name in RISK_FORECASTERS
-    }
-    forecaster_briers = {
-        name: float(np.mean((p[pool[judge_part], tick[judge_part]] - y[judge_part]) ** 2))
-        for name, p in validation_forecast.items()
-    }
+    forecaster_choice = _best_forecaster(
+        available[:, :cut], early_cut, horizon, hours_per_tick, (pool, tick, y, judge_part)
+    )
     base_rate = float(y[train].mean())
     past_down = np.stack(
         [_trailing_mean((~available[p]).astype(float), horizon) for p in range(pools)]
     )
     return RiskBench(
-        models={
-            name: {
-                "auc": round(float(roc_auc_score(y[test], p_all[test])), 4),
-                "brier": round(float(brier_score_loss(y[test], p_all[test])), 4),
-            }
-            for name, p_all in predictions.items()
-        },
+        models={name: _scores(y[test], p_all[test]) for name, p_all in predictions.items()},
         forecasters={
-            label: {
-                "auc": round(float(roc_auc_score(y[test], p[pool[test], tick[test]])), 4),
-                "brier": round(float(brier_score_loss(y[test], p[pool[test], tick[test]])), 4),
-            }
-            for label, p in forecast.items()
+            label: _scores(y[test], p[pool[test], tick[test]]) for label, p in forecast.items()
         },
-        forecaster_choice=min(forecaster_briers, key=lambda n: forecaster_briers[n]),
+        forecaster_choice=forecaster_choice,
         shipped_forecaster=SHIPPED_RISK.forecaster,
         chosen_per_pool=chosen,
         advisor_bands=bands,
@@ -209,6 +175,93 @@ def bench_risk(
         positive_rate=round(float(y[test].mean()), 4),
         horizon_ticks=horizon,
     )
+
+
+def _test_cut(test_from_hours: float, gap: float, ticks: int, horizon: int) -> int:
+    """The first test tick.
+
+    Raises:
+        ValueError: when it leaves no training or no test ticks.
+    """
+    cut = int(np.ceil(test_from_hours * 3600 / gap - 1e-9))
+    if not 0 < cut < ticks - horizon:
+        raise ValueError(
+            f"--test-from-hours {test_from_hours} leaves no training or no test "
+            f"ticks in {ticks * gap / 3600:.0f} h of traces"
+        )
+    return cut
+
+
+def _ar_scores(
+    available: np.ndarray, ends: tuple[int, int], horizon: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The AR unavailability score of every pool and tick, fitted before each of ``ends``."""
+    pools = available.shape[0]
+    score, early = (
+        np.concatenate(
+            [ar_unavailability(available[p], end - horizon, horizon) for p in range(pools)]
+        )[:, None]
+        for end in ends
+    )
+    return score, early
+
+
+def _best_forecaster(
+    training: np.ndarray,
+    early_cut: int,
+    horizon: int,
+    hours_per_tick: float,
+    judged: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+) -> str:
+    """The forecaster with the least Brier on the judged rows (``judged``: pool, tick,
+    outcome and which rows are judged), each fitted on the training ticks before
+    ``early_cut``."""
+    pool, tick, y, judge_part = judged
+    briers = {
+        name: float(
+            np.mean(
+                (
+                    forecast_risk(training, early_cut, horizon, hours_per_tick, name)[
+                        pool[judge_part], tick[judge_part]
+                    ]
+                    - y[judge_part]
+                )
+                ** 2
+            )
+        )
+        for name in RISK_FORECASTERS
+    }
+    return min(briers, key=lambda n: briers[n])
+
+
+def _per_pool_best(
+    predictions: dict[str, np.ndarray],
+    validation: dict[str, np.ndarray],
+    judge_part: np.ndarray,
+    pool: np.ndarray,
+    y: np.ndarray,
+    names: Sequence[str],
+) -> tuple[dict[str, str], np.ndarray]:
+    """Each pool's model (least Brier on its judged rows) and the predictions it makes."""
+    chosen = {}
+    best = np.zeros(len(y))
+    for p in range(len(names)):
+        rows = judge_part & (pool == p)
+        briers = {
+            name: float(np.mean((v[rows] - y[rows]) ** 2)) if rows.any() else 0.0
+            for name, v in validation.items()
+        }
+        chosen[names[p]] = min(briers, key=lambda n: briers[n])
+        best[pool == p] = predictions[chosen[names[p]]][pool == p]
+    return chosen, best
+
+
+def _scores(y: np.ndarray, p: np.ndarray) -> dict[str, float]:
+    """AUC and Brier score of predictions ``p`` of outcomes ``y``."""
+    return {
+        "auc": round(float(roc_auc_score(y, p)), 4),
+        "brier": round(float(brier_score_loss(y, p)), 4),
+    }
 
 
 def _forecaster_runs() -> list[tuple[str, str, bool]]:
