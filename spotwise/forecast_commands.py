@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
@@ -24,6 +24,9 @@ from spotwise.console import (
 from spotwise.core import settings
 from spotwise.pricing.errors import PricingError
 from spotwise.pricing.forecast.risk import RISK_MODELS
+
+if TYPE_CHECKING:
+    from spotwise.pricing.forecast.risk_bench import RiskBench
 
 HorizonHours = Annotated[
     int, typer.Option("--horizon-hours", min=1, help="Hours ahead to forecast prices.")
@@ -69,10 +72,7 @@ def bench_risk_command(
     """Backtest preemption-risk models: AUC and Brier against climatology and persistence."""
     from spotwise.pricing.forecast.risk_bench import bench_risk
 
-    names = [m.strip() for m in models.split(",") if m.strip()]
-    unknown = [m for m in names if m not in RISK_MODELS]
-    if unknown:
-        fail(f"unknown risk model(s) {unknown}; choose from {', '.join(RISK_MODELS)}")
+    names = _risk_models(models)
     folder = traces or settings.bundled_traces()
     err.print(f"… fitting {', '.join(names)} on {folder.name} before hour {test_from_hours:g}")
     try:
@@ -88,6 +88,20 @@ def bench_risk_command(
     if as_json:
         print(json.dumps(result.to_dict(), indent=2))
         return
+    _print_risk_bench(result, horizon_minutes)
+
+
+def _risk_models(models: str) -> list[str]:
+    """The risk models of a comma-separated --models, each one known."""
+    names = [m.strip() for m in models.split(",") if m.strip()]
+    unknown = [m for m in names if m not in RISK_MODELS]
+    if unknown:
+        fail(f"unknown risk model(s) {unknown}; choose from {', '.join(RISK_MODELS)}")
+    return names
+
+
+def _print_risk_bench(result: RiskBench, horizon_minutes: float) -> None:
+    """The backtest as a table: each model's and forecaster's AUC and Brier, and the baselines."""
     table = Table(
         "model",
         "AUC",
