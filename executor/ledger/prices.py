@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from spotwise.core.clock import SYSTEM_CLOCK, Clock
 from spotwise.pricing.frames import region_of_zone
 from spotwise.pricing.quotes import (
     REFERENCE_INSTANCE_TYPE,
@@ -65,6 +66,7 @@ class PriceBook:
         return prices[len(prices) // 2]
 
     def to_dict(self) -> dict[str, Any]:
+        """The book as plain JSON-ready values."""
         return asdict(self)
 
     def stale_lines(self) -> list[str]:
@@ -127,9 +129,10 @@ def price_book(
     home_region: str | None = None,
     spot_price: float | None = None,
     on_demand_price: float | None = None,
+    clock: Clock = SYSTEM_CLOCK,
 ) -> PriceBook:
     """The quotes of ``pools`` (see the module docstring); ``home_region`` defaults to the first
-    pool's."""
+    pool's; the book is stamped with ``clock``'s time."""
     spot: dict[str, Quote] = {}
     region_of: dict[str, str] = {}
     types = set()
@@ -137,25 +140,20 @@ def price_book(
     for pool in pools:
         zone, pool_type = pool_zone_type(pool, instance_type)
         types.add(pool_type)
-        # a cloud's pools are zones of its region (an Azure zone is "1")
-        in_region = home_region if home_region and "_" not in pool else None
-        region_of[pool] = in_region or region_of_zone("aws", zone)
+        region_of[pool] = _pool_region(pool, zone, home_region)
         spot[pool] = _spot_quote(
             store, pool, zone, region_of[pool], pool_type, regional, spot_price
         )
     the_type = types.pop() if len(types) == 1 else instance_type
     home = home_region or (region_of[pools[0]] if pools else "")
     on_demand = {
-        region: (
-            _regional_quote(store, "on_demand", regional, region, the_type)
-            if regional and on_demand_price is None
-            else on_demand_quote(
-                store,
-                region,
-                the_type,
-                [spot[p] for p in pools if region_of[p] == region],
-                given_price=on_demand_price,
-            )
+        region: _on_demand_in(
+            store,
+            region,
+            the_type,
+            regional,
+            on_demand_price,
+            [spot[p] for p in pools if region_of[p] == region],
         )
         for region in {home, *region_of.values()}
     }
@@ -165,8 +163,30 @@ def price_book(
         spot=spot,
         on_demand=on_demand,
         region_of=region_of,
-        priced_at=datetime.now(UTC).isoformat(),
+        priced_at=datetime.fromtimestamp(clock.time(), UTC).isoformat(),
     )
+
+
+def _pool_region(pool: str, zone: str, home_region: str | None) -> str:
+    """The region of a pool: the home region for a cloud's pools, which are zones of it (an
+    Azure zone is "1"), else the AWS zone's region."""
+    in_region = home_region if home_region and "_" not in pool else None
+    return in_region or region_of_zone("aws", zone)
+
+
+def _on_demand_in(
+    store: MarketStore,
+    region: str,
+    instance_type: str,
+    regional: str | None,
+    given_price: float | None,
+    spot_here: list[Quote],
+) -> Quote:
+    """The on-demand quote of one region: the regional catalog's for a GCP or Azure shape
+    (unless a price is given), else :func:`on_demand_quote`'s."""
+    if regional and given_price is None:
+        return _regional_quote(store, "on_demand", regional, region, instance_type)
+    return on_demand_quote(store, region, instance_type, spot_here, given_price=given_price)
 
 
 REGIONAL_COLLECT = {
