@@ -44,8 +44,13 @@ def bench_bids(
         ),
     ] = None,
     policy: Annotated[str, typer.Option("--policy", help="The policy that bids.")] = "greedy",
-    compute_hours: Annotated[float, typer.Option("--compute-hours", min=0.01)] = 24.0,
-    deadline_hours: Annotated[float, typer.Option("--deadline-hours", min=0.01)] = 36.0,
+    compute_hours: Annotated[
+        float, typer.Option("--compute-hours", min=0.01, help="Hours of work of each job.")
+    ] = 24.0,
+    deadline_hours: Annotated[
+        float,
+        typer.Option("--deadline-hours", min=0.01, help="Hours from start to each job's deadline."),
+    ] = 36.0,
 ) -> None:
     """Cost, evictions and deadline misses of a policy with each bid and without one, on the
     same jobs over a price history (JSON)."""

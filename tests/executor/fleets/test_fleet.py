@@ -198,7 +198,7 @@ def test_the_lab_and_the_executor_call_one_rule(monkeypatch: pytest.MonkeyPatch)
         )
     )
     NodeGate(FleetBudget(4.0), job="e", tier="normal").claim(1.0, market="spot", needed=False)
-    assert {"simulate_fleet", "FleetBudget.ask"} <= set(callers)
+    assert {"_FleetSim._granted", "FleetBudget.ask"} <= set(callers)
     assert callers.count("FleetBudget.ask") == 2  # the tiered client's and the elastic gate's
 
 
