@@ -105,12 +105,25 @@ def stale_lines(prices: dict[str, Any]) -> list[str]:
         stale = {p or "every pool": q for p, q in by_place.items() if stale_mark(q, priced_at)}
         if stale:
             newest = max(str(q["as_of"]) for q in stale.values())[:10]
+            collect = _stale_collect(prices, market, [p for p in by_place if p in stale])
             lines.append(
                 f"stale {market} prices ({', '.join(stale)}; the newest of {newest}), older than "
-                f"{STALE_AFTER_DAYS} days: `spotwise collect aws"
-                f"{' --on-demand' if market == 'on-demand' else ''} --region R` stores fresh ones"
+                f"{STALE_AFTER_DAYS} days: `{collect}` stores fresh ones"
             )
     return lines
+
+
+def _stale_collect(prices: dict[str, Any], market: str, places: list[str]) -> str:
+    """The command that collects fresh ``market`` prices of a book's ``places`` (pools or
+    regions): its cloud's ``collect`` for a GCP or Azure shape, in those places' regions, else
+    ``collect aws`` in a region R."""
+    instance_type = str(prices.get("instance_type", ""))
+    regional = _regional_cloud(instance_type)
+    if regional is None:
+        return f"spotwise collect aws{' --on-demand' if market == 'on-demand' else ''} --region R"
+    region_of = prices.get("region_of") or {}
+    regions = sorted({region_of.get(p, p) for p in places if region_of.get(p, p)}) or ["R"]
+    return REGIONAL_COLLECT[regional].format(region=",".join(regions), shape=instance_type)
 
 
 def pool_zone_type(pool: str, instance_type: str) -> tuple[str, str]:

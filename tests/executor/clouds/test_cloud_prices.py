@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from spotwise.executor.ledger.prices import price_book
 from spotwise.pricing.store import MarketStore
+from tests.conftest import ManualClock
 
 COLUMNS = "(source, provider, region, zone, instance_type, market, ts, price)"
 
@@ -82,3 +84,44 @@ def test_a_missing_price_names_that_clouds_collect_command(
     )
     assert str(on_demand.value).startswith(f"no on-demand price of {shape} in {region}")
     assert "--on-demand-price" in str(on_demand.value) and collect in str(on_demand.value)
+
+
+@pytest.mark.parametrize(
+    ("shape", "pools", "region", "collect"),
+    [
+        (
+            "a2-highgpu-1g",
+            ("us-central1-a", "us-central1-b"),
+            "us-central1",
+            "`spotwise collect gcp --regions us-central1 --shapes a2-highgpu-1g`",
+        ),
+        (
+            "Standard_NC6s_v3",
+            ("1", "2"),
+            "eastus",
+            "`spotwise collect azure --regions eastus --vm-sizes Standard_NC6s_v3`",
+        ),
+    ],
+)
+def test_a_stale_price_names_that_clouds_collect_command(
+    tmp_path: Path, shape: str, pools: tuple[str, ...], region: str, collect: str
+) -> None:
+    cloud = "gcp" if "-" in shape else "azure"
+    month_later = pd.Timestamp("2027-01-01", tz="UTC").timestamp()
+    with MarketStore.open(tmp_path / "m.duckdb") as store:
+        _regional(store, cloud, region, shape, "spot", 1.0)
+        _regional(store, cloud, region, shape, "on_demand", 3.0)
+        book = price_book(
+            store,
+            pools,
+            instance_type=shape,
+            home_region=region,
+            clock=ManualClock(month_later),
+        )
+    assert book.stale_lines() == [
+        f"stale spot prices ({', '.join(pools)}; the newest of 2026-12-01), older than 7 days: "
+        f"{collect} stores fresh ones",
+        f"stale on-demand prices ({region}; the newest of 2026-12-01), older than 7 days: "
+        f"{collect} stores fresh ones",
+    ]
+    assert "collect aws" not in "\n".join(book.stale_lines())
