@@ -79,7 +79,11 @@ def run(
     ] = 1.0,
     pools: Annotated[
         str | None,
-        typer.Option("--pools", help="Pools to use (local: trace names; aws: zones)."),
+        typer.Option(
+            "--pools",
+            help="Pools to use, comma-separated (local/torchrun: trace names; a cloud: its "
+            "zones, e.g. us-east-1a on aws, us-central1-a on gcp, 1 on azure).",
+        ),
     ] = None,
     nnodes: Annotated[
         str,
@@ -91,9 +95,9 @@ def run(
         str | None,
         typer.Option(
             "--nodes",
-            help="torchrun, aws: MIN:MAX nodes that Spotwise launches and keeps: the rendezvous "
-            "host and the on-demand floor, the rest on spot; a node taken back is replaced "
-            "alone.",
+            help="torchrun or a cloud: MIN:MAX nodes that Spotwise launches and keeps: the "
+            "rendezvous host and the on-demand floor, the rest on spot; a node taken back is "
+            "replaced alone.",
             show_default=False,
         ),
     ] = None,
@@ -113,7 +117,7 @@ def run(
         str,
         typer.Option(
             "--rdzv-endpoint",
-            help="torchrun: the c10d rendezvous host:port (with --nodes on aws, its port: the "
+            help="torchrun: the c10d rendezvous host:port (with --nodes on a cloud, its port: the "
             "other nodes reach the host at its private address).",
         ),
     ] = "127.0.0.1:29400",

@@ -36,3 +36,14 @@ def test_long_option_names_are_printed_whole_at_80_columns(cli_in_process: CliRu
     assert result.returncode == 0
     assert "--checkpoint-stall-seconds" in result.stdout and "…" not in result.stdout
     assert max(len(line) for line in result.stdout.splitlines()) <= 80
+
+
+def test_runs_cloud_options_name_every_cloud_not_one() -> None:
+    from spotwise.executor.clouds.registry import CLOUDS
+
+    run = dict(commands())["run"]
+    helps = {p.opts[0]: p.help or "" for p in run.params if p.param_type_name == "option"}
+    assert all(f"on {cloud}" in helps["--pools"] for cloud in CLOUDS)
+    assert "trace names" in helps["--pools"]
+    for flag in ("--nodes", "--rdzv-endpoint"):
+        assert "a cloud" in helps[flag] and "aws" not in helps[flag]
