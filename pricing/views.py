@@ -103,6 +103,9 @@ def price_forecasts(store: OperationalStore, series: list[str]) -> pd.DataFrame:
 def savings(store: MarketStore, *, provider: str | None = None) -> pd.DataFrame:
     """Per pool with both prices: the newest spot and on-demand price and the saving (%)."""
     where, params = _where({"provider": provider})
+    # A spot pool is paired with its own zone's on-demand price, else its region's (zone ''):
+    # AWS prices spot per zone and on-demand per region. The region column of a zone's row
+    # is region_of_zone's, written when the row was stored.
     frame = store.query(
         f"""
         WITH newest AS (
@@ -112,8 +115,11 @@ def savings(store: MarketStore, *, provider: str | None = None) -> pd.DataFrame:
             o.price AS on_demand_price, round(100 * (1 - s.price / o.price), 1) AS saving_pct,
             s.ts AS spot_as_of, o.ts AS on_demand_as_of
         FROM newest s JOIN newest o ON s.provider = o.provider AND s.region = o.region
-            AND s.zone = o.zone AND s.instance_type = o.instance_type
+            AND o.zone IN (s.zone, '') AND s.instance_type = o.instance_type
         WHERE s.market = 'spot' AND o.market = 'on_demand'
+        QUALIFY row_number() OVER (
+            PARTITION BY s.provider, s.region, s.zone, s.instance_type
+            ORDER BY o.zone = s.zone DESC) = 1
         ORDER BY saving_pct DESC
         """,
         params,
