@@ -499,7 +499,16 @@ class Supervisor:
         if ended and not watch.started and not GuardStart.announced(instance):
             self._warn_unguarded(ended=True)
         instance.terminate()
-        return watch.outcome(code), code
+        outcome = watch.outcome(code)
+        if outcome is Outcome.PREEMPTED and code == PREEMPTED_EXIT_CODE and not watch.noticed:
+            self._heard_on_instance(instance.placement)
+        return outcome, code
+
+    def _heard_on_instance(self, placement: Placement) -> None:
+        """Record the notice a job heard itself (a cloud's, watched on its instance) and left
+        by: the supervisor passed none on, so it is counted here, once."""
+        self.ledger.record(EntryKind.NOTICE, pool=placement.pool, market=placement.market)
+
 
     def _watchers(self, instance: Instance) -> list[Watcher]:
         """The watchers of one instance, in the order each poll runs them."""

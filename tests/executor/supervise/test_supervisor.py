@@ -327,6 +327,53 @@ def test_a_blind_supervisor_asks_down_the_launch_request_and_remembers_refusals(
     assert supervisor._seen["z2"][0] is True
 
 
+class HeardOnInstance:
+    """A cloud seen from outside, as AWS is: no take-back is known to the supervisor, and the
+    first instance's job hears the notice itself (SIGTERM, as its IMDS watcher sends) once it
+    is stepping."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.launches = inner, 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def preemption(self, instance: Any) -> None:
+        return None
+
+    def launch(self, placement: Any, command: Any, env: Any, log: Any = None) -> Any:
+        self.launches += 1
+        instance = self.inner.launch(placement, command, env, log)
+        return _NoticedWhenStepping(instance) if self.launches == 1 else instance
+
+
+class _NoticedWhenStepping:
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.sent = inner, False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def poll(self) -> int | None:
+        stepping = any(e.get("event") == "first_step" for e in self.inner.events)
+        if stepping and not self.sent:
+            self.sent = True
+            self.inner.notice()
+        return self.inner.poll()
+
+
+def test_a_notice_the_job_heard_itself_is_counted_once_with_its_preemption(
+    tmp_path: Path,
+) -> None:
+    supervisor, command, store, ledger = supervise(tmp_path, market("1" * 60), work_s=2.0)
+    supervisor.launcher = HeardOnInstance(supervisor.launcher)
+    report = supervisor.run(command)
+    assert report.completed and report.preemptions == 1 and report.instances == 2
+    with open_operational(store) as market_store:
+        ledger_report = job_report(market_store, ledger.job_id)
+    assert ledger_report.preemptions == 1 and ledger_report.notices == 1
+
+
 @pytest.mark.slow
 def test_a_drill_sends_a_real_notice_and_the_job_resumes_where_it_was(tmp_path: Path) -> None:
     traces = market("1" * 60)  # spot never taken back: only the drill preempts
