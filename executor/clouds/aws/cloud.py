@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from spotwise.executor.clouds.aws.target import AwsTarget
 from spotwise.executor.clouds.base import Check, CloudOptions, CloudTarget, Say, SetUp
 from spotwise.executor.errors import ExecutorError
+from spotwise.executor.notices import CLOUD_SOURCES
 
 if TYPE_CHECKING:
     from spotwise.executor.clouds.aws.launcher import AwsLauncher
@@ -31,7 +32,8 @@ class AwsCloud:
     name = "aws"
     storage_scheme = "s3"
     notice_source = "aws"
-    notice_s = 120.0
+    notice_s = CLOUD_SOURCES[notice_source].kind.notice_s
+    """Its notice source's window (:mod:`executor.notices` defines it, once)."""
     docs = "docs/aws.md"
 
     def target(self, options: CloudOptions) -> AwsTarget:

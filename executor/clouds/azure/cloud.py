@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from spotwise.executor.clouds.azure.target import AzureTarget
 from spotwise.executor.clouds.base import Check, CloudOptions, CloudTarget, Say, SetUp
 from spotwise.executor.errors import ExecutorError
+from spotwise.executor.notices import CLOUD_SOURCES
 
 if TYPE_CHECKING:
     from spotwise.executor.clouds.azure.launcher import AzureLauncher
@@ -32,7 +33,8 @@ class AzureCloud:
     name = "azure"
     storage_scheme = "az"
     notice_source = "azure"
-    notice_s = 30.0
+    notice_s = CLOUD_SOURCES[notice_source].kind.notice_s
+    """Its notice source's window (:mod:`executor.notices` defines it, once)."""
     docs = "docs/azure.md"
 
     def target(self, options: CloudOptions) -> AzureTarget:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from spotwise.executor.clouds.base import Check, CloudOptions, CloudTarget, Say, SetUp
 from spotwise.executor.clouds.gcp.target import GcpTarget
 from spotwise.executor.errors import ExecutorError
+from spotwise.executor.notices import CLOUD_SOURCES
 
 if TYPE_CHECKING:
     from spotwise.executor.clouds.code_bundle import Bundle, ShippedCode
@@ -73,7 +74,8 @@ class GcpCloud:
     name = "gcp"
     storage_scheme = "gs"
     notice_source = "gcp"
-    notice_s = 30.0
+    notice_s = CLOUD_SOURCES[notice_source].kind.notice_s
+    """Its notice source's window (:mod:`executor.notices` defines it, once)."""
     docs = "docs/gcp.md"
 
     def target(self, options: CloudOptions) -> GcpTarget:
