@@ -9,6 +9,7 @@ the VMs' service account, the zones (each offers the shape's GPU) and the region
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from spotwise.executor.clouds.base import Check
@@ -178,41 +179,25 @@ class GcpCheck:
         storage = self._client().storage()
         found, exc = self._call(what, lambda: storage.get_bucket(name))
         if exc is not None:
-            if status(exc) == 404:
-                return Check(
-                    what,
-                    "missing",
-                    f"gs://{name} does not exist",
-                    f"spotwise setup gcp --project {self.project} --region {region} "
-                    f"--bucket {name}",
-                )
+            return self._bucket_unread(name, region, exc)
+        return _bucket_state(found, name, region)
+
+    def _bucket_unread(self, name: str, region: str, exc: BaseException) -> Check:
+        """The bucket check when the bucket could not be read: missing, or not readable here."""
+        if status(exc) == 404:
             return Check(
-                what,
+                "bucket",
                 "missing",
-                f"gs://{name} cannot be read ({message(exc)[:120]}): not this project's, or no "
-                "storage.buckets.get",
-                f"use a bucket of this project, or grant roles/storage.admin on it ({DOCS})",
+                f"gs://{name} does not exist",
+                f"spotwise setup gcp --project {self.project} --region {region} --bucket {name}",
             )
-        config = found.iam_configuration
-        if not config.uniform_bucket_level_access_enabled or (
-            config.public_access_prevention != "enforced"
-        ):
-            return Check(
-                what,
-                "missing",
-                f"gs://{name} allows object ACLs or public access",
-                f"gcloud storage buckets update gs://{name} --uniform-bucket-level-access "
-                "--public-access-prevention",
-            )
-        location = str(found.location or "").lower()
-        if location and location != region and not region.startswith(_multi(location)):
-            return Check(
-                what,
-                "missing",
-                f"gs://{name} is in {location}, the VMs in {region}",
-                f"use a bucket in {region} (traffic across regions is billed)",
-            )
-        return Check(what, "ok", f"gs://{name} in {location or '?'}, private")
+        return Check(
+            "bucket",
+            "missing",
+            f"gs://{name} cannot be read ({message(exc)[:120]}): not this project's, or no "
+            "storage.buckets.get",
+            f"use a bucket of this project, or grant roles/storage.admin on it ({DOCS})",
+        )
 
     def image(self) -> Check:
         """The image check: it exists where the instances run."""
@@ -220,26 +205,22 @@ class GcpCheck:
         image = self.target.image
         if not image:
             return Check(what, "skipped", "no --image given", f"pass --image: {IMAGES}", "--image")
+        found, exc = self._call(what, self._image_lookup(image))
+        if exc is not None:
+            if status(exc) == 404:
+                return Check(what, "missing", f"{image} not found", f"use {IMAGES}")
+            return Check(what, "unknown", f"cannot read {image} ({message(exc)[:160]})")
+        return _image_state(found)
+
+    def _image_lookup(self, image: str) -> Callable[[], Any]:
+        """The read of ``image`` (a family's newest, or one image), in its project or ours."""
         parsed = IMAGE.match(image)
         assert parsed is not None  # the target checked its form
         project = parsed["project"] or self.project
         images = self._client().compute("images")
         if parsed["family"]:
-            call = lambda: images.get_from_family(project=project, family=parsed["name"])  # noqa: E731
-        else:
-            call = lambda: images.get(project=project, image=parsed["name"])  # noqa: E731
-        found, exc = self._call(what, call)
-        if exc is not None:
-            if status(exc) == 404:
-                return Check(what, "missing", f"{image} not found", f"use {IMAGES}")
-            return Check(what, "unknown", f"cannot read {image} ({message(exc)[:160]})")
-        detail = f"{found.name} ({found.architecture or '?'}, family {found.family or '-'})"
-        state = found.deprecated.state if found.deprecated else ""
-        if found.status != "READY" or state in ("OBSOLETE", "DELETED"):
-            return Check(what, "missing", f"{detail} is {state or found.status}", f"use {IMAGES}")
-        if state == "DEPRECATED":
-            return Check(what, "unknown", f"{detail} is deprecated", f"prefer {IMAGES}")
-        return Check(what, "ok", f"{detail}; it needs Python 3.11+ and torch")
+            return lambda: images.get_from_family(project=project, family=parsed["name"])
+        return lambda: images.get(project=project, image=parsed["name"])
 
     def service_account(self) -> Check:
         """The VMs' service account check: it exists and is enabled."""
@@ -337,6 +318,42 @@ class GcpCheck:
                 f"(gcloud compute regions describe {region} shows them)",
             )
         return Check(what, "ok", detail)
+
+
+def _bucket_state(found: Any, name: str, region: str) -> Check:
+    """The bucket check of a bucket read: private (uniform access, public access prevented)
+    and in the VMs' region (or a multi-region holding it)."""
+    config = found.iam_configuration
+    if not config.uniform_bucket_level_access_enabled or (
+        config.public_access_prevention != "enforced"
+    ):
+        return Check(
+            "bucket",
+            "missing",
+            f"gs://{name} allows object ACLs or public access",
+            f"gcloud storage buckets update gs://{name} --uniform-bucket-level-access "
+            "--public-access-prevention",
+        )
+    location = str(found.location or "").lower()
+    if location and location != region and not region.startswith(_multi(location)):
+        return Check(
+            "bucket",
+            "missing",
+            f"gs://{name} is in {location}, the VMs in {region}",
+            f"use a bucket in {region} (traffic across regions is billed)",
+        )
+    return Check("bucket", "ok", f"gs://{name} in {location or '?'}, private")
+
+
+def _image_state(found: Any) -> Check:
+    """The image check of an image read: ready, not obsolete, deleted or deprecated."""
+    detail = f"{found.name} ({found.architecture or '?'}, family {found.family or '-'})"
+    state = found.deprecated.state if found.deprecated else ""
+    if found.status != "READY" or state in ("OBSOLETE", "DELETED"):
+        return Check("image", "missing", f"{detail} is {state or found.status}", f"use {IMAGES}")
+    if state == "DEPRECATED":
+        return Check("image", "unknown", f"{detail} is deprecated", f"prefer {IMAGES}")
+    return Check("image", "ok", f"{detail}; it needs Python 3.11+ and torch")
 
 
 def _multi(location: str) -> str:

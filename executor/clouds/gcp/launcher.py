@@ -429,27 +429,40 @@ class GcpLauncher:
             secrets=self.secret_names,
             endpoint_url=self.target.endpoint_url,
         )
-        body = self.instance_body(name, zone, spot, script)
+        self._insert(self.instance_body(name, zone, spot, script), zone, spot)
+        made = self.instances.get(project=self.project, zone=zone, instance=name)
+        address = made.network_interfaces[0].network_i_p if made.network_interfaces else None
+        return GcpInstance(self, name, zone, placement, log or echo(placement), address or None)
+
+    def _insert(self, body: dict[str, Any], zone: str, spot: bool) -> None:
+        """Insert the VM ``body`` in ``zone`` and wait until it is made.
+
+        Raises:
+            NoCapacity: when the zone has no room for a Spot VM now.
+            ExecutorError: for what else Compute Engine refuses, in one line.
+        """
         try:
             operation = self.instances.insert(
                 project=self.project, zone=zone, instance_resource=body
             )
             operation.result(timeout=OPERATION_TIMEOUT_S)
         except google_errors() as exc:
-            codes = _codes(exc)
-            if spot and any(c in CAPACITY_ERRORS for c in codes):
-                raise NoCapacity(f"{zone}: {codes[0]}") from exc
-            if any(c in QUOTA_ERRORS for c in codes):
-                raise ExecutorError(
-                    f"--launcher gcp: no quota for this VM in {self.target.region} "
-                    f"({' '.join(str(exc).split())[:200]}); ask for more: `gcloud compute "
-                    f"regions describe {self.target.region}` shows the quotas, the console's "
-                    "IAM & Admin → Quotas raises them"
-                ) from exc
-            raise self._google(exc, f"making a VM in {zone}") from exc
-        made = self.instances.get(project=self.project, zone=zone, instance=name)
-        address = made.network_interfaces[0].network_i_p if made.network_interfaces else None
-        return GcpInstance(self, name, zone, placement, log or echo(placement), address or None)
+            raise self._refused(exc, zone, spot) from exc
+
+    def _refused(self, exc: BaseException, zone: str, spot: bool) -> ExecutorError:
+        """What a refused insert in ``zone`` means: no Spot capacity now, no quota (and how to
+        ask for more), or another error in one line."""
+        codes = _codes(exc)
+        if spot and any(c in CAPACITY_ERRORS for c in codes):
+            return NoCapacity(f"{zone}: {codes[0]}")
+        if any(c in QUOTA_ERRORS for c in codes):
+            return ExecutorError(
+                f"--launcher gcp: no quota for this VM in {self.target.region} "
+                f"({' '.join(str(exc).split())[:200]}); ask for more: `gcloud compute "
+                f"regions describe {self.target.region}` shows the quotas, the console's "
+                "IAM & Admin → Quotas raises them"
+            )
+        return self._google(exc, f"making a VM in {zone}")
 
     def status(self, zone: str, name: str) -> str:
         """A VM's GCE status, ``GONE`` once it is deleted."""

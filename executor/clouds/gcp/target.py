@@ -142,6 +142,12 @@ class GcpTarget:
         Raises:
             ExecutorError: naming the flag and the form it takes.
         """
+        self._validate_where()
+        self._validate_resources()
+        self._validate_network_tags()
+
+    def _validate_where(self) -> None:
+        """Refuse a project id, region or instance type no GCP project or VM can have."""
         if self.project is not None and not PROJECT.match(self.project):
             raise ExecutorError(
                 f"--project {self.project[:60]!r} is not a GCP project id (6-30 lowercase "
@@ -150,6 +156,9 @@ class GcpTarget:
         if not REGION.match(self.region):
             raise ExecutorError(f"--region {self.region[:40]!r} is not a GCP region (us-central1)")
         parse_shape(self.instance_type)
+
+    def _validate_resources(self) -> None:
+        """Refuse an image, bucket or service account no GCP resource can be named."""
         if self.image is not None and not IMAGE.match(self.image):
             raise ExecutorError(
                 f"--image {self.image[:80]!r} is not a GCE image: NAME, "
@@ -164,6 +173,9 @@ class GcpTarget:
                 f"--service-account {self.service_account[:80]!r} is not a service account: "
                 "give its email (NAME@PROJECT.iam.gserviceaccount.com)"
             )
+
+    def _validate_network_tags(self) -> None:
+        """Refuse a network tag GCE does not take."""
         for tag in self.network_tags:
             if not NETWORK_TAG.match(tag):
                 raise ExecutorError(
