@@ -91,16 +91,25 @@ def python_problem(image: dict[str, Any]) -> str | None:
         return f"built {built:%Y-%m-%d}, before Python 3.11 existed ({PYTHON_311:%Y-%m-%d})"
     if "Deep Learning" in text and "PyTorch" in text:
         return None
-    if match := UBUNTU.search(text):
-        major, minor = (
-            int(g) for g in (match.group(1, 2) if match.group(1) else match.group(3, 4))
-        )
-        if (major, minor) < (23, 4):
-            return f"Ubuntu {major}.{minor:02d}'s python3 is older than 3.11"
-    for pattern, why in OLD_PYTHON3:
-        if pattern.search(text):
-            return why
+    return _old_ubuntu(text) or _old_release(text)
+
+
+def _old_ubuntu(text: str) -> str | None:
+    """Why an image named or described by ``text`` has a python3 older than 3.11 when it is an
+    Ubuntu before 23.04 (None: it is not one)."""
+    match = UBUNTU.search(text)
+    if match is None:
+        return None
+    major, minor = (int(g) for g in (match.group(1, 2) if match.group(1) else match.group(3, 4)))
+    if (major, minor) < (23, 4):
+        return f"Ubuntu {major}.{minor:02d}'s python3 is older than 3.11"
     return None
+
+
+def _old_release(text: str) -> str | None:
+    """Why an image named or described by ``text`` is a distribution release whose python3 is
+    older than 3.11 (None: none of :data:`OLD_PYTHON3`)."""
+    return next((why for pattern, why in OLD_PYTHON3 if pattern.search(text)), None)
 
 
 def surely_without_python(image: dict[str, Any]) -> bool:

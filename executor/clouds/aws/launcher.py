@@ -316,6 +316,28 @@ class AwsLauncher:
         Raises:
             NoCapacity: when AWS refuses the spot request for capacity or price.
         """
+        request = self._request(placement, command, env)
+        try:
+            response = self.ec2.run_instances(**request)
+        except ClientError as exc:
+            code = exc.response["Error"]["Code"]
+            if placement.market == "spot" and code in CAPACITY_ERRORS:
+                raise NoCapacity(f"{placement.pool}: {code}") from exc
+            raise ExecutorError(f"run_instances in {placement.pool or 'any zone'}: {exc}") from exc
+        started = response["Instances"][0]
+        return AwsInstance(
+            self,
+            started["InstanceId"],
+            placement,
+            log or echo(placement),
+            address=started.get("PrivateIpAddress"),
+        )
+
+    def _request(
+        self, placement: Placement, command: Sequence[str], env: dict[str, str]
+    ) -> dict[str, Any]:
+        """The run_instances request of one instance at ``placement``: its boot script, tags,
+        zone, spot options (capped by :meth:`_cap`), instance profile and security groups."""
         request: dict[str, Any] = {
             "ImageId": self.image_id,
             "InstanceType": self.instance_type,
@@ -357,21 +379,7 @@ class AwsLauncher:
             request["IamInstanceProfile"] = {"Name": self.instance_profile}
         if self.security_groups:
             request["SecurityGroupIds"] = list(self.security_groups)
-        try:
-            response = self.ec2.run_instances(**request)
-        except ClientError as exc:
-            code = exc.response["Error"]["Code"]
-            if placement.market == "spot" and code in CAPACITY_ERRORS:
-                raise NoCapacity(f"{placement.pool}: {code}") from exc
-            raise ExecutorError(f"run_instances in {placement.pool or 'any zone'}: {exc}") from exc
-        started = response["Instances"][0]
-        return AwsInstance(
-            self,
-            started["InstanceId"],
-            placement,
-            log or echo(placement),
-            address=started.get("PrivateIpAddress"),
-        )
+        return request
 
     def _cap(self, placement: Placement) -> float | None:
         """The spot request's MaxPrice: the policy's bid, never above the user's --max-price."""
