@@ -152,6 +152,7 @@ def fleet_run(
             prices=prices,
             migrate_risk=1.0,
             spot_check_s=spot_check_s or None,
+            max_price=cloud.max_price,
         )
 
     outcomes = run_fleet(

@@ -286,6 +286,7 @@ def run(
                 drill_after_s=drill_s,
                 drill_every=preempt_every is not None,
                 waiting_report_s=waiting_report_s or None,
+                max_price=cloud.max_price,
             ),
             spot_price=spot_price,
             on_demand_price=on_demand_price,

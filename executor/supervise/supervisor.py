@@ -119,6 +119,10 @@ class SupervisorConfig:
     price_check_s: float | None = 60.0
     """Wall seconds between reads of the price forecast while a capped spot instance runs;
     the job moves when it crosses the cap within the next checkpoint interval (None: never)."""
+    max_price: float | None = None
+    """USD/h: the user's ``--max-price``, the most a spot instance may cost (the cloud's bid,
+    where it takes one); with the policy's bid, the cap the price forecast is watched against
+    (None: the bid alone)."""
 
 
 @dataclass(slots=True)
@@ -509,7 +513,6 @@ class Supervisor:
         by: the supervisor passed none on, so it is counted here, once."""
         self.ledger.record(EntryKind.NOTICE, pool=placement.pool, market=placement.market)
 
-
     def _watchers(self, instance: Instance) -> list[Watcher]:
         """The watchers of one instance, in the order each poll runs them."""
         config = self.config
@@ -617,8 +620,8 @@ class Supervisor:
 
     def _cap(self, placement: Placement) -> float | None:
         """The most a spot instance may cost before the cloud takes it back: the policy's bid,
-        never above the launcher's ``--max-price`` (None: no cap)."""
-        caps = [c for c in (placement.bid, getattr(self.launcher, "max_price", None)) if c]
+        never above :attr:`SupervisorConfig.max_price` (None: no cap)."""
+        caps = [c for c in (placement.bid, self.config.max_price) if c]
         return min(caps) if caps else None
 
     def _watches_price(self, placement: Placement) -> bool:

@@ -539,6 +539,7 @@ class SweepWorker:
                     migrate_risk=self.config.migrate_risk,
                     ckpt_dirs=() if "://" in ckpt else (Path(ckpt),),
                     prices=prices,
+                    max_price=getattr(self.config.cloud, "max_price", None),
                 ),
                 client_for=in_process_for,
                 name=f"{self.spec.name} trial {number}",

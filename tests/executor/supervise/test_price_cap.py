@@ -12,6 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from spotwise.executor.errors import ExecutorError
+from spotwise.executor.launchers.base import Placement
 from spotwise.executor.launchers.local import Replay
 from spotwise.executor.ledger.ledger import JobInfo, Ledger, job_report
 from spotwise.executor.ledger.prices import PriceBook
@@ -26,6 +28,7 @@ from spotwise.policy.client import PolicyClient, in_process_for
 from spotwise.policy.schemas import Decision, DecisionRequest, JobTerms, PoolForecast, PoolRank
 from spotwise.pricing.operational import open_operational
 from spotwise.pricing.store import FORECAST_COLUMNS, MarketStore
+from tests.conftest import CliRun
 from tests.executor.supervise.test_supervisor import FAKE_JOB, GAP, PAST, SCALE, job, market
 
 BID = 0.9
@@ -187,3 +190,23 @@ def test_no_store_or_no_forecast_is_no_crossing(tmp_path: Path) -> None:
         "aws:us-east-1a:p3.2xlarge:spot",
         "aws:us-east-1:p3.2xlarge:spot",
     )
+
+
+def test_the_supervisor_run_builds_is_capped_by_its_max_price(
+    cli_in_process: CliRun, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``spotwise run --max-price`` caps the supervisor's spot instances as it caps the cloud's
+    bid: the price forecast is watched against it with no bid, and against a lower bid."""
+    caps: list[float | None] = []
+
+    def stop_before_launching(self: Supervisor, command: list[str]) -> RunReport:
+        for bid in (None, 0.9, 0.6):
+            caps.append(self._cap(Placement(market="spot", pool="z0", price=0.5, bid=bid)))
+        raise ExecutorError("stopped before launching")
+
+    monkeypatch.setattr(Supervisor, "run", stop_before_launching)
+    pools = ("--pools", "us-east-1a_v100_1")
+    for cap in ((), ("--max-price", "0.7")):
+        result = cli_in_process("run", *pools, *cap, "--", "true")
+        assert result.returncode == 1 and "stopped before launching" in result.stderr
+    assert caps == [None, 0.9, 0.6, 0.7, 0.7, 0.6]  # the bid alone, then never above 0.7
