@@ -125,16 +125,7 @@ def boot_script(
     holding its value. Every value is shell-quoted."""
     plain = {k: v for k, v in env.items() if k in PLAIN_ENV} | {"SPOTWISE_NOTICES": "azure"}
     exports = "env " + " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(plain.items()))
-    # an elastic node's torchrun agent leaves the group on the notice
-    forward = ["--forward-notices "] if "SPOTWISE_NODE" in env else []
-    secrets = sorted((secret_names or {}).items())
-    options = (
-        forward
-        + ([f"--vault {shlex.quote(vault)} "] if secrets else [])
-        + (["--emulated "] if secrets and emulated else [])
-        + [f"--setup {shlex.quote(s)} " for s in setup]
-        + [f"--secret {shlex.quote(f'{name}={secret}')} " for name, secret in secrets]
-    )
+    options = _runner_options(env, setup, vault, secret_names or {}, emulated)
     return _TEMPLATE.format(
         account=shlex.quote(account),
         container=shlex.quote(container),
@@ -147,9 +138,32 @@ def boot_script(
         wheel_name=shlex.quote(code.wheel_name),
         workdir_key=shlex.quote(code.workdir_key),
         exports=exports,
-        options="".join(options),
+        options=options,
         command=shlex.join(command),
     )
+
+
+def _runner_options(
+    env: dict[str, str],
+    setup: Sequence[str],
+    vault: str,
+    secret_names: dict[str, str],
+    emulated: bool,
+) -> str:
+    """The on-instance runner's options, each followed by a space: notices forwarded for an
+    elastic node, the vault (emulated or not) when there are secrets, each setup command and
+    each secret."""
+    # an elastic node's torchrun agent leaves the group on the notice
+    forward = ["--forward-notices "] if "SPOTWISE_NODE" in env else []
+    secrets = sorted(secret_names.items())
+    options = (
+        forward
+        + ([f"--vault {shlex.quote(vault)} "] if secrets else [])
+        + (["--emulated "] if secrets and emulated else [])
+        + [f"--setup {shlex.quote(s)} " for s in setup]
+        + [f"--secret {shlex.quote(f'{name}={secret}')} " for name, secret in secrets]
+    )
+    return "".join(options)
 
 
 def custom_data(script: str) -> str:

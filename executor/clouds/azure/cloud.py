@@ -26,6 +26,11 @@ def _azure(target: CloudTarget) -> AzureTarget:
     return target
 
 
+def _to_end(judged: list[Judged], kind: str) -> list[str]:
+    """The resources of ``kind`` (``instance``, ``secret``) ``judged`` to end."""
+    return [j.resource for j in judged if j.kind == kind and j.end]
+
+
 class AzureCloud:
     """Azure Compute, Network, Blob storage, Key Vault and managed identities (the Azure SDK;
     ``endpoint_url`` reaches another Resource Manager, a local fake)."""
@@ -233,8 +238,7 @@ class AzureCloud:
 
         azure = _azure(target)
         _, group = azure.require_account("gc azure")
-        vms = [j.resource for j in judged if j.kind == "instance" and j.end]
-        secrets = [j.resource for j in judged if j.kind == "secret" and j.end]
+        vms, secrets = _to_end(judged, "instance"), _to_end(judged, "secret")
         if not vms and not secrets:
             return
         cred = self._credential(azure, "gc azure")

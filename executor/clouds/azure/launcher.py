@@ -342,33 +342,45 @@ class AzureLauncher:
         """
         from azure.core.exceptions import AzureError
 
-        pool = placement.pool
-        if pool and not ZONE.match(pool) and pool != self.target.region:
-            raise ExecutorError(
-                f"pool {pool!r}: an Azure pool is an availability zone of "
-                f"{self.target.region} (1, 2, 3) or {self.target.region} itself"
-            )
+        self._check_pool(placement.pool)
         name = f"sw-{self.job_id}-{token.token_hex(3)}"
         try:
             address = self._nic(name)
             self._vm(name, placement, command, env)
         except AzureError as exc:
             self._clean_up(name)
-            code = error_code(exc)
-            capacity = code in CAPACITY_CODES and (
-                code != "OperationNotAllowed" or "quota" in str(exc).lower()
-            )
-            where = placement.pool or self.target.region
-            if placement.market == "spot" and capacity:
-                raise NoCapacity(f"{where}: {code}") from exc
-            hint = ""
-            if code == "MissingSubscriptionRegistration":
-                hint = "; register the provider it names: az provider register --namespace NAME"
-            raise ExecutorError(f"Azure VM in {where}: {first_line(exc)}{hint}") from exc
+            raise self._refused(exc, placement) from exc
         except BaseException:
             self._clean_up(name)
             raise
         return AzureInstance(self, name, placement, log or echo(placement), address=address)
+
+    def _check_pool(self, pool: str | None) -> None:
+        """Refuse a pool that is neither a zone of the region nor the region itself.
+
+        Raises:
+            ExecutorError: naming the pool and the forms it takes.
+        """
+        if pool and not ZONE.match(pool) and pool != self.target.region:
+            raise ExecutorError(
+                f"pool {pool!r}: an Azure pool is an availability zone of "
+                f"{self.target.region} (1, 2, 3) or {self.target.region} itself"
+            )
+
+    def _refused(self, exc: BaseException, placement: Placement) -> ExecutorError:
+        """What Azure's refusal of a VM at ``placement`` means: no Spot capacity (capacity,
+        size, price or quota), or another error in one line with a hint where there is one."""
+        code = error_code(exc)
+        capacity = code in CAPACITY_CODES and (
+            code != "OperationNotAllowed" or "quota" in str(exc).lower()
+        )
+        where = placement.pool or self.target.region
+        if placement.market == "spot" and capacity:
+            return NoCapacity(f"{where}: {code}")
+        hint = ""
+        if code == "MissingSubscriptionRegistration":
+            hint = "; register the provider it names: az provider register --namespace NAME"
+        return ExecutorError(f"Azure VM in {where}: {first_line(exc)}{hint}")
 
     def _nic(self, name: str) -> str | None:
         from azure.mgmt.network import models as n
