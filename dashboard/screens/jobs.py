@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import streamlit as st
@@ -11,17 +11,46 @@ import streamlit as st
 from spotwise.dashboard import charts, data
 from spotwise.pricing.errors import PricingError
 
+if TYPE_CHECKING:
+    from spotwise.executor.ledger.ledger import JobReport
+
 
 def render() -> None:
+    """The page: totals, sweeps, fleets, every job, then one job's report."""
     st.header("Jobs")
+    jobs = _jobs()
+    if jobs is None:
+        return
+    _totals()
+    _sweeps()
+    _fleets(jobs)
+    shown = jobs.assign(money=["simulated" if s else "real" for s in jobs.simulated])
+    first = ["job_id", "name", "fleet", "tier", "sweep", "trial", "money", "status", "cost_usd"]
+    st.dataframe(
+        shown[first + [c for c in shown.columns if c not in {*first, "simulated"}]],
+        hide_index=True,
+        width="stretch",
+        column_config={"cost_usd": st.column_config.NumberColumn("cost", format="$%.2f")},
+    )
+    job_id = st.selectbox("Job", list(jobs.job_id))
+    _job(data.job(job_id))
+
+
+def _jobs() -> pd.DataFrame | None:
+    """The store's jobs, or None after saying why there are none to show."""
     try:
         jobs = data.jobs()
     except PricingError as exc:
         st.error(f"The jobs in this store cannot be read: {exc}")
-        return
+        return None
     if jobs.empty:
         st.info("No supervised job yet: run `spotwise demo` or `spotwise run -- COMMAND`.")
-        return
+        return None
+    return jobs
+
+
+def _totals() -> None:
+    """Cost, the same hours on demand and the saving, per kind of money (real, simulated)."""
     totals = data.job_totals()
     for kind, total in totals.items():
         a, b, c = st.columns(3)
@@ -36,50 +65,54 @@ def render() -> None:
             "Simulated jobs ran on replayed markets: their dollars are what those hours would "
             "have cost, not a bill. They are never added to real ones."
         )
+
+
+def _sweeps() -> None:
+    """Each sweep's cost against the same hours on demand (nothing without sweeps)."""
     sweeps = data.sweeps()
-    if not sweeps.empty:
-        st.subheader("Sweeps")
-        st.caption(
-            "Each trial of a sweep is a supervised job; a trial retried (its worker died, its "
-            "job failed) has more than one. Cost against the same hours on demand, per sweep."
-        )
-        st.dataframe(
-            sweeps,
-            hide_index=True,
-            width="stretch",
-            column_config={
-                "cost_usd": st.column_config.NumberColumn("cost", format="$%.2f"),
-                "on_demand_cost_usd": st.column_config.NumberColumn("on demand", format="$%.2f"),
-                "saved_pct": st.column_config.NumberColumn("saved", format="%.1f %%"),
-            },
-        )
-        st.subheader("Jobs")
-    fleets = fleet_tiers(jobs)
-    if not fleets.empty:
-        st.subheader("Fleets by tier")
-        st.caption(
-            "Jobs of a fleet share its budget: high priority gets what the policy decides, "
-            "normal gets on-demand only while the budget has room (or its deadline asks), low "
-            "runs only on spot. An elastic job keeps its rendezvous host and the floor its "
-            "deadline asks for on on-demand."
-        )
-        st.dataframe(
-            fleets,
-            hide_index=True,
-            width="stretch",
-            column_config={"cost_usd": st.column_config.NumberColumn("cost", format="$%.2f")},
-        )
-        st.subheader("Jobs")
-    shown = jobs.assign(money=["simulated" if s else "real" for s in jobs.simulated])
-    first = ["job_id", "name", "fleet", "tier", "sweep", "trial", "money", "status", "cost_usd"]
+    if sweeps.empty:
+        return
+    st.subheader("Sweeps")
+    st.caption(
+        "Each trial of a sweep is a supervised job; a trial retried (its worker died, its "
+        "job failed) has more than one. Cost against the same hours on demand, per sweep."
+    )
     st.dataframe(
-        shown[first + [c for c in shown.columns if c not in {*first, "simulated"}]],
+        sweeps,
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "cost_usd": st.column_config.NumberColumn("cost", format="$%.2f"),
+            "on_demand_cost_usd": st.column_config.NumberColumn("on demand", format="$%.2f"),
+            "saved_pct": st.column_config.NumberColumn("saved", format="%.1f %%"),
+        },
+    )
+    st.subheader("Jobs")
+
+
+def _fleets(jobs: pd.DataFrame) -> None:
+    """The jobs of fleets per fleet and tier (nothing without fleets)."""
+    fleets = fleet_tiers(jobs)
+    if fleets.empty:
+        return
+    st.subheader("Fleets by tier")
+    st.caption(
+        "Jobs of a fleet share its budget: high priority gets what the policy decides, "
+        "normal gets on-demand only while the budget has room (or its deadline asks), low "
+        "runs only on spot. An elastic job keeps its rendezvous host and the floor its "
+        "deadline asks for on on-demand."
+    )
+    st.dataframe(
+        fleets,
         hide_index=True,
         width="stretch",
         column_config={"cost_usd": st.column_config.NumberColumn("cost", format="$%.2f")},
     )
-    job_id = st.selectbox("Job", list(jobs.job_id))
-    report = data.job(job_id)
+    st.subheader("Jobs")
+
+
+def _job(report: JobReport) -> None:
+    """One job: its cost, saving, preemptions and migrations, and where its money went."""
     label = " (simulated)" if report.simulated else ""
     a, b, c, d = st.columns(4)
     a.metric(f"Cost so far{label}", f"${report.cost_usd:,.2f}")
@@ -91,6 +124,16 @@ def render() -> None:
         f"{report.lost_work_hours:.2f} h of work was lost and redone."
         + (" Simulated: hours and dollars of a replayed market, not a bill." if label else "")
     )
+    _breakdown(report, label)
+    markets = pd.DataFrame([{"market": m, **asdict(v)} for m, v in report.markets.items()])
+    st.dataframe(markets, hide_index=True, width="stretch")
+    if report.nodes:
+        st.subheader(f"Per node{label}")
+        st.dataframe(_node_table(report), hide_index=True, width="stretch")
+
+
+def _breakdown(report: JobReport, label: str) -> None:
+    """The cost breakdown against all on demand, and every price with its source."""
     parts = pd.DataFrame(
         [
             {"part": part, "usd": usd}
@@ -109,18 +152,17 @@ def render() -> None:
             "the region it ran in. Every price, with where it came from and when it held:"
         )
         st.dataframe(price_table(report.prices), hide_index=True, width="stretch")
-    markets = pd.DataFrame([{"market": m, **asdict(v)} for m, v in report.markets.items()])
-    st.dataframe(markets, hide_index=True, width="stretch")
-    if report.nodes:
-        st.subheader(f"Per node{label}")
-        nodes = pd.DataFrame(
-            [
-                {"node": node, "market": market, **asdict(use)}
-                for node, by_market in report.nodes.items()
-                for market, use in by_market.items()
-            ]
-        )
-        st.dataframe(nodes, hide_index=True, width="stretch")
+
+
+def _node_table(report: JobReport) -> pd.DataFrame:
+    """Hours and cost per node and market."""
+    return pd.DataFrame(
+        [
+            {"node": node, "market": market, **asdict(use)}
+            for node, by_market in report.nodes.items()
+            for market, use in by_market.items()
+        ]
+    )
 
 
 def fleet_tiers(jobs: pd.DataFrame) -> pd.DataFrame:
