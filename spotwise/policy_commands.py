@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from spotwise.policy.plan import Plan, PlanInputs, PoolPlan
     from spotwise.policy.rl.catalog import ModelCatalog
     from spotwise.policy.simulate import CheckpointMode
+    from spotwise.policy.suite import SuiteRun
 
 bench_app = typer.Typer(
     help="Benchmarks that print JSON.", no_args_is_help=True, rich_markup_mode=None
@@ -136,14 +137,42 @@ def bench_suite(
     and one at a time: each policy's cost ratio and the share of the greedy → omniscient gap it
     closes, with the targets' verdict."""
     from spotwise.policy import suite
-    from spotwise.policy.trace_sets import suite_sets
 
     if window not in (suite.HELD_BACK, suite.TRAIN):
         fail(f"--window must be held_back or train, got {window!r}")
+    names = _suite_policies(policies)
+    run = _run_suite(names, quick=quick, window=window, workers=workers, models=models)
+    summary = run.summary()
+    summary["verdict"] = suite.verdict(summary)
+    suite.save_suite(summary, settings.store_path(None))
+    if plot:
+        suite.plot_suite(summary, plot)
+        err.print(f"plot written to {plot}")
+    if as_json:
+        print(json.dumps(summary, indent=2))
+        return
+    _print_suite(summary, names)
+
+
+def _suite_policies(policies: str) -> list[str]:
+    """The ``--policies`` named, then the baseline and the bound where they are not."""
+    from spotwise.policy import suite
+
     names = [p.strip() for p in policies.split(",") if p.strip()]
     for required in (suite.BASELINE, suite.BOUND):
         if required not in names:
             names.append(required)
+    return names
+
+
+def _run_suite(
+    names: list[str], *, quick: bool, window: str, workers: int, models: Path | None
+) -> SuiteRun:
+    """The suite's classes over the bundled trace sets, a progress bar advancing per class
+    (a bad policy or model: one line and exit)."""
+    from spotwise.policy import suite
+    from spotwise.policy.trace_sets import suite_sets
+
     try:
         bundled = suite_sets(settings.bundled_data_dir())
         sets = {s.name: s.traces for s in bundled}
@@ -151,7 +180,7 @@ def bench_suite(
         total = len(suite.classes(sets, quick=quick))
         with progress_bar() as bar:
             task = bar.add_task("classes", total=total)
-            run = suite.run_suite(
+            return suite.run_suite(
                 sets,
                 policies=names,
                 quick=quick,
@@ -163,16 +192,6 @@ def bench_suite(
             )
     except (PolicyError, ValueError) as exc:
         fail(str(exc))
-    summary = run.summary()
-    summary["verdict"] = suite.verdict(summary)
-    suite.save_suite(summary, settings.store_path(None))
-    if plot:
-        suite.plot_suite(summary, plot)
-        err.print(f"plot written to {plot}")
-    if as_json:
-        print(json.dumps(summary, indent=2))
-        return
-    _print_suite(summary, names)
 
 
 def _print_suite(summary: dict[str, Any], names: list[str]) -> None:
