@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 import streamlit as st
 
@@ -10,7 +12,18 @@ from spotwise.dashboard import charts, data
 
 
 def render() -> None:
+    """The page: the last bench of the chosen zones (or a form to run one), as bars and a table."""
     st.header("Policies against the omniscient bound")
+    zones, summary = _saved_bench()
+    summary = _run_form(zones, summary)
+    if summary is None:
+        st.info("No bench result yet: run one above or with `spotwise bench policy`.")
+        return
+    _results(summary)
+
+
+def _saved_bench() -> tuple[str, dict[str, Any] | None]:
+    """The zones mode chosen (a saved one first) and its last bench result, if any."""
     modes = ["single", "multi"]
     saved = [mode for mode in modes if data.bench_summary(mode) is not None]
     zones = st.radio("Zones", modes, index=modes.index(saved[0]) if saved else 0, horizontal=True)
@@ -22,6 +35,11 @@ def render() -> None:
             "= cost / cost on demand: 1 is all on demand, lower is cheaper; the black bar is "
             "the omniscient bound, the least any schedule could pay knowing the future."
         )
+    return zones, summary
+
+
+def _run_form(zones: str, summary: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The form that runs the bench here; the result it ran, else ``summary``."""
     with st.expander("Run the bench here", expanded=summary is None):
         test_from = st.number_input("Test from hour", min_value=0.0, value=480.0, step=24.0)
         names = st.multiselect(
@@ -35,9 +53,11 @@ def render() -> None:
                 zones, tuple(names), test_from, lambda done: bar.progress(done, text="simulating")
             )
             bar.empty()
-    if summary is None:
-        st.info("No bench result yet: run one above or with `spotwise bench policy`.")
-        return
+    return summary
+
+
+def _results(summary: dict[str, Any]) -> None:
+    """The bars per pool and policy, and the mean cost ratios as a table."""
     st.altair_chart(charts.policy_bars(summary), width="stretch")
     table = pd.DataFrame(
         {
