@@ -70,6 +70,25 @@ def _cloud_column(column: Any, cloud: str, plan: Plan, count: int) -> None:
 
 def _one_type() -> None:
     """The what-if of one instance type, as ``spotwise plan --instance-type``."""
+    inputs, instance_type, provider, on_demand = _one_type_inputs()
+    try:
+        plan = data.plan(inputs, instance_type, provider, on_demand or None)
+    except PolicyError as exc:
+        st.warning(str(exc))
+        return
+    _recommended(plan)
+    _cheapest_pools(plan)
+    st.markdown("Run it:")
+    st.code(next_step(plan, inputs), language="bash")
+    with st.expander("Assumptions"):
+        for line in plan.assumptions:
+            st.markdown(f"- {line}")
+        for name, why in plan.left_out.items():
+            st.markdown(f"- left out {name}: {why}")
+
+
+def _one_type_inputs() -> tuple[PlanInputs, str, str, float]:
+    """The job, instance type, provider and on-demand price (0: the store's) typed in."""
     left, middle, right = st.columns(3)
     gpu_hours = left.number_input("GPU-hours", min_value=1.0, value=48.0, step=8.0)
     deadline = middle.number_input("Deadline (hours)", min_value=1.0, value=60.0, step=8.0)
@@ -96,11 +115,11 @@ def _one_type() -> None:
         checkpoint_gb=checkpoint_gb,
         storage=StorageTerms(usd_per_gb_month=storage_price),
     )
-    try:
-        plan = data.plan(inputs, instance_type, provider, on_demand or None)
-    except PolicyError as exc:
-        st.warning(str(exc))
-        return
+    return inputs, instance_type, provider, on_demand
+
+
+def _recommended(plan: Plan) -> None:
+    """The best pool's cost, saving, checkpoint interval and risk, and a stale-inputs warning."""
     best = plan.best
     st.subheader(f"Recommended: {best.pool.name}")
     a, b, c, d = st.columns(4)
@@ -121,6 +140,10 @@ def _one_type() -> None:
             "before acting on this plan.",
             icon="⚠️",
         )
+
+
+def _cheapest_pools(plan: Plan) -> None:
+    """The ten cheapest pools' expected cost as bars and as a table."""
     shown = plan.pools[:10]
     rows = pd.DataFrame(
         [
@@ -177,10 +200,3 @@ def _one_type() -> None:
         "from: trace = the pool's own traces, prior = the traced pools' median (no trace of "
         "its own)."
     )
-    st.markdown("Run it:")
-    st.code(next_step(plan, inputs), language="bash")
-    with st.expander("Assumptions"):
-        for line in plan.assumptions:
-            st.markdown(f"- {line}")
-        for name, why in plan.left_out.items():
-            st.markdown(f"- left out {name}: {why}")
