@@ -14,6 +14,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from spotwise.arguments import comma_list
 from spotwise.cloud_options import GIVEN, cloud_options
 from spotwise.console import (
     ChangeoverHours,
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
     from spotwise.policy.market import StorePools
     from spotwise.policy.plan import Plan, PlanInputs, PoolPlan
     from spotwise.policy.rl.catalog import ModelCatalog
-    from spotwise.policy.simulate import CheckpointMode
+    from spotwise.policy.simulate import CheckpointMode, Visibility
     from spotwise.policy.suite import SuiteRun
 
 bench_app = typer.Typer(
@@ -158,7 +159,7 @@ def _suite_policies(policies: str) -> list[str]:
     """The ``--policies`` named, then the baseline and the bound where they are not."""
     from spotwise.policy import suite
 
-    names = [p.strip() for p in policies.split(",") if p.strip()]
+    names = comma_list(policies)
     for required in (suite.BASELINE, suite.BOUND):
         if required not in names:
             names.append(required)
@@ -450,20 +451,10 @@ def bench_policy(
     ] = None,
 ) -> None:
     """Simulate policies on real traces; cost ratio = cost / on-demand cost of the job."""
-    from spotwise.policy.bench import count_jobs, plot_bench, run_bench, save_summary
+    from spotwise.policy.bench import save_summary
     from spotwise.policy.simulate import Visibility
-    from spotwise.policy.traces import load_traces
 
-    try:
-        spec = JobSpec(
-            compute_hours=compute_hours,
-            deadline_hours=deadline_hours,
-            changeover_hours=changeover_hours,
-            spot_price=spot_price,
-            on_demand_price=on_demand_price,
-        )
-    except PolicyError as exc:
-        fail(str(exc))
+    spec = _bench_job(compute_hours, deadline_hours, changeover_hours, spot_price, on_demand_price)
     if nodes is not None:
         _refuse_flags_of_one_node(
             {
@@ -475,12 +466,11 @@ def bench_policy(
                 "--models": models is not None,
             }
         )
-        names = [p.strip() for p in (policies or NODE_POLICIES).split(",") if p.strip()]
         _bench_nodes(
             traces or settings.bundled_node_traces(),
             spec,
             nodes=nodes,
-            policies=names,
+            policies=comma_list(policies or NODE_POLICIES),
             test_from_hours=test_from_hours,
             start_every_hours=start_every_hours,
             as_json=as_json,
@@ -496,17 +486,74 @@ def bench_policy(
         history_hours=_history_hours(history_hours),
     )
     mode: Literal["single", "multi"] = "single" if zones == "single" else "multi"
-    names = [p.strip() for p in policies.split(",") if p.strip()]
-    folder = traces or settings.bundled_traces()
+    names = comma_list(policies)
+    began, run = _run_policy_bench(
+        traces or settings.bundled_traces(),
+        pools,
+        spec,
+        mode=mode,
+        policies=names,
+        test_from_hours=test_from_hours,
+        start_every_hours=start_every_hours,
+        checkpoint_flags=(checkpoint_minutes, checkpoint_stall_seconds, notice_seconds),
+        models=models,
+        visibility=visibility,
+    )
+    summary = run.summary()
+    save_summary(summary, settings.store_path(None))
+    if verbose:
+        _print_timings(run, names, began)
+    _show_bench(summary, names, mode, plot=plot, as_json=as_json)
+
+
+def _bench_job(
+    compute_hours: float,
+    deadline_hours: float,
+    changeover_hours: float,
+    spot_price: float,
+    on_demand_price: float,
+) -> JobSpec:
+    """The benched job's terms from its flags (terms no job has: one line and exit)."""
+    try:
+        return JobSpec(
+            compute_hours=compute_hours,
+            deadline_hours=deadline_hours,
+            changeover_hours=changeover_hours,
+            spot_price=spot_price,
+            on_demand_price=on_demand_price,
+        )
+    except PolicyError as exc:
+        fail(str(exc))
+
+
+def _run_policy_bench(
+    folder: Path,
+    pools: Path | None,
+    spec: JobSpec,
+    *,
+    mode: Literal["single", "multi"],
+    policies: list[str],
+    test_from_hours: float,
+    start_every_hours: float,
+    checkpoint_flags: tuple[float | None, float, float],
+    models: Path | None,
+    visibility: Visibility,
+) -> tuple[float, BenchRun]:
+    """When the simulation began (``time.perf_counter``) and the bench of ``policies`` on
+    ``folder``'s traces, in the checkpoint mode of ``checkpoint_flags`` (minutes, stall, notice), a
+    progress bar advancing per job (bad traces, pools or models: one line and exit)."""
+    from spotwise.policy.bench import count_jobs, run_bench
+    from spotwise.policy.traces import load_traces
+
     try:
         trace_set = load_traces(folder, pools)
         catalog = _catalog(models)
-        checkpoint = _checkpoint_mode(checkpoint_minutes, checkpoint_stall_seconds, notice_seconds)
+        checkpoint = _checkpoint_mode(*checkpoint_flags)
         total = count_jobs(
             trace_set,
             spec,
             zones=mode,
-            n_policies=len(names),
+            n_policies=len(policies),
             test_from_hours=test_from_hours,
             start_every_hours=start_every_hours,
         )
@@ -517,7 +564,7 @@ def bench_policy(
                 trace_set,
                 spec,
                 zones=mode,
-                policies=names,
+                policies=policies,
                 test_from_hours=test_from_hours,
                 start_every_hours=start_every_hours,
                 checkpoint=checkpoint,
@@ -527,10 +574,15 @@ def bench_policy(
             )
     except (PolicyError, ValueError) as exc:
         fail(str(exc))
-    summary = run.summary()
-    save_summary(summary, settings.store_path(None))
-    if verbose:
-        _print_timings(run, names, began)
+    return began, run
+
+
+def _show_bench(
+    summary: dict[str, Any], names: list[str], mode: str, *, plot: Path | None, as_json: bool
+) -> None:
+    """The bench's plot where asked, then its JSON or its table."""
+    from spotwise.policy.bench import plot_bench
+
     if plot:
         plot_bench(summary, plot)
         err.print(f"plot written to {plot}")
