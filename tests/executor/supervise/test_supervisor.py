@@ -103,7 +103,10 @@ def test_a_preempted_job_gets_its_notice_and_is_relaunched_to_completion(tmp_pat
 @pytest.mark.slow
 def test_after_n_preemptions_it_falls_back_to_on_demand(tmp_path: Path) -> None:
     traces = market("1" * 3 + "0" + "1" * 60)
-    supervisor, command, _, _ = supervise(tmp_path, traces, work_s=5.0, on_demand_after=1)
+    # paced by the job's steps: a busy machine that starts the job late meets the same outage
+    supervisor, command, _, _ = supervise(
+        tmp_path, traces, work_s=5.0, step_s=1.2, on_demand_after=1
+    )
     report = supervisor.run(command)
     assert report.completed and report.preemptions == 1
     assert report.placements[-1] == "on-demand"
