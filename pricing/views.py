@@ -18,12 +18,19 @@ GPU_FAMILIES = ("p2.", "p3", "p4", "p5", "g3", "g4", "g5", "g6", "trn", "inf", "
 """AWS instance-type prefixes with accelerators."""
 GPU_SHAPES = ("a2-", "a3-", "a4-", "g2-", "g4-")
 """GCP machine-type prefixes with GPUs attached."""
+AZURE_GPU_SIZES = "standard_n"
+"""Azure's N-series sizes (NC, ND, NV): the ones with GPUs."""
 
 
 def is_gpu(instance_type: str) -> bool:
-    """Whether an instance type carries an accelerator (AWS families, GCP shapes)."""
+    """Whether an instance type carries an accelerator (AWS families, GCP shapes, Azure's
+    N-series, or any shape of the GPU table)."""
+    from spotwise.pricing.gpus import read_shapes
+
     name = instance_type.lower()
-    return name.startswith(GPU_FAMILIES) or name.startswith(GPU_SHAPES)
+    if name.startswith((*GPU_FAMILIES, *GPU_SHAPES, AZURE_GPU_SIZES)):
+        return True
+    return any(row.shape.lower() == name for row in read_shapes())
 
 
 def is_empty(store: MarketStore) -> bool:

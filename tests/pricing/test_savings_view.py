@@ -96,3 +96,12 @@ def test_gcp_region_prices_still_pair_region_to_region(tmp_path: Path) -> None:
     both = priced["hour_spot_usd"] & priced["hour_ondemand_usd"]
     assert len(both) > 100 and sorted(_pairs(frame, "region", "instance_type")) == sorted(both)
     assert set(frame.zone) == {""}
+
+
+def test_gpu_shapes_of_every_cloud_are_gpus_and_others_are_not() -> None:
+    from spotwise.pricing.views import is_gpu
+
+    for shape in ("p3.2xlarge", "g5.xlarge", "a2-highgpu-1g", "Standard_NC24ads_A100_v4"):
+        assert is_gpu(shape), shape
+    for shape in ("m5.large", "n2-standard-8", "Standard_D4s_v5"):
+        assert not is_gpu(shape), shape
