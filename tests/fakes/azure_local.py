@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Protocol
 
 from tests.fakes.azure_arm import AzureArmFake
+from tests.fakes.lifetime import die_with_parent
 
 ROOT = Path(__file__).resolve().parents[2]
 AZURITE = ROOT / ".venv" / "node" / "node_modules" / ".bin" / "azurite-blob"
@@ -54,6 +55,7 @@ class Azurite:
             stderr=subprocess.STDOUT,
             text=True,
             start_new_session=True,
+            preexec_fn=die_with_parent,
         )
         assert self.process.stdout is not None
         port = None

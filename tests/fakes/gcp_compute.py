@@ -998,6 +998,8 @@ class StorageEmulator:
         import subprocess
         import sys
 
+        from tests.fakes.lifetime import die_with_parent
+
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]
@@ -1009,6 +1011,7 @@ class StorageEmulator:
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            preexec_fn=die_with_parent,
         )
         self.url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 30
