@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from spotwise.policy.bench import BenchRun
-    from spotwise.policy.market import StorePools
+    from spotwise.policy.market import PoolTerms, Risk, StorePools
     from spotwise.policy.plan import Plan, PlanInputs, PoolPlan
     from spotwise.policy.rl.catalog import ModelCatalog
     from spotwise.policy.simulate import CheckpointMode, Visibility
@@ -1008,25 +1008,16 @@ def _print_plan_table(
 def _plan_row(result: Plan, p: PoolPlan, asked: int | None) -> list[str]:
     """One pool's cells of the plan table."""
     pool = p.pool
-    risk = pool.risk
-    mtbf = f"{risk.mtbf_hours:.1f}"
-    if risk.low_hours is not None and risk.high_hours is not None:
-        mtbf += f" ({risk.low_hours:.1f}–{risk.high_hours:.1f})"
-    elif risk.kind == "default":
-        mtbf += " (default)"
-    shape = pool.instance_type
-    if pool.shape is not None and pool.shape.gpu_count != asked:
-        shape += f" ({pool.shape.gpu_count} GPUs)"
     notice = "" if pool.notice_s is None else f"{pool.notice_s:.0f} s"
     return [
         pool.provider,
         pool.zone or pool.region,
-        shape,
+        _shape_cell(pool, asked),
         f"{pool.spot_price:.3f}",
         pool.spot.source.removeprefix("store: ").split(",")[0],
         (pool.spot.as_of or "")[:10],
         f"{pool.on_demand_price:.3f} {OD_KINDS[pool.on_demand.kind]}",
-        mtbf,
+        _mtbf_cell(pool.risk),
         notice + (" !" if p.save_fits_notice is False else ""),
         f"{p.p_late_on_spot:.0%}",
         f"{p.spot_share:.0%}",
@@ -1035,6 +1026,25 @@ def _plan_row(result: Plan, p: PoolPlan, asked: int | None) -> list[str]:
         f"{p.cost.saved_pct:.1f}%",
         "stale" if result.stale(p) else "",
     ]
+
+
+def _mtbf_cell(risk: Risk) -> str:
+    """A pool's MTBF in hours, with the prior's range or ``(default)`` where it is no
+    measurement of the pool's own."""
+    mtbf = f"{risk.mtbf_hours:.1f}"
+    if risk.low_hours is not None and risk.high_hours is not None:
+        mtbf += f" ({risk.low_hours:.1f}–{risk.high_hours:.1f})"
+    elif risk.kind == "default":
+        mtbf += " (default)"
+    return mtbf
+
+
+def _shape_cell(pool: PoolTerms, asked: int | None) -> str:
+    """A pool's instance type, with its GPU count where it is not the ``asked`` one."""
+    shape = pool.instance_type
+    if pool.shape is not None and pool.shape.gpu_count != asked:
+        shape += f" ({pool.shape.gpu_count} GPUs)"
+    return shape
 
 
 def _pool_json(result: Plan, p: PoolPlan) -> dict[str, Any]:
