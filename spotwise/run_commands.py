@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from spotwise.arguments import comma_list
 from spotwise.cloud_options import GIVEN, cloud_options
 from spotwise.console import (
     ComputeHours,
@@ -33,6 +34,7 @@ from spotwise.pricing.errors import PricingError
 from spotwise.reports import print_report
 
 if TYPE_CHECKING:
+    from spotwise.executor.launchers.registry import LaunchSettings
     from spotwise.executor.supervise.elastic import NodePlan
 
 
@@ -233,8 +235,6 @@ def run(
 ) -> None:
     """Run COMMAND to completion across preemptions: ask the policy where, launch, forward
     notices, relaunch, move early on high risk, fall back to on-demand; log it to the ledger."""
-    from spotwise.executor.launchers.registry import LaunchSettings
-    from spotwise.executor.launchers.torchrun import Elastic
     from spotwise.executor.ledger.ledger import job_report
     from spotwise.executor.supervise.run import RunRequest, job_name, job_terms, run_job
     from spotwise.executor.supervise.supervisor import SupervisorConfig
@@ -243,32 +243,26 @@ def run(
     if checkpoint_minutes is not None:
         # the job's guard reads it (its instances inherit the supervisor's environment)
         os.environ["SPOTWISE_CHECKPOINT_S"] = f"{checkpoint_minutes * 60:g}"
-    names = tuple(p.strip() for p in pools.split(",") if p.strip()) if pools else ()
+    names = tuple(comma_list(pools))
     plan = None
     if nodes is not None:
         plan = _node_plan(nodes, on_demand_floor, rdzv_endpoint, nproc_per_node, launcher, cloud)
     try:
-        low, _, high = nnodes.partition(":")
-        target = None
-        if launcher in CLOUDS:
-            target = CLOUDS[launcher].target(replace(cloud, zones=names))
         request = RunRequest(
             command=tuple(command),
             name=name or job_name(command),
             launcher=launcher,
-            launch=LaunchSettings(
-                pools=names,
-                traces=traces or settings.bundled_traces(),
+            launch=_launch_settings(
+                launcher,
+                cloud,
+                names,
+                traces=traces,
                 start_hours=start_hours,
                 scale=scale,
-                elastic=Elastic(
-                    min_nodes=int(low),
-                    max_nodes=int(high or low),
-                    nproc_per_node=nproc_per_node,
-                    rdzv_endpoint=rdzv_endpoint,
-                ),
-                cloud=target,
-                secrets=_secrets(secret_env or []) if target else {},
+                nnodes=nnodes,
+                nproc_per_node=nproc_per_node,
+                rdzv_endpoint=rdzv_endpoint,
+                secret_env=secret_env,
                 ignore_file=ignore_file,
                 wheel=wheel,
             ),
@@ -279,7 +273,7 @@ def run(
                 on_demand_after=on_demand_after,
                 migrate_risk=migrate_risk,
                 max_failures=max_failures,
-                ckpt_dirs=tuple(Path(c) for c in ckpt or [] if "://" not in c),
+                ckpt_dirs=_local_folders(ckpt),
                 stall_timeout_s=stall_timeout or None,
                 spot_check_s=spot_check_s or None,
                 cancel_grace_s=cancel_grace,
@@ -304,6 +298,53 @@ def run(
     except (ExecutorError, PolicyError, PricingError, ValueError) as exc:
         fail(str(exc))
     print_report(supervised.to_dict(), as_json)
+
+
+def _launch_settings(
+    launcher: str,
+    cloud: CloudOptions,
+    pools: tuple[str, ...],
+    *,
+    traces: Path | None,
+    start_hours: float,
+    scale: float,
+    nnodes: str,
+    nproc_per_node: int,
+    rdzv_endpoint: str,
+    secret_env: list[str] | None,
+    ignore_file: Path | None,
+    wheel: Path | None,
+) -> LaunchSettings:
+    """The launcher's settings from run's flags: the replay's, torchrun's ``--nnodes`` and,
+    for a cloud, its target (its zones the pools) and the secrets passed through it."""
+    from spotwise.executor.launchers.registry import LaunchSettings
+    from spotwise.executor.launchers.torchrun import Elastic
+
+    low, _, high = nnodes.partition(":")
+    target = None
+    if launcher in CLOUDS:
+        target = CLOUDS[launcher].target(replace(cloud, zones=pools))
+    return LaunchSettings(
+        pools=pools,
+        traces=traces or settings.bundled_traces(),
+        start_hours=start_hours,
+        scale=scale,
+        elastic=Elastic(
+            min_nodes=int(low),
+            max_nodes=int(high or low),
+            nproc_per_node=nproc_per_node,
+            rdzv_endpoint=rdzv_endpoint,
+        ),
+        cloud=target,
+        secrets=_secrets(secret_env or []) if target else {},
+        ignore_file=ignore_file,
+        wheel=wheel,
+    )
+
+
+def _local_folders(ckpt: list[str] | None) -> tuple[Path, ...]:
+    """The ``--ckpt`` folders on this machine (not a bucket's URL), sized for the ledger."""
+    return tuple(Path(c) for c in ckpt or [] if "://" not in c)
 
 
 def _node_plan(
