@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
+from spotwise.arguments import comma_list
 from spotwise.cloud_options import GIVEN, cloud_options
 from spotwise.console import (
     StoreOption,
@@ -25,7 +26,9 @@ from spotwise.executor.clouds.registry import CLOUDS
 from spotwise.executor.errors import ExecutorError
 
 if TYPE_CHECKING:
-    from spotwise.executor.fleets.fleet import FleetJobSpec
+    from collections.abc import Callable
+
+    from spotwise.executor.fleets.fleet import FleetJobSpec, FleetSpec
     from spotwise.executor.launchers.base import Launcher
     from spotwise.executor.supervise.elastic import NodePlan
 
@@ -86,54 +89,29 @@ def fleet_run(
     """Run every job of the fleet file at once (on the replayed market, or on a cloud), each under
     its supervisor, granted what its tier allows within the budget; wait for all of them."""
     from spotwise.executor.fleets.fleet import load_fleet_spec, run_fleet
-    from spotwise.executor.launchers.local import Replay
     from spotwise.executor.ledger.prices import price_book
     from spotwise.executor.supervise.supervisor import SupervisorConfig
     from spotwise.policy.client import in_process_for
     from spotwise.policy.errors import PolicyError
     from spotwise.policy.schemas import JobTerms
-    from spotwise.policy.traces import load_traces
     from spotwise.pricing.errors import PricingError
-    from spotwise.pricing.quotes import REFERENCE_INSTANCE_TYPE
 
     if launcher != "local" and launcher not in CLOUDS:
         fail(f"--launcher must be local or one of {', '.join(CLOUDS)}, got {launcher[:40]!r}")
-    names = tuple(p.strip() for p in pools.split(",") if p.strip()) if pools else ()
+    names = tuple(comma_list(pools))
     try:
         spec = load_fleet_spec(spec_path)
         if launcher in CLOUDS:
-            elastic = [j.name for j in spec.jobs if j.nodes is not None]
-            if elastic and not cloud.network:
-                raise ExecutorError(
-                    f"the elastic jobs {elastic} need --network (--security-group) on "
-                    f"{launcher}: one that lets their nodes reach each other on every TCP port; "
-                    f"`spotwise setup {launcher}` makes it and prints its name"
-                )
-            provider = CLOUDS[launcher]
-            target = provider.target(dataclasses.replace(cloud, zones=names))
-            code = provider.ship_code(target)  # once for every job
-            market_pools, home_region = target.zones_or_default, target.home_region
-            instance_type = target.instance_type
-
-            def launcher_for(job_id: str) -> Launcher:
-                return provider.launcher(target, code, job_id=job_id)
-
-            plan_for = _as_written
+            where = _on_cloud(launcher, cloud, names, spec)
         else:
-            trace_set = load_traces(traces or settings.bundled_traces())
-            if names:
-                trace_set = trace_set.subset(list(names))
-            market_pools, home_region = trace_set.names, None
-            instance_type = REFERENCE_INSTANCE_TYPE
-
-            def launcher_for(job_id: str) -> Launcher:
-                return Replay(traces=trace_set, start_hours=start_hours, scale=scale).launcher()
-
-            plan_for = _on_loopback
+            where = _on_replay(traces, names, start_hours=start_hours, scale=scale)
         with open_store(store) as market:
             store_path = market.path
             prices = price_book(
-                market, market_pools, instance_type=instance_type, home_region=home_region
+                market,
+                where.pools,
+                instance_type=where.instance_type,
+                home_region=where.home_region,
             )
     except (ExecutorError, PolicyError, PricingError, ValueError) as exc:
         fail(str(exc))
@@ -158,11 +136,11 @@ def fleet_run(
     outcomes = run_fleet(
         spec,
         store_path=store_path,
-        launcher_for=launcher_for,
+        launcher_for=where.launcher_for,
         config_for=config_for,
         client_for=in_process_for,
         progress=lambda m: say(f"… {m}"),
-        plan_for=plan_for,
+        plan_for=where.plan_for,
     )
     with open_operational_store(store) as ledger:
         _print_status(_fleet_rows(ledger, spec.name), spec.name, as_json)
@@ -171,6 +149,66 @@ def fleet_run(
         say(f"{outcome.spec.name}: {outcome.error}")
     if failed:
         raise typer.Exit(1)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Market:
+    """Where a fleet's jobs run: their pools as priced, and how each job's launcher and
+    elastic nodes are made."""
+
+    pools: tuple[str, ...]
+    instance_type: str
+    home_region: str | None
+    launcher_for: Callable[[str], Launcher]
+    """A launcher for the job of this id."""
+    plan_for: Callable[[FleetJobSpec], NodePlan | None]
+
+
+def _on_cloud(
+    launcher: str, cloud: CloudOptions, zones: tuple[str, ...], spec: FleetSpec
+) -> _Market:
+    """The fleet on a cloud: its target in ``zones``, the code shipped once for every job
+    (elastic jobs refused without a network their nodes meet on)."""
+    elastic = [j.name for j in spec.jobs if j.nodes is not None]
+    if elastic and not cloud.network:
+        raise ExecutorError(
+            f"the elastic jobs {elastic} need --network (--security-group) on "
+            f"{launcher}: one that lets their nodes reach each other on every TCP port; "
+            f"`spotwise setup {launcher}` makes it and prints its name"
+        )
+    provider = CLOUDS[launcher]
+    target = provider.target(dataclasses.replace(cloud, zones=zones))
+    code = provider.ship_code(target)  # once for every job
+
+    def launcher_for(job_id: str) -> Launcher:
+        return provider.launcher(target, code, job_id=job_id)
+
+    return _Market(
+        target.zones_or_default,
+        target.instance_type,
+        target.home_region,
+        launcher_for,
+        _as_written,
+    )
+
+
+def _on_replay(
+    traces: Path | None, pools: tuple[str, ...], *, start_hours: float, scale: float
+) -> _Market:
+    """The fleet on the replayed market: ``traces`` (default: the bundled ones), only
+    ``pools`` where named."""
+    from spotwise.executor.launchers.local import Replay
+    from spotwise.policy.traces import load_traces
+    from spotwise.pricing.quotes import REFERENCE_INSTANCE_TYPE
+
+    trace_set = load_traces(traces or settings.bundled_traces())
+    if pools:
+        trace_set = trace_set.subset(list(pools))
+
+    def launcher_for(job_id: str) -> Launcher:
+        return Replay(traces=trace_set, start_hours=start_hours, scale=scale).launcher()
+
+    return _Market(trace_set.names, REFERENCE_INSTANCE_TYPE, None, launcher_for, _on_loopback)
 
 
 def _as_written(job: FleetJobSpec) -> NodePlan | None:
