@@ -7,7 +7,7 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -26,6 +26,9 @@ from spotwise.executor.errors import ExecutorError
 from spotwise.pricing.errors import PricingError
 from spotwise.pricing.operational import OperationalStore
 from spotwise.reports import print_report
+
+if TYPE_CHECKING:
+    from spotwise.executor.supervise.job_log import InstanceLog
 
 jobs_app = typer.Typer(
     help="The executor's cost ledger.", no_args_is_help=True, rich_markup_mode=None
@@ -109,7 +112,6 @@ def jobs_logs(
     prefixed by where each ran; on stderr, what an instance that printed nothing yet waits for."""
     import time
 
-    from spotwise.executor.ledger.ledger import job_report
     from spotwise.executor.supervise.job_log import instance_logs, log_folder
 
     path = settings.store_path(store)
@@ -117,30 +119,49 @@ def jobs_logs(
     """Lines printed of each instance (by its number)."""
     told: set[int] = set()
     while True:
-        with open_operational_store(store, read_only=True) as market:
-            try:
-                status = job_report(market, job_id).status
-            except PricingError as exc:
-                fail(str(exc))
+        status = _job_status(store, job_id)
         logs = instance_logs(log_folder(path, job_id))
-        for log in logs:
-            if log.number not in printed:
-                out.print(log.marker(), markup=False, highlight=False, soft_wrap=True)
-                printed[log.number] = 0
-            for line in log.lines[printed[log.number] :]:
-                out.print(f"[{log.where}] {line}", markup=False, highlight=False, soft_wrap=True)
-            printed[log.number] = len(log.lines)
-        last = logs[-1] if logs else None
-        if status == "running" and (last is None or not last.lines):
-            key = last.number if last is not None else 0
-            if key not in told:
-                told.add(key)
-                say(_no_output_yet(job_id, last))
-        elif status != "running" and not any(log.lines for log in logs):
-            say(f"job {job_id} ({status}) printed nothing")
+        _print_new_lines(logs, printed)
+        _say_what_is_missing(job_id, status, logs, told)
         if not follow or status != "running":
             return
         time.sleep(poll_s)
+
+
+def _job_status(store: Path | None, job_id: str) -> str:
+    """The job's status in the ledger now (no such job: one line and exit)."""
+    from spotwise.executor.ledger.ledger import job_report
+
+    with open_operational_store(store, read_only=True) as market:
+        try:
+            return job_report(market, job_id).status
+        except PricingError as exc:
+            fail(str(exc))
+
+
+def _print_new_lines(logs: list[InstanceLog], printed: dict[int, int]) -> None:
+    """The lines of ``logs`` not yet ``printed`` (each instance's opened by its marker line),
+    prefixed by where they ran; ``printed`` counts them."""
+    for log in logs:
+        if log.number not in printed:
+            out.print(log.marker(), markup=False, highlight=False, soft_wrap=True)
+            printed[log.number] = 0
+        for line in log.lines[printed[log.number] :]:
+            out.print(f"[{log.where}] {line}", markup=False, highlight=False, soft_wrap=True)
+        printed[log.number] = len(log.lines)
+
+
+def _say_what_is_missing(job_id: str, status: str, logs: list[InstanceLog], told: set[int]) -> None:
+    """On stderr: what a running job's latest instance that printed nothing waits for (once
+    per instance, ``told`` keeping count), or that an ended job printed nothing at all."""
+    last = logs[-1] if logs else None
+    if status == "running" and (last is None or not last.lines):
+        key = last.number if last is not None else 0
+        if key not in told:
+            told.add(key)
+            say(_no_output_yet(job_id, last))
+    elif status != "running" and not any(log.lines for log in logs):
+        say(f"job {job_id} ({status}) printed nothing")
 
 
 def _no_output_yet(job_id: str, log: Any, clock: Clock = SYSTEM_CLOCK) -> str:
