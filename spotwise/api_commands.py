@@ -185,22 +185,9 @@ def bench_api(
     it sheds), then offer 1× and --overload × that: served rate and latency, shed requests
     (503) and their latency, other answers (errors) and requests that got no answer at all
     (no_answer). The load comes from one client, so the per-client limit is lifted."""
-    import httpx
-
-    from spotwise.policy.loadtest import decision_bodies, find_capacity, load_test
-    from spotwise.policy.traces import load_traces
-
     folder = _traces_folder(traces)
-    try:
-        pools = list(load_traces(folder).names)
-    except PolicyError as exc:
-        fail(str(exc))
-    cores = sorted(os.sched_getaffinity(0))
-    if load_core is None and len(cores) >= 2:
-        load_core = cores[-1]
-    if load_core is not None and (load_core not in cores or len(cores) < 2):
-        fail(f"--load-core {load_core}: pick one of {cores} (two or more are needed)")
-    server_cores = [c for c in cores if c != load_core] if load_core is not None else cores
+    pools = _pool_names(folder)
+    load_core, server_cores = _split_cores(load_core)
     limit = max_in_flight or settings.current().api_max_in_flight
     token, port = secrets.token_hex(16), free_loopback_port()
     env = {
@@ -216,33 +203,9 @@ def bench_api(
         os.sched_setaffinity(server.pid, server_cores)  # its workers, spawned later, inherit
         os.sched_setaffinity(0, {load_core})
     base = f"http://127.0.0.1:{port}"
-    runs = {}
     try:
-        clock = SYSTEM_CLOCK
-        deadline = clock.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if server.poll() is not None or clock.monotonic() > deadline:
-                fail("the API server did not start")
-            clock.sleep(0.2)
-        bodies = decision_bodies(pools, 256)
-        load_test(base, token, bodies, rps=100, seconds=2.0)  # warm-up
-        err.print("measuring capacity: offering more until it sheds")
-        rate, search = find_capacity(base, token, bodies)
-        for step in search:
-            err.print(
-                f"  offered {step.offered_rps:.0f}/s: served {step.served_rps:.0f}/s, "
-                f"shed {step.shed}",
-                highlight=False,
-            )
-        for multiple in (1.0, overload):
-            err.print(f"offering {multiple:g}× capacity = {multiple * rate:.0f} requests/s")
-            run = load_test(base, token, bodies, rps=multiple * rate, seconds=seconds)
-            runs[f"{multiple:g}x"] = run.to_dict()
+        _wait_until_up(base, server)
+        rate, runs = _load_runs(base, token, pools, seconds=seconds, overload=overload)
         alive = server.poll() is None
     finally:
         server.terminate()
@@ -261,6 +224,70 @@ def bench_api(
         out.print_json(json.dumps(report))
     else:
         out.print(report)
+
+
+def _pool_names(folder: Path) -> list[str]:
+    """The pools of the traces in ``folder`` (none there: one line and exit)."""
+    from spotwise.policy.traces import load_traces
+
+    try:
+        return list(load_traces(folder).names)
+    except PolicyError as exc:
+        fail(str(exc))
+
+
+def _split_cores(load_core: int | None) -> tuple[int | None, list[int]]:
+    """The load generator's core (default: the last, when there are two or more; None: not
+    pinned) and the server's cores; a core that is not this process's: one line and exit."""
+    cores = sorted(os.sched_getaffinity(0))
+    if load_core is None and len(cores) >= 2:
+        load_core = cores[-1]
+    if load_core is not None and (load_core not in cores or len(cores) < 2):
+        fail(f"--load-core {load_core}: pick one of {cores} (two or more are needed)")
+    server_cores = [c for c in cores if c != load_core] if load_core is not None else cores
+    return load_core, server_cores
+
+
+def _wait_until_up(base: str, server: subprocess.Popen[bytes]) -> None:
+    """Return once the server at ``base`` answers its health check; one line and exit if it
+    ends or is not up within a minute."""
+    import httpx
+
+    clock = SYSTEM_CLOCK
+    deadline = clock.monotonic() + 60
+    while True:
+        try:
+            if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        if server.poll() is not None or clock.monotonic() > deadline:
+            fail("the API server did not start")
+        clock.sleep(0.2)
+
+
+def _load_runs(
+    base: str, token: str, pools: list[str], *, seconds: float, overload: float
+) -> tuple[float, dict[str, object]]:
+    """After a warm-up, the server's capacity (each step of its search said on stderr), then
+    a run at 1× and at ``overload`` × it, by multiple (``1x``, ``2x``)."""
+    from spotwise.policy.loadtest import decision_bodies, find_capacity, load_test
+
+    runs: dict[str, object] = {}
+    bodies = decision_bodies(pools, 256)
+    load_test(base, token, bodies, rps=100, seconds=2.0)  # warm-up
+    err.print("measuring capacity: offering more until it sheds")
+    rate, search = find_capacity(base, token, bodies)
+    for step in search:
+        err.print(
+            f"  offered {step.offered_rps:.0f}/s: served {step.served_rps:.0f}/s, shed {step.shed}",
+            highlight=False,
+        )
+    for multiple in (1.0, overload):
+        err.print(f"offering {multiple:g}× capacity = {multiple * rate:.0f} requests/s")
+        run = load_test(base, token, bodies, rps=multiple * rate, seconds=seconds)
+        runs[f"{multiple:g}x"] = run.to_dict()
+    return rate, runs
 
 
 @policy_app.command("train")
