@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -31,6 +31,9 @@ from spotwise.core.clock import SYSTEM_CLOCK
 from spotwise.policy.admission import per_client_limit
 from spotwise.policy.errors import PolicyError
 from spotwise.policy.job import REFERENCE, JobSpec
+
+if TYPE_CHECKING:
+    from spotwise.policy.rl.env import Scenario
 
 policy_app = typer.Typer(help="Learned policies.", no_args_is_help=True, rich_markup_mode=None)
 
@@ -361,26 +364,14 @@ def train(
     ] = True,
 ) -> None:
     """Train a learned policy on the traces' past (progress bar; TensorBoard logs in --out)."""
-    from spotwise.policy.rl.train import suite_scenarios, trace_scenarios, train_ppo
+    from spotwise.policy.rl.train import trace_scenarios, train_ppo
     from spotwise.policy.traces import load_traces
 
     if algo != "ppo":
         fail(f"--algo {algo!r} is not supported; use ppo")
     try:
         if suite_classes:
-            from spotwise.policy.scenarios import REGIMES, synthetic_markets
-            from spotwise.policy.trace_sets import suite_sets
-
-            bundled = suite_sets(settings.bundled_data_dir())
-            regimes = [r for r in REGIMES if synthetic and r.name in synthetic.split(",")]
-            if synthetic == "all":
-                regimes = list(REGIMES)
-            markets = synthetic_markets(bundled, regimes, seed=seed)
-            scenarios = suite_scenarios({s.name: s.traces for s in bundled}, synthetic=markets)
-            trained: dict[str, object] = {
-                "suite": "every class, training jobs",
-                "synthetic_regimes": [r.name for r in regimes],
-            }
+            scenarios, trained = _suite_training(synthetic, seed)
         else:
             spec = JobSpec(
                 compute_hours=compute_hours,
@@ -410,3 +401,23 @@ def train(
         f"trained in {time.perf_counter() - began:.0f} s: {target} (+ .json); bench it with "
         f"--models {out_dir} --policies {target.stem}; TensorBoard: tensorboard --logdir {out_dir}"
     )
+
+
+def _suite_training(synthetic: str, seed: int) -> tuple[list[Scenario], dict[str, object]]:
+    """``train --suite``: every class of the scenario suite and the synthetic markets of the
+    ``synthetic`` regimes (names, all or none), with what the model's card says of them."""
+    from spotwise.policy.rl.train import suite_scenarios
+    from spotwise.policy.scenarios import REGIMES, synthetic_markets
+    from spotwise.policy.trace_sets import suite_sets
+
+    bundled = suite_sets(settings.bundled_data_dir())
+    regimes = [r for r in REGIMES if synthetic and r.name in synthetic.split(",")]
+    if synthetic == "all":
+        regimes = list(REGIMES)
+    markets = synthetic_markets(bundled, regimes, seed=seed)
+    scenarios = suite_scenarios({s.name: s.traces for s in bundled}, synthetic=markets)
+    trained: dict[str, object] = {
+        "suite": "every class, training jobs",
+        "synthetic_regimes": [r.name for r in regimes],
+    }
+    return scenarios, trained
