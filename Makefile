@@ -13,6 +13,10 @@ CONSTRAINTS := $(VENV)/torch-constraint.txt
 HOLD_TORCH = $(BIN)/python -c "import importlib.metadata as m; print('torch==' + m.version('torch'))" \
 	> $(CONSTRAINTS) 2>/dev/null || : > $(CONSTRAINTS)
 
+# Python caches what it compiles (__pycache__/) even where the shell says not to: without the
+# cache every spotwise process compiles its ~800 modules again (seconds of CPU each).
+unexport PYTHONDONTWRITEBYTECODE
+
 .PHONY: setup dev demo test test-fast test-postgres test-notebooks soak lint clean notebook notebooks
 
 # What the demo needs (1.6 GiB with the CPU torch; Python compiles what it imports as it goes,
