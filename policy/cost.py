@@ -29,14 +29,17 @@ class CostBreakdown:
 
     @property
     def total(self) -> float:
+        """Compute, storage and recovery together."""
         return self.compute + self.storage + self.recovery
 
     @property
     def saved(self) -> float:
+        """Dollars saved against the on-demand baseline."""
         return self.on_demand - self.total
 
     @property
     def saved_pct(self) -> float:
+        """Percent saved against the on-demand baseline (0 when it is 0)."""
         return 100.0 * self.saved / self.on_demand if self.on_demand else 0.0
 
     def as_dict(self) -> dict[str, float]:
@@ -62,6 +65,7 @@ class StorageTerms:
     usd_per_1k_requests: float = 0.005
 
     def cost(self) -> float:
+        """Dollars for keeping the checkpoints and for the requests."""
         return (
             self.checkpoint_gb * self.usd_per_gb_month * self.retention_months
             + self.requests / 1000.0 * self.usd_per_1k_requests

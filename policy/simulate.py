@@ -152,6 +152,7 @@ class Sight:
 
     @classmethod
     def blank(cls, n_pools: int) -> Sight:
+        """Nothing seen yet in any of ``n_pools`` pools."""
         return cls(np.zeros(n_pools, dtype=bool), np.full(n_pools, -np.inf))
 
 

@@ -92,6 +92,7 @@ class SuiteClass:
 
     @property
     def key(self) -> str:
+        """The class's one-line label: set, shape, changeover, observation, history, pools."""
         shape = f"{self.compute_hours:.3g}h/{self.deadline_hours:.3g}h"
         pools = "one pool at a time" if self.pools == "each" else "every pool"
         return (
@@ -106,6 +107,7 @@ class SuiteClass:
         return any(math.isclose(shape[0], c) and math.isclose(shape[1], r) for c, r in TIGHT)
 
     def spec(self) -> JobSpec:
+        """The job of this class's shape, at the reference prices."""
         return JobSpec(
             compute_hours=self.compute_hours,
             deadline_hours=self.deadline_hours,

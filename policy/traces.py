@@ -41,10 +41,12 @@ class TraceSet:
 
     @property
     def names(self) -> tuple[str, ...]:
+        """The pools' names, in trace order."""
         return tuple(p.name for p in self.pools)
 
     @property
     def n_ticks(self) -> int:
+        """How many ticks the traces hold."""
         return int(self.available.shape[1])
 
     def subset(self, names: list[str] | tuple[str, ...]) -> TraceSet:

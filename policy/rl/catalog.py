@@ -39,6 +39,7 @@ class ModelCatalog:
 
     @property
     def names(self) -> tuple[str, ...]:
+        """The names of the models this catalog holds."""
         return tuple(self._configs)
 
     def policy(self, name: str) -> LearnedPolicy:

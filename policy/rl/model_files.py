@@ -43,10 +43,12 @@ class AgentConfig:
     trained: dict[str, Any] = field(default_factory=dict)
 
     def write(self, path: Path) -> None:
+        """Write this config to ``path`` as indented JSON."""
         path.write_text(json.dumps(asdict(self), indent=2) + "\n")
 
     @classmethod
     def read(cls, path: Path) -> AgentConfig:
+        """The config in ``path``; PolicyError unless it is a sound ppo config of these features."""
         try:
             doc = json.loads(path.read_text())
             doc["checkpoint_minutes"] = tuple(float(m) for m in doc["checkpoint_minutes"])
