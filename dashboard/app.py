@@ -8,6 +8,7 @@ from spotwise.dashboard.screens import jobs, market, plan, policies, risk
 
 
 def main() -> None:
+    """Set up the page and run the navigation between the screens."""
     st.set_page_config(page_title="Spotwise", page_icon="💸", layout="wide")
     pages = [
         st.Page(market.render, title="Market", url_path="market", default=True),

@@ -33,6 +33,7 @@ HOW_TO_LOAD = (
 
 
 def store_path() -> Path:
+    """The store file the dashboard reads (the settings' default)."""
     return settings.store_path(None)
 
 
@@ -85,12 +86,14 @@ def series_count(**filters: str | None) -> int:
 
 @st.cache_data(ttl=60, show_spinner=False)
 def filters() -> dict[str, list[str]]:
+    """The providers, regions and instance types with prices (cached for a minute)."""
     with _open() as store:
         return views.price_filters(store)
 
 
 @st.cache_data(ttl=60, show_spinner=False)
 def sources() -> list[str]:
+    """The sources holding availability traces (cached for a minute)."""
     with _open() as store:
         return views.availability_sources(store)
 
@@ -172,6 +175,7 @@ class JobTotals:
 
     @property
     def saved_pct(self) -> float:
+        """Percent saved against on demand (0 when nothing ran on demand)."""
         return 100 * (1 - self.cost_usd / self.on_demand_usd) if self.on_demand_usd else 0.0
 
 
@@ -194,6 +198,7 @@ def job_totals() -> dict[str, JobTotals]:
 
 @st.cache_data(ttl=10, show_spinner=False)
 def job(job_id: str) -> ledger.JobReport:
+    """One job's ledger report (cached for ten seconds)."""
     with _open_operational() as store:
         return ledger.job_report(store, job_id)
 

@@ -81,6 +81,7 @@ def take(url: str, out: Path, chromium: str) -> dict[str, Path]:
 
 
 def main() -> int:
+    """Take the screenshots into ``--out``; 1 when there is no Chromium."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=Path("docs/screenshots"))
     parser.add_argument("--store", type=Path, default=None)

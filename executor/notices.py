@@ -181,6 +181,7 @@ class GcpMetadata(NoticeSource):
         self.clock = clock
 
     def poll(self) -> Notice | None:
+        """A preempt notice once ``instance/preempted`` answers TRUE, else None."""
         status, body = _get(
             f"{self.base_url}/computeMetadata/v1/instance/preempted",
             {"Metadata-Flavor": "Google"},
@@ -207,6 +208,7 @@ class AzureScheduledEvents(NoticeSource):
         self.timeout = timeout
 
     def poll(self) -> Notice | None:
+        """A preempt notice for the first ``Preempt`` scheduled event, else None."""
         status, body = _get(
             f"{self.base_url}/metadata/scheduledevents?api-version=2020-07-01",
             {"Metadata": "true"},
@@ -269,6 +271,7 @@ class SigtermSource(NoticeSource):
             self._received = self.clock.time()
 
     def poll(self) -> Notice | None:
+        """A terminate notice, ``grace_s`` after the signal came, once one has."""
         if self._received is None:
             return None
         return Notice(kind="terminate", source=self.name, deadline=self._received + self.grace_s)

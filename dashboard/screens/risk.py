@@ -10,6 +10,7 @@ from spotwise.pricing.views import DOWN_AT_END
 
 
 def render() -> None:
+    """The page: availability per pool, the risk forecast, then its backtest."""
     st.header("Preemption risk")
     if not data.store_ready():
         return

@@ -99,14 +99,17 @@ class LocalReplica:
         os.makedirs(self.root, exist_ok=True)
 
     def path(self, relative: str) -> str:
+        """The absolute path of ``relative`` in this replica."""
         return f"{self.root}/{relative}"
 
     def begin(self, step: int) -> str:
+        """Make a fresh temporary folder for ``step``'s files."""
         staging = f"{_TMP_PREFIX}{step}-{uuid.uuid4().hex[:8]}"
         os.makedirs(self.path(staging))
         return staging
 
     def write(self, relative: str, chunks: Iterable[bytes | memoryview]) -> tuple[str, int]:
+        """Write the chunks to ``relative`` and fsync; return their sha256 and size."""
         os.makedirs(os.path.dirname(self.path(relative)), exist_ok=True)
         with open(self.path(relative), "wb") as handle:
             written = _write_chunks(handle, chunks)
@@ -115,6 +118,7 @@ class LocalReplica:
         return written
 
     def commit(self, staging: str, step: int, manifest: bytes) -> None:
+        """Write the manifest, rename the staging folder to ``step-{N}``, point latest."""
         target = f"step-{step}"
         self.write(f"{staging}/{MANIFEST}", [manifest])
         _fsync_dir(self.path(staging))
@@ -129,6 +133,7 @@ class LocalReplica:
         self.point_latest(step)
 
     def point_latest(self, step: int) -> None:
+        """Write ``latest`` to a temporary file, fsync and rename it over the old one."""
         latest = self.path(f".{LATEST}.{uuid.uuid4().hex[:8]}")
         with open(latest, "w") as handle:
             handle.write(str(step))
@@ -138,10 +143,12 @@ class LocalReplica:
         _fsync_dir(self.root)
 
     def abort(self, staging: str) -> None:
+        """Remove the staging folder (errors ignored)."""
         with contextlib.suppress(OSError):
             shutil.rmtree(self.path(staging))
 
     def steps(self, commit_file: str = MANIFEST) -> list[int]:
+        """Committed steps in the root folder, newest first (none if unreadable)."""
         try:
             names = os.listdir(self.root)
         except OSError:
@@ -162,6 +169,7 @@ class LocalReplica:
             return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_COPY)
 
     def remove_step(self, step: int) -> None:
+        """Delete the ``step-{N}`` folder (errors ignored)."""
         with contextlib.suppress(OSError):
             shutil.rmtree(self.path(f"step-{step}"))
 
@@ -182,16 +190,20 @@ class FsspecReplica:
         self.url, self.fs, self.root = url, fs, root.rstrip("/")
 
     def path(self, relative: str) -> str:
+        """The full fsspec path of ``relative`` in this replica."""
         return f"{self.root}/{relative}"
 
     def begin(self, step: int) -> str:
+        """The step's own folder, ``step-{N}``: files go straight there."""
         return f"step-{step}"
 
     def write(self, relative: str, chunks: Iterable[bytes | memoryview]) -> tuple[str, int]:
+        """Upload the chunks to ``relative``; return their sha256 and size."""
         with self.fs.open(self.path(relative), "wb") as handle:
             return _write_chunks(handle, chunks)
 
     def commit(self, staging: str, step: int, manifest: bytes) -> None:
+        """Put the manifest in ``step-{N}``, then point latest at it."""
         self.fs.pipe_file(self.path(f"step-{step}/{MANIFEST}"), manifest)
         self.point_latest(step)
 
@@ -200,11 +212,13 @@ class FsspecReplica:
         self.fs.pipe_file(self.path(LATEST), str(step).encode())
 
     def abort(self, staging: str) -> None:
+        """Remove the staged files unless the step was committed (errors ignored)."""
         with contextlib.suppress(OSError):
             if not self.fs.exists(self.path(f"{staging}/{MANIFEST}")):
                 self.fs.rm(self.path(staging), recursive=True)
 
     def steps(self, commit_file: str = MANIFEST) -> list[int]:
+        """Steps whose folder holds ``commit_file``, newest first (none if unreadable)."""
         try:
             self.fs.invalidate_cache()
             manifests = self.fs.glob(self.path(f"step-*/{commit_file}"))
@@ -222,6 +236,7 @@ class FsspecReplica:
         return bytearray(self.fs.cat_file(self.path(relative)))
 
     def remove_step(self, step: int) -> None:
+        """Delete the ``step-{N}`` folder (errors ignored)."""
         with contextlib.suppress(OSError):
             self.fs.rm(self.path(f"step-{step}"), recursive=True)
 

@@ -52,6 +52,7 @@ class Bundle:
     files: int = 1
 
     def describe(self) -> str:
+        """Its file count and size, for humans."""
         return f"{self.files} file{'s' * (self.files != 1)}, {self.size / 1e6:.2f} MB"
 
 
@@ -246,6 +247,7 @@ class ShippedCode:
 
     @property
     def wheel_name(self) -> str:
+        """The wheel's file name (the last part of its key)."""
         return self.wheel_key.rsplit("/", 1)[1]
 
 

@@ -73,6 +73,7 @@ class SweepDemoResult:
     wall_s: float
 
     def to_dict(self) -> dict[str, Any]:
+        """The demo's summary for JSON: trials, preemptions, best, costs and timing."""
         r = self.report
         return {
             "sweep": r.sweep,

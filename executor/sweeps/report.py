@@ -62,6 +62,7 @@ class SweepReport:
     """Every distinct price the trials used, with its source and time."""
 
     def to_dict(self) -> dict[str, Any]:
+        """The report as plain dicts and lists (for JSON)."""
         return asdict(self)
 
 

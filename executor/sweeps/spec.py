@@ -117,12 +117,15 @@ class SweepSpec:
 
     @property
     def distributions(self) -> dict[str, BaseDistribution]:
+        """Each param's distribution, by name."""
         return {p.name: p.distribution for p in self.params}
 
     def build_sampler(self) -> optuna.samplers.BaseSampler:
+        """A new Optuna sampler of the spec's kind and options."""
         return SAMPLERS[self.sampler](**self.sampler_options)
 
     def build_pruner(self) -> optuna.pruners.BasePruner:
+        """A new Optuna pruner of the spec's kind and options."""
         return PRUNERS[self.pruner](**self.pruner_options)
 
     def definition(self) -> dict[str, Any]:

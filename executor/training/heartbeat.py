@@ -43,6 +43,7 @@ class Heartbeat:
             self.path = None  # the supervisor's folder is gone: nobody is listening
 
     def close(self) -> None:
+        """Close the heartbeat file, if open."""
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None

@@ -77,6 +77,7 @@ class S3LogStream:
         self._flusher.start()
 
     def write(self, stream: str, line: str) -> None:
+        """Buffer one line of ``stream``; flush now if the buffer is full."""
         record = json.dumps({"stream": stream, "line": line.rstrip("\n")}) + "\n"
         with self._lock:
             self._lines.append(record)
@@ -107,6 +108,7 @@ class S3LogStream:
             self._try_flush()
 
     def close(self) -> None:
+        """Stop the periodic flusher and send what is left."""
         self._halt.set()
         self._flusher.join(timeout=10)
         self.flush()

@@ -59,6 +59,7 @@ class BlobWriter:
         self.container = container
 
     def put_object(self, *, Bucket: str, Key: str, Body: bytes) -> None:
+        """Upload ``Body`` as the blob ``Key``, replacing it (``Bucket`` is ignored)."""
         self.container.upload_blob(Key, Body, overwrite=True)
 
 
