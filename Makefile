@@ -17,7 +17,7 @@ HOLD_TORCH = $(BIN)/python -c "import importlib.metadata as m; print('torch==' +
 # cache every spotwise process compiles its ~800 modules again (seconds of CPU each).
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: setup dev demo test test-fast test-postgres test-notebooks soak lint clean notebook notebooks
+.PHONY: setup dev demo test test-fast test-e2e test-postgres test-notebooks soak lint clean notebook notebooks
 
 # What the demo needs (1.6 GiB with the CPU torch; Python compiles what it imports as it goes,
 # where pip would compile every file for 0.4 GiB more); the dev tools come with `make test`.
@@ -57,6 +57,12 @@ test: lint
 # The fast tier waits little: two workers, each collecting once (1:52 against 2:02 with three).
 test-fast: lint
 	$(BIN)/pytest -q -n 2 --dist loadgroup -m "not slow"
+
+# A job end to end on each cloud's local servers: launch, a notice, a checkpoint in the cloud's
+# store, a bit-exact resume on a new instance, logs back (AWS on moto, GCP and Azure on their
+# emulators and fakes); minutes of boots and trainings, so apart from `make test` (CI runs it next).
+test-e2e: dev
+	$(BIN)/pytest -q -n 3 --dist loadgroup --e2e
 
 # The tests of the jobs, ledger and forecasts again, with those tables in PostgreSQL (a local
 # throwaway server, a fresh database per test; CI runs it after `make test`).

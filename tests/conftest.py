@@ -28,7 +28,7 @@ os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "data"
-STAGES = {"soak": "--soak", "notebook": "--notebooks"}
+STAGES = {"soak": "--soak", "notebook": "--notebooks", "e2e": "--e2e"}
 """Marks of the tests CI runs apart from the suite, and the flag that runs them."""
 
 
@@ -54,6 +54,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "`make test-notebooks`, CI)",
     )
     parser.addoption(
+        "--e2e",
+        action="store_true",
+        help="run only the end-to-end jobs on each cloud's local servers (minutes of boots, "
+        "trainings and resumes; `make test-e2e`, CI)",
+    )
+    parser.addoption(
         "--operational-store",
         choices=("file", "postgresql"),
         default="file",
@@ -63,8 +69,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Soak tests run under ``--soak`` only, the notebooks under ``--notebooks`` only (CI runs
-    both after the suite), and each alone then. The slow tests go first, so that the xdist
+    """Soak tests run under ``--soak`` only, the notebooks under ``--notebooks`` only, the
+    clouds' end-to-end jobs under ``--e2e`` only (CI runs all three after the suite), and each alone then. The slow tests go first, so that the xdist
     workers end together on the short ones rather than one waiting out a long test begun
     last (the longest-first rule of scheduling)."""
     stage = next((mark for mark, flag in STAGES.items() if config.getoption(flag)), None)

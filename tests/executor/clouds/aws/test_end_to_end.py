@@ -28,7 +28,7 @@ from spotwise.executor.launchers.base import Placement
 from tests.conftest import CliRun, amazon_image
 from tests.executor.fake_metadata import FakeMetadata
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(300)]
 REGION, BUCKET = "us-east-1", "spotwise-e2e"
 TRAIN = """\
 import sys

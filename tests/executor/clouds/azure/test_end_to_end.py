@@ -26,7 +26,7 @@ from tests.executor.fake_metadata import FakeMetadata
 from tests.fakes.azure_arm import Booted
 from tests.fakes.azure_local import ACCOUNT, GROUP, IMAGE, SUBSCRIPTION, AzureLocal, unused_url
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(420)]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(420)]
 CONTAINER = "e2e"
 TRAIN = """\
 import sys

@@ -30,7 +30,7 @@ from tests.executor.clouds.gcp.conftest import ACCOUNT
 from tests.executor.fake_metadata import FakeMetadata
 from tests.fakes.gcp_compute import PROJECT, GcpLocal
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(400)]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(400)]
 TRAIN = """\
 import os
 import sys
