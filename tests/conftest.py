@@ -70,9 +70,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Soak tests run under ``--soak`` only, the notebooks under ``--notebooks`` only, the
-    clouds' end-to-end jobs under ``--e2e`` only (CI runs all three after the suite), and each alone then. The slow tests go first, so that the xdist
-    workers end together on the short ones rather than one waiting out a long test begun
-    last (the longest-first rule of scheduling)."""
+    clouds' end-to-end jobs under ``--e2e`` only (CI runs all three after the suite), and each
+    alone then. The slow tests go first, so that the xdist workers end together on the short
+    ones rather than one waiting out a long test begun last (the longest-first rule of
+    scheduling)."""
     stage = next((mark for mark, flag in STAGES.items() if config.getoption(flag)), None)
     keep = [item for item in items if _stage(item) == stage]
     if len(keep) < len(items):
