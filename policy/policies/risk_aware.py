@@ -21,14 +21,19 @@ shared ones first (:mod:`spotwise.policy.policies.rules`):
    whatever the job does), run on demand through an outage when that pays: it saves the
    outage's expected rest less two changeovers of slack, each tick of slack worth the spot work
    it buys, and costs that time on demand. Blind, waiting asks again (a failed request costs
-   only its own time).
+   only its own time), and no outage is under way until every pool was seen in the last tick:
+   a preemption says nothing of the other pools, so they are asked before any on demand.
 4. On demand: go back to spot when a pool's expected run pays for the changeovers the move
    costs. A run of ``L`` ticks on spot instead of on demand saves ``(L − D)(o − s)`` and costs
    a changeover onto spot (``D·s``) and, when it ends, one back to on demand (``D·o``), so it
    pays when ``L > 2D / (1 − s/o)`` (2.9 changeovers at the reference prices): a run that
-   covers a changeover and more. Blind, a pool seen down k ticks ago is judged by a run that
-   began up to k ticks ago (asking every tick would land in flickers), and asking costs a job on
-   demand nothing.
+   covers a changeover and more. Where no wait limit fits (the slack cannot carry the work
+   left on spot), the round trip's two changeovers of slack are charged too, at the spot work
+   they would buy later (``2D·w``, ``w`` the slack's worth of rule 3) times the chance that the
+   run ends before it pays for them (``1 − exp(−2D / ((1 − s/o)·L))``): in a storm, whose
+   spells are short, a job short of slack keeps it for runs likelier to pay for it.
+   Blind, a pool seen down k ticks ago is judged by a run that began up to k ticks ago (asking
+   every tick would land in flickers), and asking costs a job on demand nothing.
 
 Nothing here is a fixed fraction of the slack: what the job keeps is what its forecast of the
 work left needs in changeovers and waits, and it moves as the job sees the market. Outages
@@ -94,6 +99,17 @@ def risk_forecast(context: JobContext, params: RiskAwareParams) -> RiskForecaste
     return params.risk.fit(job_history(context))
 
 
+def some_pool_up(obs: Observation) -> bool | None:
+    """Whether some pool is up as far as the job knows it fresh (:func:`fresh_any_up`), except
+    that, blind and not on spot, no pool up is known only once every pool was seen within the
+    last tick: a pool just seen down (a preemption, a request naming only some pools) says
+    nothing of the others (None: not known)."""
+    any_up = fresh_any_up(obs)
+    if any_up is False and obs.seen_age is not None and not bool((obs.seen_age <= 1).all()):
+        return None
+    return any_up
+
+
 def pays_run(spot_price: float, on_demand_price: float) -> float:
     """Changeovers a spot run must outlast to pay for leaving on demand and coming back:
     2 / (1 − spot/on-demand)."""
@@ -142,7 +158,7 @@ class RiskAware(Policy):
 
     def act(self, obs: Observation) -> Action:
         """The shared rules (safety net, stay on spot), then rules 2 to 4."""
-        any_up = fresh_any_up(obs)
+        any_up = some_pool_up(obs)
         self.forecast.update(obs.tick, obs.belief(), any_up)
         self._spells.observe(obs.tick, any_up)
         belief, age = obs.belief(), obs.seen_age
@@ -158,17 +174,49 @@ class RiskAware(Policy):
         unit = max(self._context.job.changeover, 1)
         ranked = self._ranked(obs)
         if obs.state == ON_DEMAND:
-            worth = [z for z, run in ranked if run > self._pays[z] * unit]
+            worth = self._worth_leaving(obs, ranked)
             return self._take(worth) if worth else RUN_ON_DEMAND
         worth = [z for z, run in ranked if run > self.params.idle_run * unit]
         hopeful = obs.hopeful()
         if any(hopeful[z] for z in worth):
             return self._take(worth)
+        if self._blind and self._unconfirmed(obs, worth or [z for z, _ in ranked]):
+            return request(worth or [z for z, _ in ranked])
         if self._outage_overdue(obs):
             return RUN_ON_DEMAND
         if self._blind:
             return request(worth or [z for z, _ in ranked])
         return WAIT
+
+    def _worth_leaving(self, obs: Observation, ranked: list[tuple[int, float]]) -> list[int]:
+        """The pools whose expected run pays for leaving on demand: in money, a run of ``L``
+        ticks with ``L·(1 − s/o) > 2D`` (the two changeovers' price); and, where the slack
+        cannot carry the work left on spot (no wait limit fits), for the slack too: a round
+        trip spends two changeovers of slack, each tick worth
+        :meth:`SlackBudget.slack_worth` ticks of spot work, charged at the chance that the run
+        is shorter than what pays for its changeovers (a run of the forecast's mean,
+        exponential)."""
+        d = max(self._context.job.changeover, 1)
+        paying = [(z, run) for z, run in ranked if run > self._pays[z] * d]
+        if not paying:
+            return []
+        budget = self._budget()
+        if budget.wait_limit(self._spare(obs), self._context.job.work - obs.progress) is not None:
+            return [z for z, _ in paying]
+        trip = 2 * d * budget.slack_worth()  # the spot work a round trip's slack buys
+        worth = []
+        for z, run in paying:
+            short = -math.expm1(-self._pays[z] * d / run)
+            if (run - short * trip) * self._value[z] > 2 * d:
+                worth.append(z)
+        return worth
+
+    def _unconfirmed(self, obs: Observation, pools: list[int]) -> bool:
+        """Blind: whether one of ``pools`` was last seen before the last request's answer (a
+        preemption says nothing of the other pools; ask them before paying for on demand)."""
+        assert obs.seen_age is not None
+        fresh = max(self._context.probe_ticks, 1)
+        return any(obs.seen_age[z] > fresh for z in pools)
 
     def _budget(self) -> SlackBudget:
         """The slack budget, with the spot run of the pool whose runs have been longest."""

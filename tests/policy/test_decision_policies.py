@@ -11,12 +11,12 @@ import pytest
 from spotwise import policy
 from spotwise.policy import load
 from spotwise.policy.job import REFERENCE
-from spotwise.policy.policies.base import Action
-from spotwise.policy.policies.risk_aware import RiskAwareParams
+from spotwise.policy.policies.base import ON_DEMAND, Action, Observation, spot
+from spotwise.policy.policies.risk_aware import RiskAwareParams, pays_run
 from spotwise.policy.rl.catalog import ModelCatalog
 from spotwise.policy.rl.env import SpotJobEnv
 from spotwise.policy.rl.train import trace_scenarios, train_ppo, training_starts
-from spotwise.policy.simulate import job_starts, simulate
+from spotwise.policy.simulate import context_for, job_starts, simulate
 from spotwise.policy.traces import TraceSet, load_traces
 from spotwise.pricing.forecast.hazard import AvailabilityHazard, MarketForecast
 from spotwise.pricing.forecast.risk_forecasters import SHIPPED_RISK
@@ -333,3 +333,33 @@ def test_risk_aware_keeps_slack_for_later_outages_where_greedy_spends_it_first()
     assert greedy.done and risk_aware.done
     assert risk_aware.spot_ticks > greedy.spot_ticks
     assert risk_aware.cost < 0.85 * greedy.cost
+
+
+def test_short_of_slack_a_job_on_demand_keeps_it_for_runs_likelier_to_pay() -> None:
+    """The pool's expected run pays for leaving on demand in money (longer than 2D / (1 − s/o),
+    3 ticks here). With slack for the work left (deadline 60) the job leaves for it; short of
+    slack (deadline 48: no wait limit fits) the round trip's two changeovers of slack are
+    charged at the spot work they buy later, times the chance the run ends before it pays for
+    them, and the job stays on demand."""
+    past = ("1" * 6 + "0" * 12) * 8
+    market = traces(past + "1" * 200)
+
+    def choice(deadline: float) -> int:
+        chooser = policy.load("risk_aware")
+        chooser.reset(context_for(market, job(40, deadline, 1), len(past)))
+        obs = Observation(
+            tick=2,
+            progress=1.0,
+            state=ON_DEMAND,
+            changeover_left=0,
+            preempted=False,
+            available=np.array([True]),
+            prices=np.array([1.0]),
+        )
+        action = chooser.act(obs)
+        assert chooser.forecast is not None
+        assert chooser.forecast.expected_run(0) > pays_run(1.0, 3.0)
+        return action.instance
+
+    assert choice(60) == spot(0)
+    assert choice(48) == ON_DEMAND

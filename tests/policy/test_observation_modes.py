@@ -201,3 +201,32 @@ def test_blind_on_demand_waits_until_a_pool_found_up_is_likely_past_its_flickers
 
     assert chooser.act(on_demand_at(5, 1.0)).instance == ON_DEMAND
     assert chooser.act(on_demand_at(6, 30.0)).named_pools() == (0,)
+
+
+def test_a_blind_job_asks_the_other_pools_after_a_preemption_before_buying_on_demand() -> None:
+    """Short of slack in a market of long outages, a job preempted in z0 knows nothing of z1
+    that it saw down 9 ticks ago: it asks for z1 rather than pay two changeovers of slack for
+    on demand. Had it seen z1 down in the last tick too, the outage is real: on demand."""
+    past = ("1" * 6 + "0" * 12) * 6
+    market = traces(past + "1" * 100, past + "1" * 100)
+    context = context_for(market, job(40, 50, 1), len(past), visibility=PROBE)
+
+    def first_action(z1_seen_age: float) -> Action:
+        chooser = policy.load("risk_aware")
+        chooser.reset(context)
+        return chooser.act(
+            Observation(
+                tick=3,
+                progress=3.0,
+                state=NONE,
+                changeover_left=0,
+                preempted=True,
+                available=np.array([False, False]),
+                prices=np.array([1.0, 1.0]),
+                last_seen=np.array([False, False]),
+                seen_age=np.array([0.0, z1_seen_age]),
+            )
+        )
+
+    assert first_action(9.0).named_pools() == (1,)
+    assert first_action(1.0).instance == ON_DEMAND
