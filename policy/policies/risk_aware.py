@@ -180,13 +180,12 @@ class RiskAware(Policy):
         hopeful = obs.hopeful()
         if any(hopeful[z] for z in worth):
             return self._take(worth)
-        if self._blind and self._unconfirmed(obs, worth or [z for z, _ in ranked]):
-            return request(worth or [z for z, _ in ranked])
+        asked = worth or [z for z, _ in ranked]
+        if self._blind and self._unconfirmed(obs, asked):
+            return request(asked)
         if self._outage_overdue(obs):
             return RUN_ON_DEMAND
-        if self._blind:
-            return request(worth or [z for z, _ in ranked])
-        return WAIT
+        return request(asked) if self._blind else WAIT
 
     def _worth_leaving(self, obs: Observation, ranked: list[tuple[int, float]]) -> list[int]:
         """The pools whose expected run pays for leaving on demand: in money, a run of ``L``
