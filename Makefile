@@ -58,9 +58,11 @@ test: lint
 test-fast: lint
 	$(BIN)/pytest -q -n 2 --dist loadgroup -m "not slow"
 
-# A job end to end on each cloud's local servers: launch, a notice, a checkpoint in the cloud's
-# store, a bit-exact resume on a new instance, logs back (AWS on moto, GCP and Azure on their
-# emulators and fakes); minutes of boots and trainings, so apart from `make test` (CI runs it next).
+# Jobs end to end: the demo, the sweep demo and the resume bench, torchrun jobs that lose a
+# node, a DCP resume, and a job on each cloud's local servers (launch, a notice, a checkpoint in
+# the cloud's store, a bit-exact resume on a new instance, logs back: AWS on moto, GCP and Azure
+# on their emulators and fakes); minutes of boots and trainings, so apart from `make test` (CI
+# runs it next).
 test-e2e: dev
 	$(BIN)/pytest -q -n 3 --dist loadgroup --e2e
 
@@ -74,6 +76,7 @@ POSTGRES_TESTS := tests/pricing/test_operational_store.py tests/executor/ledger/
 	tests/executor/sweeps/test_sweep.py::test_a_queue_shard_killed_twice_completes_once_and_writes_once
 test-postgres: dev
 	$(BIN)/pytest -q -n 3 --dist loadgroup --operational-store postgresql $(POSTGRES_TESTS)
+	$(BIN)/pytest -q --e2e --operational-store postgresql tests/spotwise/test_demo.py
 
 # The notebooks run top to bottom (a minute of documentation; CI runs it after `make test`).
 test-notebooks: dev

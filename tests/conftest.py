@@ -56,8 +56,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--e2e",
         action="store_true",
-        help="run only the end-to-end jobs on each cloud's local servers (minutes of boots, "
-        "trainings and resumes; `make test-e2e`, CI)",
+        help="run only the end-to-end jobs: the demo, the sweep demo, torchrun jobs, and one "
+        "job on each cloud's local servers (minutes of boots, trainings and resumes; "
+        "`make test-e2e`, CI)",
     )
     parser.addoption(
         "--operational-store",
@@ -70,7 +71,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Soak tests run under ``--soak`` only, the notebooks under ``--notebooks`` only, the
-    clouds' end-to-end jobs under ``--e2e`` only (CI runs all three after the suite), and each
+    end-to-end jobs under ``--e2e`` only (CI runs all three after the suite), and each
     alone then. The slow tests go first, so that the xdist workers end together on the short
     ones rather than one waiting out a long test begun last (the longest-first rule of
     scheduling)."""

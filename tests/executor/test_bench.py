@@ -30,6 +30,7 @@ def test_bench_checkpoint_prints_every_figure(cli: CliRun) -> None:
     assert figures["incremental_bytes_ratio"] < 0.8
 
 
+@pytest.mark.e2e
 @pytest.mark.slow
 def test_bench_resume_is_bitwise_identical_under_a_replayed_trace(cli: CliRun) -> None:
     result = cli("bench", "resume", "--epochs", "1", "--step-sleep-s", "0.03", "--json")

@@ -9,6 +9,7 @@ import pytest
 from tests.conftest import CliRun, summary_json
 
 
+@pytest.mark.e2e
 @pytest.mark.slow
 def test_demo_trains_through_preemptions_and_a_migration_and_resumes_bit_exactly(
     cli: CliRun,
@@ -40,6 +41,7 @@ def test_demo_trains_through_preemptions_and_a_migration_and_resumes_bit_exactly
     assert report["job_id"] in [j["job_id"] for j in json.loads(listed.stdout)]
 
 
+@pytest.mark.e2e
 @pytest.mark.slow
 def test_ctrl_c_during_the_reference_run_stops_the_demo_and_its_training(store_file) -> None:
     """Ctrl-C to the demo's process group while the reference run trains: the demo stops

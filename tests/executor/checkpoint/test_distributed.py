@@ -53,6 +53,7 @@ def run(ckpt: Path, *extra: str, stop_after_s: float | None = None) -> list[dict
     return events
 
 
+@pytest.mark.e2e
 @pytest.mark.slow
 @pytest.mark.xdist_group("torch-distributed")  # gloo jobs, one at a time
 def test_two_workers_resume_bitwise_identically_from_a_dcp_checkpoint(tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ def lose_node(pid: int) -> None:
         process.kill()
 
 
+@pytest.mark.e2e
 @pytest.mark.slow
 @pytest.mark.xdist_group("torch-distributed")  # gloo jobs, one at a time
 def test_killing_one_of_two_nodes_shrinks_the_job_and_it_resumes(tmp_path: Path) -> None:

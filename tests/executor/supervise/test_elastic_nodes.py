@@ -65,6 +65,7 @@ def test_a_floor_below_min_or_above_max_is_refused_with_the_reason() -> None:
         NodePlan(min_nodes=1, max_nodes=4, floor=5)
 
 
+@pytest.mark.e2e
 @pytest.mark.slow
 @pytest.mark.xdist_group("torch-distributed")  # gloo jobs, one at a time
 def test_a_spot_node_is_taken_back_the_floor_trains_on_and_the_job_grows_back(

@@ -184,6 +184,7 @@ def reference_run_with(ckpt: Path, args: list[str]) -> dict:
     return done
 
 
+@pytest.mark.e2e
 def test_the_sweep_demo_reports_its_trials_and_reruns_the_best_bit_for_bit(
     store_file: Path,
 ) -> None:
