@@ -204,20 +204,22 @@ def test_it_moves_early_when_the_risk_forecast_for_its_pool_crosses_the_bar(
 def test_a_move_stays_a_move_when_the_pool_is_taken_back_while_it_checkpoints(
     tmp_path: Path,
 ) -> None:
-    # The move starts about a second in and the job takes 4 s to get out after saving: z0's
-    # own notice comes meanwhile (at 3.6 s), and the job is out before the kill (at 8 s).
-    # It must not get a second SIGTERM, which would now end it uncleanly.
-    traces = risky_and_safe_pools("1" * 4 + "0" + "1" * 55)
+    # The move starts about a second in (z1 is free from the second tick) and the job takes
+    # 10 s to get out after saving: z0's own notice comes meanwhile (at 9.6 s), and the job is
+    # out before the kill (at 19.6 s). It must not get a second SIGTERM, which would now end it
+    # uncleanly. (A busy machine may start the move up to ~9 s late and still meet this course.)
+    traces = risky_and_safe_pools("1" * 10 + "0" + "1" * 49)
     supervisor, command, store, ledger = supervise(
-        tmp_path, traces, work_s=6.0, migrate_risk=0.5, grace_s=4.0
+        tmp_path, traces, work_s=6.0, migrate_risk=0.5, grace_s=10.0
     )
-    report = supervisor.run([*command, "--exit-delay-s", "4"])
+    report = supervisor.run([*command, "--exit-delay-s", "10"])
     assert report.completed
     assert (report.migrations, report.preemptions) == (1, 0)
     assert report.placements[:2] == ["spot in z0", "spot in z1"]
     with open_operational(store) as market_store:
         ledger_report = job_report(market_store, ledger.job_id)
     assert (ledger_report.migrations, ledger_report.preemptions) == (1, 0)
+    assert ledger_report.notices == 1  # z0's own, which came while the job checkpointed
 
 
 @pytest.mark.slow
