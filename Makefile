@@ -48,15 +48,23 @@ lint: dev
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
+# pytest with mypy beside it: mypy takes a minute of one core in a clean clone, and the tests
+# leave a core idle much of the time (subprocesses starting, notice leads); its report follows
+# the tests', and either failing fails the target.
+PYTEST_BESIDE_MYPY = $(BIN)/ruff check . && $(BIN)/ruff format --check . \
+	&& { $(BIN)/mypy > $(VENV)/mypy.log 2>&1 & types=$$!; \
+	$(BIN)/pytest -q $(1); tests=$$?; wait $$types; typed=$$?; \
+	cat $(VENV)/mypy.log; [ $$tests = 0 ] && [ $$typed = 0 ]; }
+
 # Three workers on two cores: many tests wait (subprocess start-up, notice leads, gloo
 # timeouts), and a third worker fills those waits (three beat two and four, measured side by
-# side; the full tier takes 10-12 minutes on a 2-core machine, its ~900 CPU-s the bound).
-test: lint
-	$(BIN)/pytest -q -n 3 --dist loadgroup
+# side). The end-to-end jobs are `make test-e2e`.
+test: dev
+	$(call PYTEST_BESIDE_MYPY,-n 3 --dist loadgroup)
 
 # The fast tier waits little: two workers, each collecting once (1:52 against 2:02 with three).
-test-fast: lint
-	$(BIN)/pytest -q -n 2 --dist loadgroup -m "not slow"
+test-fast: dev
+	$(call PYTEST_BESIDE_MYPY,-n 2 --dist loadgroup -m "not slow")
 
 # Jobs end to end: the demo, the sweep demo and the resume bench, torchrun jobs that lose a
 # node, a DCP resume, and a job on each cloud's local servers (launch, a notice, a checkpoint in
