@@ -29,6 +29,7 @@ import pandas as pd
 
 from spotwise.policy.clouds import STORAGE_LISTS, StorageList
 from spotwise.policy.errors import PolicyError
+from spotwise.pricing.collect_commands import collect_all
 from spotwise.pricing.forecast.prior import DEFAULT_PRIOR
 from spotwise.pricing.forecast.risk_forecasters import SHIPPED_RISK
 from spotwise.pricing.quotes import Quote, is_stale, on_demand_quote, store_quote
@@ -187,21 +188,8 @@ def pools_for_gpu(
             found.pools.extend(one.pools)
             found.left_out.update(one.left_out)
         if (len(found.pools), len(found.left_out)) == before:
-            found.unpriced[cloud] = collect_command(cloud, gpu, [s.shape for s in shapes])
+            found.unpriced[cloud] = collect_all(cloud, shapes=[s.shape for s in shapes], gpu=gpu)
     return found
-
-
-def collect_command(cloud: str, gpu: str, shapes: Sequence[str]) -> str:
-    """The command that stores ``cloud``'s prices of ``shapes`` (those carrying ``gpu``)."""
-    if cloud == "aws":
-        types = ",".join(shapes)
-        return (
-            f"spotwise collect aws --region us-east-1 --instance-types {types}, then "
-            f"spotwise collect aws --on-demand --region us-east-1 --instance-types {types}"
-        )
-    if cloud == "azure":
-        return f"spotwise collect azure --regions eastus --gpu {gpu}"
-    return f"spotwise collect {cloud} --gpu {gpu}"
 
 
 def _pools_of(

@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from spotwise.pricing.collect_commands import collect_command
+
 if TYPE_CHECKING:  # pandas and the store load only when a quote is read (the CLI starts fast)
     import pandas as pd
 
@@ -87,9 +89,12 @@ def reference(
             command that collects it.
     """
     if instance_type.lower() != REFERENCE_INSTANCE_TYPE:
-        where = f" --region {region}" if region else ""
-        on_demand = " --on-demand" if market == "on_demand" else ""
-        collect = f"spotwise collect aws{on_demand}{where} --instance-types {instance_type}"
+        collect = collect_command(
+            "aws",
+            regions=[region] if region else [],
+            shapes=[instance_type],
+            on_demand=market == "on_demand",
+        )
         raise ValueError(f"no {what} in the store: give it with {flag}, or collect it ({collect})")
     price = REFERENCE_SPOT_USD if market == "spot" else REFERENCE_ON_DEMAND_USD
     return Quote(usd_per_hour=price, source=REFERENCE_SOURCE)

@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from spotwise.core.clock import SYSTEM_CLOCK, Clock
+from spotwise.pricing.collect_commands import collect_command, regional_clouds
 from spotwise.pricing.frames import region_of_zone
 from spotwise.pricing.quotes import (
     REFERENCE_INSTANCE_TYPE,
@@ -120,10 +121,10 @@ def _stale_collect(prices: dict[str, Any], market: str, places: list[str]) -> st
     instance_type = str(prices.get("instance_type", ""))
     regional = _regional_cloud(instance_type)
     if regional is None:
-        return f"spotwise collect aws{' --on-demand' if market == 'on-demand' else ''} --region R"
+        return collect_command("aws", regions=["R"], on_demand=market == "on-demand")
     region_of = prices.get("region_of") or {}
     regions = sorted({region_of.get(p, p) for p in places if region_of.get(p, p)}) or ["R"]
-    return REGIONAL_COLLECT[regional].format(region=",".join(regions), shape=instance_type)
+    return collect_command(regional, regions=regions, shapes=[instance_type])
 
 
 def pool_zone_type(pool: str, instance_type: str) -> tuple[str, str]:
@@ -202,14 +203,6 @@ def _on_demand_in(
     return on_demand_quote(store, region, instance_type, spot_here, given_price=given_price)
 
 
-REGIONAL_COLLECT = {
-    "gcp": "spotwise collect gcp --regions {region} --shapes {shape}",
-    "azure": "spotwise collect azure --regions {region} --vm-sizes {shape}",
-}
-"""The clouds whose catalogs price a shape per region, not per zone, and the command that
-collects one shape's prices in one region."""
-
-
 def _spot_quote(
     store: MarketStore,
     pool: str,
@@ -234,7 +227,7 @@ def _regional_cloud(instance_type: str) -> str | None:
     """The cloud of ``instance_type`` when its prices are per region (GCP, Azure), else None."""
     from spotwise.pricing.gpus import shape_of
 
-    return next((c for c in REGIONAL_COLLECT if shape_of(c, instance_type)), None)
+    return next((c for c in regional_clouds() if shape_of(c, instance_type)), None)
 
 
 def _regional_quote(
@@ -250,7 +243,7 @@ def _regional_quote(
         return quote
     spot = market == "spot"
     what, flag = ("spot", "--spot-price") if spot else ("on-demand", "--on-demand-price")
-    collect = REGIONAL_COLLECT[cloud].format(region=region, shape=instance_type)
+    collect = collect_command(cloud, regions=[region], shapes=[instance_type])
     raise ValueError(
         f"no {what} price of {instance_type} in {region} in the store: give it with {flag}, or "
         f"collect it ({collect})"

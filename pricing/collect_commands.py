@@ -1,0 +1,85 @@
+"""The ``spotwise collect`` line that stores a cloud's prices: the one home of what every message
+about a missing or stale price tells a user to run."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Collector:
+    """How a cloud's ``collect`` command is written."""
+
+    region_flag: str
+    """``--region`` (one region a run) or ``--regions`` (comma-separated)."""
+    shape_flag: str
+    """The flag that names instance types, machine shapes or VM sizes."""
+    per_region: bool
+    """Its catalog prices a shape per region, not per zone."""
+    needs_region: str | None
+    """A region to name where the command needs one and the caller has none (None: optional)."""
+    on_demand_flag: str | None = None
+    """The flag of a separate run for on-demand prices (None: one run stores both)."""
+    gpu_flag: str | None = "--gpu"
+    """The flag that picks shapes by GPU model (None: none)."""
+
+
+COLLECTORS = {
+    "aws": Collector(
+        "--region",
+        "--instance-types",
+        per_region=False,
+        needs_region="us-east-1",
+        on_demand_flag="--on-demand",
+        gpu_flag=None,
+    ),
+    "gcp": Collector("--regions", "--shapes", per_region=True, needs_region=None),
+    "azure": Collector("--regions", "--vm-sizes", per_region=True, needs_region="eastus"),
+}
+"""Each cloud with a ``spotwise collect`` command, by name."""
+
+
+def regional_clouds() -> tuple[str, ...]:
+    """The clouds whose catalogs price a shape per region, not per zone."""
+    return tuple(cloud for cloud, c in COLLECTORS.items() if c.per_region)
+
+
+def collect_command(
+    cloud: str,
+    *,
+    regions: Sequence[str] = (),
+    shapes: Sequence[str] = (),
+    gpu: str | None = None,
+    on_demand: bool = False,
+) -> str:
+    """The command that stores ``cloud``'s prices of ``shapes`` (or of ``gpu``'s shapes) in
+    ``regions``; ``on_demand``: its on-demand prices, where a separate run stores them."""
+    collector = COLLECTORS[cloud]
+    if len(regions) > 1 and not collector.region_flag.endswith("s"):
+        raise ValueError(f"collect {cloud} takes one region a run, not {len(regions)}")
+    words = ["spotwise", "collect", cloud]
+    if on_demand and collector.on_demand_flag:
+        words.append(collector.on_demand_flag)
+    if regions:
+        words += [collector.region_flag, ",".join(regions)]
+    if shapes:
+        words += [collector.shape_flag, ",".join(shapes)]
+    if gpu and collector.gpu_flag:
+        words += [collector.gpu_flag, gpu]
+    return " ".join(words)
+
+
+def collect_all(cloud: str, *, shapes: Sequence[str], gpu: str) -> str:
+    """The command(s) that store ``cloud``'s spot and on-demand prices of ``gpu``'s ``shapes``,
+    in the region the command needs where it needs one."""
+    collector = COLLECTORS[cloud]
+    regions = [collector.needs_region] if collector.needs_region else []
+    if collector.gpu_flag is None:  # named by shape
+        spot = collect_command(cloud, regions=regions, shapes=shapes)
+    else:
+        spot = collect_command(cloud, regions=regions, gpu=gpu)
+    if collector.on_demand_flag is None:
+        return spot
+    on_demand = collect_command(cloud, regions=regions, shapes=shapes, on_demand=True)
+    return f"{spot}, then {on_demand}"
