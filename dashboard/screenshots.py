@@ -13,12 +13,13 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+
+from spotwise.core.clock import SYSTEM_CLOCK
 
 PAGES = {"market": "", "risk": "risk", "plan": "plan", "policies": "policies", "jobs": "jobs"}
 CHART = "canvas, svg.marks"
@@ -41,17 +42,17 @@ def dashboard_server(store: Path) -> Iterator[str]:
     server = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
+        deadline = SYSTEM_CLOCK.monotonic() + 60
         while True:
             try:
                 if httpx.get(f"{url}/_stcore/health", timeout=2).status_code == 200:
                     break
             except httpx.TransportError:
                 pass
-            if server.poll() is not None or time.monotonic() > deadline:
+            if server.poll() is not None or SYSTEM_CLOCK.monotonic() > deadline:
                 problem = server.stderr.read() if server.stderr else b""
                 raise RuntimeError(f"the dashboard did not start: {problem!r}")
-            time.sleep(0.3)
+            SYSTEM_CLOCK.sleep(0.3)
         yield url
     finally:
         server.terminate()

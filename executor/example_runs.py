@@ -5,11 +5,11 @@ must match bit for bit."""
 from __future__ import annotations
 
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from spotwise.core.clock import SYSTEM_CLOCK
 from spotwise.executor.errors import ExecutorError
 from spotwise.executor.supervise.replay import ReplayRun, run_under_replay
 
@@ -45,11 +45,11 @@ def reference_run(ckpt: Path | str, *, epochs: int, step_sleep_s: float) -> Refe
     Raises:
         ExecutorError: when it fails, or ends without its ``done`` event.
     """
-    began = time.monotonic()  # timing only: the reference run's wall time, a bench figure
+    began = SYSTEM_CLOCK.monotonic()  # timing only: the reference run's wall time, a bench figure
     run = run_under_replay(
         example_command(ckpt, epochs=epochs, step_sleep_s=step_sleep_s), [], lead_s=2, grace_s=5
     )
     done = run.launches[-1].event("done")
     if done is None:
         raise ExecutorError("the reference run ended without its done event")
-    return ReferenceRun(run=run, done=done, wall_s=time.monotonic() - began)
+    return ReferenceRun(run=run, done=done, wall_s=SYSTEM_CLOCK.monotonic() - began)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from spotwise import policy
+from spotwise.core.clock import SYSTEM_CLOCK, Clock
 from spotwise.policy.job import JobSpec
 from spotwise.policy.simulate import (
     EVERYTHING,
@@ -205,9 +206,9 @@ def kept_next_to(store: Path, what: str) -> Path:
     return store.with_name(f"{store.stem}.{what}.json")
 
 
-def save_summary(summary: dict[str, Any], store: Path) -> Path:
+def save_summary(summary: dict[str, Any], store: Path, clock: Clock = SYSTEM_CLOCK) -> Path:
     """Keep the bench JSON next to ``store`` for the dashboard, with when it was made."""
-    made = {"saved_at": datetime.now(UTC).isoformat(timespec="seconds")}
+    made = {"saved_at": datetime.fromtimestamp(clock.time(), UTC).isoformat(timespec="seconds")}
     return save_json({**summary, **made}, kept_next_to(store, f"bench-policy-{summary['zones']}"))
 
 

@@ -110,7 +110,6 @@ def jobs_logs(
 ) -> None:
     """What the job's command printed, instance by instance (each opened by a line naming it),
     prefixed by where each ran; on stderr, what an instance that printed nothing yet waits for."""
-    import time
 
     from spotwise.executor.supervise.job_log import instance_logs, log_folder
 
@@ -125,7 +124,7 @@ def jobs_logs(
         _say_what_is_missing(job_id, status, logs, told)
         if not follow or status != "running":
             return
-        time.sleep(poll_s)
+        SYSTEM_CLOCK.sleep(poll_s)
 
 
 def _job_status(store: Path | None, job_id: str) -> str:

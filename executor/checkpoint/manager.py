@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 import torch
 
+from spotwise.core.clock import SYSTEM_CLOCK, Clock
 from spotwise.executor.checkpoint.statedict import (
     flatten,
     tensor_bytes,
@@ -174,8 +175,10 @@ class CheckpointManager:
         full_every: int = 1,
         async_save: bool = True,
         storage_options: dict[str, dict[str, Any]] | None = None,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
-        """Open the replicas (``storage_options`` maps a URL to its fsspec options)."""
+        """Open the replicas (``storage_options`` maps a URL to its fsspec options); manifests
+        are stamped with ``clock``'s time."""
         if not urls:
             raise CheckpointError("no checkpoint URL given: pass at least one folder or URL")
         if keep_latest_k < 1 or full_every < 1:
@@ -185,6 +188,7 @@ class CheckpointManager:
         self.keep_latest_k = keep_latest_k
         self.full_every = full_every
         self.async_save = async_save
+        self.clock = clock
         self._buffers: dict[str, torch.Tensor] = {}
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
@@ -325,7 +329,7 @@ class CheckpointManager:
             "step": step,
             "kind": "full" if full else "incremental",
             "base_step": None if full else self._base_step,
-            "created": time.time(),
+            "created": self.clock.time(),
             "skeleton": skeleton,
             "tensors": entries,
             "files": files,

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from spotwise.core.clock import SYSTEM_CLOCK
 from spotwise.core.progress import Progress
 from spotwise.executor.demo import DEMO_POOLS
 from spotwise.executor.example_runs import example_command
@@ -108,8 +109,8 @@ def run_sweep_demo(
     or another stretch of the traces when asked)."""
     from spotwise.executor.sweeps.sweep import sweep_folder
 
-    began = time.monotonic()
-    name = time.strftime("demo-%Y%m%d-%H%M%S")
+    began = SYSTEM_CLOCK.monotonic()
+    name = time.strftime("demo-%Y%m%d-%H%M%S", time.localtime(SYSTEM_CLOCK.time()))
     folder = sweep_folder(store_path, name)
     spec_file = folder / "sweep.toml"
     spec_file.write_text(demo_spec(name, lrs, widths))
@@ -144,7 +145,7 @@ def run_sweep_demo(
         progress(f"best trial {report.best['trial']}: run again uninterrupted")
         identical = _rerun_matches(config, report.best)
     return SweepDemoResult(
-        report=report, best_rerun_identical=identical, wall_s=time.monotonic() - began
+        report=report, best_rerun_identical=identical, wall_s=SYSTEM_CLOCK.monotonic() - began
     )
 
 

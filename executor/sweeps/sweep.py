@@ -23,7 +23,6 @@ import functools
 import json
 import math
 import threading
-import time
 import warnings
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, replace
@@ -34,6 +33,7 @@ import optuna
 from optuna.storages import RetryHeartbeatStaleTrialCallback
 from optuna.trial import FrozenTrial, Trial, TrialState
 
+from spotwise.core.clock import SYSTEM_CLOCK
 from spotwise.core.progress import Progress
 from spotwise.executor.clouds.base import CloudTarget
 from spotwise.executor.errors import Cancelled, ExecutorError, Stopped
@@ -203,7 +203,7 @@ def _storage(config: SweepConfig, *, tries: int = 4) -> optuna.storages.RDBStora
         except Exception as exc:  # sqlalchemy's: a bad URL, a server away, a creation race
             raced = "already exists" in str(exc) or "duplicate key" in str(exc)
             if raced and attempt + 1 < tries:
-                time.sleep(0.5 * (attempt + 1))
+                SYSTEM_CLOCK.sleep(0.5 * (attempt + 1))
                 continue
             where = config.storage.split("@")[-1]
             raise ExecutorError(
@@ -340,7 +340,7 @@ class SweepWorker:
             if trial is None:
                 return ran
             if isinstance(trial, _Wait):
-                time.sleep(max(1.0, self.config.heartbeat_s / 2))
+                SYSTEM_CLOCK.sleep(max(1.0, self.config.heartbeat_s / 2))
                 continue
             self.run_trial(trial)
             ran += 1

@@ -10,7 +10,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +18,7 @@ from types import FrameType
 import optuna
 from optuna.trial import TrialState
 
+from spotwise.core.clock import SYSTEM_CLOCK
 from spotwise.core.progress import Progress
 from spotwise.executor.sweeps.spec import SweepSpec
 from spotwise.executor.sweeps.sweep import SweepConfig, open_study, original_number
@@ -103,7 +103,7 @@ def _follow(
             said = now
         if not running:
             return
-        time.sleep(poll_s)
+        SYSTEM_CLOCK.sleep(poll_s)
 
 
 def _write_private(path: Path, text: str) -> Path:
