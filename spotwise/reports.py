@@ -29,9 +29,10 @@ def print_report(report: dict[str, Any], as_json: bool) -> None:
         for line in _price_lines(report["prices"]):
             out.print(f"  {line}")
     b = report["breakdown"]
+    sized = report.get("checkpoints_sized", True)
+    storage = f"${b['storage']:,.4f}" if sized else "not counted"
     out.print(
-        f"  compute ${b['compute']:,.2f} + storage ${b['storage']:,.4f} + recovery "
-        f"${b['recovery']:,.2f}"
+        f"  compute ${b['compute']:,.2f} + storage {storage} + recovery ${b['recovery']:,.2f}"
     )
     for market, m in report["markets"].items():
         out.print(f"  {market}: {m['hours']:.2f} h, ${m['cost_usd']:,.2f}")
@@ -40,7 +41,12 @@ def print_report(report: dict[str, Any], as_json: bool) -> None:
         f"{plural(report['preemptions'], 'preemption')} "
         f"({plural(report['notices'], 'notice')}), {plural(report['migrations'], 'migration')}, "
         f"{report['lost_work_hours']:.2f} h of work lost, "
-        f"{report['checkpoint_bytes'] / 1e6:.1f} MB of checkpoints"
+        + (
+            f"{report['checkpoint_bytes'] / 1e6:.1f} MB of checkpoints"
+            if sized
+            else "checkpoints not sized (spotwise run --ckpt FOLDER sizes a local folder when "
+            "the job ends; a bucket's checkpoints are not sized)"
+        )
     )
     if report.get("pending_writes"):
         out.print(

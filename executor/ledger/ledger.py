@@ -469,6 +469,9 @@ class JobReport:
     migrations: int
     lost_work_hours: float
     checkpoint_bytes: int
+    checkpoints_sized: bool
+    """Whether its checkpoints were sized (a local ``--ckpt`` folder, when the job ended);
+    if not, ``checkpoint_bytes`` and the storage cost are 0 for want of a size, not measured."""
     nodes: dict[str, dict[str, MarketUse]]
     """A multi-node job's hours and cost per node and market (empty for one node)."""
     entries: int
@@ -508,7 +511,8 @@ def _report(job: pd.Series, entries: pd.DataFrame, *, pending: int) -> JobReport
     lost = entries[entries.kind == EntryKind.LOST_WORK]
     lost_hours = float(lost.hours.sum()) if not lost.empty else 0.0
     recovery = float((lost.hours * lost.price).sum()) if not lost.empty else 0.0
-    checkpoint_bytes = int(entries[entries.kind == EntryKind.CHECKPOINT].bytes.sum())
+    sized = entries[entries.kind == EntryKind.CHECKPOINT]
+    checkpoint_bytes = int(sized.bytes.sum())
     storage = StorageTerms(
         checkpoint_gb=checkpoint_bytes / 1e9,
         usd_per_gb_month=float(job.checkpoint_usd_per_gb_month),
@@ -545,6 +549,7 @@ def _report(job: pd.Series, entries: pd.DataFrame, *, pending: int) -> JobReport
         migrations=int((entries.kind == EntryKind.MIGRATION).sum()),
         lost_work_hours=round(lost_hours, 4),
         checkpoint_bytes=checkpoint_bytes,
+        checkpoints_sized=not sized.empty,
         nodes=_node_use(instances),
         entries=len(entries),
         pending_writes=pending,

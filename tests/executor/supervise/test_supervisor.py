@@ -239,8 +239,30 @@ def test_jobs_list_and_show_read_the_ledger(tmp_path: Path, cli: CliRun, store_f
     assert "simulated on a replayed market" in text
     assert "reference p3.2xlarge price (not a quote)" in text  # the prices say what they are
     assert "(simulated)" in cli("jobs", "list", env=env).stdout
+    # no --ckpt folder: the checkpoints' size is unknown, said so, never shown as 0 MB and $0
+    assert report["checkpoints_sized"] is False
+    assert "checkpoints not sized" in text and "storage not counted" in text
     missing = cli("jobs", "show", "nope", env=env)
     assert missing.returncode == 1 and "no job 'nope'" in missing.stderr
+
+
+@pytest.mark.slow
+def test_a_jobs_local_checkpoint_folder_is_sized_into_its_storage_cost(
+    tmp_path: Path, cli: CliRun
+) -> None:
+    folder = tmp_path / "ck"
+    (folder / "step-1").mkdir(parents=True)
+    (folder / "step-1" / "model.pt").write_bytes(b"0" * 2_500_000)
+    traces = market("1" * 60)
+    supervisor, command, store, ledger = supervise(
+        tmp_path, traces, work_s=0.5, ckpt_dirs=(folder,)
+    )
+    supervisor.run(command)
+    env = {"SPOTWISE_STORE": str(store)}
+    report = json.loads(cli("jobs", "show", ledger.job_id, "--json", env=env).stdout)
+    assert report["checkpoints_sized"] is True and report["checkpoint_bytes"] == 2_500_000
+    text = cli("jobs", "show", ledger.job_id, env=env).stdout
+    assert "2.5 MB of checkpoints" in text and "storage $" in text
 
 
 @pytest.mark.slow
