@@ -135,6 +135,7 @@ def test_a_checkpointer_saves_durably_and_loads_bit_for_bit(
     assert older is not None and older.step == 1 and same(older.state, state(1))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("checkpointer", CHECKPOINTERS, indirect=True)
 def test_a_checkpointer_keeps_the_newest_k_steps(
     checkpointer: Callable[[int], Checkpointer],

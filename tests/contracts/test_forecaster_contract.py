@@ -58,6 +58,7 @@ def test_a_series_forecaster_forecasts_a_constant_as_that_constant(alias: str) -
     assert np.allclose(result.mean, 3.25)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("alias", sorted(PANEL_FORECASTERS))
 def test_a_panel_forecaster_gives_h_steps_after_each_series_and_repeats_itself(
     alias: str,

@@ -76,6 +76,7 @@ def test_replay_runs_a_clean_command_once() -> None:
     assert run.launches[0].event("done") is not None
 
 
+@pytest.mark.slow
 def test_replay_leaves_out_the_take_backs_past_its_limit() -> None:
     script = (
         "import json, signal, sys, time\n"

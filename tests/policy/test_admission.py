@@ -257,6 +257,7 @@ def test_slow_unauthenticated_sockets_take_no_place_from_token_holders(api: str)
             sock.close()
 
 
+@pytest.mark.slow
 def test_a_slow_body_gets_408_and_holds_no_place_meanwhile(api: str) -> None:
     socks = [slow_post(api, API_TOKEN) for _ in range(6)]  # more than all four places
     try:
@@ -300,6 +301,7 @@ def test_one_client_cannot_take_every_place_and_healthz_says_when_all_are_taken(
     assert figures["status"] == "saturated"  # it turned one away within the last 10 s
 
 
+@pytest.mark.slow
 def test_the_policy_client_gets_through_a_503_burst(api: str) -> None:
     """While every place is taken the client is told 503 and asks again after Retry-After
     (jittered); once places free up it gets its decision, and no job would have failed."""
@@ -332,6 +334,7 @@ def test_the_policy_client_gets_through_a_503_burst(api: str) -> None:
     assert results == [200] * 4
 
 
+@pytest.mark.slow
 def test_advice_the_supervisor_reads_while_it_watches_waits_little_and_a_bad_url_not_at_all() -> (
     None
 ):

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from spotwise.policy.fleet import (
     FleetJob,
@@ -122,6 +123,7 @@ def test_an_urgent_job_gets_the_spot_node_of_a_patient_one_instead_of_buying_on_
         assert sum(r.cost_usd for r in managed.jobs) < sum(r.cost_usd for r in alone)
 
 
+@pytest.mark.slow
 def test_bench_fleet_prints_the_tiers_against_independent_best(cli: CliRun, tmp_path: Path) -> None:
     plot = tmp_path / "fleet.png"
     result = cli(

@@ -82,6 +82,7 @@ def test_every_price_and_risk_names_its_source_and_when_it_held(p3: StorePools) 
     assert [p.pool.name for p in fresh.pools if "spot price" not in fresh.stale(p)]
 
 
+@pytest.mark.slow
 def test_the_plan_ends_with_the_command_that_runs_it(p3: StorePools) -> None:
     inputs = PlanInputs(gpu_hours=100, deadline_hours=200)
     plan = plan_job(inputs, p3.pools)

@@ -156,6 +156,7 @@ def test_on_demand_prices_come_from_the_price_list_with_their_publication_date(
     assert "1 rows (0 new)" in again.stderr
 
 
+@pytest.mark.slow
 def test_an_item_that_is_not_a_linux_hourly_price_is_named_not_stored(
     cli: CliRun, store_file: Path
 ) -> None:

@@ -102,6 +102,7 @@ def test_collector_resumes_each_series_from_its_newest_stored_price(
     assert refetched < len(expected)  # the second run did not page through everything again
 
 
+@pytest.mark.slow
 def test_collector_backs_off_and_retries_when_throttled(
     store: MarketStore, us_east_1_history: pd.DataFrame
 ) -> None:

@@ -183,6 +183,7 @@ def test_a_rerun_of_collect_azure_adds_nothing(
     assert added_again == {"prices": 0, "price_skus": 0, "bands": 0}
 
 
+@pytest.mark.slow
 def test_without_azure_credentials_resource_graph_is_one_line_and_retail_prices_are_kept(
     retail: RetailPricesFake, azure_env: Path, store_file: Path
 ) -> None:

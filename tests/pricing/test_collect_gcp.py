@@ -231,6 +231,7 @@ def test_an_api_not_enabled_is_one_line_naming_the_project_and_the_command(
     assert f"gcloud services enable cloudbilling.googleapis.com --project {PROJECT_NUMBER}" in line
 
 
+@pytest.mark.slow
 def test_a_5xx_is_retried_a_bounded_number_of_times_then_one_line_and_nothing_is_stored(
     billing: CloudBillingFake, store_file: Path
 ) -> None:
@@ -275,6 +276,7 @@ def test_a_passing_5xx_is_retried_and_the_collection_completes(
         ),
     ],
 )
+@pytest.mark.slow
 def test_a_sku_spotwise_cannot_use_is_refused_in_one_line_and_nothing_is_stored(
     billing: CloudBillingFake, store_file: Path, change: dict, problem: str
 ) -> None:

@@ -101,6 +101,7 @@ def test_a_second_open_migrates_nothing_and_two_processes_can_build_a_new_databa
     assert {r["name"]: r["version"] for r in rows} == {n: s.version for n, s in SCHEMAS.items()}
 
 
+@pytest.mark.slow
 def test_writes_and_reads_answer_alike_and_a_failed_batch_leaves_nothing(
     backend: str, store_file: Path
 ) -> None:

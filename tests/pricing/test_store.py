@@ -182,6 +182,7 @@ def test_newest_is_the_latest_time_of_the_matching_series(store_file: Path) -> N
         )
 
 
+@pytest.mark.slow
 def test_an_open_waits_for_a_store_another_process_holds_then_gives_up(
     store_file: Path,
 ) -> None:

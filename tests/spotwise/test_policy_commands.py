@@ -139,6 +139,7 @@ def test_bench_pools_file_changes_prices(cli: CliRun, tmp_path: Path) -> None:
     assert bad.returncode != 0 and "pool 'nowhere' has no trace" in bad.stderr
 
 
+@pytest.mark.slow
 def test_plan_recommends_pools_with_a_cost_breakdown(cli: CliRun) -> None:
     assert cli("data", "load", str(DATA / "prices"), str(DATA / "advisor")).returncode == 0
     result = cli(

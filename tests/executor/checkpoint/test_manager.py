@@ -188,6 +188,7 @@ def _save_with_tiny_file_limit(folder: str, queue: multiprocessing.Queue) -> Non
         queue.put(f"error: {exc}")
 
 
+@pytest.mark.slow
 def test_full_disk_fails_the_save_loudly_and_leaves_latest_untouched(tmp_path: Path) -> None:
     context = forkserver()
     queue = context.Queue()

@@ -141,6 +141,7 @@ def test_a_fleet_runs_each_job_on_its_own_instances_with_the_code_shipped_once(
     assert set(nodes["node-0"]) == {"on-demand"}  # its rendezvous host
 
 
+@pytest.mark.slow
 def test_an_elastic_fleet_job_on_aws_needs_a_security_group_before_any_aws_call(
     tmp_path: Path, cli: CliRun
 ) -> None:

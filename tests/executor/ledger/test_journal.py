@@ -90,6 +90,7 @@ def test_writes_a_busy_store_cannot_take_wait_in_a_journal_and_go_in_order_when_
     assert after.cost_usd == pytest.approx(before.cost_usd)
 
 
+@pytest.mark.slow
 def test_a_finished_job_whose_store_stays_busy_is_shown_with_its_pending_writes(
     cli: CliRun, store_file: Path, monkeypatch: pytest.MonkeyPatch, store_busy: StoreBusy
 ) -> None:

@@ -75,6 +75,7 @@ def test_a_saving_of_another_era_and_an_unknown_type_are_not_used(tmp_path: Path
     assert given.on_demand_quote().source == "given with --on-demand-price"
 
 
+@pytest.mark.slow
 def test_an_on_demand_only_run_saves_nothing(tmp_path: Path) -> None:
     store = tmp_path / "store.duckdb"
     terms = job(2.0)

@@ -150,6 +150,7 @@ def test_a_spot_node_is_taken_back_the_floor_trains_on_and_the_job_grows_back(
     assert costs[0] > 0 and max(costs[1:]) > 0
 
 
+@pytest.mark.slow
 def test_run_refuses_nodes_it_cannot_keep_and_says_what_to_do(cli: CliRun) -> None:
     local = cli("run", "--launcher", "local", "--nodes", "1:2", "--", "true")
     assert local.returncode == 1 and "--nodes needs --launcher torchrun" in local.stderr

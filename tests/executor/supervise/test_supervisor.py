@@ -324,6 +324,7 @@ class BlindReplay:
         return self.inner.launch(placement, command, env, log)
 
 
+@pytest.mark.slow
 def test_a_blind_supervisor_asks_down_the_launch_request_and_remembers_refusals(
     tmp_path: Path,
 ) -> None:
@@ -389,6 +390,7 @@ class _NoticedWhenStepping:
         return self.inner.poll()
 
 
+@pytest.mark.slow
 def test_a_notice_the_job_heard_itself_is_counted_once_with_its_preemption(
     tmp_path: Path,
 ) -> None:

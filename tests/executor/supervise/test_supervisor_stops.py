@@ -141,6 +141,7 @@ def test_a_signal_to_spotwise_run_stops_the_job_and_records_it_cancelled(
     assert job["status"] == "cancelled" and job["ended"] is not None
 
 
+@pytest.mark.slow
 def test_a_cancelled_job_gets_its_notice_and_checkpoints_first(tmp_path: Path) -> None:
     supervisor, command, store, _ = supervise(tmp_path, market("1" * 120), work_s=30.0)
 

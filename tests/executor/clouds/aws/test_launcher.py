@@ -137,6 +137,7 @@ def test_the_boot_script_carries_no_secret_and_quotes_what_a_flag_names() -> Non
     assert "--setup 'x; rm -rf /'" in script
 
 
+@pytest.mark.slow
 def test_secrets_reach_the_instance_through_ssm_and_are_deleted_at_the_end(
     moto_server: str,
 ) -> None:
@@ -192,6 +193,7 @@ def test_secrets_without_an_instance_role_are_refused(moto_server: str) -> None:
         )
 
 
+@pytest.mark.slow
 def test_a_spot_launch_is_a_tagged_spot_instance_in_its_zone(launcher: AwsLauncher) -> None:
     placement = Placement(market="spot", pool="us-east-1b", price=0.9)
     instance = launcher.launch(placement, COMMAND, {"SPOTWISE_MARKET": "spot"})
@@ -471,6 +473,7 @@ def user_data(launcher: AwsLauncher, instance_id: str) -> str:
     return base64.b64decode(answer["UserData"]["Value"]).decode()
 
 
+@pytest.mark.slow
 def test_an_elastic_job_on_aws_joins_its_spot_nodes_to_the_hosts_address_and_replaces_one(
     moto_server: str, tmp_path: Path
 ) -> None:

@@ -108,6 +108,7 @@ def test_secrets_come_from_ssm_into_the_command_environment_only(
     assert {"stream": "out", "line": "key=wb-1"} in records(s3, "p", "i-4")
 
 
+@pytest.mark.slow
 def test_a_stop_notice_from_imds_is_passed_to_the_command_as_sigterm(
     s3: Any, tmp_path: Path
 ) -> None:

@@ -30,6 +30,7 @@ def checked(target: AzureTarget) -> dict[str, Check]:
     return {c.what: c for c in AzureCloud().check(target)}
 
 
+@pytest.mark.slow
 def test_check_on_a_subscription_not_set_up_names_each_miss_with_its_fix(
     azure: AzureLocal,
 ) -> None:
@@ -54,6 +55,7 @@ def test_check_on_a_subscription_not_set_up_names_each_miss_with_its_fix(
     assert all("\n" not in c.detail and "\n" not in c.fix for c in checks.values())
 
 
+@pytest.mark.slow
 def test_unregistered_providers_are_one_check_naming_each_command(
     azure: AzureLocal, ready: AzureTarget
 ) -> None:
@@ -70,6 +72,7 @@ def test_unregistered_providers_are_one_check_naming_each_command(
     )
 
 
+@pytest.mark.slow
 def test_a_subscription_the_credentials_cannot_see_is_one_miss(
     azure: AzureLocal, ready: AzureTarget
 ) -> None:
@@ -82,6 +85,7 @@ def test_a_subscription_the_credentials_cannot_see_is_one_miss(
     assert checks[1].detail == f"{other} is not a subscription these credentials can see"
 
 
+@pytest.mark.slow
 def test_no_spot_quota_and_a_zone_without_the_size_are_each_a_miss_with_its_fix(
     azure: AzureLocal, ready: AzureTarget
 ) -> None:
@@ -103,6 +107,7 @@ def test_no_spot_quota_and_a_zone_without_the_size_are_each_a_miss_with_its_fix(
     assert unknown.detail == "Standard_ND96asr_v4 is not offered in eastus"
 
 
+@pytest.mark.slow
 def test_check_finds_a_set_up_subscription_ready(azure: AzureLocal, ready: AzureTarget) -> None:
     checks = AzureCloud().check(ready)
     assert [c.what for c in checks if c.status != "ok"] == []

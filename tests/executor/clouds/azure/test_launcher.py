@@ -65,6 +65,7 @@ def eventually(what: str, check: Callable[[], Any], timeout_s: float = 20.0) -> 
     raise AssertionError(f"waited {timeout_s:.0f} s for {what}")
 
 
+@pytest.mark.slow
 def test_a_spot_launch_is_a_tagged_spot_vm_in_its_zone_running_the_boot_script(
     azure: AzureLocal, ready: AzureTarget
 ) -> None:
@@ -156,6 +157,7 @@ def test_a_spot_vm_azure_refuses_is_no_capacity_and_leaves_nothing(
     assert left_of(azure, "refused") == []  # the Failed VMs and their NICs were deleted
 
 
+@pytest.mark.slow
 def test_an_unregistered_provider_is_one_line_naming_the_fix_and_leaves_nothing(
     azure: AzureLocal, ready: AzureTarget
 ) -> None:
@@ -169,6 +171,7 @@ def test_an_unregistered_provider_is_one_line_naming_the_fix_and_leaves_nothing(
     assert left_of(azure, "noprovider") == []
 
 
+@pytest.mark.slow
 def test_a_price_above_the_cap_evicts_the_spot_vm_after_its_notice_and_it_was_preempted(
     azure: AzureLocal, ready: AzureTarget
 ) -> None:
@@ -189,6 +192,7 @@ def test_a_price_above_the_cap_evicts_the_spot_vm_after_its_notice_and_it_was_pr
     uncapped.kill()
 
 
+@pytest.mark.slow
 def test_a_vm_asked_to_leave_is_powered_off_and_counts_as_preempted(
     azure: AzureLocal, ready: AzureTarget
 ) -> None:
@@ -203,6 +207,7 @@ def test_a_vm_asked_to_leave_is_powered_off_and_counts_as_preempted(
     instance.terminate()
 
 
+@pytest.mark.slow
 def test_secrets_live_in_key_vault_tagged_with_the_job_and_never_in_the_custom_data(
     azure: AzureLocal, ready: AzureTarget
 ) -> None:
@@ -257,6 +262,7 @@ def test_the_boot_script_quotes_what_a_flag_names_and_is_valid_bash() -> None:
     assert subprocess.run(["bash", "-n"], input=script, text=True).returncode == 0
 
 
+@pytest.mark.slow
 def test_a_launcher_without_the_vault_setup_makes_says_so_in_one_line(
     azure: AzureLocal, ready: AzureTarget
 ) -> None:

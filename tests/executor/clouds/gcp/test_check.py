@@ -27,6 +27,7 @@ NO_CREDENTIALS = (
 )
 
 
+@pytest.mark.slow
 def test_check_on_a_project_not_set_up_names_each_miss_with_its_fix(gcp: GcpLocal) -> None:
     gcp.fake.quotas["PREEMPTIBLE_NVIDIA_V100_GPUS"] = 0.0
     target = GcpCloud().target(options(gcp, bucket="never-made", zones=("us-central1-a",)))

@@ -48,6 +48,7 @@ def report_exit(launcher: GcpLauncher, name: str, code: int) -> None:
     launcher.bucket.blob(f"{launcher.prefix}/{name}/exit").upload_from_string(f"{code}\n")
 
 
+@pytest.mark.slow
 def test_a_spot_vm_carries_its_gpu_labels_and_startup_script_in_the_zone_picked(
     gcp: GcpLocal, project: GcpTarget
 ) -> None:
@@ -224,6 +225,7 @@ def test_a_host_name_becomes_a_label_one_to_one() -> None:
     assert host_label("gpu-box-7") == "gpu-box-7"
 
 
+@pytest.mark.slow
 def test_the_supervisor_relaunches_on_gcp_after_a_preemption_and_tears_down(
     gcp: GcpLocal, project: GcpTarget, tmp_path: Path
 ) -> None:
