@@ -17,7 +17,7 @@ HOLD_TORCH = $(BIN)/python -c "import importlib.metadata as m; print('torch==' +
 # cache every spotwise process compiles its ~800 modules again (seconds of CPU each).
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: setup dev demo test test-fast test-e2e test-postgres test-notebooks soak lint clean notebook notebooks
+.PHONY: setup dev demo style test test-fast test-e2e test-postgres test-notebooks soak lint clean notebook notebooks
 
 # What the demo needs (1.6 GiB with the CPU torch; Python compiles what it imports as it goes,
 # where pip would compile every file for 0.4 GiB more); the dev tools come with `make test`.
@@ -43,27 +43,28 @@ dev: $(VENV)/.dev
 demo: setup
 	$(BIN)/spotwise demo
 
-lint: dev
+style: dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+
+lint: style
 	$(BIN)/mypy
 
 # pytest with mypy beside it: mypy takes a minute of one core in a clean clone, and the tests
 # leave a core idle much of the time (subprocesses starting, notice leads); its report follows
 # the tests', and either failing fails the target.
-PYTEST_BESIDE_MYPY = $(BIN)/ruff check . && $(BIN)/ruff format --check . \
-	&& { $(BIN)/mypy > $(VENV)/mypy.log 2>&1 & types=$$!; \
+PYTEST_BESIDE_MYPY = { $(BIN)/mypy > $(VENV)/mypy.log 2>&1 & types=$$!; \
 	$(BIN)/pytest -q $(1); tests=$$?; wait $$types; typed=$$?; \
 	cat $(VENV)/mypy.log; [ $$tests = 0 ] && [ $$typed = 0 ]; }
 
 # Three workers on two cores: many tests wait (subprocess start-up, notice leads, gloo
 # timeouts), and a third worker fills those waits (three beat two and four, measured side by
 # side). The end-to-end jobs are `make test-e2e`.
-test: dev
+test: style
 	$(call PYTEST_BESIDE_MYPY,-n 3 --dist loadgroup)
 
 # The fast tier waits little: two workers, each collecting once (1:52 against 2:02 with three).
-test-fast: dev
+test-fast: style
 	$(call PYTEST_BESIDE_MYPY,-n 2 --dist loadgroup -m "not slow")
 
 # Jobs end to end: the demo, the sweep demo and the resume bench, torchrun jobs that lose a

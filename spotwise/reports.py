@@ -29,7 +29,7 @@ def print_report(report: dict[str, Any], as_json: bool) -> None:
         for line in _price_lines(report["prices"]):
             out.print(f"  {line}")
     b = report["breakdown"]
-    sized = report.get("checkpoints_sized", True)
+    sized = report["checkpoints_sized"]
     storage = f"${b['storage']:,.4f}" if sized else "not counted"
     out.print(
         f"  compute ${b['compute']:,.2f} + storage {storage} + recovery ${b['recovery']:,.2f}"
