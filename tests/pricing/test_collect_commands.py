@@ -35,3 +35,9 @@ def test_every_flag_a_collect_line_names_is_one_its_command_takes(cloud: str) ->
 def test_a_cloud_collected_one_region_a_run_is_never_told_two() -> None:
     with pytest.raises(ValueError, match="one region a run"):
         collect_command("aws", regions=["us-east-1", "us-west-2"])
+
+
+def test_every_provider_the_stores_take_has_a_collect_line() -> None:
+    from spotwise.pricing.frames import PROVIDERS
+
+    assert set(COLLECTORS) == PROVIDERS
