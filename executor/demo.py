@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from spotwise.core.progress import Progress
+from spotwise.executor.checkpoint.places import LocalFolder
 from spotwise.executor.example_runs import example_command, reference_run
 from spotwise.executor.launchers.local import Replay
 from spotwise.executor.ledger.ledger import JobStatus
@@ -96,7 +97,10 @@ def run_example(
             store_path=store_path,
             launcher=replay.launcher(),
             config=SupervisorConfig(
-                job=job, migrate_risk=migrate_risk, ckpt_dirs=(ckpt,), prices=prices
+                job=job,
+                migrate_risk=migrate_risk,
+                checkpoints=(LocalFolder(ckpt),),
+                prices=prices,
             ),
             client_for=in_process_for,
             name="demo: spotwise.executor.examples.train_mlp",

@@ -44,8 +44,8 @@ def print_report(report: dict[str, Any], as_json: bool) -> None:
         + (
             f"{report['checkpoint_bytes'] / 1e6:.1f} MB of checkpoints"
             if sized
-            else "checkpoints not sized (spotwise run --ckpt FOLDER sizes a local folder when "
-            "the job ends; a bucket's checkpoints are not sized)"
+            else "checkpoints not sized (spotwise run --ckpt FOLDER|URL sizes them when the "
+            "job ends: a folder here, or one in the bucket of the job's cloud)"
         )
     )
     if report.get("pending_writes"):

@@ -45,7 +45,8 @@ def run(
         list[str] | None,
         typer.Option(
             "--ckpt",
-            help="Checkpoint folder(s) of the command, sized for the ledger (repeat).",
+            help="Where the command checkpoints, sized for the ledger's storage cost when the job "
+            "ends (repeat): a folder here, or with --launcher CLOUD a URL in its bucket.",
             show_default=False,
         ),
     ] = None,
@@ -235,6 +236,7 @@ def run(
 ) -> None:
     """Run COMMAND to completion across preemptions: ask the policy where, launch, forward
     notices, relaunch, move early on high risk, fall back to on-demand; log it to the ledger."""
+    from spotwise.executor.clouds.registry import checkpoint_places
     from spotwise.executor.ledger.ledger import job_report
     from spotwise.executor.supervise.run import RunRequest, job_name, job_terms, run_job
     from spotwise.executor.supervise.supervisor import SupervisorConfig
@@ -248,24 +250,25 @@ def run(
     if nodes is not None:
         plan = _node_plan(nodes, on_demand_floor, rdzv_endpoint, nproc_per_node, launcher, cloud)
     try:
+        launch = _launch_settings(
+            launcher,
+            cloud,
+            names,
+            traces=traces,
+            start_hours=start_hours,
+            scale=scale,
+            nnodes=nnodes,
+            nproc_per_node=nproc_per_node,
+            rdzv_endpoint=rdzv_endpoint,
+            secret_env=secret_env,
+            ignore_file=ignore_file,
+            wheel=wheel,
+        )
         request = RunRequest(
             command=tuple(command),
             name=name or job_name(command),
             launcher=launcher,
-            launch=_launch_settings(
-                launcher,
-                cloud,
-                names,
-                traces=traces,
-                start_hours=start_hours,
-                scale=scale,
-                nnodes=nnodes,
-                nproc_per_node=nproc_per_node,
-                rdzv_endpoint=rdzv_endpoint,
-                secret_env=secret_env,
-                ignore_file=ignore_file,
-                wheel=wheel,
-            ),
+            launch=launch,
             config=SupervisorConfig(
                 job=job_terms(compute_hours, deadline_hours),
                 policy=policy_name,
@@ -273,7 +276,7 @@ def run(
                 on_demand_after=on_demand_after,
                 migrate_risk=migrate_risk,
                 max_failures=max_failures,
-                ckpt_dirs=_local_folders(ckpt),
+                checkpoints=checkpoint_places(ckpt or [], launch.cloud),
                 stall_timeout_s=stall_timeout or None,
                 spot_check_s=spot_check_s or None,
                 cancel_grace_s=cancel_grace,
@@ -340,11 +343,6 @@ def _launch_settings(
         ignore_file=ignore_file,
         wheel=wheel,
     )
-
-
-def _local_folders(ckpt: list[str] | None) -> tuple[Path, ...]:
-    """The ``--ckpt`` folders on this machine (not a bucket's URL), sized for the ledger."""
-    return tuple(Path(c) for c in ckpt or [] if "://" not in c)
 
 
 def _node_plan(

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from spotwise.executor.errors import ExecutorError
+
 if TYPE_CHECKING:
     from spotwise.executor.clouds.code_bundle import ShippedCode
     from spotwise.executor.clouds.orphans import Judged, Verdict
@@ -193,6 +195,12 @@ class Cloud(Protocol):
         """Where a run named ``run`` checkpoints: a prefix its instances' identity may write."""
         ...
 
+    def checkpoint_bytes(self, target: CloudTarget, url: str) -> int:
+        """The bytes stored under ``url``, a folder of the target's bucket (a job's
+        checkpoints, sized for the ledger's storage cost); an ExecutorError for a URL of
+        another store or bucket."""
+        ...
+
     def set_up(self, target: CloudTarget, say: Say) -> SetUp:
         """Once per account: a private bucket, the instances' identity with the least
         permissions, the nodes' network rule. Running it again changes nothing."""
@@ -218,3 +226,39 @@ class Cloud(Protocol):
     def end(self, target: CloudTarget, judged: list[Judged]) -> None:
         """End the instances and delete the secrets ``judged`` to end."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class BucketFolder:
+    """A folder of a cloud's bucket that a job checkpoints to (a
+    :class:`~executor.checkpoint.places.CheckpointPlace`), sized through the cloud."""
+
+    cloud: Cloud
+    target: CloudTarget
+    url: str
+
+    @property
+    def where(self) -> str:
+        """The folder's URL."""
+        return self.url
+
+    def nbytes(self) -> int:
+        """The bytes of its objects (:meth:`Cloud.checkpoint_bytes`)."""
+        return self.cloud.checkpoint_bytes(self.target, self.url)
+
+
+def bucket_folder(url: str, scheme: str, bucket: str) -> str:
+    """The key prefix (ending in ``/``) that ``url`` names in ``bucket`` of a ``scheme`` store.
+
+    Raises:
+        ExecutorError: for a URL of another store or another bucket.
+    """
+    head, sep, rest = url.partition("://")
+    name, _, key = rest.partition("/")
+    if not sep or head != scheme or name != bucket:
+        raise ExecutorError(
+            f"{url[:120]!r} is not in {scheme}://{bucket}: checkpoints are sized where the "
+            f"job's cloud keeps them (give a URL under {scheme}://{bucket}/)"
+        )
+    key = key.strip("/")
+    return f"{key}/" if key else ""

@@ -4,9 +4,13 @@ ever selects an entry of :data:`CLOUDS`, never code to load. Adding a cloud is a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
+
+from spotwise.executor.checkpoint.places import CheckpointPlace, LocalFolder
 from spotwise.executor.clouds.aws.cloud import AwsCloud
 from spotwise.executor.clouds.azure.cloud import AzureCloud
-from spotwise.executor.clouds.base import Cloud
+from spotwise.executor.clouds.base import BucketFolder, Cloud, CloudTarget
 from spotwise.executor.clouds.gcp.cloud import GcpCloud
 from spotwise.executor.errors import ExecutorError
 
@@ -29,3 +33,41 @@ def cloud_named(name: str) -> Cloud:
         raise ExecutorError(
             f"no cloud named {name[:40]!r}; the clouds are {', '.join(CLOUDS)}"
         ) from None
+
+
+def checkpoint_places(
+    locations: Sequence[str], target: CloudTarget | None
+) -> tuple[CheckpointPlace, ...]:
+    """The places ``--ckpt`` names, as the supervisor sizes them: folders on this machine for a
+    job that runs here, folders of the cloud's bucket for a job on ``target``'s cloud.
+
+    Raises:
+        ExecutorError: for a folder on a cloud's instance (this machine cannot see it), a URL
+            with a job that runs here, or a URL outside the cloud's bucket.
+    """
+    places: list[CheckpointPlace] = []
+    for location in locations:
+        if target is None:
+            if "://" in location:
+                raise ExecutorError(
+                    f"--ckpt {location[:120]}: a job on this machine is sized from a folder "
+                    "here; a bucket URL is sized with the cloud that runs the job (--launcher "
+                    f"{'|'.join(CLOUDS)})"
+                )
+            places.append(LocalFolder(Path(location)))
+            continue
+        cloud = cloud_named(target.cloud)
+        if "://" not in location:
+            raise ExecutorError(
+                f"--ckpt {location[:120]}: a folder on the instance is lost with it and cannot "
+                f"be sized from here; checkpoint to the bucket and name its URL "
+                f"({cloud.checkpoint_url(target, 'RUN')})"
+            )
+        bucket = "/".join(cloud.checkpoint_url(target, "RUN").split("/")[:3])  # scheme://name
+        if location != bucket and not location.startswith(f"{bucket}/"):
+            raise ExecutorError(
+                f"--ckpt {location[:120]} is not in {bucket}, where the job's instances "
+                f"checkpoint: name a folder under {bucket}/"
+            )
+        places.append(BucketFolder(cloud, target, location))
+    return tuple(places)

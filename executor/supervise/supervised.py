@@ -12,7 +12,7 @@ from typing import Any
 from spotwise.core.progress import Progress
 from spotwise.executor.errors import ExecutorError
 from spotwise.executor.launchers.base import Launcher
-from spotwise.executor.ledger.ledger import JobInfo, JobReport, Ledger
+from spotwise.executor.ledger.ledger import JobInfo, JobReport, Ledger, storage_rate
 from spotwise.executor.ledger.prices import PriceBook
 from spotwise.executor.supervise.elastic import NodePlan, NodeSupervisor, SpendGate
 from spotwise.executor.supervise.job_log import JobLog, log_folder
@@ -121,6 +121,7 @@ def supervise(
             deadline_hours=config.job.deadline_hours,
             on_demand_price=config.job.on_demand_price,
             prices=prices.to_dict(),
+            checkpoint_usd_per_gb_month=storage_rate(launcher.name),
             sweep=sweep,
             trial=trial,
             fleet=fleet,

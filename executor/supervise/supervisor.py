@@ -25,7 +25,6 @@ import signal
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -34,6 +33,7 @@ import numpy as np
 from spotwise.core.clock import SYSTEM_CLOCK, Clock
 from spotwise.core.progress import Progress, silent
 from spotwise.core.settings import SettingsError, current
+from spotwise.executor.checkpoint.places import CheckpointPlace
 from spotwise.executor.errors import (
     PREEMPTED_EXIT_CODE,
     Cancelled,
@@ -93,8 +93,9 @@ class SupervisorConfig:
     waiting_report_s: float | None = 60.0
     """Wall seconds between lines saying what the job waits for while its instance has sent
     no output yet (a cloud instance booting; None: say nothing)."""
-    ckpt_dirs: tuple[Path, ...] = ()
-    """Local checkpoint folders whose size is reported to the ledger at the end."""
+    checkpoints: tuple[CheckpointPlace, ...] = ()
+    """Where the job checkpoints (folders here, or a cloud bucket's), sized for the ledger at
+    the end."""
     stall_timeout_s: float | None = 600.0
     """Wall seconds without a step heartbeat (or a first one) before a job counts as hung
     (None = never)."""
@@ -379,9 +380,18 @@ class Supervisor:
                 self.report.completed = True
                 break
             avoid = self._after(placement, outcome, code, command)
-        for folder in self.config.ckpt_dirs:
-            size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
-            self.ledger.record(EntryKind.CHECKPOINT, nbytes=size, detail=str(folder))
+        self._size_checkpoints()
+
+    def _size_checkpoints(self) -> None:
+        """Record the bytes each checkpoint place holds; one that cannot be read is said and
+        left unsized (the report then says its storage is not counted)."""
+        for place in self.config.checkpoints:
+            try:
+                size = place.nbytes()
+            except (ExecutorError, OSError) as exc:
+                self.progress(f"checkpoints at {place.where} not sized: {exc}")
+                continue
+            self.ledger.record(EntryKind.CHECKPOINT, nbytes=size, detail=place.where)
 
     def _launch(
         self, placement: Placement, command: Sequence[str], env: dict[str, str]

@@ -492,6 +492,7 @@ class SweepWorker:
     def _supervise(
         self, trial: Trial, command: list[str], ckpt: str, job_id: str, number: int
     ) -> SupervisedJob:
+        from spotwise.executor.clouds.registry import checkpoint_places
         from spotwise.executor.ledger.prices import price_book
         from spotwise.executor.supervise.supervised import supervise
         from spotwise.executor.supervise.supervisor import SupervisorConfig
@@ -537,7 +538,7 @@ class SweepWorker:
                     policy=self.config.policy,
                     lead_s=self.config.lead_s,
                     migrate_risk=self.config.migrate_risk,
-                    ckpt_dirs=() if "://" in ckpt else (Path(ckpt),),
+                    checkpoints=checkpoint_places((ckpt,), self.config.cloud),
                     prices=prices,
                     max_price=getattr(self.config.cloud, "max_price", None),
                 ),

@@ -180,6 +180,25 @@ def test_a_clouds_notice_source_and_storage_are_its_own(
     assert url.startswith(f"{provider.storage_scheme}://") and url.endswith("/run-7")
 
 
+def test_a_clouds_checkpoint_folder_is_sized_from_its_bucket_and_nowhere_else(
+    ready: tuple[Cloud, CloudTarget], tmp_path: Path
+) -> None:
+    provider, target = ready
+    wheel = _wheel(tmp_path)
+    code = provider.ship_code(target, wheel=wheel)
+    root = "/".join(provider.checkpoint_url(target, "run").split("/")[:3])  # scheme://bucket
+    folder = f"{root}/{code.wheel_key.rsplit('/', 1)[0]}"
+    assert provider.checkpoint_bytes(target, folder) == wheel.stat().st_size
+    assert provider.checkpoint_bytes(target, f"{folder}/") == wheel.stat().st_size
+    assert provider.checkpoint_bytes(target, folder[:-1]) == 0  # a folder, not a name prefix
+    assert provider.checkpoint_bytes(target, provider.checkpoint_url(target, "none")) == 0
+    scheme = provider.storage_scheme
+    with pytest.raises(ExecutorError, match="is not in"):
+        provider.checkpoint_bytes(target, f"{scheme}://another-bucket/{code.wheel_key}")
+    with pytest.raises(ExecutorError, match="is not in"):
+        provider.checkpoint_bytes(target, f"file:///{code.wheel_key}")
+
+
 def test_setting_up_twice_changes_nothing_and_check_finds_it_ready(
     ready: tuple[Cloud, CloudTarget],
 ) -> None:

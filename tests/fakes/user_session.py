@@ -194,7 +194,8 @@ def gcp(transcript: Path, home: Path) -> None:
                     "run", "--launcher", "gcp", *where, "--bucket", bucket,
                     "--service-account", account, "--image", image,
                     "--instance-type", "n1-standard-8+1xnvidia-tesla-v100",
-                    "--pools", "us-central1-a,us-central1-b", "--endpoint-url", url, "--",
+                    "--pools", "us-central1-a,us-central1-b", "--endpoint-url", url,
+                    "--ckpt", f"gs://{bucket}/spotwise/checkpoints/run1", "--",
                     "python", "train.py", "--ckpt", f"gs://{bucket}/spotwise/checkpoints/run1",
                     *TRAINING, "--out", "result.json",
                 )  # fmt: skip
@@ -271,7 +272,8 @@ def azure(transcript: Path, home: Path) -> None:
                 ran = session.type(
                     "run", "--launcher", "azure", *where, "--bucket", bucket,
                     "--identity", "spotwise-instance", "--image", IMAGE,
-                    "--pools", "1,2", "--endpoint-url", url, "--",
+                    "--pools", "1,2", "--endpoint-url", url,
+                    "--ckpt", "az://spotwise/spotwise/checkpoints/run1", "--",
                     "python", "train.py", "--ckpt", "az://spotwise/spotwise/checkpoints/run1",
                     *TRAINING, "--out", "result.json",
                 )  # fmt: skip

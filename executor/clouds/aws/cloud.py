@@ -10,7 +10,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from spotwise.executor.clouds.aws.target import AwsTarget
-from spotwise.executor.clouds.base import Check, CloudOptions, CloudTarget, Say, SetUp
+from spotwise.executor.clouds.base import (
+    Check,
+    CloudOptions,
+    CloudTarget,
+    Say,
+    SetUp,
+    bucket_folder,
+)
 from spotwise.executor.errors import ExecutorError
 from spotwise.executor.notices import CLOUD_SOURCES
 
@@ -132,6 +139,26 @@ class AwsCloud:
         from spotwise.executor.clouds.aws.setup import CHECKPOINT_PREFIX
 
         return f"s3://{_aws(target).bucket}/{CHECKPOINT_PREFIX}/{run}"
+
+    def checkpoint_bytes(self, target: CloudTarget, url: str) -> int:
+        """The bytes of the objects under ``url``, a folder of the bucket (S3's listing).
+
+        Raises:
+            ExecutorError: for a URL outside the bucket, or when S3 cannot be listed.
+        """
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        aws = _aws(target)
+        prefix = bucket_folder(url, self.storage_scheme, str(aws.bucket))
+        pages = self._client(aws, "s3", "sizing checkpoints").get_paginator("list_objects_v2")
+        try:
+            return sum(
+                item["Size"]
+                for page in pages.paginate(Bucket=aws.bucket, Prefix=prefix)
+                for item in page.get("Contents", ())
+            )
+        except (BotoCoreError, ClientError) as exc:
+            raise ExecutorError(f"sizing {url[:120]}: {exc}") from None
 
     def set_up(self, target: CloudTarget, say: Say) -> SetUp:
         """A private bucket, the instances' role and profile, the nodes' security group.

@@ -10,7 +10,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from spotwise.executor.clouds.azure.target import AzureTarget
-from spotwise.executor.clouds.base import Check, CloudOptions, CloudTarget, Say, SetUp
+from spotwise.executor.clouds.base import (
+    Check,
+    CloudOptions,
+    CloudTarget,
+    Say,
+    SetUp,
+    bucket_folder,
+)
 from spotwise.executor.errors import ExecutorError
 from spotwise.executor.notices import CLOUD_SOURCES
 
@@ -130,6 +137,20 @@ class AzureCloud:
         from spotwise.executor.clouds.azure.storage import CHECKPOINT_PREFIX
 
         return f"az://{_azure(target).container}/{CHECKPOINT_PREFIX}/{run}"
+
+    def checkpoint_bytes(self, target: CloudTarget, url: str) -> int:
+        """The bytes of the blobs under ``url``, a folder of the container.
+
+        Raises:
+            ExecutorError: for a URL outside the container, or when it cannot be listed.
+        """
+        from spotwise.executor.clouds.azure.clients import container
+        from spotwise.executor.clouds.azure.storage import folder_bytes
+
+        azure = _azure(target)
+        prefix = bucket_folder(url, self.storage_scheme, azure.container or "")
+        cred = self._credential(azure, "sizing checkpoints")
+        return folder_bytes(container(azure, cred), prefix, url)
 
     def set_up(self, target: CloudTarget, say: Say) -> SetUp:
         """The resource group, a private container, the VMs' identity and its roles, a Key

@@ -84,3 +84,19 @@ def read_text(container: Any, name: str) -> str | None:
 def names_after(container: Any, prefix: str, after: str) -> list[str]:
     """The names under ``prefix`` that sort after ``after``, in order."""
     return sorted(b.name for b in container.list_blobs(name_starts_with=prefix) if b.name > after)
+
+
+def folder_bytes(container: Any, prefix: str, where: str) -> int:
+    """The bytes of the blobs under ``prefix`` (``where``: its URL, for the error).
+
+    Raises:
+        ExecutorError: when the container cannot be listed.
+    """
+    from azure.core.exceptions import AzureError
+
+    from spotwise.executor.clouds.azure.clients import first_line
+
+    try:
+        return sum(int(b.size or 0) for b in container.list_blobs(name_starts_with=prefix))
+    except AzureError as exc:
+        raise ExecutorError(f"cannot size {where[:120]}: {first_line(exc)}") from exc

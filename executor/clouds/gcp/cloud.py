@@ -11,7 +11,14 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from spotwise.executor.clouds.base import Check, CloudOptions, CloudTarget, Say, SetUp
+from spotwise.executor.clouds.base import (
+    Check,
+    CloudOptions,
+    CloudTarget,
+    Say,
+    SetUp,
+    bucket_folder,
+)
 from spotwise.executor.clouds.gcp.target import GcpTarget
 from spotwise.executor.errors import ExecutorError
 from spotwise.executor.notices import CLOUD_SOURCES
@@ -161,6 +168,19 @@ class GcpCloud:
         from spotwise.executor.clouds.gcp.setup import CHECKPOINT_PREFIX
 
         return f"gs://{_gcp(target).bucket_name}/{CHECKPOINT_PREFIX}/{run}"
+
+    def checkpoint_bytes(self, target: CloudTarget, url: str) -> int:
+        """The bytes of the objects under ``url``, a folder of the bucket (GCS's listing).
+
+        Raises:
+            ExecutorError: for a URL outside the bucket, or when GCS cannot be listed.
+        """
+        gcp = _gcp(target)
+        prefix = bucket_folder(url, self.storage_scheme, gcp.bucket_name)
+        clients = self.clients(gcp, "sizing checkpoints")
+        with self._google(gcp, f"sizing {url[:120]}"):
+            blobs = clients.storage().list_blobs(gcp.bucket_name, prefix=prefix)
+            return sum(int(blob.size or 0) for blob in blobs)
 
     def set_up(self, target: CloudTarget, say: Say) -> SetUp:
         """A private bucket, the VMs' service account with its one role, the nodes' firewall

@@ -13,9 +13,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from spotwise.executor.checkpoint.places import LocalFolder
 from spotwise.executor.errors import ExecutorError, NoCapacity
 from spotwise.executor.launchers.local import Replay
-from spotwise.executor.ledger.ledger import JobInfo, Ledger, job_report, list_jobs
+from spotwise.executor.ledger.ledger import JobInfo, JobStatus, Ledger, job_report, list_jobs
 from spotwise.executor.ledger.prices import PriceBook
 from spotwise.executor.supervise.supervisor import Supervisor, SupervisorConfig
 from spotwise.policy.client import in_process_for
@@ -255,7 +256,7 @@ def test_a_jobs_local_checkpoint_folder_is_sized_into_its_storage_cost(
     (folder / "step-1" / "model.pt").write_bytes(b"0" * 2_500_000)
     traces = market("1" * 60)
     supervisor, command, store, ledger = supervise(
-        tmp_path, traces, work_s=0.5, ckpt_dirs=(folder,)
+        tmp_path, traces, work_s=0.5, checkpoints=(LocalFolder(folder),)
     )
     supervisor.run(command)
     env = {"SPOTWISE_STORE": str(store)}
@@ -263,6 +264,33 @@ def test_a_jobs_local_checkpoint_folder_is_sized_into_its_storage_cost(
     assert report["checkpoints_sized"] is True and report["checkpoint_bytes"] == 2_500_000
     text = cli("jobs", "show", ledger.job_id, env=env).stdout
     assert "2.5 MB of checkpoints" in text and "storage $" in text
+
+
+class _Unreadable:
+    """A checkpoint place whose store cannot be listed when the job ends."""
+
+    where = "gs://gone/ck"
+
+    def nbytes(self) -> int:
+        raise ExecutorError("sizing gs://gone/ck: 403 Forbidden")
+
+
+@pytest.mark.slow
+def test_checkpoints_that_cannot_be_sized_are_said_and_not_counted_as_zero(
+    tmp_path: Path,
+) -> None:
+    said: list[str] = []
+    traces = market("1" * 60)
+    supervisor, command, store, ledger = supervise(
+        tmp_path, traces, work_s=0.5, checkpoints=(_Unreadable(),)
+    )
+    supervisor.progress = said.append
+    supervisor.run(command)
+    with open_operational(store) as ops:
+        report = job_report(ops, ledger.job_id)
+    assert report.status is JobStatus.COMPLETED
+    assert report.checkpoints_sized is False and report.checkpoint_bytes == 0
+    assert any("gs://gone/ck not sized: sizing gs://gone/ck: 403" in line for line in said)
 
 
 @pytest.mark.slow
