@@ -58,7 +58,7 @@ class Settings(BaseSettings):
     """Seconds between the guard's checkpoints (``spotwise run --checkpoint-minutes``; default:
     Young/Daly from the measured stall and the MTBF)."""
     notices: str = ""
-    """Cloud notice sources to watch, comma-separated (aws, gcp, azure)."""
+    """Cloud notice sources to watch, comma-separated (the clouds' names: aws, gcp, ...)."""
     aws_imds_url: str = AWS_IMDS_URL
     gcp_metadata_url: str = GCP_METADATA_URL
     azure_metadata_url: str = AZURE_METADATA_URL

@@ -27,8 +27,9 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from spotwise.policy.clouds import STORAGE_LISTS, StorageList
+from spotwise.policy.clouds import STORAGE_LISTS
 from spotwise.policy.errors import PolicyError
+from spotwise.pricing.clouds.profile import StorageList
 from spotwise.pricing.collect_commands import collect_all
 from spotwise.pricing.forecast.prior import DEFAULT_PRIOR
 from spotwise.pricing.forecast.risk_forecasters import SHIPPED_RISK

@@ -20,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-from spotwise.policy.clouds import CHECKPOINT_PREFIX, LAUNCH_FORMS, LaunchForm, notice_line
+from spotwise.policy.clouds import CHECKPOINT_PREFIX, LAUNCH_FORMS, notice_line
 from spotwise.policy.cost import (
     CostBreakdown,
     SpotRun,
@@ -31,6 +31,7 @@ from spotwise.policy.cost import (
 )
 from spotwise.policy.errors import PolicyError
 from spotwise.policy.market import PoolTerms
+from spotwise.pricing.clouds.profile import LaunchForm
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

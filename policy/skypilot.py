@@ -11,10 +11,12 @@ from typing import Any
 
 import yaml
 
+from spotwise.policy.errors import PolicyError
 from spotwise.policy.plan import Plan
+from spotwise.pricing.clouds.registry import PROFILES
 
-CLOUDS = {"aws": "aws", "gcp": "gcp", "azure": "azure"}
-"""Spotwise's provider names → SkyPilot's cloud names."""
+CLOUDS = {name: p.skypilot for name, p in PROFILES.items() if p.skypilot}
+"""Spotwise's provider names → SkyPilot's cloud names (where SkyPilot launches)."""
 
 
 def skypilot_task(plan: Plan, *, run: str, top: int, name: str = "spotwise-job") -> dict[str, Any]:
@@ -24,7 +26,7 @@ def skypilot_task(plan: Plan, *, run: str, top: int, name: str = "spotwise-job")
     for choice in pools:
         pool = choice.pool
         resource: dict[str, Any] = {
-            "cloud": CLOUDS[pool.provider],
+            "cloud": _skypilot_cloud(pool.provider),
             "region": pool.region,
             "instance_type": pool.instance_type,
         }
@@ -32,7 +34,7 @@ def skypilot_task(plan: Plan, *, run: str, top: int, name: str = "spotwise-job")
             resource["zone"] = pool.zone
         ordered.append(resource)
     best = plan.best
-    notices = ",".join(sorted({CLOUDS[p.pool.provider] for p in pools}))
+    notices = ",".join(sorted({p.pool.provider for p in pools}))  # SPOTWISE_NOTICES names
     return {
         "name": name,
         "resources": {"use_spot": True, "ordered": ordered},
@@ -59,3 +61,17 @@ def write_task(task: dict[str, Any], plan: Plan, path: Path) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as file:
         file.write(header + body)
+
+
+def _skypilot_cloud(provider: str) -> str:
+    """SkyPilot's name of ``provider``.
+
+    Raises:
+        PolicyError: for a cloud SkyPilot does not launch on.
+    """
+    if provider not in CLOUDS:
+        raise PolicyError(
+            f"SkyPilot does not launch on {provider}: plan with --provider "
+            f"{'|'.join(CLOUDS)}, or run it with spotwise run --launcher {provider}"
+        )
+    return CLOUDS[provider]

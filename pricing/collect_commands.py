@@ -4,39 +4,11 @@ about a missing or stale price tells a user to run."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
+from spotwise.pricing.clouds.profile import Collector
+from spotwise.pricing.clouds.registry import PROFILES
 
-@dataclass(frozen=True, slots=True)
-class Collector:
-    """How a cloud's ``collect`` command is written."""
-
-    region_flag: str
-    """``--region`` (one region a run) or ``--regions`` (comma-separated)."""
-    shape_flag: str
-    """The flag that names instance types, machine shapes or VM sizes."""
-    per_region: bool
-    """Its catalog prices a shape per region, not per zone."""
-    needs_region: str | None
-    """A region to name where the command needs one and the caller has none (None: optional)."""
-    on_demand_flag: str | None = None
-    """The flag of a separate run for on-demand prices (None: one run stores both)."""
-    gpu_flag: str | None = "--gpu"
-    """The flag that picks shapes by GPU model (None: none)."""
-
-
-COLLECTORS = {
-    "aws": Collector(
-        "--region",
-        "--instance-types",
-        per_region=False,
-        needs_region="us-east-1",
-        on_demand_flag="--on-demand",
-        gpu_flag=None,
-    ),
-    "gcp": Collector("--regions", "--shapes", per_region=True, needs_region=None),
-    "azure": Collector("--regions", "--vm-sizes", per_region=True, needs_region="eastus"),
-}
+COLLECTORS: dict[str, Collector] = {name: p.collector for name, p in PROFILES.items()}
 """Each cloud with a ``spotwise collect`` command, by name."""
 
 

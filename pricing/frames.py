@@ -14,12 +14,13 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from spotwise.core.clock import SYSTEM_CLOCK, Clock
+from spotwise.pricing.clouds.registry import PROFILES
 from spotwise.pricing.errors import InputError
 
 if TYPE_CHECKING:
     import pandas as pd
 
-PROVIDERS = frozenset({"aws", "gcp", "azure"})
+PROVIDERS = frozenset(PROFILES)
 MARKETS = frozenset({"spot", "on_demand"})
 EVENTS = frozenset({"launched", "preempted", "notice", "rebalance"})
 FUTURE_MARGIN = timedelta(hours=24)
@@ -137,9 +138,8 @@ def unique_id(provider: str, zone_or_region: str, instance_type: str, market: st
 def region_of_zone(provider: str, zone: str) -> str:
     """Region of an availability zone (``us-east-1a`` → ``us-east-1``, ``us-central1-a`` →
     ``us-central1``)."""
-    if provider == "gcp":
-        return zone.rsplit("-", 1)[0]
-    return zone[:-1] if zone and zone[-1].isalpha() else zone
+    profile = PROFILES.get(provider, PROFILES["aws"])  # a zone and one letter, as AWS's
+    return profile.region_of(zone)
 
 
 def utc_now(clock: Clock = SYSTEM_CLOCK) -> pd.Timestamp:

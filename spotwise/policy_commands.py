@@ -38,6 +38,7 @@ from spotwise.executor.clouds.base import CloudOptions
 from spotwise.policy.errors import PolicyError
 from spotwise.policy.job import REFERENCE, JobSpec
 from spotwise.policy.observe import OBSERVE_MODES, ObserveMode
+from spotwise.pricing.clouds.registry import PROFILES
 from spotwise.pricing.errors import PricingError
 
 if TYPE_CHECKING:
@@ -732,7 +733,9 @@ def plan(
         float,
         typer.Option("--checkpoint-gb", min=0.0, callback=finite, help="Size of one checkpoint."),
     ] = 10.0,
-    provider: Annotated[str, typer.Option("--provider", help="aws, gcp, azure or all.")] = "all",
+    provider: Annotated[
+        str, typer.Option("--provider", help=f"{', '.join(PROFILES)} or all.")
+    ] = "all",
     on_demand_price: Annotated[
         float | None,
         typer.Option(

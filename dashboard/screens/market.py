@@ -5,9 +5,10 @@ from __future__ import annotations
 import streamlit as st
 
 from spotwise.dashboard import charts, data
+from spotwise.pricing.clouds.registry import PROFILES
 
 ALL = "all"
-CLOUDS = ("aws", "gcp", "azure")
+CLOUDS = tuple(PROFILES)
 
 
 def render() -> None:
@@ -22,7 +23,7 @@ def render() -> None:
 def _clouds_side_by_side() -> None:
     """Each cloud's newest spot prices against on-demand, GPU shapes first, in a column."""
     st.subheader("AWS, GCP and Azure side by side (newest prices, GPU shapes first)")
-    for column, cloud in zip(st.columns(3), CLOUDS, strict=True):
+    for column, cloud in zip(st.columns(len(CLOUDS)), CLOUDS, strict=True):
         column.markdown(f"**{cloud.upper()}**")
         saving = data.view("savings", provider=cloud)
         if saving.empty:

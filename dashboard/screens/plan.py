@@ -11,8 +11,9 @@ from spotwise.dashboard import charts, data
 from spotwise.policy.cost import StorageTerms
 from spotwise.policy.errors import PolicyError
 from spotwise.policy.plan import Plan, PlanInputs, next_step, price_sources
+from spotwise.pricing.clouds.registry import PROFILES
 
-CLOUDS = ("aws", "gcp", "azure")
+CLOUDS = tuple(PROFILES)
 
 
 def render() -> None:
@@ -40,7 +41,7 @@ def _clouds_side_by_side() -> None:
     except PolicyError as exc:
         st.warning(str(exc))
         return
-    for column, cloud in zip(st.columns(3), CLOUDS, strict=True):
+    for column, cloud in zip(st.columns(len(CLOUDS)), CLOUDS, strict=True):
         _cloud_column(column, cloud, plan, count)
     st.markdown(f"Run the cheapest ({plan.best.pool.provider}):")
     st.code(next_step(plan, inputs), language="bash")
