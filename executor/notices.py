@@ -1,6 +1,7 @@
-"""Preemption notices: AWS IMDSv2, GCP metadata, Azure Scheduled Events and SIGTERM, all behind
-one ``NoticeSource`` interface and watched by ``NoticeWatcher``; and a real trace's preemption
-times, for replays.
+"""Preemption notices behind one ``NoticeSource`` interface, watched by ``NoticeWatcher``:
+SIGTERM here, and each cloud's metadata endpoint as a ``MetadataSource`` in its folder
+(``executor/clouds/NAME/notice.py``: AWS IMDSv2, GCP metadata, Azure Scheduled Events); and a
+real trace's preemption times, for replays.
 
 A notice either asks to stop (the instance goes away: checkpoint and exit) or, for AWS's
 rebalance recommendation, only to checkpoint (it is an early and often false alarm: never stop
@@ -10,8 +11,6 @@ never stops the watcher.
 
 from __future__ import annotations
 
-import email.utils
-import json
 import logging
 import signal
 import threading
@@ -23,11 +22,10 @@ from types import FrameType
 from typing import TYPE_CHECKING, Literal
 
 from spotwise.core.clock import SYSTEM_CLOCK, Clock
-from spotwise.core.endpoints import AWS_IMDS_URL, AZURE_METADATA_URL, GCP_METADATA_URL
 from spotwise.executor.errors import ExecutorError
 
 if TYPE_CHECKING:
-    from spotwise.core.environment import Settings
+    pass
 
 log = logging.getLogger(__name__)
 
@@ -62,11 +60,20 @@ class NoticeSource(ABC):
         """The pending notice, or None. May raise on transport errors (the watcher logs)."""
 
 
+class MetadataSource(NoticeSource):
+    """A cloud's notice source: it polls the instance's metadata endpoint at ``base_url``
+    (each cloud's is its ``executor/clouds/NAME/notice.py``)."""
+
+    def __init__(self, base_url: str, *, timeout: float = 1.0) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+
+
 class NoticeUnavailable(ExecutorError):
     """A notice source could not be reached (the watcher counts it and polls on)."""
 
 
-def _get(
+def metadata_request(
     url: str, headers: dict[str, str], timeout: float, method: str = "GET"
 ) -> tuple[int, bytes]:
     """One request to a metadata endpoint, never through a proxy.
@@ -83,157 +90,9 @@ def _get(
     return response.status_code, response.content
 
 
-def _iso_epoch(text: str) -> float:
+def iso_epoch(text: str) -> float:
+    """Epoch seconds of an ISO 8601 time (``Z`` for UTC)."""
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-
-
-class AwsImds(NoticeSource):
-    """AWS IMDSv2: ``spot/instance-action`` (2-minute notice) and the rebalance
-    recommendation, with the session-token dance (a 401 renews the token once)."""
-
-    name = "aws"
-    notice_s = 120.0
-
-    def __init__(
-        self,
-        base_url: str = AWS_IMDS_URL,
-        *,
-        timeout: float = 1.0,
-        token_ttl_s: int = 21600,
-    ) -> None:
-        self.base_url = base_url.rstrip("/")
-        self.timeout = timeout
-        self.token_ttl_s = token_ttl_s
-        self._token: str | None = None
-        self.rebalance_seen: str | None = None
-
-    def _renew_token(self) -> str:
-        status, body = _get(
-            f"{self.base_url}/latest/api/token",
-            {"X-aws-ec2-metadata-token-ttl-seconds": str(self.token_ttl_s)},
-            self.timeout,
-            method="PUT",
-        )
-        if status != 200 or not body.strip():
-            raise ConnectionError(f"IMDS token request answered {status}")
-        self._token = body.decode().strip()
-        return self._token
-
-    def _metadata(self, path: str) -> tuple[int, bytes]:
-        token = self._token or self._renew_token()
-        url = f"{self.base_url}/latest/meta-data/{path}"
-        status, body = _get(url, {"X-aws-ec2-metadata-token": token}, self.timeout)
-        if status == 401:
-            status, body = _get(
-                url, {"X-aws-ec2-metadata-token": self._renew_token()}, self.timeout
-            )
-        return status, body
-
-    def poll(self) -> Notice | None:
-        """A stop notice from ``instance-action``, else a rebalance recommendation (once)."""
-        status, body = self._metadata("spot/instance-action")
-        if status == 200:
-            try:
-                action = json.loads(body)
-                kind = action["action"]
-                if kind not in ("terminate", "stop", "hibernate"):
-                    raise ValueError(f"unknown action {kind!r}")
-                return Notice(
-                    kind=kind,
-                    source=self.name,
-                    deadline=_iso_epoch(action["time"]),
-                    detail=body.decode(errors="replace"),
-                )
-            except (ValueError, KeyError, TypeError) as exc:
-                log.warning(
-                    "aws instance-action: ignoring an unreadable answer %r (%s)", body[:200], exc
-                )
-        elif status != 404:
-            log.warning("aws instance-action answered HTTP %s", status)
-        status, body = self._metadata("events/recommendations/rebalance")
-        if status == 200:
-            try:
-                notice_time = json.loads(body)["noticeTime"]
-            except (ValueError, KeyError, TypeError) as exc:
-                log.warning("aws rebalance: ignoring an unreadable answer %r (%s)", body[:200], exc)
-                return None
-            if notice_time != self.rebalance_seen:
-                self.rebalance_seen = notice_time
-                return Notice(kind="rebalance", source=self.name, detail=str(notice_time))
-        return None
-
-
-class GcpMetadata(NoticeSource):
-    """GCP: ``instance/preempted`` answers TRUE about 30 s before the VM is stopped."""
-
-    name = "gcp"
-    notice_s = 30.0
-
-    def __init__(
-        self,
-        base_url: str = GCP_METADATA_URL,
-        *,
-        timeout: float = 1.0,
-        clock: Clock = SYSTEM_CLOCK,
-    ) -> None:
-        self.base_url = base_url.rstrip("/")
-        self.timeout = timeout
-        self.clock = clock
-
-    def poll(self) -> Notice | None:
-        """A preempt notice once ``instance/preempted`` answers TRUE, else None."""
-        status, body = _get(
-            f"{self.base_url}/computeMetadata/v1/instance/preempted",
-            {"Metadata-Flavor": "Google"},
-            self.timeout,
-        )
-        text = body.decode(errors="replace").strip()
-        if status == 200 and text == "TRUE":
-            return Notice(
-                kind="preempt", source=self.name, deadline=self.clock.time() + self.notice_s
-            )
-        if status != 200 or text not in ("TRUE", "FALSE"):
-            log.warning("gcp preempted: ignoring HTTP %s %r", status, text[:200])
-        return None
-
-
-class AzureScheduledEvents(NoticeSource):
-    """Azure: a ``Preempt`` event in Scheduled Events (at least 30 s ahead)."""
-
-    name = "azure"
-    notice_s = 30.0
-
-    def __init__(self, base_url: str = AZURE_METADATA_URL, *, timeout: float = 1.0) -> None:
-        self.base_url = base_url.rstrip("/")
-        self.timeout = timeout
-
-    def poll(self) -> Notice | None:
-        """A preempt notice for the first ``Preempt`` scheduled event, else None."""
-        status, body = _get(
-            f"{self.base_url}/metadata/scheduledevents?api-version=2020-07-01",
-            {"Metadata": "true"},
-            self.timeout,
-        )
-        if status != 200:
-            log.warning("azure scheduled events answered HTTP %s", status)
-            return None
-        try:
-            events = json.loads(body)["Events"]
-            for event in events:
-                if event.get("EventType") == "Preempt":
-                    not_before = event.get("NotBefore") or ""
-                    parsed = email.utils.parsedate_to_datetime(not_before) if not_before else None
-                    return Notice(
-                        kind="preempt",
-                        source=self.name,
-                        deadline=parsed.timestamp() if parsed else None,
-                        detail=str(event.get("EventId", "")),
-                    )
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            log.warning(
-                "azure scheduled events: ignoring an unreadable answer %r (%s)", body[:200], exc
-            )
-        return None
 
 
 class SigtermSource(NoticeSource):
@@ -377,36 +236,3 @@ class NoticeWatcher:
         for source in self.sources:
             if isinstance(source, SigtermSource):
                 source.uninstall()
-
-
-@dataclass(frozen=True, slots=True)
-class CloudSource:
-    """A cloud's notice source as ``$SPOTWISE_NOTICES`` names it."""
-
-    kind: type[AwsImds] | type[GcpMetadata] | type[AzureScheduledEvents]
-    url: Callable[[Settings], str]
-    """Its endpoint (``$SPOTWISE_AWS_IMDS_URL``, ... override the clouds' own)."""
-
-
-CLOUD_SOURCES: dict[str, CloudSource] = {
-    "aws": CloudSource(AwsImds, lambda s: s.aws_imds_url),
-    "gcp": CloudSource(GcpMetadata, lambda s: s.gcp_metadata_url),
-    "azure": CloudSource(AzureScheduledEvents, lambda s: s.azure_metadata_url),
-}
-
-
-def sources_from_env() -> list[NoticeSource]:
-    """Cloud sources named in ``$SPOTWISE_NOTICES`` (comma-separated names of
-    :data:`CLOUD_SOURCES`), each at its endpoint."""
-    from spotwise.core.settings import current
-
-    settings = current()
-    sources: list[NoticeSource] = []
-    for name in filter(None, (n.strip() for n in settings.notices.split(","))):
-        cloud = CLOUD_SOURCES.get(name)
-        if cloud is None:
-            raise ValueError(
-                f"SPOTWISE_NOTICES: unknown source {name[:40]!r}; use {', '.join(CLOUD_SOURCES)}"
-            )
-        sources.append(cloud.kind(cloud.url(settings)))
-    return sources

@@ -20,9 +20,11 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from spotwise.executor.errors import ExecutorError
 
 if TYPE_CHECKING:
+    from spotwise.core.environment import Settings
     from spotwise.executor.clouds.code_bundle import ShippedCode
     from spotwise.executor.clouds.orphans import Judged, Verdict
     from spotwise.executor.launchers.base import Launcher
+    from spotwise.executor.notices import MetadataSource
 
 Say = Callable[[str], None]
 CheckStatus = Literal["ok", "missing", "unknown", "skipped"]
@@ -145,13 +147,19 @@ class Cloud(Protocol):
         ...
 
     @property
-    def notice_source(self) -> str:
-        """The ``SPOTWISE_NOTICES`` source its instances watch (:mod:`executor.notices`)."""
+    def notice_kind(self) -> type[MetadataSource]:
+        """The notice source its instances watch (``SPOTWISE_NOTICES`` names it by the cloud's
+        name): its ``notice.py``."""
         ...
 
     @property
     def notice_s(self) -> float:
-        """Seconds between its preemption notice and the take-back: the guard's deadline."""
+        """Seconds between its preemption notice and the take-back: the guard's deadline (its
+        notice source's ``notice_s``, the one definition)."""
+        ...
+
+    def notice_url(self, settings: Settings) -> str:
+        """Its notice source's endpoint (a ``SPOTWISE_*_URL`` setting overrides the cloud's)."""
         ...
 
     @property

@@ -13,6 +13,7 @@ from spotwise.executor.clouds.azure.cloud import AzureCloud
 from spotwise.executor.clouds.base import BucketFolder, Cloud, CloudTarget
 from spotwise.executor.clouds.gcp.cloud import GcpCloud
 from spotwise.executor.errors import ExecutorError
+from spotwise.executor.notices import NoticeSource
 
 CLOUDS: dict[str, Cloud] = {
     "aws": AwsCloud(),
@@ -71,3 +72,24 @@ def checkpoint_places(
             )
         places.append(BucketFolder(cloud, target, location))
     return tuple(places)
+
+
+def sources_from_env() -> list[NoticeSource]:
+    """The clouds' notice sources named in ``$SPOTWISE_NOTICES`` (comma-separated names of
+    :data:`CLOUDS`), each at its endpoint.
+
+    Raises:
+        ValueError: for a name no cloud has.
+    """
+    from spotwise.core.settings import current
+
+    settings = current()
+    sources: list[NoticeSource] = []
+    for name in filter(None, (n.strip() for n in settings.notices.split(","))):
+        cloud = CLOUDS.get(name)
+        if cloud is None:
+            raise ValueError(
+                f"SPOTWISE_NOTICES: unknown source {name[:40]!r}; use {', '.join(CLOUDS)}"
+            )
+        sources.append(cloud.notice_kind(cloud.notice_url(settings)))
+    return sources

@@ -40,13 +40,13 @@ from torch.utils.data import DataLoader
 from spotwise.core.clock import SYSTEM_CLOCK, Clock
 from spotwise.core.settings import current
 from spotwise.executor.checkpoint.manager import Checkpointer, CheckpointManager, NoIntactCheckpoint
+from spotwise.executor.clouds.registry import sources_from_env
 from spotwise.executor.errors import CheckpointError, Preempted
 from spotwise.executor.notices import (
     NoticeSource,
     NoticeWatcher,
     SigtermSource,
     notice_window_s,
-    sources_from_env,
 )
 from spotwise.executor.training.data import ResumableBatches
 from spotwise.executor.training.heartbeat import Heartbeat

@@ -23,7 +23,6 @@ from spotwise.executor.clouds.registry import CLOUDS
 from spotwise.executor.errors import ExecutorError
 from spotwise.executor.launchers.base import Placement
 from spotwise.executor.ledger.ledger import JobInfo, JobStatus, Ledger, new_job_id
-from spotwise.executor.notices import CLOUD_SOURCES
 from spotwise.pricing.store import MarketStore
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
@@ -175,7 +174,8 @@ def test_a_clouds_notice_source_and_storage_are_its_own(
     ready: tuple[Cloud, CloudTarget],
 ) -> None:
     provider, target = ready
-    assert provider.notice_source in CLOUD_SOURCES and 0 < provider.notice_s <= 120
+    assert provider.notice_kind.name == provider.name
+    assert provider.notice_s == provider.notice_kind.notice_s and 0 < provider.notice_s <= 120
     url = provider.checkpoint_url(target, "run-7")
     assert url.startswith(f"{provider.storage_scheme}://") and url.endswith("/run-7")
 

@@ -16,8 +16,8 @@ from collections.abc import Callable
 
 import pytest
 
+from spotwise.executor.clouds.registry import CLOUDS
 from spotwise.executor.notices import (
-    CLOUD_SOURCES,
     NoticeSource,
     NoticeUnavailable,
     NoticeWatcher,
@@ -51,19 +51,19 @@ PREEMPTIONS: dict[str, Callable[[FakeMetadata], None]] = {
 def source(name: str, url: str) -> NoticeSource:
     """The source over the fake endpoint, patient enough for a loaded machine (what is under
     test here is what it makes of the answers, not how fast they come)."""
-    return CLOUD_SOURCES[name].kind(url, timeout=10.0)
+    return CLOUDS[name].notice_kind(url, timeout=10.0)
 
 
 def test_every_cloud_source_has_a_preemption_case_here() -> None:
-    assert set(PREEMPTIONS) == set(CLOUD_SOURCES)
+    assert set(PREEMPTIONS) == set(CLOUDS)
 
 
-@pytest.mark.parametrize("name", sorted(CLOUD_SOURCES))
+@pytest.mark.parametrize("name", sorted(CLOUDS))
 def test_nothing_pending_is_no_notice(metadata: FakeMetadata, name: str) -> None:
     assert source(name, metadata.url).poll() is None
 
 
-@pytest.mark.parametrize("name", sorted(CLOUD_SOURCES))
+@pytest.mark.parametrize("name", sorted(CLOUDS))
 @pytest.mark.parametrize("body", GARBAGE)
 def test_garbage_is_no_notice(metadata: FakeMetadata, name: str, body: str) -> None:
     arm_garbage(metadata, body)
@@ -72,9 +72,9 @@ def test_garbage_is_no_notice(metadata: FakeMetadata, name: str, body: str) -> N
     assert watcher.stop_notice is None and watcher.rebalances == 0 and watcher.errors == 0
 
 
-@pytest.mark.parametrize("name", sorted(CLOUD_SOURCES))
+@pytest.mark.parametrize("name", sorted(CLOUDS))
 def test_an_unreachable_endpoint_raises_and_the_watcher_polls_on(name: str) -> None:
-    unreachable = CLOUD_SOURCES[name].kind("http://127.0.0.1:9", timeout=0.5)
+    unreachable = CLOUDS[name].notice_kind("http://127.0.0.1:9", timeout=0.5)
     with pytest.raises(NoticeUnavailable, match=r"127\.0\.0\.1:9"):
         unreachable.poll()
     watcher = NoticeWatcher([unreachable])
@@ -83,7 +83,7 @@ def test_an_unreachable_endpoint_raises_and_the_watcher_polls_on(name: str) -> N
     assert watcher.errors == 2 and watcher.stop_notice is None
 
 
-@pytest.mark.parametrize("name", sorted(CLOUD_SOURCES))
+@pytest.mark.parametrize("name", sorted(CLOUDS))
 def test_a_pending_preemption_is_a_stop_notice(metadata: FakeMetadata, name: str) -> None:
     PREEMPTIONS[name](metadata)
     notice = source(name, metadata.url).poll()

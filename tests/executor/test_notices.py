@@ -9,15 +9,15 @@ import time
 import numpy as np
 import pytest
 
+from spotwise.executor.clouds.aws.notice import AwsImds
+from spotwise.executor.clouds.azure.notice import AzureScheduledEvents
+from spotwise.executor.clouds.gcp.notice import GcpMetadata
+from spotwise.executor.clouds.registry import sources_from_env
 from spotwise.executor.notices import (
-    AwsImds,
-    AzureScheduledEvents,
-    GcpMetadata,
     Notice,
     NoticeWatcher,
     SigtermSource,
     preemption_times,
-    sources_from_env,
 )
 from spotwise.policy.traces import load_traces
 from tests.conftest import DATA

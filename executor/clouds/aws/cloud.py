@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from spotwise.executor.clouds.aws.notice import AwsImds
 from spotwise.executor.clouds.aws.target import AwsTarget
 from spotwise.executor.clouds.base import (
     Check,
@@ -19,9 +20,9 @@ from spotwise.executor.clouds.base import (
     bucket_folder,
 )
 from spotwise.executor.errors import ExecutorError
-from spotwise.executor.notices import CLOUD_SOURCES
 
 if TYPE_CHECKING:
+    from spotwise.core.environment import Settings
     from spotwise.executor.clouds.aws.launcher import AwsLauncher
     from spotwise.executor.clouds.code_bundle import ShippedCode
     from spotwise.executor.clouds.orphans import Judged, Verdict
@@ -38,9 +39,9 @@ class AwsCloud:
 
     name = "aws"
     storage_scheme = "s3"
-    notice_source = "aws"
-    notice_s = CLOUD_SOURCES[notice_source].kind.notice_s
-    """Its notice source's window (:mod:`executor.notices` defines it, once)."""
+    notice_kind = AwsImds
+    notice_s = AwsImds.notice_s
+    """Its notice source's window (its notice.py defines it, once)."""
     docs = "docs/aws.md"
 
     def target(self, options: CloudOptions) -> AwsTarget:
@@ -61,6 +62,10 @@ class AwsCloud:
         aws = _aws(target)
         session = self.session(aws, who)
         return session.client(service, region_name=aws.region, endpoint_url=aws.endpoint_url)
+
+    def notice_url(self, settings: Settings) -> str:
+        """Its notice source's endpoint (``SPOTWISE_AWS_IMDS_URL`` overrides it)."""
+        return settings.aws_imds_url
 
     def ship_code(
         self, target: CloudTarget, *, ignore_file: Path | None = None, wheel: Path | None = None

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from spotwise.executor.clouds.azure.notice import AzureScheduledEvents
 from spotwise.executor.clouds.azure.target import AzureTarget
 from spotwise.executor.clouds.base import (
     Check,
@@ -19,9 +20,9 @@ from spotwise.executor.clouds.base import (
     bucket_folder,
 )
 from spotwise.executor.errors import ExecutorError
-from spotwise.executor.notices import CLOUD_SOURCES
 
 if TYPE_CHECKING:
+    from spotwise.core.environment import Settings
     from spotwise.executor.clouds.azure.launcher import AzureLauncher
     from spotwise.executor.clouds.code_bundle import ShippedCode
     from spotwise.executor.clouds.orphans import Judged, Verdict
@@ -44,9 +45,9 @@ class AzureCloud:
 
     name = "azure"
     storage_scheme = "az"
-    notice_source = "azure"
-    notice_s = CLOUD_SOURCES[notice_source].kind.notice_s
-    """Its notice source's window (:mod:`executor.notices` defines it, once)."""
+    notice_kind = AzureScheduledEvents
+    notice_s = AzureScheduledEvents.notice_s
+    """Its notice source's window (its notice.py defines it, once)."""
     docs = "docs/azure.md"
 
     def target(self, options: CloudOptions) -> AzureTarget:
@@ -62,6 +63,10 @@ class AzureCloud:
 
         _azure(target).require_account(who)
         return credential(who)
+
+    def notice_url(self, settings: Settings) -> str:
+        """Its notice source's endpoint (``SPOTWISE_AZURE_METADATA_URL`` overrides it)."""
+        return settings.azure_metadata_url
 
     def ship_code(
         self, target: CloudTarget, *, ignore_file: Path | None = None, wheel: Path | None = None

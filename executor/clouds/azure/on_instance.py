@@ -117,9 +117,13 @@ def run(args: argparse.Namespace) -> int:
             if code != 0:
                 log.write("setup", f"spotwise: setup failed with exit code {code}")
                 return code
-        from spotwise.executor.notices import sources_from_env
+        from spotwise.core.settings import current
+        from spotwise.executor.clouds.azure.notice import AzureScheduledEvents
 
-        notices = sources_from_env() if args.forward_notices else []
+        # its own cloud's notice ($SPOTWISE_AZURE_METADATA_URL overrides where it is asked)
+        notices = (
+            [AzureScheduledEvents(current().azure_metadata_url)] if args.forward_notices else []
+        )
         code = run_streamed(args.command, log, stream="out", env=env, cwd=cwd, notices=notices)
         return code
     except Exception as exc:  # report, never leave the supervisor guessing
@@ -160,7 +164,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     runner.add_argument(
         "--forward-notices",
         action="store_true",
-        help="SIGTERM the command on a stop notice ($SPOTWISE_NOTICES' sources)",
+        help="SIGTERM the command on its cloud's stop notice",
     )
     runner.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)

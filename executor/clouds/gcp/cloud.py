@@ -19,11 +19,12 @@ from spotwise.executor.clouds.base import (
     SetUp,
     bucket_folder,
 )
+from spotwise.executor.clouds.gcp.notice import GcpMetadata
 from spotwise.executor.clouds.gcp.target import GcpTarget
 from spotwise.executor.errors import ExecutorError
-from spotwise.executor.notices import CLOUD_SOURCES
 
 if TYPE_CHECKING:
+    from spotwise.core.environment import Settings
     from spotwise.executor.clouds.code_bundle import Bundle, ShippedCode
     from spotwise.executor.clouds.gcp.clients import Clients
     from spotwise.executor.clouds.gcp.launcher import GcpLauncher
@@ -80,9 +81,9 @@ class GcpCloud:
 
     name = "gcp"
     storage_scheme = "gs"
-    notice_source = "gcp"
-    notice_s = CLOUD_SOURCES[notice_source].kind.notice_s
-    """Its notice source's window (:mod:`executor.notices` defines it, once)."""
+    notice_kind = GcpMetadata
+    notice_s = GcpMetadata.notice_s
+    """Its notice source's window (its notice.py defines it, once)."""
     docs = "docs/gcp.md"
 
     def target(self, options: CloudOptions) -> GcpTarget:
@@ -103,6 +104,10 @@ class GcpCloud:
     def _google(self, target: GcpTarget, what: str) -> contextlib.AbstractContextManager[None]:
         """A context that turns Google's errors into one line."""
         return explained(target.project or "", what)
+
+    def notice_url(self, settings: Settings) -> str:
+        """Its notice source's endpoint (``SPOTWISE_GCP_METADATA_URL`` overrides it)."""
+        return settings.gcp_metadata_url
 
     def ship_code(
         self, target: CloudTarget, *, ignore_file: Path | None = None, wheel: Path | None = None

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from spotwise.executor.clouds.aws.notice import AwsImds
+from spotwise.executor.clouds.azure.notice import AzureScheduledEvents
+from spotwise.executor.clouds.gcp.notice import GcpMetadata
 from spotwise.executor.notices import (
-    AwsImds,
-    AzureScheduledEvents,
-    GcpMetadata,
     SigtermSource,
     notice_window_s,
 )

@@ -113,7 +113,7 @@ def test_a_stop_notice_from_imds_is_passed_to_the_command_as_sigterm(
     s3: Any, tmp_path: Path
 ) -> None:
     """An elastic node's runner forwards the two-minute notice: its torchrun leaves at once."""
-    from spotwise.executor.notices import AwsImds
+    from spotwise.executor.clouds.aws.notice import AwsImds
     from tests.executor.fake_metadata import FakeMetadata
 
     metadata = FakeMetadata()
