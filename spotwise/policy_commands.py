@@ -43,7 +43,7 @@ from spotwise.pricing.errors import PricingError
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from spotwise.policy.bench import BenchRun
+    from spotwise.policy.bench import BenchRun, BenchSummary
     from spotwise.policy.market import PoolTerms, Risk, StorePools
     from spotwise.policy.plan import Plan, PlanInputs, PoolPlan
     from spotwise.policy.rl.catalog import ModelCatalog
@@ -578,7 +578,7 @@ def _run_policy_bench(
 
 
 def _show_bench(
-    summary: dict[str, Any], names: list[str], mode: str, *, plot: Path | None, as_json: bool
+    summary: BenchSummary, names: list[str], mode: str, *, plot: Path | None, as_json: bool
 ) -> None:
     """The bench's plot where asked, then its JSON or its table."""
     from spotwise.policy.bench import plot_bench
@@ -587,7 +587,7 @@ def _show_bench(
         plot_bench(summary, plot)
         err.print(f"plot written to {plot}")
     if as_json:
-        print(json.dumps(summary, indent=2))
+        print(json.dumps(summary.to_dict(), indent=2))
         return
     _print_bench_table(summary, names, mode)
 
@@ -625,16 +625,16 @@ def _print_timings(run: BenchRun, names: list[str], began: float) -> None:
     err.print(f"total {time.perf_counter() - began:.2f} s")
 
 
-def _print_bench_table(summary: dict[str, Any], names: list[str], mode: str) -> None:
+def _print_bench_table(summary: BenchSummary, names: list[str], mode: str) -> None:
     """The bench's mean cost ratio per pool and policy (p90, misses) as a table."""
     table = Table("pool", *names, title=f"mean cost ratio ({mode}-zone; p90, misses)")
-    for key, per_policy in summary["results"].items():
+    for key, per_policy in summary.results.items():
         table.add_row(
             key,
             *(
-                f"{per_policy[n]['mean_cost_ratio']:.3f} "
-                f"(p90 {per_policy[n]['p90_cost_ratio']:.3f}, "
-                f"miss {per_policy[n]['deadline_miss_rate']:.0%})"
+                f"{per_policy[n].mean_cost_ratio:.3f} "
+                f"(p90 {per_policy[n].p90_cost_ratio:.3f}, "
+                f"miss {per_policy[n].deadline_miss_rate:.0%})"
                 for n in names
             ),
         )
@@ -680,9 +680,9 @@ def _bench_nodes(
         plot_bench(summary, plot)
         err.print(f"plot written to {plot}")
     if as_json:
-        print(json.dumps(summary, indent=2))
+        print(json.dumps(summary.to_dict(), indent=2))
         return
-    results = summary["results"]["all"]
+    results = summary.results["all"]
     table = Table(
         "policy",
         "mean",
@@ -694,14 +694,14 @@ def _bench_nodes(
         f"{'s' if len(capacity.names) > 1 else ''}: cost ratio (1 = on-demand)",
     )
     for name, row in results.items():
-        bound = row.get("lower_bound", False)
+        bound = row.lower_bound
         table.add_row(
             f"{name} (lower bound, regroups free)" if bound else name,
-            f"{row['mean_cost_ratio']:.3f}",
-            f"{row['p90_cost_ratio']:.3f}",
-            "" if bound else f"{row['deadline_miss_rate']:.0%}",
-            "" if bound else f"{row['mean_regroups']:.1f}",
-            "" if bound else f"{row['spot_share']:.0%}",
+            f"{row.mean_cost_ratio:.3f}",
+            f"{row.p90_cost_ratio:.3f}",
+            "" if bound else f"{row.deadline_miss_rate:.0%}",
+            "" if bound else f"{row.mean_regroups:.1f}",
+            "" if bound else f"{row.spot_share:.0%}",
         )
     out.print(table)
 
