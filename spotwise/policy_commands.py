@@ -6,7 +6,7 @@ import json
 import math
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from spotwise.policy.plan import Plan, PlanInputs, PoolPlan
     from spotwise.policy.rl.catalog import ModelCatalog
     from spotwise.policy.simulate import CheckpointMode, Visibility
-    from spotwise.policy.suite import SuiteRun
+    from spotwise.policy.suite import PolicyStats, SuiteRun, SuiteSummary
 
 bench_app = typer.Typer(
     help="Benchmarks that print JSON.", no_args_is_help=True, rich_markup_mode=None
@@ -144,13 +144,13 @@ def bench_suite(
     names = _suite_policies(policies)
     run = _run_suite(names, quick=quick, window=window, workers=workers, models=models)
     summary = run.summary()
-    summary["verdict"] = suite.verdict(summary)
+    summary = replace(summary, verdict=suite.verdict(summary))
     suite.save_suite(summary, settings.store_path(None))
     if plot:
         suite.plot_suite(summary, plot)
         err.print(f"plot written to {plot}")
     if as_json:
-        print(json.dumps(summary, indent=2))
+        print(json.dumps(summary.to_dict(), indent=2))
         return
     _print_suite(summary, names)
 
@@ -195,40 +195,40 @@ def _run_suite(
         fail(str(exc))
 
 
-def _print_suite(summary: dict[str, Any], names: list[str]) -> None:
+def _print_suite(summary: SuiteSummary, names: list[str]) -> None:
     """The suite as a table: per class the gap and each policy's cost ratio and gap share."""
     table = Table(
         "class",
         "gap",
         *names,
         title="mean cost ratio (share of the greedy → omniscient gap; gap < "
-        f"{summary['material_gap']}: shown, left out of the averages)",
+        f"{summary.material_gap}: shown, left out of the averages)",
     )
-    for row in summary["classes"]:
-        gap = f"{row['gap']:.3f}" + ("" if row["material"] else " (-)")
-        table.add_row(row["class"], gap, *(_cell(row["policies"][n]) for n in names))
+    for row in summary.classes:
+        gap = f"{row.gap:.3f}" + ("" if row.material else " (-)")
+        table.add_row(row.scenario.key, gap, *(_cell(row.policies[n]) for n in names))
     table.add_section()
-    overall = summary["overall"]
+    overall = summary.overall
     table.add_row(
         "mean (gap share over material probe classes)",
         "",
         *(
-            f"{overall[n]['mean_cost_ratio']:.3f} ({_share(overall[n]['gap_share_probe'])})"
+            f"{overall[n].mean_cost_ratio:.3f} ({_share(overall[n].gap_share_probe)})"
             for n in names
         ),
     )
     out.print(table)
-    out.print(f"verdict: {json.dumps(summary['verdict'])}")
+    verdict = None if summary.verdict is None else summary.verdict.to_dict()
+    out.print(f"verdict: {json.dumps(verdict)}")
 
 
 def _share(value: float | None) -> str:
     return "-" if value is None else f"{value:+.0%}"
 
 
-def _cell(stats: dict[str, object]) -> str:
-    ratio = float(stats["mean_cost_ratio"])  # type: ignore[arg-type]
-    misses = f", {stats['misses']} missed" if stats["misses"] else ""
-    return f"{ratio:.3f} ({_share(stats['gap_share'])}){misses}"  # type: ignore[arg-type]
+def _cell(stats: PolicyStats) -> str:
+    misses = f", {stats.misses} missed" if stats.misses else ""
+    return f"{stats.mean_cost_ratio:.3f} ({_share(stats.gap_share)}){misses}"
 
 
 @bench_app.command("fleet")
