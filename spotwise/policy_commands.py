@@ -334,27 +334,26 @@ def bench_fleet(
         plot_fleet(summary, spend, plot)
         err.print(f"plot written to {plot}")
     if as_json:
-        out.print_json(data=summary)
+        out.print_json(data=summary.to_dict())
         return
-    table = Table(title=f"fleet under {budget:g} $/h, {summary['fleets']} fleets (simulated $)")
+    table = Table(title=f"fleet under {budget:g} $/h, {summary.fleets} fleets (simulated $)")
     for column in ("tier", "jobs", "fleet $", "misses", "on its own $", "misses alone"):
         table.add_column(column)
-    tiers, alone = summary["tiers"], summary["independent_tiers"]
-    assert isinstance(tiers, dict) and isinstance(alone, dict)
-    for tier, row in tiers.items():
+    alone = summary.independent_tiers
+    for tier, row in summary.tiers.items():
         table.add_row(
             tier,
-            str(row["jobs"]),
-            f"{row['cost_usd']:.2f}",
-            f"{row['deadline_miss_rate']:.1%}",
-            f"{alone[tier]['cost_usd']:.2f}",
-            f"{alone[tier]['deadline_miss_rate']:.1%}",
+            str(row.jobs),
+            f"{row.cost_usd:.2f}",
+            f"{row.deadline_miss_rate:.1%}",
+            f"{alone[tier].cost_usd:.2f}",
+            f"{alone[tier].deadline_miss_rate:.1%}",
         )
     out.print(table)
     out.print(
-        f"fleet ${summary['fleet_cost_usd']} vs every job on its own "
-        f"${summary['independent_best_cost_usd']}; within budget "
-        f"{summary['share_of_hours_within_budget']:.1%} of hours"
+        f"fleet ${summary.fleet_cost_usd} vs every job on its own "
+        f"${summary.independent_best_cost_usd}; within budget "
+        f"{summary.share_of_hours_within_budget:.1%} of hours"
     )
 
 
