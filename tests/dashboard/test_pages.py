@@ -277,7 +277,7 @@ def test_jobs_of_a_fleet_are_grouped_by_tier_with_their_money_labelled(
                 deadline_hours=2,
                 on_demand_price=3.06,
                 simulated=True,
-                prices=PriceBook.flat(("z1",), 0.9, 3.06).to_dict(),
+                prices=PriceBook.flat(("z1",), 0.9, 3.06),
                 fleet="nightly",
                 tier=tier,
             ),
