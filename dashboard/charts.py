@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import altair as alt
 import pandas as pd
 
 from spotwise.pricing.views import DOWN_AT_END, UP_AT_END
+
+if TYPE_CHECKING:
+    from spotwise.policy.bench import BenchSummary
 
 DATE_AXIS = alt.Axis(format="%Y-%m-%d", labelAngle=0, title=None)
 """Time axes say the year: the bundled data is years old."""
@@ -164,16 +167,16 @@ def plan_bars(frame: pd.DataFrame) -> alt.Chart:
     )
 
 
-def policy_bars(summary: dict[str, Any]) -> alt.Chart:
+def policy_bars(summary: BenchSummary) -> alt.Chart:
     """Mean cost ratio per pool and policy; the omniscient bound the black bar, with its own
     legend entry."""
     rows = [
         {
             "pool": pool,
             "policy": BOUND if name == "omniscient" else name,
-            "cost_ratio": stats["mean_cost_ratio"],
+            "cost_ratio": stats.mean_cost_ratio,
         }
-        for pool, per_policy in summary["results"].items()
+        for pool, per_policy in summary.results.items()
         for name, stats in per_policy.items()
     ]
     frame = pd.DataFrame(rows)

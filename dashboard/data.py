@@ -13,7 +13,7 @@ import streamlit as st
 
 from spotwise.core import settings
 from spotwise.executor.ledger import ledger
-from spotwise.policy.bench import last_summary
+from spotwise.policy.bench import BenchSummary, last_summary
 from spotwise.policy.market import pools_from_store, require_pools
 from spotwise.policy.plan import Plan, PlanInputs, plan_job
 from spotwise.pricing import views
@@ -134,8 +134,12 @@ def gpu_models() -> list[str]:
     return list(models())
 
 
-def bench_summary(zones: str) -> dict[str, Any] | None:
-    """The last ``spotwise bench policy`` result kept next to the store."""
+def bench_summary(zones: str) -> BenchSummary | None:
+    """The last ``spotwise bench policy`` result kept next to the store.
+
+    Raises:
+        PolicyError: when the file kept there is not a bench summary.
+    """
     return last_summary(store_path(), "single" if zones == "single" else "multi")
 
 
@@ -220,7 +224,7 @@ def risk_backtest() -> RiskBench:
 @st.cache_data(show_spinner=False)
 def run_policy_bench(
     zones: str, names: tuple[str, ...], test_from_hours: float, _on_progress: Any = None
-) -> dict[str, Any]:
+) -> BenchSummary:
     """``spotwise bench policy`` on the bundled traces with the issue's job (48 h of work in
     60 h, 0.2 h changeover, $0.918 spot, $3.06 on demand); ``_on_progress(share done)``."""
     from spotwise.policy.bench import count_jobs, run_bench

@@ -461,6 +461,72 @@ def fleet_starts(
     return starts
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TierCost:
+    """One tier's jobs over every fleet of the bench: how many, their cost and miss rate."""
+
+    jobs: int
+    cost_usd: float
+    deadline_miss_rate: float
+
+    def to_dict(self) -> dict[str, float | int]:
+        """The tier as the fleet bench's JSON has it."""
+        return {
+            "jobs": self.jobs,
+            "cost_usd": self.cost_usd,
+            "deadline_miss_rate": self.deadline_miss_rate,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SpendSpread:
+    """What a fleet spent per hour over the ticks with a job in flight: p50, p90, p99, most."""
+
+    p50: float
+    p90: float
+    p99: float
+    highest: float
+
+    def to_dict(self) -> dict[str, float]:
+        """The spread as the fleet bench's JSON has it (``max`` for the most)."""
+        return {"p50": self.p50, "p90": self.p90, "p99": self.p99, "max": self.highest}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FleetBench:
+    """The fleet bench's result: cost and misses per tier under tiers and the budget and with
+    every job on its own, the totals, the share of hours within budget and the spend spread
+    (``fleet`` and ``independent``; None where nothing was in flight), in simulated dollars."""
+
+    tiers: dict[str, TierCost]
+    independent_tiers: dict[str, TierCost]
+    fleet_cost_usd: float
+    independent_best_cost_usd: float
+    share_of_hours_within_budget: float
+    spend_usd_per_hour: dict[str, SpendSpread | None]
+    fleets: int
+    budget_usd_per_hour: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fleet bench's JSON (``bench fleet --json``)."""
+        return {
+            "tiers": {tier: cost.to_dict() for tier, cost in self.tiers.items()},
+            "independent_tiers": {
+                tier: cost.to_dict() for tier, cost in self.independent_tiers.items()
+            },
+            "fleet_cost_usd": self.fleet_cost_usd,
+            "independent_best_cost_usd": self.independent_best_cost_usd,
+            "share_of_hours_within_budget": self.share_of_hours_within_budget,
+            "spend_usd_per_hour": {
+                kind: {} if spread is None else spread.to_dict()
+                for kind, spread in self.spend_usd_per_hour.items()
+            },
+            "fleets": self.fleets,
+            "budget_usd_per_hour": self.budget_usd_per_hour,
+            "simulated": True,
+        }
+
+
 def run_fleet_bench(
     traces: TraceSet,
     fleet: Sequence[FleetJob],
@@ -471,7 +537,7 @@ def run_fleet_bench(
     visibility: Visibility = EVERYTHING,
     capacity: np.ndarray | None = None,
     spend_out: dict[str, list[float]] | None = None,
-) -> dict[str, Any]:
+) -> FleetBench:
     """The fleet under tiers and the budget from each of ``starts``, against every job under
     ``best`` on its own: cost and misses per tier, the share of hours within budget, and what
     each spent per hour (``spend_out`` gets every tick's, ``fleet`` and ``independent``)."""
@@ -496,17 +562,16 @@ def run_fleet_bench(
             (managed if kind == "fleet" else alone).extend(run.jobs)
     if spend_out is not None:
         spend_out.update(spend)
-    return {
-        "tiers": _per_tier(managed),
-        "independent_tiers": _per_tier(alone),
-        "fleet_cost_usd": _total(managed, market),
-        "independent_best_cost_usd": _total(alone, market),
-        "share_of_hours_within_budget": _share_within(spend["fleet"], budget_usd_per_hour),
-        "spend_usd_per_hour": {kind: _spread(values) for kind, values in spend.items()},
-        "fleets": len(starts),
-        "budget_usd_per_hour": budget_usd_per_hour,
-        "simulated": True,
-    }
+    return FleetBench(
+        tiers=_per_tier(managed),
+        independent_tiers=_per_tier(alone),
+        fleet_cost_usd=_total(managed, market),
+        independent_best_cost_usd=_total(alone, market),
+        share_of_hours_within_budget=_share_within(spend["fleet"], budget_usd_per_hour),
+        spend_usd_per_hour={kind: _spread(values) for kind, values in spend.items()},
+        fleets=len(starts),
+        budget_usd_per_hour=budget_usd_per_hour,
+    )
 
 
 def _share_within(spend: Sequence[float], budget: float) -> float:
@@ -516,22 +581,22 @@ def _share_within(spend: Sequence[float], budget: float) -> float:
     return round(1.0 - sum(_over(s, budget) for s in spend) / len(spend), 4)
 
 
-def _spread(values: Sequence[float]) -> dict[str, float]:
+def _spread(values: Sequence[float]) -> SpendSpread | None:
     if not values:
-        return {}
+        return None
     p50, p90, p99 = np.percentile(values, [50, 90, 99])
-    return {
-        "p50": round(float(p50), 2),
-        "p90": round(float(p90), 2),
-        "p99": round(float(p99), 2),
-        "max": round(float(max(values)), 2),
-    }
+    return SpendSpread(
+        p50=round(float(p50), 2),
+        p90=round(float(p90), 2),
+        p99=round(float(p99), 2),
+        highest=round(float(max(values)), 2),
+    )
 
 
 FLEET_COLOR, ALONE_COLOR = "tab:blue", "tab:orange"
 
 
-def plot_fleet(summary: dict[str, Any], spend: dict[str, list[float]], target: Path) -> None:
+def plot_fleet(summary: FleetBench, spend: dict[str, list[float]], target: Path) -> None:
     """Cost per tier, the fleet against every job on its own, and what each spent per hour
     against the budget."""
     import matplotlib
@@ -540,24 +605,28 @@ def plot_fleet(summary: dict[str, Any], spend: dict[str, list[float]], target: P
     import matplotlib.pyplot as plt
 
     fig, (costs, hourly) = plt.subplots(1, 2, figsize=(11, 4.5))
-    tiers = list(summary["tiers"])
+    tiers = list(summary.tiers)
     x = np.arange(len(tiers))
-    for offset, key, label, color in (
-        (-0.2, "tiers", "fleet (tiers, budget, shared sight)", FLEET_COLOR),
-        (0.2, "independent_tiers", "every job under best on its own", ALONE_COLOR),
+    for offset, per_tier, label, color in (
+        (-0.2, summary.tiers, "fleet (tiers, budget, shared sight)", FLEET_COLOR),
+        (0.2, summary.independent_tiers, "every job under best on its own", ALONE_COLOR),
     ):
-        values = [summary[key][t]["cost_usd"] for t in tiers]
+        values = [per_tier[t].cost_usd for t in tiers]
         costs.bar(x + offset, values, 0.4, label=label, color=color)
     costs.set_xticks(x, tiers)
     costs.set_ylabel("simulated cost (USD)")
     costs.set_title(
-        f"{summary['fleets']} fleets: {summary['fleet_cost_usd']:,.0f} USD against "
-        f"{summary['independent_best_cost_usd']:,.0f} USD"
+        f"{summary.fleets} fleets: {summary.fleet_cost_usd:,.0f} USD against "
+        f"{summary.independent_best_cost_usd:,.0f} USD"
     )
-    highest = max(summary[k][t]["cost_usd"] for k in ("tiers", "independent_tiers") for t in tiers)
+    highest = max(
+        per_tier[t].cost_usd
+        for per_tier in (summary.tiers, summary.independent_tiers)
+        for t in tiers
+    )
     costs.set_ylim(0, highest * 1.3)  # room for the legend above the bars
     costs.legend(fontsize=8, loc="upper right")
-    budget = float(summary["budget_usd_per_hour"])
+    budget = summary.budget_usd_per_hour
     top = max([budget, *spend["fleet"], *spend["independent"]]) * 1.05
     bins = np.linspace(0.0, top, 40)
     hourly.hist(spend["fleet"], bins=bins, color=FLEET_COLOR, alpha=0.6, label="fleet")
@@ -572,7 +641,7 @@ def plot_fleet(summary: dict[str, Any], spend: dict[str, list[float]], target: P
     hourly.axvline(budget, color="tab:red", linestyle="--", label=f"budget {budget:g} $/h")
     hourly.set_xlabel("spend (USD per hour), each tick with a job in flight")
     hourly.set_ylabel("ticks")
-    within = summary["share_of_hours_within_budget"]
+    within = summary.share_of_hours_within_budget
     hourly.set_title(f"fleet within budget {within:.1%} of hours")
     hourly.legend(fontsize=8)
     fig.suptitle("spotwise bench fleet (simulated dollars on replayed traces)")
@@ -588,14 +657,14 @@ def _total(results: Sequence[FleetJobResult], market: FleetMarket) -> float:
     return round(sum(r.cost_usd for r in results) + unfinished, 2)
 
 
-def _per_tier(results: Sequence[FleetJobResult]) -> dict[str, dict[str, float | int]]:
-    out: dict[str, dict[str, float | int]] = {}
+def _per_tier(results: Sequence[FleetJobResult]) -> dict[str, TierCost]:
+    out: dict[str, TierCost] = {}
     for tier in TIERS:
         mine = [r for r in results if r.job.tier == tier]
         if mine:
-            out[tier] = {
-                "jobs": len(mine),
-                "cost_usd": round(sum(r.cost_usd for r in mine), 2),
-                "deadline_miss_rate": round(sum(not r.done for r in mine) / len(mine), 4),
-            }
+            out[tier] = TierCost(
+                jobs=len(mine),
+                cost_usd=round(sum(r.cost_usd for r in mine), 2),
+                deadline_miss_rate=round(sum(not r.done for r in mine) / len(mine), 4),
+            )
     return out

@@ -43,6 +43,7 @@ from spotwise.pricing.forecast.prior import DEFAULT_PRIOR, PoolPrior
 
 if TYPE_CHECKING:
     from spotwise.policy.rl.catalog import ModelCatalog
+    from spotwise.policy.trace_sets import SetDescription
 
 Window = Literal["train", "held_back"]
 TRAIN: Window = "train"
@@ -73,6 +74,12 @@ MATERIAL_GAP = 0.01
 it is shown, but its share is left out of the averages."""
 TOLERANCE = 0.005
 """How far above a baseline ``best`` may be in a class and still count as level with it."""
+PROBE_SHARE = 0.4
+"""The share of the gap ``best`` is to close over the material ``probe`` classes."""
+CLASS_SHARE = 0.25
+"""The share of the gap ``best`` is to close in each material ``probe`` class."""
+LEARNED_REACH = 0.01
+"""How far the learned policy's mean cost ratio may be above ``best``'s."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -259,49 +266,238 @@ def _run_task(task: _Task) -> list[tuple[SuiteClass, str | None, dict[str, list[
     ]
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PolicyStats:
+    """One policy's jobs in one class: mean and p90 cost ratio, misses, and the share of the
+    greedy → omniscient gap it closes (None where there is no gap)."""
+
+    mean_cost_ratio: float
+    p90_cost_ratio: float
+    miss_rate: float
+    misses: int
+    n_jobs: int
+    gap_share: float | None = None
+
+    def to_dict(self) -> dict[str, float | int | None]:
+        """The stats as the suite's JSON has them under a class's ``policies``."""
+        return {
+            "mean_cost_ratio": self.mean_cost_ratio,
+            "p90_cost_ratio": self.p90_cost_ratio,
+            "miss_rate": self.miss_rate,
+            "misses": self.misses,
+            "n_jobs": self.n_jobs,
+            "gap_share": self.gap_share,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClassRow:
+    """One class of the summary: its scenario, the greedy → omniscient gap, each policy's stats
+    and, for an ``each`` class, each policy's mean cost ratio per pool."""
+
+    scenario: SuiteClass
+    gap: float | None
+    policies: dict[str, PolicyStats]
+    per_pool: dict[str, dict[str, float]] | None = None
+
+    @property
+    def material(self) -> bool:
+        """Whether the gap is :data:`MATERIAL_GAP` or more (its shares count in the averages)."""
+        return self.gap is not None and self.gap >= MATERIAL_GAP
+
+    def to_dict(self) -> dict[str, Any]:
+        """The class as the suite's JSON lists it under ``classes``."""
+        doc: dict[str, Any] = {
+            "class": self.scenario.key,
+            **asdict(self.scenario),
+            "tight": self.scenario.tight,
+            "gap": self.gap,
+            "material": self.material,
+            "policies": {name: stats.to_dict() for name, stats in self.policies.items()},
+        }
+        if self.per_pool is not None:
+            doc["per_pool"] = self.per_pool
+        return doc
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PolicyOverall:
+    """One policy over every class: its mean cost ratio, its gap shares (over the material
+    classes, their ``probe`` ones, and those with a cold start), its worst class and pool."""
+
+    mean_cost_ratio: float | None
+    gap_share_material: float | None
+    gap_share_probe: float | None
+    gap_share_probe_cold: float | None
+    min_gap_share_probe: float | None
+    material_classes: int
+    material_probe_classes: int
+    worst_excess_over_greedy: float | None
+    worst_excess_over_uniform_progress: float | None
+    worst_pool_cost_ratio: float | None
+    misses: int
+    n_jobs: int
+
+    def to_dict(self) -> dict[str, float | int | None]:
+        """The policy's line under ``overall`` in the suite's JSON."""
+        return {
+            "mean_cost_ratio": self.mean_cost_ratio,
+            "gap_share_material": self.gap_share_material,
+            "gap_share_probe": self.gap_share_probe,
+            "gap_share_probe_cold": self.gap_share_probe_cold,
+            "min_gap_share_probe": self.min_gap_share_probe,
+            "material_classes": self.material_classes,
+            "material_probe_classes": self.material_probe_classes,
+            "worst_excess_over_greedy": self.worst_excess_over_greedy,
+            "worst_excess_over_uniform_progress": self.worst_excess_over_uniform_progress,
+            "worst_pool_cost_ratio": self.worst_pool_cost_ratio,
+            "misses": self.misses,
+            "n_jobs": self.n_jobs,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Verdict:
+    """The targets on the suite for one policy (:func:`verdict`): the measures, and whether
+    each target holds."""
+
+    policy: str
+    worst_excess_over_greedy: float | None
+    worst_excess_over_uniform_progress: float | None
+    probe_gap_share: float | None
+    min_probe_gap_share: float | None
+    worst_single_pool_tight_excess: float | None
+    worst_pool_cost_ratio: float | None
+    learned_minus_best: float | None
+    missed_deadlines: int
+
+    @property
+    def within_rivals_everywhere(self) -> bool:
+        """Within :data:`TOLERANCE` of greedy and of uniform progress in every class."""
+        progress = self.worst_excess_over_uniform_progress
+        return _at_most(self.worst_excess_over_greedy, TOLERANCE) and (
+            progress is None or progress <= TOLERANCE
+        )
+
+    @property
+    def no_missed_deadline(self) -> bool:
+        """No job of the policy missed its deadline."""
+        return self.missed_deadlines == 0
+
+    @property
+    def probe_share_met(self) -> bool:
+        """At least :data:`PROBE_SHARE` of the gap closed over the material ``probe`` classes."""
+        return self.probe_gap_share is not None and self.probe_gap_share >= PROBE_SHARE
+
+    @property
+    def every_probe_class_met(self) -> bool:
+        """At least :data:`CLASS_SHARE` of the gap closed in each material ``probe`` class."""
+        return self.min_probe_gap_share is not None and self.min_probe_gap_share >= CLASS_SHARE
+
+    @property
+    def single_pool_tight_met(self) -> bool:
+        """In single-pool tight classes, within :data:`TOLERANCE` of the best rival."""
+        return _at_most(self.worst_single_pool_tight_excess, TOLERANCE)
+
+    @property
+    def no_pool_above_limit(self) -> bool:
+        """No pool of a single-pool class above a cost ratio of 1 + :data:`TOLERANCE`."""
+        return _at_most(self.worst_pool_cost_ratio, 1 + TOLERANCE)
+
+    @property
+    def learned_within_reach(self) -> bool:
+        """The learned policy within :data:`LEARNED_REACH` of the policy on the average."""
+        return _at_most(self.learned_minus_best, LEARNED_REACH)
+
+    def to_dict(self) -> dict[str, str | float | int | bool | None]:
+        """The verdict as the suite's JSON has it: the targets by name, then the measures."""
+        return {
+            "policy": self.policy,
+            "within_greedy_and_uniform_progress_plus_0.005_everywhere": (
+                self.within_rivals_everywhere
+            ),
+            "no_missed_deadline": self.no_missed_deadline,
+            "probe_gap_share_at_least_0.4": self.probe_share_met,
+            "every_material_probe_class_at_least_0.25": self.every_probe_class_met,
+            "single_pool_tight_within_0.005_of_the_best_rival": self.single_pool_tight_met,
+            "no_pool_above_1.005": self.no_pool_above_limit,
+            "learned_within_0.01_of_best": self.learned_within_reach,
+            "worst_excess_over_greedy": self.worst_excess_over_greedy,
+            "worst_excess_over_uniform_progress": self.worst_excess_over_uniform_progress,
+            "probe_gap_share": self.probe_gap_share,
+            "min_probe_gap_share": self.min_probe_gap_share,
+            "worst_single_pool_tight_excess": self.worst_single_pool_tight_excess,
+            "worst_pool_cost_ratio": self.worst_pool_cost_ratio,
+            "learned_minus_best": self.learned_minus_best,
+            "missed_deadlines": self.missed_deadlines,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SuiteSummary:
+    """The suite's result: the sets it ran on, the classes left out, each class's row, each
+    policy over every class, and (once judged) the verdict."""
+
+    window: Window
+    trace_sets: tuple[SetDescription, ...]
+    skipped: tuple[str, ...]
+    classes: tuple[ClassRow, ...]
+    overall: dict[str, PolicyOverall]
+    verdict: Verdict | None = None
+    material_gap: float = MATERIAL_GAP
+
+    def to_dict(self) -> dict[str, Any]:
+        """The suite's JSON (``bench suite --json``, the file kept next to the store)."""
+        doc: dict[str, Any] = {
+            "window": self.window,
+            "material_gap": self.material_gap,
+            "trace_sets": [s.to_dict() for s in self.trace_sets],
+            "skipped": list(self.skipped),
+            "classes": [row.to_dict() for row in self.classes],
+            "overall": {name: line.to_dict() for name, line in self.overall.items()},
+        }
+        if self.verdict is not None:
+            doc["verdict"] = self.verdict.to_dict()
+        return doc
+
+
 @dataclass(frozen=True, slots=True)
 class SuiteRun:
     """The results of every class, and the sets they ran on."""
 
     window: Window
     classes: list[ClassResult]
-    trace_sets: list[dict[str, Any]]
+    trace_sets: tuple[SetDescription, ...]
     skipped: list[str]
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> SuiteSummary:
         """Per class: each policy's mean and p90 cost ratio, misses and gap share (and per pool
         for ``each`` classes); then per policy the shares over the material classes."""
         rows = [_row(result) for result in self.classes]
         names = list(self.classes[0].jobs) if self.classes else []
-        overall = {name: _overall(rows, name) for name in names}
-        return {
-            "window": self.window,
-            "material_gap": MATERIAL_GAP,
-            "trace_sets": self.trace_sets,
-            "skipped": self.skipped,
-            "classes": rows,
-            "overall": overall,
-        }
+        return SuiteSummary(
+            window=self.window,
+            trace_sets=self.trace_sets,
+            skipped=tuple(self.skipped),
+            classes=tuple(rows),
+            overall={name: _overall(rows, name) for name in names},
+        )
 
 
-def _row(result: ClassResult) -> dict[str, Any]:
+def _row(result: ClassResult) -> ClassRow:
     stats = {name: _stats(jobs) for name, jobs in result.jobs.items()}
-    base = stats.get(BASELINE, {}).get("mean_cost_ratio")
-    bound = stats.get(BOUND, {}).get("mean_cost_ratio")
+    base = stats[BASELINE].mean_cost_ratio if BASELINE in stats else None
+    bound = stats[BOUND].mean_cost_ratio if BOUND in stats else None
     gap = None if base is None or bound is None else round(base - bound, 6)
-    for s in stats.values():
-        s["gap_share"] = _gap_share(s["mean_cost_ratio"], base, bound)
-    row = {
-        "class": result.scenario.key,
-        **asdict(result.scenario),
-        "tight": result.scenario.tight,
-        "gap": gap,
-        "material": gap is not None and gap >= MATERIAL_GAP,
-        "policies": stats,
-    }
-    if result.job_pools:
-        row["per_pool"] = _per_pool(result)
-    return row
+    return ClassRow(
+        scenario=result.scenario,
+        gap=gap,
+        policies={
+            name: replace(s, gap_share=_gap_share(s.mean_cost_ratio, base, bound))
+            for name, s in stats.items()
+        },
+        per_pool=_per_pool(result) if result.job_pools else None,
+    )
 
 
 def _per_pool(result: ClassResult) -> dict[str, dict[str, float]]:
@@ -320,16 +516,16 @@ def _pool_ratios(result: ClassResult, jobs: list[JobResult], pool: str) -> list[
     return [j.cost_ratio for j, p in zip(jobs, result.job_pools, strict=True) if p == pool]
 
 
-def _stats(jobs: Sequence[JobResult]) -> dict[str, Any]:
+def _stats(jobs: Sequence[JobResult]) -> PolicyStats:
     ratios = np.array([j.cost_ratio for j in jobs])
     misses = sum(not j.done for j in jobs)
-    return {
-        "mean_cost_ratio": round(float(ratios.mean()), 6),
-        "p90_cost_ratio": round(float(np.percentile(ratios, 90)), 6),
-        "miss_rate": round(misses / len(jobs), 6),
-        "misses": misses,
-        "n_jobs": len(jobs),
-    }
+    return PolicyStats(
+        mean_cost_ratio=round(float(ratios.mean()), 6),
+        p90_cost_ratio=round(float(np.percentile(ratios, 90)), 6),
+        miss_rate=round(misses / len(jobs), 6),
+        misses=misses,
+        n_jobs=len(jobs),
+    )
 
 
 def _gap_share(value: float, base: float | None, bound: float | None) -> float | None:
@@ -344,51 +540,46 @@ def _mean(values: Sequence[float | None]) -> float | None:
     return round(float(np.mean(known)), 4) if known else None
 
 
-def _worst_excess(rows: list[dict[str, Any]], name: str, over: str) -> float | None:
+def _worst_excess(rows: Sequence[ClassRow], name: str, over: str) -> float | None:
     excess = [
-        r["policies"][name]["mean_cost_ratio"] - r["policies"][over]["mean_cost_ratio"]
+        r.policies[name].mean_cost_ratio - r.policies[over].mean_cost_ratio
         for r in rows
-        if over in r["policies"]
+        if over in r.policies
     ]
     return round(max(excess), 6) if excess else None
 
 
-def _overall(rows: list[dict[str, Any]], name: str) -> dict[str, Any]:
-    material = [r for r in rows if r["material"]]
-    probe = [r for r in material if r["observe"] == "probe"]
-    cold = [r for r in probe if r["history_hours"] == 0]
+def _overall(rows: Sequence[ClassRow], name: str) -> PolicyOverall:
+    material = [r for r in rows if r.material]
+    probe = [r for r in material if r.scenario.observe == "probe"]
+    cold = [r for r in probe if r.scenario.history_hours == 0]
     probe_shares = _shares(probe, name)
-    pool_ratios = [p[name] for r in rows if r.get("per_pool") for p in r["per_pool"].values()]
-    return {
-        "mean_cost_ratio": _mean([r["policies"][name]["mean_cost_ratio"] for r in rows]),
-        "gap_share_material": _mean(_shares(material, name)),
-        "gap_share_probe": _mean(probe_shares),
-        "gap_share_probe_cold": _mean(_shares(cold, name)),
-        "min_gap_share_probe": _lowest(probe_shares),
-        "material_classes": len(material),
-        "material_probe_classes": len(probe),
-        "worst_excess_over_greedy": _worst_excess(rows, name, BASELINE),
-        "worst_excess_over_uniform_progress": _worst_excess(rows, name, PROGRESS),
-        "worst_pool_cost_ratio": round(max(pool_ratios), 6) if pool_ratios else None,
-        "misses": _total(rows, name, "misses"),
-        "n_jobs": _total(rows, name, "n_jobs"),
-    }
+    pool_ratios = [p[name] for r in rows if r.per_pool for p in r.per_pool.values()]
+    return PolicyOverall(
+        mean_cost_ratio=_mean([r.policies[name].mean_cost_ratio for r in rows]),
+        gap_share_material=_mean(_shares(material, name)),
+        gap_share_probe=_mean(probe_shares),
+        gap_share_probe_cold=_mean(_shares(cold, name)),
+        min_gap_share_probe=_lowest(probe_shares),
+        material_classes=len(material),
+        material_probe_classes=len(probe),
+        worst_excess_over_greedy=_worst_excess(rows, name, BASELINE),
+        worst_excess_over_uniform_progress=_worst_excess(rows, name, PROGRESS),
+        worst_pool_cost_ratio=round(max(pool_ratios), 6) if pool_ratios else None,
+        misses=sum(r.policies[name].misses for r in rows),
+        n_jobs=sum(r.policies[name].n_jobs for r in rows),
+    )
 
 
-def _shares(rows: list[dict[str, Any]], name: str) -> list[float | None]:
+def _shares(rows: Sequence[ClassRow], name: str) -> list[float | None]:
     """The gap share of ``name`` in each of ``rows``."""
-    return [r["policies"][name]["gap_share"] for r in rows]
+    return [r.policies[name].gap_share for r in rows]
 
 
 def _lowest(values: list[float | None]) -> float | None:
     """The smallest known one of ``values`` (None when there are none)."""
     known = [v for v in values if v is not None]
     return min(known) if known else None
-
-
-def _total(rows: list[dict[str, Any]], name: str, key: str) -> int:
-    """The sum of ``name``'s ``key`` over ``rows``."""
-    return int(sum(r["policies"][name][key] for r in rows))
 
 
 def _task_list(
@@ -434,7 +625,7 @@ def run_suite(
     workers: int = 1,
     on_class: Callable[[ClassResult], None] | None = None,
     models: ModelCatalog | None = None,
-    described: list[dict[str, Any]] | None = None,
+    described: Sequence[SetDescription] = (),
 ) -> SuiteRun:
     """Every class of the suite on ``sets`` (``quick``: fewer classes and jobs);
     ``described``: what the JSON says of each set (:meth:`SuiteSet.describe`)."""
@@ -456,7 +647,7 @@ def run_suite(
     return SuiteRun(
         window,
         [results[c] for c in scenarios if c in results],
-        described or [],
+        tuple(described),
         skipped(sets, quick=quick),
     )
 
@@ -485,42 +676,27 @@ def _map(tasks: list[_Task], workers: int) -> Iterator[list[Any]]:
         yield from pool.map(_run_task, tasks)
 
 
-def verdict(summary: dict[str, Any], best: str = BEST, learned: str = "ppo") -> dict[str, Any]:
+def verdict(summary: SuiteSummary, best: str = BEST, learned: str = "ppo") -> Verdict:
     """The targets on the suite (held-back windows; material classes = gap >= 0.01): ``best``
     within 0.005 of greedy and of uniform progress in every class; no missed deadline; at least
     40 % of the gap closed over the material ``probe`` classes and 25 % in each; in single-pool
     tight classes within 0.005 of the best of greedy, uniform progress and the learned policy;
     no pool above a cost ratio of 1.005 in a single-pool class; the learned policy within 0.01
     of ``best`` on the suite average."""
-    overall = summary["overall"].get(best, {})
-    share, worst_share = overall.get("gap_share_probe"), overall.get("min_gap_share_probe")
-    misses = overall.get("misses", 0)
-    excess_greedy = overall.get("worst_excess_over_greedy")
-    excess_progress = overall.get("worst_excess_over_uniform_progress")
-    worst_pool = overall.get("worst_pool_cost_ratio")
-    learned_gap = _learned_gap(summary, best, learned)
-    worst_tight = _worst_tight_excess(summary["classes"], best, learned)
-    return {
-        "policy": best,
-        "within_greedy_and_uniform_progress_plus_0.005_everywhere": _at_most(
-            excess_greedy, TOLERANCE
-        )
-        and (excess_progress is None or excess_progress <= TOLERANCE),
-        "no_missed_deadline": misses == 0,
-        "probe_gap_share_at_least_0.4": share is not None and share >= 0.4,
-        "every_material_probe_class_at_least_0.25": worst_share is not None and worst_share >= 0.25,
-        "single_pool_tight_within_0.005_of_the_best_rival": _at_most(worst_tight, TOLERANCE),
-        "no_pool_above_1.005": _at_most(worst_pool, 1 + TOLERANCE),
-        "learned_within_0.01_of_best": _at_most(learned_gap, 0.01),
-        "worst_excess_over_greedy": excess_greedy,
-        "worst_excess_over_uniform_progress": excess_progress,
-        "probe_gap_share": share,
-        "min_probe_gap_share": worst_share,
-        "worst_single_pool_tight_excess": worst_tight,
-        "worst_pool_cost_ratio": worst_pool,
-        "learned_minus_best": learned_gap,
-        "missed_deadlines": misses,
-    }
+    line = summary.overall.get(best)
+    return Verdict(
+        policy=best,
+        worst_excess_over_greedy=line.worst_excess_over_greedy if line else None,
+        worst_excess_over_uniform_progress=(
+            line.worst_excess_over_uniform_progress if line else None
+        ),
+        probe_gap_share=line.gap_share_probe if line else None,
+        min_probe_gap_share=line.min_gap_share_probe if line else None,
+        worst_single_pool_tight_excess=_worst_tight_excess(summary.classes, best, learned),
+        worst_pool_cost_ratio=line.worst_pool_cost_ratio if line else None,
+        learned_minus_best=_learned_gap(summary, best, learned),
+        missed_deadlines=line.misses if line else 0,
+    )
 
 
 def _at_most(value: float | None, limit: float) -> bool:
@@ -528,33 +704,35 @@ def _at_most(value: float | None, limit: float) -> bool:
     return value is not None and value <= limit
 
 
-def _learned_gap(summary: dict[str, Any], best: str, learned: str) -> float | None:
+def _learned_gap(summary: SuiteSummary, best: str, learned: str) -> float | None:
     """The learned policy's mean cost ratio minus ``best``'s (None unless both ran)."""
-    overall = summary["overall"]
+    overall = summary.overall
     if learned not in overall or best not in overall:
         return None
-    return round(overall[learned]["mean_cost_ratio"] - overall[best]["mean_cost_ratio"], 6)
+    mine, theirs = overall[learned].mean_cost_ratio, overall[best].mean_cost_ratio
+    if mine is None or theirs is None:
+        return None
+    return round(mine - theirs, 6)
 
 
-def _worst_tight_excess(rows: list[dict[str, Any]], best: str, learned: str) -> float | None:
+def _worst_tight_excess(rows: Sequence[ClassRow], best: str, learned: str) -> float | None:
     """In single-pool tight classes, the most ``best`` costs above the best of greedy, uniform
     progress and the learned policy."""
-    rivals = [n for n in (BASELINE, PROGRESS, learned) if rows and n in rows[0]["policies"]]
+    rivals = [n for n in (BASELINE, PROGRESS, learned) if rows and n in rows[0].policies]
     excess = [
-        r["policies"][best]["mean_cost_ratio"]
-        - min(r["policies"][n]["mean_cost_ratio"] for n in rivals)
+        r.policies[best].mean_cost_ratio - min(r.policies[n].mean_cost_ratio for n in rivals)
         for r in rows
-        if r["pools"] == "each" and r["tight"] and best in r["policies"]
+        if r.scenario.pools == "each" and r.scenario.tight and best in r.policies
     ]
     return round(max(excess), 6) if excess else None
 
 
-def save_suite(summary: dict[str, Any], store: Path) -> Path:
+def save_suite(summary: SuiteSummary, store: Path) -> Path:
     """Keep the suite JSON next to ``store`` (``market.bench-suite.json``)."""
-    return save_json(summary, kept_next_to(store, "bench-suite"))
+    return save_json(summary.to_dict(), kept_next_to(store, "bench-suite"))
 
 
-def plot_suite(summary: dict[str, Any], target: Path) -> None:
+def plot_suite(summary: SuiteSummary, target: Path) -> None:
     """Share of the greedy → omniscient gap each policy closes, per material class (the
     others listed under the plot), with the targets drawn."""
     import matplotlib
@@ -562,14 +740,14 @@ def plot_suite(summary: dict[str, Any], target: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = [r for r in summary["classes"] if r["material"]]
-    others = len(summary["classes"]) - len(rows)
-    names = [n for n in summary["classes"][0]["policies"] if n not in (BASELINE, BOUND)]
+    rows = [r for r in summary.classes if r.material]
+    others = len(summary.classes) - len(rows)
+    names = [n for n in summary.classes[0].policies if n not in (BASELINE, BOUND)]
     fig, ax = plt.subplots(figsize=(max(9.0, 0.3 * len(rows) + 3), 6.5))
     width = 0.8 / max(1, len(names))
     x = np.arange(len(rows))
     for i, name in enumerate(names):
-        shares = [r["policies"][name]["gap_share"] for r in rows]
+        shares = [r.policies[name].gap_share for r in rows]
         ax.bar(
             x + (i - (len(names) - 1) / 2) * width,
             [math.nan if s is None else max(s, -1.0) for s in shares],
@@ -578,16 +756,33 @@ def plot_suite(summary: dict[str, Any], target: Path) -> None:
         )
     ax.axhline(0.0, color="black", linewidth=0.8)
     ax.axhline(1.0, color="grey", linestyle=":", linewidth=1)
-    ax.axhline(0.4, color="tab:red", linestyle="--", linewidth=1, label="target 0.4 (probe mean)")
-    ax.axhline(0.25, color="tab:orange", linestyle=":", linewidth=1, label="target 0.25 (each)")
+    ax.axhline(
+        PROBE_SHARE,
+        color="tab:red",
+        linestyle="--",
+        linewidth=1,
+        label=f"target {PROBE_SHARE:g} (probe mean)",
+    )
+    ax.axhline(
+        CLASS_SHARE,
+        color="tab:orange",
+        linestyle=":",
+        linewidth=1,
+        label=f"target {CLASS_SHARE:g} (each)",
+    )
     ax.set_xticks(
-        x, [r["class"] for r in rows], rotation=80, ha="right", rotation_mode="anchor", fontsize=5.5
+        x,
+        [r.scenario.key for r in rows],
+        rotation=80,
+        ha="right",
+        rotation_mode="anchor",
+        fontsize=5.5,
     )
     ax.set_ylim(-1.0, 1.1)
     ax.set_ylabel("share of the greedy → omniscient gap closed")
     ax.set_title(
-        f"Scenario suite, {summary['window']} window: {len(rows)} classes with a gap >= "
-        f"{summary['material_gap']} ({others} more without)\n1 = omniscient, 0 = greedy",
+        f"Scenario suite, {summary.window} window: {len(rows)} classes with a gap >= "
+        f"{summary.material_gap} ({others} more without)\n1 = omniscient, 0 = greedy",
         fontsize=10,
     )
     ax.legend(fontsize=7, loc="lower left", ncol=len(names) + 2, framealpha=0.9)

@@ -31,6 +31,31 @@ COUNT_LOG_GAP_SECONDS = 60
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SetDescription:
+    """What the suite's JSON says of a trace set."""
+
+    name: str
+    source: str
+    pools: tuple[str, ...]
+    gap_seconds: int
+    hours: float
+    reading: str
+    clock: str
+
+    def to_dict(self) -> dict[str, object]:
+        """The set as the suite's JSON lists it under ``trace_sets``."""
+        return {
+            "name": self.name,
+            "source": self.source,
+            "pools": list(self.pools),
+            "gap_seconds": self.gap_seconds,
+            "hours": self.hours,
+            "reading": self.reading,
+            "clock": self.clock,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SuiteSet:
     """One trace set of the suite: its pools, where it came from and how it was read."""
 
@@ -43,17 +68,17 @@ class SuiteSet:
     clock: str
     """The calendar start (UTC) or :data:`RELATIVE`."""
 
-    def describe(self) -> dict[str, object]:
+    def describe(self) -> SetDescription:
         """What the suite's JSON says of the set."""
-        return {
-            "name": self.name,
-            "source": self.source,
-            "pools": list(self.traces.names),
-            "gap_seconds": self.traces.gap_seconds,
-            "hours": round(self.traces.n_ticks * self.traces.gap_seconds / 3600, 1),
-            "reading": self.reading,
-            "clock": self.clock,
-        }
+        return SetDescription(
+            name=self.name,
+            source=self.source,
+            pools=tuple(self.traces.names),
+            gap_seconds=self.traces.gap_seconds,
+            hours=round(self.traces.n_ticks * self.traces.gap_seconds / 3600, 1),
+            reading=self.reading,
+            clock=self.clock,
+        )
 
 
 def _capacity_set(name: str, folder: Path, data: Path, need: int, clock: str) -> SuiteSet:

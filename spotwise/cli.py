@@ -173,7 +173,7 @@ def _demo(*, as_json: bool, store: Path | None) -> None:
     if as_json:
         print(json.dumps(result.to_dict(), default=str))
         return
-    print_report(result.ledger.to_dict(), as_json=False)
+    print_report(result.ledger, as_json=False)
     out.print(
         f"bit-exact resume: {result.bitwise_identical}; see it with "
         f"`spotwise jobs show {result.job_id}` or `spotwise dashboard`"

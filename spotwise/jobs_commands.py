@@ -192,4 +192,4 @@ def jobs_show(
             report = job_report(market, job_id)
         except PricingError as exc:
             fail(str(exc))
-    print_report(report.to_dict(), as_json)
+    print_report(report, as_json)

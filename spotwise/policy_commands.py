@@ -6,7 +6,7 @@ import json
 import math
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -44,12 +44,12 @@ from spotwise.pricing.errors import PricingError
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from spotwise.policy.bench import BenchRun
+    from spotwise.policy.bench import BenchRun, BenchSummary
     from spotwise.policy.market import PoolTerms, Risk, StorePools
     from spotwise.policy.plan import Plan, PlanInputs, PoolPlan
     from spotwise.policy.rl.catalog import ModelCatalog
     from spotwise.policy.simulate import CheckpointMode, Visibility
-    from spotwise.policy.suite import SuiteRun
+    from spotwise.policy.suite import PolicyStats, SuiteRun, SuiteSummary
 
 bench_app = typer.Typer(
     help="Benchmarks that print JSON.", no_args_is_help=True, rich_markup_mode=None
@@ -145,13 +145,13 @@ def bench_suite(
     names = _suite_policies(policies)
     run = _run_suite(names, quick=quick, window=window, workers=workers, models=models)
     summary = run.summary()
-    summary["verdict"] = suite.verdict(summary)
+    summary = replace(summary, verdict=suite.verdict(summary))
     suite.save_suite(summary, settings.store_path(None))
     if plot:
         suite.plot_suite(summary, plot)
         err.print(f"plot written to {plot}")
     if as_json:
-        print(json.dumps(summary, indent=2))
+        print(json.dumps(summary.to_dict(), indent=2))
         return
     _print_suite(summary, names)
 
@@ -196,40 +196,40 @@ def _run_suite(
         fail(str(exc))
 
 
-def _print_suite(summary: dict[str, Any], names: list[str]) -> None:
+def _print_suite(summary: SuiteSummary, names: list[str]) -> None:
     """The suite as a table: per class the gap and each policy's cost ratio and gap share."""
     table = Table(
         "class",
         "gap",
         *names,
         title="mean cost ratio (share of the greedy → omniscient gap; gap < "
-        f"{summary['material_gap']}: shown, left out of the averages)",
+        f"{summary.material_gap}: shown, left out of the averages)",
     )
-    for row in summary["classes"]:
-        gap = f"{row['gap']:.3f}" + ("" if row["material"] else " (-)")
-        table.add_row(row["class"], gap, *(_cell(row["policies"][n]) for n in names))
+    for row in summary.classes:
+        gap = f"{row.gap:.3f}" + ("" if row.material else " (-)")
+        table.add_row(row.scenario.key, gap, *(_cell(row.policies[n]) for n in names))
     table.add_section()
-    overall = summary["overall"]
+    overall = summary.overall
     table.add_row(
         "mean (gap share over material probe classes)",
         "",
         *(
-            f"{overall[n]['mean_cost_ratio']:.3f} ({_share(overall[n]['gap_share_probe'])})"
+            f"{overall[n].mean_cost_ratio:.3f} ({_share(overall[n].gap_share_probe)})"
             for n in names
         ),
     )
     out.print(table)
-    out.print(f"verdict: {json.dumps(summary['verdict'])}")
+    verdict = None if summary.verdict is None else summary.verdict.to_dict()
+    out.print(f"verdict: {json.dumps(verdict)}")
 
 
 def _share(value: float | None) -> str:
     return "-" if value is None else f"{value:+.0%}"
 
 
-def _cell(stats: dict[str, object]) -> str:
-    ratio = float(stats["mean_cost_ratio"])  # type: ignore[arg-type]
-    misses = f", {stats['misses']} missed" if stats["misses"] else ""
-    return f"{ratio:.3f} ({_share(stats['gap_share'])}){misses}"  # type: ignore[arg-type]
+def _cell(stats: PolicyStats) -> str:
+    misses = f", {stats.misses} missed" if stats.misses else ""
+    return f"{stats.mean_cost_ratio:.3f} ({_share(stats.gap_share)}){misses}"
 
 
 @bench_app.command("fleet")
@@ -335,27 +335,26 @@ def bench_fleet(
         plot_fleet(summary, spend, plot)
         err.print(f"plot written to {plot}")
     if as_json:
-        out.print_json(data=summary)
+        out.print_json(data=summary.to_dict())
         return
-    table = Table(title=f"fleet under {budget:g} $/h, {summary['fleets']} fleets (simulated $)")
+    table = Table(title=f"fleet under {budget:g} $/h, {summary.fleets} fleets (simulated $)")
     for column in ("tier", "jobs", "fleet $", "misses", "on its own $", "misses alone"):
         table.add_column(column)
-    tiers, alone = summary["tiers"], summary["independent_tiers"]
-    assert isinstance(tiers, dict) and isinstance(alone, dict)
-    for tier, row in tiers.items():
+    alone = summary.independent_tiers
+    for tier, row in summary.tiers.items():
         table.add_row(
             tier,
-            str(row["jobs"]),
-            f"{row['cost_usd']:.2f}",
-            f"{row['deadline_miss_rate']:.1%}",
-            f"{alone[tier]['cost_usd']:.2f}",
-            f"{alone[tier]['deadline_miss_rate']:.1%}",
+            str(row.jobs),
+            f"{row.cost_usd:.2f}",
+            f"{row.deadline_miss_rate:.1%}",
+            f"{alone[tier].cost_usd:.2f}",
+            f"{alone[tier].deadline_miss_rate:.1%}",
         )
     out.print(table)
     out.print(
-        f"fleet ${summary['fleet_cost_usd']} vs every job on its own "
-        f"${summary['independent_best_cost_usd']}; within budget "
-        f"{summary['share_of_hours_within_budget']:.1%} of hours"
+        f"fleet ${summary.fleet_cost_usd} vs every job on its own "
+        f"${summary.independent_best_cost_usd}; within budget "
+        f"{summary.share_of_hours_within_budget:.1%} of hours"
     )
 
 
@@ -579,7 +578,7 @@ def _run_policy_bench(
 
 
 def _show_bench(
-    summary: dict[str, Any], names: list[str], mode: str, *, plot: Path | None, as_json: bool
+    summary: BenchSummary, names: list[str], mode: str, *, plot: Path | None, as_json: bool
 ) -> None:
     """The bench's plot where asked, then its JSON or its table."""
     from spotwise.policy.bench import plot_bench
@@ -588,7 +587,7 @@ def _show_bench(
         plot_bench(summary, plot)
         err.print(f"plot written to {plot}")
     if as_json:
-        print(json.dumps(summary, indent=2))
+        print(json.dumps(summary.to_dict(), indent=2))
         return
     _print_bench_table(summary, names, mode)
 
@@ -626,16 +625,16 @@ def _print_timings(run: BenchRun, names: list[str], began: float) -> None:
     err.print(f"total {time.perf_counter() - began:.2f} s")
 
 
-def _print_bench_table(summary: dict[str, Any], names: list[str], mode: str) -> None:
+def _print_bench_table(summary: BenchSummary, names: list[str], mode: str) -> None:
     """The bench's mean cost ratio per pool and policy (p90, misses) as a table."""
     table = Table("pool", *names, title=f"mean cost ratio ({mode}-zone; p90, misses)")
-    for key, per_policy in summary["results"].items():
+    for key, per_policy in summary.results.items():
         table.add_row(
             key,
             *(
-                f"{per_policy[n]['mean_cost_ratio']:.3f} "
-                f"(p90 {per_policy[n]['p90_cost_ratio']:.3f}, "
-                f"miss {per_policy[n]['deadline_miss_rate']:.0%})"
+                f"{per_policy[n].mean_cost_ratio:.3f} "
+                f"(p90 {per_policy[n].p90_cost_ratio:.3f}, "
+                f"miss {per_policy[n].deadline_miss_rate:.0%})"
                 for n in names
             ),
         )
@@ -681,9 +680,9 @@ def _bench_nodes(
         plot_bench(summary, plot)
         err.print(f"plot written to {plot}")
     if as_json:
-        print(json.dumps(summary, indent=2))
+        print(json.dumps(summary.to_dict(), indent=2))
         return
-    results = summary["results"]["all"]
+    results = summary.results["all"]
     table = Table(
         "policy",
         "mean",
@@ -695,14 +694,14 @@ def _bench_nodes(
         f"{'s' if len(capacity.names) > 1 else ''}: cost ratio (1 = on-demand)",
     )
     for name, row in results.items():
-        bound = row.get("lower_bound", False)
+        bound = row.lower_bound
         table.add_row(
             f"{name} (lower bound, regroups free)" if bound else name,
-            f"{row['mean_cost_ratio']:.3f}",
-            f"{row['p90_cost_ratio']:.3f}",
-            "" if bound else f"{row['deadline_miss_rate']:.0%}",
-            "" if bound else f"{row['mean_regroups']:.1f}",
-            "" if bound else f"{row['spot_share']:.0%}",
+            f"{row.mean_cost_ratio:.3f}",
+            f"{row.p90_cost_ratio:.3f}",
+            "" if bound else f"{row.deadline_miss_rate:.0%}",
+            "" if bound else f"{row.mean_regroups:.1f}",
+            "" if bound else f"{row.spot_share:.0%}",
         )
     out.print(table)
 

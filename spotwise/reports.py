@@ -4,54 +4,61 @@ against on-demand, each price with its source and time, and its course."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING
 
 from spotwise.console import out, plural, styled
 
+if TYPE_CHECKING:
+    from spotwise.executor.ledger.ledger import JobReport
+    from spotwise.executor.ledger.prices import PriceBook
+    from spotwise.executor.supervise.supervised import SupervisedJob
 
-def print_report(report: dict[str, Any], as_json: bool) -> None:
-    """A job's report from the ledger: one JSON object, or its cost, prices and course."""
+
+def print_report(result: JobReport | SupervisedJob, as_json: bool) -> None:
+    """A job's report from the ledger (with a supervised run's own account, if one): its JSON
+    object, or its cost, prices and course."""
+    from spotwise.executor.ledger.ledger import JobReport
+
     if as_json:
-        print(json.dumps(report, default=str))
+        print(json.dumps(result.to_dict(), default=str))
         return
+    report = result if isinstance(result, JobReport) else result.report
     out.print(
-        f"job {report['job_id']} ({report['status']}"
+        f"job {report.job_id} ({report.status.value}"
         f"{_simulated(report)}): "
-        f"${report['cost_usd']:,.2f} against "
-        f"${report['on_demand_cost_usd']:,.2f} on demand ({report['savings_pct']:.1f}% saved)"
+        f"${report.cost_usd:,.2f} against "
+        f"${report.on_demand_cost_usd:,.2f} on demand ({report.savings_pct:.1f}% saved)"
     )
-    if report.get("prices"):
+    if report.prices:
         out.print(
-            f"  on demand = {report['hours_needed']:.2f} h needed (instance hours less work "
-            f"redone) × the on-demand price of {report['prices']['instance_type']} in the "
+            f"  on demand = {report.hours_needed:.2f} h needed (instance hours less work "
+            f"redone) × the on-demand price of {report.prices.instance_type} in the "
             "region each ran in"
         )
-        for line in _price_lines(report["prices"]):
+        for line in _price_lines(report.prices):
             out.print(f"  {line}")
-    b = report["breakdown"]
-    sized = report["checkpoints_sized"]
-    storage = f"${b['storage']:,.4f}" if sized else "not counted"
+    b = report.breakdown
+    sized = report.checkpoints_sized
+    storage = f"${b.storage:,.4f}" if sized else "not counted"
+    out.print(f"  compute ${b.compute:,.2f} + storage {storage} + recovery ${b.recovery:,.2f}")
+    for market, m in report.markets.items():
+        out.print(f"  {market}: {m.hours:.2f} h, ${m.cost_usd:,.2f}")
     out.print(
-        f"  compute ${b['compute']:,.2f} + storage {storage} + recovery ${b['recovery']:,.2f}"
-    )
-    for market, m in report["markets"].items():
-        out.print(f"  {market}: {m['hours']:.2f} h, ${m['cost_usd']:,.2f}")
-    out.print(
-        f"  {plural(report['instances'], 'instance')}, "
-        f"{plural(report['preemptions'], 'preemption')} "
-        f"({plural(report['notices'], 'notice')}), {plural(report['migrations'], 'migration')}, "
-        f"{report['lost_work_hours']:.2f} h of work lost, "
+        f"  {plural(report.instances, 'instance')}, "
+        f"{plural(report.preemptions, 'preemption')} "
+        f"({plural(report.notices, 'notice')}), {plural(report.migrations, 'migration')}, "
+        f"{report.lost_work_hours:.2f} h of work lost, "
         + (
-            f"{report['checkpoint_bytes'] / 1e6:.1f} MB of checkpoints"
+            f"{report.checkpoint_bytes / 1e6:.1f} MB of checkpoints"
             if sized
             else "checkpoints not sized (spotwise run --ckpt FOLDER|URL sizes them when the "
             "job ends: a folder here, or one in the bucket of the job's cloud)"
         )
     )
-    if report.get("pending_writes"):
+    if report.pending_writes:
         out.print(
             styled(
-                f"  {report['pending_writes']} ledger writes pending",
+                f"  {report.pending_writes} ledger writes pending",
                 "yellow",
                 ": counted here, and in the store once its supervisor (or the next "
                 "`spotwise jobs` command) finds it free",
@@ -59,26 +66,24 @@ def print_report(report: dict[str, Any], as_json: bool) -> None:
         )
 
 
-def _simulated(report: dict[str, Any]) -> str:
-    if not report["simulated"]:
+def _simulated(report: JobReport) -> str:
+    if not report.simulated:
         return ""
-    return f", simulated on a {report.get('simulation') or 'replayed market'}"
+    return f", simulated on a {report.simulation or 'replayed market'}"
 
 
-def _price_lines(prices: dict[str, Any]) -> list[str]:
+def _price_lines(prices: PriceBook) -> list[str]:
     """One line per distinct quote: the pools (or regions) it prices, the price, its source
     and time."""
-    from dataclasses import asdict
-
     from spotwise.executor.ledger.prices import stale_mark
     from spotwise.pricing.quotes import Quote
 
     lines = []
-    for market, by_place in (("spot", prices["spot"]), ("on-demand", prices["on_demand"])):
+    for market, by_place in (("spot", prices.spot), ("on-demand", prices.on_demand)):
         groups: dict[Quote, list[str]] = {}
         for place, quote in by_place.items():
-            groups.setdefault(Quote(**quote), []).append(place or "every pool")
+            groups.setdefault(quote, []).append(place or "every pool")
         for quote, places in groups.items():
-            stale = stale_mark(asdict(quote), prices.get("priced_at"))
+            stale = stale_mark(quote, prices.priced_at)
             lines.append(f"{market} {', '.join(places)}: {quote.describe()}{stale}")
     return lines

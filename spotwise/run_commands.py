@@ -296,11 +296,11 @@ def run(
     except Cancelled as exc:
         say(str(exc))
         with open_operational_store(store) as market:
-            print_report(job_report(market, exc.job_id).to_dict(), as_json)
+            print_report(job_report(market, exc.job_id), as_json)
         raise typer.Exit(128 + exc.signum) from None
     except (ExecutorError, PolicyError, PricingError, ValueError) as exc:
         fail(str(exc))
-    print_report(supervised.to_dict(), as_json)
+    print_report(supervised, as_json)
 
 
 def _launch_settings(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import streamlit as st
@@ -13,6 +13,7 @@ from spotwise.pricing.errors import PricingError
 
 if TYPE_CHECKING:
     from spotwise.executor.ledger.ledger import JobReport
+    from spotwise.executor.ledger.prices import PriceBook
 
 
 def render() -> None:
@@ -148,7 +149,7 @@ def _breakdown(report: JobReport, label: str) -> None:
     if report.prices:
         st.caption(
             f"On demand: the {report.hours_needed:.2f} h the job needed (instance hours less "
-            f"work redone), each at the on-demand price of {report.prices['instance_type']} in "
+            f"work redone), each at the on-demand price of {report.prices.instance_type} in "
             "the region it ran in. Every price, with where it came from and when it held:"
         )
         st.dataframe(price_table(report.prices), hide_index=True, width="stretch")
@@ -181,11 +182,11 @@ def fleet_tiers(jobs: pd.DataFrame) -> pd.DataFrame:
     return grouped.drop(columns="order")
 
 
-def price_table(prices: dict[str, Any]) -> pd.DataFrame:
+def price_table(prices: PriceBook) -> pd.DataFrame:
     """One row per quote of a job's price book: market, pool or region, $/h, source, as of."""
     rows = [
-        {"market": market, "where": place or "every pool", **quote}
-        for market, by_place in (("spot", prices["spot"]), ("on-demand", prices["on_demand"]))
+        {"market": market, "where": place or "every pool", **asdict(quote)}
+        for market, by_place in (("spot", prices.spot), ("on-demand", prices.on_demand))
         for place, quote in by_place.items()
     ]
     return pd.DataFrame(rows).rename(columns={"usd_per_hour": "$/h", "as_of": "as of"})

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pandas as pd
 import streamlit as st
 
 from spotwise import policy
 from spotwise.dashboard import charts, data
+from spotwise.policy.bench import BenchSummary
+from spotwise.policy.errors import PolicyError
 
 
 def render() -> None:
@@ -22,14 +22,15 @@ def render() -> None:
     _results(summary)
 
 
-def _saved_bench() -> tuple[str, dict[str, Any] | None]:
-    """The zones mode chosen (a saved one first) and its last bench result, if any."""
+def _saved_bench() -> tuple[str, BenchSummary | None]:
+    """The zones mode chosen (a saved one first) and its last bench result, if any (a file
+    that is not one: said, and none)."""
     modes = ["single", "multi"]
-    saved = [mode for mode in modes if data.bench_summary(mode) is not None]
+    saved = [mode for mode in modes if _kept(mode, quiet=True) is not None]
     zones = st.radio("Zones", modes, index=modes.index(saved[0]) if saved else 0, horizontal=True)
-    summary = data.bench_summary(zones)
+    summary = _kept(zones)
     if summary is not None:
-        when = summary.get("saved_at", "")[:16].replace("T", " ")
+        when = (summary.saved_at or "")[:16].replace("T", " ")
         st.caption(
             f"From the last `spotwise bench policy` run on this store ({when} UTC). Cost ratio "
             "= cost / cost on demand: 1 is all on demand, lower is cheaper; the black bar is "
@@ -38,7 +39,18 @@ def _saved_bench() -> tuple[str, dict[str, Any] | None]:
     return zones, summary
 
 
-def _run_form(zones: str, summary: dict[str, Any] | None) -> dict[str, Any] | None:
+def _kept(zones: str, *, quiet: bool = False) -> BenchSummary | None:
+    """The bench result kept for ``zones``; a file that is not one: none, and why (unless
+    ``quiet``)."""
+    try:
+        return data.bench_summary(zones)
+    except PolicyError as exc:
+        if not quiet:
+            st.error(str(exc))
+        return None
+
+
+def _run_form(zones: str, summary: BenchSummary | None) -> BenchSummary | None:
     """The form that runs the bench here; the result it ran, else ``summary``."""
     with st.expander("Run the bench here", expanded=summary is None):
         test_from = st.number_input("Test from hour", min_value=0.0, value=480.0, step=24.0)
@@ -56,13 +68,13 @@ def _run_form(zones: str, summary: dict[str, Any] | None) -> dict[str, Any] | No
     return summary
 
 
-def _results(summary: dict[str, Any]) -> None:
+def _results(summary: BenchSummary) -> None:
     """The bars per pool and policy, and the mean cost ratios as a table."""
     st.altair_chart(charts.policy_bars(summary), width="stretch")
     table = pd.DataFrame(
         {
-            pool: {name: stats["mean_cost_ratio"] for name, stats in per_policy.items()}
-            for pool, per_policy in summary["results"].items()
+            pool: {name: stats.mean_cost_ratio for name, stats in per_policy.items()}
+            for pool, per_policy in summary.results.items()
         }
     )
     table = table.rename_axis("policy").reset_index()

@@ -34,6 +34,7 @@ from spotwise.executor.ledger.journal import (
     replay_orphans,
 )
 from spotwise.executor.ledger.liveness import process_started
+from spotwise.executor.ledger.prices import PriceBook
 from spotwise.policy.clouds import STORAGE_LISTS
 from spotwise.policy.cost import StorageTerms
 from spotwise.pricing.errors import PricingError, StoreError
@@ -98,9 +99,8 @@ class JobInfo:
     simulation: str | None = None
     """What the replay was and how fast it ran."""
     checkpoint_usd_per_gb_month: float = USD_PER_GB_MONTH
-    prices: dict[str, Any] | None = None
-    """The job's price book (:class:`spotwise.executor.ledger.prices.PriceBook`), sources
-    included."""
+    prices: PriceBook | None = None
+    """The job's price book, sources included."""
     sweep: str | None = None
     """The sweep this job is a trial of (None: a job of its own)."""
     trial: int | None = None
@@ -159,7 +159,7 @@ class Ledger:
             supervisor_pid=os.getpid(),
             supervisor_started=process_started(os.getpid()),
             simulated=info.simulated,
-            prices=json.dumps(info.prices) if info.prices is not None else None,
+            prices=json.dumps(info.prices.to_dict()) if info.prices is not None else None,
             simulation=info.simulation,
             sweep=info.sweep,
             trial=info.trial,
@@ -467,7 +467,7 @@ class JobReport:
     in the region it ran in."""
     savings_usd: float
     savings_pct: float
-    prices: dict[str, Any] | None
+    prices: PriceBook | None
     """The job's price book with every price's source and time (None: a job from before)."""
     breakdown: CostBreakdown
     markets: dict[str, MarketUse]
@@ -545,7 +545,11 @@ def _report(job: pd.Series, entries: pd.DataFrame, *, pending: int) -> JobReport
         on_demand_cost_usd=round(on_demand, 4),
         savings_usd=round(on_demand - total, 4),
         savings_pct=round(100 * (1 - total / on_demand), 2) if on_demand > 0 else 0.0,
-        prices=json.loads(prices) if isinstance(prices, str) else None,
+        prices=(
+            PriceBook.from_dict(json.loads(prices), f"job {job_id}'s prices")
+            if isinstance(prices, str)
+            else None
+        ),
         breakdown=CostBreakdown(
             compute=round(compute, 4), storage=round(storage, 4), recovery=round(recovery, 4)
         ),

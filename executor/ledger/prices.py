@@ -20,6 +20,7 @@ from typing import Any
 
 from spotwise.core.clock import SYSTEM_CLOCK, Clock
 from spotwise.pricing.collect_commands import collect_command, regional_clouds
+from spotwise.pricing.errors import StoreError
 from spotwise.pricing.frames import region_of_zone
 from spotwise.pricing.quotes import (
     REFERENCE_INSTANCE_TYPE,
@@ -70,9 +71,46 @@ class PriceBook:
         """The book as plain JSON-ready values."""
         return asdict(self)
 
+    @classmethod
+    def from_dict(cls, doc: object, where: str) -> PriceBook:
+        """A book read back from :meth:`to_dict`'s JSON.
+
+        Raises:
+            StoreError: naming ``where`` and the field, when ``doc`` is no price book.
+        """
+        if not isinstance(doc, dict):
+            raise StoreError(f"{where}: not a price book: {_short(doc)}")
+        priced_at = doc.get("priced_at")
+        if priced_at is not None and not isinstance(priced_at, str):
+            raise StoreError(f"{where}: priced_at must be a time, got {_short(priced_at)}")
+        region_of = _mapping(doc, "region_of", where)
+        if not all(isinstance(r, str) for r in region_of.values()):
+            raise StoreError(f"{where}: region_of must map pools to regions")
+        return cls(
+            instance_type=_text(doc, "instance_type", where),
+            home_region=_text(doc, "home_region", where),
+            spot=_quotes(doc, "spot", where),
+            on_demand=_quotes(doc, "on_demand", where),
+            region_of={str(pool): str(region) for pool, region in region_of.items()},
+            priced_at=priced_at,
+        )
+
     def stale_lines(self) -> list[str]:
-        """One line per quote that was stale when the book was made (see :func:`stale_lines`)."""
-        return stale_lines(self.to_dict())
+        """What of the book was stale when it was made: one line per market, naming the places
+        and the newest such price, and what to do."""
+        lines = []
+        for market, by_place in (("spot", self.spot), ("on-demand", self.on_demand)):
+            stale = {
+                p or "every pool": q for p, q in by_place.items() if stale_mark(q, self.priced_at)
+            }
+            if stale:
+                newest = max(str(q.as_of) for q in stale.values())[:10]
+                collect = _stale_collect(self, market, [p for p in by_place if p in stale])
+                lines.append(
+                    f"stale {market} prices ({', '.join(stale)}; the newest of {newest}), older "
+                    f"than {STALE_AFTER_DAYS} days: `{collect}` stores fresh ones"
+                )
+        return lines
 
     @staticmethod
     def flat(pools: Sequence[str], spot_price: float, on_demand_price: float) -> PriceBook:
@@ -87,42 +125,64 @@ class PriceBook:
         )
 
 
-def stale_mark(quote: dict[str, Any], priced_at: str | None) -> str:
-    """`` (stale: ...)`` for a quote (a :class:`Quote` as a dict) older than a week when its
-    book was made, else ''."""
+def _quotes(doc: dict[str, object], key: str, where: str) -> dict[str, Quote]:
+    """``doc[key]``: quotes by place, each checked."""
+    quotes = {}
+    for place, quote in _mapping(doc, key, where).items():
+        at = f"{where}: {key}[{place!r}]"
+        if not isinstance(quote, dict):
+            raise StoreError(f"{at}: not a quote: {_short(quote)}")
+        price, as_of = quote.get("usd_per_hour"), quote.get("as_of")
+        if isinstance(price, bool) or not isinstance(price, int | float):
+            raise StoreError(f"{at}: usd_per_hour must be a number, got {_short(price)}")
+        if as_of is not None and not isinstance(as_of, str):
+            raise StoreError(f"{at}: as_of must be a time, got {_short(as_of)}")
+        quotes[str(place)] = Quote(
+            usd_per_hour=price, source=_text(quote, "source", at), as_of=as_of
+        )
+    return quotes
+
+
+def _mapping(doc: dict[str, object], key: str, where: str) -> dict[str, object]:
+    """``doc[key]`` as a mapping (missing: empty)."""
+    value = doc.get(key, {})
+    if not isinstance(value, dict):
+        raise StoreError(f"{where}: {key} must be a mapping, got {_short(value)}")
+    return value
+
+
+def _text(doc: dict[str, object], key: str, where: str) -> str:
+    """``doc[key]`` as text."""
+    value = doc.get(key)
+    if not isinstance(value, str):
+        raise StoreError(f"{where}: {key} must be text, got {_short(value)}")
+    return value
+
+
+def _short(value: object) -> str:
+    """``value`` for an error message, cut to a line."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def stale_mark(quote: Quote, priced_at: str | None) -> str:
+    """`` (stale: ...)`` for a quote older than a week when its book was made, else ''."""
     import pandas as pd
 
-    if priced_at is None or not is_stale(quote.get("as_of"), pd.Timestamp(priced_at)):
+    if priced_at is None or not is_stale(quote.as_of, pd.Timestamp(priced_at)):
         return ""
     return f" (stale: older than {STALE_AFTER_DAYS} days when the job was priced)"
 
 
-def stale_lines(prices: dict[str, Any]) -> list[str]:
-    """What of a price book (:meth:`PriceBook.to_dict`) was stale when it was made: one line
-    per market, naming the places and the newest such price, and what to do."""
-    priced_at = prices.get("priced_at")
-    lines = []
-    for market, by_place in (("spot", prices["spot"]), ("on-demand", prices["on_demand"])):
-        stale = {p or "every pool": q for p, q in by_place.items() if stale_mark(q, priced_at)}
-        if stale:
-            newest = max(str(q["as_of"]) for q in stale.values())[:10]
-            collect = _stale_collect(prices, market, [p for p in by_place if p in stale])
-            lines.append(
-                f"stale {market} prices ({', '.join(stale)}; the newest of {newest}), older than "
-                f"{STALE_AFTER_DAYS} days: `{collect}` stores fresh ones"
-            )
-    return lines
-
-
-def _stale_collect(prices: dict[str, Any], market: str, places: list[str]) -> str:
+def _stale_collect(book: PriceBook, market: str, places: list[str]) -> str:
     """The command that collects fresh ``market`` prices of a book's ``places`` (pools or
     regions): its cloud's ``collect`` for a GCP or Azure shape, in those places' regions, else
     ``collect aws`` in a region R."""
-    instance_type = str(prices.get("instance_type", ""))
+    instance_type = book.instance_type
     regional = _regional_cloud(instance_type)
     if regional is None:
         return collect_command("aws", regions=["R"], on_demand=market == "on-demand")
-    region_of = prices.get("region_of") or {}
+    region_of = book.region_of
     regions = sorted({region_of.get(p, p) for p in places if region_of.get(p, p)}) or ["R"]
     return collect_command(regional, regions=regions, shapes=[instance_type])
 

@@ -120,7 +120,7 @@ def supervise(
             compute_hours=config.job.compute_hours,
             deadline_hours=config.job.deadline_hours,
             on_demand_price=config.job.on_demand_price,
-            prices=prices.to_dict(),
+            prices=prices,
             checkpoint_usd_per_gb_month=storage_rate(launcher.name),
             sweep=sweep,
             trial=trial,

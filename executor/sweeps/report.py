@@ -137,13 +137,11 @@ def _attempt_reports(store: OperationalStore, jobs: list[str]) -> list[JobReport
 
 def _quoted_prices(reports: list[JobReport]) -> set[str]:
     """Every spot and on-demand price the reports used, described with its place."""
-    from spotwise.pricing.quotes import Quote
-
     return {
-        f"{kind} {place or 'every pool'}: {Quote(**quote).describe()}"
+        f"{kind} {place or 'every pool'}: {quote.describe()}"
         for r in reports
-        for kind, by_place in (r.prices or {}).items()
-        if kind in ("spot", "on_demand")
+        if r.prices is not None
+        for kind, by_place in (("spot", r.prices.spot), ("on_demand", r.prices.on_demand))
         for place, quote in by_place.items()
     }
 

@@ -8,11 +8,11 @@ bounds every schedule from below but is not one.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from dataclasses import replace
 
 import numpy as np
 
-from spotwise.policy.bench import cost_stats
+from spotwise.policy.bench import BenchRow, BenchSummary, cost_stats
 from spotwise.policy.errors import PolicyError
 from spotwise.policy.job import JobSpec
 from spotwise.policy.nodes.bound import node_lower_bound
@@ -67,8 +67,8 @@ def run_node_bench(
     test_from_hours: float = 0.0,
     start_every_hours: float = 12.0,
     on_job: Callable[[str], None] | None = None,
-) -> dict[str, Any]:
-    """Every policy on every job start; the summary JSON.
+) -> BenchSummary:
+    """Every policy on every job start: the bench summary of ``nodes``-node jobs.
 
     Raises:
         PolicyError: an unknown policy, more nodes than the traces count, or no job fits.
@@ -83,13 +83,13 @@ def run_node_bench(
             load_node_policy(name)  # fail early on an unknown name
     starts = node_starts(traces, spec, test_from_hours, start_every_hours)
     tell = on_job or (lambda _name: None)
-    results: dict[str, dict[str, Any]] = {}
+    results: dict[str, BenchRow] = {}
     for name in policies:
         if name == BOUND:
             results[name] = _bound_summary(traces, spec, nodes, starts, tell)
         else:
             results[name] = _policy_summary(name, traces, spec, nodes, starts, tell)
-    return {"zones": "multi", "nodes": nodes, "results": {"all": results}}
+    return BenchSummary(zones="multi", nodes=nodes, results={"all": results})
 
 
 def _bound_summary(
@@ -98,14 +98,14 @@ def _bound_summary(
     nodes: int,
     starts: Sequence[int],
     on_job: Callable[[str], None],
-) -> dict[str, Any]:
+) -> BenchRow:
     """The lower bound's cost ratios over ``starts`` (it reads the future)."""
     bounds = []
     for s in starts:
         context = node_context(traces, spec, nodes, s, reads_future=True)
         bounds.append(node_lower_bound(context).cost_ratio)
         on_job(BOUND)
-    return {**cost_stats(bounds, [True] * len(bounds)), "lower_bound": True}
+    return replace(cost_stats(bounds, [True] * len(bounds)), lower_bound=True)
 
 
 def _policy_summary(
@@ -115,15 +115,15 @@ def _policy_summary(
     nodes: int,
     starts: Sequence[int],
     on_job: Callable[[str], None],
-) -> dict[str, Any]:
+) -> BenchRow:
     """Policy ``name``'s cost ratios, misses, regroups and spot share over ``starts``."""
     jobs = []
     for s in starts:
         jobs.append(simulate_nodes(name, traces, spec, nodes, s))
         on_job(name)
     shares = [j.spot_node_ticks / max(1, j.spot_node_ticks + j.on_demand_node_ticks) for j in jobs]
-    return {
-        **cost_stats([j.cost_ratio for j in jobs], [j.done for j in jobs]),
-        "mean_regroups": round(float(np.mean([j.regroups for j in jobs])), 2),
-        "spot_share": round(float(np.mean(shares)), 4),
-    }
+    return replace(
+        cost_stats([j.cost_ratio for j in jobs], [j.done for j in jobs]),
+        mean_regroups=round(float(np.mean([j.regroups for j in jobs])), 2),
+        spot_share=round(float(np.mean(shares)), 4),
+    )

@@ -86,7 +86,7 @@ def _fill(path: Path) -> Path:
             deadline_hours=3,
             on_demand_price=3.06,
             simulated=True,
-            prices=PriceBook.flat(("z1",), 0.9, 3.06).to_dict(),
+            prices=PriceBook.flat(("z1",), 0.9, 3.06),
             sweep="lr-sweep",
             trial=3,
         ),

@@ -185,6 +185,20 @@ def test_the_policy_bench_runs_from_the_page_with_a_progress_bar(
     assert charts(app) == 1
 
 
+def test_a_kept_bench_file_that_is_no_summary_is_said_not_drawn(
+    tmp_path: Path, filled_store: Path, use_store
+) -> None:
+    target = tmp_path / "market.duckdb"
+    target.write_bytes(filled_store.read_bytes())
+    (tmp_path / "market.bench-policy-single.json").write_text('{"zones": "single"}')
+    use_store(target)
+    app = page("policies")
+    app.run()
+    assert not app.exception, [e.value for e in app.exception]
+    assert "market.bench-policy-single.json: results must map" in app.error[0].value
+    assert charts(app) == 0 and "No bench result" in app.info[0].value
+
+
 @pytest.mark.parametrize("name", PAGES)
 @pytest.mark.parametrize("state", ["missing", "empty"])
 def test_an_empty_or_missing_store_says_how_to_load_data(
@@ -263,7 +277,7 @@ def test_jobs_of_a_fleet_are_grouped_by_tier_with_their_money_labelled(
                 deadline_hours=2,
                 on_demand_price=3.06,
                 simulated=True,
-                prices=PriceBook.flat(("z1",), 0.9, 3.06).to_dict(),
+                prices=PriceBook.flat(("z1",), 0.9, 3.06),
                 fleet="nightly",
                 tier=tier,
             ),

@@ -57,17 +57,16 @@ def test_the_summary_marks_material_classes_and_the_verdict_reads_every_target()
         start_every_hours=48.0,
     )
     summary = run.summary()
-    for row in summary["classes"]:
-        stats = row["policies"]
-        assert row["material"] == (row["gap"] >= suite.MATERIAL_GAP)
-        assert all(s["misses"] == 0 for s in stats.values())
-        if row["pools"] == "each":
-            assert set(row["per_pool"]) == {"z0", "z1"}
-    overall = summary["overall"]["risk_aware"]
-    material = [r for r in summary["classes"] if r["material"] and r["observe"] == "probe"]
-    assert overall["material_probe_classes"] == len(material)
+    for row in summary.classes:
+        assert row.gap is not None and row.material == (row.gap >= suite.MATERIAL_GAP)
+        assert all(s.misses == 0 for s in row.policies.values())
+        if row.scenario.pools == "each":
+            assert row.per_pool is not None and set(row.per_pool) == {"z0", "z1"}
+    overall = summary.overall["risk_aware"]
+    material = [r for r in summary.classes if r.material and r.scenario.observe == "probe"]
+    assert overall.material_probe_classes == len(material)
     verdict = suite.verdict(summary, learned="uniform_progress")
-    assert verdict["no_missed_deadline"]
+    assert verdict.no_missed_deadline
     assert {
         "within_greedy_and_uniform_progress_plus_0.005_everywhere",
         "probe_gap_share_at_least_0.4",
@@ -75,4 +74,4 @@ def test_the_summary_marks_material_classes_and_the_verdict_reads_every_target()
         "single_pool_tight_within_0.005_of_the_best_rival",
         "no_pool_above_1.005",
         "learned_within_0.01_of_best",
-    } <= set(verdict)
+    } <= set(verdict.to_dict())

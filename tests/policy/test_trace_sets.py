@@ -24,7 +24,7 @@ def test_every_bundled_set_is_read_with_its_clock_and_how_it_became_pools() -> N
     assert sets["aws-02-15-2023"].clock == "2023-02-15 UTC"
     for name in ("spothedge-GCP1", "parcae-p3", "bamboo-g4dn"):
         assert sets[name].clock == RELATIVE  # no date in the files: never a 1970 stand-in
-    assert not any("1970" in json.dumps(s.describe()) for s in sets.values())
+    assert not any("1970" in json.dumps(s.describe().to_dict()) for s in sets.values())
     gcp = sets["spothedge-GCP1"]
     assert gcp.traces.gap_seconds == 150 and len(gcp.traces.pools) == 6
     east1b = gcp.traces.names.index("us-east1-b_a100_40gb_8")

@@ -14,6 +14,7 @@ from spotwise.executor.ledger.prices import PriceBook, price_book
 from spotwise.executor.supervise.run import job_name
 from spotwise.executor.supervise.supervisor import Supervisor, SupervisorConfig
 from spotwise.policy.client import in_process_for
+from spotwise.pricing.errors import StoreError
 from spotwise.pricing.operational import open_operational
 from spotwise.pricing.quotes import REFERENCE_SOURCE
 from spotwise.pricing.store import MarketStore
@@ -90,7 +91,7 @@ def test_an_on_demand_only_run_saves_nothing(tmp_path: Path) -> None:
             deadline_hours=terms.deadline_hours,
             on_demand_price=terms.on_demand_price,
             simulated=True,
-            prices=book.to_dict(),
+            prices=book,
         ),
     )
     replay = Replay(traces=market("1" * 60), start_hours=PAST * GAP / 3600, scale=SCALE)
@@ -108,7 +109,7 @@ def test_an_on_demand_only_run_saves_nothing(tmp_path: Path) -> None:
     assert report.on_demand_cost_usd == pytest.approx(report.cost_usd)
     assert report.savings_pct == 0.0
     assert report.hours_needed == pytest.approx(report.markets["on-demand"].hours)
-    assert report.prices and report.prices["on_demand"][""]["source"] == REFERENCE_SOURCE
+    assert report.prices and report.prices.on_demand[""].source == REFERENCE_SOURCE
 
 
 def test_a_job_is_named_after_its_script() -> None:
@@ -137,3 +138,13 @@ def test_a_quote_older_than_a_week_is_flagged_stale_by_the_rule_plan_uses(tmp_pa
         "stale spot prices (us-east-1a_v100_1; the newest of 2020-03-01), older than 7 days: "
         "`spotwise collect aws --region R` stores fresh ones"
     ]
+
+
+def test_a_stored_price_book_reads_back_as_it_was_or_says_what_is_wrong() -> None:
+    book = PriceBook.flat(("z1", "z2"), 0.9, 3.06)
+    assert PriceBook.from_dict(book.to_dict(), "job j's prices") == book
+    bad = {**book.to_dict(), "spot": {"z1": {"usd_per_hour": "cheap", "source": "given"}}}
+    with pytest.raises(StoreError, match=r"job j's prices: spot\['z1'\]: usd_per_hour must be"):
+        PriceBook.from_dict(bad, "job j's prices")
+    with pytest.raises(StoreError, match="job j's prices: instance_type must be text"):
+        PriceBook.from_dict({"spot": {}}, "job j's prices")

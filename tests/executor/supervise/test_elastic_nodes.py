@@ -100,7 +100,7 @@ def test_a_spot_node_is_taken_back_the_floor_trains_on_and_the_job_grows_back(
             deadline_hours=terms.deadline_hours,
             on_demand_price=terms.on_demand_price,
             simulated=True,
-            prices=PriceBook.flat(traces.names, 1.0, 3.0).to_dict(),
+            prices=PriceBook.flat(traces.names, 1.0, 3.0),
         ),
     )
     # cloud time moves one tick per host step; the notice comes ~10 steps ahead

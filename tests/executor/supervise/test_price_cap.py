@@ -96,7 +96,7 @@ def run_capped(tmp_path: Path, work_s: float) -> tuple[RunReport, Ledger, Path]:
             deadline_hours=terms.deadline_hours,
             on_demand_price=terms.on_demand_price,
             simulated=True,
-            prices=PriceBook.flat(traces.names, terms.spot_price, terms.on_demand_price).to_dict(),
+            prices=PriceBook.flat(traces.names, terms.spot_price, terms.on_demand_price),
         ),
     )
     supervisor = Supervisor(

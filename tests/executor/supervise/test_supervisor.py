@@ -70,7 +70,7 @@ def supervise(
             deadline_hours=terms.deadline_hours,
             on_demand_price=terms.on_demand_price,
             simulated=True,
-            prices=PriceBook.flat(traces.names, terms.spot_price, terms.on_demand_price).to_dict(),
+            prices=PriceBook.flat(traces.names, terms.spot_price, terms.on_demand_price),
         ),
     )
     settings = {"lead_s": 0.4, "grace_s": 2.0, "migrate_risk": 1.0, **config}
