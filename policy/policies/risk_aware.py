@@ -22,7 +22,12 @@ shared ones first (:mod:`spotwise.policy.policies.rules`):
    outage's expected rest less two changeovers of slack, each tick of slack worth the spot work
    it buys, and costs that time on demand. Blind, waiting asks again (a failed request costs
    only its own time), and no outage is under way until every pool was seen in the last tick:
-   a preemption says nothing of the other pools, so they are asked before any on demand.
+   a preemption says nothing of the other pools, so they are asked before any on demand where
+   that pays in slack. A failed request costs its ticks and one that lands saves the two
+   changeovers of running on demand; it fails as often as a preemption is an outage (the
+   slack budget's outages per preemption ``q``, 1 until the job has seen the pools apart), so
+   the job asks first only when ``(1 − q)·2D > q·P`` (``P`` the request's ticks): where the
+   pools go down together it pays for on demand at once.
 4. On demand: go back to spot when a pool's expected run pays for the changeovers the move
    costs. A run of ``L`` ticks on spot instead of on demand saves ``(L − D)(o − s)`` and costs
    a changeover onto spot (``D·s``) and, when it ends, one back to on demand (``D·o``), so it
@@ -181,7 +186,7 @@ class RiskAware(Policy):
         if any(hopeful[z] for z in worth):
             return self._take(worth)
         asked = worth or [z for z, _ in ranked]
-        if self._blind and self._unconfirmed(obs, asked):
+        if self._blind and self._unconfirmed(obs, asked) and self._asking_pays():
             return request(asked)
         if self._outage_overdue(obs):
             return RUN_ON_DEMAND
@@ -209,6 +214,16 @@ class RiskAware(Policy):
             if (run - short * trip) * self._value[z] > 2 * d:
                 worth.append(z)
         return worth
+
+    def _asking_pays(self) -> bool:
+        """Blind, before on demand: whether asking the pools not seen in the last tick pays in
+        slack. A failed request costs its ticks ``P``; one that lands saves the two
+        changeovers of running on demand and back; it fails as often as a preemption is an
+        outage (the slack budget's outages per preemption ``q``), so it pays when
+        ``(1 − q)·2D > q·P``."""
+        q = self._budget().outages_per_preemption
+        d = max(self._context.job.changeover, 1)
+        return (1.0 - q) * 2 * d > q * max(self._context.probe_ticks, 1)
 
     def _unconfirmed(self, obs: Observation, pools: list[int]) -> bool:
         """Blind: whether one of ``pools`` was last seen before the last request's answer (a

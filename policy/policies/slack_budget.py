@@ -158,14 +158,16 @@ class SlackBudget:
         self.changeover = changeover
         self.productive = max(run - changeover, 1.0)
         """Expected spot work of a run (ticks)."""
-        self._outages = min(1.0, run / max(spells.mean_up(), 1.0))
-        """Outages per preemption: 1 for one pool; fewer when another pool is often up."""
+        self.outages_per_preemption = min(1.0, run / max(spells.mean_up(), 1.0))
+        """Outages per preemption: 1 for one pool, and for pools seen moving together; fewer
+        when another pool is often up as one goes down."""
         self._spells = spells
 
     def per_work(self, taus: np.ndarray) -> np.ndarray:
         """Slack spent per tick of spot work, for each wait limit in ``taus``."""
         waited, longer = self._spells.outage_costs(taus)
-        per_run = self.changeover + self._outages * (waited + self.changeover * longer)
+        outages = self.outages_per_preemption
+        per_run = self.changeover + outages * (waited + self.changeover * longer)
         return per_run / self.productive
 
     def wait_limit(self, spare: float, work: float) -> float | None:
