@@ -70,7 +70,7 @@ test-fast: style
 	$(BIN)/pytest -q -n 2 --dist loadgroup -m "not slow"
 
 # Jobs end to end: the demo, the sweep demo and the resume bench, torchrun jobs that lose a
-# node, a DCP resume, and a job on each cloud's local servers (launch, a notice, a checkpoint in
+# node, a DCP resume, the guard's resume after SIGTERM, a sweep worker killed mid-trial, and a job on each cloud's local servers (launch, a notice, a checkpoint in
 # the cloud's store, a bit-exact resume on a new instance, logs back: AWS on moto, GCP and Azure
 # on their emulators and fakes); minutes of boots and trainings, so apart from `make test` (CI
 # runs it next).

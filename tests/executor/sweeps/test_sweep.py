@@ -111,6 +111,7 @@ def test_a_queue_shard_killed_twice_completes_once_and_writes_once(
     assert statuses == [(0, "completed"), (1, "completed"), (1, "failed"), (2, "completed")]
 
 
+@pytest.mark.e2e
 def test_a_worker_killed_mid_trial_is_retried_elsewhere_and_resumes_bit_exactly(
     cli: CliRun, tmp_path: Path, store_file: Path
 ) -> None:

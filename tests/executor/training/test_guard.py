@@ -49,7 +49,7 @@ def wait_for(process: subprocess.Popen, event: str) -> list[dict]:
     raise AssertionError(f"the process ended before {event!r}: {seen}")
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_resume_after_sigterm_is_bitwise_identical_to_an_uninterrupted_run(tmp_path: Path) -> None:
     plain = launch(tmp_path / "plain")
     reference = events(plain)[-1]
