@@ -19,13 +19,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from types import FrameType
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from spotwise.core.clock import SYSTEM_CLOCK, Clock
 from spotwise.executor.errors import ExecutorError
-
-if TYPE_CHECKING:
-    pass
 
 log = logging.getLogger(__name__)
 
