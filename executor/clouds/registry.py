@@ -10,7 +10,7 @@ from pathlib import Path
 from spotwise.executor.checkpoint.places import CheckpointPlace, LocalFolder
 from spotwise.executor.clouds.aws.cloud import AwsCloud
 from spotwise.executor.clouds.azure.cloud import AzureCloud
-from spotwise.executor.clouds.base import BucketFolder, Cloud, CloudTarget
+from spotwise.executor.clouds.base import BucketFolder, Cloud, CloudTarget, bucket_folder
 from spotwise.executor.clouds.gcp.cloud import GcpCloud
 from spotwise.executor.errors import ExecutorError
 from spotwise.executor.notices import NoticeSource
@@ -64,12 +64,8 @@ def checkpoint_places(
                 f"be sized from here; checkpoint to the bucket and name its URL "
                 f"({cloud.checkpoint_url(target, 'RUN')})"
             )
-        bucket = "/".join(cloud.checkpoint_url(target, "RUN").split("/")[:3])  # scheme://name
-        if location != bucket and not location.startswith(f"{bucket}/"):
-            raise ExecutorError(
-                f"--ckpt {location[:120]} is not in {bucket}, where the job's instances "
-                f"checkpoint: name a folder under {bucket}/"
-            )
+        bucket = cloud.checkpoint_url(target, "RUN").split("/")[2]  # scheme://BUCKET/...
+        bucket_folder(location, cloud.storage_scheme, bucket)  # the rule checkpoint_bytes keeps
         places.append(BucketFolder(cloud, target, location))
     return tuple(places)
 
