@@ -40,12 +40,21 @@ shared ones first (:mod:`spotwise.policy.policies.rules`):
    Blind, a pool seen down k ticks ago is judged by a run that began up to k ticks ago (asking
    every tick would land in flickers), and asking costs a job on demand nothing.
 
-Nothing here is a fixed fraction of the slack: what the job keeps is what its forecast of the
-work left needs in changeovers and waits, and it moves as the job sees the market. Outages
-the job has not seen cost nothing in that forecast (the prior adds pseudo-outages of no
-length), so a cold job buys on demand on what it has seen, never on another pool's word; the
-outage under way when the job started is counted when it ends (a random start falls in a long
-outage more often than in a short one).
+5. The forecast is a job's past; a storm it has not seen would spend the slack it budgets for
+   outages it expects to be rare. So the job keeps to uniform progress's line
+   (:func:`~spotwise.policy.policies.rules.behind_the_line`), with the two changeovers of its
+   hysteresis as leeway: idle, an outage is overdue once the job is more than two changeovers
+   behind the line whatever the forecast's wait limit; on demand, no spot run is taken until
+   the job is back within them. On a calm past this costs nothing (the line is far behind a
+   job that runs on spot); in a storm the job goes on demand as early as uniform progress
+   would, and back to spot as soon as the forecast says a run pays.
+
+Apart from that line, nothing here is a fixed fraction of the slack: what the job keeps is what
+its forecast of the work left needs in changeovers and waits, and it moves as the job sees the
+market. Outages the job has not seen cost nothing in that forecast (the prior adds
+pseudo-outages of no length), so a cold job buys on demand on what it has seen, never on
+another pool's word; the outage under way when the job started is counted when it ends (a
+random start falls in a long outage more often than in a short one).
 
 In checkpoint mode the interval is Young's, sqrt(2·stall·MTBF), with the MTBF the forecast mean
 run of the pool in use.
@@ -69,7 +78,12 @@ from spotwise.policy.policies.base import (
     Policy,
     request,
 )
-from spotwise.policy.policies.rules import Guardrails, safety_margin, slack_ticks
+from spotwise.policy.policies.rules import (
+    Guardrails,
+    behind_the_line,
+    safety_margin,
+    slack_ticks,
+)
 from spotwise.policy.policies.slack_budget import SlackBudget, SpellBook
 from spotwise.policy.risk import fresh_any_up, job_history, prior_of
 from spotwise.pricing.forecast.risk_forecasters import SHIPPED_RISK, RiskConfig, RiskForecaster
@@ -82,6 +96,9 @@ class RiskAwareParams:
 
     idle_run: float = 1.0
     """From idle, a run must outlast its changeover."""
+    line_changeovers: float = 2.0
+    """How far behind uniform progress's line (changeovers) the job may fall waiting out an
+    outage, and must be back within before it leaves on demand (rule 5)."""
     half_life_hours: float = SHIPPED_RISK.half_life_hours
     prior_weight: float = SHIPPED_RISK.prior_weight
     forecaster: str = SHIPPED_RISK.forecaster
@@ -200,6 +217,8 @@ class RiskAware(Policy):
         :meth:`SlackBudget.slack_worth` ticks of spot work, charged at the chance that the run
         is shorter than what pays for its changeovers (a run of the forecast's mean,
         exponential)."""
+        if self._behind(obs):
+            return []
         d = max(self._context.job.changeover, 1)
         paying = [(z, run) for z, run in ranked if run > self._pays[z] * d]
         if not paying:
@@ -237,6 +256,10 @@ class RiskAware(Policy):
         best_run = max(book.mean_up() for book in self._pool_spells)
         return SlackBudget(self._spells, best_run, self._context.job.changeover)
 
+    def _behind(self, obs: Observation) -> bool:
+        """Whether the job is further behind uniform progress than rule 5 lets it fall."""
+        return behind_the_line(obs, self._context, self.params.line_changeovers)
+
     def _spare(self, obs: Observation) -> float:
         """Slack above the safety margin."""
         context = self._context
@@ -248,7 +271,10 @@ class RiskAware(Policy):
         lets the slack carry the work left, whether running on demand through its expected
         rest pays: it saves that rest less two changeovers of slack, each tick worth the spot
         work it buys (:meth:`SlackBudget.slack_worth`), and costs that time on demand instead
-        of on spot and the two changeovers' price."""
+        of on spot and the two changeovers' price. Either way, it is overdue once the job is
+        behind uniform progress's line (rule 5)."""
+        if self._behind(obs):
+            return True
         job = self._context.job
         budget = self._budget()
         age = self._spells.outage_age(obs.tick)

@@ -4,6 +4,9 @@
 - The safety net: once not on spot with the slack down to two changeovers (one to start
   on-demand, one spent on a spot start that may be preempted) plus the time a failed launch
   request takes, on-demand to the end, so the deadline is never missed.
+- The uniform-progress line: where progress would be at a uniform pace, ``ep(t) = K·t/T``
+  ("Can't Be Late"); a job is behind it by ``n`` changeovers when its progress is below
+  ``ep(t) − n·D``.
 - A running spot instance is kept until it is preempted, unless the job is late (slack below
   zero: the deadline is lost wherever it runs): a late job goes on-demand to the end, idle or
   on spot, where no preemption can delay it more.
@@ -21,6 +24,19 @@ def slack_ticks(obs: Observation, context: JobContext) -> float:
     """Ticks left before the deadline minus ticks of work left."""
     job = context.job
     return (job.deadline - obs.tick) - (job.work - obs.progress)
+
+
+def uniform_progress_line(context: JobContext, tick: float) -> float:
+    """ep(t): the progress at ``tick`` of a job that works at a uniform pace to its deadline."""
+    job = context.job
+    return job.work / job.deadline_exact * tick
+
+
+def behind_the_line(obs: Observation, context: JobContext, changeovers: float) -> bool:
+    """Whether the job's progress is more than ``changeovers`` changeovers behind
+    :func:`uniform_progress_line`."""
+    lag = changeovers * context.job.changeover
+    return obs.progress < uniform_progress_line(context, obs.tick) - lag
 
 
 def safety_margin(changeover: float, wait: float) -> float:

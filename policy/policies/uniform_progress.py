@@ -21,7 +21,7 @@ from spotwise.policy.policies.base import (
     Policy,
 )
 from spotwise.policy.policies.failover import FailoverChooser
-from spotwise.policy.policies.rules import Guardrails
+from spotwise.policy.policies.rules import Guardrails, uniform_progress_line
 
 
 class UniformProgress(Policy):
@@ -34,12 +34,10 @@ class UniformProgress(Policy):
         self._context = context
         self._rules = Guardrails(context)
         self._chooser = FailoverChooser(context)
-        job = context.job
-        self._rate = job.work / job.deadline_exact
 
     def expected_progress(self, tick: float) -> float:
         """ep(t): where uniform progress would be at ``tick``."""
-        return self._rate * tick
+        return uniform_progress_line(self._context, tick)
 
     def act(self, obs: Observation) -> Action:
         """The shared rules (safety net, stay on spot), then uniform progress."""

@@ -12,7 +12,7 @@ from spotwise import policy
 from spotwise.policy import load
 from spotwise.policy.job import REFERENCE
 from spotwise.policy.policies.base import ON_DEMAND, Action, Observation, spot
-from spotwise.policy.policies.risk_aware import RiskAwareParams, pays_run
+from spotwise.policy.policies.risk_aware import RiskAware, RiskAwareParams, pays_run
 from spotwise.policy.rl.catalog import ModelCatalog
 from spotwise.policy.rl.env import SpotJobEnv
 from spotwise.policy.rl.train import trace_scenarios, train_ppo, training_starts
@@ -363,3 +363,38 @@ def test_short_of_slack_a_job_on_demand_keeps_it_for_runs_likelier_to_pay() -> N
 
     assert choice(60) == spot(0)
     assert choice(48) == ON_DEMAND
+
+
+def test_a_storm_after_a_calm_past_runs_on_demand_once_behind_uniform_progress() -> None:
+    """Rule 5: a calm past budgets outages as rare, so its wait limit lets an idle job wait any
+    outage out; the job still runs on demand once it is more than two changeovers behind
+    uniform progress's line (40 h of work in 60 h: 13.3 at tick 20), and on demand it takes a
+    long spot run only once it is back within them. Without the line (a variant that never
+    counts it) the same job waits and leaves on demand."""
+    past = "1" * 300 + "0" * 3 + "1" * 300
+    market = traces(past + "0" * 30 + "1" * 100)
+    start = len(past)
+
+    def choice(state: int, progress: float, line: float | None = None) -> int:
+        chooser = RiskAware()
+        if line is not None:
+            chooser.params = RiskAwareParams(line_changeovers=line)
+        chooser.reset(context_for(market, job(40, 60, 1), start))
+        obs = Observation(
+            tick=20,
+            progress=progress,
+            state=state,
+            changeover_left=0,
+            preempted=False,
+            available=np.array([state == ON_DEMAND]),
+            prices=np.array([1.0]),
+        )
+        return chooser.act(obs).instance
+
+    idle = 0
+    assert choice(idle, 9.0) == ON_DEMAND  # 4.3 ticks behind the line
+    assert choice(idle, 12.0) == idle  # 1.3 behind: the forecast's wait limit holds
+    assert choice(idle, 9.0, line=math.inf) == idle
+    assert choice(ON_DEMAND, 9.0) == ON_DEMAND
+    assert choice(ON_DEMAND, 12.0) == spot(0)
+    assert choice(ON_DEMAND, 9.0, line=math.inf) == spot(0)
