@@ -41,13 +41,15 @@ shared ones first (:mod:`spotwise.policy.policies.rules`):
    every tick would land in flickers), and asking costs a job on demand nothing.
 
 5. The forecast is a job's past; a storm it has not seen would spend the slack it budgets for
-   outages it expects to be rare. So the job keeps to uniform progress's line
-   (:func:`~spotwise.policy.policies.rules.behind_the_line`), with the two changeovers of its
-   hysteresis as leeway: idle, an outage is overdue once the job is more than two changeovers
-   behind the line whatever the forecast's wait limit; on demand, no spot run is taken until
-   the job is back within them. On a calm past this costs nothing (the line is far behind a
-   job that runs on spot); in a storm the job goes on demand as early as uniform progress
-   would, and back to spot as soon as the forecast says a run pays.
+   outages it expects to be rare. Where the slack left could not carry the work left on spot
+   at the runs of other pools (the prior's mean run: a changeover per run), the job keeps to
+   uniform progress's line (:func:`~spotwise.policy.policies.rules.behind_the_line`), with
+   the two changeovers of its hysteresis as leeway: idle, an outage is overdue once the job
+   is more than two changeovers behind the line whatever the forecast's wait limit; on
+   demand, no spot run is taken until the job is back within them. A job with slack to spare
+   (a loose deadline, a short changeover) is left to its forecast; a tight one goes on demand
+   in a storm as early as uniform progress would, and back to spot as soon as the forecast
+   says a run pays.
 
 Apart from that line, nothing here is a fixed fraction of the slack: what the job keeps is what
 its forecast of the work left needs in changeovers and waits, and it moves as the job sees the
@@ -97,8 +99,8 @@ class RiskAwareParams:
     idle_run: float = 1.0
     """From idle, a run must outlast its changeover."""
     line_changeovers: float = 2.0
-    """How far behind uniform progress's line (changeovers) the job may fall waiting out an
-    outage, and must be back within before it leaves on demand (rule 5)."""
+    """How far behind uniform progress's line (changeovers) a job short of slack may fall
+    waiting out an outage, and must be back within before it leaves on demand (rule 5)."""
     half_life_hours: float = SHIPPED_RISK.half_life_hours
     prior_weight: float = SHIPPED_RISK.prior_weight
     forecaster: str = SHIPPED_RISK.forecaster
@@ -257,8 +259,16 @@ class RiskAware(Policy):
         return SlackBudget(self._spells, best_run, self._context.job.changeover)
 
     def _behind(self, obs: Observation) -> bool:
-        """Whether the job is further behind uniform progress than rule 5 lets it fall."""
-        return behind_the_line(obs, self._context, self.params.line_changeovers)
+        """Whether rule 5 holds the job to uniform progress's line and it has fallen further
+        behind than the line lets it: only where the slack left could not carry the work left
+        at the prior's runs (a changeover per run)."""
+        if not behind_the_line(obs, self._context, self.params.line_changeovers):
+            return False
+        context = self._context
+        d = context.job.changeover
+        prior_run = prior_of(context).mean_run_hours / context.job.hours_per_tick
+        runs = (context.job.work - obs.progress) / max(prior_run - d, 1.0)
+        return runs * d > self._spare(obs)
 
     def _spare(self, obs: Observation) -> float:
         """Slack above the safety margin."""

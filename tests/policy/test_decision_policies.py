@@ -16,9 +16,10 @@ from spotwise.policy.policies.risk_aware import RiskAware, RiskAwareParams, pays
 from spotwise.policy.rl.catalog import ModelCatalog
 from spotwise.policy.rl.env import SpotJobEnv
 from spotwise.policy.rl.train import trace_scenarios, train_ppo, training_starts
-from spotwise.policy.simulate import context_for, job_starts, simulate
+from spotwise.policy.simulate import Visibility, context_for, job_starts, simulate
 from spotwise.policy.traces import TraceSet, load_traces
 from spotwise.pricing.forecast.hazard import AvailabilityHazard, MarketForecast
+from spotwise.pricing.forecast.prior import PoolPrior
 from spotwise.pricing.forecast.risk_forecasters import SHIPPED_RISK
 from tests.conftest import DATA
 from tests.policy.helpers import job, traces
@@ -367,19 +368,26 @@ def test_short_of_slack_a_job_on_demand_keeps_it_for_runs_likelier_to_pay() -> N
 
 def test_a_storm_after_a_calm_past_runs_on_demand_once_behind_uniform_progress() -> None:
     """Rule 5: a calm past budgets outages as rare, so its wait limit lets an idle job wait any
-    outage out; the job still runs on demand once it is more than two changeovers behind
-    uniform progress's line (40 h of work in 60 h: 13.3 at tick 20), and on demand it takes a
-    long spot run only once it is back within them. Without the line (a variant that never
-    counts it) the same job waits and leaves on demand."""
+    outage out; a job whose slack could not carry the work left at the prior's runs (the
+    default prior's 2 h runs and 1 h changeovers: 31 changeovers against 7 ticks of spare
+    slack) still runs on demand once it is more than two changeovers behind uniform
+    progress's line (40 h of work in 60 h: 13.3 at tick 20), and on demand it takes a long
+    spot run only once it is back within them. Without the line (a variant that never counts
+    it), or with slack to spare at the prior's runs (100 h ones), the same job waits and
+    leaves on demand."""
     past = "1" * 300 + "0" * 3 + "1" * 300
     market = traces(past + "0" * 30 + "1" * 100)
     start = len(past)
+    long_runs = PoolPrior(mean_run_hours=100.0, available_share=0.99)
 
-    def choice(state: int, progress: float, line: float | None = None) -> int:
+    def choice(
+        state: int, progress: float, line: float | None = None, prior: PoolPrior | None = None
+    ) -> int:
         chooser = RiskAware()
         if line is not None:
             chooser.params = RiskAwareParams(line_changeovers=line)
-        chooser.reset(context_for(market, job(40, 60, 1), start))
+        seen = Visibility(prior=prior)
+        chooser.reset(context_for(market, job(40, 60, 1), start, visibility=seen))
         obs = Observation(
             tick=20,
             progress=progress,
@@ -395,6 +403,8 @@ def test_a_storm_after_a_calm_past_runs_on_demand_once_behind_uniform_progress()
     assert choice(idle, 9.0) == ON_DEMAND  # 4.3 ticks behind the line
     assert choice(idle, 12.0) == idle  # 1.3 behind: the forecast's wait limit holds
     assert choice(idle, 9.0, line=math.inf) == idle
+    assert choice(idle, 9.0, prior=long_runs) == idle
     assert choice(ON_DEMAND, 9.0) == ON_DEMAND
     assert choice(ON_DEMAND, 12.0) == spot(0)
     assert choice(ON_DEMAND, 9.0, line=math.inf) == spot(0)
+    assert choice(ON_DEMAND, 9.0, prior=long_runs) == spot(0)
