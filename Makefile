@@ -79,15 +79,15 @@ test-e2e: dev
 
 # The tests of the jobs, ledger and forecasts again, with those tables in PostgreSQL (a local
 # throwaway server, a fresh database per test; CI runs it after `make test`).
-POSTGRES_TESTS := tests/pricing/test_operational_store.py tests/executor/ledger/test_journal.py \
+POSTGRES_TESTS := tests/pricing/test_operational.py tests/executor/ledger/test_journal.py \
 	tests/executor/supervise/test_supervisor.py tests/executor/supervise/test_supervisor_stops.py \
 	tests/executor/ledger/test_prices.py tests/executor/clouds/aws/test_launcher.py \
-	tests/pricing/test_forecast_jobs.py tests/dashboard/test_pages.py tests/spotwise/test_demo.py \
+	tests/pricing/forecast/test_run.py tests/dashboard/test_app.py tests/executor/test_demo.py \
 	tests/executor/sweeps/test_sweep.py::test_a_pruned_trial_stops_at_once_and_the_ledger_says_pruned \
 	tests/executor/sweeps/test_sweep.py::test_a_queue_shard_killed_twice_completes_once_and_writes_once
 test-postgres: dev
 	$(BIN)/pytest -q -n 3 --dist loadgroup --operational-store postgresql $(POSTGRES_TESTS)
-	$(BIN)/pytest -q --e2e --operational-store postgresql tests/spotwise/test_demo.py
+	$(BIN)/pytest -q --e2e --operational-store postgresql tests/executor/test_demo.py
 
 # The notebooks run top to bottom (a minute of documentation; CI runs it after `make test`).
 test-notebooks: dev

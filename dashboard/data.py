@@ -154,7 +154,7 @@ def jobs() -> pd.DataFrame:
     if not operational_exists(store_path()):
         return pd.DataFrame()
     with _open_operational() as store:
-        return pd.DataFrame(ledger.list_jobs(store))
+        return pd.DataFrame([job.to_dict() for job in ledger.list_jobs(store)])
 
 
 @st.cache_data(ttl=10, show_spinner=False)
@@ -164,7 +164,7 @@ def sweeps() -> pd.DataFrame:
 
     try:
         with _open_operational() as store:
-            return pd.DataFrame(ledger_sweeps(store))
+            return pd.DataFrame([sweep.to_dict() for sweep in ledger_sweeps(store)])
     except PricingError:
         return pd.DataFrame()
 
@@ -189,7 +189,7 @@ def job_totals() -> dict[str, JobTotals]:
     totals: dict[str, JobTotals] = {}
     with _open_operational() as store:
         for row in ledger.list_jobs(store):
-            report = ledger.job_report(store, row["job_id"])
+            report = ledger.job_report(store, row.job_id)
             kind = "simulated" if report.simulated else "real"
             before = totals.get(kind, JobTotals(0, 0.0, 0.0))
             totals[kind] = JobTotals(

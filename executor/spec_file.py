@@ -41,6 +41,7 @@ class _SpecLoader(yaml.SafeLoader):
     _depth = 0
 
     def compose_node(self, parent: Node | None, index: object) -> Node | None:
+        """The next node, refused at an anchor, an alias or past :data:`MAX_DEPTH`."""
         event = self.peek_event()
         if isinstance(event, AliasEvent) or (
             isinstance(event, ScalarEvent | CollectionStartEvent) and event.anchor is not None

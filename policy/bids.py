@@ -134,6 +134,50 @@ def _summed(bid: float | None, results: Sequence[JobResult]) -> BidRun:
     )
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BidBench:
+    """A policy without a bid and with each bid on the same jobs over one price history."""
+
+    prices: str
+    """The price history's file name."""
+    instance_type: str
+    region: str | None
+    """None: every zone in the file."""
+    pools: tuple[str, ...]
+    hours: int
+    median_spot_usd_per_hour: float
+    max_spot_usd_per_hour: float
+    on_demand_usd_per_hour: float
+    policy: str
+    compute_hours: float
+    deadline_hours: float
+    changeover_hours: float
+    start_every_hours: float
+    runs: tuple[BidRun, ...]
+    """Without a bid first, then one per bid."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready, as ``bench bids`` prints it."""
+        return {
+            "prices": self.prices,
+            "instance_type": self.instance_type,
+            "region": self.region,
+            "pools": list(self.pools),
+            "hours": self.hours,
+            "median_spot_usd_per_hour": self.median_spot_usd_per_hour,
+            "max_spot_usd_per_hour": self.max_spot_usd_per_hour,
+            "on_demand_usd_per_hour": self.on_demand_usd_per_hour,
+            "policy": self.policy,
+            "job": {
+                "compute_hours": self.compute_hours,
+                "deadline_hours": self.deadline_hours,
+                "changeover_hours": self.changeover_hours,
+                "start_every_hours": self.start_every_hours,
+            },
+            "runs": [run.to_dict() for run in self.runs],
+        }
+
+
 def bench_bids(
     csv: Path,
     *,
@@ -146,7 +190,7 @@ def bench_bids(
     deadline_hours: float = 36.0,
     changeover_hours: float = 1.0,
     start_every_hours: float = 12.0,
-) -> dict[str, Any]:
+) -> BidBench:
     """``policy`` without a bid and with each of ``bids`` (default: the on-demand price, and
     the median spot price × 1.05) on the same jobs over ``csv``'s prices of ``instance_type``
     in ``region`` (None: every zone in the file).
@@ -182,22 +226,20 @@ def bench_bids(
             base = load(policy)
             bidding = base if bid is None else Bidding(base, bid)
             results.append(simulate(bidding, traces, spec, start))
-        runs.append(_summed(bid, results).to_dict())
-    return {
-        "prices": str(csv.name),
-        "instance_type": instance_type,
-        "region": region,
-        "pools": list(traces.names),
-        "hours": traces.n_ticks,
-        "median_spot_usd_per_hour": round(median, 4),
-        "max_spot_usd_per_hour": round(float(np.max(traces.prices)), 4),
-        "on_demand_usd_per_hour": on_demand_price,
-        "policy": policy,
-        "job": {
-            "compute_hours": compute_hours,
-            "deadline_hours": deadline_hours,
-            "changeover_hours": changeover_hours,
-            "start_every_hours": start_every_hours,
-        },
-        "runs": runs,
-    }
+        runs.append(_summed(bid, results))
+    return BidBench(
+        prices=str(csv.name),
+        instance_type=instance_type,
+        region=region,
+        pools=tuple(traces.names),
+        hours=traces.n_ticks,
+        median_spot_usd_per_hour=round(median, 4),
+        max_spot_usd_per_hour=round(float(np.max(traces.prices)), 4),
+        on_demand_usd_per_hour=on_demand_price,
+        policy=policy,
+        compute_hours=compute_hours,
+        deadline_hours=deadline_hours,
+        changeover_hours=changeover_hours,
+        start_every_hours=start_every_hours,
+        runs=tuple(runs),
+    )

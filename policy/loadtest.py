@@ -1,9 +1,9 @@
 """An open-loop load test of the policy API: requests sent on a fixed schedule, latency measured
 from each request's scheduled time (so a slow server cannot hide its queueing).
 
-Its ``time.perf_counter`` and ``time.monotonic`` reads are benchmark timing (the schedule, the
-measured latencies, the generator's own connection ages), not the executor's wall clock, so
-they do not go through :class:`~spotwise.core.clock.Clock`.
+Its ``time.perf_counter`` reads are benchmark timing (the schedule and the measured latencies),
+taken on the finest clock there is; the ages of its kept-alive connections are read from a
+:class:`~spotwise.core.clock.Clock`, as every other wall-clock read is.
 
 The client speaks HTTP/1.1 over asyncio streams with kept-alive connections: an HTTP library's
 client costs a millisecond of CPU a request, so at a thousand requests a second the generator,
@@ -17,12 +17,14 @@ import json
 import socket
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 import numpy as np
+
+from spotwise.core.clock import SYSTEM_CLOCK, Clock
 
 Stream = tuple[asyncio.StreamReader, asyncio.StreamWriter]
 MAX_CONNECTIONS = 1024
@@ -32,16 +34,53 @@ IDLE_REUSE_S = 3.0
 its own after 5 s idle (uvicorn's keep-alive), and a request written as it does so is lost."""
 
 
+LOAD_JOB = {
+    "compute_hours": 48.0,
+    "deadline_hours": 60.0,
+    "changeover_hours": 0.2,
+    "spot_price": 0.918,
+    "on_demand_price": 3.06,
+}
+"""The job of every request the load test sends."""
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionBody:
+    """One decision request the load test sends: the ``best`` policy asked about
+    :data:`LOAD_JOB` at one state, over pools each up or not."""
+
+    elapsed_hours: float
+    progress_hours: float
+    available: tuple[tuple[str, bool], ...]
+    """Each pool, and whether it is up."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The request's JSON body (``POST /v1/decision``)."""
+        return {
+            "policy": "best",
+            "job": dict(LOAD_JOB),
+            "state": {"elapsed_hours": self.elapsed_hours, "progress_hours": self.progress_hours},
+            "pools": {pool: {"available": up} for pool, up in self.available},
+        }
+
+
 class Connections:
     """Kept-alive HTTP/1.1 connections to one server, and the encoded requests to send."""
 
-    def __init__(self, base_url: str, token: str | None, bodies: list[dict[str, Any]]) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        token: str | None,
+        bodies: Sequence[DecisionBody],
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> None:
         url = urlsplit(base_url)
         self.host, self.port = url.hostname or "127.0.0.1", url.port or 80
+        self._clock = clock
         auth = f"Authorization: Bearer {token}\r\n" if token else ""
         self.requests = []
         for body in bodies:
-            data = json.dumps(body).encode()
+            data = json.dumps(body.to_dict()).encode()
             head = (
                 f"POST /v1/decision HTTP/1.1\r\nHost: {self.host}\r\n{auth}"
                 f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n"
@@ -86,7 +125,7 @@ class Connections:
         back last, unless ``fresh`` or none idled less than ``IDLE_REUSE_S``; else a new one."""
         async with self._freed:
             while True:
-                now = time.monotonic()
+                now = self._clock.monotonic()
                 while self._idle and now - self._idle[0][0] > IDLE_REUSE_S:
                     self._drop_oldest_idle()
                 if self._idle and not fresh:
@@ -117,7 +156,7 @@ class Connections:
             if connection is None:
                 self._open -= 1
             else:
-                self._idle.append((time.monotonic(), connection))
+                self._idle.append((self._clock.monotonic(), connection))
             self._freed.notify()
 
     def _drop_oldest_idle(self) -> None:
@@ -130,27 +169,15 @@ class Connections:
             writer.close()
 
 
-def decision_bodies(pools: list[str], n: int, seed: int = 0) -> list[dict[str, Any]]:
+def decision_bodies(pools: list[str], n: int, seed: int = 0) -> list[DecisionBody]:
     """``n`` varied, valid decision requests over ``pools``."""
     rng = np.random.default_rng(seed)
     bodies = []
     for _ in range(n):
         elapsed = float(rng.uniform(0, 55))
         progress = float(min(elapsed, rng.uniform(0, 48)))
-        bodies.append(
-            {
-                "policy": "best",
-                "job": {
-                    "compute_hours": 48.0,
-                    "deadline_hours": 60.0,
-                    "changeover_hours": 0.2,
-                    "spot_price": 0.918,
-                    "on_demand_price": 3.06,
-                },
-                "state": {"elapsed_hours": elapsed, "progress_hours": progress},
-                "pools": {p: {"available": bool(rng.random() < 0.5)} for p in pools},
-            }
-        )
+        available = tuple((p, bool(rng.random() < 0.5)) for p in pools)
+        bodies.append(DecisionBody(elapsed, progress, available))
     return bodies
 
 
@@ -190,7 +217,7 @@ def _p(values: list[float], q: float) -> float:
 async def _run(
     base_url: str,
     token: str | None,
-    bodies: list[dict[str, Any]],
+    bodies: Sequence[DecisionBody],
     rps: float,
     seconds: float,
     on_second: Callable[[int], None] | None,
@@ -250,7 +277,7 @@ async def _run(
 def load_test(
     base_url: str,
     token: str | None,
-    bodies: list[dict[str, Any]],
+    bodies: Sequence[DecisionBody],
     *,
     rps: float,
     seconds: float,
@@ -262,7 +289,7 @@ def load_test(
 
 
 async def _capacity(
-    base_url: str, token: str | None, bodies: list[dict[str, Any]], clients: int, seconds: float
+    base_url: str, token: str | None, bodies: Sequence[DecisionBody], clients: int, seconds: float
 ) -> float:
     connections = Connections(base_url, token, bodies)
     done = 0
@@ -283,7 +310,12 @@ async def _capacity(
 
 
 def closed_loop_rate(
-    base_url: str, token: str | None, bodies: list[dict[str, Any]], *, clients: int, seconds: float
+    base_url: str,
+    token: str | None,
+    bodies: Sequence[DecisionBody],
+    *,
+    clients: int,
+    seconds: float,
 ) -> float:
     """Requests a second served when ``clients`` each send the next request as soon as the
     last is answered (a lower bound on capacity: the server waits on the client between
@@ -294,7 +326,7 @@ def closed_loop_rate(
 def find_capacity(
     base_url: str,
     token: str | None,
-    bodies: list[dict[str, Any]],
+    bodies: Sequence[DecisionBody],
     *,
     seconds: float = 2.0,
     shed_share: float = 0.02,

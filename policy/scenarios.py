@@ -73,6 +73,7 @@ class _Spells:
     every: np.ndarray
 
     def draw(self, rng: np.random.Generator, time_bin: int) -> int:
+        """One spell length: of those begun in ``time_bin``, or of all where that bin has few."""
         pool = self.by_bin[time_bin] if len(self.by_bin[time_bin]) >= MIN_PER_BIN else self.every
         return int(pool[rng.integers(len(pool))])
 

@@ -28,6 +28,7 @@ from spotwise.pricing.store import (
     FORECAST_COLUMNS,
     REPLACE_FORECASTS_SQL,
     SCHEMAS,
+    DatabaseSummary,
     check_versions,
     open_with_backoff,
     resolved_wait_s,
@@ -145,14 +146,16 @@ class PostgresStore:
         rows = self._con.execute("SELECT name, version FROM schemas").fetchall()
         return {str(name): int(version) for name, version in rows}
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> DatabaseSummary:
         """The database (without its password), its schema versions and rows per operational
         table."""
         tables = {}
         for table in OPERATIONAL_TABLES:
             if self._scalar(f"SELECT to_regclass('{table}') IS NOT NULL"):
                 tables[table] = int(self._scalar(f"SELECT count(*) FROM {table}"))
-        return {"store": redacted(self.url), "schemas": self.schema_versions(), "tables": tables}
+        return DatabaseSummary(
+            store=redacted(self.url), schemas=self.schema_versions(), tables=tables
+        )
 
     def _migrate(self) -> None:
         with self._transaction():

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from spotwise.pricing.database import OPERATIONAL_TABLES, PostgresStore
-from spotwise.pricing.store import MarketStore
+from spotwise.pricing.store import DatabaseSummary, MarketStore, StoreSummary
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -53,8 +53,9 @@ class OperationalStore(Protocol):
         """Write forecasts, replacing each (series, model)'s previous ones; the rows written."""
         ...
 
-    def summary(self) -> dict[str, Any]:
-        """Rows per table; rows, series and time span per source and table."""
+    def summary(self) -> StoreSummary | DatabaseSummary:
+        """Rows per table (and, of a store file, rows, series and time span per source and
+        table)."""
         ...
 
     def close(self) -> None:

@@ -177,6 +177,72 @@ def check_versions(
         raise StoreBehind(f"the store {where} has {'; '.join(behind)}: open it once for writing")
 
 
+@dataclass(frozen=True, slots=True)
+class SourceSpan:
+    """One source's rows in one table: how many, in how many series, over what time."""
+
+    rows: int
+    series: int
+    start: str | None
+    """The first time (ISO 8601, UTC)."""
+    end: str | None
+    """The last time (ISO 8601, UTC)."""
+    relative_time: bool
+    """The times are hours from the start of a trace whose files carry no date."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready, as ``data summary --json`` prints it."""
+        return {
+            "rows": self.rows,
+            "series": self.series,
+            "start": self.start,
+            "end": self.end,
+            "relative_time": self.relative_time,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class DatabaseSummary:
+    """The operational database (without its password), its schema versions and rows per
+    operational table."""
+
+    store: str
+    schemas: Mapping[str, int]
+    tables: Mapping[str, int]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready, as ``data summary --json`` prints it."""
+        return {"store": self.store, "schemas": dict(self.schemas), "tables": dict(self.tables)}
+
+
+@dataclass(frozen=True, slots=True)
+class StoreSummary:
+    """A store file, its schema versions, rows per table, and each source's rows per table;
+    with the operational database's summary when the operational tables live in one."""
+
+    store: str
+    schemas: Mapping[str, int]
+    tables: Mapping[str, int]
+    sources: Mapping[str, Mapping[str, SourceSpan]]
+    """Each source's tables, by source name (sorted), then table."""
+    operational: DatabaseSummary | StoreSummary | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready, as ``data summary --json`` prints it (the keys in this order)."""
+        summary: dict[str, Any] = {
+            "store": self.store,
+            "schemas": dict(self.schemas),
+            "tables": dict(self.tables),
+            "sources": {
+                source: {table: span.to_dict() for table, span in per_table.items()}
+                for source, per_table in self.sources.items()
+            },
+        }
+        if self.operational is not None:
+            summary["operational"] = self.operational.to_dict()
+        return summary
+
+
 def exportable_tables() -> tuple[str, ...]:
     """Every table of every registered schema."""
     return tuple(t for schema in SCHEMAS.values() for t in schema.tables)
@@ -454,10 +520,10 @@ class MarketStore:
         names = [column[0] for column in cursor.description or []]
         return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> StoreSummary:
         """Rows per table; rows, series and time span per source and table."""
         tables = {t: int(self._scalar(f"SELECT count(*) FROM {t}")) for t in TABLES}
-        sources: dict[str, dict[str, Any]] = {}
+        sources: dict[str, dict[str, SourceSpan]] = {}
         for table, spec in SPECS.items():
             series = ", ".join(spec.series)
             stats = self._con.execute(
@@ -465,19 +531,19 @@ class MarketStore:
                 f" max({spec.time_column}) FROM {table} GROUP BY source ORDER BY source"
             ).fetchall()
             for source, rows, n_series, start, end in stats:
-                sources.setdefault(source, {})[table] = {
-                    "rows": int(rows),
-                    "series": int(n_series),
-                    "start": _iso(start),
-                    "end": _iso(end),
-                    "relative_time": is_relative_time(start),
-                }
-        return {
-            "store": str(self.path),
-            "schemas": self.schema_versions(),
-            "tables": tables,
-            "sources": dict(sorted(sources.items())),
-        }
+                sources.setdefault(source, {})[table] = SourceSpan(
+                    rows=int(rows),
+                    series=int(n_series),
+                    start=_iso(start),
+                    end=_iso(end),
+                    relative_time=is_relative_time(start),
+                )
+        return StoreSummary(
+            store=str(self.path),
+            schemas=self.schema_versions(),
+            tables=tables,
+            sources=dict(sorted(sources.items())),
+        )
 
     def export_parquet(self, table: str, target: Path) -> int:
         """Write one table to a Parquet file (atomically); return its row count.

@@ -69,4 +69,4 @@ def bench_bids(
         )
     except (PolicyError, PricingError) as exc:
         fail(str(exc))
-    typer.echo(json.dumps(result, indent=2))
+    typer.echo(json.dumps(result.to_dict(), indent=2))

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
@@ -22,7 +23,7 @@ from spotwise.console import (
 )
 from spotwise.core import settings
 from spotwise.pricing.errors import PricingError
-from spotwise.pricing.store import exportable_tables
+from spotwise.pricing.store import SourceSpan, StoreSummary, exportable_tables
 
 if TYPE_CHECKING:
     from spotwise.pricing.ingest import LoadReport
@@ -109,47 +110,41 @@ def data_summary(
         summary = market.summary()
     if operational_url() is not None:
         with open_operational_store(store, read_only=True) as operational:
-            summary["operational"] = operational.summary()
+            summary = replace(summary, operational=operational.summary())
     if as_json:
-        print(json.dumps(summary, indent=2))
+        print(json.dumps(summary.to_dict(), indent=2))
         return
     print_summary(summary)
 
 
-def print_summary(summary: dict[str, Any]) -> None:
+def print_summary(summary: StoreSummary) -> None:
     """The store's schemas, tables and spans, as ``data summary`` prints them."""
-    versions = ", ".join(f"{name} v{v}" for name, v in summary["schemas"].items())
-    out.print(f"store {summary['store']} ({versions})")
+    versions = ", ".join(f"{name} v{v}" for name, v in summary.schemas.items())
+    out.print(f"store {summary.store} ({versions})")
     tables = Table("table", "rows", title="tables")
-    for table, rows in summary["tables"].items():
-        tables.add_row(table, f"{rows:,}")
+    for table, n in summary.tables.items():
+        tables.add_row(table, f"{n:,}")
     out.print(tables)
     sources = Table("source", "table", "rows", "series", "from", "to", title="sources")
-    for source, per_table in summary["sources"].items():
-        for table, stats in per_table.items():
-            sources.add_row(
-                source,
-                table,
-                f"{stats['rows']:,}",
-                f"{stats['series']:,}",
-                *_span(stats),
-            )
+    for source, per_table in summary.sources.items():
+        for table, span in per_table.items():
+            sources.add_row(source, table, f"{span.rows:,}", f"{span.series:,}", *_span(span))
     out.print(sources)
-    if any(s.get("relative_time") for t in summary["sources"].values() for s in t.values()):
+    if any(s.relative_time for t in summary.sources.values() for s in t.values()):
         out.print("+N h: hours from the start of a trace whose files carry no date")
-    if "operational" in summary:
-        database = summary["operational"]
-        rows = ", ".join(f"{table} {n:,}" for table, n in database["tables"].items())
-        out.print(f"jobs, ledger, forecasts and placement scores in {database['store']}: {rows}")
+    if summary.operational is not None:
+        database = summary.operational
+        counts = ", ".join(f"{table} {n:,}" for table, n in database.tables.items())
+        out.print(f"jobs, ledger, forecasts and placement scores in {database.store}: {counts}")
 
 
-def _span(stats: dict[str, Any]) -> tuple[str, str]:
+def _span(span: SourceSpan) -> tuple[str, str]:
     """A source's first and last time: dates, or hours from its start when it has none."""
-    if not stats.get("relative_time"):
-        return stats["start"][:16], stats["end"][:16]
+    if not span.relative_time:
+        return str(span.start)[:16], str(span.end)[:16]
     from datetime import datetime
 
-    start, end = (datetime.fromisoformat(stats[k]) for k in ("start", "end"))
+    start, end = (datetime.fromisoformat(str(t)) for t in (span.start, span.end))
     return "+0 h", f"+{(end - start).total_seconds() / 3600:.1f} h"
 
 
@@ -180,7 +175,7 @@ def data_remove(
     """Drop every row of one source (e.g. a collection with too little history), in one
     transaction; `data load` or `collect` brings it back."""
     with open_store(store) as market:
-        known = set(market.summary()["sources"])
+        known = set(market.summary().sources)
         if source not in known:
             fail(
                 f"the store {market.path} holds no source {source!r}; its sources: "

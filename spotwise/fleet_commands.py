@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
     from spotwise.executor.fleets.fleet import FleetJobSpec, FleetSpec
     from spotwise.executor.launchers.base import Launcher
+    from spotwise.executor.ledger.ledger import JobLine
     from spotwise.executor.supervise.elastic import NodePlan
 
 fleet_app = typer.Typer(
@@ -239,23 +240,25 @@ def fleet_status(
     _print_status(rows, name, as_json)
 
 
-def _fleet_rows(market: Any, name: str) -> list[dict[str, Any]]:
+def _fleet_rows(market: Any, name: str) -> list[JobLine]:
     from spotwise.executor.fleets.fleet import TIERS
     from spotwise.executor.ledger.ledger import list_jobs
 
-    rows = [r for r in list_jobs(market) if r["fleet"] == name]
-    return sorted(
-        rows, key=lambda r: (TIERS.index(r["tier"]) if r["tier"] in TIERS else 9, r["name"])
-    )
+    def order(line: JobLine) -> tuple[int, str]:
+        """By tier (high, normal, low, then any other), then by name."""
+        tier = line.tier
+        return (TIERS.index(tier) if tier is not None and tier in TIERS else 9, line.name)
+
+    return sorted((r for r in list_jobs(market) if r.fleet == name), key=order)
 
 
-def _print_status(rows: list[dict[str, Any]], name: str, as_json: bool) -> None:
-    simulated = any(r["simulated"] for r in rows)
-    total = round(sum(r["cost_usd"] for r in rows), 4)
+def _print_status(rows: list[JobLine], name: str, as_json: bool) -> None:
+    simulated = any(r.simulated for r in rows)
+    total = round(sum(r.cost_usd for r in rows), 4)
     if as_json:
         jobs = [
             {
-                k: r[k]
+                k: line[k]
                 for k in (
                     "job_id",
                     "name",
@@ -267,7 +270,7 @@ def _print_status(rows: list[dict[str, Any]], name: str, as_json: bool) -> None:
                     "on_demand_hours",
                 )
             }
-            for r in rows
+            for line in (r.to_dict() for r in rows)
         ]
         out.print_json(
             data={"fleet": name, "simulated": simulated, "cost_usd": total, "jobs": jobs}
@@ -287,14 +290,14 @@ def _print_status(rows: list[dict[str, Any]], name: str, as_json: bool) -> None:
     )
     for r in rows:
         table.add_row(
-            str(r["tier"]),
-            r["name"],
-            r["status"],
-            f"{r['cost_usd']:.2f}",
-            str(r["preemptions"]),
-            str(r["migrations"]),
-            f"{r['on_demand_hours']:.2f}",
-            r["job_id"],
+            str(r.tier),
+            r.name,
+            r.status,
+            f"{r.cost_usd:.2f}",
+            str(r.preemptions),
+            str(r.migrations),
+            f"{r.on_demand_hours:.2f}",
+            r.job_id,
         )
     out.print(table)
     out.print(f"total ${total:.2f}{label}")

@@ -60,7 +60,8 @@ def jobs_list(
     with _ledger_store(store) as market:
         rows = list_jobs(market)
     if as_json:
-        print(json.dumps(rows, default=lambda v: v.isoformat() if hasattr(v, "isoformat") else v))
+        lines = [r.to_dict() for r in rows]
+        print(json.dumps(lines, default=lambda v: v.isoformat() if hasattr(v, "isoformat") else v))
         return
     if not rows:
         out.print("no jobs yet: run `spotwise demo` or `spotwise run -- COMMAND`")
@@ -68,13 +69,13 @@ def jobs_list(
     table = Table("job", "name", "status", "started", "cost $", "preemptions", "migrations")
     for row in rows:
         table.add_row(
-            str(row["job_id"]),
-            str(row["name"]),
-            str(row["status"]) + (f" ({row['pending']} pending)" if row["pending"] else ""),
-            str(row["started"])[:19],
-            f"{row['cost_usd']:,.2f}" + (" (simulated)" if row["simulated"] else ""),
-            str(row["preemptions"]),
-            str(row["migrations"]),
+            row.job_id,
+            row.name,
+            row.status + (f" ({row.pending} pending)" if row.pending else ""),
+            str(row.started)[:19],
+            f"{row.cost_usd:,.2f}" + (" (simulated)" if row.simulated else ""),
+            str(row.preemptions),
+            str(row.migrations),
         )
     out.print(table)
 

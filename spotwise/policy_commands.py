@@ -830,6 +830,7 @@ class _Subject:
 
     @property
     def label(self) -> str:
+        """The subject as the plan's title names it."""
         return f"{self.gpus} × {self.gpu}" if self.gpu else str(self.instance_type)
 
 

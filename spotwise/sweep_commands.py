@@ -365,7 +365,7 @@ def sweep_list(
     with open_operational_store(store, read_only=True) as market:
         rows = ledger_sweeps(market)
     if as_json:
-        print(json.dumps(rows, default=str))
+        print(json.dumps([r.to_dict() for r in rows], default=str))
         return
     if not rows:
         out.print("no sweeps yet: run `spotwise sweep demo` or `spotwise sweep run SPEC`")
@@ -384,19 +384,19 @@ def sweep_list(
         "preemptions",
     )
     for r in rows:
-        label = " (simulated)" if r["money"] == "simulated" else ""
+        label = " (simulated)" if r.money == "simulated" else ""
         table.add_row(
-            r["sweep"],
-            str(r["trials"]),
-            str(r["jobs"]),
-            str(r["completed"]),
-            str(r["pruned"]),
-            str(r["failed"]),
-            str(r["running"]),
-            f"{r['cost_usd']:,.2f}{label}",
-            f"{r['on_demand_cost_usd']:,.2f}{label}",
-            f"{r['saved_pct']:.1f}%",
-            str(r["preemptions"]),
+            r.sweep,
+            str(r.trials),
+            str(r.jobs),
+            str(r.completed),
+            str(r.pruned),
+            str(r.failed),
+            str(r.running),
+            f"{r.cost_usd:,.2f}{label}",
+            f"{r.on_demand_cost_usd:,.2f}{label}",
+            f"{r.saved_pct:.1f}%",
+            str(r.preemptions),
         )
     out.print(table)
 

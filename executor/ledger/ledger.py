@@ -13,7 +13,7 @@ import logging
 import os
 import socket
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -363,15 +363,71 @@ def _frames(
     return jobs, entries, {job: len(w) for job, w in pending.items()}
 
 
-def job_row(store: OperationalStore, job_id: str) -> dict[str, Any] | None:
-    """``job_id``'s row of ``jobs``, pending writes included (None: no such job)."""
+@dataclass(frozen=True, slots=True)
+class JobState:
+    """How a job stands and what runs it, from its row of ``jobs``."""
+
+    job_id: str
+    status: str
+    host: str | None
+    """The machine its supervisor runs on."""
+    supervisor_pid: int | None
+    supervisor_started: int | None
+    """When its supervisor's process started (the kernel's start time; None: not recorded)."""
+    worker_pgid: int | None
+    """The process group of the command its supervisor runs locally (None: none)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: the fields by name, in order."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def job_state(store: OperationalStore, job_id: str) -> JobState | None:
+    """``job_id``'s state from its row of ``jobs``, pending writes included (None: no such
+    job)."""
     jobs, _, _ = _frames(store, job_id)
     if jobs.empty:
         return None
-    return {k: None if pd.isna(v) else v for k, v in jobs.iloc[0].to_dict().items()}
+    row = jobs.iloc[0]
+    return JobState(
+        job_id=str(row["job_id"]),
+        status=str(row["status"]),
+        host=_text_or_none(row["host"]),
+        supervisor_pid=_int_or_none(row["supervisor_pid"]),
+        supervisor_started=_int_or_none(row["supervisor_started"]),
+        worker_pgid=_int_or_none(row["worker_pgid"]),
+    )
 
 
-def list_jobs(store: OperationalStore) -> list[dict[str, Any]]:
+@dataclass(frozen=True, slots=True)
+class JobLine:
+    """One job as :func:`list_jobs` gives it: what it is, how it stands, and its entries'
+    sums so far."""
+
+    job_id: str
+    name: str
+    launcher: str
+    status: str
+    sweep: str | None
+    trial: int | None
+    fleet: str | None
+    tier: str | None
+    simulated: bool
+    started: datetime
+    ended: datetime | None
+    cost_usd: float
+    preemptions: int
+    migrations: int
+    on_demand_hours: float
+    pending: int
+    """Its writes still waiting in its journal for the store."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields by name, in order (``jobs list --json`` writes the times ISO 8601)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def list_jobs(store: OperationalStore) -> list[JobLine]:
     """Every job with its status, cost so far, preemptions, migrations (moves, back to spot
     among them), hours on on-demand and pending writes (newest first)."""
     jobs, entries, pending = _frames(store)
@@ -398,26 +454,26 @@ def _sums_per_job(entries: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def _listed(job: Any, sums: pd.Series | None, pending: dict[str, int]) -> dict[str, Any]:
+def _listed(job: Any, sums: pd.Series | None, pending: dict[str, int]) -> JobLine:
     """One job's line of :func:`list_jobs` (``sums``: its entries' sums, None without any)."""
-    return {
-        "job_id": str(job.job_id),
-        "name": str(job.name),
-        "launcher": str(job.launcher),
-        "status": str(job.status),
-        "sweep": _text_or_none(job.sweep),
-        "trial": _int_or_none(job.trial),
-        "fleet": _text_or_none(job.fleet),
-        "tier": _text_or_none(job.tier),
-        "simulated": bool(job.simulated) if not pd.isna(job.simulated) else False,
-        "started": job.started.to_pydatetime(),
-        "ended": None if pd.isna(job.ended) else job.ended.to_pydatetime(),
-        "cost_usd": float(sums["cost_usd"]) if sums is not None else 0.0,
-        "preemptions": int(sums["preemptions"]) if sums is not None else 0,
-        "migrations": int(sums["migrations"]) if sums is not None else 0,
-        "on_demand_hours": float(sums["on_demand_hours"]) if sums is not None else 0.0,
-        "pending": pending.get(str(job.job_id), 0),
-    }
+    return JobLine(
+        job_id=str(job.job_id),
+        name=str(job.name),
+        launcher=str(job.launcher),
+        status=str(job.status),
+        sweep=_text_or_none(job.sweep),
+        trial=_int_or_none(job.trial),
+        fleet=_text_or_none(job.fleet),
+        tier=_text_or_none(job.tier),
+        simulated=bool(job.simulated) if not pd.isna(job.simulated) else False,
+        started=job.started.to_pydatetime(),
+        ended=None if pd.isna(job.ended) else job.ended.to_pydatetime(),
+        cost_usd=float(sums["cost_usd"]) if sums is not None else 0.0,
+        preemptions=int(sums["preemptions"]) if sums is not None else 0,
+        migrations=int(sums["migrations"]) if sums is not None else 0,
+        on_demand_hours=float(sums["on_demand_hours"]) if sums is not None else 0.0,
+        pending=pending.get(str(job.job_id), 0),
+    )
 
 
 def _text_or_none(value: Any) -> str | None:

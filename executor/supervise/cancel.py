@@ -14,24 +14,23 @@ import signal
 import socket
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from spotwise.core.clock import SYSTEM_CLOCK, Clock
 from spotwise.executor.errors import ExecutorError
 from spotwise.executor.ledger.journal import replay_orphans
-from spotwise.executor.ledger.ledger import job_row
+from spotwise.executor.ledger.ledger import JobState, job_state
 from spotwise.executor.ledger.liveness import supervisor_alive
 from spotwise.pricing.errors import StoreError
 from spotwise.pricing.operational import open_operational
 
 
-def _job(store_path: Path, job_id: str) -> dict[str, Any]:
-    """The job's row, its pending ledger writes included."""
+def _job(store_path: Path, job_id: str) -> JobState:
+    """The job's state, its pending ledger writes included."""
     with open_operational(store_path, read_only=True) as store:
-        row = job_row(store, job_id)
-    if row is None:
+        state = job_state(store, job_id)
+    if state is None:
         raise ExecutorError(f"no job {job_id!r} in the ledger; `spotwise jobs list` shows them")
-    return row
+    return state
 
 
 def _stop_group(pgid: int, grace_s: float, clock: Clock) -> bool:
@@ -69,8 +68,8 @@ def cancel_job(
             machine, or a supervisor that did not stop within ``wait_s``.
     """
     job = _job(store_path, job_id)
-    status, host, pid, pgid = job["status"], job["host"], job["supervisor_pid"], job["worker_pgid"]
-    started = job.get("supervisor_started")
+    status, host, pid, pgid = job.status, job.host, job.supervisor_pid, job.worker_pgid
+    started = job.supervisor_started
     if status != "running":
         raise ExecutorError(f"job {job_id} is {status}: nothing to cancel")
     if host is not None and host != socket.gethostname():
@@ -115,7 +114,7 @@ def _cancel_supervised(store_path: Path, job_id: str, pid: int, wait_s: float, c
     while clock.monotonic() < deadline:
         clock.sleep(0.5)
         try:
-            status = _job(store_path, job_id)["status"]
+            status = _job(store_path, job_id).status
         except StoreError:
             continue  # the supervisor is writing its last entries
         if status != "running":

@@ -5,7 +5,8 @@ same hours on on-demand)."""
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +18,7 @@ from spotwise.executor.sweeps.sweep import ONE_TRIAL_ATTEMPTS, original_number, 
 from spotwise.pricing.errors import PricingError
 
 if TYPE_CHECKING:
-    from spotwise.executor.ledger.ledger import JobReport
+    from spotwise.executor.ledger.ledger import JobLine, JobReport
     from spotwise.pricing.operational import OperationalStore
 
 
@@ -202,41 +203,66 @@ def _savings_pct(cost: float, on_demand: float) -> float:
     return round(100 * (1 - cost / on_demand), 2) if on_demand > 0 else 0.0
 
 
-def ledger_sweeps(store: OperationalStore) -> list[dict[str, Any]]:
+@dataclass(frozen=True, slots=True)
+class LedgerSweep:
+    """One sweep as the ledger's jobs tell it (no study needed): its trials and jobs, how the
+    jobs ended, their cost against on-demand and their preemptions."""
+
+    sweep: str
+    money: str
+    """``real``, or ``simulated`` when a job ran on a replayed market."""
+    trials: int
+    jobs: int
+    completed: int
+    pruned: int
+    failed: int
+    """Failed or cancelled."""
+    running: int
+    cost_usd: float
+    on_demand_cost_usd: float
+    saved_pct: float
+    preemptions: int
+    started: datetime
+    """When its first job started."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields by name, in order (``sweep list --json`` writes the time as text)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def ledger_sweeps(store: OperationalStore) -> list[LedgerSweep]:
     """Every sweep the ledger knows, from its jobs alone (no study needed): trials, attempts,
     how the jobs ended, cost against on-demand, preemptions; newest first."""
     from spotwise.executor.ledger.ledger import job_report, list_jobs
 
-    by_sweep: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    by_sweep: dict[str, list[JobLine]] = defaultdict(list)
     for job in list_jobs(store):
-        if job.get("sweep"):
-            by_sweep[str(job["sweep"])].append(job)
+        if job.sweep:
+            by_sweep[job.sweep].append(job)
     rows = [
-        _ledger_sweep_row(sweep, jobs, [job_report(store, j["job_id"]) for j in jobs])
+        _ledger_sweep_row(sweep, jobs, [job_report(store, j.job_id) for j in jobs])
         for sweep, jobs in by_sweep.items()
     ]
-    return sorted(rows, key=lambda r: r["started"], reverse=True)
+    return sorted(rows, key=lambda r: r.started, reverse=True)
 
 
-def _ledger_sweep_row(
-    sweep: str, jobs: list[dict[str, Any]], reports: list[JobReport]
-) -> dict[str, Any]:
+def _ledger_sweep_row(sweep: str, jobs: list[JobLine], reports: list[JobReport]) -> LedgerSweep:
     """One sweep's row of ``ledger_sweeps``: its jobs' outcomes and their reports' costs."""
     cost = sum(r.cost_usd for r in reports)
     on_demand = sum(r.on_demand_cost_usd for r in reports)
-    statuses = [j["status"] for j in jobs]
-    return {
-        "sweep": sweep,
-        "money": "simulated" if any(r.simulated for r in reports) else "real",
-        "trials": len({j["trial"] for j in jobs}),
-        "jobs": len(jobs),
-        "completed": statuses.count("completed"),
-        "pruned": statuses.count("pruned"),
-        "failed": statuses.count("failed") + statuses.count("cancelled"),
-        "running": statuses.count("running"),
-        "cost_usd": round(cost, 4),
-        "on_demand_cost_usd": round(on_demand, 4),
-        "saved_pct": _savings_pct(cost, on_demand),
-        "preemptions": sum(r.preemptions for r in reports),
-        "started": min(j["started"] for j in jobs),
-    }
+    statuses = [j.status for j in jobs]
+    return LedgerSweep(
+        sweep=sweep,
+        money="simulated" if any(r.simulated for r in reports) else "real",
+        trials=len({j.trial for j in jobs}),
+        jobs=len(jobs),
+        completed=statuses.count("completed"),
+        pruned=statuses.count("pruned"),
+        failed=statuses.count("failed") + statuses.count("cancelled"),
+        running=statuses.count("running"),
+        cost_usd=round(cost, 4),
+        on_demand_cost_usd=round(on_demand, 4),
+        saved_pct=_savings_pct(cost, on_demand),
+        preemptions=sum(r.preemptions for r in reports),
+        started=min(j.started for j in jobs),
+    )

@@ -474,14 +474,14 @@ class SweepWorker:
     def _fence(self, frozen: FrozenTrial) -> None:
         """Before a retry resumes: stop the command an earlier attempt's dead worker may have
         left running here (a notice first, so it checkpoints)."""
-        from spotwise.executor.ledger.ledger import job_row
+        from spotwise.executor.ledger.ledger import job_state
         from spotwise.executor.supervise.cancel import cancel_job
         from spotwise.pricing.operational import open_operational
 
         for job_id in frozen.user_attrs.get(ONE_TRIAL_ATTEMPTS, []):
             with open_operational(Path(self.config.store), read_only=True) as store:
-                row = job_row(store, job_id)
-            if row is None or row["status"] != "running":
+                state = job_state(store, job_id)
+            if state is None or state.status != "running":
                 continue
             try:
                 how = cancel_job(Path(self.config.store), job_id, wait_s=30, grace_s=30)
@@ -657,4 +657,4 @@ def sweep_cost_usd(store_path: Path, sweep: str) -> float:
     from spotwise.pricing.operational import open_operational
 
     with open_operational(store_path, read_only=True) as store:
-        return sum(j["cost_usd"] for j in list_jobs(store) if j.get("sweep") == sweep)
+        return sum(j.cost_usd for j in list_jobs(store) if j.sweep == sweep)

@@ -25,7 +25,7 @@ import functools
 import logging
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -73,6 +73,65 @@ class AzureReport:
     messages: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AzurePrice:
+    """One Linux price of a size in a region, as an answer gave it (the ``prices`` frame checks
+    it: :func:`retail_frames`, and :func:`~spotwise.pricing.frames.validate` for the history)."""
+
+    source: str
+    region: object
+    """The region as the answer named it."""
+    instance_type: str
+    market: str
+    ts: pd.Timestamp
+    price: object
+    """USD an hour as the answer gave it (the frame refuses one that is not a number)."""
+    sku: str | None = None
+    """The retail meter's SKU id (None: a price-history row, which names none)."""
+    row: int
+    """Its item's or row's position in the answer, for a refusal to name."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The frame row: the ``prices`` columns, the SKU of a retail price, the position."""
+        row: dict[str, Any] = {
+            "source": self.source,
+            "provider": "azure",
+            "region": self.region,
+            "zone": "",
+            "instance_type": self.instance_type,
+            "market": self.market,
+            "ts": self.ts,
+            "price": self.price,
+        }
+        if self.sku is not None:
+            row["sku"] = self.sku
+        row[ROW] = self.row
+        return row
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AzureBand:
+    """One size's eviction band in a region, with its spot saving against on-demand."""
+
+    region: str
+    instance_type: str
+    observed: pd.Timestamp
+    interruption_band: int
+    savings_pct: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``bands`` frame row."""
+        return {
+            "source": GRAPH_SOURCE,
+            "provider": "azure",
+            "region": self.region,
+            "instance_type": self.instance_type,
+            "observed": self.observed,
+            "interruption_band": self.interruption_band,
+            "savings_pct": self.savings_pct,
+        }
+
+
 def check_names(regions: Sequence[str], shapes: Sequence[GpuShape]) -> None:
     """Refuse a region or size that could not be one (they are written into queries).
 
@@ -105,8 +164,9 @@ def fetch_retail(
     max_attempts: int,
     sleep: Callable[[float], None] = time.sleep,
     on_page: Callable[[], None] | None = None,
-) -> list[dict[str, Any]]:
-    """Every item of one region, page by page (``NextPageLink`` until it is null).
+) -> list[Mapping[str, Any]]:
+    """Every item of one region, page by page (``NextPageLink`` until it is null): the API's
+    JSON as it is (:func:`retail_rows` reads the prices from it).
 
     Raises:
         SourceUnavailable: an error answer (after ``max_attempts`` tries for 5xx and 429), an
@@ -169,7 +229,7 @@ def _get_with_retries(
     raise AssertionError("unreachable")
 
 
-def _retail_page(response: Any, url: str) -> tuple[list[dict[str, Any]], str | None]:
+def _retail_page(response: Any, url: str) -> tuple[list[Mapping[str, Any]], str | None]:
     """The items of one page and the link to the next (None on the last).
 
     Raises:
@@ -218,8 +278,8 @@ def _error_text(response: Any) -> str:
 
 
 def retail_rows(
-    items: Sequence[dict[str, Any]], shapes: Sequence[GpuShape], region: str
-) -> list[dict[str, Any]]:
+    items: Sequence[Mapping[str, Any]], shapes: Sequence[GpuShape], region: str
+) -> list[AzurePrice]:
     """Price rows of the sizes in ``shapes`` from one region's items (rules in the module's
     docstring).
 
@@ -246,7 +306,7 @@ def retail_rows(
     return rows
 
 
-def _linux_hourly(item: dict[str, Any], region: str) -> bool:
+def _linux_hourly(item: Mapping[str, Any], region: str) -> bool:
     """Whether an item is a Linux VM's hourly USD consumption meter of ``region`` (not Batch's
     low priority, not a secondary meter region)."""
     return not (
@@ -260,30 +320,30 @@ def _linux_hourly(item: dict[str, Any], region: str) -> bool:
     )
 
 
-def _retail_row(item: dict[str, Any], i: int, size: str, region: str) -> dict[str, Any]:
+def _retail_row(item: Mapping[str, Any], i: int, size: str, region: str) -> AzurePrice:
     """The price row of one meter (spot when its ``skuName`` ends in " Spot")."""
-    return {
-        "source": RETAIL_SOURCE,
-        "provider": "azure",
-        "region": region,
-        "zone": "",
-        "instance_type": size,
-        "market": "spot" if item["skuName"].endswith(" Spot") else "on_demand",
-        "ts": pd.Timestamp(item["effectiveStartDate"]),
-        "price": item["retailPrice"],
-        "sku": str(item["skuId"]),
-        ROW: i,
-    }
+    return AzurePrice(
+        source=RETAIL_SOURCE,
+        region=region,
+        instance_type=size,
+        market="spot" if item["skuName"].endswith(" Spot") else "on_demand",
+        ts=pd.Timestamp(item["effectiveStartDate"]),
+        price=item["retailPrice"],
+        sku=str(item["skuId"]),
+        row=i,
+    )
 
 
-def retail_frames(rows: list[dict[str, Any]], now: pd.Timestamp) -> dict[str, pd.DataFrame]:
+def retail_frames(rows: list[AzurePrice], now: pd.Timestamp) -> dict[str, pd.DataFrame]:
     """The retail rows as ``prices`` and ``price_skus``, checked (one price per size, region,
     market and start date).
 
     Raises:
         InputError: a bad price or time, or two prices of one meter from one date.
     """
-    frame = pd.DataFrame(rows, columns=[*SPECS["prices"].columns, "sku", ROW])
+    frame = pd.DataFrame(
+        [r.to_dict() for r in rows], columns=[*SPECS["prices"].columns, "sku", ROW]
+    )
     if frame.empty:
         return {"prices": frame.loc[:, list(SPECS["prices"].columns)]}
     frame["ts"] = pd.to_datetime(frame["ts"], utc=True)
@@ -412,7 +472,7 @@ def band_rows(
     on_demand: pd.DataFrame,
     spot: pd.DataFrame,
     observed: pd.Timestamp,
-) -> tuple[list[dict[str, Any]], int]:
+) -> tuple[list[AzureBand], int]:
     """Band rows from eviction-rate rows, each with its saving against on-demand from this
     collection's retail prices; and how many had no retail price pair to compute one from.
 
@@ -440,15 +500,13 @@ def band_rows(
             unpaired += 1
             continue
         out.append(
-            {
-                "source": GRAPH_SOURCE,
-                "provider": "azure",
-                "region": region,
-                "instance_type": size,
-                "observed": observed,
-                "interruption_band": band,
-                "savings_pct": round(100 * (1 - sp / od), 1),
-            }
+            AzureBand(
+                region=region,
+                instance_type=size,
+                observed=observed,
+                interruption_band=band,
+                savings_pct=round(100 * (1 - sp / od), 1),
+            )
         )
     return out, unpaired
 
@@ -460,7 +518,7 @@ def _latest(frame: pd.DataFrame) -> dict[tuple[str, str], float]:
     return {(r, t): float(p) for (r, t), p in newest.items()}
 
 
-def history_rows(rows: Sequence[Any], shapes: Sequence[GpuShape]) -> list[dict[str, Any]]:
+def history_rows(rows: Sequence[Any], shapes: Sequence[GpuShape]) -> list[AzurePrice]:
     """Spot price rows (Linux) from price-history rows: one per ``effectiveDate``.
 
     Raises:
@@ -473,17 +531,15 @@ def history_rows(rows: Sequence[Any], shapes: Sequence[GpuShape]) -> list[dict[s
             size = names[str(row["skuName"]).lower()]
             for point in row["spotPrices"]:
                 out.append(
-                    {
-                        "source": GRAPH_SOURCE,
-                        "provider": "azure",
-                        "region": row["location"],
-                        "zone": "",
-                        "instance_type": size,
-                        "market": "spot",
-                        "ts": pd.Timestamp(point["effectiveDate"]),
-                        "price": point["priceUSD"],
-                        "_row": i,
-                    }
+                    AzurePrice(
+                        source=GRAPH_SOURCE,
+                        region=row["location"],
+                        instance_type=size,
+                        market="spot",
+                        ts=pd.Timestamp(point["effectiveDate"]),
+                        price=point["priceUSD"],
+                        row=i,
+                    )
                 )
         except (KeyError, TypeError, ValueError) as exc:
             raise InputError(
@@ -517,7 +573,7 @@ def collect_azure(
     import httpx
 
     check_names(regions, shapes)
-    retail: list[dict[str, Any]] = []
+    retail: list[AzurePrice] = []
     pages = 0
 
     def page_done(region: str) -> None:
@@ -596,7 +652,10 @@ def _from_graph(
     line = ""
     if bands:
         out["bands"] = validate(
-            "bands", pd.DataFrame(bands), origin="Resource Graph SpotResources", now=now
+            "bands",
+            pd.DataFrame([b.to_dict() for b in bands]),
+            origin="Resource Graph SpotResources",
+            now=now,
         )
     if unpaired:
         line = (
@@ -605,7 +664,7 @@ def _from_graph(
         )
     spot = history_rows(history, shapes)
     if spot:
-        frame = pd.DataFrame(spot)
+        frame = pd.DataFrame([r.to_dict() for r in spot])
         frame["ts"] = pd.to_datetime(frame["ts"], utc=True)
         out["prices"] = validate(
             "prices",

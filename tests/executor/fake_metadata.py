@@ -15,6 +15,9 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+PATIENT_S = 10.0
+"""Seconds a source waits for the fake endpoint: a loaded machine may be slow to answer."""
+
 
 class FakeMetadata:
     """Serve until :meth:`close`; counts requests per path."""

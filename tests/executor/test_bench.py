@@ -1,15 +1,13 @@
-"""The executor benchmarks and the replay driver, at small sizes."""
+"""The executor benchmarks, at small sizes."""
 
 from __future__ import annotations
 
 import json
-import sys
 
 import pytest
 
 from spotwise.executor.bench import steps_run_of
-from spotwise.executor.errors import ExecutorError
-from spotwise.executor.supervise.replay import Launch, run_under_replay
+from spotwise.executor.supervise.replay import Launch
 from tests.conftest import CliRun
 
 
@@ -60,33 +58,3 @@ def test_a_launch_killed_before_it_reported_counts_up_to_where_the_next_resumed(
 
 def ends(kind: str, steps_here: int) -> list[dict[str, object]]:
     return [{"event": kind, "steps_here": steps_here}]
-
-
-def test_replay_does_not_relaunch_a_real_failure_forever() -> None:
-    command = [sys.executable, "-c", 'import sys; print(\'{"event": "fresh"}\'); sys.exit(3)']
-    with pytest.raises(ExecutorError, match="exit code 3 \\(not a preemption\\)"):
-        run_under_replay(command, [100.0], lead_s=1, grace_s=1)
-
-
-def test_replay_runs_a_clean_command_once() -> None:
-    run = run_under_replay(
-        [sys.executable, "-c", 'print(\'{"event": "done"}\')'], [], lead_s=1, grace_s=1
-    )
-    assert len(run.launches) == 1 and run.preemptions == 0
-    assert run.launches[0].event("done") is not None
-
-
-@pytest.mark.slow
-def test_replay_leaves_out_the_take_backs_past_its_limit() -> None:
-    script = (
-        "import json, signal, sys, time\n"
-        "signal.signal(signal.SIGTERM, lambda *_: sys.exit(75))\n"
-        "print(json.dumps({'event': 'fresh'}), flush=True)\n"
-        "time.sleep(1.5)\n"
-    )
-    schedule = [0.2 * i for i in range(1, 60)]  # a take-back every 0.2 s for 12 s
-    run = run_under_replay(
-        [sys.executable, "-c", script], schedule, lead_s=0, grace_s=5, max_preemptions=2
-    )
-    assert run.preemptions == 2 and len(run.launches) == 3
-    assert run.launches[-1].returncode == 0

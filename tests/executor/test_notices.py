@@ -1,4 +1,6 @@
-"""Notice sources against real endpoint shapes served on 127.0.0.1, and real signals."""
+"""The notice watcher and SIGTERM (real signals), a source read on the fake metadata server on
+127.0.0.1, preemption times from a trace, and sources named in the environment. Each cloud's
+own source is tested in its folder (tests/executor/clouds/CLOUD/test_notice.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +12,6 @@ import numpy as np
 import pytest
 
 from spotwise.executor.clouds.aws.notice import AwsImds
-from spotwise.executor.clouds.azure.notice import AzureScheduledEvents
-from spotwise.executor.clouds.gcp.notice import GcpMetadata
 from spotwise.executor.clouds.registry import sources_from_env
 from spotwise.executor.notices import (
     Notice,
@@ -21,72 +21,7 @@ from spotwise.executor.notices import (
 )
 from spotwise.policy.traces import load_traces
 from tests.conftest import DATA
-from tests.executor.fake_metadata import FakeMetadata
-
-PATIENT_S = 10.0
-"""Seconds a source waits for the fake endpoint: a loaded machine may be slow to answer."""
-
-
-def test_aws_nothing_pending_is_a_404_and_no_notice(metadata: FakeMetadata) -> None:
-    source = AwsImds(metadata.url, timeout=PATIENT_S)
-    assert source.poll() is None
-    assert metadata.hits["/latest/api/token"] == 1
-    assert metadata.hits["/latest/meta-data/spot/instance-action"] == 1
-
-
-def test_aws_instance_action_is_a_stop_notice_with_its_deadline(metadata: FakeMetadata) -> None:
-    metadata.aws_action = {"action": "terminate", "time": "2026-11-29T10:00:00Z"}
-    notice = AwsImds(metadata.url, timeout=PATIENT_S).poll()
-    assert notice is not None and notice.stop and notice.kind == "terminate"
-    assert notice.deadline == pytest.approx(1795946400.0)
-
-
-def test_aws_expired_token_gets_401_and_is_renewed_once(metadata: FakeMetadata) -> None:
-    source = AwsImds(metadata.url, timeout=PATIENT_S)
-    source.poll()
-    metadata.expire_tokens()
-    metadata.aws_action = {"action": "stop", "time": "2026-11-29T10:00:00Z"}
-    notice = source.poll()
-    assert notice is not None and notice.kind == "stop"
-    assert metadata.hits["/latest/api/token"] == 2
-
-
-def test_aws_rebalance_asks_for_a_checkpoint_not_a_stop_and_only_once(
-    metadata: FakeMetadata,
-) -> None:
-    metadata.aws_rebalance = {"noticeTime": "2026-11-29T09:50:00Z"}
-    source = AwsImds(metadata.url, timeout=PATIENT_S)
-    first = source.poll()
-    assert first is not None and first.kind == "rebalance" and not first.stop
-    assert source.poll() is None
-
-
-def test_gcp_preempted_true_is_a_stop_notice(metadata: FakeMetadata) -> None:
-    source = GcpMetadata(metadata.url, timeout=PATIENT_S)
-    assert source.poll() is None
-    metadata.gcp_preempted = "garbage"
-    assert source.poll() is None
-    metadata.gcp_preempted = "TRUE"
-    notice = source.poll()
-    assert notice is not None and notice.kind == "preempt"
-    assert notice.deadline == pytest.approx(time.time() + 30, abs=2)
-
-
-def test_azure_preempt_event_is_a_stop_notice(metadata: FakeMetadata) -> None:
-    source = AzureScheduledEvents(metadata.url, timeout=PATIENT_S)
-    assert source.poll() is None
-    metadata.azure_events = "{{{"
-    assert source.poll() is None
-    metadata.azure_events = {
-        "DocumentIncarnation": 2,
-        "Events": [
-            {"EventId": "A1", "EventType": "Freeze", "NotBefore": ""},
-            {"EventId": "B2", "EventType": "Preempt", "NotBefore": "Sun, 29 Nov 2026 10:00:00 GMT"},
-        ],
-    }
-    notice = source.poll()
-    assert notice is not None and notice.detail == "B2"
-    assert notice.deadline == pytest.approx(1795946400.0)
+from tests.executor.fake_metadata import PATIENT_S, FakeMetadata
 
 
 def test_sigterm_is_a_stop_notice_and_the_handler_is_restored() -> None:

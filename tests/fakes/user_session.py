@@ -128,7 +128,7 @@ def _job_id(ran: subprocess.CompletedProcess[str]) -> str:
 
 def gcp(transcript: Path, home: Path) -> None:
     """setup, check, run, jobs logs/show and gc on GCP."""
-    from tests.executor.clouds.gcp.test_end_to_end import GceBoots
+    from tests.executor.clouds.gcp.test_launcher_end_to_end import GceBoots
     from tests.fakes.gcp_billing import CloudBillingFake
     from tests.fakes.gcp_compute import PROJECT, GcpLocal
 
@@ -208,8 +208,8 @@ def gcp(transcript: Path, home: Path) -> None:
 
 def azure(transcript: Path, home: Path) -> None:
     """setup, check, run, jobs logs/show and gc on Azure."""
-    from tests.executor.clouds.azure import test_end_to_end
-    from tests.executor.clouds.azure.test_end_to_end import Hypervisor
+    from tests.executor.clouds.azure import test_launcher_end_to_end as end_to_end
+    from tests.executor.clouds.azure.test_launcher_end_to_end import Hypervisor
     from tests.fakes.azure_local import ACCOUNT, GROUP, IMAGE, SUBSCRIPTION, AzureLocal
     from tests.fakes.azure_prices import RetailPricesFake
 
@@ -224,7 +224,7 @@ def azure(transcript: Path, home: Path) -> None:
             url = local.fake.url
             where = ("--project", f"{SUBSCRIPTION}/{GROUP}", "--region", "eastus")
             bucket = f"{ACCOUNT}/spotwise"
-            test_end_to_end.CONTAINER = "spotwise"  # where the hypervisor reads the VMs' logs
+            end_to_end.CONTAINER = "spotwise"  # where the hypervisor reads the VMs' logs
             session.note(
                 "Azure on this machine: Resource Manager, Key Vault and the identity endpoint on "
                 "the loopback fake (--endpoint-url), Blob on Azurite "

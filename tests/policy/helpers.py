@@ -1,10 +1,12 @@
-"""Hand-made traces and a scripted policy for tick-by-tick tests."""
+"""Hand-made traces (of availability, or of node counts) and a scripted policy for
+tick-by-tick tests."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from spotwise.policy.job import JobSpec
+from spotwise.policy.nodes.capacity import CapacityTraces
 from spotwise.policy.policies.base import Action, JobContext, Observation, Policy
 from spotwise.policy.traces import Pool, TraceSet
 
@@ -24,6 +26,17 @@ def traces(
         gap_seconds=gap,
         available=np.array([[c == "1" for c in row] for row in rows]),
         prices=None if prices is None else np.array(prices, dtype=float),
+    )
+
+
+def capacity(*rows: list[int]) -> CapacityTraces:
+    """Pools with the given spot nodes per tick (1-hour ticks)."""
+    counts = np.array(rows)
+    return CapacityTraces(
+        names=tuple(f"p{i}" for i in range(len(rows))),
+        gap_seconds=3600,
+        capacity=counts,
+        cluster_size=int(counts.max()),
     )
 
 

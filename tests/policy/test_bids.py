@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -23,16 +24,14 @@ def test_the_zones_of_one_region_are_pools_priced_every_hour() -> None:
 
 def test_a_bid_above_every_price_changes_nothing_and_one_below_them_evicts() -> None:
     result = bench_bids(settings.bundled_prices(), bids=[3.06, 0.9873])
-    free, above, tight = result["runs"]
-    assert free["bid_usd_per_hour"] is None and free["jobs"] == above["jobs"] == tight["jobs"] > 0
+    free, above, tight = result.runs
+    assert free.bid is None and free.jobs == above.jobs == tight.jobs > 0
     # no price in the history reaches the on-demand price: the bid never binds
-    assert {k: v for k, v in above.items() if k != "bid_usd_per_hour"} == {
-        k: v for k, v in free.items() if k != "bid_usd_per_hour"
-    }
-    assert free["evictions"] == 0
+    assert replace(above, bid=None).to_dict() == free.to_dict()
+    assert free.evictions == 0
     # a bid under some zones' prices evicts, and greedy pays on-demand for what spot refused
-    assert tight["evictions"] > 0 and tight["on_demand_hours"] > free["on_demand_hours"]
-    assert tight["cost_usd"] != free["cost_usd"]
+    assert tight.evictions > 0 and tight.on_demand_hours > free.on_demand_hours
+    assert tight.to_dict()["cost_usd"] != free.to_dict()["cost_usd"]
 
 
 def test_an_instance_type_the_history_lacks_is_one_line() -> None:

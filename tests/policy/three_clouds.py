@@ -16,7 +16,7 @@ from tests.fakes.azure_prices import RetailPricesFake
 from tests.fakes.gcp_billing import CloudBillingFake
 from tests.pricing.conftest import unused_url
 from tests.pricing.ec2_endpoint import PriceHistoryEndpoint
-from tests.pricing.test_aws_price_list import PriceListServer, item
+from tests.pricing.sources.test_aws_price_list import PriceListServer, item
 
 Run = Callable[..., subprocess.CompletedProcess[str]]
 P4D_ON_DEMAND = "21.9576000000"

@@ -43,7 +43,7 @@ def test_new_store_has_every_table_at_the_current_schema_version(store_file: Pat
     assert set(SCHEMAS) == {"market", "ledger"}  # each package registers its own tables
     with MarketStore.open(store_file) as store:
         assert store.schema_versions() == CURRENT
-        assert set(store.summary()["tables"]) == set(TABLES)
+        assert set(store.summary().tables) == set(TABLES)
         assert set(exportable_tables()) == {*TABLES, "jobs", "ledger"}
 
 

@@ -22,7 +22,7 @@ from tests.executor.checkpoint.test_manager import forkserver
 
 def summary_of(store: Path) -> dict[str, int]:
     with MarketStore.open(store, read_only=True) as market:
-        return market.summary()["tables"]
+        return dict(market.summary().tables)
 
 
 @pytest.mark.slow

@@ -1,7 +1,8 @@
 """`spotwise fleet run --launcher aws` against moto's EC2, S3 and IAM on 127.0.0.1: the code is
 shipped once for every job, each job's supervisor launches its own tagged instances, and a
 thread plays the instances' side (each reports its exit code and shuts down, as the boot
-script does). The boot script itself runs for real in test_aws_end_to_end."""
+script does). The boot script itself runs for real in
+tests/executor/clouds/aws/test_launcher_end_to_end.py."""
 
 from __future__ import annotations
 

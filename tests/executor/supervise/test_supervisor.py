@@ -127,14 +127,14 @@ def test_on_demand_while_spot_is_gone_and_back_to_spot_when_it_returns(tmp_path:
     with open_operational(store) as market_store:
         ledger_report = job_report(market_store, ledger.job_id)
         # the on-demand instance was released: billed only until the job left it
-        (listed,) = [j for j in list_jobs(market_store) if j["job_id"] == ledger.job_id]
+        (listed,) = [j for j in list_jobs(market_store) if j.job_id == ledger.job_id]
     on_demand = ledger_report.markets["on-demand"]
     assert 0 < on_demand.hours < 10.0 * SCALE / 3600
     assert ledger_report.markets["spot"].hours > 0
     assert ledger_report.migrations == 1
     # `jobs list` and `fleet status` read the same: one move, the hours on on-demand
-    assert listed["migrations"] == 1
-    assert listed["on_demand_hours"] == pytest.approx(on_demand.hours, abs=1e-4)  # (rounded)
+    assert listed.migrations == 1
+    assert listed.on_demand_hours == pytest.approx(on_demand.hours, abs=1e-4)  # (rounded)
 
 
 @pytest.mark.slow
@@ -169,7 +169,7 @@ def test_a_real_error_is_reported_and_not_relaunched_forever(tmp_path: Path) -> 
     assert supervisor.report.instances == 2
     with open_operational(store) as market_store:
         jobs = list_jobs(market_store)
-    assert {j["job_id"]: j["status"] for j in jobs}[ledger.job_id] == "failed"
+    assert {j.job_id: j.status for j in jobs}[ledger.job_id] == "failed"
 
 
 def risky_and_safe_pools(risky_future: str) -> TraceSet:

@@ -17,7 +17,7 @@ import optuna
 import pytest
 
 from spotwise.executor.demo import DEMO_POOLS
-from spotwise.executor.ledger.ledger import list_jobs
+from spotwise.executor.ledger.ledger import JobLine, list_jobs
 from spotwise.executor.sweeps.sweep import original_number
 from spotwise.pricing.operational import open_operational
 from tests.conftest import CliRun
@@ -43,9 +43,9 @@ def spec(tmp_path: Path, name: str, body: str) -> Path:
     return path
 
 
-def jobs_of(store: Path, sweep: str) -> list[dict]:
+def jobs_of(store: Path, sweep: str) -> list[JobLine]:
     with open_operational(store, read_only=True) as market:
-        return [j for j in list_jobs(market) if j["sweep"] == sweep]
+        return [j for j in list_jobs(market) if j.sweep == sweep]
 
 
 def test_a_pruned_trial_stops_at_once_and_the_ledger_says_pruned(
@@ -76,7 +76,7 @@ x = {{ type = "categorical", choices = [1, 2, 10] }}
     hours = {t["params"]["x"]: sum(t["hours"].values()) for t in report["trials"]}
     # stopped at its first report (0.4 s in), not run to its end (3.2 s)
     assert hours[10] < hours[1] / 2
-    statuses = {j["trial"]: j["status"] for j in jobs_of(store_file, "prune")}
+    statuses = {j.trial: j.status for j in jobs_of(store_file, "prune")}
     assert statuses == {0: "completed", 1: "completed", 2: "pruned"}
     assert report["simulated"] and any("given with --spot-price" in p for p in report["prices"])
 
@@ -107,7 +107,7 @@ def test_a_queue_shard_killed_twice_completes_once_and_writes_once(
     by_trial = {t["trial"]: t for t in report["trials"]}
     # the supervisor relaunched it once, gave up on the second kill; the sweep retried it
     assert by_trial[1]["attempts"] == 2
-    statuses = sorted((j["trial"], j["status"]) for j in jobs_of(store_file, "shards"))
+    statuses = sorted((j.trial, j.status) for j in jobs_of(store_file, "shards"))
     assert statuses == [(0, "completed"), (1, "completed"), (1, "failed"), (2, "completed")]
 
 
@@ -143,11 +143,11 @@ hidden = {{ type = "categorical", choices = [32] }}
         time.sleep(0.2)
         if not any(trial_dir.glob("step-*")):
             continue  # kill it once it has a checkpoint to lose work past
-        running = [j for j in jobs_of(store_file, "kill") if j["trial"] == 0]
-        if running and running[0]["status"] == "running":
+        running = [j for j in jobs_of(store_file, "kill") if j.trial == 0]
+        if running and running[0].status == "running":
             with open_operational(store_file, read_only=True) as market:
                 row = market.query(
-                    "SELECT supervisor_pid FROM jobs WHERE job_id = ?", [running[0]["job_id"]]
+                    "SELECT supervisor_pid FROM jobs WHERE job_id = ?", [running[0].job_id]
                 )
             victim = int(row["supervisor_pid"][0])
     assert victim is not None, "trial 0 never checkpointed"
@@ -164,7 +164,7 @@ hidden = {{ type = "categorical", choices = [32] }}
     )
     retry = [t for t in study.trials if original_number(t) == 0][-1]
     assert retry.user_attrs["started_at_step"] > 0  # resumed, not restarted
-    statuses = sorted(j["status"] for j in jobs_of(store_file, "kill") if j["trial"] == 0)
+    statuses = sorted(j.status for j in jobs_of(store_file, "kill") if j.trial == 0)
     assert statuses == ["cancelled", "completed"]  # the orphan was stopped, not left running
     plain = reference_run_with(tmp_path / "plain", [*train[3:], "--hidden", "32"])
     assert retry.user_attrs["digest"] == plain["digest"]

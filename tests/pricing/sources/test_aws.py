@@ -135,7 +135,7 @@ def test_collector_fails_loudly_when_throttling_outlasts_the_retries(
             )
     finally:
         endpoint.close()
-    assert store.summary()["tables"]["prices"] == 0
+    assert store.summary().tables["prices"] == 0
 
 
 def test_collector_against_moto_server_reports_unavailable_sources_and_keeps_the_rest(
@@ -149,7 +149,7 @@ def test_collector_against_moto_server_reports_unavailable_sources_and_keeps_the
     assert any(m.startswith("placement scores: skipped") for m in report.messages)
     assert any(m.startswith("spot advisor: skipped") for m in report.messages)
     assert all("\n" not in m for m in report.messages)
-    assert store.summary()["tables"]["prices"] == len(report.frames["prices"])
+    assert store.summary().tables["prices"] == len(report.frames["prices"])
 
 
 def test_collector_stores_advisor_bands_from_the_feed(
@@ -190,7 +190,7 @@ def test_collect_command_runs_against_the_endpoint_and_prints_skipped_sources(
     assert "placement scores: skipped" in result.stderr
     assert "spot advisor: skipped" in result.stderr
     with MarketStore.open(store_file, read_only=True) as market:
-        stored = market.summary()["tables"]["prices"]
+        stored = market.summary().tables["prices"]
     assert stored == (us_east_1_history["instance_type"] == "p3.2xlarge").sum()
 
 

@@ -187,13 +187,13 @@ def test_a_collected_source_with_too_little_history_is_left_out_named_and_remova
     assert "Traceback" not in forecast.stderr
     assert f"left out {len(few)} price series with fewer than 3 points" in forecast.stderr
     with MarketStore.open(store_file, read_only=True) as market:
-        sources = set(market.summary()["sources"])
+        sources = set(market.summary().sources)
     (source,) = sources
     removed = cli("data", "remove", "--source", source)
     assert removed.returncode == 0, removed.stderr
     assert f"removed {source}: {len(few)} prices rows" in removed.stderr
     with MarketStore.open(store_file, read_only=True) as market:
-        assert market.summary()["tables"]["prices"] == 0
+        assert market.summary().tables["prices"] == 0
     unknown = cli("data", "remove", "--source", source)
     assert unknown.returncode == 1 and "holds no source" in unknown.stderr
 
