@@ -80,7 +80,8 @@ def test_a_job_asked_on_its_on_demand_instance_keeps_its_claim_until_it_leaves_f
     budget.claim("other", 1.0)  # the budget is full now
     staying = DecisionRequest(
         job=TERMS,
-        state=IdleState(elapsed_hours=1.2, progress_hours=0.2, instance="on-demand"),
+        # on uniform progress's line (10 h in 12 h): a job behind it stays on demand (rule 5)
+        state=IdleState(elapsed_hours=1.2, progress_hours=1.0, instance="on-demand"),
         pools={"z0": PoolNow(available=False), "z1": PoolNow(available=False)},
     )
     assert normal.decide(staying).action == "on-demand"
