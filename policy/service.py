@@ -130,7 +130,7 @@ class DecisionService:
         action = chosen.act(obs)
         if request.observe == "all" and not _up(obs, action):
             action = WAIT  # seeing every pool, it asks only for one that is up
-        decision = self._explain(action, obs, context, job, chosen.forecast)
+        decision = self._explain(action, obs, context, job, chosen.forecast, chosen.why)
         if decision.action == "spot":
             decision.request_pools = [names[z] for z in action.named_pools()]
         return decision
@@ -177,10 +177,12 @@ class DecisionService:
         context: JobContext,
         job: JobTerms,
         forecast: RiskForecaster | None,
+        why: str | None = None,
     ) -> Decision:
         """The decision's reason and expected cost. A spot one quotes the risk forecast the
         policy read (``forecast``; for a policy that reads none, :data:`SHIPPED_RISK` fitted on
-        the job's history and this tick), by its label and its numbers."""
+        the job's history and this tick), by its label and its numbers; an on-demand one the
+        policy's own rule where one decided it (``why``)."""
         hours = context.job.hours_per_tick
         slack_h = slack_ticks(obs, context) * hours
         work_left = max(0.0, job.compute_hours - obs.progress * hours)
@@ -199,7 +201,7 @@ class DecisionService:
                     "on-demand to the end"
                 )
             else:
-                reason = (
+                reason = why or (
                     f"on-demand: spot is not forecast to cover the {work_left:.1f} h of work "
                     f"left in {time_left:.1f} h"
                 )

@@ -140,6 +140,9 @@ class Policy(ABC):
     """True only for the omniscient bound: the simulator then shows it the whole job."""
     forecast: RiskForecaster | None = None
     """The risk forecast it acts on, fitted in :meth:`reset` (None: it reads none)."""
+    why: str | None = None
+    """Why its last action, where a rule of its own decided it (None: nothing beyond what
+    the job's slack and forecast say; the API then explains it from those)."""
 
     @abstractmethod
     def reset(self, context: JobContext) -> None:

@@ -85,6 +85,7 @@ from spotwise.policy.policies.rules import (
     behind_the_line,
     safety_margin,
     slack_ticks,
+    uniform_progress_line,
 )
 from spotwise.policy.policies.slack_budget import SlackBudget, SpellBook
 from spotwise.policy.risk import fresh_any_up, job_history, prior_of
@@ -189,6 +190,7 @@ class RiskAware(Policy):
         for z, book in enumerate(self._pool_spells):
             fresh = age is None or age[z] == 0 or (obs.state == SPOT0 + z)
             book.observe(obs.tick, bool(belief[z]) if fresh else None)
+        self.why = None
         fixed = self._rules.fixed(obs)
         action = self._decide(obs) if fixed is None else Action(fixed)
         self._set_checkpoint_interval(action.instance)
@@ -268,7 +270,16 @@ class RiskAware(Policy):
         d = context.job.changeover
         prior_run = prior_of(context).mean_run_hours / context.job.hours_per_tick
         runs = (context.job.work - obs.progress) / max(prior_run - d, 1.0)
-        return runs * d > self._spare(obs)
+        if runs * d <= self._spare(obs):
+            return False
+        hours = context.job.hours_per_tick
+        lag = (uniform_progress_line(context, obs.tick) - obs.progress) * hours
+        self.why = (
+            f"on-demand: {lag:.2f} h behind uniform progress, and the slack left could not "
+            f"carry the work left at the prior's {prior_run * hours:.2f} h runs; spot again "
+            f"once within {self.params.line_changeovers:g} changeovers of it"
+        )
+        return True
 
     def _spare(self, obs: Observation) -> float:
         """Slack above the safety margin."""

@@ -129,6 +129,21 @@ def test_the_safety_net_answers_on_demand_when_slack_is_gone(client: TestClient)
     assert decision["reason"].startswith("safety net")
 
 
+def test_an_on_demand_decision_by_rule_5_says_so(client: TestClient) -> None:
+    """12 h into 48 h of work in 60 h with 5 h done, every pool down: 4.6 h behind uniform
+    progress, and 43 h of work at the default prior's 2 h runs would take 4.8 h of
+    changeovers, more than the slack above the safety net: on demand, by rule 5, and the
+    reason says it."""
+    request = body(elapsed_hours=12.0, progress_hours=5.0)
+    request["job"] = {**JOB, "changeover_hours": 0.2}
+    request["pools"] = {name: {"available": False} for name in SERVICE.pools}
+    decision = client.post("/v1/decision", json=request, headers=AUTH).json()
+    assert decision["action"] == "on-demand"
+    assert decision["reason"].startswith("on-demand: 4.6")  # in whole ticks of the history
+    assert "h behind uniform progress" in decision["reason"]
+    assert "prior's 2.00 h runs" in decision["reason"]
+
+
 @pytest.mark.parametrize("policy", SERVICE.policies)
 def test_a_late_job_is_told_on_demand_on_spot_as_when_idle(client: TestClient, policy: str) -> None:
     """Slack -8 h (20 h gone, 48 h of work left, 60 h deadline): the deadline is lost wherever
