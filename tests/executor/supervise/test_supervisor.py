@@ -138,6 +138,7 @@ def test_on_demand_while_spot_is_gone_and_back_to_spot_when_it_returns(tmp_path:
 
 
 @pytest.mark.slow
+@pytest.mark.e2e
 def test_a_replay_paced_by_steps_takes_the_same_course_on_a_machine_three_times_slower(
     tmp_path: Path,
 ) -> None:
@@ -513,6 +514,7 @@ ENDED_UNGUARDED = "the command ended without starting a guard"
 
 
 @pytest.mark.slow
+@pytest.mark.e2e
 def test_a_strangers_own_guarded_script_is_drilled_and_resumes_to_the_same_weights(
     cli: CliRun, tmp_path: Path
 ) -> None:
