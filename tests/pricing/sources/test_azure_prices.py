@@ -21,36 +21,19 @@ from spotwise.pricing.sources.skus import with_skus
 from spotwise.pricing.store import MarketStore
 from tests.conftest import CliRun
 from tests.fakes.azure import catalog
+from tests.fakes.azure_local import no_azure_sign_in
 from tests.fakes.azure_prices import ResourceGraphFake, RetailPricesFake
-from tests.pricing.conftest import unused_url
 
 NOW = pd.Timestamp("2026-01-10T00:00:00Z")
 SIZES = gpus.on_cloud("azure")
 REGIONS = ["eastus", "westeurope"]
-AZURE_ENV = (
-    "AZURE_CLIENT_ID",
-    "AZURE_TENANT_ID",
-    "AZURE_CLIENT_SECRET",
-    "AZURE_CLIENT_CERTIFICATE_PATH",
-    "AZURE_FEDERATED_TOKEN_FILE",
-    "AZURE_USERNAME",
-    "IDENTITY_ENDPOINT",
-    "IDENTITY_HEADER",
-    "MSI_ENDPOINT",
-    "MSI_SECRET",
-    "IDENTITY_SERVER_THUMBPRINT",
-)
 
 
 @pytest.fixture
 def azure_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """No Azure sign-in of this machine's: no az cache, no managed identity, no IMDS."""
-    for name in AZURE_ENV:
-        monkeypatch.delenv(name, raising=False)
+    no_azure_sign_in(monkeypatch, tmp_path)
     monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.setenv("AZURE_CONFIG_DIR", str(tmp_path / "azure"))
-    # where azure-identity looks for an instance metadata service: nothing listens there
-    monkeypatch.setenv("AZURE_POD_IDENTITY_AUTHORITY_HOST", unused_url().rsplit("/", 1)[0])
     return tmp_path
 
 
