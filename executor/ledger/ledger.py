@@ -13,7 +13,7 @@ import logging
 import os
 import socket
 import uuid
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -379,7 +379,7 @@ class JobState:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: the fields by name, in order."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        return asdict(self)
 
 
 def job_state(store: OperationalStore, job_id: str) -> JobState | None:
@@ -424,7 +424,7 @@ class JobLine:
 
     def to_dict(self) -> dict[str, Any]:
         """The fields by name, in order (``jobs list --json`` writes the times ISO 8601)."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        return asdict(self)
 
 
 def list_jobs(store: OperationalStore) -> list[JobLine]:

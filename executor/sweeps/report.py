@@ -5,7 +5,7 @@ same hours on on-demand)."""
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -227,7 +227,7 @@ class LedgerSweep:
 
     def to_dict(self) -> dict[str, Any]:
         """The fields by name, in order (``sweep list --json`` writes the time as text)."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        return asdict(self)
 
 
 def ledger_sweeps(store: OperationalStore) -> list[LedgerSweep]:
