@@ -8,8 +8,6 @@ from pathlib import Path
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from spotwise.core.endpoints import AWS_IMDS_URL, AZURE_METADATA_URL, GCP_METADATA_URL
-
 DATABASE_URL_SCHEMES = ("postgresql://", "postgres://")
 """How a PostgreSQL URL starts."""
 DEFAULT_MAX_IN_FLIGHT = 4
@@ -18,7 +16,8 @@ waits at most ~20 ms behind the others."""
 
 
 class Settings(BaseSettings):
-    """The ``SPOTWISE_*`` variables (name = ``SPOTWISE_`` + the field in capitals)."""
+    """The ``SPOTWISE_*`` variables (name = ``SPOTWISE_`` + the field in capitals); a cloud's
+    endpoints are the cloud's own (:class:`spotwise.core.settings.CloudEndpoint`)."""
 
     model_config = SettingsConfigDict(env_prefix="SPOTWISE_", extra="ignore", frozen=True)
 
@@ -50,9 +49,6 @@ class Settings(BaseSettings):
     Young/Daly from the measured stall and the MTBF)."""
     notices: str = ""
     """Cloud notice sources to watch, comma-separated (the clouds' names: aws, gcp, ...)."""
-    aws_imds_url: str = AWS_IMDS_URL
-    gcp_metadata_url: str = GCP_METADATA_URL
-    azure_metadata_url: str = AZURE_METADATA_URL
     heartbeat_file: Path | None = None
     """Set by the supervisor: where the guard writes its step count."""
     fresh_if_damaged: bool = False
