@@ -8,26 +8,16 @@ from pathlib import Path
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from spotwise.core.endpoints import AWS_IMDS_URL, AZURE_METADATA_URL, GCP_METADATA_URL
-
 DATABASE_URL_SCHEMES = ("postgresql://", "postgres://")
 """How a PostgreSQL URL starts."""
-GCP_BILLING_ENDPOINT = "https://cloudbilling.googleapis.com"
-"""Google's Cloud Billing API (the Catalog API's SKUs)."""
-AZURE_PRICES_URL = "https://prices.azure.com/api/retail/prices"
-"""Azure's public Retail Prices API."""
-AZURE_RESOURCE_GRAPH_URL = "https://management.azure.com"
-"""Azure Resource Manager, where Resource Graph answers."""
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
-"""Hosts a cloud API endpoint may be reached on over plain http (a local server, never the
-network: a bearer token travels with every request)."""
 DEFAULT_MAX_IN_FLIGHT = 4
 """Requests the policy API serves at once per worker: with ~5 ms of work each, a served request
 waits at most ~20 ms behind the others."""
 
 
 class Settings(BaseSettings):
-    """The ``SPOTWISE_*`` variables (name = ``SPOTWISE_`` + the field in capitals)."""
+    """The ``SPOTWISE_*`` variables (name = ``SPOTWISE_`` + the field in capitals); a cloud's
+    endpoints are the cloud's own (:class:`spotwise.core.settings.CloudEndpoint`)."""
 
     model_config = SettingsConfigDict(env_prefix="SPOTWISE_", extra="ignore", frozen=True)
 
@@ -59,15 +49,6 @@ class Settings(BaseSettings):
     Young/Daly from the measured stall and the MTBF)."""
     notices: str = ""
     """Cloud notice sources to watch, comma-separated (the clouds' names: aws, gcp, ...)."""
-    aws_imds_url: str = AWS_IMDS_URL
-    gcp_metadata_url: str = GCP_METADATA_URL
-    azure_metadata_url: str = AZURE_METADATA_URL
-    gcp_billing_endpoint: str = GCP_BILLING_ENDPOINT
-    """Where ``collect gcp`` reads the Cloud Billing Catalog (a local server for tests)."""
-    azure_prices_url: str = AZURE_PRICES_URL
-    """Where ``collect azure`` reads the Retail Prices API."""
-    azure_resource_graph_url: str = AZURE_RESOURCE_GRAPH_URL
-    """Where ``collect azure`` queries Resource Graph (Azure Resource Manager's base URL)."""
     heartbeat_file: Path | None = None
     """Set by the supervisor: where the guard writes its step count."""
     fresh_if_damaged: bool = False
@@ -80,17 +61,3 @@ class Settings(BaseSettings):
         if value is not None and not value.startswith(DATABASE_URL_SCHEMES):
             raise ValueError("must be a postgresql:// URL (unset it to keep them in the store)")
         return value
-
-    @field_validator("gcp_billing_endpoint", "azure_prices_url", "azure_resource_graph_url")
-    @classmethod
-    def _cloud_endpoint(cls, value: str) -> str:
-        from urllib.parse import urlsplit
-
-        parts = urlsplit(value)
-        if parts.scheme not in ("https", "http") or not parts.hostname:
-            raise ValueError("must be an https:// URL")
-        if parts.username or parts.password or parts.query or parts.fragment:
-            raise ValueError("must be a URL without user, password, query or fragment")
-        if parts.scheme == "http" and parts.hostname not in LOOPBACK_HOSTS:
-            raise ValueError("must be https:// (plain http only to 127.0.0.1 or localhost)")
-        return value.rstrip("/")

@@ -1,21 +1,29 @@
 """Every ``SPOTWISE_*`` environment variable, read and checked in one place
-(:class:`spotwise.core.environment.Settings`, pydantic-settings), and where Spotwise keeps things:
-the store file, the bundled data folder and its defaults.
+(:class:`spotwise.core.environment.Settings`, pydantic-settings; a cloud's endpoints are declared
+by the cloud, as :class:`CloudEndpoint`, and read by :func:`endpoint_url`), and where Spotwise
+keeps things: the store file, the bundled data folder and its defaults.
 
-:func:`current` reads the environment anew on each call: the supervisor sets variables for the
-job it launches, and tests set them per test.
+:func:`current` and :func:`endpoint_url` read the environment anew on each call: the supervisor
+sets variables for the job it launches, and tests set them per test.
 """
 
 from __future__ import annotations
 
+import os
+import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
     from spotwise.core.environment import Settings
 
 STORE_ENV = "SPOTWISE_STORE"
 DATA_ENV = "SPOTWISE_DATA"
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+"""Hosts a cloud API endpoint may be reached on over plain http (a local server, never the
+network: a bearer token travels with every request)."""
 
 
 class SettingsError(ValueError):
@@ -39,6 +47,60 @@ def current() -> Settings:
             f"SPOTWISE_{str(e['loc'][0]).upper()}: {e['msg']}" for e in exc.errors()
         )
         raise SettingsError(f"{problems}; fix or unset the variable") from None
+
+
+@dataclass(frozen=True, slots=True)
+class CloudEndpoint:
+    """An endpoint of a cloud, declared beside the code that calls it (a cloud's ``notice.py``,
+    a price collector), that a ``SPOTWISE_*`` variable overrides (a local server for tests);
+    :func:`endpoint_url` reads it. A new cloud adds its endpoints there, none here."""
+
+    variable: str
+    """The variable that overrides it, e.g. ``SPOTWISE_AWS_IMDS_URL``."""
+    default: str
+    """The cloud's own endpoint."""
+    https: bool = True
+    """An API a credential travels to: https, or plain http to this machine only
+    (:data:`LOOPBACK_HOSTS`). False for an instance metadata endpoint (plain http, link-local)."""
+
+    def __post_init__(self) -> None:
+        if not re.fullmatch(r"SPOTWISE_[A-Z0-9_]+", self.variable):
+            raise ValueError(f"{self.variable!r}: an endpoint's variable is SPOTWISE_NAME")
+        if (problem := _url_problem(self.default, https=self.https)) is not None:
+            raise ValueError(f"{self.variable}'s default {self.default!r} {problem}")
+
+
+def endpoint_url(endpoint: CloudEndpoint) -> str:
+    """``endpoint``'s URL now: its variable's value when set, else its default; without a
+    trailing slash.
+
+    Raises:
+        SettingsError: naming the variable and what it needs.
+    """
+    value = os.environ.get(endpoint.variable)
+    if value is None:
+        return endpoint.default.rstrip("/")
+    if (problem := _url_problem(value, https=endpoint.https)) is not None:
+        raise SettingsError(f"{endpoint.variable}: {problem}; fix or unset the variable")
+    return value.rstrip("/")
+
+
+def _url_problem(url: str, *, https: bool) -> str | None:
+    """What ``url`` lacks as an endpoint (None: nothing)."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+    except ValueError:  # an IPv6 host's [ without its ]
+        return "must be a URL"
+    if parts.scheme not in ("https", "http") or not host:
+        return "must be an https:// URL" if https else "must be an http:// URL"
+    if not https:
+        return None
+    if parts.username or parts.password or parts.query or parts.fragment:
+        return "must be a URL without user, password, query or fragment"
+    if parts.scheme == "http" and host not in LOOPBACK_HOSTS:
+        return "must be https:// (plain http only to 127.0.0.1 or localhost)"
+    return None
 
 
 def store_path(override: Path | None = None) -> Path:

@@ -19,9 +19,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from types import FrameType
-from typing import Literal
+from typing import ClassVar, Literal, Self
 
 from spotwise.core.clock import SYSTEM_CLOCK, Clock
+from spotwise.core.settings import CloudEndpoint, endpoint_url
 from spotwise.executor.errors import ExecutorError
 
 log = logging.getLogger(__name__)
@@ -59,11 +60,23 @@ class NoticeSource(ABC):
 
 class MetadataSource(NoticeSource):
     """A cloud's notice source: it polls the instance's metadata endpoint at ``base_url``
-    (each cloud's is its ``executor/clouds/NAME/notice.py``)."""
+    (each cloud's is its ``executor/clouds/NAME/notice.py``, with its :attr:`endpoint`)."""
+
+    endpoint: ClassVar[CloudEndpoint]
+    """The cloud's metadata endpoint and the ``SPOTWISE_*`` variable that overrides it."""
 
     def __init__(self, base_url: str, *, timeout: float = 1.0) -> None:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
+
+    @classmethod
+    def from_env(cls) -> Self:
+        """The source at its endpoint as the environment gives it now.
+
+        Raises:
+            SettingsError: for a variable that holds no URL.
+        """
+        return cls(endpoint_url(cls.endpoint))
 
 
 class NoticeUnavailable(ExecutorError):

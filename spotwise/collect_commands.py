@@ -209,12 +209,12 @@ def collect_gcp_command(
     """Collect spot and on-demand prices of GCP GPU shapes from the Cloud Billing Catalog
     (built from their vCPU, RAM and GPU SKUs; SPOTWISE_GCP_BILLING_ENDPOINT overrides
     Google's endpoint)."""
-    from spotwise.pricing.sources.gcp_billing import collect_gcp_into
+    from spotwise.pricing.sources.gcp_billing import CATALOG_ENDPOINT, collect_gcp_into
 
     chosen = _cloud_shapes("gcp", shapes, gpu)
     start = _parse_since(since)
     names = _names(regions, "--regions")
-    endpoint = settings.current().gcp_billing_endpoint
+    endpoint = settings.endpoint_url(CATALOG_ENDPOINT)
     path = ready_store(store)
     with _collecting("gcp") as show:
         report, added = collect_gcp_into(
@@ -280,22 +280,27 @@ def collect_azure_command(
     """Collect Azure spot and on-demand prices from the Retail Prices API and, where the account
     may read them, spot eviction bands and price history from Resource Graph
     (SPOTWISE_AZURE_PRICES_URL and SPOTWISE_AZURE_RESOURCE_GRAPH_URL override the endpoints)."""
-    from spotwise.pricing.sources.azure_prices import collect_azure_into
+    from spotwise.pricing.sources.azure_prices import (
+        GRAPH_ENDPOINT,
+        RETAIL_ENDPOINT,
+        collect_azure_into,
+    )
 
     chosen = _cloud_shapes("azure", vm_sizes, gpu)
     names = _names(regions, "--regions")
     if not names:
         fail("--regions: name at least one Azure region, e.g. eastus")
     ids = _names(subscriptions, "--subscriptions")
-    current = settings.current()
+    prices_url = settings.endpoint_url(RETAIL_ENDPOINT)
+    graph_url = settings.endpoint_url(GRAPH_ENDPOINT) if resource_graph else None
     path = ready_store(store)
     with _collecting("azure") as show:
         report, added = collect_azure_into(
             path,
             regions=names,
             shapes=chosen,
-            prices_url=current.azure_prices_url,
-            graph_url=current.azure_resource_graph_url if resource_graph else None,
+            prices_url=prices_url,
+            graph_url=graph_url,
             subscriptions=ids,
             max_attempts=max_attempts,
             on_page=lambda what: show(f"azure {what}"),

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from spotwise.executor.errors import ExecutorError
 
 if TYPE_CHECKING:
-    from spotwise.core.environment import Settings
     from spotwise.executor.clouds.code_bundle import ShippedCode
     from spotwise.executor.clouds.orphans import Judged, Verdict
     from spotwise.executor.launchers.base import Launcher
@@ -149,17 +148,14 @@ class Cloud(Protocol):
     @property
     def notice_kind(self) -> type[MetadataSource]:
         """The notice source its instances watch (``SPOTWISE_NOTICES`` names it by the cloud's
-        name): its ``notice.py``."""
+        name): its ``notice.py``, with its metadata endpoint (``endpoint``, a ``CloudEndpoint``
+        whose ``SPOTWISE_*`` variable overrides it)."""
         ...
 
     @property
     def notice_s(self) -> float:
         """Seconds between its preemption notice and the take-back: the guard's deadline (its
         notice source's ``notice_s``, the one definition)."""
-        ...
-
-    def notice_url(self, settings: Settings) -> str:
-        """Its notice source's endpoint (a ``SPOTWISE_*_URL`` setting overrides the cloud's)."""
         ...
 
     @property

@@ -72,20 +72,20 @@ def checkpoint_places(
 
 def sources_from_env() -> list[NoticeSource]:
     """The clouds' notice sources named in ``$SPOTWISE_NOTICES`` (comma-separated names of
-    :data:`CLOUDS`), each at its endpoint.
+    :data:`CLOUDS`), each at its endpoint (its ``SPOTWISE_*`` variable, else the cloud's).
 
     Raises:
-        ValueError: for a name no cloud has.
+        ValueError: for a name no cloud has; SettingsError (one) for a variable that holds no
+            URL.
     """
     from spotwise.core.settings import current
 
-    settings = current()
     sources: list[NoticeSource] = []
-    for name in filter(None, (n.strip() for n in settings.notices.split(","))):
+    for name in filter(None, (n.strip() for n in current().notices.split(","))):
         cloud = CLOUDS.get(name)
         if cloud is None:
             raise ValueError(
                 f"SPOTWISE_NOTICES: unknown source {name[:40]!r}; use {', '.join(CLOUDS)}"
             )
-        sources.append(cloud.notice_kind(cloud.notice_url(settings)))
+        sources.append(cloud.notice_kind.from_env())
     return sources

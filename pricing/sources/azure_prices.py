@@ -34,6 +34,7 @@ from urllib.parse import urlsplit
 import pandas as pd
 
 from spotwise.core.clock import SYSTEM_CLOCK, Clock
+from spotwise.core.settings import CloudEndpoint
 from spotwise.pricing.errors import InputError, SourceUnavailable
 from spotwise.pricing.frames import ROW, SPECS, utc_now, validate
 from spotwise.pricing.gpus import GpuShape
@@ -41,6 +42,12 @@ from spotwise.pricing.sources.skus import priced_frames
 from spotwise.pricing.store import MarketStore
 
 RETAIL_SOURCE = "azure-retail"
+RETAIL_ENDPOINT = CloudEndpoint(
+    "SPOTWISE_AZURE_PRICES_URL", "https://prices.azure.com/api/retail/prices"
+)
+"""Azure's public Retail Prices API."""
+GRAPH_ENDPOINT = CloudEndpoint("SPOTWISE_AZURE_RESOURCE_GRAPH_URL", "https://management.azure.com")
+"""Azure Resource Manager, where Resource Graph answers."""
 GRAPH_SOURCE = "azure-resource-graph"
 API_VERSION = "2023-01-01-preview"
 EVICTION_BANDS = {"0-5": 0, "5-10": 1, "10-15": 2, "15-20": 3, "20+": 4}
@@ -415,7 +422,7 @@ def query_all(
     from azure.mgmt.resourcegraph.models import QueryRequest, QueryRequestOptions
 
     # azure-core sends a bearer token over https only; plain http is allowed by the settings
-    # for a server on this machine alone (core.environment), so the same holds here.
+    # for a server on this machine alone (GRAPH_ENDPOINT, core.settings), so the same holds here.
     plain = urlsplit(base_url).scheme == "http"
     rows: list[Any] = []
     token: str | None = None

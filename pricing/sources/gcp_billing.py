@@ -41,6 +41,7 @@ from zoneinfo import ZoneInfo
 import pandas as pd
 
 from spotwise.core.clock import SYSTEM_CLOCK, Clock
+from spotwise.core.settings import CloudEndpoint
 from spotwise.pricing.errors import InputError, SourceUnavailable
 from spotwise.pricing.frames import SPECS, utc_now
 from spotwise.pricing.gpus import GpuShape
@@ -48,6 +49,11 @@ from spotwise.pricing.sources.skus import priced_frames
 from spotwise.pricing.store import MarketStore
 
 SOURCE = "gcp-billing"
+CATALOG_ENDPOINT = CloudEndpoint(
+    "SPOTWISE_GCP_BILLING_ENDPOINT", "https://cloudbilling.googleapis.com"
+)
+"""Google's Cloud Billing API, where the Catalog API's SKUs are read (its variable points
+``collect gcp`` at a local server for tests)."""
 COMPUTE_ENGINE = "services/6F81-5844-456A"
 """The Compute Engine service in the Cloud Billing Catalog."""
 SCOPES = ("https://www.googleapis.com/auth/cloud-billing.readonly",)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 
-from spotwise.core.endpoints import AWS_IMDS_URL
+from spotwise.executor.clouds.aws.notice import IMDS
 from spotwise.executor.clouds.code_bundle import ShippedCode
 
 PLAIN_ENV = (
@@ -122,7 +122,7 @@ def boot_script(
         region=shlex.quote(region),
         bucket=shlex.quote(bucket),
         prefix=shlex.quote(prefix),
-        imds=AWS_IMDS_URL,
+        imds=IMDS.default,
         boot_log=BOOT_LOG,
         wheel_key=shlex.quote(code.wheel_key),
         wheel_name=shlex.quote(code.wheel_name),

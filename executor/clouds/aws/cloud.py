@@ -22,7 +22,6 @@ from spotwise.executor.clouds.base import (
 from spotwise.executor.errors import ExecutorError
 
 if TYPE_CHECKING:
-    from spotwise.core.environment import Settings
     from spotwise.executor.clouds.aws.launcher import AwsLauncher
     from spotwise.executor.clouds.code_bundle import ShippedCode
     from spotwise.executor.clouds.orphans import Judged, Verdict
@@ -62,10 +61,6 @@ class AwsCloud:
         aws = _aws(target)
         session = self.session(aws, who)
         return session.client(service, region_name=aws.region, endpoint_url=aws.endpoint_url)
-
-    def notice_url(self, settings: Settings) -> str:
-        """Its notice source's endpoint (``SPOTWISE_AWS_IMDS_URL`` overrides it)."""
-        return settings.aws_imds_url
 
     def ship_code(
         self, target: CloudTarget, *, ignore_file: Path | None = None, wheel: Path | None = None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 
-from spotwise.core.endpoints import AWS_IMDS_URL
+from spotwise.core.settings import CloudEndpoint
 from spotwise.executor.notices import (
     MetadataSource,
     Notice,
@@ -15,6 +15,9 @@ from spotwise.executor.notices import (
 
 log = logging.getLogger(__name__)
 
+IMDS = CloudEndpoint("SPOTWISE_AWS_IMDS_URL", "http://169.254.169.254", https=False)
+"""The instance metadata service (IMDSv2), on the link-local address."""
+
 
 class AwsImds(MetadataSource):
     """AWS IMDSv2: ``spot/instance-action`` (2-minute notice) and the rebalance
@@ -22,10 +25,11 @@ class AwsImds(MetadataSource):
 
     name = "aws"
     notice_s = 120.0
+    endpoint = IMDS
 
     def __init__(
         self,
-        base_url: str = AWS_IMDS_URL,
+        base_url: str = IMDS.default,
         *,
         timeout: float = 1.0,
         token_ttl_s: int = 21600,

@@ -212,11 +212,10 @@ def run(args: argparse.Namespace) -> int:
             if code != 0:
                 log.write("setup", f"spotwise: setup failed with exit code {code}")
                 return code
-        from spotwise.core.settings import current
         from spotwise.executor.clouds.aws.notice import AwsImds
 
         # its own cloud's notice ($SPOTWISE_AWS_IMDS_URL overrides where it is asked)
-        notices = [AwsImds(current().aws_imds_url)] if args.forward_notices else []
+        notices = [AwsImds.from_env()] if args.forward_notices else []
         code = run_streamed(args.command, log, stream="out", env=env, cwd=cwd, notices=notices)
         return code
     except Exception as exc:  # report, never leave the supervisor guessing

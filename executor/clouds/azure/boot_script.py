@@ -21,8 +21,8 @@ import base64
 import shlex
 from collections.abc import Sequence
 
-from spotwise.core.endpoints import AZURE_METADATA_URL
 from spotwise.executor.clouds.aws.boot_script import BOOT_LOG, PLAIN_ENV
+from spotwise.executor.clouds.azure.notice import IMDS
 from spotwise.executor.clouds.code_bundle import ShippedCode
 
 BLOB_API_VERSION = "2021-08-06"
@@ -131,7 +131,7 @@ def boot_script(
         container=shlex.quote(container),
         prefix=shlex.quote(prefix),
         instance=shlex.quote(instance),
-        imds=AZURE_METADATA_URL,
+        imds=IMDS.default,
         boot_log=BOOT_LOG,
         blob_api=BLOB_API_VERSION,
         wheel_key=shlex.quote(code.wheel_key),

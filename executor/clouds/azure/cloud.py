@@ -22,7 +22,6 @@ from spotwise.executor.clouds.base import (
 from spotwise.executor.errors import ExecutorError
 
 if TYPE_CHECKING:
-    from spotwise.core.environment import Settings
     from spotwise.executor.clouds.azure.launcher import AzureLauncher
     from spotwise.executor.clouds.code_bundle import ShippedCode
     from spotwise.executor.clouds.orphans import Judged, Verdict
@@ -63,10 +62,6 @@ class AzureCloud:
 
         _azure(target).require_account(who)
         return credential(who)
-
-    def notice_url(self, settings: Settings) -> str:
-        """Its notice source's endpoint (``SPOTWISE_AZURE_METADATA_URL`` overrides it)."""
-        return settings.azure_metadata_url
 
     def ship_code(
         self, target: CloudTarget, *, ignore_file: Path | None = None, wheel: Path | None = None

@@ -6,10 +6,13 @@ import email.utils
 import json
 import logging
 
-from spotwise.core.endpoints import AZURE_METADATA_URL
+from spotwise.core.settings import CloudEndpoint
 from spotwise.executor.notices import MetadataSource, Notice, metadata_request
 
 log = logging.getLogger(__name__)
+
+IMDS = CloudEndpoint("SPOTWISE_AZURE_METADATA_URL", "http://169.254.169.254", https=False)
+"""The instance metadata service: it shares AWS's link-local address."""
 
 
 class AzureScheduledEvents(MetadataSource):
@@ -17,8 +20,9 @@ class AzureScheduledEvents(MetadataSource):
 
     name = "azure"
     notice_s = 30.0
+    endpoint = IMDS
 
-    def __init__(self, base_url: str = AZURE_METADATA_URL, *, timeout: float = 1.0) -> None:
+    def __init__(self, base_url: str = IMDS.default, *, timeout: float = 1.0) -> None:
         super().__init__(base_url, timeout=timeout)
 
     def poll(self) -> Notice | None:

@@ -24,7 +24,6 @@ from spotwise.executor.clouds.gcp.target import GcpTarget
 from spotwise.executor.errors import ExecutorError
 
 if TYPE_CHECKING:
-    from spotwise.core.environment import Settings
     from spotwise.executor.clouds.code_bundle import Bundle, ShippedCode
     from spotwise.executor.clouds.gcp.clients import Clients
     from spotwise.executor.clouds.gcp.launcher import GcpLauncher
@@ -104,10 +103,6 @@ class GcpCloud:
     def _google(self, target: GcpTarget, what: str) -> contextlib.AbstractContextManager[None]:
         """A context that turns Google's errors into one line."""
         return explained(target.project or "", what)
-
-    def notice_url(self, settings: Settings) -> str:
-        """Its notice source's endpoint (``SPOTWISE_GCP_METADATA_URL`` overrides it)."""
-        return settings.gcp_metadata_url
 
     def ship_code(
         self, target: CloudTarget, *, ignore_file: Path | None = None, wheel: Path | None = None

@@ -5,10 +5,15 @@ from __future__ import annotations
 import logging
 
 from spotwise.core.clock import SYSTEM_CLOCK, Clock
-from spotwise.core.endpoints import GCP_METADATA_URL
+from spotwise.core.settings import CloudEndpoint
 from spotwise.executor.notices import MetadataSource, Notice, metadata_request
 
 log = logging.getLogger(__name__)
+
+METADATA = CloudEndpoint(
+    "SPOTWISE_GCP_METADATA_URL", "http://metadata.google.internal", https=False
+)
+"""The metadata server."""
 
 
 class GcpMetadata(MetadataSource):
@@ -16,10 +21,11 @@ class GcpMetadata(MetadataSource):
 
     name = "gcp"
     notice_s = 30.0
+    endpoint = METADATA
 
     def __init__(
         self,
-        base_url: str = GCP_METADATA_URL,
+        base_url: str = METADATA.default,
         *,
         timeout: float = 1.0,
         clock: Clock = SYSTEM_CLOCK,

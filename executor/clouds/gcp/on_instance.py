@@ -108,11 +108,10 @@ def run(args: argparse.Namespace) -> int:
             if code != 0:
                 log.write("setup", f"spotwise: setup failed with exit code {code}")
                 return code
-        from spotwise.core.settings import current
         from spotwise.executor.clouds.gcp.notice import GcpMetadata
 
         # its own cloud's notice ($SPOTWISE_GCP_METADATA_URL overrides where it is asked)
-        notices = [GcpMetadata(current().gcp_metadata_url)] if args.forward_notices else []
+        notices = [GcpMetadata.from_env()] if args.forward_notices else []
         code = run_streamed(args.command, log, stream="out", env=env, cwd=cwd, notices=notices)
         return code
     except Exception as exc:  # report, never leave the supervisor guessing

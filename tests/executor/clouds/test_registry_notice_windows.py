@@ -1,12 +1,16 @@
-"""Each cloud's notice window is its notice source's (its ``notice.py`` defines it once)."""
+"""Each cloud's notice window and metadata endpoint are its notice source's (its ``notice.py``
+defines them once)."""
 
 from __future__ import annotations
 
-from spotwise.core.settings import current
+import pytest
+
+from spotwise.core.settings import SettingsError
 from spotwise.executor.clouds.aws.notice import AwsImds
 from spotwise.executor.clouds.azure.notice import AzureScheduledEvents
 from spotwise.executor.clouds.gcp.notice import GcpMetadata
-from spotwise.executor.clouds.registry import CLOUDS
+from spotwise.executor.clouds.registry import CLOUDS, sources_from_env
+from spotwise.executor.notices import MetadataSource
 
 
 def test_each_clouds_notice_window_is_read_from_its_notice_source() -> None:
@@ -16,5 +20,29 @@ def test_each_clouds_notice_window_is_read_from_its_notice_source() -> None:
     windows = {name: cloud.notice_s for name, cloud in CLOUDS.items()}
     assert windows == {name: kind.notice_s for name, kind in sources.items()}
     assert windows == {"aws": 120.0, "gcp": 30.0, "azure": 30.0}
-    urls = {name: cloud.notice_url(current()) for name, cloud in CLOUDS.items()}
-    assert urls["aws"].startswith("http://169.254.169.254")
+
+
+def test_each_clouds_notice_source_is_at_its_endpoint_or_where_its_variable_says(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    variables = {name: cloud.notice_kind.endpoint.variable for name, cloud in CLOUDS.items()}
+    assert variables == {  # what boot scripts and users set: never renamed
+        "aws": "SPOTWISE_AWS_IMDS_URL",
+        "gcp": "SPOTWISE_GCP_METADATA_URL",
+        "azure": "SPOTWISE_AZURE_METADATA_URL",
+    }
+    for variable in variables.values():
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("SPOTWISE_NOTICES", "aws,gcp,azure")
+    urls = {s.name: s.base_url for s in sources_from_env() if isinstance(s, MetadataSource)}
+    assert urls == {
+        "aws": "http://169.254.169.254",
+        "gcp": "http://metadata.google.internal",
+        "azure": "http://169.254.169.254",
+    }
+    monkeypatch.setenv("SPOTWISE_GCP_METADATA_URL", "http://127.0.0.1:8080/")
+    gcp = sources_from_env()[1]
+    assert isinstance(gcp, GcpMetadata) and gcp.base_url == "http://127.0.0.1:8080"
+    monkeypatch.setenv("SPOTWISE_AZURE_METADATA_URL", "169.254.169.254")
+    with pytest.raises(SettingsError, match=r"^SPOTWISE_AZURE_METADATA_URL: must be an http://"):
+        sources_from_env()

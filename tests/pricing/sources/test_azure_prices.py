@@ -352,7 +352,7 @@ def test_an_endpoint_setting_over_plain_http_elsewhere_is_refused_in_one_line(
     )
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
-        "error: SPOTWISE_AZURE_PRICES_URL: Value error, must be https:// (plain http only to "
+        "error: SPOTWISE_AZURE_PRICES_URL: must be https:// (plain http only to "
         "127.0.0.1 or localhost); fix or unset the variable"
     ]
 
