@@ -30,7 +30,7 @@ import pandas as pd
 from spotwise.policy.clouds import STORAGE_LISTS
 from spotwise.policy.errors import PolicyError
 from spotwise.pricing.clouds.profile import StorageList
-from spotwise.pricing.collect_commands import collect_all
+from spotwise.pricing.collect_commands import collect_all, collect_shape
 from spotwise.pricing.forecast.prior import DEFAULT_PRIOR
 from spotwise.pricing.forecast.risk_forecasters import SHIPPED_RISK
 from spotwise.pricing.quotes import Quote, is_stale, on_demand_quote, store_quote
@@ -271,8 +271,7 @@ def require_pools(found: StorePools, instance_type: str) -> None:
     raise PolicyError(
         f"no spot price of {instance_type} in the store"
         + (f" (it has {have})" if have else " (it is empty: spotwise data load)")
-        + f"; collect them: spotwise collect aws --region us-east-1 --instance-types "
-        f"{instance_type}"
+        + f"; collect them: {collect_shape(instance_type)}"
     )
 
 

@@ -32,6 +32,7 @@ from spotwise.policy.cost import (
 from spotwise.policy.errors import PolicyError
 from spotwise.policy.market import PoolTerms
 from spotwise.pricing.clouds.profile import LaunchForm
+from spotwise.pricing.clouds.registry import PROFILES
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -235,7 +236,7 @@ def _refuse(inputs: PlanInputs, pools: list[PoolTerms], left_out: dict[str, str]
         f"no pool has both a spot and an on-demand price: {reasons[0]}{more}"
         if reasons
         else "no pool to plan on: load prices with `spotwise data load` or collect them "
-        "with `spotwise collect aws`"
+        f"with {' / '.join(f'`spotwise collect {cloud}`' for cloud in PROFILES)}"
     )
 
 

@@ -55,3 +55,18 @@ def collect_all(cloud: str, *, shapes: Sequence[str], gpu: str) -> str:
         return spot
     on_demand = collect_command(cloud, regions=regions, shapes=shapes, on_demand=True)
     return f"{spot}, then {on_demand}"
+
+
+def collect_shape(shape: str) -> str:
+    """The command that stores ``shape``'s spot prices: its cloud's where the GPU table has the
+    shape, else each cloud's (``CLOUD: command``, ``;``-separated), in the region each needs."""
+    from spotwise.pricing.gpus import shape_of
+
+    clouds = [cloud for cloud in COLLECTORS if shape_of(cloud, shape)] or list(COLLECTORS)
+    commands = {}
+    for cloud in clouds:
+        region = COLLECTORS[cloud].needs_region
+        commands[cloud] = collect_command(cloud, regions=[region] if region else [], shapes=[shape])
+    if len(commands) == 1:
+        return next(iter(commands.values()))
+    return "; ".join(f"{cloud}: {command}" for cloud, command in commands.items())

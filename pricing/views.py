@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from spotwise.pricing.clouds.registry import PROFILES
 from spotwise.pricing.forecast.risk_rows import RISK_MODEL
 from spotwise.pricing.store import MarketStore
 
@@ -14,21 +15,13 @@ if TYPE_CHECKING:
     from spotwise.pricing.operational import OperationalStore
 
 
-GPU_FAMILIES = ("p2.", "p3", "p4", "p5", "g3", "g4", "g5", "g6", "trn", "inf", "dl1")
-"""AWS instance-type prefixes with accelerators."""
-GPU_SHAPES = ("a2-", "a3-", "a4-", "g2-", "g4-")
-"""GCP machine-type prefixes with GPUs attached."""
-AZURE_GPU_SIZES = "standard_n"
-"""Azure's N-series sizes (NC, ND, NV): the ones with GPUs."""
-
-
 def is_gpu(instance_type: str) -> bool:
-    """Whether an instance type carries an accelerator (AWS families, GCP shapes, Azure's
-    N-series, or any shape of the GPU table)."""
+    """Whether an instance type carries an accelerator (a cloud's GPU prefixes, or any shape of
+    the GPU table)."""
     from spotwise.pricing.gpus import read_shapes
 
     name = instance_type.lower()
-    if name.startswith((*GPU_FAMILIES, *GPU_SHAPES, AZURE_GPU_SIZES)):
+    if name.startswith(tuple(p for c in PROFILES.values() for p in c.gpu_prefixes)):
         return True
     return any(row.shape.lower() == name for row in read_shapes())
 

@@ -180,23 +180,6 @@ OnDemandPrice = Annotated[
 ]
 
 
-# The account settings `spotwise plan` puts into the command it prints.
-AwsImageId = Annotated[
-    str | None,
-    typer.Option("--image-id", help="aws: the AMI (with Python 3).", show_default=False),
-]
-AwsBucket = Annotated[
-    str | None,
-    typer.Option(
-        "--bucket", help="aws: the bucket for code, logs and exit codes.", show_default=False
-    ),
-]
-AwsInstanceProfile = Annotated[
-    str | None,
-    typer.Option("--instance-profile", help="aws: the instances' IAM role.", show_default=False),
-]
-
-
 # The prices a supervised job is billed at, shared by `spotwise run` and `spotwise sweep run`.
 SpotPriceOption = Annotated[
     float | None,

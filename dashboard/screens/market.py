@@ -22,7 +22,8 @@ def render() -> None:
 
 def _clouds_side_by_side() -> None:
     """Each cloud's newest spot prices against on-demand, GPU shapes first, in a column."""
-    st.subheader("AWS, GCP and Azure side by side (newest prices, GPU shapes first)")
+    names = ", ".join(cloud.upper() for cloud in CLOUDS)
+    st.subheader(f"{names} side by side (newest prices, GPU shapes first)")
     for column, cloud in zip(st.columns(len(CLOUDS)), CLOUDS, strict=True):
         column.markdown(f"**{cloud.upper()}**")
         saving = data.view("savings", provider=cloud)
@@ -81,9 +82,11 @@ def _history() -> None:
         )
     newest = history.ts.max()
     if data.stale(newest):
+        shown_clouds = dict.fromkeys(history.series.str.split(":").str[0])
+        commands = " / ".join(f"`spotwise collect {cloud}`" for cloud in shown_clouds)
         st.warning(
             f"Stale: the newest price here is of {newest:%Y-%m-%d}. Collect fresh ones with "
-            "`spotwise collect aws`.",
+            f"{commands}.",
             icon="⚠️",
         )
     series = st.selectbox("Forecast of", sorted(history.series.unique()))

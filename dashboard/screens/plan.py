@@ -135,10 +135,13 @@ def _recommended(plan: Plan) -> None:
     )
     stale = [p for p in plan.pools if plan.stale(p)]
     if stale:
+        commands = " / ".join(
+            f"`spotwise collect {cloud}`" for cloud in dict.fromkeys(p.pool.provider for p in stale)
+        )
         st.warning(
             f"{len(stale)} of {len(plan.pools)} pools rest on inputs older than a week (on "
-            f"{plan.made_at:%Y-%m-%d}): collect fresh prices with `spotwise collect aws` "
-            "before acting on this plan.",
+            f"{plan.made_at:%Y-%m-%d}): collect fresh prices with {commands} before acting on "
+            "this plan.",
             icon="⚠️",
         )
 

@@ -1,6 +1,7 @@
 """What a job ships to its instances: the workdir as a tarball and a wheel of the installed
-Spotwise, each stored once per content under ``s3://BUCKET/spotwise/code/SHA256/``, so an
-unchanged workdir is not uploaded twice and nothing is fetched from a public index by name.
+Spotwise, each stored by its cloud once per content under ``spotwise/code/SHA256/`` of its bucket
+(each cloud's folder uploads them), so an unchanged workdir is not uploaded twice and nothing is
+fetched from a public index by name.
 
 The workdir honours its ``.gitignore`` files (nested ones too, as git reads them) or one explicit
 ignore file; ``.git`` never ships. The tarball is reproducible (sorted, zeroed times and owners),
@@ -20,15 +21,12 @@ import sys
 import tarfile
 import tempfile
 import tomllib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Any
 
 import pathspec
-from boto3.exceptions import S3UploadFailedError
-from botocore.exceptions import BotoCoreError, ClientError
 
 from spotwise.executor.errors import ExecutorError
 
@@ -216,28 +214,6 @@ def given_wheel(path: Path) -> Bundle:
     return Bundle(path, _content_key(path, path.name), path.stat().st_size)
 
 
-def upload(s3: Any, bucket: str, bundle: Bundle) -> bool:
-    """Put ``bundle`` in the bucket unless its content is there already; whether it was put.
-
-    Raises:
-        ExecutorError: when the bucket cannot be reached, read or written (says which and why).
-    """
-    where = f"s3://{bucket}/{bundle.key}"
-    try:
-        s3.head_object(Bucket=bucket, Key=bundle.key)
-        return False
-    except ClientError as exc:
-        if exc.response["Error"]["Code"] not in ("404", "NoSuchKey", "NotFound"):
-            raise ExecutorError(f"{where}: {exc}") from exc
-    except BotoCoreError as exc:
-        raise ExecutorError(f"{where}: {exc}; check --region and --endpoint-url") from exc
-    try:
-        s3.upload_file(str(bundle.path), bucket, bundle.key)
-    except (ClientError, BotoCoreError, S3UploadFailedError) as exc:
-        raise ExecutorError(f"cannot upload to {where}: {exc}") from exc
-    return True
-
-
 @dataclass(frozen=True, slots=True)
 class ShippedCode:
     """The keys an instance fetches: the workdir tarball and the wheel."""
@@ -249,27 +225,3 @@ class ShippedCode:
     def wheel_name(self) -> str:
         """The wheel's file name (the last part of its key)."""
         return self.wheel_key.rsplit("/", 1)[1]
-
-
-def ship(
-    s3: Any,
-    bucket: str,
-    workdir: Path,
-    *,
-    ignore_file: Path | None = None,
-    wheel: Path | None = None,
-    max_mb: float = DEFAULT_MAX_MB,
-    say: Callable[[str], None] = lambda _: None,
-) -> ShippedCode:
-    """Pack the workdir, build (or take) the wheel, upload what the bucket lacks."""
-    with tempfile.TemporaryDirectory(prefix="spotwise-ship-") as scratch:
-        folder = Path(scratch)
-        bundles = {
-            "workdir": pack_workdir(workdir, folder, ignore_file=ignore_file, max_mb=max_mb),
-            "wheel": given_wheel(wheel) if wheel is not None else build_wheel(folder),
-        }
-        for what, bundle in bundles.items():
-            sent = upload(s3, bucket, bundle)
-            state = "uploaded" if sent else "already there"
-            say(f"{what}: {bundle.describe()} → s3://{bucket}/{bundle.key} ({state})")
-    return ShippedCode(bundles["workdir"].key, bundles["wheel"].key)

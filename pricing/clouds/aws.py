@@ -31,4 +31,6 @@ PROFILE = CloudProfile(
     ),
     zone_separator=None,
     skypilot="aws",
+    price_grid="h",
+    gpu_prefixes=("p2.", "p3", "p4", "p5", "g3", "g4", "g5", "g6", "trn", "inf", "dl1"),
 )

@@ -27,4 +27,5 @@ PROFILE = CloudProfile(
     ),
     zone_separator=None,
     skypilot="azure",
+    gpu_prefixes=("standard_n",),  # the N-series (NC, ND, NV)
 )

@@ -26,4 +26,5 @@ PROFILE = CloudProfile(
     ),
     zone_separator="-",
     skypilot="gcp",
+    gpu_prefixes=("a2-", "a3-", "a4-", "g2-", "g4-"),
 )

@@ -79,6 +79,12 @@ class CloudProfile:
     region and one letter (``us-east-1a``)."""
     skypilot: str | None
     """Its name in a SkyPilot task (None: SkyPilot does not launch there)."""
+    price_grid: str = "D"
+    """The grid its stored prices are forecast on: ``h`` for a spot history that changes within
+    a day, ``D`` for a catalog read once a day."""
+    gpu_prefixes: tuple[str, ...] = ()
+    """Lower-case starts of its shapes' names that carry accelerators (``p3`` of ``p3.2xlarge``),
+    beside the GPU table's shapes."""
 
     def region_of(self, zone: str) -> str:
         """The region of an availability zone (``us-east-1a`` → ``us-east-1``, ``us-central1-a``

@@ -2,9 +2,9 @@
 store, written to the ``forecasts`` table (each model's previous forecast of a series is
 replaced).
 
-Prices: AWS series on an hourly grid, GCP series on a daily grid; ``Naive`` and ``ARIMA`` for every
-series, the global ``GBM`` for the hourly ones. Risk: for every pool with a 1-node availability or
-preemption trace, the risk forecast the decisions act on
+Prices: each series on its cloud's price grid (its profile's: AWS's hourly, the catalogs' daily);
+``Naive`` and ``ARIMA`` for every series, the global ``GBM`` for the hourly ones. Risk: for every
+pool with a 1-node availability or preemption trace, the risk forecast the decisions act on
 (:data:`spotwise.pricing.forecast.risk_forecasters.SHIPPED_RISK`, its label in the rows' model:
 :data:`~spotwise.pricing.forecast.risk_rows.RISK_MODEL`), fitted on the pool's own history, gives
 ``p_preempt`` within the horizon at the newest tick (1 when the pool is unavailable then), and
@@ -25,6 +25,7 @@ import pandas as pd
 
 from spotwise.core.clock import SYSTEM_CLOCK, Clock
 from spotwise.core.progress import UNCOUNTED, Progress, Steps, silent
+from spotwise.pricing.clouds.registry import PROFILES
 from spotwise.pricing.forecast.boosting import GlobalBoosting
 from spotwise.pricing.forecast.grid import to_grid
 from spotwise.pricing.forecast.models import Arima110, Naive
@@ -181,12 +182,14 @@ def _newest_source(prices: pd.DataFrame) -> pd.DataFrame:
 def _grids(
     prices: pd.DataFrame,
 ) -> tuple[list[tuple[str, str, pd.DataFrame]], set[str]]:
-    """(provider, frequency, grid) per provider, source and end: hourly for AWS, daily else,
-    series shorter than :data:`MIN_POINTS` left out; and the ids of those left out."""
+    """(provider, frequency, grid) per provider, source and end, on the provider's price grid
+    (its profile's; daily for a provider without one), series shorter than :data:`MIN_POINTS`
+    left out; and the ids of those left out."""
     grids = []
     short: set[str] = set()
     for (provider, _, end), group in prices.groupby(["provider", "source", "end"]):
-        freq = "h" if provider == "aws" else "D"
+        profile = PROFILES.get(provider)
+        freq = profile.price_grid if profile else "D"
         grid = to_grid(group[["unique_id", "ts", "price"]], freq, end=end)
         counts = grid.groupby("unique_id")["ds"].transform("size")
         grid = grid[counts >= MIN_POINTS]

@@ -112,7 +112,8 @@ def plan_names_its_pool_whole_in_usd_with_sources_dates_and_the_next_step(app: A
     assert list(table["total $"]) == sorted(table["total $"])  # bars and table in one order
     assert set(table["MTBF from"]) <= {"trace", "prior", "default"}
     assert all(str(d).startswith("20") for d in table["spot as of"])
-    assert any("older than a week" in w.value for w in app.warning)
+    (stale,) = [w.value for w in app.warning if "older than a week" in w.value]
+    assert "`spotwise collect aws`" in stale  # the clouds of the stale pools
     assert app.code[-1].value.startswith("spotwise run --launcher aws --region ")
 
 
@@ -126,7 +127,9 @@ def policies_label_the_bound_and_the_policy_column(app: AppTest) -> None:
 def market_says_it_caps_the_series_and_dates_its_prices(app: AppTest) -> None:
     captions = " ".join(c.value for c in app.caption)
     assert "series with the most price changes of the" in captions
-    assert any("Stale: the newest price here is of 20" in w.value for w in app.warning)
+    (stale,) = [w.value for w in app.warning if "Stale: the newest price here is of 20" in w.value]
+    assert "`spotwise collect aws`" in stale  # the clouds of the prices shown
+    assert any(h.value.startswith("AWS, GCP, AZURE side by side") for h in app.subheader)
     lines = next(e for spec in specs(app) for e in encodings(spec) if "price" in str(e.get("y")))
     assert lines["x"]["axis"]["format"] == "%Y-%m-%d"  # the year is on the axis
     sides = [d.value for d in app.dataframe if "gpu" not in d.value.columns]

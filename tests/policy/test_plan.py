@@ -278,3 +278,11 @@ def test_a_gpu_no_store_prices_names_each_clouds_collecting_command(
     assert "gcp: spotwise collect gcp --gpu H100" in line
     assert "azure: spotwise collect azure --regions eastus --gpu H100" in line
     assert "aws: spotwise collect aws --region us-east-1 --instance-types p5.48xlarge" in line
+
+
+def test_a_plan_of_no_pool_names_every_clouds_collect_command() -> None:
+    from spotwise.policy.errors import PolicyError
+
+    with pytest.raises(PolicyError, match="no pool to plan on") as exc:
+        plan_job(PlanInputs(gpu_hours=10, deadline_hours=20), [])
+    assert all(f"`spotwise collect {cloud}`" in str(exc.value) for cloud in CLOUDS)

@@ -9,7 +9,12 @@ import pytest
 import typer
 
 from spotwise.cli import app
-from spotwise.pricing.collect_commands import COLLECTORS, collect_all, collect_command
+from spotwise.pricing.collect_commands import (
+    COLLECTORS,
+    collect_all,
+    collect_command,
+    collect_shape,
+)
 
 
 def _flags_of(cloud: str) -> set[str]:
@@ -41,3 +46,10 @@ def test_every_provider_the_stores_take_has_a_collect_line() -> None:
     from spotwise.pricing.frames import PROVIDERS
 
     assert set(COLLECTORS) == PROVIDERS
+
+
+def test_a_shape_is_collected_by_its_clouds_command_and_an_unknown_one_by_every_clouds() -> None:
+    assert collect_shape("a2-highgpu-1g") == "spotwise collect gcp --shapes a2-highgpu-1g"
+    unknown = collect_shape("x9").split("; ")
+    assert [line.split(":")[0] for line in unknown] == list(COLLECTORS)
+    assert "aws: spotwise collect aws --region us-east-1 --instance-types x9" in unknown

@@ -70,7 +70,7 @@ class AwsCloud:
         Raises:
             ExecutorError: when the settings are incomplete, or the code cannot be shipped.
         """
-        from spotwise.executor.clouds.code_bundle import ship
+        from spotwise.executor.clouds.aws.shipping import ship
 
         aws = _aws(target)
         aws.require_complete()

@@ -230,7 +230,7 @@ class AwsLauncher:
         max_price: float | None = None,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
-        """``code`` is the shipped workdir and wheel (:func:`executor.clouds.code_bundle.ship`);
+        """``code`` is the shipped workdir and wheel (:func:`executor.clouds.aws.shipping.ship`);
         ``setup`` commands run in the workdir before the command. ``secrets`` (variable name →
         value) reach the command through SSM SecureStrings, which the instance profile must be
         allowed to read (``ssm:GetParameter``). ``security_groups`` go on every instance (an

@@ -15,6 +15,16 @@ def test_each_profile_is_registered_by_its_own_name_and_launch_form() -> None:
         assert profile.storage.source.startswith("https://") and profile.storage.as_of
 
 
+def test_each_profile_names_its_price_grid_and_its_gpu_prefixes_in_lower_case() -> None:
+    assert {name: p.price_grid for name, p in PROFILES.items()} == {
+        "aws": "h",  # a spot history that changes within the hour
+        "gcp": "D",
+        "azure": "D",
+    }
+    assert all(p.gpu_prefixes for p in PROFILES.values())
+    assert all(x == x.lower() for p in PROFILES.values() for x in p.gpu_prefixes)
+
+
 @pytest.mark.parametrize(
     ("cloud", "zone", "region"),
     [
