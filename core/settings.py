@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 if TYPE_CHECKING:
     from spotwise.core.environment import Settings
@@ -94,8 +94,12 @@ def _url_problem(url: str, *, https: bool) -> str | None:
         return "must be a URL"
     if parts.scheme not in ("https", "http") or not host:
         return "must be an https:// URL" if https else "must be an http:// URL"
-    if not https:
-        return None
+    return _api_problem(parts, host) if https else None
+
+
+def _api_problem(parts: SplitResult, host: str) -> str | None:
+    """What an API endpoint a credential travels to lacks: no user, password, query or
+    fragment, and https unless it is this machine."""
     if parts.username or parts.password or parts.query or parts.fragment:
         return "must be a URL without user, password, query or fragment"
     if parts.scheme == "http" and host not in LOOPBACK_HOSTS:
