@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import streamlit as st
 
 from spotwise.dashboard import charts, data
 from spotwise.pricing.clouds.registry import PROFILES
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 ALL = "all"
 CLOUDS = tuple(PROFILES)
@@ -52,18 +57,36 @@ def _clouds_side_by_side() -> None:
         )
 
 
-def _history() -> None:
-    """Price history, forecasts and savings of the filtered pools."""
+def _filter() -> dict[str, str | None]:
+    """The provider, region and instance type picked (None: all)."""
     options = data.filters()
     left, middle, right = st.columns(3)
     provider = left.selectbox("Provider", [ALL, *options["provider"]])
     region = middle.selectbox("Region", [ALL, *options["region"]])
     instance_type = right.selectbox("Instance type", [ALL, *options["instance_type"]])
-    chosen = {
+    return {
         "provider": None if provider == ALL else provider,
         "region": None if region == ALL else region,
         "instance_type": None if instance_type == ALL else instance_type,
     }
+
+
+def _warn_if_stale(history: pd.DataFrame) -> None:
+    """A warning, with each shown cloud's collect command, when the newest price is stale."""
+    newest = history.ts.max()
+    if data.stale(newest):
+        shown_clouds = dict.fromkeys(history.series.str.split(":").str[0])
+        commands = " / ".join(f"`spotwise collect {cloud}`" for cloud in shown_clouds)
+        st.warning(
+            f"Stale: the newest price here is of {newest:%Y-%m-%d}. Collect fresh ones with "
+            f"{commands}.",
+            icon="⚠️",
+        )
+
+
+def _history() -> None:
+    """Price history, forecasts and savings of the filtered pools."""
+    chosen = _filter()
     history = data.view("price_history", **chosen)
     if history.empty:
         st.warning("No prices for this filter; widen it.")
@@ -80,15 +103,7 @@ def _history() -> None:
             f"The {shown} series with the most price changes of the {total} this filter holds: "
             "narrow it (provider, region, instance type) to see the others."
         )
-    newest = history.ts.max()
-    if data.stale(newest):
-        shown_clouds = dict.fromkeys(history.series.str.split(":").str[0])
-        commands = " / ".join(f"`spotwise collect {cloud}`" for cloud in shown_clouds)
-        st.warning(
-            f"Stale: the newest price here is of {newest:%Y-%m-%d}. Collect fresh ones with "
-            f"{commands}.",
-            icon="⚠️",
-        )
+    _warn_if_stale(history)
     series = st.selectbox("Forecast of", sorted(history.series.unique()))
     forecast = data.view("price_forecasts", series=[series])
     if forecast.empty:
