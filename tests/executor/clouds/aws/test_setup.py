@@ -12,7 +12,7 @@ from spotwise.executor.clouds.aws.setup import instance_role_policy
 ROOT = Path(__file__).resolve().parents[4]
 CONTROLLER_CODE = [
     ROOT / "executor/clouds/aws/launcher.py",
-    ROOT / "executor/clouds/code_bundle.py",
+    ROOT / "executor/clouds/aws/shipping.py",
     ROOT / "executor/clouds/aws/cloud.py",
     ROOT / "executor/clouds/aws/gc.py",
     ROOT / "pricing/sources/aws.py",
