@@ -69,9 +69,6 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     # The reference price and the Spot Advisor estimates are AWS's (p3.2xlarge, its advisor).
     "policy/plan.py": ("collect aws --on-demand", "the AWS Price List"),
     "dashboard/screens/risk.py": ("aws-02-15-2023", "instances AWS interrupted"),
-    # A shape no regional cloud has is priced as AWS's, zone by zone (not yet a profile's).
-    "pricing/quotes.py": ('"aws"',),
-    "executor/ledger/prices.py": ('"aws"',),
     # A migration of version 3's ledgers: history, kept as it ran.
     "executor/ledger/schema.py": ("launcher <> 'aws'",),
     # The shared cloud options' help: each cloud's word for the setting.
