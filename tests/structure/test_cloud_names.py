@@ -41,9 +41,6 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "spotwise/forecast_commands.py": (
         "aws-02-15-2023",
         "the AWS describe-spot-price-history format",
-        # `forecast schedule --collect-region`: an AWS region collected before each run
-        "Also collect this AWS region first",
-        "spotwise.pricing.sources.aws",
     ),
     "spotwise/cli.py": ('"aws"',),  # the demo's plan, on the bundled AWS prices
     "pricing/forecast/price_bench.py": ("sources.aws", "aws_price_grid", "aws:"),
