@@ -3,18 +3,13 @@ about a missing or stale price tells a user to run."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from spotwise.pricing.clouds.profile import Collector
 from spotwise.pricing.clouds.registry import PROFILES
 
 COLLECTORS: dict[str, Collector] = {name: p.collector for name, p in PROFILES.items()}
 """Each cloud with a ``spotwise collect`` command, by name."""
-
-
-def regional_clouds() -> tuple[str, ...]:
-    """The clouds whose catalogs price a shape per region, not per zone."""
-    return tuple(cloud for cloud, c in COLLECTORS.items() if c.per_region)
 
 
 def collect_command(
@@ -57,16 +52,24 @@ def collect_all(cloud: str, *, shapes: Sequence[str], gpu: str) -> str:
     return f"{spot}, then {on_demand}"
 
 
+def for_shape(shape: str, command: Callable[[str], str]) -> str:
+    """``command`` of the cloud that owns ``shape`` in the GPU table
+    (:func:`spotwise.pricing.gpus.cloud_of`), else each cloud's (``CLOUD: command``,
+    ``;``-separated): what a message about ``shape``'s prices tells a user to run."""
+    from spotwise.pricing.gpus import cloud_of
+
+    owner = cloud_of(shape)
+    if owner is not None:
+        return command(owner)
+    return "; ".join(f"{cloud}: {command(cloud)}" for cloud in COLLECTORS)
+
+
 def collect_shape(shape: str) -> str:
     """The command that stores ``shape``'s spot prices: its cloud's where the GPU table has the
-    shape, else each cloud's (``CLOUD: command``, ``;``-separated), in the region each needs."""
-    from spotwise.pricing.gpus import shape_of
+    shape, else each cloud's (:func:`for_shape`), in the region each needs."""
 
-    clouds = [cloud for cloud in COLLECTORS if shape_of(cloud, shape)] or list(COLLECTORS)
-    commands = {}
-    for cloud in clouds:
+    def command(cloud: str) -> str:
         region = COLLECTORS[cloud].needs_region
-        commands[cloud] = collect_command(cloud, regions=[region] if region else [], shapes=[shape])
-    if len(commands) == 1:
-        return next(iter(commands.values()))
-    return "; ".join(f"{cloud}: {command}" for cloud, command in commands.items())
+        return collect_command(cloud, regions=[region] if region else [], shapes=[shape])
+
+    return for_shape(shape, command)

@@ -111,6 +111,13 @@ def shape_of(cloud: str, shape: str, path: Path | None = None) -> GpuShape | Non
     return None
 
 
+def cloud_of(shape: str, path: Path | None = None) -> str | None:
+    """The cloud that owns ``shape``: the one cloud whose rows of the table have it (Azure's
+    size names whatever their case); None when no cloud has it, or more than one does."""
+    clouds = {row.cloud for row in read_shapes(path) if row.shape.lower() == shape.lower()}
+    return clouds.pop() if len(clouds) == 1 else None
+
+
 def gpu_models(path: Path | None = None) -> tuple[str, ...]:
     """The GPU models the table knows, sorted."""
     return tuple(sorted({s.gpu for s in read_shapes(path)}))

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from spotwise.pricing.collect_commands import collect_command
+from spotwise.pricing.collect_commands import collect_command, for_shape
 
 if TYPE_CHECKING:  # pandas and the store load only when a quote is read (the CLI starts fast)
     import pandas as pd
@@ -86,14 +86,17 @@ def reference(
 
     Raises:
         ValueError: for another instance type, naming the flag that gives the price and the
-            command that collects it.
+            command that collects it (its cloud's, else each cloud's: :func:`for_shape`).
     """
     if instance_type.lower() != REFERENCE_INSTANCE_TYPE:
-        collect = collect_command(
-            "aws",
-            regions=[region] if region else [],
-            shapes=[instance_type],
-            on_demand=market == "on_demand",
+        collect = for_shape(
+            instance_type,
+            lambda cloud: collect_command(
+                cloud,
+                regions=[region] if region else [],
+                shapes=[instance_type],
+                on_demand=market == "on_demand",
+            ),
         )
         raise ValueError(f"no {what} in the store: give it with {flag}, or collect it ({collect})")
     price = REFERENCE_SPOT_USD if market == "spot" else REFERENCE_ON_DEMAND_USD

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -237,13 +239,18 @@ def short_series_note(series: tuple[str, ...]) -> str:
 @forecast_app.command("schedule")
 def forecast_schedule(
     every: Annotated[str, typer.Option("--every", help="Period: 30s, 10m, 1h.")] = "10m",
-    collect_region: Annotated[
+    collect: Annotated[
         list[str] | None,
         typer.Option(
-            "--collect-region",
-            help="Also collect this AWS region first (repeat).",
+            "--collect",
+            metavar="CLOUD:REGION",
+            help="Also collect this region of this cloud first, as `spotwise collect CLOUD` "
+            "does (repeat).",
             show_default=False,
         ),
+    ] = None,
+    collect_region: Annotated[
+        list[str] | None, typer.Option("--collect-region", hidden=True)
     ] = None,
     horizon_hours: HorizonHours = 24,
     store: StoreOption = None,
@@ -260,17 +267,24 @@ def forecast_schedule(
         period = parse_every(every)
     except (ValueError, KeyError):
         fail(f"--every {every!r} is not a period: use e.g. 30s, 10m or 1h")
-    regions = list(collect_region or [])
+    if collect_region:
+        fail(
+            f"--collect-region {collect_region[0]}: name its cloud too, --collect "
+            f"CLOUD:{collect_region[0]} (CLOUD one of {', '.join(_collect_clouds())})"
+        )
+    try:
+        lines = collect_lines(collect or [])
+    except ValueError as exc:
+        fail(str(exc))
 
     def job() -> str:
         from spotwise.pricing.forecast.run import run_forecasts
-        from spotwise.pricing.sources.aws import collect_into
         from spotwise.pricing.store import MarketStore
 
         path = settings.store_path(store)
         MarketStore.open(path).close()  # made and brought up to date, held by neither
-        for region in regions:
-            collect_into(path, region)
+        for line in lines:
+            run_collect(line, path)
         report = run_forecasts(path, horizon_hours=horizon_hours)
         summary = f"{report.rows} forecast rows for {report.price_series} series"
         return summary + (
@@ -281,3 +295,54 @@ def forecast_schedule(
         run_schedule(job, period)
     except PricingError as exc:
         fail(str(exc))
+
+
+_REGION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+def _collect_clouds() -> list[str]:
+    """The clouds with a ``spotwise collect`` command (their profiles'), sorted."""
+    from spotwise.pricing.collect_commands import COLLECTORS
+
+    return sorted(COLLECTORS)
+
+
+def collect_lines(values: Sequence[str]) -> list[str]:
+    """The ``spotwise collect`` line of each ``--collect CLOUD:REGION``, in order.
+
+    Raises:
+        ValueError: one line naming the first value that is not a known cloud and a region.
+    """
+    from spotwise.pricing.collect_commands import COLLECTORS, collect_command
+
+    clouds = ", ".join(_collect_clouds())
+    lines = []
+    for value in values:
+        cloud, _, region = value.partition(":")
+        if not cloud or not region:
+            raise ValueError(f"--collect {value!r}: write CLOUD:REGION, CLOUD one of {clouds}")
+        if cloud not in COLLECTORS:
+            raise ValueError(f"--collect {value!r}: no cloud {cloud!r}; use one of {clouds}")
+        if not _REGION.match(region):
+            raise ValueError(f"--collect {value!r}: {region!r} is not a region name")
+        lines.append(collect_command(cloud, regions=[region]))
+    return lines
+
+
+class CollectFailed(RuntimeError):
+    """A scheduled ``spotwise collect`` ended in an error (the next run tries again)."""
+
+
+def run_collect(line: str, store: Path) -> None:
+    """Run the ``spotwise collect`` command ``line`` into ``store`` in a process of its own.
+
+    Raises:
+        CollectFailed: naming the command and the last line it printed.
+    """
+    import subprocess
+
+    argv = [sys.executable, "-m", *line.split(), "--store", str(store)]
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        said = [x.strip() for x in done.stderr.splitlines() if x.strip()] or ["no output"]
+        raise CollectFailed(f"`{line}` failed (exit {done.returncode}): {said[-1]}")

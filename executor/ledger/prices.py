@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from spotwise.core.clock import SYSTEM_CLOCK, Clock
-from spotwise.pricing.collect_commands import collect_command, regional_clouds
+from spotwise.pricing.collect_commands import COLLECTORS, collect_command, for_shape
 from spotwise.pricing.errors import StoreError
 from spotwise.pricing.frames import region_of_zone
 from spotwise.pricing.quotes import (
@@ -176,15 +176,19 @@ def stale_mark(quote: Quote, priced_at: str | None) -> str:
 
 def _stale_collect(book: PriceBook, market: str, places: list[str]) -> str:
     """The command that collects fresh ``market`` prices of a book's ``places`` (pools or
-    regions): its cloud's ``collect`` for a GCP or Azure shape, in those places' regions, else
-    ``collect aws`` in a region R."""
+    regions): that of the cloud that owns the book's shape, else each cloud's (:func:`for_shape`);
+    a cloud whose catalog prices per region collects the shape in those places' regions, one
+    priced zone by zone a region R."""
     instance_type = book.instance_type
-    regional = _regional_cloud(instance_type)
-    if regional is None:
-        return collect_command("aws", regions=["R"], on_demand=market == "on-demand")
     region_of = book.region_of
     regions = sorted({region_of.get(p, p) for p in places if region_of.get(p, p)}) or ["R"]
-    return collect_command(regional, regions=regions, shapes=[instance_type])
+
+    def command(cloud: str) -> str:
+        if COLLECTORS[cloud].per_region:
+            return collect_command(cloud, regions=regions, shapes=[instance_type])
+        return collect_command(cloud, regions=["R"], on_demand=market == "on-demand")
+
+    return for_shape(instance_type, command)
 
 
 def pool_zone_type(pool: str, instance_type: str) -> tuple[str, str]:
@@ -214,7 +218,7 @@ def price_book(
     for pool in pools:
         zone, pool_type = pool_zone_type(pool, instance_type)
         types.add(pool_type)
-        region_of[pool] = _pool_region(pool, zone, home_region)
+        region_of[pool] = _pool_region(pool, zone, pool_type, home_region)
         spot[pool] = _spot_quote(
             store, pool, zone, region_of[pool], pool_type, regional, spot_price
         )
@@ -241,11 +245,14 @@ def price_book(
     )
 
 
-def _pool_region(pool: str, zone: str, home_region: str | None) -> str:
+def _pool_region(pool: str, zone: str, pool_type: str, home_region: str | None) -> str:
     """The region of a pool: the home region for a cloud's pools, which are zones of it (an
-    Azure zone is "1"), else the AWS zone's region."""
+    Azure zone is "1"), else the zone's region by the rule of the cloud that owns the pool's
+    instance type (:func:`~spotwise.pricing.frames.region_of_zone`'s for an unowned one)."""
+    from spotwise.pricing.gpus import cloud_of
+
     in_region = home_region if home_region and "_" not in pool else None
-    return in_region or region_of_zone("aws", zone)
+    return in_region or region_of_zone(cloud_of(pool_type) or "", zone)
 
 
 def _on_demand_in(
@@ -284,10 +291,12 @@ def _spot_quote(
 
 
 def _regional_cloud(instance_type: str) -> str | None:
-    """The cloud of ``instance_type`` when its prices are per region (GCP, Azure), else None."""
-    from spotwise.pricing.gpus import shape_of
+    """The cloud that owns ``instance_type`` when its catalog prices it per region (GCP,
+    Azure), else None."""
+    from spotwise.pricing.gpus import cloud_of
 
-    return next((c for c in regional_clouds() if shape_of(c, instance_type)), None)
+    cloud = cloud_of(instance_type)
+    return cloud if cloud is not None and COLLECTORS[cloud].per_region else None
 
 
 def _regional_quote(

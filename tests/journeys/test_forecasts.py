@@ -38,7 +38,7 @@ def test_collect_then_forecast_then_two_scheduled_cycles(
         assert "wrote" in forecast.stderr and "forecast rows" in forecast.stderr
         assert "left out 1 price series" in forecast.stderr and newest_zone in forecast.stderr
         schedule = stranger.start(
-            "forecast", "schedule", "--every", "2s", "--collect-region", "us-east-1",
+            "forecast", "schedule", "--every", "2s", "--collect", "aws:us-east-1",
             "--horizon-hours", "3", env=aws,
         )  # fmt: skip
         assert schedule.stderr is not None

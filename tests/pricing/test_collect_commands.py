@@ -14,6 +14,7 @@ from spotwise.pricing.collect_commands import (
     collect_all,
     collect_command,
     collect_shape,
+    for_shape,
 )
 
 
@@ -53,3 +54,10 @@ def test_a_shape_is_collected_by_its_clouds_command_and_an_unknown_one_by_every_
     unknown = collect_shape("x9").split("; ")
     assert [line.split(":")[0] for line in unknown] == list(COLLECTORS)
     assert "aws: spotwise collect aws --region us-east-1 --instance-types x9" in unknown
+
+
+def test_for_shape_runs_the_command_of_the_shapes_cloud_else_of_every_cloud() -> None:
+    assert for_shape("Standard_NC6s_v3", lambda cloud: f"<{cloud}>") == "<azure>"
+    assert for_shape("x9", lambda cloud: f"<{cloud}>") == "; ".join(
+        f"{cloud}: <{cloud}>" for cloud in COLLECTORS
+    )

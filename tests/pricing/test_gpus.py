@@ -76,3 +76,17 @@ def test_a_bad_row_is_named_by_line_and_field(tmp_path: Path, line: str, where: 
     table.write_text(",".join(gpus.COLUMNS) + "\n" + line + "\n")
     with pytest.raises(InputError, match=where):
         gpus.read_shapes(table)
+
+
+def test_cloud_of_names_the_one_cloud_whose_table_rows_have_the_shape() -> None:
+    assert gpus.cloud_of("p3.2xlarge") == "aws"
+    assert gpus.cloud_of("a2-highgpu-1g") == "gcp"
+    assert gpus.cloud_of("standard_nc6s_v3") == "azure"  # Azure's names whatever their case
+    assert gpus.cloud_of("x9") is None
+
+
+def test_a_shape_two_clouds_claim_is_owned_by_neither(tmp_path: Path) -> None:
+    table = tmp_path / "gpu_shapes.csv"
+    rows = [f"{c},same-1g,A100,1,40,12,85,,https://x.example" for c in ("gcp", "azure")]
+    table.write_text("\n".join([",".join(gpus.COLUMNS), *rows]) + "\n")
+    assert gpus.cloud_of("same-1g", table) is None

@@ -41,9 +41,6 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "spotwise/forecast_commands.py": (
         "aws-02-15-2023",
         "the AWS describe-spot-price-history format",
-        # `forecast schedule --collect-region`: an AWS region collected before each run
-        "Also collect this AWS region first",
-        "spotwise.pricing.sources.aws",
     ),
     "spotwise/cli.py": ('"aws"',),  # the demo's plan, on the bundled AWS prices
     "pricing/forecast/price_bench.py": ("sources.aws", "aws_price_grid", "aws:"),
@@ -69,9 +66,6 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     # The reference price and the Spot Advisor estimates are AWS's (p3.2xlarge, its advisor).
     "policy/plan.py": ("collect aws --on-demand", "the AWS Price List"),
     "dashboard/screens/risk.py": ("aws-02-15-2023", "instances AWS interrupted"),
-    # A shape no regional cloud has is priced as AWS's, zone by zone (not yet a profile's).
-    "pricing/quotes.py": ('"aws"',),
-    "executor/ledger/prices.py": ('"aws"',),
     # A migration of version 3's ledgers: history, kept as it ran.
     "executor/ledger/schema.py": ("launcher <> 'aws'",),
     # The shared cloud options' help: each cloud's word for the setting.

@@ -9,7 +9,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from spotwise.executor.ledger.prices import price_book
+from spotwise.executor.ledger.prices import PriceBook, price_book
+from spotwise.pricing import gpus
+from spotwise.pricing.clouds.profile import Collector
+from spotwise.pricing.collect_commands import COLLECTORS
+from spotwise.pricing.quotes import Quote
 from spotwise.pricing.store import MarketStore
 from tests.conftest import ManualClock
 
@@ -125,3 +129,50 @@ def test_a_stale_price_names_that_clouds_collect_command(
         f"{collect} stores fresh ones",
     ]
     assert "collect aws" not in "\n".join(book.stale_lines())
+
+
+def _stale_book(shape: str, pools: dict[str, str]) -> PriceBook:
+    """A book of ``shape`` whose quotes of ``pools`` (pool → region) were a month old."""
+    old = Quote(usd_per_hour=1.0, source="store: x", as_of="2026-12-01T00:00:00+00:00")
+    return PriceBook(
+        instance_type=shape,
+        home_region=next(iter(pools.values())),
+        spot=dict.fromkeys(pools, old),
+        on_demand=dict.fromkeys(pools.values(), old),
+        region_of=pools,
+        priced_at="2027-01-01T00:00:00+00:00",
+    )
+
+
+def test_a_stale_price_of_an_aws_shape_names_collect_aws_in_a_region_r() -> None:
+    spot, on_demand = _stale_book("g5.xlarge", {"us-east-1a": "us-east-1"}).stale_lines()
+    assert "`spotwise collect aws --region R` stores fresh ones" in spot
+    assert "`spotwise collect aws --on-demand --region R` stores fresh ones" in on_demand
+
+
+def test_a_stale_price_of_a_shape_no_cloud_owns_names_every_clouds_collect() -> None:
+    spot, _ = _stale_book("x9", {"us-east-1a": "us-east-1"}).stale_lines()
+    for cloud, collector in COLLECTORS.items():
+        regions = "us-east-1" if collector.per_region else "R"
+        assert f"{cloud}: spotwise collect {cloud} {collector.region_flag} {regions}" in spot
+
+
+def test_a_stale_price_of_a_fourth_clouds_shape_names_that_clouds_collect(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(COLLECTORS, "toy", Collector("--zone", "--kinds", False, None))
+    monkeypatch.setattr(gpus, "cloud_of", lambda shape, path=None: "toy")
+    spot, _ = _stale_book("toy.gpu1", {"z1": "r1"}).stale_lines()
+    assert spot.endswith("`spotwise collect toy --zone R` stores fresh ones")
+
+
+def test_a_pool_with_no_home_region_is_read_by_its_shapes_clouds_zone_rule(
+    tmp_path: Path,
+) -> None:
+    shape = "a2-highgpu-1g"
+    with MarketStore.open(tmp_path / "m.duckdb") as store:
+        _regional(store, "gcp", "us-central1", shape, "spot", 1.15)
+        _regional(store, "gcp", "us-central1", shape, "on_demand", 3.67)
+        book = price_book(store, ("us-central1-a",), instance_type=shape)
+    assert book.region_of == {"us-central1-a": "us-central1"}  # not AWS's "us-central1-"
+    assert book.spot_quote("us-central1-a").usd_per_hour == 1.15
