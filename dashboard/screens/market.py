@@ -25,12 +25,17 @@ def render() -> None:
     _history()
 
 
+def _titles(clouds: tuple[str, ...]) -> str:
+    """The clouds as people write them, as a phrase: ``AWS, GCP and Azure``."""
+    written = [PROFILES[cloud].title for cloud in clouds]
+    return " and ".join([", ".join(written[:-1]), written[-1]] if len(written) > 1 else written)
+
+
 def _clouds_side_by_side() -> None:
     """Each cloud's newest spot prices against on-demand, GPU shapes first, in a column."""
-    names = ", ".join(cloud.upper() for cloud in CLOUDS)
-    st.subheader(f"{names} side by side (newest prices, GPU shapes first)")
+    st.subheader(f"{_titles(CLOUDS)} side by side (newest prices, GPU shapes first)")
     for column, cloud in zip(st.columns(len(CLOUDS)), CLOUDS, strict=True):
-        column.markdown(f"**{cloud.upper()}**")
+        column.markdown(f"**{PROFILES[cloud].title}**")
         saving = data.view("savings", provider=cloud)
         if saving.empty:
             column.info(

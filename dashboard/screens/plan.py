@@ -49,7 +49,7 @@ def _clouds_side_by_side() -> None:
 
 def _cloud_column(column: Any, cloud: str, plan: Plan, count: int) -> None:
     """One cloud's cheapest pool of the plan, or the command that collects its prices."""
-    column.markdown(f"**{cloud.upper()}**")
+    column.markdown(f"**{PROFILES[cloud].title}**")
     mine = [p for p in plan.pools if p.pool.provider == cloud]
     if not mine:
         why = plan.unpriced.get(cloud, "no shape of this GPU in the GPU table")

@@ -4,6 +4,7 @@ from spotwise.pricing.clouds.profile import CloudProfile, Collector, LaunchForm,
 
 PROFILE = CloudProfile(
     name="aws",
+    title="AWS",
     collector=Collector(
         "--region",
         "--instance-types",

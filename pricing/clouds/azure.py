@@ -5,6 +5,7 @@ from spotwise.pricing.clouds.profile import CloudProfile, Collector, LaunchForm,
 
 PROFILE = CloudProfile(
     name="azure",
+    title="Azure",
     collector=Collector("--regions", "--vm-sizes", per_region=True, needs_region="eastus"),
     storage=StorageList(
         usd_per_gb_month=0.018,

@@ -5,6 +5,7 @@ from spotwise.pricing.clouds.profile import CloudProfile, Collector, LaunchForm,
 
 PROFILE = CloudProfile(
     name="gcp",
+    title="GCP",
     collector=Collector("--regions", "--shapes", per_region=True, needs_region=None),
     storage=StorageList(
         usd_per_gb_month=0.020,

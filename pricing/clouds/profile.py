@@ -71,6 +71,8 @@ class CloudProfile:
 
     name: str
     """The provider name of store rows, ``collect NAME`` and ``--launcher NAME``."""
+    title: str
+    """How people write it (``AWS``, ``Azure``): the dashboard's headings."""
     collector: Collector
     storage: StorageList
     launch: LaunchForm

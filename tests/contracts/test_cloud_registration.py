@@ -127,6 +127,7 @@ def toy(monkeypatch: pytest.MonkeyPatch) -> Iterator[ToyCloud]:
         replace(
             PROFILES["gcp"],
             name=TOY,
+            title="Toy Cloud",
             launch=replace(PROFILES["gcp"].launch, cloud=TOY, scheme=TOY),
             skypilot=None,
             gpu_prefixes=("toy.gpu",),

@@ -96,8 +96,8 @@ def risk_states_its_horizon_units_and_the_dates_its_inputs_end(app: AppTest) -> 
 
 
 def plan_names_its_pool_whole_in_usd_with_sources_dates_and_the_next_step(app: AppTest) -> None:
-    clouds = [m.value for m in app.markdown if m.value in ("**AWS**", "**GCP**", "**AZURE**")]
-    assert clouds == ["**AWS**", "**GCP**", "**AZURE**"]  # side by side, one column each
+    clouds = [m.value for m in app.markdown if m.value in ("**AWS**", "**GCP**", "**Azure**")]
+    assert clouds == ["**AWS**", "**GCP**", "**Azure**"]  # side by side, one column each
     unpriced = " ".join(i.value for i in app.info)
     assert "spotwise collect azure --regions eastus --gpu A100" in unpriced
     assert app.code[0].value.startswith("spotwise run --launcher gcp --region ")
@@ -129,7 +129,7 @@ def market_says_it_caps_the_series_and_dates_its_prices(app: AppTest) -> None:
     assert "series with the most price changes of the" in captions
     (stale,) = [w.value for w in app.warning if "Stale: the newest price here is of 20" in w.value]
     assert "`spotwise collect aws`" in stale  # the clouds of the prices shown
-    assert any(h.value.startswith("AWS, GCP, AZURE side by side") for h in app.subheader)
+    assert any(h.value.startswith("AWS, GCP and Azure side by side") for h in app.subheader)
     lines = next(e for spec in specs(app) for e in encodings(spec) if "price" in str(e.get("y")))
     assert lines["x"]["axis"]["format"] == "%Y-%m-%d"  # the year is on the axis
     sides = [d.value for d in app.dataframe if "gpu" not in d.value.columns]
