@@ -21,7 +21,7 @@ import sys
 import tarfile
 import tempfile
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -225,3 +225,27 @@ class ShippedCode:
     def wheel_name(self) -> str:
         """The wheel's file name (the last part of its key)."""
         return self.wheel_key.rsplit("/", 1)[1]
+
+
+def ship(
+    upload: Callable[[Bundle], bool],
+    url: str,
+    workdir: Path,
+    *,
+    ignore_file: Path | None = None,
+    wheel: Path | None = None,
+    max_mb: float = DEFAULT_MAX_MB,
+    say: Callable[[str], None] = lambda _: None,
+) -> ShippedCode:
+    """Pack the workdir, build (or take) the wheel, and ``upload`` each (a cloud's put, True
+    when it was not there yet) to the store at ``url``; say what went where."""
+    with tempfile.TemporaryDirectory(prefix="spotwise-ship-") as scratch:
+        folder = Path(scratch)
+        bundles = {
+            "workdir": pack_workdir(workdir, folder, ignore_file=ignore_file, max_mb=max_mb),
+            "wheel": given_wheel(wheel) if wheel is not None else build_wheel(folder),
+        }
+        for what, bundle in bundles.items():
+            state = "uploaded" if upload(bundle) else "already there"
+            say(f"{what}: {bundle.describe()} → {url}/{bundle.key} ({state})")
+    return ShippedCode(bundles["workdir"].key, bundles["wheel"].key)

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -11,14 +10,8 @@ from typing import Any
 from boto3.exceptions import S3UploadFailedError
 from botocore.exceptions import BotoCoreError, ClientError
 
-from spotwise.executor.clouds.code_bundle import (
-    DEFAULT_MAX_MB,
-    Bundle,
-    ShippedCode,
-    build_wheel,
-    given_wheel,
-    pack_workdir,
-)
+from spotwise.executor.clouds import code_bundle
+from spotwise.executor.clouds.code_bundle import DEFAULT_MAX_MB, Bundle, ShippedCode
 from spotwise.executor.errors import ExecutorError
 
 
@@ -55,14 +48,12 @@ def ship(
     say: Callable[[str], None] = lambda _: None,
 ) -> ShippedCode:
     """Pack the workdir, build (or take) the wheel, upload what the bucket lacks."""
-    with tempfile.TemporaryDirectory(prefix="spotwise-ship-") as scratch:
-        folder = Path(scratch)
-        bundles = {
-            "workdir": pack_workdir(workdir, folder, ignore_file=ignore_file, max_mb=max_mb),
-            "wheel": given_wheel(wheel) if wheel is not None else build_wheel(folder),
-        }
-        for what, bundle in bundles.items():
-            sent = upload(s3, bucket, bundle)
-            state = "uploaded" if sent else "already there"
-            say(f"{what}: {bundle.describe()} → s3://{bucket}/{bundle.key} ({state})")
-    return ShippedCode(bundles["workdir"].key, bundles["wheel"].key)
+    return code_bundle.ship(
+        lambda bundle: upload(s3, bucket, bundle),
+        f"s3://{bucket}",
+        workdir,
+        ignore_file=ignore_file,
+        wheel=wheel,
+        max_mb=max_mb,
+        say=say,
+    )

@@ -5,19 +5,12 @@
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from spotwise.executor.clouds.code_bundle import (
-    DEFAULT_MAX_MB,
-    Bundle,
-    ShippedCode,
-    build_wheel,
-    given_wheel,
-    pack_workdir,
-)
+from spotwise.executor.clouds import code_bundle
+from spotwise.executor.clouds.code_bundle import DEFAULT_MAX_MB, Bundle, ShippedCode
 from spotwise.executor.errors import ExecutorError
 
 JOBS_PREFIX = "spotwise/jobs"
@@ -57,17 +50,15 @@ def ship(
     say: Callable[[str], None] = lambda _: None,
 ) -> ShippedCode:
     """Pack the workdir, build (or take) the wheel, upload what the container lacks."""
-    with tempfile.TemporaryDirectory(prefix="spotwise-ship-") as scratch:
-        folder = Path(scratch)
-        bundles = {
-            "workdir": pack_workdir(workdir, folder, ignore_file=ignore_file, max_mb=max_mb),
-            "wheel": given_wheel(wheel) if wheel is not None else build_wheel(folder),
-        }
-        for what, bundle in bundles.items():
-            sent = upload(container, bundle, where)
-            state = "uploaded" if sent else "already there"
-            say(f"{what}: {bundle.describe()} → {where}/{bundle.key} ({state})")
-    return ShippedCode(bundles["workdir"].key, bundles["wheel"].key)
+    return code_bundle.ship(
+        lambda bundle: upload(container, bundle, where),
+        where,
+        workdir,
+        ignore_file=ignore_file,
+        wheel=wheel,
+        max_mb=max_mb,
+        say=say,
+    )
 
 
 def read_text(container: Any, name: str) -> str | None:

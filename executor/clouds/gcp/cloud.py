@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import sys
-import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -55,23 +54,16 @@ def ship(
 ) -> ShippedCode:
     """Pack the workdir, build (or take) the wheel, upload what the bucket lacks: the
     content-addressed keys of :mod:`executor.clouds.code_bundle`, in GCS."""
-    from spotwise.executor.clouds.code_bundle import (
-        ShippedCode,
-        build_wheel,
-        given_wheel,
-        pack_workdir,
-    )
+    from spotwise.executor.clouds import code_bundle
 
-    with tempfile.TemporaryDirectory(prefix="spotwise-ship-") as scratch:
-        folder = Path(scratch)
-        bundles = {
-            "workdir": pack_workdir(workdir, folder, ignore_file=ignore_file),
-            "wheel": given_wheel(wheel) if wheel is not None else build_wheel(folder),
-        }
-        for what, bundle in bundles.items():
-            state = "uploaded" if upload(bucket, bundle) else "already there"
-            say(f"{what}: {bundle.describe()} → gs://{bucket.name}/{bundle.key} ({state})")
-    return ShippedCode(bundles["workdir"].key, bundles["wheel"].key)
+    return code_bundle.ship(
+        lambda bundle: upload(bucket, bundle),
+        f"gs://{bucket.name}",
+        workdir,
+        ignore_file=ignore_file,
+        wheel=wheel,
+        say=say,
+    )
 
 
 class GcpCloud:
