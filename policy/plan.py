@@ -33,6 +33,7 @@ from spotwise.policy.errors import PolicyError
 from spotwise.policy.market import PoolTerms
 from spotwise.pricing.clouds.profile import LaunchForm
 from spotwise.pricing.clouds.registry import PROFILES
+from spotwise.pricing.collect_commands import collect_each
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -236,7 +237,7 @@ def _refuse(inputs: PlanInputs, pools: list[PoolTerms], left_out: dict[str, str]
         f"no pool has both a spot and an on-demand price: {reasons[0]}{more}"
         if reasons
         else "no pool to plan on: load prices with `spotwise data load` or collect them "
-        f"with {' / '.join(f'`spotwise collect {cloud}`' for cloud in PROFILES)}"
+        f"with {collect_each(PROFILES)}"
     )
 
 
@@ -284,9 +285,7 @@ def _stale_line(plans: list[PoolPlan], made: pd.Timestamp) -> list[str]:
     if not stale:
         return []
     newest = max(p.pool.spot.as_of or "" for p in stale)[:10]
-    clouds = " / ".join(
-        f"`spotwise collect {c}`" for c in dict.fromkeys(p.pool.provider for p in stale)
-    )
+    clouds = collect_each(p.pool.provider for p in stale)
     return [
         f"{len(stale)} of {len(plans)} pools rest on inputs older than a week (their newest "
         f"spot price is of {newest or 'no date'}): collect fresh ones with {clouds} before "

@@ -3,7 +3,7 @@ about a missing or stale price tells a user to run."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from spotwise.pricing.clouds.profile import Collector
 from spotwise.pricing.clouds.registry import PROFILES
@@ -35,6 +35,12 @@ def collect_command(
     if gpu and collector.gpu_flag:
         words += [collector.gpu_flag, gpu]
     return " ".join(words)
+
+
+def collect_each(clouds: Iterable[str]) -> str:
+    """Each of ``clouds``'s plain ``spotwise collect`` command, once, in order, quoted as code
+    and ``/``-separated: what a message about stale or missing prices of those clouds names."""
+    return " / ".join(f"`{collect_command(cloud)}`" for cloud in dict.fromkeys(clouds))
 
 
 def collect_all(cloud: str, *, shapes: Sequence[str], gpu: str) -> str:

@@ -8,6 +8,7 @@ import streamlit as st
 
 from spotwise.dashboard import charts, data
 from spotwise.pricing.clouds.registry import PROFILES
+from spotwise.pricing.collect_commands import collect_each
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -80,8 +81,7 @@ def _warn_if_stale(history: pd.DataFrame) -> None:
     """A warning, with each shown cloud's collect command, when the newest price is stale."""
     newest = history.ts.max()
     if data.stale(newest):
-        shown_clouds = dict.fromkeys(history.series.str.split(":").str[0])
-        commands = " / ".join(f"`spotwise collect {cloud}`" for cloud in shown_clouds)
+        commands = collect_each(history.series.str.split(":").str[0])
         st.warning(
             f"Stale: the newest price here is of {newest:%Y-%m-%d}. Collect fresh ones with "
             f"{commands}.",

@@ -12,6 +12,7 @@ from spotwise.policy.cost import StorageTerms
 from spotwise.policy.errors import PolicyError
 from spotwise.policy.plan import Plan, PlanInputs, next_step, price_sources
 from spotwise.pricing.clouds.registry import PROFILES
+from spotwise.pricing.collect_commands import collect_each
 
 CLOUDS = tuple(PROFILES)
 
@@ -135,9 +136,7 @@ def _recommended(plan: Plan) -> None:
     )
     stale = [p for p in plan.pools if plan.stale(p)]
     if stale:
-        commands = " / ".join(
-            f"`spotwise collect {cloud}`" for cloud in dict.fromkeys(p.pool.provider for p in stale)
-        )
+        commands = collect_each(p.pool.provider for p in stale)
         st.warning(
             f"{len(stale)} of {len(plan.pools)} pools rest on inputs older than a week (on "
             f"{plan.made_at:%Y-%m-%d}): collect fresh prices with {commands} before acting on "
