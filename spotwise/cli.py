@@ -19,8 +19,7 @@ import typer
 
 import spotwise.executor.ledger.schema  # noqa: F401  (every store the CLI opens holds the ledger too)
 from spotwise import (
-    api_commands,
-    bids_command,
+    bench_commands,
     cloud_commands,
     collect_commands,
     dashboard_command,
@@ -28,9 +27,10 @@ from spotwise import (
     fleet_commands,
     forecast_commands,
     jobs_commands,
+    plan_command,
     policy_commands,
     run_commands,
-    startup_bench,
+    serve_command,
     sweep_commands,
 )
 from spotwise.console import (
@@ -58,13 +58,11 @@ app = typer.Typer(
 )
 app.add_typer(data_commands.data_app, name="data")
 app.add_typer(collect_commands.collect_app, name="collect")
-app.add_typer(policy_commands.bench_app, name="bench")
-app.command("plan")(policy_commands.plan)
-policy_commands.bench_app.command("risk")(forecast_commands.bench_risk_command)
-policy_commands.bench_app.command("price")(forecast_commands.bench_price_command)
+app.add_typer(bench_commands.bench_app, name="bench")
+app.command("plan")(plan_command.plan)
 app.add_typer(forecast_commands.forecast_app, name="forecast")
-app.add_typer(api_commands.policy_app, name="policy")
-app.command("serve")(api_commands.serve)
+app.add_typer(policy_commands.policy_app, name="policy")
+app.command("serve")(serve_command.serve)
 app.command("run", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(
     run_commands.run
 )
@@ -75,9 +73,6 @@ app.add_typer(cloud_commands.gc_app, name="gc")
 app.add_typer(cloud_commands.check_app, name="check")
 app.add_typer(cloud_commands.setup_app, name="setup")
 app.command("dashboard")(dashboard_command.dashboard)
-policy_commands.bench_app.command("api")(api_commands.bench_api)
-policy_commands.bench_app.command("startup")(startup_bench.bench_startup)
-policy_commands.bench_app.command("bids")(bids_command.bench_bids)
 
 
 @app.command()

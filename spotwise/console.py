@@ -174,6 +174,22 @@ ModelsOption = Annotated[
         show_default=False,
     ),
 ]
+TracesOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--traces",
+        help="Folder of 1-node CBL JSON traces, one pool per file (default: the bundled "
+        "9-zone aws-02-15-2023 traces).",
+        show_default=False,
+    ),
+]
+
+
+def traces_folder(traces: Path | None) -> Path:
+    """``--traces``, or the bundled traces."""
+    return traces or settings.bundled_traces()
+
+
 SpotPrice = Annotated[float, typer.Option("--spot-price", callback=positive, help="Spot USD/h.")]
 OnDemandPrice = Annotated[
     float, typer.Option("--on-demand-price", callback=positive, help="On-demand USD/h.")

@@ -1,1171 +1,160 @@
-"""Commands of the policy lab: ``spotwise bench policy`` and ``spotwise plan``."""
+"""The ``spotwise policy`` group: learned policies (``policy train``)."""
 
 from __future__ import annotations
 
-import json
-import math
-import os
 import time
-from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
-from spotwise.arguments import comma_list
-from spotwise.cloud_options import GIVEN, cloud_options
 from spotwise.console import (
     ChangeoverHours,
     ComputeHours,
     DeadlineHours,
-    ModelsOption,
     OnDemandPrice,
     SpotPrice,
-    StoreOption,
+    TracesOption,
     err,
     fail,
-    finite,
-    open_store,
-    out,
-    positive,
-    progress_bar,
-    say,
+    traces_folder,
 )
 from spotwise.core import settings
-from spotwise.executor.clouds.base import CloudOptions
 from spotwise.policy.errors import PolicyError
 from spotwise.policy.job import REFERENCE, JobSpec
-from spotwise.policy.observe import OBSERVE_MODES, ObserveMode
-from spotwise.pricing.clouds.registry import PROFILES
-from spotwise.pricing.errors import PricingError
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-
-    from spotwise.policy.bench import BenchRun, BenchSummary
-    from spotwise.policy.market import PoolTerms, Risk, StorePools
-    from spotwise.policy.plan import Plan, PlanInputs, PoolPlan
-    from spotwise.policy.rl.catalog import ModelCatalog
-    from spotwise.policy.simulate import CheckpointMode, Visibility
-    from spotwise.policy.suite import PolicyStats, SuiteRun, SuiteSummary
-
-bench_app = typer.Typer(
-    help="Benchmarks that print JSON.", no_args_is_help=True, rich_markup_mode=None
-)
-
-ObserveOption = Annotated[
-    str,
-    typer.Option(
-        "--observe",
-        help="What a policy sees: all (every pool every tick), current (the pool it runs in) or "
-        "probe (current plus what launch requests teach).",
-    ),
-]
-ProbeSecondsOption = Annotated[
-    float,
-    typer.Option(
-        "--probe-seconds", min=0.0, callback=finite, help="Time a failed launch request takes."
-    ),
-]
-HistoryOption = Annotated[
-    str,
-    typer.Option(
-        "--history-hours",
-        help="Hours of each pool's past a job is given: a number (0 = a cold start) or all.",
-    ),
-]
+    from spotwise.policy.rl.env import Scenario
 
 
-def _catalog(models: Path | None) -> ModelCatalog | None:
-    """The learned models of ``--models`` (None: the shipped ones)."""
-    if models is None:
-        return None
-    from spotwise.policy.rl.catalog import ModelCatalog
-
-    return ModelCatalog(models)
+policy_app = typer.Typer(help="Learned policies.", no_args_is_help=True, rich_markup_mode=None)
 
 
-def _observe_mode(value: str) -> ObserveMode:
-    for mode in OBSERVE_MODES:
-        if value == mode:
-            return mode
-    fail(f"--observe must be one of {', '.join(OBSERVE_MODES)}, got {value!r}")
-
-
-def _history_hours(value: str) -> float | None:
-    if value.strip().lower() == "all":
-        return None
-    try:
-        hours = float(value)
-    except ValueError:
-        hours = -1.0
-    if not (hours >= 0 and math.isfinite(hours)):
-        fail(f"--history-hours must be a number of hours >= 0 or all, got {value!r}")
-    return hours
-
-
-@bench_app.command("suite")
-def bench_suite(
-    quick: Annotated[
-        bool,
-        typer.Option("--quick", help="One tight job shape, one changeover, jobs every 24 h."),
-    ] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
-    plot: Annotated[
-        Path | None,
-        typer.Option(
-            "--plot", help="Write a PNG of the gap share per class and policy.", show_default=False
-        ),
-    ] = None,
-    policies: Annotated[
-        str, typer.Option("--policies", help="Comma-separated policy names.")
-    ] = "greedy,uniform_progress,risk_aware,ppo,omniscient",
-    window: Annotated[
-        str,
-        typer.Option(
-            "--window",
-            help="held_back: jobs after each trace set's two-thirds cut (the report); train: "
-            "jobs that end before it (for tuning).",
-        ),
-    ] = "held_back",
-    workers: Annotated[
-        int, typer.Option("--workers", min=0, help="Processes (0: one per CPU).")
+@policy_app.command("train")
+def train(
+    algo: Annotated[str, typer.Option("--algo", help="Algorithm (ppo).")] = "ppo",
+    out_dir: Annotated[
+        Path, typer.Option("--out", help="Folder for ppo.pt, ppo.json and TensorBoard logs.")
+    ] = Path("models"),
+    timesteps: Annotated[
+        int, typer.Option("--timesteps", min=1, help="PPO steps after imitation.")
+    ] = 100_000,
+    seed: Annotated[
+        int, typer.Option("--seed", help="Seed of every random draw (same seed, same weights).")
     ] = 0,
-    models: ModelsOption = None,
-) -> None:
-    """Every bundled trace set × job shapes × changeovers × observation × history, pools together
-    and one at a time: each policy's cost ratio and the share of the greedy → omniscient gap it
-    closes, with the targets' verdict."""
-    from spotwise.policy import suite
-
-    if window not in (suite.HELD_BACK, suite.TRAIN):
-        fail(f"--window must be held_back or train, got {window!r}")
-    names = _suite_policies(policies)
-    run = _run_suite(names, quick=quick, window=window, workers=workers, models=models)
-    summary = run.summary()
-    summary = replace(summary, verdict=suite.verdict(summary))
-    suite.save_suite(summary, settings.store_path(None))
-    if plot:
-        suite.plot_suite(summary, plot)
-        err.print(f"plot written to {plot}")
-    if as_json:
-        print(json.dumps(summary.to_dict(), indent=2))
-        return
-    _print_suite(summary, names)
-
-
-def _suite_policies(policies: str) -> list[str]:
-    """The ``--policies`` named, then the baseline and the bound where they are not."""
-    from spotwise.policy import suite
-
-    names = comma_list(policies)
-    for required in (suite.BASELINE, suite.BOUND):
-        if required not in names:
-            names.append(required)
-    return names
-
-
-def _run_suite(
-    names: list[str], *, quick: bool, window: str, workers: int, models: Path | None
-) -> SuiteRun:
-    """The suite's classes over the bundled trace sets, a progress bar advancing per class
-    (a bad policy or model: one line and exit)."""
-    from spotwise.policy import suite
-    from spotwise.policy.trace_sets import suite_sets
-
-    try:
-        bundled = suite_sets(settings.bundled_data_dir())
-        sets = {s.name: s.traces for s in bundled}
-        catalog = _catalog(models)
-        total = len(suite.classes(sets, quick=quick))
-        with progress_bar() as bar:
-            task = bar.add_task("classes", total=total)
-            return suite.run_suite(
-                sets,
-                policies=names,
-                quick=quick,
-                window=suite.HELD_BACK if window == suite.HELD_BACK else suite.TRAIN,
-                workers=workers or os.cpu_count() or 1,
-                on_class=lambda r: bar.update(task, advance=1, description=r.scenario.key),
-                models=catalog,
-                described=[s.describe() for s in bundled],
-            )
-    except (PolicyError, ValueError) as exc:
-        fail(str(exc))
-
-
-def _print_suite(summary: SuiteSummary, names: list[str]) -> None:
-    """The suite as a table: per class the gap and each policy's cost ratio and gap share."""
-    table = Table(
-        "class",
-        "gap",
-        *names,
-        title="mean cost ratio (share of the greedy → omniscient gap; gap < "
-        f"{summary.material_gap}: shown, left out of the averages)",
-    )
-    for row in summary.classes:
-        gap = f"{row.gap:.3f}" + ("" if row.material else " (-)")
-        table.add_row(row.scenario.key, gap, *(_cell(row.policies[n]) for n in names))
-    table.add_section()
-    overall = summary.overall
-    table.add_row(
-        "mean (gap share over material probe classes)",
-        "",
-        *(
-            f"{overall[n].mean_cost_ratio:.3f} ({_share(overall[n].gap_share_probe)})"
-            for n in names
-        ),
-    )
-    out.print(table)
-    verdict = None if summary.verdict is None else summary.verdict.to_dict()
-    out.print(f"verdict: {json.dumps(verdict)}")
-
-
-def _share(value: float | None) -> str:
-    return "-" if value is None else f"{value:+.0%}"
-
-
-def _cell(stats: PolicyStats) -> str:
-    misses = f", {stats.misses} missed" if stats.misses else ""
-    return f"{stats.mean_cost_ratio:.3f} ({_share(stats.gap_share)}){misses}"
-
-
-@bench_app.command("fleet")
-def bench_fleet(
-    capacity_traces: Annotated[
-        Path | None,
-        typer.Option(
-            "--capacity-traces",
-            help="Folder of N-node CBL traces: the fleet's jobs share each pool's nodes "
-            "(default: the bundled 3-pool 16-node aws-08-27-2023 traces).",
-            show_default=False,
-        ),
-    ] = None,
-    traces: Annotated[
-        Path | None,
-        typer.Option(
-            "--traces",
-            help="Folder of 1-node CBL traces instead: a pool that is up has room for every "
-            "job (e.g. the bundled 9-zone aws-02-15-2023 traces).",
-            show_default=False,
-        ),
-    ] = None,
-    budget: Annotated[
-        float,
-        typer.Option("--budget-usd-per-hour", min=0.0, help="The fleet's budget in $/h."),
-    ] = 20.0,
-    compute_hours: Annotated[
-        float, typer.Option("--compute-hours", min=0.1, help="Hours of work of each job.")
-    ] = 12.0,
-    arrive_every_hours: Annotated[
-        float,
-        typer.Option("--arrive-every-hours", min=0.0, help="Hours between job submissions."),
-    ] = 1.0,
-    changeover_hours: ChangeoverHours = REFERENCE.changeover_hours,
-    spot_price: SpotPrice = REFERENCE.spot_price,
-    on_demand_price: OnDemandPrice = REFERENCE.on_demand_price,
-    test_from_hours: Annotated[
-        float | None,
-        typer.Option(
-            "--test-from-hours",
-            min=0.0,
-            help="The first fleet starts here (default: the held-back last third).",
-            show_default=False,
-        ),
-    ] = None,
-    start_every_hours: Annotated[
-        float, typer.Option("--start-every-hours", min=1.0, help="Hours between fleet starts.")
-    ] = 6.0,
-    observe: ObserveOption = "probe",
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
-    plot: Annotated[
-        Path | None,
-        typer.Option(
-            "--plot",
-            help="Write a PNG of the cost per tier and the spend per hour against the budget.",
-            show_default=False,
-        ),
-    ] = None,
-) -> None:
-    """Twelve jobs in three tiers (high, normal, low) under one budget, simulated on real
-    traces, against every job under `best` on its own on the same market (simulated $)."""
-    from spotwise.policy.fleet import (
-        FleetMarket,
-        default_fleet,
-        fleet_starts,
-        plot_fleet,
-        run_fleet_bench,
-    )
-    from spotwise.policy.nodes.capacity import load_capacity_traces
-    from spotwise.policy.simulate import Visibility
-    from spotwise.policy.traces import load_traces
-
-    mode = _observe_mode(observe)
-    spend: dict[str, list[float]] = {}
-    try:
-        capacity = None
-        if traces is not None:
-            trace_set = load_traces(traces)
-        else:
-            counts = load_capacity_traces(capacity_traces or settings.bundled_node_traces())
-            trace_set, capacity = counts.availability(), counts.capacity
-        fleet = default_fleet(compute_hours, arrive_every_hours)
-        first = test_from_hours
-        if first is None:
-            first = trace_set.n_ticks * trace_set.gap_seconds / 3600 * 2 / 3
-        summary = run_fleet_bench(
-            trace_set,
-            fleet,
-            fleet_starts(trace_set, fleet, first, start_every_hours),
-            budget_usd_per_hour=budget,
-            market=FleetMarket(
-                spot_price=spot_price,
-                on_demand_price=on_demand_price,
-                changeover_hours=changeover_hours,
-            ),
-            visibility=Visibility(observe=mode),
-            capacity=capacity,
-            spend_out=spend,
-        )
-    except (PolicyError, ValueError) as exc:
-        fail(str(exc))
-    if plot:
-        plot_fleet(summary, spend, plot)
-        err.print(f"plot written to {plot}")
-    if as_json:
-        out.print_json(data=summary.to_dict())
-        return
-    table = Table(title=f"fleet under {budget:g} $/h, {summary.fleets} fleets (simulated $)")
-    for column in ("tier", "jobs", "fleet $", "misses", "on its own $", "misses alone"):
-        table.add_column(column)
-    alone = summary.independent_tiers
-    for tier, row in summary.tiers.items():
-        table.add_row(
-            tier,
-            str(row.jobs),
-            f"{row.cost_usd:.2f}",
-            f"{row.deadline_miss_rate:.1%}",
-            f"{alone[tier].cost_usd:.2f}",
-            f"{alone[tier].deadline_miss_rate:.1%}",
-        )
-    out.print(table)
-    out.print(
-        f"fleet ${summary.fleet_cost_usd} vs every job on its own "
-        f"${summary.independent_best_cost_usd}; within budget "
-        f"{summary.share_of_hours_within_budget:.1%} of hours"
-    )
-
-
-@bench_app.command("policy")
-def bench_policy(
-    traces: Annotated[
-        Path | None,
-        typer.Option(
-            "--traces",
-            help="Folder of 1-node CBL JSON traces, one pool per file (default: the "
-            "bundled 9-zone aws-02-15-2023 traces).",
-            show_default=False,
-        ),
-    ] = None,
-    zones: Annotated[
+    imitate: Annotated[
         str,
         typer.Option(
-            "--zones", help="single: each pool on its own; multi: any pool at every tick."
+            "--imitate",
+            help="Warm-start by cloning this policy's choices before PPO (none: from scratch).",
         ),
-    ] = "single",
+    ] = "risk_aware",
+    imitation_episodes: Annotated[
+        int,
+        typer.Option(
+            "--imitation-episodes", min=1, help="Training jobs the expert plays for cloning."
+        ),
+    ] = 1000,
+    imitation_epochs: Annotated[
+        int, typer.Option("--imitation-epochs", min=1, help="Passes over the expert's choices.")
+    ] = 30,
+    dagger_rounds: Annotated[
+        int,
+        typer.Option(
+            "--dagger-rounds",
+            min=0,
+            help="After cloning, rounds of playing jobs itself with the expert labelling them.",
+        ),
+    ] = 0,
+    suite_classes: Annotated[
+        bool,
+        typer.Option(
+            "--suite",
+            help="Train on every class of the scenario suite (every bundled trace set, job "
+            "shape, changeover, observation mode and history; jobs that end before each set's "
+            "held-back cut) instead of one trace set and job shape.",
+        ),
+    ] = False,
+    synthetic: Annotated[
+        str,
+        typer.Option(
+            "--synthetic",
+            help="With --suite, also train on synthetic markets fitted on each set's training "
+            "part, in these regimes (comma-separated names, all, or none).",
+        ),
+    ] = "all",
+    until_hours: Annotated[
+        float,
+        typer.Option(
+            "--train-until-hours",
+            help="Train only on jobs whose deadline falls before this hour of the traces.",
+        ),
+    ] = 480.0,
+    traces: TracesOption = None,
     compute_hours: ComputeHours = REFERENCE.compute_hours,
     deadline_hours: DeadlineHours = REFERENCE.deadline_hours,
     changeover_hours: ChangeoverHours = REFERENCE.changeover_hours,
     spot_price: SpotPrice = REFERENCE.spot_price,
     on_demand_price: OnDemandPrice = REFERENCE.on_demand_price,
-    test_from_hours: Annotated[
-        float,
-        typer.Option(
-            "--test-from-hours",
-            min=0.0,
-            help="First job starts at the first tick at or after this.",
-        ),
-    ] = 0.0,
-    start_every_hours: Annotated[
-        float, typer.Option("--start-every-hours", min=0.0, help="Hours between job starts.")
-    ] = 12.0,
-    policies: Annotated[
-        str | None,
-        typer.Option(
-            "--policies",
-            help="Comma-separated policy names (default: on_demand,greedy,uniform_progress,"
-            "omniscient; with --nodes: on_demand,spot_fallback,best,omniscient).",
-            show_default=False,
-        ),
-    ] = None,
-    pools: Annotated[
-        Path | None,
-        typer.Option(
-            "--pools",
-            help="JSON of per-pool spot_price, on_demand_price and speed.",
-            show_default=False,
-        ),
-    ] = None,
-    checkpoint_minutes: Annotated[
-        float | None,
-        typer.Option(
-            "--checkpoint-minutes",
-            min=0.0,
-            help="Checkpoint mode: interval in minutes of work (0 = the policy chooses).",
-            show_default=False,
-        ),
-    ] = None,
-    checkpoint_stall_seconds: Annotated[
-        float,
-        typer.Option(
-            "--checkpoint-stall-seconds", min=0.0, help="Checkpoint mode: stall per checkpoint."
-        ),
-    ] = 30.0,
-    notice_seconds: Annotated[
-        float, typer.Option("--notice-seconds", min=0.0, help="Checkpoint mode: preemption notice.")
-    ] = 120.0,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
-    plot: Annotated[
-        Path | None,
-        typer.Option(
-            "--plot", help="Write a PNG of cost ratio per policy per pool.", show_default=False
-        ),
-    ] = None,
-    verbose: Annotated[bool, typer.Option("--verbose", help="Print timings on stderr.")] = False,
-    models: ModelsOption = None,
-    observe: ObserveOption = "all",
-    probe_seconds: ProbeSecondsOption = 60.0,
-    history_hours: HistoryOption = "all",
-    nodes: Annotated[
-        int | None,
-        typer.Option(
-            "--nodes",
-            min=1,
-            help="N-node jobs on N-node capacity traces (default traces: the bundled 16-node "
-            "aws-08-27-2023 set): an on-demand floor under spot workers, a regroup per change "
-            "of the node count.",
-            show_default=False,
-        ),
-    ] = None,
+    progress: Annotated[
+        bool, typer.Option("--progress/--no-progress", help="Show progress bars.")
+    ] = True,
 ) -> None:
-    """Simulate policies on real traces; cost ratio = cost / on-demand cost of the job."""
-    from spotwise.policy.bench import save_summary
-    from spotwise.policy.simulate import Visibility
-
-    spec = _bench_job(compute_hours, deadline_hours, changeover_hours, spot_price, on_demand_price)
-    if nodes is not None:
-        _refuse_flags_of_one_node(
-            {
-                "--zones": zones != "single",
-                "--pools": pools is not None,
-                "--checkpoint-minutes": checkpoint_minutes is not None,
-                "--observe": observe != "all",
-                "--history-hours": history_hours != "all",
-                "--models": models is not None,
-            }
-        )
-        _bench_nodes(
-            traces or settings.bundled_node_traces(),
-            spec,
-            nodes=nodes,
-            policies=comma_list(policies or NODE_POLICIES),
-            test_from_hours=test_from_hours,
-            start_every_hours=start_every_hours,
-            as_json=as_json,
-            plot=plot,
-        )
-        return
-    policies = policies or "on_demand,greedy,uniform_progress,omniscient"
-    if zones not in ("single", "multi"):
-        fail(f"--zones must be single or multi, got {zones!r}")
-    visibility = Visibility(
-        observe=_observe_mode(observe),
-        probe_seconds=probe_seconds,
-        history_hours=_history_hours(history_hours),
-    )
-    mode: Literal["single", "multi"] = "single" if zones == "single" else "multi"
-    names = comma_list(policies)
-    began, run = _run_policy_bench(
-        traces or settings.bundled_traces(),
-        pools,
-        spec,
-        mode=mode,
-        policies=names,
-        test_from_hours=test_from_hours,
-        start_every_hours=start_every_hours,
-        checkpoint_flags=(checkpoint_minutes, checkpoint_stall_seconds, notice_seconds),
-        models=models,
-        visibility=visibility,
-    )
-    summary = run.summary()
-    save_summary(summary, settings.store_path(None))
-    if verbose:
-        _print_timings(run, names, began)
-    _show_bench(summary, names, mode, plot=plot, as_json=as_json)
-
-
-def _bench_job(
-    compute_hours: float,
-    deadline_hours: float,
-    changeover_hours: float,
-    spot_price: float,
-    on_demand_price: float,
-) -> JobSpec:
-    """The benched job's terms from its flags (terms no job has: one line and exit)."""
-    try:
-        return JobSpec(
-            compute_hours=compute_hours,
-            deadline_hours=deadline_hours,
-            changeover_hours=changeover_hours,
-            spot_price=spot_price,
-            on_demand_price=on_demand_price,
-        )
-    except PolicyError as exc:
-        fail(str(exc))
-
-
-def _run_policy_bench(
-    folder: Path,
-    pools: Path | None,
-    spec: JobSpec,
-    *,
-    mode: Literal["single", "multi"],
-    policies: list[str],
-    test_from_hours: float,
-    start_every_hours: float,
-    checkpoint_flags: tuple[float | None, float, float],
-    models: Path | None,
-    visibility: Visibility,
-) -> tuple[float, BenchRun]:
-    """When the simulation began (``time.perf_counter``) and the bench of ``policies`` on
-    ``folder``'s traces, in the checkpoint mode of ``checkpoint_flags`` (minutes, stall, notice), a
-    progress bar advancing per job (bad traces, pools or models: one line and exit)."""
-    from spotwise.policy.bench import count_jobs, run_bench
+    """Train a learned policy on the traces' past (progress bar; TensorBoard logs in --out)."""
+    from spotwise.policy.rl.train import trace_scenarios, train_ppo
     from spotwise.policy.traces import load_traces
 
+    if algo != "ppo":
+        fail(f"--algo {algo!r} is not supported; use ppo")
     try:
-        trace_set = load_traces(folder, pools)
-        catalog = _catalog(models)
-        checkpoint = _checkpoint_mode(*checkpoint_flags)
-        total = count_jobs(
-            trace_set,
-            spec,
-            zones=mode,
-            n_policies=len(policies),
-            test_from_hours=test_from_hours,
-            start_every_hours=start_every_hours,
-        )
-        began = time.perf_counter()
-        with progress_bar() as bar:
-            task = bar.add_task("simulating", total=total)
-            run = run_bench(
-                trace_set,
-                spec,
-                zones=mode,
-                policies=policies,
-                test_from_hours=test_from_hours,
-                start_every_hours=start_every_hours,
-                checkpoint=checkpoint,
-                on_job=lambda key, name: bar.update(task, advance=1, description=f"{key} {name}"),
-                models=catalog,
-                visibility=visibility,
+        if suite_classes:
+            scenarios, trained = _suite_training(synthetic, seed)
+        else:
+            spec = JobSpec(
+                compute_hours=compute_hours,
+                deadline_hours=deadline_hours,
+                changeover_hours=changeover_hours,
+                spot_price=spot_price,
+                on_demand_price=on_demand_price,
             )
+            scenarios = trace_scenarios(load_traces(traces_folder(traces)), spec, until_hours)
+            trained = {"until_hours": until_hours}
+        began = time.perf_counter()  # benchmark timing: how long training took, reported
+        target = train_ppo(
+            scenarios,
+            out=out_dir,
+            timesteps=timesteps,
+            seed=seed,
+            imitate=None if imitate == "none" else imitate,
+            imitation_episodes=imitation_episodes,
+            imitation_epochs=imitation_epochs,
+            dagger_rounds=dagger_rounds,
+            progress_bar=progress,
+            trained=trained,
+        )
     except (PolicyError, ValueError) as exc:
         fail(str(exc))
-    return began, run
-
-
-def _show_bench(
-    summary: BenchSummary, names: list[str], mode: str, *, plot: Path | None, as_json: bool
-) -> None:
-    """The bench's plot where asked, then its JSON or its table."""
-    from spotwise.policy.bench import plot_bench
-
-    if plot:
-        plot_bench(summary, plot)
-        err.print(f"plot written to {plot}")
-    if as_json:
-        print(json.dumps(summary.to_dict(), indent=2))
-        return
-    _print_bench_table(summary, names, mode)
-
-
-def _refuse_flags_of_one_node(ignored: dict[str, bool]) -> None:
-    """One line naming the 1-node flags given with --nodes, where they do not apply."""
-    if any(ignored.values()):
-        named = ", ".join(k for k, v in ignored.items() if v)
-        fail(f"--nodes runs the N-node lab, where {named} does not apply; leave it out")
-
-
-def _checkpoint_mode(
-    minutes: float | None, stall_seconds: float, notice_seconds: float
-) -> CheckpointMode | None:
-    """Checkpoint mode from its flags (None without --checkpoint-minutes)."""
-    from spotwise.policy.simulate import CheckpointMode
-
-    if minutes is None:
-        return None
-    return CheckpointMode(
-        interval_minutes=minutes or None,
-        stall_seconds=stall_seconds,
-        notice_seconds=notice_seconds,
+    err.print(
+        f"trained in {time.perf_counter() - began:.0f} s: {target} (+ .json); bench it with "
+        f"--models {out_dir} --policies {target.stem}; TensorBoard: tensorboard --logdir {out_dir}"
     )
 
 
-def _print_timings(run: BenchRun, names: list[str], began: float) -> None:
-    """Each policy's seconds and ms per job, and the total, on stderr."""
-    jobs = {name: sum(len(run.results[k][name]) for k in run.results) for name in names}
-    for name in names:
-        err.print(
-            f"{name}: {run.seconds[name]:.2f} s for {jobs[name]} jobs "
-            f"({1000 * run.seconds[name] / jobs[name]:.1f} ms per job)"
-        )
-    err.print(f"total {time.perf_counter() - began:.2f} s")
+def _suite_training(synthetic: str, seed: int) -> tuple[list[Scenario], dict[str, object]]:
+    """``train --suite``: every class of the scenario suite and the synthetic markets of the
+    ``synthetic`` regimes (names, all or none), with what the model's card says of them."""
+    from spotwise.policy.rl.train import suite_scenarios
+    from spotwise.policy.scenarios import REGIMES, synthetic_markets
+    from spotwise.policy.trace_sets import suite_sets
 
-
-def _print_bench_table(summary: BenchSummary, names: list[str], mode: str) -> None:
-    """The bench's mean cost ratio per pool and policy (p90, misses) as a table."""
-    table = Table("pool", *names, title=f"mean cost ratio ({mode}-zone; p90, misses)")
-    for key, per_policy in summary.results.items():
-        table.add_row(
-            key,
-            *(
-                f"{per_policy[n].mean_cost_ratio:.3f} "
-                f"(p90 {per_policy[n].p90_cost_ratio:.3f}, "
-                f"miss {per_policy[n].deadline_miss_rate:.0%})"
-                for n in names
-            ),
-        )
-    out.print(table)
-
-
-NODE_POLICIES = "on_demand,spot_fallback,best,omniscient"
-
-
-def _bench_nodes(
-    folder: Path,
-    spec: JobSpec,
-    *,
-    nodes: int,
-    policies: list[str],
-    test_from_hours: float,
-    start_every_hours: float,
-    as_json: bool,
-    plot: Path | None,
-) -> None:
-    """``bench policy --nodes N``: the N-node lab's table or JSON."""
-    from spotwise.policy.bench import plot_bench
-    from spotwise.policy.nodes.bench import node_starts, run_node_bench
-    from spotwise.policy.nodes.capacity import load_capacity_traces
-
-    try:
-        capacity = load_capacity_traces(folder)
-        total = len(node_starts(capacity, spec, test_from_hours, start_every_hours))
-        with progress_bar() as bar:
-            task = bar.add_task("simulating", total=total * len(policies))
-            summary = run_node_bench(
-                capacity,
-                spec,
-                nodes=nodes,
-                policies=policies,
-                test_from_hours=test_from_hours,
-                start_every_hours=start_every_hours,
-                on_job=lambda name: bar.update(task, advance=1, description=name),
-            )
-    except PolicyError as exc:
-        fail(str(exc))
-    if plot:
-        plot_bench(summary, plot)
-        err.print(f"plot written to {plot}")
-    if as_json:
-        print(json.dumps(summary.to_dict(), indent=2))
-        return
-    results = summary.results["all"]
-    table = Table(
-        "policy",
-        "mean",
-        "p90",
-        "misses",
-        "regroups",
-        "spot share",
-        title=f"{nodes}-node jobs on {len(capacity.names)} pool"
-        f"{'s' if len(capacity.names) > 1 else ''}: cost ratio (1 = on-demand)",
-    )
-    for name, row in results.items():
-        bound = row.lower_bound
-        table.add_row(
-            f"{name} (lower bound, regroups free)" if bound else name,
-            f"{row.mean_cost_ratio:.3f}",
-            f"{row.p90_cost_ratio:.3f}",
-            "" if bound else f"{row.deadline_miss_rate:.0%}",
-            "" if bound else f"{row.mean_regroups:.1f}",
-            "" if bound else f"{row.spot_share:.0%}",
-        )
-    out.print(table)
-
-
-@cloud_options(account=True)
-def plan(
-    gpu_hours: Annotated[
-        float,
-        typer.Option(
-            "--gpu-hours",
-            callback=positive,
-            help="Work to do: hours on one instance (--instance-type), or GPU-hours spread "
-            "over --gpus (--gpu).",
-        ),
-    ],
-    deadline_hours: DeadlineHours,
-    gpu: Annotated[
-        str | None,
-        typer.Option(
-            "--gpu",
-            help="A GPU model (V100, A100, H100, L4, ...): rank the equivalent shapes of every "
-            "cloud (data/gpu_shapes.csv) instead of one --instance-type.",
-            show_default=False,
-        ),
-    ] = None,
-    gpus: Annotated[int, typer.Option("--gpus", min=1, help="GPUs the job uses (--gpu).")] = 1,
-    checkpoint_gb: Annotated[
-        float,
-        typer.Option("--checkpoint-gb", min=0.0, callback=finite, help="Size of one checkpoint."),
-    ] = 10.0,
-    provider: Annotated[
-        str, typer.Option("--provider", help=f"{', '.join(PROFILES)} or all.")
-    ] = "all",
-    on_demand_price: Annotated[
-        float | None,
-        typer.Option(
-            "--on-demand-price",
-            callback=positive,
-            help="On-demand $/h (default: from the store or estimated).",
-            show_default=False,
-        ),
-    ] = None,
-    restart_hours: Annotated[
-        float,
-        typer.Option(
-            "--restart-hours", min=0.0, callback=finite, help="Time to restart after a preemption."
-        ),
-    ] = 0.2,
-    top: Annotated[
-        int, typer.Option("--top", min=1, help="Pools to show (and each other cloud's best).")
-    ] = 5,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
-    skypilot: Annotated[
-        Path | None,
-        typer.Option(
-            "--skypilot",
-            help="Also write a SkyPilot task here: the --top pools in order, on spot.",
-            show_default=False,
-        ),
-    ] = None,
-    run: Annotated[
-        str | None,
-        typer.Option(
-            "--run",
-            help="The training command (of the next step, and of the SkyPilot task).",
-            show_default=False,
-        ),
-    ] = None,
-    store: StoreOption = None,
-    cloud: CloudOptions = GIVEN,
-) -> None:
-    """Recommend pools, market mix and checkpoint interval, with the cost against on-demand,
-    where every number came from, and the command that runs the plan; with --gpu, across
-    AWS, GCP and Azure. The cloud options (--image, --bucket, --identity, --project ...) go
-    into that command, so that it runs as printed."""
-    from spotwise.policy.plan import PlanInputs, next_step, plan_job
-
-    what = _plan_subject(gpu, gpus, cloud.instance_type, provider)
-    if skypilot is not None and not run:
-        fail("--skypilot needs --run 'python train.py ...' (the task's command)")
-    try:
-        found = _plan_pools(store, what, cloud.region, on_demand_price)
-        inputs = PlanInputs(
-            gpu_hours=gpu_hours / what.gpus if what.gpu else gpu_hours,
-            deadline_hours=deadline_hours,
-            checkpoint_gb=checkpoint_gb,
-            restart_hours=restart_hours,
-        )
-        result = plan_job(inputs, found.pools, left_out=found.left_out, unpriced=found.unpriced)
-    except PolicyError as exc:
-        fail(f"{what.label}: {exc}")
-    shown = result.shown(top)
-    command = next_step(result, inputs, run, shown=top, account=_account(cloud))
-    if skypilot is not None:
-        _write_skypilot(result, str(run), top, skypilot)
-    if as_json:
-        print(json.dumps(_plan_json(result, shown, what, command), indent=2))
-        return
-    title = _plan_title(what, gpu_hours, inputs, deadline_hours)
-    _print_plan_table(result, shown, title, what.gpus if what.gpu else None)
-    _print_plan_summary(result, command, _oversized(result, what))
-
-
-def _oversized(result: Plan, what: _Subject) -> list[str]:
-    """One line per cloud whose shapes carry more GPUs than asked: its rows price them all."""
-    bigger: dict[str, set[str]] = {}
-    for p in result.pools:
-        shape = p.pool.shape
-        if what.gpu and shape is not None and shape.gpu_count != what.gpus:
-            bigger.setdefault(p.pool.provider, set()).add(f"{shape.shape}, {shape.gpu_count} GPUs")
-    return [
-        f"{cloud} sells {what.label} only as {'; '.join(sorted(shapes))}: its rows price the "
-        "whole machine"
-        for cloud, shapes in bigger.items()
-    ]
-
-
-@dataclass(frozen=True, slots=True)
-class _Subject:
-    """What a plan is of: one instance type, or ``gpus`` × ``gpu`` on every cloud."""
-
-    instance_type: str | None
-    gpu: str | None
-    gpus: int
-    provider: str
-
-    @property
-    def label(self) -> str:
-        """The subject as the plan's title names it."""
-        return f"{self.gpus} × {self.gpu}" if self.gpu else str(self.instance_type)
-
-
-def _plan_subject(gpu: str | None, gpus: int, instance_type: str | None, provider: str) -> _Subject:
-    """The plan's subject from its flags, refusing a mix of them in one line."""
-    from spotwise.executor.clouds.registry import CLOUDS
-
-    if provider not in ("all", *CLOUDS):
-        fail(f"--provider must be {', '.join(CLOUDS)} or all, got {provider!r}")
-    if (gpu is None) == (instance_type is None):
-        fail(
-            "give --gpu MODEL (with --gpus N: every cloud's equivalent shapes) or "
-            "--instance-type TYPE (one shape), not both and not neither"
-        )
-    if gpu is None and gpus != 1:
-        fail("--gpus goes with --gpu; an --instance-type has the GPUs it has")
-    if gpu is not None:
-        from spotwise.pricing import gpus as table
-
-        try:
-            models = table.gpu_models()
-        except PricingError as exc:
-            fail(str(exc))
-        known = {m.lower(): m for m in models}
-        if gpu.lower() not in known:
-            fail(f"--gpu {gpu[:40]!r}: not in the GPU table; GPUs: {', '.join(models)}")
-        gpu = known[gpu.lower()]
-    return _Subject(instance_type, gpu, gpus, provider)
-
-
-def _notice_windows() -> dict[str, float]:
-    """Each cloud's preemption notice in seconds, as its launcher defines it."""
-    from spotwise.executor.clouds.registry import CLOUDS
-
-    return {name: c.notice_s for name, c in CLOUDS.items()}
-
-
-def _plan_pools(
-    store: Path | None, what: _Subject, region: str | None, on_demand_price: float | None
-) -> StorePools:
-    """The subject's pools in the store (``region``: only there), or a PolicyError naming
-    what the store has and the command that collects the rest."""
-    from spotwise.policy.market import (
-        StorePools,
-        pools_for_gpu,
-        pools_from_store,
-        require_gpu_pools,
-        require_pools,
-    )
-
-    notices = _notice_windows()
-    with open_store(store, read_only=True) as market:
-        if what.gpu:
-            found = pools_for_gpu(
-                market, what.gpu, what.gpus, what.provider, on_demand_price, notices=notices
-            )
-        else:
-            found = pools_from_store(
-                market, str(what.instance_type), what.provider, on_demand_price, notices=notices
-            )
-    if region:
-        found = StorePools(
-            pools=[p for p in found.pools if p.region == region],
-            left_out={k: v for k, v in found.left_out.items() if f":{region}" in k},
-            spot_types=found.spot_types,
-            unpriced=found.unpriced,
-        )
-    if what.gpu:
-        require_gpu_pools(found, what.gpu, what.gpus)
-    else:
-        require_pools(found, str(what.instance_type))
-    return found
-
-
-def _account(cloud: CloudOptions) -> dict[str, Any]:
-    """The shared cloud options the next step carries, by name."""
-    return {
-        "image": cloud.image,
-        "bucket": cloud.bucket,
-        "identity": cloud.identity,
-        "project": cloud.project,
-        "network": cloud.network,
-        "endpoint_url": cloud.endpoint_url,
+    bundled = suite_sets(settings.bundled_data_dir())
+    regimes = [r for r in REGIMES if synthetic and r.name in synthetic.split(",")]
+    if synthetic == "all":
+        regimes = list(REGIMES)
+    markets = synthetic_markets(bundled, regimes, seed=seed)
+    scenarios = suite_scenarios({s.name: s.traces for s in bundled}, synthetic=markets)
+    trained: dict[str, object] = {
+        "suite": "every class, training jobs",
+        "synthetic_regimes": [r.name for r in regimes],
     }
-
-
-def _write_skypilot(result: Plan, run: str, top: int, path: Path) -> None:
-    from spotwise.policy.skypilot import skypilot_task, write_task
-
-    try:
-        write_task(skypilot_task(result, run=run, top=top), result, path)
-    except OSError as exc:
-        fail(f"--skypilot {path}: {exc.strerror or exc}")
-    err.print(f"wrote the SkyPilot task {path} ({len(result.pools[:top])} pools, spot)")
-
-
-def _plan_title(what: _Subject, gpu_hours: float, inputs: PlanInputs, deadline: float) -> str:
-    if what.gpu:
-        return (
-            f"{gpu_hours:g} GPU-hours on {what.gpus} × {what.gpu} ({inputs.gpu_hours:g} h a "
-            f"machine) in {deadline:g} h, every cloud"
-        )
-    return f"{gpu_hours:g} GPU-hours of {what.instance_type} in {deadline:g} h"
-
-
-def _print_plan_summary(result: Plan, command: str, notes: Sequence[str] = ()) -> None:
-    """The best pool's cost parts, the assumptions, what was left out, and the next step."""
-    from spotwise.policy.plan import missing_settings
-
-    best = result.best
-    cost = best.cost
-    out.print(
-        f"best: {best.pool.name}: compute ${cost.compute:,.2f} + storage and egress "
-        f"${cost.storage:,.2f} + recovery ${cost.recovery:,.2f} = ${cost.total:,.2f} "
-        f"against ${cost.on_demand:,.2f} on demand ({cost.saved_pct:.1f}% saved); "
-        f"P(spot alone misses the deadline) {best.p_late_on_spot:.0%}, covered by the "
-        "supervisor's on-demand fallback"
-    )
-    out.print("assumptions:")
-    for line in (*result.assumptions, *notes):
-        out.print(f"  - {line}")
-    for name, why in list(result.left_out.items())[:5]:
-        out.print(f"  - left out {name}: {why}")
-    if len(result.left_out) > 5:
-        out.print(f"  - … and {len(result.left_out) - 5} more pools left out")
-    for cloud_name, collect in result.unpriced.items():
-        out.print(f"  - {cloud_name}: no stored price of these shapes; collect one: {collect}")
-    out.print(f"next: {command}", soft_wrap=True)
-    missing = missing_settings(command)
-    if missing:
-        out.print(
-            f"  (give plan {', '.join(missing)} to fill in the capitals, so that it runs as "
-            f"printed: `spotwise setup {best.pool.provider}` makes the bucket and the "
-            "instances' identity)",
-            soft_wrap=True,
-        )
-
-
-OD_KINDS = {"store": "list", "estimate": "est.", "given": "given", "reference": "ref."}
-"""How the table names an on-demand price's source (the legend spells them out)."""
-
-
-def _print_plan_table(
-    result: Plan, shown: Sequence[PoolPlan], title: str, asked: int | None
-) -> None:
-    """The ranked pools, one row each (a shape with more GPUs than ``asked`` says so)."""
-    table = Table(
-        "cloud",
-        "pool",
-        "shape",
-        "spot $/h",
-        "source",
-        "as of",
-        "OD $/h",
-        "MTBF h",
-        "notice",
-        "P(late)",
-        "spot",
-        "ckpt min",
-        "total $",
-        "saved",
-        "",
-        title=title,
-        caption=(
-            "OD: list = price list in the store, est. = from a Spot Advisor saving, ref. = the "
-            "reference price (not a quote), given = --on-demand-price. MTBF: the pool's traces, "
-            "or (range) the prior of the traced pools. notice: the cloud's preemption notice "
-            "(! = one checkpoint takes longer to write). P(late): spot alone misses the "
-            f"deadline. stale: an input older than a week on {result.made_at:%Y-%m-%d}."
-        ),
-    )
-    for p in shown:
-        table.add_row(*_plan_row(result, p, asked))
-    # a pipe gets the whole table (a terminal: as wide as it is)
-    (out if out.is_terminal else Console(width=200, markup=False)).print(table)
-
-
-def _plan_row(result: Plan, p: PoolPlan, asked: int | None) -> list[str]:
-    """One pool's cells of the plan table."""
-    pool = p.pool
-    notice = "" if pool.notice_s is None else f"{pool.notice_s:.0f} s"
-    return [
-        pool.provider,
-        pool.zone or pool.region,
-        _shape_cell(pool, asked),
-        f"{pool.spot_price:.3f}",
-        pool.spot.source.removeprefix("store: ").split(",")[0],
-        (pool.spot.as_of or "")[:10],
-        f"{pool.on_demand_price:.3f} {OD_KINDS[pool.on_demand.kind]}",
-        _mtbf_cell(pool.risk),
-        notice + (" !" if p.save_fits_notice is False else ""),
-        f"{p.p_late_on_spot:.0%}",
-        f"{p.spot_share:.0%}",
-        f"{60 * p.checkpoint_interval_hours:.0f}",
-        f"{p.cost.total:,.2f}",
-        f"{p.cost.saved_pct:.1f}%",
-        "stale" if result.stale(p) else "",
-    ]
-
-
-def _mtbf_cell(risk: Risk) -> str:
-    """A pool's MTBF in hours, with the prior's range or ``(default)`` where it is no
-    measurement of the pool's own."""
-    mtbf = f"{risk.mtbf_hours:.1f}"
-    if risk.low_hours is not None and risk.high_hours is not None:
-        mtbf += f" ({risk.low_hours:.1f}–{risk.high_hours:.1f})"
-    elif risk.kind == "default":
-        mtbf += " (default)"
-    return mtbf
-
-
-def _shape_cell(pool: PoolTerms, asked: int | None) -> str:
-    """A pool's instance type, with its GPU count where it is not the ``asked`` one."""
-    shape = pool.instance_type
-    if pool.shape is not None and pool.shape.gpu_count != asked:
-        shape += f" ({pool.shape.gpu_count} GPUs)"
-    return shape
-
-
-def _pool_json(result: Plan, p: PoolPlan) -> dict[str, Any]:
-    """One ranked pool as JSON: every number with its source and when it held."""
-    pool, risk = p.pool, p.pool.risk
-    return {
-        "pool": pool.name,
-        "cloud": pool.provider,
-        "region": pool.region,
-        "zone": pool.zone,
-        "instance_type": pool.instance_type,
-        "shape": None
-        if pool.shape is None
-        else {
-            "gpu": pool.shape.gpu,
-            "gpu_count": pool.shape.gpu_count,
-            "gpu_memory_gb": pool.shape.gpu_memory_gb,
-            "source": pool.shape.source,
-        },
-        "spot_price": pool.spot_price,
-        "spot_price_source": pool.spot.source,
-        "spot_price_as_of": pool.spot.as_of,
-        "on_demand_price": round(pool.on_demand_price, 4),
-        "on_demand_source": pool.on_demand.source,
-        "on_demand_as_of": pool.on_demand.as_of,
-        "mtbf_hours": round(pool.mtbf_hours, 2),
-        "mtbf_source": risk.source,
-        "mtbf_kind": risk.kind,
-        "mtbf_range_hours": None
-        if risk.low_hours is None
-        else [round(risk.low_hours, 2), round(risk.high_hours or 0, 2)],
-        "mtbf_as_of": None if risk.as_of is None else risk.as_of.isoformat(),
-        "spot_advisor_band": None
-        if pool.band is None
-        else {"band": pool.band.band, "observed": pool.band.observed.isoformat()},
-        "notice_s": pool.notice_s,
-        "checkpoint_fits_notice": p.save_fits_notice,
-        "storage_prices": None
-        if pool.storage_list is None
-        else {
-            "usd_per_gb_month": pool.storage_list.usd_per_gb_month,
-            "usd_per_1k_writes": pool.storage_list.usd_per_1k_writes,
-            "egress_usd_per_gb": pool.storage_list.egress_usd_per_gb,
-            "source": pool.storage_list.source,
-            "as_of": pool.storage_list.as_of,
-        },
-        "stale_inputs": result.stale(p),
-        "p_late_on_spot_alone": round(p.p_late_on_spot, 4),
-        "market_mix": {"spot": round(p.spot_share, 3), "on_demand": round(1 - p.spot_share, 3)},
-        "checkpoint_interval_minutes": round(60 * p.checkpoint_interval_hours, 1),
-        "expected_hours": round(p.expected_hours, 1),
-        "cost": {**p.cost.as_dict(), "egress": round(p.egress, 2)},
-    }
-
-
-def _plan_json(
-    result: Plan, shown: Sequence[PoolPlan], what: _Subject, command: str
-) -> dict[str, Any]:
-    return {
-        "instance_type": what.instance_type,
-        "gpu": what.gpu,
-        "gpus": what.gpus if what.gpu else None,
-        "made_at": result.made_at.isoformat(),
-        "clouds": list(result.clouds()),
-        "recommended": [_pool_json(result, p) for p in shown],
-        "left_out": result.left_out,
-        "no_stored_price": result.unpriced,
-        "assumptions": list(result.assumptions),
-        "next_step": command,
-    }
-
-
-@bench_app.command("checkpoint")
-def bench_checkpoint_command(
-    size_mb: Annotated[int, typer.Option("--size-mb", min=1, help="State size in MiB.")] = 1024,
-    folder: Annotated[
-        Path | None,
-        typer.Option(
-            "--dir", help="Where to write (default: the system temp folder).", show_default=False
-        ),
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
-) -> None:
-    """torch.save against Spotwise's checkpoints on the same state: stall, notice-to-durable,
-    restore, incremental bytes."""
-    from spotwise.executor.bench import bench_checkpoint
-
-    result = bench_checkpoint(size_mb, folder, progress=lambda m: say(f"… {m}"))
-    _print_result(result.to_dict(), as_json)
-
-
-@bench_app.command("resume")
-def bench_resume_command(
-    epochs: Annotated[
-        int, typer.Option("--epochs", min=1, help="Epochs of the example training.")
-    ] = 4,
-    step_sleep_s: Annotated[
-        float, typer.Option("--step-sleep-s", min=0.0, help="Slow each step to stretch the run.")
-    ] = 0.02,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
-) -> None:
-    """The example training uninterrupted and under a replayed real preemption trace."""
-    from spotwise.executor.bench import bench_resume
-
-    result = bench_resume(
-        settings.bundled_data_dir(),
-        epochs=epochs,
-        step_sleep_s=step_sleep_s,
-        progress=lambda m: say(f"… {m}"),
-    )
-    _print_result(result.to_dict(), as_json)
-
-
-def _print_result(result: dict[str, object], as_json: bool) -> None:
-    if as_json:
-        print(json.dumps(result, indent=2))
-        return
-    table = Table("measure", "value")
-    for key, value in result.items():
-        table.add_row(key, str(value))
-    out.print(table)
+    return scenarios, trained

@@ -36,8 +36,8 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "executor/bench.py": ("aws-04-22-2023",),
     "executor/demo.py": ("aws-02-15-2023",),
     "policy/nodes/capacity.py": ("aws-08-27-2023",),
-    "spotwise/api_commands.py": ("aws-02-15-2023",),
-    "spotwise/policy_commands.py": ("aws-02-15-2023", "aws-08-27-2023"),
+    "spotwise/console.py": ("aws-02-15-2023",),
+    "spotwise/bench_commands.py": ("aws-02-15-2023", "aws-08-27-2023"),
     "spotwise/forecast_commands.py": (
         "aws-02-15-2023",
         "the AWS describe-spot-price-history format",
