@@ -29,7 +29,7 @@ from spotwise import (
     jobs_commands,
     plan_command,
     policy_commands,
-    run_commands,
+    run_command,
     serve_command,
     sweep_commands,
 )
@@ -64,7 +64,7 @@ app.add_typer(forecast_commands.forecast_app, name="forecast")
 app.add_typer(policy_commands.policy_app, name="policy")
 app.command("serve")(serve_command.serve)
 app.command("run", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(
-    run_commands.run
+    run_command.run
 )
 app.add_typer(jobs_commands.jobs_app, name="jobs")
 app.add_typer(sweep_commands.sweep_app, name="sweep")

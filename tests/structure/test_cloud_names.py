@@ -77,7 +77,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "GCP: the project; Azure: SUBSCRIPTION/RESOURCE_GROUP (AWS: none)",
         "(AWS, Azure;",
     ),
-    "spotwise/run_commands.py": ("us-east-1a on aws, us-central1-a on gcp, 1 on azure",),
+    "spotwise/run_command.py": ("us-east-1a on aws, us-central1-a on gcp, 1 on azure",),
 }
 """Per file, the texts that may name a cloud there: an occurrence is allowed when an allowed
 text of its file covers it. Each entry must still cover one (a fixed place leaves the list)."""
