@@ -19,6 +19,7 @@ from spotwise.policy.plan import Plan, PlanInputs, plan_job
 from spotwise.pricing import views
 from spotwise.pricing.database import PostgresStore
 from spotwise.pricing.errors import PricingError
+from spotwise.pricing.frames import utc_now
 from spotwise.pricing.operational import open_operational, operational_exists
 from spotwise.pricing.quotes import is_stale
 from spotwise.pricing.store import MarketStore
@@ -52,7 +53,7 @@ OPERATIONAL_VIEWS = {"price_forecasts", "risk_forecasts"}
 
 def stale(as_of: pd.Timestamp | str | None) -> bool:
     """Whether ``as_of`` is more than a week old now (the planner's rule)."""
-    return is_stale(as_of, pd.Timestamp.now(tz="UTC"))
+    return is_stale(as_of, utc_now())
 
 
 def store_ready() -> bool:

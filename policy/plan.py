@@ -34,6 +34,7 @@ from spotwise.policy.market import PoolTerms
 from spotwise.pricing.clouds.profile import LaunchForm
 from spotwise.pricing.clouds.registry import PROFILES
 from spotwise.pricing.collect_commands import collect_each
+from spotwise.pricing.frames import utc_now
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -316,7 +317,7 @@ def plan_job(
     """
     _refuse(inputs, pools, left_out or {})
     plans = sorted((plan_pool(inputs, p) for p in pools), key=lambda p: p.cost.total)
-    made = now if now is not None else pd.Timestamp.now(tz="UTC")
+    made = now if now is not None else utc_now()
     best = plans[0].pool
     assumptions = [
         f"checkpoint of {inputs.checkpoint_gb} GB blocks training {inputs.save_s:.0f} s "
