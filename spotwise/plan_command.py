@@ -1,5 +1,5 @@
 """``spotwise plan``: the pools of a job ranked by total cost, each price with its source and
-`as_of`, and the command that runs the best one."""
+``as_of``, and the command that runs the best one."""
 
 from __future__ import annotations
 
