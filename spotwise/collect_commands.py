@@ -42,7 +42,7 @@ def _collect_on_demand(
     """``collect aws --on-demand``: the region's on-demand prices from the AWS Price List."""
     from botocore.exceptions import BotoCoreError, ClientError
 
-    from spotwise.pricing.sources.aws_price_list import collect_on_demand_into
+    from spotwise.pricing.clouds.aws.price_list import collect_on_demand_into
 
     path = ready_store(store)
     try:
@@ -130,8 +130,8 @@ def collect_aws_command(
     from botocore.exceptions import BotoCoreError, ClientError
     from rich.progress import Progress, TextColumn
 
-    from spotwise.pricing.sources.advisor import ADVISOR_URL
-    from spotwise.pricing.sources.aws import collect_into
+    from spotwise.pricing.clouds.aws.advisor import ADVISOR_URL
+    from spotwise.pricing.clouds.aws.spot_prices import collect_into
 
     start = _parse_since(since)
     types = [t.strip() for t in instance_types.split(",") if t.strip()]
@@ -209,7 +209,7 @@ def collect_gcp_command(
     """Collect spot and on-demand prices of GCP GPU shapes from the Cloud Billing Catalog
     (built from their vCPU, RAM and GPU SKUs; SPOTWISE_GCP_BILLING_ENDPOINT overrides
     Google's endpoint)."""
-    from spotwise.pricing.sources.gcp_billing import CATALOG_ENDPOINT, collect_gcp_into
+    from spotwise.pricing.clouds.gcp.billing import CATALOG_ENDPOINT, collect_gcp_into
 
     chosen = _cloud_shapes("gcp", shapes, gpu)
     start = _parse_since(since)
@@ -280,7 +280,7 @@ def collect_azure_command(
     """Collect Azure spot and on-demand prices from the Retail Prices API and, where the account
     may read them, spot eviction bands and price history from Resource Graph
     (SPOTWISE_AZURE_PRICES_URL and SPOTWISE_AZURE_RESOURCE_GRAPH_URL override the endpoints)."""
-    from spotwise.pricing.sources.azure_prices import (
+    from spotwise.pricing.clouds.azure.prices import (
         GRAPH_ENDPOINT,
         RETAIL_ENDPOINT,
         collect_azure_into,
