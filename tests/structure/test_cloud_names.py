@@ -1,4 +1,5 @@
-"""A cloud is its two folders (docs/clouds.md): nothing else in Spotwise names one. The code of
+"""A cloud is its two folders (docs/clouds.md): nothing else in Spotwise names one (its
+``spotwise collect`` command too is made from its pricing folder's declared collector). The code of
 the packages (not their docstrings or comments) is scanned for the registered clouds' names
 (``aws``; a word of an identifier too: ``AwsCloud``, ``AZURE_SIZES``) and their object stores'
 URL schemes (``s3://``); every occurrence outside the clouds' own files is named by file and line,
@@ -19,8 +20,6 @@ skipped)."""
 
 REGISTRIES = ("executor/clouds/registry.py", "pricing/clouds/registry.py")
 """The one line of each cloud in each layer."""
-COLLECTORS = ("spotwise/collect_commands.py",)
-"""The ``spotwise collect NAME`` commands."""
 
 
 def own_files(name: str) -> tuple[str, ...]:
@@ -159,7 +158,7 @@ def occurrences(
     """Every place under ``root``, outside the clouds' own files, whose code names a cloud."""
     names = tuple(names)
     pattern = naming(names, schemes)
-    own = (*REGISTRIES, *COLLECTORS, *(p for n in names for p in own_files(n)))
+    own = (*REGISTRIES, *(p for n in names for p in own_files(n)))
     found = set()
     for relative, path in source_files(root):
         if relative.startswith(own):
