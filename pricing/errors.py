@@ -39,3 +39,8 @@ class StoreBehind(StoreError):
 
 class SourceUnavailable(PricingError):
     """A remote source could not be reached or refused the request."""
+
+
+class FlagError(PricingError):
+    """A command's flag whose value cannot be used: the message names the flag and what to give
+    instead (``--since 'x' is not a time: give ISO 8601 like ...``)."""

@@ -12,14 +12,22 @@ from pathlib import Path
 import pandas as pd
 
 from spotwise.pricing import gpus
+from spotwise.pricing.clouds.aws import advisor, spot_prices
+from spotwise.pricing.clouds.gcp import price_changes
 from spotwise.pricing.errors import InputError
-from spotwise.pricing.sources import FileFormat, Parsed, advisor, aws, gcp, traces
+from spotwise.pricing.sources import FileFormat, Parsed, traces
 from spotwise.pricing.sources.tabular import unreadable
 from spotwise.pricing.store import MarketStore
 
 FORMATS: dict[str, FileFormat] = {
     f.name: f
-    for f in (*traces.FORMATS, *aws.FORMATS, *gcp.FORMATS, *advisor.FORMATS, *gpus.FORMATS)
+    for f in (
+        *traces.FORMATS,
+        *spot_prices.FORMATS,
+        *price_changes.FORMATS,
+        *advisor.FORMATS,
+        *gpus.FORMATS,
+    )
 }
 _DOCUMENTATION = re.compile(
     r"^(README|LICENSE|UPSTREAM_README).*|.*\.(md|txt\.md)$|.*SOURCE\.txt$", re.IGNORECASE

@@ -11,11 +11,11 @@ from typing import Any
 import pandas as pd
 
 from spotwise.core.progress import Progress, silent
+from spotwise.pricing.clouds.aws.spot_prices import read_price_history_csv
 from spotwise.pricing.forecast.backtest import cross_validation, score
 from spotwise.pricing.forecast.boosting import GlobalBoosting
 from spotwise.pricing.forecast.grid import to_grid
 from spotwise.pricing.forecast.models import FORECASTERS
-from spotwise.pricing.sources.aws import read_price_history_csv
 
 
 def aws_price_grid(csv: Path) -> pd.DataFrame:

@@ -24,13 +24,13 @@ import numpy as np
 import pandas as pd
 from sklearn.metrics import brier_score_loss, roc_auc_score
 
+from spotwise.pricing.clouds.aws.advisor import read_advisor_file
 from spotwise.pricing.forecast.arima_risk import ar_unavailability
 from spotwise.pricing.forecast.features import FEATURES, _trailing_mean, lose_within, pool_features
 from spotwise.pricing.forecast.prior import pooled_prior
 from spotwise.pricing.forecast.risk import RISK_MODELS
 from spotwise.pricing.forecast.risk_forecasters import RISK_FORECASTERS, SHIPPED_RISK, History
 from spotwise.pricing.frames import region_of_zone
-from spotwise.pricing.sources.advisor import read_advisor_file
 from spotwise.pricing.sources.traces import cbl_pool, read_cbl_json
 
 _FOLDER_DATE = r"(\d\d)-(\d\d)-(\d{4})$"

@@ -1,7 +1,10 @@
-"""Readers of every bundled data format, and collectors of live data.
+"""Readers of the bundled data formats no one cloud owns (the traces of several clouds), and
+what every reader and collector shares: text files read line by line, catalog rows with their
+SKUs. A cloud's own readers and collectors live in its folder, ``pricing/clouds/NAME/``.
 
 Each reader turns one file into canonical frames (validated, see :mod:`spotwise.pricing.frames`);
-:data:`FORMATS` lists them by name so a file's format can be recognised or named.
+:data:`~spotwise.pricing.ingest.FORMATS` lists them by name so a file's format can be recognised
+or named.
 """
 
 from __future__ import annotations

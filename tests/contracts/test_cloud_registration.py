@@ -1,9 +1,11 @@
-"""A fourth cloud registered at run time (a toy: its profile in PROFILES, its Cloud in CLOUDS)
-reaches the surfaces that read the registries when they are used: `spotwise check toy` runs
-its check, `spotwise run --launcher toy` its settings, ``SPOTWISE_NOTICES=toy`` builds its
-notice source, and pricing reads its profile (its GPU shapes, its zones). The ``setup``,
-``check`` and ``gc`` commands are made when the CLI is imported: a cloud registered later has
-them once ``cloud_commands._register`` makes them, as the import does for each cloud."""
+"""A fourth cloud registered at run time (a toy: its profile in PROFILES, with its declared
+collector, and its Cloud in CLOUDS) reaches the surfaces that read the registries when they are
+used: `spotwise check toy` runs its check, `spotwise run --launcher toy` its settings,
+`spotwise collect toy` its collector's run (its flags from the declaration),
+``SPOTWISE_NOTICES=toy`` builds its notice source, and pricing reads its profile (its GPU
+shapes, its zones). The ``setup``, ``check``, ``gc`` and ``collect`` commands are made when the
+CLI is imported: a cloud registered later has them once ``cloud_commands._register`` and
+``collect_commands._register`` make them, as the import does for each cloud."""
 
 from __future__ import annotations
 
@@ -23,9 +25,11 @@ from spotwise.executor.errors import ExecutorError
 from spotwise.executor.launchers.base import Launcher
 from spotwise.executor.notices import MetadataSource, Notice
 from spotwise.pricing.clouds.registry import PROFILES
+from spotwise.pricing.store import MarketStore
 from tests.conftest import CliRun
+from tests.fakes import toy_collector
 
-TOY = "toy"
+TOY = toy_collector.TOY
 
 
 class ToyNotice(MetadataSource):
@@ -116,8 +120,10 @@ class ToyCloud:
 
 @pytest.fixture
 def toy(monkeypatch: pytest.MonkeyPatch) -> Iterator[ToyCloud]:
-    """The toy in both registries, and its setup/check/gc commands, for this test only."""
-    from spotwise import cloud_commands
+    """The toy in both registries, and its setup/check/gc/collect commands, for this test
+    only; the stores take its rows (their providers are read from PROFILES at import)."""
+    from spotwise import cloud_commands, collect_commands
+    from spotwise.pricing import frames
 
     cloud = ToyCloud()
     monkeypatch.setitem(CLOUDS, TOY, cloud)
@@ -128,14 +134,22 @@ def toy(monkeypatch: pytest.MonkeyPatch) -> Iterator[ToyCloud]:
             PROFILES["gcp"],
             name=TOY,
             title="Toy Cloud",
+            collector=toy_collector.COLLECTOR,
             launch=replace(PROFILES["gcp"].launch, cloud=TOY, scheme=TOY),
             skypilot=None,
             gpu_prefixes=("toy.gpu",),
         ),
     )
-    for commands in (cloud_commands.setup_app, cloud_commands.check_app, cloud_commands.gc_app):
+    monkeypatch.setattr(frames, "PROVIDERS", frames.PROVIDERS | {TOY})
+    for commands in (
+        cloud_commands.setup_app,
+        cloud_commands.check_app,
+        cloud_commands.gc_app,
+        collect_commands.collect_app,
+    ):
         monkeypatch.setattr(commands, "registered_commands", list(commands.registered_commands))
     cloud_commands._register(cloud)
+    collect_commands._register(TOY, PROFILES[TOY].collector)
     yield cloud
 
 
@@ -171,3 +185,48 @@ def test_pricing_reads_the_toys_profile(toy: ToyCloud) -> None:
 
     assert is_gpu("toy.gpu1") and not is_gpu("toy.cpu1")
     assert region_of_zone(TOY, "toy-1-a") == "toy-1"
+
+
+def test_collect_toy_takes_the_flags_its_collector_declares(
+    toy: ToyCloud, cli_in_process: CliRun
+) -> None:
+    result = cli_in_process("collect", "--help")
+    assert "Collect the toy cloud's made-up prices." in result.stdout
+    result = cli_in_process("collect", TOY, "--help")
+    assert result.returncode == 0, result.stderr
+    for flag in ("--zone", "--kinds", "--gpu", "--hours", "--spot / --no-spot", "--store"):
+        assert flag in result.stdout
+    assert "[required]" in result.stdout and "x>=1" in result.stdout
+    result = cli_in_process("collect", TOY, "--kinds", "toy.gpu1")
+    assert result.returncode == 2 and "Missing option '--zone'" in result.stderr
+
+
+def test_collect_toy_runs_its_collector_into_the_store(
+    toy: ToyCloud, cli_in_process: CliRun, store_file: Path
+) -> None:
+    args = ("collect", TOY, "--zone", "toy-1-a", "--kinds", "toy.gpu1,toy.gpu8", "--hours", "3")
+    first = cli_in_process(*args)
+    assert first.returncode == 0, first.stderr
+    assert first.stderr.splitlines() == ["read 2 kinds", "collected toy: 6 prices (6 new)"]
+    again = cli_in_process(*args, "--no-spot")
+    assert again.returncode == 0, again.stderr
+    with MarketStore.open(store_file, read_only=True) as store:
+        stored = store.query(
+            "SELECT provider, region, market, count(*) AS n, max(price) AS price FROM prices "
+            "GROUP BY ALL ORDER BY market"
+        )
+    assert stored.to_dict("records") == [
+        {"provider": TOY, "region": "toy-1", "market": "on_demand", "n": 6, "price": 1.0},
+        {"provider": TOY, "region": "toy-1", "market": "spot", "n": 6, "price": 0.25},
+    ]
+
+
+def test_collect_toy_refuses_a_bad_flag_in_one_line_before_making_the_store(
+    toy: ToyCloud, cli_in_process: CliRun, store_file: Path
+) -> None:
+    result = cli_in_process("collect", TOY, "--zone", "toy-1-a", "--kinds", "toy gpu")
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        "error: --kinds: 'toy gpu' is not a name (letters, digits, '.', '_', '+' and '-')"
+    ]
+    assert not store_file.exists()

@@ -14,9 +14,9 @@ import pandas as pd
 
 from tests.fakes.azure_prices import RetailPricesFake
 from tests.fakes.gcp_billing import CloudBillingFake
+from tests.pricing.clouds.aws.test_price_list import PriceListServer, item
 from tests.pricing.conftest import unused_url
 from tests.pricing.ec2_endpoint import PriceHistoryEndpoint
-from tests.pricing.sources.test_aws_price_list import PriceListServer, item
 
 Run = Callable[..., subprocess.CompletedProcess[str]]
 P4D_ON_DEMAND = "21.9576000000"

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from spotwise.pricing import gpus
-from spotwise.pricing.clouds.profile import Collector
 from spotwise.pricing.collect_commands import COLLECTORS
 from spotwise.pricing.quotes import REFERENCE_SOURCE, reference
+from tests.fakes import toy_collector
 
 
 def _refused(market: str, shape: str, region: str | None = None) -> str:
@@ -46,7 +46,7 @@ def test_a_shape_no_cloud_owns_names_every_clouds_collect() -> None:
 
 
 def test_a_fourth_clouds_shape_names_that_clouds_collect(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(COLLECTORS, "toy", Collector("--zone", "--kinds", False, None))
+    monkeypatch.setitem(COLLECTORS, "toy", toy_collector.COLLECTOR)
     monkeypatch.setattr(gpus, "cloud_of", lambda shape, path=None: "toy")
     assert _refused("spot", "toy.gpu1", "r1").endswith(
         "(spotwise collect toy --zone r1 --kinds toy.gpu1)"

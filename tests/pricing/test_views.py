@@ -10,14 +10,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from spotwise.pricing.clouds.aws.price_list import PriceListReport, parse_products
 from spotwise.pricing.frames import validate
 from spotwise.pricing.ingest import load_paths
-from spotwise.pricing.sources.aws_price_list import PriceListReport, parse_products
 from spotwise.pricing.store import MarketStore
 from spotwise.pricing.views import savings
 from tests.conftest import DATA
+from tests.pricing.clouds.aws.test_price_list import item
 from tests.pricing.conftest import PRICE_CSV
-from tests.pricing.sources.test_aws_price_list import item
 
 ON_DEMAND = {("us-east-1", "p3.2xlarge"): 3.06, ("us-east-1", "p2.xlarge"): 0.90}
 """AWS's published Linux on-demand rates, collected for us-east-1 only."""

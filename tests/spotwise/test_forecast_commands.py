@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from spotwise.forecast_commands import CollectFailed, collect_lines, run_collect
-from spotwise.pricing.clouds.profile import Collector
 from spotwise.pricing.collect_commands import COLLECTORS
 from tests.conftest import CliRun
+from tests.fakes import toy_collector
 
 
 @pytest.fixture
@@ -28,7 +28,7 @@ def test_each_value_is_its_clouds_collect_line() -> None:
 
 
 def test_a_fourth_cloud_is_collected_by_its_profiles_line(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(COLLECTORS, "toy", Collector("--zone", "--kinds", False, None))
+    monkeypatch.setitem(COLLECTORS, "toy", toy_collector.COLLECTOR)
     assert collect_lines(["toy:r1"]) == ["spotwise collect toy --zone r1"]
 
 

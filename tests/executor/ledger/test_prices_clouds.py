@@ -11,11 +11,11 @@ import pytest
 
 from spotwise.executor.ledger.prices import PriceBook, price_book
 from spotwise.pricing import gpus
-from spotwise.pricing.clouds.profile import Collector
 from spotwise.pricing.collect_commands import COLLECTORS
 from spotwise.pricing.quotes import Quote
 from spotwise.pricing.store import MarketStore
 from tests.conftest import ManualClock
+from tests.fakes import toy_collector
 
 COLUMNS = "(source, provider, region, zone, instance_type, market, ts, price)"
 
@@ -160,7 +160,7 @@ def test_a_stale_price_of_a_shape_no_cloud_owns_names_every_clouds_collect() -> 
 def test_a_stale_price_of_a_fourth_clouds_shape_names_that_clouds_collect(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setitem(COLLECTORS, "toy", Collector("--zone", "--kinds", False, None))
+    monkeypatch.setitem(COLLECTORS, "toy", toy_collector.COLLECTOR)
     monkeypatch.setattr(gpus, "cloud_of", lambda shape, path=None: "toy")
     spot, _ = _stale_book("toy.gpu1", {"z1": "r1"}).stale_lines()
     assert spot.endswith("`spotwise collect toy --zone R` stores fresh ones")

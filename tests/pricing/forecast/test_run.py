@@ -144,8 +144,8 @@ class CountedSteps:
 def test_price_forecasts_count_every_series_and_model_for_a_progress_bar() -> None:
     import pandas as pd
 
+    from spotwise.pricing.clouds.aws.spot_prices import read_price_history_csv
     from spotwise.pricing.forecast.run import price_forecasts
-    from spotwise.pricing.sources.aws import read_price_history_csv
 
     parsed = read_price_history_csv(DATA / "prices/aws_spot_price_history_2019-12_2020-01.csv")
     prices = parsed.frames["prices"]

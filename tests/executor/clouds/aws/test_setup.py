@@ -15,8 +15,8 @@ CONTROLLER_CODE = [
     ROOT / "executor/clouds/aws/shipping.py",
     ROOT / "executor/clouds/aws/cloud.py",
     ROOT / "executor/clouds/aws/gc.py",
-    ROOT / "pricing/sources/aws.py",
-    ROOT / "pricing/sources/aws_price_list.py",
+    ROOT / "pricing/clouds/aws/spot_prices.py",
+    ROOT / "pricing/clouds/aws/price_list.py",
 ]
 INSTANCE_CODE = [
     ROOT / "executor/clouds/aws/on_instance.py",

@@ -14,8 +14,7 @@ import pandas as pd
 import pytest
 
 from spotwise.pricing import gpus
-from spotwise.pricing.errors import InputError, SourceUnavailable
-from spotwise.pricing.sources.gcp_billing import (
+from spotwise.pricing.clouds.gcp.billing import (
     CatalogReport,
     catalog_client,
     catalog_windows,
@@ -23,6 +22,7 @@ from spotwise.pricing.sources.gcp_billing import (
     collect_gcp_into,
     stored_resume_point,
 )
+from spotwise.pricing.errors import InputError, SourceUnavailable
 from spotwise.pricing.sources.skus import with_skus
 from spotwise.pricing.store import MarketStore
 from tests.conftest import DATA, CliRun

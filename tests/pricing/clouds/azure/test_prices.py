@@ -15,8 +15,8 @@ import pandas as pd
 import pytest
 
 from spotwise.pricing import gpus
+from spotwise.pricing.clouds.azure.prices import AzureReport, collect_azure, collect_azure_into
 from spotwise.pricing.errors import InputError, SourceUnavailable
-from spotwise.pricing.sources.azure_prices import AzureReport, collect_azure, collect_azure_into
 from spotwise.pricing.sources.skus import with_skus
 from spotwise.pricing.store import MarketStore
 from tests.conftest import CliRun
@@ -295,7 +295,7 @@ def test_a_next_page_link_to_another_host_is_refused(retail: RetailPricesFake) -
             body["NextPageLink"] = "https://prices.example.net/api/retail/prices?$skip=40"
             return httpx.Response(200, json=body)
 
-    from spotwise.pricing.sources.azure_prices import fetch_retail
+    from spotwise.pricing.clouds.azure.prices import fetch_retail
 
     with Elsewhere() as http, pytest.raises(SourceUnavailable, match="on another host"):
         fetch_retail(http, retail.url, "eastus", max_attempts=1)

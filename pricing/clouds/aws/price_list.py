@@ -146,7 +146,7 @@ def collect_on_demand_into(
     """
     from botocore.exceptions import ClientError
 
-    from spotwise.pricing.sources.aws import retrying_client
+    from spotwise.pricing.clouds.aws.spot_prices import retrying_client
 
     attempts = min(max_attempts, PRICE_LIST_ATTEMPTS)
     pricing = retrying_client("pricing", PRICING_REGION, endpoint_url, attempts)

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from botocore.config import Config
 
-from spotwise.pricing.sources.aws import CollectReport, collect_aws, stored_resume_point
+from spotwise.pricing.clouds.aws.spot_prices import CollectReport, collect_aws, stored_resume_point
 from spotwise.pricing.store import MarketStore
 from tests.conftest import CliRun
 from tests.pricing.conftest import unused_url

@@ -1,7 +1,7 @@
 """GCP spot and on-demand prices of GPU machine shapes from the Cloud Billing Catalog API
 (``spotwise collect gcp``), with Google's own client (google-cloud-billing over REST; google-auth
-finds the credentials). The bundled change-point file (:mod:`spotwise.pricing.sources.gcp`)
-stays the offline source.
+finds the credentials). The bundled change-point file
+(:mod:`spotwise.pricing.clouds.gcp.price_changes`) stays the offline source.
 
 How a shape's hourly price is built: Compute Engine bills a GPU machine by its parts, each a
 SKU of the Compute Engine service (``services/6F81-5844-456A``) priced per region:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from spotwise.executor.ledger.prices import price_book
-from spotwise.pricing.sources.aws_price_list import LINUX_SHARED, SOURCE
+from spotwise.pricing.clouds.aws.price_list import LINUX_SHARED, SOURCE
 from spotwise.pricing.store import MarketStore
 from tests.conftest import CliRun
 
