@@ -25,8 +25,8 @@ from spotwise.policy.policies.base import SPOT0, Action, JobContext, Observation
 from spotwise.policy.registry import load
 from spotwise.policy.simulate import JobResult, job_starts, simulate
 from spotwise.policy.traces import Pool, TraceSet
+from spotwise.pricing.clouds.aws.spot_prices import read_price_history_csv
 from spotwise.pricing.quotes import REFERENCE_INSTANCE_TYPE, REFERENCE_ON_DEMAND_USD
-from spotwise.pricing.sources.aws import read_price_history_csv
 
 HOUR_S = 3600
 
