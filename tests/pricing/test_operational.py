@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from spotwise.executor.ledger import schema as ledger_schema  # noqa: F401  (registers jobs and ledger)
-from spotwise.pricing.database import PostgresStore, _placeholders, redacted
+from spotwise.pricing.database import PostgresStore
 from spotwise.pricing.errors import StoreError
 from spotwise.pricing.operational import (
     OPERATIONAL_TABLES,
@@ -237,12 +237,3 @@ def test_a_database_url_given_as_the_store_file_is_refused_with_the_setting_to_u
     assert result.returncode == 2
     assert "SPOTWISE_OPERATIONAL_STORE=postgresql://" in result.stderr
     assert not Path("postgresql:").exists()
-
-
-def test_placeholders_and_redaction() -> None:
-    assert _placeholders("SELECT * FROM t WHERE a = ? AND b LIKE '50%?' AND c = ?") == (
-        "SELECT * FROM t WHERE a = %s AND b LIKE '50%%?' AND c = %s"
-    )
-    assert _placeholders("SELECT 100 % 7, 'it''s ?'") == "SELECT 100 %% 7, 'it''s ?'"
-    assert redacted("postgresql://u:pw@db:5432/x") == "postgresql://u:***@db:5432/x"
-    assert redacted("postgresql://db/x") == "postgresql://db/x"

@@ -11,7 +11,6 @@ import pytest
 from spotwise.executor.launchers.local import Replay
 from spotwise.executor.ledger.ledger import JobInfo, Ledger, job_report
 from spotwise.executor.ledger.prices import PriceBook, price_book
-from spotwise.executor.supervise.run import job_name
 from spotwise.executor.supervise.supervisor import Supervisor, SupervisorConfig
 from spotwise.policy.client import in_process_for
 from spotwise.pricing.errors import StoreError
@@ -110,13 +109,6 @@ def test_an_on_demand_only_run_saves_nothing(tmp_path: Path) -> None:
     assert report.savings_pct == 0.0
     assert report.hours_needed == pytest.approx(report.markets["on-demand"].hours)
     assert report.prices and report.prices.on_demand[""].source == REFERENCE_SOURCE
-
-
-def test_a_job_is_named_after_its_script() -> None:
-    assert job_name(["python", "train.py", "--epochs", "3"]) == "train.py"
-    assert job_name(["python3", "-m", "pkg.train"]) == "pkg.train"
-    assert job_name(["torchrun", "--nproc-per-node", "2", "/src/train.py"]) == "train.py"
-    assert job_name(["./run-me"]) == "run-me"
 
 
 def test_a_quote_older_than_a_week_is_flagged_stale_by_the_rule_plan_uses(tmp_path: Path) -> None:

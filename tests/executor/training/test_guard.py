@@ -15,10 +15,7 @@ import torch
 from torch.utils.data import DataLoader, TensorDataset
 
 from spotwise.executor.errors import PREEMPTED_EXIT_CODE
-from spotwise.executor.training.data import ResumableBatches, rank_share
 from spotwise.executor.training.guard import guard
-from spotwise.executor.training.interval import checkpoint_interval_s
-from spotwise.pricing.forecast.risk_rows import RISK_MODEL
 from tests.conftest import ManualClock
 from tests.executor.fake_metadata import FakeMetadata
 
@@ -116,74 +113,6 @@ def test_aws_instance_action_stops_the_run_with_the_preempted_code(
     run.communicate(timeout=60)
     assert run.returncode == PREEMPTED_EXIT_CODE
     assert int((tmp_path / "ckpt" / "latest").read_text()) > 0
-
-
-def test_data_order_resumes_mid_epoch() -> None:
-    data = TensorDataset(torch.arange(20))
-    torch.manual_seed(1)
-    plain = ResumableBatches(DataLoader(data, batch_size=3, shuffle=True))
-    full = [b[0].tolist() for b in plain.iterate(2)]
-    torch.manual_seed(1)
-    first = ResumableBatches(DataLoader(data, batch_size=3, shuffle=True))
-    iterator = first.iterate(2)
-    head = [next(iterator)[0].tolist() for _ in range(9)]
-    saved = first.state_dict()
-    rng = torch.get_rng_state()
-    second = ResumableBatches(DataLoader(data, batch_size=3, shuffle=True))
-    second.load_state_dict(saved)
-    tail = [b[0].tolist() for b in second.iterate(2, after_start=lambda: torch.set_rng_state(rng))]
-    assert head + tail == full
-
-
-def test_a_global_batch_is_shared_whole_at_any_world_size() -> None:
-    """The global batches two ranks drew, resumed by one, two or three ranks: every sample
-    once, in its batch; two ranks get back exactly what they drew."""
-    rank0, rank1 = [[5, 1, 7], [0, 9, 2]], [[3, 8, 6], [4, 11, 10]]
-    global_batches = [a + b for a, b in zip(rank0, rank1, strict=True)]
-    assert [rank_share(global_batches, r, 2) for r in (0, 1)] == [rank0, rank1]
-    assert rank_share(global_batches, 0, 1) == global_batches
-    for world in (1, 2, 3, 4):
-        shares = [rank_share(global_batches, r, world) for r in range(world)]
-        for b, batch in enumerate(global_batches):
-            assert [i for share in shares for i in share[b]] == batch
-
-
-def test_interval_is_daly_from_the_measured_stall_and_never_below_a_persist() -> None:
-    assert checkpoint_interval_s(stall_s=None, persist_s=None, mtbf_s=None) == 60.0
-    short = checkpoint_interval_s(stall_s=0.5, persist_s=0.1, mtbf_s=3600)
-    assert short == pytest.approx(60.0, rel=0.05)  # sqrt(2 · 0.5 · 3600) = 60
-    assert checkpoint_interval_s(stall_s=0.001, persist_s=9.0, mtbf_s=3600) == 9.0
-
-
-def test_mtbf_comes_from_the_pools_risk_forecast(tmp_path: Path) -> None:
-    import pandas as pd
-
-    from spotwise.executor.training.interval import forecast_mtbf_s
-    from spotwise.pricing.operational import open_operational
-
-    store = tmp_path / "market.duckdb"
-    assert forecast_mtbf_s(str(store), "aws:us-east-1a:p3.2xlarge:spot") is None
-    with open_operational(store) as market:
-        market.replace_forecasts(
-            pd.DataFrame(
-                [
-                    {
-                        "unique_id": "aws:us-east-1a:p3.2xlarge:spot",
-                        "ds": pd.Timestamp.now(tz="UTC"),
-                        "model": RISK_MODEL,
-                        "horizon": 60,
-                        "mean": 2.5,
-                        "lo": None,
-                        "hi": None,
-                        "level": None,
-                        "p_preempt": 0.33,
-                        "created_at": pd.Timestamp.now(tz="UTC"),
-                    }
-                ]
-            )
-        )
-    assert forecast_mtbf_s(str(store), "aws:us-east-1a:p3.2xlarge:spot") == 2.5 * 3600
-    assert forecast_mtbf_s(str(store), "aws:us-east-1b:p3.2xlarge:spot") is None
 
 
 def test_the_guard_checkpoints_when_its_clock_says_the_interval_is_up(tmp_path: Path) -> None:

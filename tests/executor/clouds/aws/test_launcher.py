@@ -15,7 +15,6 @@ from typing import TypeVar
 import boto3
 import pytest
 
-from spotwise.executor.clouds.aws.boot_script import boot_script
 from spotwise.executor.clouds.aws.launcher import AwsInstance, AwsLauncher
 from spotwise.executor.clouds.code_bundle import ShippedCode
 from spotwise.executor.errors import ExecutorError
@@ -98,43 +97,6 @@ def beside_the_cloud(cloud: Callable[[threading.Event], None], run: Callable[[],
         thread.join(10)
     assert not errors, errors
     return result
-
-
-def test_the_boot_script_fetches_the_shipped_code_and_runs_the_command_under_the_runner() -> None:
-    script = boot_script(
-        COMMAND,
-        {"SPOTWISE_POOL": "us-east-1a"},
-        code=CODE,
-        region=REGION,
-        bucket=BUCKET,
-        prefix="spotwise/jobs/j1",
-        setup=["pip install -r requirements.txt"],
-    )
-    assert script.startswith("#!/bin/bash")
-    assert "pip install spotwise" not in script  # nothing by name from a public index
-    assert f"s3 get {CODE.wheel_key} " in script and f"s3 get {CODE.workdir_key} " in script
-    assert "--setup 'pip install -r requirements.txt'" in script
-    assert "env SPOTWISE_NOTICES=aws SPOTWISE_POOL=us-east-1a" in script
-    assert "-- python -m spotwise.executor.examples.train_mlp" in script
-    assert script.rstrip().endswith("$SHUTDOWN")
-
-
-def test_the_boot_script_carries_no_secret_and_quotes_what_a_flag_names() -> None:
-    env = {
-        "SPOTWISE_POOL": "us-east-1a",
-        "SPOTWISE_API_TOKEN": "tok-123",
-        "SPOTWISE_STORE": "/home/me/market.duckdb",
-        "AWS_SECRET_ACCESS_KEY": "aws-456",
-    }
-    hostile = ["python", "train.py", "--name", "$(touch /tmp/pwned)"]
-    script = boot_script(
-        hostile, env, code=CODE, region=REGION, bucket=BUCKET, prefix="p", setup=["x; rm -rf /"]
-    )
-    assert "SPOTWISE_POOL=us-east-1a" in script
-    for value in ("tok-123", "aws-456", "SPOTWISE_API_TOKEN", "/home/me"):
-        assert value not in script
-    assert "--name '$(touch /tmp/pwned)'" in script
-    assert "--setup 'x; rm -rf /'" in script
 
 
 @pytest.mark.slow

@@ -17,7 +17,6 @@ from spotwise.executor.clouds.code_bundle import ShippedCode
 from spotwise.executor.clouds.gcp.cloud import GcpCloud
 from spotwise.executor.clouds.gcp.gc import host_label
 from spotwise.executor.clouds.gcp.launcher import GcpLauncher
-from spotwise.executor.clouds.gcp.startup_script import startup_script
 from spotwise.executor.clouds.gcp.target import GcpTarget, parse_shape
 from spotwise.executor.errors import ExecutorError, NoCapacity
 from spotwise.executor.launchers.base import Placement
@@ -26,7 +25,7 @@ from spotwise.executor.supervise.supervisor import Supervisor, SupervisorConfig
 from spotwise.policy.client import in_process_for
 from spotwise.policy.schemas import JobTerms
 from spotwise.pricing.operational import open_operational
-from tests.executor.clouds.gcp.conftest import ACCOUNT, options
+from tests.executor.clouds.gcp.conftest import ACCOUNT
 from tests.fakes.gcp_compute import PROJECT, GcpLocal
 
 CODE = ShippedCode(
@@ -182,47 +181,6 @@ def test_a_spot_vm_taken_back_without_a_report_was_preempted_and_a_vanished_one_
     asked = made.launch(spot, COMMAND, {})
     asked.notice()  # a notice to move: it had its chance to checkpoint
     assert asked.poll() == 75
-
-
-def test_the_startup_script_carries_no_secret_and_quotes_what_a_flag_names() -> None:
-    env = {"SPOTWISE_POOL": "us-central1-a", "SPOTWISE_API_TOKEN": "tok-123"}
-    hostile = ["python", "train.py", "--name", "$(touch /tmp/pwned)"]
-    script = startup_script(
-        hostile,
-        env,
-        code=CODE,
-        project="p-1",
-        bucket="b; rm -rf /",
-        prefix="spotwise/jobs/j1",
-        instance="spotwise-j1-abc",
-        setup=["x; rm -rf /"],
-        endpoint_url="http://127.0.0.1:1/$(id)",
-    )
-    assert "SPOTWISE_POOL=us-central1-a" in script
-    assert "tok-123" not in script and "SPOTWISE_API_TOKEN" not in script
-    assert "--name '$(touch /tmp/pwned)'" in script and "--setup 'x; rm -rf /'" in script
-    assert "BUCKET='b; rm -rf /'" in script
-    assert "--endpoint-url 'http://127.0.0.1:1/$(id)'" in script
-
-
-def test_a_bid_a_bad_shape_and_a_bad_project_are_refused_in_one_line(gcp: GcpLocal) -> None:
-    cloud = GcpCloud()
-    with pytest.raises(ExecutorError, match=r"^--max-price: GCP Spot VMs take no bid"):
-        cloud.target(options(gcp, max_price=1.0))
-    with pytest.raises(ExecutorError, match="is not a GCE machine type"):
-        cloud.target(options(gcp, instance_type="p3.2xlarge"))
-    with pytest.raises(ExecutorError, match="is not a GCP project id"):
-        cloud.target(options(gcp, project="My Project"))
-
-
-def test_a_host_name_becomes_a_label_one_to_one() -> None:
-    import re
-
-    hosts = ["Build-Box.local", "build-box-local", "build_box", "a" * 80, "a" * 81, "ünï"]
-    labels = [host_label(h) for h in hosts]
-    assert len(set(labels)) == len(hosts)
-    assert all(re.fullmatch(r"[-_a-z0-9]{0,63}", label) for label in labels)
-    assert host_label("gpu-box-7") == "gpu-box-7"
 
 
 @pytest.mark.slow
