@@ -38,4 +38,5 @@ def with_skus(frames: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     if skus is None or skus.empty:
         return prices.assign(sku=None)
     key = list(SPECS["price_skus"].key)
-    return prices.merge(skus, on=key, how="left")
+    read = prices.merge(skus, on=key, how="left")
+    return read.assign(sku=read["sku"].astype(object).where(read["sku"].notna(), None))
