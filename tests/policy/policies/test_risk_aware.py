@@ -147,11 +147,6 @@ def test_risk_aware_reads_the_shipped_risk_configuration_and_a_tuned_one_is_a_va
     assert (tuned.version, tuned.label) == (None, "survival-h24-w0-r12")
 
 
-def test_best_is_the_recommended_policy_and_load_is_the_entry_point() -> None:
-    assert type(policy.load("best")).name == "risk_aware"
-    assert type(policy.load("ppo")).name == "ppo"
-
-
 def test_the_env_passes_gymnasium_and_sb3_checks(bundled: TraceSet) -> None:
     from gymnasium.utils.env_checker import check_env
     from stable_baselines3.common.env_checker import check_env as sb3_check_env
