@@ -10,27 +10,12 @@ from streamlit.testing.v1 import AppTest
 
 from spotwise.dashboard import data
 from spotwise.pricing.store import MarketStore
+from tests.dashboard.pages import charts, fresh_cache, page  # noqa: F401 (fresh_cache: autouse)
 
 # The session fixture builds a store with forecasts (~30 s): one xdist worker builds it once.
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("dashboard-store")]
 
 PAGES = ["market", "risk", "plan", "policies", "jobs"]
-
-
-def page(name: str) -> AppTest:
-    script = f"from dashboard.screens import {name}\n{name}.render()"
-    return AppTest.from_string(script, default_timeout=120)
-
-
-def charts(app: AppTest) -> int:
-    return len(app.get("vega_lite_chart")) + len(app.get("arrow_vega_lite_chart"))
-
-
-@pytest.fixture(autouse=True)
-def fresh_cache() -> None:
-    import streamlit as st
-
-    st.cache_data.clear()
 
 
 @pytest.mark.parametrize("name", PAGES)
@@ -148,60 +133,6 @@ LABELS = {
 }
 
 
-def test_market_filters_narrow_the_series(filled_store: Path, use_store) -> None:
-    use_store(filled_store)
-    app = page("market")
-    app.run()
-    app.selectbox[0].set_value("gcp").run()
-    series = app.selectbox[3].options
-    assert series and all(s.startswith("gcp:") for s in series)
-
-
-def test_plan_follows_the_inputs(filled_store: Path, use_store) -> None:
-    use_store(filled_store)
-    app = page("plan")
-    app.run()
-    hours = next(i for i in app.number_input if i.label == "GPU-hours")
-    first = app.metric[-4].value  # the one type's expected cost, after the clouds' columns
-    hours.set_value(56.0).run()  # more GPU-hours cost more
-    assert not app.exception
-    assert app.metric[-4].value != first
-    hours = next(i for i in app.number_input if i.label == "GPU-hours")
-    hours.set_value(400.0).run()  # more work than the deadline allows
-    assert any("deadline" in w.value for w in app.warning)
-    assert not [h for h in app.subheader if h.value.startswith("Recommended")]
-
-
-def test_the_policy_bench_runs_from_the_page_with_a_progress_bar(
-    tmp_path: Path, filled_store: Path, use_store
-) -> None:
-    target = tmp_path / "market.duckdb"
-    target.write_bytes(filled_store.read_bytes())  # same data, no saved bench
-    use_store(target)
-    app = page("policies")
-    app.run()
-    assert charts(app) == 0 and "No bench result" in app.info[0].value
-    app.radio[0].set_value("multi").run()
-    app.multiselect[0].set_value(["greedy"]).run()
-    app.button[0].click().run()
-    assert not app.exception
-    assert charts(app) == 1
-
-
-def test_a_kept_bench_file_that_is_no_summary_is_said_not_drawn(
-    tmp_path: Path, filled_store: Path, use_store
-) -> None:
-    target = tmp_path / "market.duckdb"
-    target.write_bytes(filled_store.read_bytes())
-    (tmp_path / "market.bench-policy-single.json").write_text('{"zones": "single"}')
-    use_store(target)
-    app = page("policies")
-    app.run()
-    assert not app.exception, [e.value for e in app.exception]
-    assert "market.bench-policy-single.json: results must map" in app.error[0].value
-    assert charts(app) == 0 and "No bench result" in app.info[0].value
-
-
 @pytest.mark.parametrize("name", PAGES)
 @pytest.mark.parametrize("state", ["missing", "empty"])
 def test_an_empty_or_missing_store_says_how_to_load_data(
@@ -231,72 +162,9 @@ def test_a_store_that_cannot_be_read_says_why_instead_of_asking_for_data(
     assert str(path) in " ".join(e.value for e in app.error)
 
 
-def test_jobs_of_a_ledger_of_another_version_say_why_they_cannot_be_read(
-    filled_store: Path, use_store, tmp_path: Path, operational_store: str
-) -> None:
-    """A store whose ledger is newer than this Spotwise holds jobs: the page says so and what
-    to do, never "No supervised job yet"."""
-    import shutil
-
-    import duckdb
-
-    if operational_store != "file":
-        pytest.skip("the ledger's schema is the database's here")
-    path = tmp_path / "newer.duckdb"
-    shutil.copy(filled_store, path)
-    with duckdb.connect(str(path)) as con:
-        con.execute("UPDATE schemas SET version = version + 1 WHERE name = 'ledger'")
-    use_store(path)
-    app = page("jobs")
-    app.run()
-    assert not app.exception and not app.info
-    shown = " ".join(e.value for e in app.error)
-    assert "newer than this Spotwise" in shown and "upgrade Spotwise" in shown
-
-
 def test_the_app_navigates_to_every_page(filled_store: Path, use_store) -> None:
     use_store(filled_store)
     app = AppTest.from_file(str(Path(data.__file__).with_name("app.py")), default_timeout=120)
     app.run()
     assert not app.exception
     assert app.header[0].value == "Market"
-
-
-def test_jobs_of_a_fleet_are_grouped_by_tier_with_their_money_labelled(
-    tmp_path: Path, use_store
-) -> None:
-    from spotwise.executor.ledger.ledger import EntryKind, JobInfo, JobStatus, Ledger
-    from spotwise.executor.ledger.prices import PriceBook
-
-    store = tmp_path / "fleet.duckdb"
-    for name, tier, cost in [("eval", "high", 3.06), ("a", "normal", 0.9), ("b", "low", 0.45)]:
-        ledger = Ledger(
-            store,
-            JobInfo(
-                name=name,
-                command="python train.py",
-                launcher="local",
-                compute_hours=1,
-                deadline_hours=2,
-                on_demand_price=3.06,
-                simulated=True,
-                prices=PriceBook.flat(("z1",), 0.9, 3.06),
-                fleet="nightly",
-                tier=tier,
-            ),
-        )
-        ledger.record(EntryKind.INSTANCE, pool="z1", market="spot", hours=1, cost_usd=cost)
-        ledger.finish(JobStatus.COMPLETED if tier != "low" else JobStatus.FAILED)
-    use_store(store)
-    app = page("jobs").run()
-    assert not app.exception
-    assert "Fleets by tier" in [h.value for h in app.subheader]
-    table = next(
-        d.value for d in app.dataframe if "tier" in d.value.columns and "jobs" in d.value.columns
-    )
-    rows = table[["tier", "money", "jobs", "completed", "cost_usd"]].to_dict("records")
-    assert rows == [
-        {"tier": "high", "money": "simulated", "jobs": 1, "completed": 1, "cost_usd": 3.06},
-        {"tier": "normal", "money": "simulated", "jobs": 1, "completed": 1, "cost_usd": 0.9},
-        {"tier": "low", "money": "simulated", "jobs": 1, "completed": 0, "cost_usd": 0.45},
-    ]

@@ -69,3 +69,27 @@ class Scripted(Policy):
     def act(self, obs: Observation) -> Action:
         self.seen.append((obs.tick, obs.progress, obs.state, obs.preempted))
         return Action(self.actions[min(obs.tick, len(self.actions) - 1)], bid=self.bid)
+
+
+def observation(
+    tick: int,
+    progress: float,
+    state: int,
+    available: list[bool],
+    *,
+    preempted: bool = False,
+    last_seen: list[bool] | None = None,
+    seen_age: list[float] | None = None,
+) -> Observation:
+    """One tick as a policy sees it (no changeover under way, spot at 1.0 an hour)."""
+    return Observation(
+        tick=tick,
+        progress=progress,
+        state=state,
+        changeover_left=0,
+        preempted=preempted,
+        available=np.array(available, dtype=bool),
+        prices=np.ones(len(available)),
+        last_seen=None if last_seen is None else np.array(last_seen, dtype=bool),
+        seen_age=None if seen_age is None else np.array(seen_age, dtype=float),
+    )

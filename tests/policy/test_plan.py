@@ -65,21 +65,6 @@ def test_the_table_gives_each_cloud_its_equivalent_shapes() -> None:
     }
 
 
-def test_every_launch_form_is_the_clouds_own() -> None:
-    """The plan's next step writes each cloud's storage URL and flags as the launchers and
-    `spotwise run` know them; the notice windows are the launchers' (one definition)."""
-    from spotwise.executor.clouds.aws import setup as aws_setup
-    from spotwise.executor.clouds.azure import storage as azure_storage
-    from spotwise.executor.clouds.gcp import setup as gcp_setup
-
-    assert set(plan_clouds.LAUNCH_FORMS) == set(CLOUDS) == set(plan_clouds.STORAGE_LISTS)
-    for name, form in plan_clouds.LAUNCH_FORMS.items():
-        assert form.scheme == CLOUDS[name].storage_scheme
-    for module in (aws_setup, gcp_setup, azure_storage):
-        assert module.CHECKPOINT_PREFIX == plan_clouds.CHECKPOINT_PREFIX
-    assert NOTICES == {"aws": 120.0, "gcp": 30.0, "azure": 30.0}
-
-
 def pool(cloud: str, region: str, zone: str, spot: float, on_demand: float) -> PoolTerms:
     return PoolTerms(
         provider=cloud,

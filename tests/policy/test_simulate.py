@@ -2,19 +2,11 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 
-from spotwise.policy.errors import TraceError
 from spotwise.policy.policies.base import NONE, ON_DEMAND, spot
 from spotwise.policy.simulate import CheckpointMode, job_starts, simulate
-from spotwise.policy.traces import load_traces
-from tests.conftest import DATA
 from tests.policy.helpers import Scripted, job, traces
-
-BUNDLED = DATA / "traces/cbl/availability/1-node/aws-02-15-2023"
 
 
 def test_on_demand_pays_changeover_then_works_and_has_cost_ratio_one() -> None:
@@ -94,16 +86,3 @@ def test_job_starts_step_by_whole_ticks_while_the_deadline_fits() -> None:
     assert len(job_starts(13292, 195, 1107, 0, 12)) == 55
     assert job_starts(100, 3600, 10, 0.5, 30) == [1, 31, 61]
     assert job_starts(100, 3600, 100, 0, 1) == []
-
-
-def test_a_pools_file_with_a_per_pool_on_demand_price_is_refused_not_ignored(
-    tmp_path: Path,
-) -> None:
-    """The simulator has one on-demand price per job, so a pool's own would be ignored."""
-    pools = tmp_path / "pools.json"
-    pools.write_text(json.dumps({"us-east-1a_v100_1": {"spot_price": 0.5, "on_demand_price": 2}}))
-    with pytest.raises(TraceError, match=r"give only spot_price and speed.*--on-demand-price"):
-        load_traces(BUNDLED, pools)
-    pools.write_text(json.dumps({"us-east-1a_v100_1": {"spot_price": 0.5, "speed": 2}}))
-    pool = load_traces(BUNDLED, pools).pools[0]
-    assert (pool.name, pool.spot_price, pool.speed) == ("us-east-1a_v100_1", 0.5, 2)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,11 +10,8 @@ import pytest
 from spotwise import policy
 from spotwise.policy import load
 from spotwise.policy.job import REFERENCE
-from spotwise.policy.policies.base import ON_DEMAND, Action, Observation, spot
+from spotwise.policy.policies.base import ON_DEMAND, Observation, spot
 from spotwise.policy.policies.risk_aware import RiskAware, RiskAwareParams, pays_run
-from spotwise.policy.rl.catalog import ModelCatalog
-from spotwise.policy.rl.env import SpotJobEnv
-from spotwise.policy.rl.train import trace_scenarios, train_ppo, training_starts
 from spotwise.policy.simulate import Visibility, context_for, job_starts, simulate
 from spotwise.policy.traces import TraceSet, load_traces
 from spotwise.pricing.forecast.hazard import AvailabilityHazard, MarketForecast
@@ -145,162 +141,6 @@ def test_risk_aware_reads_the_shipped_risk_configuration_and_a_tuned_one_is_a_va
     assert RiskAwareParams(idle_run=2.0).risk is SHIPPED_RISK
     tuned = RiskAwareParams(prior_weight=0.0).risk
     assert (tuned.version, tuned.label) == (None, "survival-h24-w0-r12")
-
-
-def test_best_is_the_recommended_policy_and_load_is_the_entry_point() -> None:
-    assert type(policy.load("best")).name == "risk_aware"
-    assert type(policy.load("ppo")).name == "ppo"
-
-
-def test_the_env_passes_gymnasium_and_sb3_checks(bundled: TraceSet) -> None:
-    from gymnasium.utils.env_checker import check_env
-    from stable_baselines3.common.env_checker import check_env as sb3_check_env
-
-    starts = training_starts(bundled, SPEC, 480)
-    assert starts and max(starts) * bundled.gap_seconds / 3600 + 60 <= 480
-    import gymnasium as gym
-
-    from spotwise.policy.rl.env import ENV_ID
-
-    made = gym.make(ENV_ID, traces=bundled, spec=SPEC, max_pools=9, starts=starts)
-    check_env(made.unwrapped)
-    sb3_check_env(SpotJobEnv(bundled, SPEC, max_pools=9, starts=starts))
-
-
-def test_an_episode_returns_minus_its_cost_ratio_and_the_interval_matters(
-    bundled: TraceSet,
-) -> None:
-    ratios = []
-    for interval in (0, 2):  # 10 and 90 minutes between checkpoints, on demand throughout
-        env = SpotJobEnv(bundled, SPEC, max_pools=9, starts=[3000], single_share=0.0)
-        env.reset(seed=0)
-        total, done, info = 0.0, False, dict[str, float]()
-        while not done:
-            _, reward, terminated, truncated, info = env.step(np.array([1, interval]))
-            total += reward
-            done = terminated or truncated
-        assert terminated and total == pytest.approx(-info["cost_ratio"])
-        ratios.append(info["cost_ratio"])
-    assert ratios[0] > ratios[1] > 1.0  # each checkpoint stalls 30 s of billed time
-
-
-def test_the_env_features_match_inference_which_sees_every_tick(bundled: TraceSet) -> None:
-    """Training and inference must see the same features: the env's risk forecast observes the
-    ticks the guardrails play (a spot run) as the deployed policy does."""
-    from spotwise.policy.rl.features import FeatureBuilder
-    from spotwise.policy.simulate import JobRun, context_for
-
-    start = 3000
-    env = SpotJobEnv(bundled, SPEC, max_pools=9, starts=[start], single_share=0.0)
-    env.reset(seed=0)
-    spot_in_1a = np.array([2, 1])  # runs until preempted: many ticks without a choice
-    seen, _, _, _, _ = env.step(spot_in_1a)
-    played = env._run.tick
-    assert played > 5
-    # the deployed policy's view: the same job, its features fed every tick
-    run = JobRun(bundled, SPEC, start, env.checkpoint)
-    features = FeatureBuilder(context_for(bundled, SPEC, start, env.checkpoint), 9)
-    for tick in range(played + 1):
-        obs = run.observe()
-        expected = features.vector(obs)
-        if tick < played:
-            run.step(Action(2 if tick == 0 else obs.state, checkpoint_ticks=env._interval))
-    np.testing.assert_allclose(seen, expected, rtol=1e-6)
-
-
-@pytest.mark.slow
-def test_seeded_training_is_reproducible_and_loadable_from_its_folder(
-    bundled: TraceSet, tmp_path: Path
-) -> None:
-    weights = [
-        train_ppo(
-            trace_scenarios(bundled, SPEC, 480),
-            out=tmp_path / f"run{i}",
-            timesteps=2048,
-            seed=7,
-            imitation_episodes=3,
-            imitation_epochs=2,
-            trained={"until_hours": 480},
-        )
-        for i in range(2)
-    ]
-    assert weights[0].name == "ppo.pt" and weights[0].read_bytes() != b""
-    config = weights[0].with_suffix(".json").read_text()
-    assert '"until_hours": 480' in config and '"algo": "ppo"' in config
-    assert '"expert": "risk_aware"' in config
-    results = [simulate(load("ppo", ModelCatalog(w.parent)), bundled, SPEC, 3000) for w in weights]
-    assert results[0] == results[1]
-    assert list((tmp_path / "run0" / "tensorboard").rglob("events.out.tfevents*"))
-
-
-@pytest.mark.slow
-def test_cloning_the_expert_reproduces_its_choices_on_the_jobs_it_saw(bundled: TraceSet) -> None:
-    """Behaviour cloning works: after fitting, the network picks the expert's instance at
-    nearly every choice point of its demonstrations, and a fresh network does not."""
-    import torch
-    from stable_baselines3 import PPO
-
-    from spotwise.policy.rl.imitation import clone, demonstrations
-
-    starts = training_starts(bundled, SPEC, 480)[::50]
-    env = SpotJobEnv(bundled, SPEC, max_pools=9, starts=starts)
-    features, actions = demonstrations(env, "risk_aware", episodes=8, seed=0)
-    assert len(actions) > 100 and set(np.unique(actions[:, 0])) > {1}  # on-demand and spot
-
-    def agreement(model: PPO) -> float:
-        with torch.no_grad():
-            chosen = model.policy.get_distribution(torch.as_tensor(features)).mode().numpy()
-        return float(np.mean(chosen[:, 0] == actions[:, 0]))
-
-    model = PPO("MlpPolicy", env, seed=0, device="cpu")
-    before = agreement(model)
-    clone(model, features, actions, epochs=40, seed=0, balance=False)
-    assert agreement(model) > 0.95 > before
-
-
-def test_stormier_copies_only_take_capacity_away_and_storms_hit_a_region_at_once(
-    bundled: TraceSet,
-) -> None:
-    from spotwise.policy.rl.augment import Storms, stormier
-
-    rough = stormier(bundled, seed=1, storms=Storms(outages_per_day=0.0, storms_per_day=2.0))
-    assert rough.available.shape == bundled.available.shape
-    assert not (rough.available & ~bundled.available).any()  # nothing added
-    assert rough.available.mean() < bundled.available.mean()
-    taken = bundled.available & ~rough.available
-    east1 = [i for i, n in enumerate(bundled.names) if n.startswith("us-east-1")]
-    # a regional storm takes every pool of the region that was up, at the same ticks
-    up_in_all = bundled.available[east1].all(axis=0)
-    assert (taken[east1][:, up_in_all].all(axis=0) == taken[east1][:, up_in_all].any(axis=0)).all()
-    again = stormier(bundled, seed=1, storms=Storms(outages_per_day=0.0, storms_per_day=2.0))
-    assert (again.available == rough.available).all()  # a seed is a copy
-
-
-def test_suite_training_jobs_cover_every_class_and_end_before_the_held_back_cut(
-    bundled: TraceSet,
-) -> None:
-    from spotwise.policy.rl.train import suite_scenarios
-    from spotwise.policy.suite import CUT, SHAPES, classes
-
-    sets = {"aws-02-15-2023": bundled}
-    scenarios = suite_scenarios(sets, start_every_hours=24.0, stormy_copies=1)
-    together = [c for c in classes(sets, quick=False) if c.pools == "every"]
-    alone = [c for c in classes(sets, quick=False) if c.pools == "each"]
-    assert len(scenarios) == 2 * (len(together) + len(alone) * len(bundled.names))
-    cut = int(bundled.n_ticks * CUT)
-    for scenario in scenarios:
-        deadline = scenario.spec.ticks(bundled.gap_seconds).deadline
-        assert max(scenario.starts) + deadline <= cut
-    assert {s.visibility.observe for s in scenarios} == {"all", "probe"}
-    assert {s.visibility.history_hours for s in scenarios} == {0.0, 168.0}
-    assert {s.spec.changeover_hours for s in scenarios} == {0.05, 0.2}
-    assert {len(s.traces.pools) for s in scenarios} == {1, len(bundled.names)}
-    env = SpotJobEnv(bundled, SPEC, max_pools=9, starts=[0], single_share=0.0, scenarios=scenarios)
-    shapes = set()
-    for seed in range(200):
-        env.reset(seed=seed)
-        shapes.add((env.job_spec.compute_hours, env.job_spec.deadline_hours))
-    assert shapes == set(SHAPES)  # every shape is drawn
 
 
 def test_the_slack_is_budgeted_over_the_outages_still_to_come() -> None:
