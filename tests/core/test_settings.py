@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
+from spotwise.core import settings
 from spotwise.core.settings import CloudEndpoint, SettingsError, current, endpoint_url
 from tests.conftest import CliRun
 
@@ -96,3 +98,18 @@ def test_an_endpoint_declared_wrong_fails_where_it_is_declared() -> None:
         CloudEndpoint("AWS_IMDS_URL", "http://169.254.169.254", https=False)
     with pytest.raises(ValueError, match="plain http only"):
         CloudEndpoint("SPOTWISE_X_URL", "http://api.example.com")
+
+
+def test_store_flag_beats_the_environment_which_beats_the_default(tmp_path: Path) -> None:
+    flag = tmp_path / "flag.duckdb"
+    assert settings.store_path(flag) == flag
+    old = os.environ.get(settings.STORE_ENV)
+    os.environ[settings.STORE_ENV] = str(tmp_path / "env.duckdb")
+    try:
+        assert settings.store_path(None) == tmp_path / "env.duckdb"
+        del os.environ[settings.STORE_ENV]
+        assert settings.store_path(None).name == "market.duckdb"
+        assert "spotwise" in str(settings.store_path(None))
+    finally:
+        if old is not None:
+            os.environ[settings.STORE_ENV] = old

@@ -18,7 +18,6 @@ from spotwise.executor.clouds.registry import CLOUDS
 from spotwise.policy import clouds as plan_clouds
 from spotwise.policy.market import PoolTerms, Risk
 from spotwise.policy.plan import PlanInputs, missing_settings, next_step, plan_job
-from spotwise.pricing import gpus
 from spotwise.pricing.quotes import Quote
 from tests.conftest import DATA, CliRun
 from tests.policy.three_clouds import collect_three_clouds
@@ -48,21 +47,6 @@ def parsed_run(command: str) -> tuple[str, CloudOptions]:
     )
     assert params["command"][:2] == ["python", "train.py"]
     return params["launcher"], options
-
-
-def test_the_table_gives_each_cloud_its_equivalent_shapes() -> None:
-    one = {c: [s.shape for s in found] for c, found in gpus.equivalents("A100", 1).items()}
-    assert one == {
-        "aws": ["p4d.24xlarge", "p4de.24xlarge"],  # AWS sells A100s eight at a time
-        "gcp": ["a2-highgpu-1g", "a2-ultragpu-1g"],
-        "azure": ["Standard_NC24ads_A100_v4"],
-    }
-    assert "azure" not in gpus.equivalents("L4", 1)  # Azure sells no L4
-    assert {c: [s.gpu_count for s in f] for c, f in gpus.equivalents("H100", 8).items()} == {
-        "aws": [8],
-        "gcp": [8, 8],
-        "azure": [8],
-    }
 
 
 def pool(cloud: str, region: str, zone: str, spot: float, on_demand: float) -> PoolTerms:

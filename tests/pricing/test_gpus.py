@@ -90,3 +90,18 @@ def test_a_shape_two_clouds_claim_is_owned_by_neither(tmp_path: Path) -> None:
     rows = [f"{c},same-1g,A100,1,40,12,85,,https://x.example" for c in ("gcp", "azure")]
     table.write_text("\n".join([",".join(gpus.COLUMNS), *rows]) + "\n")
     assert gpus.cloud_of("same-1g", table) is None
+
+
+def test_the_table_gives_each_cloud_its_equivalent_shapes() -> None:
+    one = {c: [s.shape for s in found] for c, found in gpus.equivalents("A100", 1).items()}
+    assert one == {
+        "aws": ["p4d.24xlarge", "p4de.24xlarge"],  # AWS sells A100s eight at a time
+        "gcp": ["a2-highgpu-1g", "a2-ultragpu-1g"],
+        "azure": ["Standard_NC24ads_A100_v4"],
+    }
+    assert "azure" not in gpus.equivalents("L4", 1)  # Azure sells no L4
+    assert {c: [s.gpu_count for s in f] for c, f in gpus.equivalents("H100", 8).items()} == {
+        "aws": [8],
+        "gcp": [8, 8],
+        "azure": [8],
+    }

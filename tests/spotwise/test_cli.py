@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from spotwise.core import settings
 from tests.conftest import DATA, CliRun
 
 
@@ -18,21 +16,6 @@ from tests.conftest import DATA, CliRun
 def cli(cli_in_process: CliRun) -> CliRun:
     """Commands whose arguments, messages and output are under test run in process."""
     return cli_in_process
-
-
-def test_store_flag_beats_the_environment_which_beats_the_default(tmp_path: Path) -> None:
-    flag = tmp_path / "flag.duckdb"
-    assert settings.store_path(flag) == flag
-    old = os.environ.get(settings.STORE_ENV)
-    os.environ[settings.STORE_ENV] = str(tmp_path / "env.duckdb")
-    try:
-        assert settings.store_path(None) == tmp_path / "env.duckdb"
-        del os.environ[settings.STORE_ENV]
-        assert settings.store_path(None).name == "market.duckdb"
-        assert "spotwise" in str(settings.store_path(None))
-    finally:
-        if old is not None:
-            os.environ[settings.STORE_ENV] = old
 
 
 def test_store_flag_on_the_command_line_is_used(cli: CliRun, tmp_path: Path) -> None:
