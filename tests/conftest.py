@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -85,6 +86,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def _stage(item: pytest.Item) -> str | None:
     """The CI stage a test runs in apart from the suite (None: the suite)."""
     return next((mark for mark in STAGES if mark in item.keywords), None)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def temporary_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Temporary files of this test process and of every process its tests start go to a
+    folder under pytest's own temporary base instead of the system's /tmp, where they outlived
+    the run: torchrun's elastic agent makes a ``torchelastic_*`` log folder per run and never
+    removes it, and a killed process removes nothing. Started processes read ``TMPDIR``; this
+    process's tempfile has read it already (pytest's base is under it), so its cached folder
+    is set too; torch makes its compile cache folder from that once, at the first optimizer,
+    and hands it to its children in ``TORCHINDUCTOR_CACHE_DIR``, set here as well."""
+    folder = tmp_path_factory.mktemp("tmp")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TMPDIR", str(folder))
+        patch.setattr(tempfile, "tempdir", str(folder))
+        patch.setenv("TORCHINDUCTOR_CACHE_DIR", str(folder / "torchinductor"))
+        yield folder
 
 
 @pytest.fixture(scope="session")
