@@ -241,15 +241,14 @@ API_TOKEN = "s3cret-token"
 
 
 @pytest.fixture(scope="session")
-def api_server() -> Iterator[str]:
+def api_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """``spotwise serve`` on a free loopback port, with a token from a file (one per worker)."""
     import socket
-    import tempfile
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    token_file = Path(tempfile.mkdtemp()) / "token"
+    token_file = tmp_path_factory.mktemp("api") / "token"
     token_file.write_text(API_TOKEN + "\n")
     env = {k: v for k, v in os.environ.items() if k != "SPOTWISE_API_API_TOKEN"}
     command = [sys.executable, "-m", "spotwise", "serve", "--port", str(port)]
