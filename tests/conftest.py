@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -13,13 +14,16 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
 from threadpoolctl import threadpool_limits
 
 from tests.postgres import PostgresServer
+
+if TYPE_CHECKING:
+    from tests.fakes.azure_local import Azurite
 
 # Compiled modules are cached (__pycache__/, which git ignores), here and in every process the
 # tests start: with PYTHONDONTWRITEBYTECODE set, each `spotwise` subprocess compiled ~800 modules
@@ -111,6 +115,19 @@ def postgres_server() -> Iterator[PostgresServer]:
     server = PostgresServer()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def azurite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Azurite]:
+    """One Azurite for this test process (its start takes seconds): each test uses containers
+    of its own. Its data is in pytest's temporary base; at the session's end it is killed and
+    its folder removed."""
+    from tests.fakes.azure_local import Azurite
+
+    folder = tmp_path_factory.mktemp("azurite")
+    with Azurite(folder) as server:
+        yield server
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)
