@@ -33,6 +33,8 @@ os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "data"
+SYSTEM_TEMP = tempfile.gettempdir()
+"""The system's temporary folder (the tests' own is in pytest's base: :func:`temporary_folder`)."""
 STAGES = {"soak": "--soak", "notebook": "--notebooks", "e2e": "--e2e"}
 """Marks of the tests CI runs apart from the suite, and the flag that runs them."""
 
@@ -110,9 +112,16 @@ def temporary_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]
 
 
 @pytest.fixture(scope="session")
-def postgres_server() -> Iterator[PostgresServer]:
-    """A local PostgreSQL server (Unix socket only) for this test process."""
-    server = PostgresServer()
+def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PostgresServer]:
+    """A local PostgreSQL server (Unix socket only) for this test process, its data in pytest's
+    temporary base and removed at the session's end. As root, pgserver runs the server as a
+    user of its own and opens every folder above the data to all users (o+rx), pytest's base
+    among them: there the data is in a folder of its own in the system's temporary folder."""
+    if os.geteuid() == 0:
+        folder = Path(tempfile.mkdtemp(prefix="spotwise-pg-", dir=SYSTEM_TEMP))
+    else:
+        folder = tmp_path_factory.mktemp("postgres")
+    server = PostgresServer(folder)
     yield server
     server.stop()
 
