@@ -5,20 +5,25 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
 from threadpoolctl import threadpool_limits
 
 from tests.postgres import PostgresServer
+
+if TYPE_CHECKING:
+    from tests.fakes.azure_local import Azurite
 
 # Compiled modules are cached (__pycache__/, which git ignores), here and in every process the
 # tests start: with PYTHONDONTWRITEBYTECODE set, each `spotwise` subprocess compiled ~800 modules
@@ -28,6 +33,8 @@ os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "data"
+SYSTEM_TEMP = tempfile.gettempdir()
+"""The system's temporary folder (the tests' own is in pytest's base: :func:`temporary_folder`)."""
 STAGES = {"soak": "--soak", "notebook": "--notebooks", "e2e": "--e2e"}
 """Marks of the tests CI runs apart from the suite, and the flag that runs them."""
 
@@ -87,12 +94,49 @@ def _stage(item: pytest.Item) -> str | None:
     return next((mark for mark in STAGES if mark in item.keywords), None)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def temporary_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Temporary files of this test process and of every process its tests start go to a
+    folder under pytest's own temporary base instead of the system's /tmp, where they outlived
+    the run: torchrun's elastic agent makes a ``torchelastic_*`` log folder per run and never
+    removes it, and a killed process removes nothing. Started processes read ``TMPDIR``; this
+    process's tempfile has read it already (pytest's base is under it), so its cached folder
+    is set too; torch makes its compile cache folder from that once, at the first optimizer,
+    and hands it to its children in ``TORCHINDUCTOR_CACHE_DIR``, set here as well."""
+    folder = tmp_path_factory.mktemp("tmp")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TMPDIR", str(folder))
+        patch.setattr(tempfile, "tempdir", str(folder))
+        patch.setenv("TORCHINDUCTOR_CACHE_DIR", str(folder / "torchinductor"))
+        yield folder
+
+
 @pytest.fixture(scope="session")
-def postgres_server() -> Iterator[PostgresServer]:
-    """A local PostgreSQL server (Unix socket only) for this test process."""
-    server = PostgresServer()
+def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PostgresServer]:
+    """A local PostgreSQL server (Unix socket only) for this test process, its data in pytest's
+    temporary base and removed at the session's end. As root, pgserver runs the server as a
+    user of its own and opens every folder above the data to all users (o+rx), pytest's base
+    among them: there the data is in a folder of its own in the system's temporary folder."""
+    if os.geteuid() == 0:
+        folder = Path(tempfile.mkdtemp(prefix="spotwise-pg-", dir=SYSTEM_TEMP))
+    else:
+        folder = tmp_path_factory.mktemp("postgres")
+    server = PostgresServer(folder)
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def azurite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Azurite]:
+    """One Azurite for this test process (its start takes seconds): each test uses containers
+    of its own. Its data is in pytest's temporary base; at the session's end it is killed and
+    its folder removed."""
+    from tests.fakes.azure_local import Azurite
+
+    folder = tmp_path_factory.mktemp("azurite")
+    with Azurite(folder) as server:
+        yield server
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)
@@ -223,15 +267,14 @@ API_TOKEN = "s3cret-token"
 
 
 @pytest.fixture(scope="session")
-def api_server() -> Iterator[str]:
+def api_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """``spotwise serve`` on a free loopback port, with a token from a file (one per worker)."""
     import socket
-    import tempfile
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    token_file = Path(tempfile.mkdtemp()) / "token"
+    token_file = tmp_path_factory.mktemp("api") / "token"
     token_file.write_text(API_TOKEN + "\n")
     env = {k: v for k, v in os.environ.items() if k != "SPOTWISE_API_API_TOKEN"}
     command = [sys.executable, "-m", "spotwise", "serve", "--port", str(port)]

@@ -3,7 +3,7 @@ a Unix socket in a temporary folder only), and a fresh database per test."""
 
 from __future__ import annotations
 
-import tempfile
+import shutil
 import uuid
 import warnings
 from pathlib import Path
@@ -11,10 +11,11 @@ from typing import Any
 
 
 class PostgresServer:
-    """One server per test process; :meth:`fresh_database` gives each test its own database."""
+    """One server per test process, its data in ``folder`` until :meth:`stop`;
+    :meth:`fresh_database` gives each test its own database."""
 
-    def __init__(self) -> None:
-        self.folder = Path(tempfile.mkdtemp(prefix="spotwise-pg-"))
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
         with warnings.catch_warnings():  # platformdirs: no XDG_RUNTIME_DIR on CI machines
             warnings.simplefilter("ignore")
             import pgserver
@@ -32,4 +33,6 @@ class PostgresServer:
         return self.url.replace("/postgres?", f"/{name}?", 1)
 
     def stop(self) -> None:
+        """Stop the server and remove its folder (its data: tens of MB)."""
         self._server.cleanup()
+        shutil.rmtree(self.folder, ignore_errors=True)

@@ -79,7 +79,7 @@ def _azure(request: pytest.FixtureRequest) -> CloudOptions:
     from tests.fakes.azure_local import ACCOUNT, GROUP, IMAGE, SUBSCRIPTION, AzureLocal
 
     folder = request.getfixturevalue("tmp_path_factory").mktemp("azure")
-    local = AzureLocal()
+    local = AzureLocal(request.getfixturevalue("azurite"))
     request.addfinalizer(local.close)
     local.apply(request.getfixturevalue("monkeypatch"), folder)
 

@@ -13,7 +13,6 @@ The storage account is Azurite's documented well-known development account
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import os
 import re
@@ -40,7 +39,8 @@ IMAGE = "microsoft-dsvm:ubuntu-hpc:2204:latest"
 
 class Azurite:
     """``azurite-blob`` on a free port of 127.0.0.1, its data in ``folder``, until
-    :meth:`close`."""
+    :meth:`close`. Its telemetry is off: it would send each run's events to Microsoft and
+    keep them, readable by every user, in a ``Microsoft-AzureMonitor-*`` folder of /tmp."""
 
     def __init__(self, folder: Path) -> None:
         if not AZURITE.exists():
@@ -49,7 +49,7 @@ class Azurite:
             [
                 str(AZURITE),
                 *("--blobHost", "127.0.0.1", "--blobPort", "0"),
-                *("--location", str(folder), "--skipApiVersionCheck"),
+                *("--location", str(folder), "--skipApiVersionCheck", "--disableTelemetry"),
             ],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -91,20 +91,11 @@ class Azurite:
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait()
 
+    def __enter__(self) -> Azurite:
+        return self
 
-_SHARED: list[Azurite] = []
-
-
-def shared_azurite() -> Azurite:
-    """One Azurite for this process (its start takes seconds): each test uses containers of
-    its own. It is killed, and its folder removed, when the process exits."""
-    if not _SHARED or _SHARED[0].process.poll() is not None:
-        folder = tempfile.TemporaryDirectory(prefix="azurite-")
-        azurite = Azurite(Path(folder.name))
-        _SHARED[:] = [azurite]
-        atexit.register(folder.cleanup)
-        atexit.register(azurite.close)
-    return _SHARED[0]
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 AZURE_ENV = (
@@ -145,11 +136,11 @@ def no_azure_sign_in(env: Env, home: Path) -> None:
 
 
 class AzureLocal:
-    """Azurite (this process's, :func:`shared_azurite`) and a Resource Manager fake of its
-    own."""
+    """``azurite`` (shared: each test uses containers of its own) and a Resource Manager fake
+    of its own."""
 
-    def __init__(self) -> None:
-        self.azurite = shared_azurite()
+    def __init__(self, azurite: Azurite) -> None:
+        self.azurite = azurite
         self.fake = AzureArmFake(
             subscription=SUBSCRIPTION,
             blob_endpoint=self.azurite.blob_url + "/",
@@ -172,15 +163,19 @@ class AzureLocal:
 
 
 def main() -> None:
-    local = AzureLocal()
-    for name, value in local.env.items():
-        print(f"export {name}={value!r}")
-    print(f"# --endpoint-url {local.fake.url} --project {SUBSCRIPTION}/{GROUP}", flush=True)
-    stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
-    stop.wait()
-    local.close()
+    with (
+        tempfile.TemporaryDirectory(prefix="azurite-") as folder,
+        Azurite(Path(folder)) as azurite,
+    ):
+        local = AzureLocal(azurite)
+        for name, value in local.env.items():
+            print(f"export {name}={value!r}")
+        print(f"# --endpoint-url {local.fake.url} --project {SUBSCRIPTION}/{GROUP}", flush=True)
+        stop = threading.Event()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, lambda *_: stop.set())
+        stop.wait()
+        local.close()
 
 
 if __name__ == "__main__":

@@ -210,10 +210,12 @@ def azure(transcript: Path, home: Path) -> None:
     """setup, check, run, jobs logs/show and gc on Azure."""
     from tests.executor.clouds.azure import test_launcher_end_to_end as end_to_end
     from tests.executor.clouds.azure.test_launcher_end_to_end import Hypervisor
-    from tests.fakes.azure_local import ACCOUNT, GROUP, IMAGE, SUBSCRIPTION, AzureLocal
+    from tests.fakes.azure_local import ACCOUNT, GROUP, IMAGE, SUBSCRIPTION, AzureLocal, Azurite
     from tests.fakes.azure_prices import RetailPricesFake
 
-    local = AzureLocal()
+    (home / "azurite").mkdir()
+    azurite = Azurite(home / "azurite")
+    local = AzureLocal(azurite)
     try:
         with _metadata() as metadata:
             env = _Env(_base_env(home))
@@ -283,6 +285,7 @@ def azure(transcript: Path, home: Path) -> None:
             _after(session, ran, gc, hypervisor.errors)
     finally:
         local.close()
+        azurite.close()
 
 
 def _after(

@@ -3,9 +3,6 @@ returns different state and never crashes; it falls back to the previous intact 
 
 from __future__ import annotations
 
-import atexit
-import shutil
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -26,9 +23,10 @@ def state(step: int) -> dict[str, object]:
     }
 
 
-def _written() -> tuple[Path, dict[str, bytes]]:
-    folder = Path(tempfile.mkdtemp(prefix="spotwise-damage-"))
-    atexit.register(shutil.rmtree, folder, ignore_errors=True)  # built at import: no fixture
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, bytes]]:
+    """Steps 1 and 2 saved in a folder, and the bytes of each file of the newest."""
+    folder = tmp_path_factory.mktemp("damage")
     manager = CheckpointManager([str(folder)], async_save=False)
     for step in (1, 2):
         manager.save(step, state(step))
@@ -37,38 +35,35 @@ def _written() -> tuple[Path, dict[str, bytes]]:
     return folder, {p.name: p.read_bytes() for p in sorted(newest.iterdir())}
 
 
-FOLDER, NEWEST = _written()
-SIZES = {name: len(data) for name, data in NEWEST.items()}
-
-
 @st.composite
-def flips(draw: st.DrawFn) -> tuple[str, int, int]:
-    name = draw(st.sampled_from(sorted(NEWEST)))
+def flips(draw: st.DrawFn, newest: dict[str, bytes]) -> tuple[str, int, int]:
+    name = draw(st.sampled_from(sorted(newest)))
     # most draws land in the manifest, where a flip used to change state silently
     if draw(st.booleans()):
         name = "manifest.json"
-    return name, draw(st.integers(0, SIZES[name] - 1)), draw(st.integers(0, 7))
+    return name, draw(st.integers(0, len(newest[name]) - 1)), draw(st.integers(0, 7))
 
 
 @pytest.mark.slow
 @settings(
     max_examples=400, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck)
 )
-@given(flip=flips())
+@given(data=st.data())
 def test_a_bit_flip_anywhere_in_the_newest_checkpoint_falls_back_to_the_previous_one(
-    flip: tuple[str, int, int],
+    written: tuple[Path, dict[str, bytes]], data: st.DataObject
 ) -> None:
-    name, offset, bit = flip
-    target = FOLDER / "step-2" / name
-    damaged = bytearray(NEWEST[name])
+    folder, newest = written
+    name, offset, bit = data.draw(flips(newest), label="flip")
+    target = folder / "step-2" / name
+    damaged = bytearray(newest[name])
     damaged[offset] ^= 1 << bit
     target.write_bytes(bytes(damaged))
     try:
-        manager = CheckpointManager([str(FOLDER)])
+        manager = CheckpointManager([str(folder)])
         loaded = manager.load()
         manager.close()
     finally:
-        target.write_bytes(NEWEST[name])
+        target.write_bytes(newest[name])
     assert loaded is not None and loaded.step == 1, (name, offset, bit)
     expected = state(1)
     assert loaded.state["step"] == 1 and loaded.state["epoch"] == 0
@@ -76,8 +71,10 @@ def test_a_bit_flip_anywhere_in_the_newest_checkpoint_falls_back_to_the_previous
     assert loaded.state["optimizer"] == {"lr": 0.1, "betas": (0.9, 0.999)}
 
 
-def test_the_undamaged_checkpoint_loads_as_written() -> None:
-    manager = CheckpointManager([str(FOLDER)])
+def test_the_undamaged_checkpoint_loads_as_written(
+    written: tuple[Path, dict[str, bytes]],
+) -> None:
+    manager = CheckpointManager([str(written[0])])
     loaded = manager.load()
     manager.close()
     assert loaded is not None and loaded.step == 2 and loaded.state["epoch"] == 0

@@ -14,9 +14,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 STARTS = {
-    "azurite": "from tests.fakes.azure_local import shared_azurite as start",
+    "azurite": "from tests.fakes.azure_local import Azurite\nstart = lambda: Azurite(FOLDER)",
     "gcs emulator": "from tests.fakes.gcp_compute import StorageEmulator as start",
 }
+"""Each server's start, in a worker given ``FOLDER``, a folder of the test's."""
 
 
 def alive(pid: int) -> bool:
@@ -30,12 +31,17 @@ def alive(pid: int) -> bool:
 
 @pytest.mark.slow  # each server takes seconds to start
 @pytest.mark.parametrize("server", sorted(STARTS))
-def test_a_server_dies_with_the_worker_that_started_it(server: str) -> None:
+def test_a_server_dies_with_the_worker_that_started_it(server: str, tmp_path: Path) -> None:
     script = "\n".join(
-        (STARTS[server], "import time", "print(start().process.pid, flush=True)", "time.sleep(600)")
+        (
+            "import sys, time; from pathlib import Path; FOLDER = Path(sys.argv[1])",
+            STARTS[server],
+            "print(start().process.pid, flush=True)",
+            "time.sleep(600)",
+        )
     )
     worker = subprocess.Popen(
-        [sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", script, str(tmp_path)], cwd=ROOT, stdout=subprocess.PIPE, text=True
     )
     try:
         assert worker.stdout is not None

@@ -12,14 +12,16 @@ import pytest
 from spotwise.executor.clouds.azure.cloud import AzureCloud
 from spotwise.executor.clouds.azure.target import AzureTarget
 from spotwise.executor.clouds.base import CloudOptions
-from tests.fakes.azure_local import ACCOUNT, GROUP, IMAGE, SUBSCRIPTION, AzureLocal
+from tests.fakes.azure_local import ACCOUNT, GROUP, IMAGE, SUBSCRIPTION, AzureLocal, Azurite
 
 
 @pytest.fixture
-def azure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[AzureLocal]:
+def azure(
+    azurite: Azurite, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[AzureLocal]:
     """The servers, and this process's environment pointed at them; every request they were
     sent must be one the Azure SDK's builders and models allow."""
-    local = AzureLocal()
+    local = AzureLocal(azurite)
     local.apply(monkeypatch, tmp_path)
     try:
         yield local
