@@ -65,6 +65,8 @@ class LocalInstance:
         self._started_wall = clock.time()
         self._folder = Path(tempfile.mkdtemp(prefix="spotwise-instance-"))  # mode 0700
         self._heartbeat = self._folder / "heartbeat"
+        scratch = self._folder / "tmp"  # the instance's disk: its temporary files go with it
+        scratch.mkdir()
         self._first_step: int | None = None
         self._final_steps: int | None = None
         try:
@@ -73,7 +75,7 @@ class LocalInstance:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
-                env={**env, HEARTBEAT_ENV: str(self._heartbeat)},
+                env={**env, HEARTBEAT_ENV: str(self._heartbeat), "TMPDIR": str(scratch)},
                 start_new_session=True,
             )
         except OSError as exc:
