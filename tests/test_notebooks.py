@@ -23,6 +23,10 @@ def test_notebook_runs_top_to_bottom_from_outside_the_checkout(
     monkeypatch.delenv(
         "MPLBACKEND", raising=False
     )  # (Streamlit's import sets Agg: no inline plots)
+    # One OpenMP thread in the kernel: beside two busy processes its threads spun against each
+    # other's barriers (169 s for the forecasting notebook against 29 s idle, and past the
+    # 300 s timeout under more load); with one, 33 s beside them.
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
     stored = nbformat.read(path, as_version=4)
     assert len(_images(stored)) >= 2  # kept executed, so a reader on the web sees the plots
     notebook = nbformat.read(path, as_version=4)
