@@ -14,7 +14,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from spotwise.pricing.clouds import collecting
 from spotwise.pricing.clouds.aws.advisor import ADVISOR_URL
 from spotwise.pricing.clouds.aws.price_list import collect_on_demand_into
-from spotwise.pricing.clouds.aws.spot_prices import collect_into
+from spotwise.pricing.clouds.aws.spot_prices import collect_into, require_credentials
 from spotwise.pricing.clouds.profile import Collected, CollectValues, Line
 from spotwise.pricing.errors import SourceUnavailable
 
@@ -33,6 +33,7 @@ def collect(
     types = [t.strip() for t in values.text("instance_types").split(",") if t.strip()]
     endpoint_url = values.optional_text("endpoint_url")
     max_attempts = values.number("max_attempts")
+    require_credentials(region)  # before the store: a refused run leaves no file behind
     if values.switch("on_demand"):
         return _on_demand(store(), region, types, endpoint_url, max_attempts)
     path = store()

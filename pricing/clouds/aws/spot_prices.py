@@ -234,6 +234,18 @@ NO_CREDENTIALS = (
 )
 
 
+def require_credentials(region: str) -> None:
+    """Refuse, saying how to set them, when boto3 finds no AWS credentials.
+
+    Raises:
+        SourceUnavailable: without credentials.
+    """
+    import boto3
+
+    if boto3.Session(region_name=region).get_credentials() is None:
+        raise SourceUnavailable(NO_CREDENTIALS)
+
+
 def retrying_client(service: str, region: str, endpoint_url: str | None, max_attempts: int) -> Any:
     """A boto3 client whose throttled and failed calls back off and retry (botocore's standard
     mode), ``max_attempts`` times in all.
@@ -244,8 +256,7 @@ def retrying_client(service: str, region: str, endpoint_url: str | None, max_att
     import boto3
     from botocore.config import Config
 
-    if boto3.Session(region_name=region).get_credentials() is None:
-        raise SourceUnavailable(NO_CREDENTIALS)
+    require_credentials(region)
     return boto3.client(
         service,
         region_name=region,
