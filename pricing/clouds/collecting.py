@@ -52,22 +52,22 @@ def since(text: str | None) -> pd.Timestamp | None:
     return stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
 
 
-def cloud_shapes(cloud: str, shapes: str, gpu: str | None) -> list[GpuShape]:
-    """The GPU table's shapes of ``cloud`` that ``--shapes`` names (all, or those of ``--gpu``).
+def cloud_shapes(cloud: str, shapes: str, gpu: str | None, flag: str) -> list[GpuShape]:
+    """The GPU table's shapes of ``cloud`` that ``flag`` names (all, or those of ``--gpu``).
 
     Raises:
         FlagError: for a shape the table lacks, or a GPU no shape of ``cloud`` carries.
         PricingError: when the GPU table cannot be read.
     """
     known = _shapes_with(cloud, gpu)
-    named = names(shapes, "--shapes")
+    named = names(shapes, flag)
     if not named:
         return list(known)
     by_name = {s.shape.lower(): s for s in known}
     missing = [n for n in named if n.lower() not in by_name]
     if missing:
         raise FlagError(
-            f"--shapes: {', '.join(missing)} not in the GPU table for {cloud}"
+            f"{flag}: {', '.join(missing)} not in the GPU table for {cloud}"
             + (f" with {gpu}" if gpu else "")
             + f"; known: {', '.join(s.shape for s in known)}"
         )

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from spotwise.core import settings
 from spotwise.pricing.clouds import collecting
+from spotwise.pricing.clouds.azure import COLLECTOR
 from spotwise.pricing.clouds.azure.prices import (
     GRAPH_ENDPOINT,
     RETAIL_ENDPOINT,
@@ -30,7 +31,9 @@ def collect(
             what cannot be read: one line (Resource Graph's failures are a line of the result).
         SettingsError: an endpoint variable is not a URL it may use.
     """
-    chosen = collecting.cloud_shapes("azure", values.text("vm_sizes"), values.optional_text("gpu"))
+    chosen = collecting.cloud_shapes(
+        "azure", values.text("vm_sizes"), values.optional_text("gpu"), COLLECTOR.shape_flag
+    )
     regions = collecting.names(values.text("regions"), "--regions")
     if not regions:
         raise FlagError("--regions: name at least one Azure region, e.g. eastus")

@@ -11,6 +11,7 @@ from pathlib import Path
 from spotwise.core import settings
 from spotwise.pricing.clouds import collecting
 from spotwise.pricing.clouds.collecting import plural
+from spotwise.pricing.clouds.gcp import COLLECTOR
 from spotwise.pricing.clouds.gcp.billing import CATALOG_ENDPOINT, collect_gcp_into
 from spotwise.pricing.clouds.profile import Collected, CollectValues, Line
 
@@ -25,7 +26,9 @@ def collect(
             catalog failing or answering what cannot be read: one line.
         SettingsError: SPOTWISE_GCP_BILLING_ENDPOINT is not a URL it may use.
     """
-    chosen = collecting.cloud_shapes("gcp", values.text("shapes"), values.optional_text("gpu"))
+    chosen = collecting.cloud_shapes(
+        "gcp", values.text("shapes"), values.optional_text("gpu"), COLLECTOR.shape_flag
+    )
     start = collecting.since(values.optional_text("since"))
     regions = collecting.names(values.text("regions"), "--regions")
     endpoint = settings.endpoint_url(CATALOG_ENDPOINT)

@@ -29,17 +29,21 @@ def test_since_is_utc_and_a_time_without_a_zone_is_taken_as_utc() -> None:
 
 
 def test_shapes_are_the_gpu_tables_and_an_unknown_shape_or_gpu_is_refused() -> None:
-    every = cloud_shapes("gcp", "", None)
+    every = cloud_shapes("gcp", "", None, "--shapes")
     assert every and {s.cloud for s in every} == {"gcp"}
-    a100 = cloud_shapes("gcp", "", "a100")
+    a100 = cloud_shapes("gcp", "", "a100", "--shapes")
     assert a100 and all(s.gpu == "A100" for s in a100)
-    assert [s.shape for s in cloud_shapes("gcp", "A2-HIGHGPU-1G", None)] == ["a2-highgpu-1g"]
+    assert [s.shape for s in cloud_shapes("gcp", "A2-HIGHGPU-1G", None, "--shapes")] == [
+        "a2-highgpu-1g"
+    ]
     with pytest.raises(
         FlagError, match=r"^--shapes: n1-x not in the GPU table for gcp with A100; "
     ):
-        cloud_shapes("gcp", "n1-x", "A100")
+        cloud_shapes("gcp", "n1-x", "A100", "--shapes")
+    with pytest.raises(FlagError, match=r"^--vm-sizes: 'x;rm -rf /' is not a name"):
+        cloud_shapes("azure", "x;rm -rf /", None, "--vm-sizes")
     with pytest.raises(FlagError, match=r"^--gpu 'Z9': no azure shape carries it; GPUs: A100, "):
-        cloud_shapes("azure", "", "Z9")
+        cloud_shapes("azure", "", "Z9", "--vm-sizes")
 
 
 def test_the_collected_line_counts_prices_shapes_and_regions() -> None:
