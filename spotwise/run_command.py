@@ -291,8 +291,9 @@ def run(
             policy_url=policy_url,
             api_token=settings.current().api_token,
         )
-        store_path = ready_store(store)
-        supervised = run_job(request, store_path, progress=lambda m: say(f"… {m}"), warn=say)
+        supervised = run_job(
+            request, lambda: ready_store(store), progress=lambda m: say(f"… {m}"), warn=say
+        )
     except Cancelled as exc:
         say(str(exc))
         with open_operational_store(store) as market:

@@ -7,7 +7,7 @@ deadline can be met, and supervises it to its end in the ledger.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -49,10 +49,16 @@ class RunRequest:
 
 
 def run_job(
-    request: RunRequest, store_path: Path, *, progress: Progress = silent, warn: Progress = silent
+    request: RunRequest,
+    store: Callable[[], Path],
+    *,
+    progress: Progress = silent,
+    warn: Progress = silent,
 ) -> SupervisedJob:
-    """Run ``request`` to its end (completed, failed or cancelled) in the ledger at
-    ``store_path``; ``warn`` gets what a real-money run should know first (stale quotes).
+    """Run ``request`` to its end (completed, failed or cancelled) in the ledger of the store
+    that ``store`` makes ready and names, once the launcher is built (a launcher refused, for
+    want of credentials or settings, leaves no store behind); ``warn`` gets what a real-money
+    run should know first (stale quotes).
 
     Raises:
         ExecutorError: for a launcher that does not exist, a deadline no schedule meets, or
@@ -71,6 +77,7 @@ def run_job(
     if request.nodes is None:  # with nodes, every node's command is wrapped as it is launched
         command = kind.wrap(command, launch)
     target = launch.cloud
+    store_path = store()
     with MarketStore.open(store_path, read_only=True) as market:
         prices = price_book(
             market,

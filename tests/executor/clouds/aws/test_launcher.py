@@ -331,8 +331,7 @@ def test_without_credentials_every_aws_command_says_so_in_one_line(
         f"error: {who}: no AWS credentials found; set AWS_PROFILE, or AWS_ACCESS_KEY_ID "
         "and AWS_SECRET_ACCESS_KEY, or run `aws configure`, then run again"
     ]
-    if who != "--launcher aws":  # run opens its ledger before it launches
-        assert not store_file.exists()  # refused before any store is made
+    assert not store_file.exists()  # refused before any store is made
 
 
 @pytest.mark.slow  # CLI subprocesses
