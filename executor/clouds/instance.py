@@ -1,15 +1,15 @@
 """A cloud instance that reports through the job's bucket: what every cloud's launched instance
 shares.
 
-The on-instance agent streams the command's output to ``PREFIX/INSTANCE/LOG_FOLDER/`` in chunks
-of JSON lines (``{"stream": "out" | "err" | "setup", "line": ...}``) and writes the exit code to
-``PREFIX/INSTANCE/EXIT_NAME`` before the instance shuts down; the boot script's own log is
-``PREFIX/INSTANCE/BOOT_LOG``. :class:`BucketInstance` reads them back: the command's JSON event
-lines on stdout become events, every other line goes to the job's log, and an instance gone
-without reporting is a preemption when it was taken back or asked to leave, else a failure. A
-cloud's instance class gives the folder's names and its words, and implements the hooks: read
-an object, list and read the chunks, ask the cloud for the state, say whether it took the
-instance back, end it.
+The on-instance agent streams the command's output to its folder of the bucket in chunks of
+JSON lines (``{"stream": "out" | "err" | "setup", "line": ...}``) and writes the exit code there
+before the instance shuts down; a boot that fails first uploads its own log (the names:
+:mod:`executor.clouds.instance_folder`). :class:`BucketInstance` reads them back: the command's
+JSON event lines on stdout become events, every other line goes to the job's log, and an
+instance gone without reporting is a preemption when it was taken back or asked to leave, else
+a failure. A cloud's instance class gives its words and implements the hooks: read an object,
+list and read the chunks, ask the cloud for the state, say whether it took the instance back,
+end it.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, ClassVar, Generic, TypeVar
 
 from spotwise.executor.clouds.cloud_launcher import CloudLauncher
+from spotwise.executor.clouds.instance_folder import BOOT_LOG, EXIT_NAME, LOG_FOLDER
 from spotwise.executor.errors import PREEMPTED_EXIT_CODE
 from spotwise.executor.launchers.base import Placement
 
@@ -39,12 +40,6 @@ class BucketInstance(ABC, Generic[L]):
     """Whose state the waiting message quotes: ``EC2``, ``GCE``, ``Azure``."""
     first_state: ClassVar[str]
     """Its state before the cloud is first asked, in the cloud's words."""
-    log_folder: ClassVar[str]
-    """The folder of its log chunks, in its own folder of the bucket."""
-    exit_name: ClassVar[str]
-    """The object its exit code goes to, in its own folder of the bucket."""
-    boot_log: ClassVar[str]
-    """The boot script's own log, in its own folder of the bucket."""
 
     def __init__(
         self,
@@ -99,13 +94,13 @@ class BucketInstance(ABC, Generic[L]):
 
     def _exit_code(self) -> int | None:
         """The exit code it reported, None while there is none."""
-        text = self._read(self.exit_name)
+        text = self._read(EXIT_NAME)
         return None if text is None else int(text.strip() or "1")
 
     def read_output(self) -> None:
         """Pass the log chunks the instance sent since the last call on: the command's JSON
         event lines on stdout become events, every other line goes to the job's log."""
-        for name, text in self._chunks_after(self._key(self.log_folder) + "/", self._last_chunk):
+        for name, text in self._chunks_after(self._key(LOG_FOLDER) + "/", self._last_chunk):
             for record in text.splitlines():
                 self._line(json.loads(record))
             self._last_chunk = name
@@ -128,7 +123,7 @@ class BucketInstance(ABC, Generic[L]):
     def _boot_failure(self) -> None:
         """When the command never ran, the boot script's own log says why."""
         if self._lines_read == 0:
-            for line in (self._read(self.boot_log) or "").splitlines()[-BOOT_LINES:]:
+            for line in (self._read(BOOT_LOG) or "").splitlines()[-BOOT_LINES:]:
                 self._log(f"boot: {line}")
 
     def poll(self) -> int | None:

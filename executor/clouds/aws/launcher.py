@@ -26,9 +26,8 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from spotwise.core.clock import SYSTEM_CLOCK, Clock
-from spotwise.executor.clouds.aws.boot_script import BOOT_LOG, boot_script
+from spotwise.executor.clouds.aws.boot_script import boot_script
 from spotwise.executor.clouds.aws.gc import job_tags
-from spotwise.executor.clouds.aws.on_instance import EXIT_NAME, LOG_FOLDER
 from spotwise.executor.clouds.cloud_launcher import CloudLauncher
 from spotwise.executor.clouds.code_bundle import ShippedCode
 from spotwise.executor.clouds.instance import BucketInstance
@@ -71,9 +70,6 @@ class AwsInstance(BucketInstance["AwsLauncher"]):
     noun = "instance"
     service = "EC2"
     first_state = "pending"
-    log_folder = LOG_FOLDER
-    exit_name = EXIT_NAME
-    boot_log = BOOT_LOG
     _reason = ""
     """Why EC2 last changed its state (its StateReason code), when last asked."""
 

@@ -29,9 +29,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from spotwise.core.clock import SYSTEM_CLOCK, Clock
-from spotwise.executor.clouds.aws.boot_script import BOOT_LOG
 from spotwise.executor.clouds.aws.launcher import SECRET_NAME
-from spotwise.executor.clouds.aws.on_instance import EXIT_NAME, LOG_FOLDER
 from spotwise.executor.clouds.azure.boot_script import boot_script, custom_data
 from spotwise.executor.clouds.azure.clients import (
     CAPACITY_CODES,
@@ -78,9 +76,6 @@ class AzureInstance(BucketInstance["AzureLauncher"]):
     noun = "VM"
     service = "Azure"
     first_state = "creating"
-    log_folder = LOG_FOLDER
-    exit_name = EXIT_NAME
-    boot_log = BOOT_LOG
 
     def _read(self, name: str) -> str | None:
         """A blob of this VM's folder as text, None while it is not there."""

@@ -30,8 +30,7 @@ from spotwise.executor.clouds.cloud_launcher import CloudLauncher
 from spotwise.executor.clouds.code_bundle import ShippedCode
 from spotwise.executor.clouds.gcp.clients import Clients, explain, google_errors
 from spotwise.executor.clouds.gcp.gc import JOB_LABEL, job_labels, secret_id
-from spotwise.executor.clouds.gcp.on_instance import EXIT_NAME, LOG_FOLDER
-from spotwise.executor.clouds.gcp.startup_script import BOOT_LOG, startup_script
+from spotwise.executor.clouds.gcp.startup_script import startup_script
 from spotwise.executor.clouds.gcp.target import GcpTarget, Shape
 from spotwise.executor.clouds.instance import BucketInstance
 from spotwise.executor.errors import ExecutorError, NoCapacity
@@ -61,9 +60,6 @@ class GcpInstance(BucketInstance["GcpLauncher"]):
     noun = "VM"
     service = "GCE"
     first_state = "PROVISIONING"
-    log_folder = LOG_FOLDER
-    exit_name = EXIT_NAME
-    boot_log = BOOT_LOG
 
     def __init__(
         self,

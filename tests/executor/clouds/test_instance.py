@@ -35,9 +35,6 @@ class MemoryInstance(BucketInstance[MemoryLauncher]):
     noun = "box"
     service = "Memory"
     first_state = "starting"
-    log_folder = "log"
-    exit_name = "exit"
-    boot_log = "boot.log"
 
     def _read(self, name: str) -> str | None:
         return self.launcher.objects.get(self._key(name))
