@@ -27,11 +27,11 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from spotwise.executor.clouds.instance_folder import EXIT_NAME, LOG_FOLDER
+
 if TYPE_CHECKING:
     from spotwise.executor.notices import Notice, NoticeSource, NoticeWatcher
 
-LOG_FOLDER = "log"
-EXIT_NAME = "exit"
 INSTANCE_EXTRA = "instance"
 """The optional-dependency group naming what an instance needs to run the guard."""
 

@@ -21,9 +21,10 @@ import base64
 import shlex
 from collections.abc import Sequence
 
-from spotwise.executor.clouds.aws.boot_script import BOOT_LOG, PLAIN_ENV
+from spotwise.executor.clouds.aws.boot_script import PLAIN_ENV
 from spotwise.executor.clouds.azure.notice import IMDS
 from spotwise.executor.clouds.code_bundle import ShippedCode
+from spotwise.executor.clouds.instance_folder import BOOT_LOG
 
 BLOB_API_VERSION = "2021-08-06"
 

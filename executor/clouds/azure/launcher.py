@@ -24,17 +24,12 @@ identity; :meth:`AzureLauncher.close` deletes them.
 from __future__ import annotations
 
 import contextlib
-import json
 import secrets as token
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-import numpy as np
-
 from spotwise.core.clock import SYSTEM_CLOCK, Clock
-from spotwise.executor.clouds.aws.boot_script import BOOT_LOG
 from spotwise.executor.clouds.aws.launcher import SECRET_NAME
-from spotwise.executor.clouds.aws.on_instance import EXIT_NAME, LOG_FOLDER
 from spotwise.executor.clouds.azure.boot_script import boot_script, custom_data
 from spotwise.executor.clouds.azure.clients import (
     CAPACITY_CODES,
@@ -49,13 +44,13 @@ from spotwise.executor.clouds.azure.clients import (
 from spotwise.executor.clouds.azure.gc import HOST_TAG, JOB_TAG, job_tags, secret_name
 from spotwise.executor.clouds.azure.storage import JOBS_PREFIX, names_after, read_text
 from spotwise.executor.clouds.azure.target import ZONE, AzureTarget
+from spotwise.executor.clouds.cloud_launcher import CloudLauncher
 from spotwise.executor.clouds.code_bundle import ShippedCode
-from spotwise.executor.errors import PREEMPTED_EXIT_CODE, ExecutorError, NoCapacity
-from spotwise.executor.launchers.base import Placement, Preemption
+from spotwise.executor.clouds.instance import BucketInstance
+from spotwise.executor.errors import ExecutorError, NoCapacity
+from spotwise.executor.launchers.base import Placement
 from spotwise.executor.supervise.job_log import echo
-from spotwise.policy.observe import ObserveMode
 
-HISTORY_TICK_S = 300
 MARKET_TAG = "spotwise-market"
 ADMIN = "spotwise"
 ENDED_STATES = ("PowerState/stopped", "PowerState/deallocated", "PowerState/deallocating")
@@ -75,68 +70,25 @@ def _throwaway_ssh_key() -> str:
     )
 
 
-class AzureInstance:
+class AzureInstance(BucketInstance["AzureLauncher"]):
     """One VM running the command; its output comes back from Blob in chunks."""
 
-    def __init__(
-        self,
-        launcher: AzureLauncher,
-        instance_id: str,
-        placement: Placement,
-        log: Callable[[str], None],
-        address: str | None = None,
-    ) -> None:
-        self.launcher, self.instance_id, self.placement = launcher, instance_id, placement
-        self.address = address
-        self.events: list[dict[str, Any]] = []
-        self.started_hours = launcher.now_hours()
-        self._log = log
-        self._code: int | None = None
-        self._asked_to_leave = False
-        self._last_chunk = ""
-        self._lines_read = 0
-        self._state = "creating"
-        """Its provisioning and power state when last asked."""
+    noun = "VM"
+    service = "Azure"
+    first_state = "creating"
 
-    def _name(self, name: str) -> str:
-        return f"{self.launcher.prefix}/{self.instance_id}/{name}"
+    def _read(self, name: str) -> str | None:
+        """A blob of this VM's folder as text, None while it is not there."""
+        return read_text(self.launcher.container, self._key(name))
 
-    def _exit_code(self) -> int | None:
-        text = read_text(self.launcher.container, self._name(EXIT_NAME))
-        return None if text is None else int(text.strip() or "1")
-
-    def read_output(self) -> None:
-        """Pass the log chunks the VM sent since the last call on: the command's JSON event
-        lines on stdout become events, every other line goes to the job's log."""
-        folder = self._name(LOG_FOLDER) + "/"
-        for name in names_after(self.launcher.container, folder, self._last_chunk or folder):
-            for record in (read_text(self.launcher.container, name) or "").splitlines():
-                self._line(json.loads(record))
-            self._last_chunk = name
-
-    def _line(self, record: dict[str, str]) -> None:
-        self._lines_read += 1
-        line = record.get("line", "")
-        if record.get("stream") == "out":
-            try:
-                event = json.loads(line)
-            except ValueError:
-                event = None
-            if isinstance(event, dict):
-                event["cloud_hours"] = self.launcher.now_hours()
-                self.events.append(event)
-                return
-        self._log(line)
-
-    def _boot_failure(self) -> None:
-        """When the command never ran, the boot script's own log says why."""
-        if self._lines_read == 0:
-            text = read_text(self.launcher.container, self._name(BOOT_LOG)) or ""
-            for line in text.splitlines()[-40:]:
-                self._log(f"boot: {line}")
+    def _chunks_after(self, folder: str, after: str) -> Iterator[tuple[str, str]]:
+        """The chunks the container lists after ``after``, in order, each read as it comes."""
+        for name in names_after(self.launcher.container, folder, after or folder):
+            yield name, read_text(self.launcher.container, name) or ""
 
     def _gone(self) -> bool:
-        """Whether the VM has ended: deleted (an eviction, or by us), failed or powered off."""
+        """Whether the VM has ended: deleted (an eviction, or by us), failed or powered off;
+        its provisioning and power state is kept."""
         from azure.core.exceptions import ResourceNotFoundError
 
         try:
@@ -151,73 +103,25 @@ class AzureInstance:
         self._state = ", ".join([provisioning, *[s for s in statuses if "PowerState" in s]])
         return provisioning in ("Deleting", "Failed") or any(s in ENDED_STATES for s in statuses)
 
-    def poll(self) -> int | None:
-        """The command's exit code once it has ended, else None."""
-        if self._code is not None:
-            return self._code
-        self.read_output()
-        self._code = self._exit_code()
-        if self._code is None:
-            if not self._gone():
-                return None
-            # It writes its exit code before it powers off, so one that is gone may have
-            # reported between the two reads above: read the report once more.
-            self._code = self._exit_code()
-            if self._code is None:
-                # Gone without reporting: Azure deletes a Spot VM only to evict it (for
-                # capacity or for price), and a VM asked to leave had its notice: both are
-                # preemptions; anything else failed.
-                taken = self.placement.market == "spot" or self._asked_to_leave
-                self._code = PREEMPTED_EXIT_CODE if taken else 1
-        self.read_output()  # the last chunks go up before the exit code
-        if self._code != 0:
-            self._boot_failure()
-        return self._code
+    def _taken_back(self) -> bool:
+        """Azure deletes a Spot VM only to evict it (for capacity or for price)."""
+        return self.placement.market == "spot"
 
-    def waiting(self, running_s: float) -> str | None:
-        """What the supervisor waits for, ``running_s`` after the launch, while the VM has
-        sent no output yet (None: it has, or it has ended)."""
-        if self._lines_read or self._code is not None:
-            return None
-        took = f"{running_s / 60:.0f} min" if running_s >= 90 else f"{running_s:.0f} s"
-        return (
-            f"VM {self.instance_id} booting for {took} (Azure: {self._state}), no output "
-            f"yet; `spotwise jobs logs {self.launcher.job_id}` shows it once it comes"
-        )
-
-    def notice(self) -> None:
-        """Ask it to leave: a power-off shuts the OS down, i.e. SIGTERM to the job."""
-        self._asked_to_leave = True
+    def _ask_to_leave(self) -> None:
+        """Power it off: the OS shuts down, i.e. SIGTERM to the job."""
         self.launcher.compute.virtual_machines.begin_power_off(
             self.launcher.group, self.instance_id
         )
 
-    def kill(self) -> None:
-        """End the instance now, without a notice."""
-        self.launcher.delete_vm(self.instance_id)
-
-    def process_group(self) -> None:
-        """It runs on its own machine."""
-        return None
-
-    def quiet_s(self) -> None:
-        """Not known from here: the step heartbeat stays on the VM."""
-        return None
-
-    def terminate(self) -> None:
-        """End the instance: the supervisor's teardown of it."""
+    def _end(self) -> None:
+        """Delete it, without waiting for Azure to finish."""
         self.launcher.delete_vm(self.instance_id)
 
 
-class AzureLauncher:
+class AzureLauncher(CloudLauncher):
     """Starts VMs in the zones of one location (the pools)."""
 
     name = "azure"
-    simulated = False
-    simulation = None
-    observe: ObserveMode = "probe"
-    python = "python"
-    """The boot script's venv, first on the command's PATH."""
 
     def __init__(
         self,
@@ -232,19 +136,20 @@ class AzureLauncher:
         """``code`` is the shipped workdir and wheel; ``secrets`` (variable name → value)
         reach the command through Key Vault, which the VMs' identity reads."""
         target.require_complete()
+        super().__init__(
+            pools=target.zones_or_default,
+            job_id=job_id,
+            prefix=f"{JOBS_PREFIX}/{job_id}",
+            clock=clock,
+        )
         self.target, self.credential = target, credential
         _, self.group = target.require_account("--launcher azure")
         self.compute = arm(target, "compute", credential)
         self.network = arm(target, "network", credential)
         self.container = container(target, credential)
-        self.pools = tuple(target.zones_or_default)
         self.instance_type = target.instance_type
         self.code, self.setup = code, tuple(target.setup)
-        self.prefix = f"{JOBS_PREFIX}/{job_id}"
-        self.job_id = job_id
         self.max_price = target.max_price
-        self.clock = clock
-        self._began = clock.monotonic()
         self.vault = ""
         self.secret_names = self._store_secrets(secrets or {})
 
@@ -302,23 +207,6 @@ class AzureLauncher:
                     f"`spotwise gc azure --job {self.job_id}` deletes it"
                 ) from exc
         self.secret_names = {}
-
-    def now_hours(self) -> float:
-        """Hours since the launcher started, on its clock."""
-        return (self.clock.monotonic() - self._began) / 3600.0
-
-    def wait(self, seconds: float) -> None:
-        """Sleep ``seconds`` on the launcher's clock."""
-        self.clock.sleep(seconds)
-
-    def available(self) -> dict[str, bool]:
-        """Azure does not publish spot capacity: every zone counts as available until a launch
-        there is refused."""
-        return dict.fromkeys(self.pools, True)
-
-    def history(self) -> tuple[np.ndarray, int]:
-        """No past to show: one tick of five minutes, the scale of a launch and a notice."""
-        return np.ones((len(self.pools), 1), dtype=bool), HISTORY_TICK_S
 
     def cap(self, placement: Placement) -> float:
         """A Spot VM's ``maxPrice``: the policy's bid, never above the user's --max-price; -1
@@ -499,10 +387,6 @@ class AzureLauncher:
 
         with contextlib.suppress(ResourceNotFoundError):
             self.compute.virtual_machines.begin_delete(self.group, name)
-
-    def preemption(self, instance: Any) -> Preemption | None:
-        """Unknown from outside: the job itself watches Scheduled Events for the notice."""
-        return None
 
     def running_instances(self) -> list[str]:
         """This job's VMs that are not being deleted (for teardown checks)."""

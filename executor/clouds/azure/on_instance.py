@@ -25,11 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from spotwise.executor.clouds.aws.on_instance import (
-    EXIT_NAME,
     S3LogStream,
     instance_requirements,
     run_streamed,
 )
+from spotwise.executor.clouds.instance_folder import EXIT_NAME
 
 AZURE_ON_INSTANCE = ("azure-identity", "azure-storage-blob", "azure-keyvault-secrets", "adlfs")
 """What a VM needs of the ``azure`` extra: credentials, Blob, Key Vault, ``az://`` for fsspec."""

@@ -20,30 +20,26 @@ reads them into the command's environment, and :meth:`GcpLauncher.close` deletes
 
 from __future__ import annotations
 
-import json
 import re
 import secrets as random_tokens
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-import numpy as np
-
 from spotwise.core.clock import SYSTEM_CLOCK, Clock
+from spotwise.executor.clouds.cloud_launcher import CloudLauncher
 from spotwise.executor.clouds.code_bundle import ShippedCode
 from spotwise.executor.clouds.gcp.clients import Clients, explain, google_errors
 from spotwise.executor.clouds.gcp.gc import JOB_LABEL, job_labels, secret_id
-from spotwise.executor.clouds.gcp.on_instance import EXIT_NAME, LOG_FOLDER
-from spotwise.executor.clouds.gcp.startup_script import BOOT_LOG, startup_script
+from spotwise.executor.clouds.gcp.startup_script import startup_script
 from spotwise.executor.clouds.gcp.target import GcpTarget, Shape
-from spotwise.executor.errors import PREEMPTED_EXIT_CODE, ExecutorError, NoCapacity
-from spotwise.executor.launchers.base import Placement, Preemption
+from spotwise.executor.clouds.instance import BucketInstance
+from spotwise.executor.errors import ExecutorError, NoCapacity
+from spotwise.executor.launchers.base import Placement
 from spotwise.executor.supervise.job_log import echo
-from spotwise.policy.observe import ObserveMode
 
 CAPACITY_ERRORS = ("ZONE_RESOURCE_POOL_EXHAUSTED", "STOCKOUT", "RESOURCE_POOL_EXHAUSTED")
 """What Compute Engine answers when a zone has no room for the VM now."""
 QUOTA_ERRORS = ("QUOTA_EXCEEDED",)
-HISTORY_TICK_S = 300
 GONE_STATES = ("STOPPING", "TERMINATED", "SUSPENDING", "SUSPENDED")
 SECRET_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 PREEMPTED = "compute.instances.preempted"
@@ -58,8 +54,12 @@ def _codes(exc: BaseException) -> list[str]:
     return [c for c in codes if c]
 
 
-class GcpInstance:
+class GcpInstance(BucketInstance["GcpLauncher"]):
     """One VM running the command; its output comes back from GCS in chunks."""
+
+    noun = "VM"
+    service = "GCE"
+    first_state = "PROVISIONING"
 
     def __init__(
         self,
@@ -70,20 +70,8 @@ class GcpInstance:
         log: Callable[[str], None],
         address: str | None = None,
     ) -> None:
-        self.launcher, self.instance_id, self.zone = launcher, instance_id, zone
-        self.placement, self.address = placement, address
-        self.events: list[dict[str, Any]] = []
-        self.started_hours = launcher.now_hours()
-        self._log = log
-        self._code: int | None = None
-        self._asked_to_leave = False
-        self._last_chunk = ""
-        self._lines_read = 0
-        self._status = "PROVISIONING"
-        """Its GCE status when last asked."""
-
-    def _key(self, name: str) -> str:
-        return f"{self.launcher.prefix}/{self.instance_id}/{name}"
+        super().__init__(launcher, instance_id, placement, log, address)
+        self.zone = zone
 
     def _read(self, name: str) -> str | None:
         """An object of this VM's folder as text, None while it is not there."""
@@ -95,109 +83,34 @@ class GcpInstance:
             return None
         return bytes(data).decode(errors="replace")
 
-    def _exit_code(self) -> int | None:
-        text = self._read(EXIT_NAME)
-        return None if text is None else int(text.strip() or "1")
-
-    def read_output(self) -> None:
-        """Pass the log chunks the VM sent since the last call on: the command's JSON event
-        lines on stdout become events, every other line goes to the job's log."""
-        folder = self._key(LOG_FOLDER) + "/"
+    def _chunks_after(self, folder: str, after: str) -> Iterator[tuple[str, str]]:
+        """The chunks GCS lists after ``after``, in order, each read as it comes."""
         blobs = self.launcher.storage.list_blobs(
-            self.launcher.bucket, prefix=folder, start_offset=self._last_chunk or folder
+            self.launcher.bucket, prefix=folder, start_offset=after or folder
         )
         for blob in sorted(blobs, key=lambda b: b.name):
-            if blob.name <= self._last_chunk:
+            if blob.name <= after:
                 continue  # (a store that ignores start_offset lists them again)
-            for record in blob.download_as_bytes().decode(errors="replace").splitlines():
-                self._line(json.loads(record))
-            self._last_chunk = blob.name
+            yield blob.name, blob.download_as_bytes().decode(errors="replace")
 
-    def _line(self, record: dict[str, str]) -> None:
-        self._lines_read += 1
-        line = record.get("line", "")
-        if record.get("stream") == "out":
-            try:
-                event = json.loads(line)
-            except ValueError:
-                event = None
-            if isinstance(event, dict):
-                event["cloud_hours"] = self.launcher.now_hours()
-                self.events.append(event)
-                return
-        self._log(line)
+    def _gone(self) -> bool:
+        """Whether the VM stops, is stopped or suspended, or is deleted."""
+        self._state = self.launcher.status(self.zone, self.instance_id)
+        return self._state in (*GONE_STATES, "GONE")
 
-    def _boot_failure(self) -> None:
-        """When the command never ran, the startup script's own log says why."""
-        if self._lines_read == 0:
-            for line in (self._read(BOOT_LOG) or "").splitlines()[-40:]:
-                self._log(f"boot: {line}")
+    def _taken_back(self) -> bool:
+        """Whether Compute Engine recorded taking the Spot VM back."""
+        return self.launcher.was_preempted(self)
 
-    def poll(self) -> int | None:
-        """The command's exit code once it has ended, else None."""
-        if self._code is not None:
-            return self._code
-        self.read_output()
-        self._code = self._exit_code()
-        if self._code is None:
-            self._status = self.launcher.status(self.zone, self.instance_id)
-            if self._status not in (*GONE_STATES, "GONE"):
-                return None
-            # It writes its exit code before it shuts down, so one that is gone may have
-            # reported between the two reads above: read the report once more.
-            self._code = self._exit_code()
-            if self._code is None:
-                # Gone without reporting: a Spot VM taken back, or a VM we asked to leave
-                # (a notice: the job had its chance to checkpoint), is a preemption.
-                taken = self._asked_to_leave or self.launcher.was_preempted(self)
-                self._code = PREEMPTED_EXIT_CODE if taken else 1
-        self.read_output()  # the last chunks go up before the exit code
-        if self._code != 0:
-            self._boot_failure()
-        return self._code
-
-    def waiting(self, running_s: float) -> str | None:
-        """What the supervisor waits for, ``running_s`` after the launch, while the VM has
-        sent no output yet (None: it has, or it has ended)."""
-        if self._lines_read or self._code is not None:
-            return None
-        took = f"{running_s / 60:.0f} min" if running_s >= 90 else f"{running_s:.0f} s"
-        return (
-            f"VM {self.instance_id} booting for {took} (GCE: {self._status}), no output yet; "
-            f"`spotwise jobs logs {self.launcher.job_id}` shows it once it comes"
-        )
-
-    def notice(self) -> None:
-        """Ask it to leave: a delete is an ACPI shutdown, i.e. SIGTERM to the job."""
-        self._asked_to_leave = True
-        self.launcher.delete(self.zone, self.instance_id)
-
-    def kill(self) -> None:
-        """End the instance now, without a notice."""
-        self.launcher.delete(self.zone, self.instance_id)
-
-    def process_group(self) -> None:
-        """It runs on its own machine."""
-        return None
-
-    def quiet_s(self) -> None:
-        """Not known from here: the step heartbeat stays on the VM."""
-        return None
-
-    def terminate(self) -> None:
-        """End the instance: the supervisor's teardown of it."""
+    def _end(self) -> None:
+        """Delete it: an ACPI shutdown, i.e. SIGTERM to the job."""
         self.launcher.delete(self.zone, self.instance_id)
 
 
-class GcpLauncher:
+class GcpLauncher(CloudLauncher):
     """Makes VMs in the zones of one region (the pools)."""
 
     name = "gcp"
-    simulated = False
-    simulation = None
-    observe: ObserveMode = "probe"
-    python = "python"
-    """The startup script's venv, first on the command's PATH."""
 
     def __init__(
         self,
@@ -218,13 +131,15 @@ class GcpLauncher:
             ExecutorError: for a zone without the GPU, a bad secret name, or what Google
                 refuses, in one line.
         """
-        self.clients, self.target, self.job_id, self.code = clients, target, job_id, code
+        super().__init__(
+            pools=target.zones_or_default,
+            job_id=job_id,
+            prefix=f"spotwise/jobs/{job_id}",
+            clock=clock,
+        )
+        self.clients, self.target, self.code = clients, target, code
         self.project = clients.project
-        self.pools = tuple(target.zones_or_default)
         self.shape: Shape = target.shape
-        self.prefix = f"spotwise/jobs/{job_id}"
-        self.clock = clock
-        self._began = clock.monotonic()
         self.instances = clients.compute("instances")
         self.operations = clients.compute("zone_operations")
         self.storage = clients.storage()
@@ -327,24 +242,6 @@ class GcpLauncher:
                     f"(gcloud secrets delete {name.rsplit('/', 1)[-1]} --project {self.project})"
                 ) from exc
         self.secret_names = {}
-
-    def now_hours(self) -> float:
-        """Hours since the launcher started, on its clock."""
-        return (self.clock.monotonic() - self._began) / 3600.0
-
-    def wait(self, seconds: float) -> None:
-        """Sleep ``seconds`` on the launcher's clock."""
-        self.clock.sleep(seconds)
-
-    def available(self) -> dict[str, bool]:
-        """GCP does not publish Spot capacity: every zone counts as available until an
-        insert there is refused (the supervisor, in probe mode, goes by what launches
-        taught)."""
-        return dict.fromkeys(self.pools, True)
-
-    def history(self) -> tuple[np.ndarray, int]:
-        """No past to show: one tick of five minutes, the scale of a launch."""
-        return np.ones((len(self.pools), 1), dtype=bool), HISTORY_TICK_S
 
     def instance_body(self, name: str, zone: str, spot: bool, script: str) -> dict[str, Any]:
         """The ``Instance`` resource an insert sends (a dict in the API's field names)."""
@@ -501,10 +398,6 @@ class GcpLauncher:
             )
         except NotFound:
             return
-
-    def preemption(self, instance: Any) -> Preemption | None:
-        """Unknown from outside: the job itself watches the metadata server's notice."""
-        return None
 
     def running_instances(self) -> list[str]:
         """This job's VMs that exist (for teardown checks)."""

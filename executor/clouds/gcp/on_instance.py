@@ -26,14 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from spotwise.executor.clouds.aws.on_instance import (
-    EXIT_NAME,
-    LOG_FOLDER,
     S3LogStream,
     instance_requirements,
     run_streamed,
 )
-
-__all__ = ["EXIT_NAME", "LOG_FOLDER", "GcsObjects", "read_secrets", "requirements"]
+from spotwise.executor.clouds.instance_folder import EXIT_NAME
 
 GCP_INSTANCE_PACKAGES = (
     "google-auth",

@@ -20,6 +20,7 @@ import shlex
 from collections.abc import Sequence
 
 from spotwise.executor.clouds.code_bundle import ShippedCode
+from spotwise.executor.clouds.instance_folder import BOOT_LOG
 
 PLAIN_ENV = (
     "SPOTWISE_POOL",
@@ -31,7 +32,6 @@ PLAIN_ENV = (
     "SPOTWISE_NOTICES",
 )
 """The only variables the metadata may carry: none of them is a secret."""
-BOOT_LOG = "boot.log"
 AGENT = "spotwise.executor.clouds.gcp.on_instance"
 
 _TEMPLATE = """\
