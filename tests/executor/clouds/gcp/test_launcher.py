@@ -155,12 +155,10 @@ def test_secrets_go_to_secret_manager_for_the_vms_account_alone_and_go_at_close(
     assert "wb-789" not in script
     assert f"--secret WANDB_API_KEY=projects/{PROJECT}/secrets/{secret}" in script
     # the VM's side reads it back with the same library
-    from spotwise.executor.clouds.gcp.on_instance import _secret_client, read_secrets
+    from spotwise.executor.clouds.gcp.on_instance import _secret_client, read_secret
 
-    value = read_secrets(
-        _secret_client(gcp.fake.url), [f"WANDB_API_KEY=projects/{PROJECT}/secrets/{secret}"]
-    )
-    assert value == {"WANDB_API_KEY": "wb-789"}
+    value = read_secret(_secret_client(gcp.fake.url), f"projects/{PROJECT}/secrets/{secret}")
+    assert value == "wb-789"
     made.close()
     assert not gcp.fake.secrets
     with pytest.raises(ExecutorError, match="secret name 'not a name!'"):
