@@ -143,10 +143,12 @@ def region_of_zone(provider: str, zone: str) -> str:
 
 
 def utc_now(clock: Clock = SYSTEM_CLOCK) -> pd.Timestamp:
-    """The present on ``clock`` as a UTC timestamp (what stores and validators call now)."""
+    """The present on ``clock`` as a UTC timestamp (what stores and validators call now), to the
+    microsecond: what the stores and ``datetime`` hold (a float's nanoseconds would make every
+    ``to_pydatetime`` warn)."""
     import pandas as pd
 
-    return pd.Timestamp(clock.time(), unit="s", tz="UTC")
+    return pd.Timestamp(clock.time(), unit="s", tz="UTC").floor("us")
 
 
 def validate(
