@@ -5,7 +5,8 @@ For each pool the expected spot run comes from Daly's model with the pool's MTBF
 :mod:`spotwise.policy.cost`). When the expected spot run would overrun the deadline, the plan
 mixes in on-demand: spot runs for as long as the deadline allows and on-demand does the rest.
 Every number keeps its source and ``as_of`` (:mod:`spotwise.policy.market`); inputs older than a
-week are flagged stale.
+week are flagged stale, and a pool whose on-demand price is out of line with the same shape's on
+its cloud is flagged and ranked after the others (:func:`out_of_line`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import itertools
 import math
 import shlex
+import statistics
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -101,6 +103,9 @@ class Plan:
     """Pools with a spot price but no plan, and why."""
     unpriced: dict[str, str] = field(default_factory=dict)
     """A plan by GPU: clouds with no stored price of such a shape → the collecting command."""
+    out_of_line: dict[str, str] = field(default_factory=dict)
+    """Pools whose on-demand price is out of line with the same shape's elsewhere on their
+    cloud (:func:`out_of_line`) → why; ranked after the others."""
 
     @property
     def best(self) -> PoolPlan:
@@ -300,6 +305,46 @@ def _notice_lines(inputs: PlanInputs, plans: list[PoolPlan]) -> list[str]:
     return [notice_line(notices, inputs.save_s)] if notices else []
 
 
+OUT_OF_LINE_SHARE = 0.5
+"""A pool whose on-demand price is under this share of the median of the same shape on its
+cloud is out of line: a list price varies by region far less than that, so such a row is most
+likely a region that no longer sells the shape, or a bad row of the source."""
+
+
+def out_of_line(pools: list[PoolTerms]) -> dict[str, str]:
+    """The pools whose on-demand price is under :data:`OUT_OF_LINE_SHARE` of the median of the
+    same shape on the same cloud (judged where three pools or more price it), with why."""
+    groups: dict[tuple[str, str], list[PoolTerms]] = {}
+    for pool in pools:
+        groups.setdefault((pool.provider, pool.instance_type), []).append(pool)
+    odd = {}
+    for (cloud, shape), members in groups.items():
+        if len(members) < 3:
+            continue
+        median = statistics.median(p.on_demand_price for p in members)
+        for p in members:
+            if p.on_demand_price < OUT_OF_LINE_SHARE * median:
+                as_of = f" as of {p.on_demand.as_of[:10]}" if p.on_demand.as_of else ""
+                odd[p.name] = (
+                    f"on demand ${p.on_demand_price:.3f}/h{as_of} is under "
+                    f"{OUT_OF_LINE_SHARE:.0%} of the median ${median:.3f}/h of {shape} in "
+                    f"{len(members)} places on {cloud}"
+                )
+    return odd
+
+
+def _out_of_line_line(plans: list[PoolPlan], odd: dict[str, str]) -> list[str]:
+    """How many pools are out of line, the first with why, and what to check."""
+    if not odd:
+        return []
+    first = next(p.pool for p in plans if p.pool.name in odd)
+    return [
+        f"{len(odd)} of {len(plans)} pools are out of line, ranked after the others (the "
+        f"first, {first.name}: {odd[first.name]}): make sure the region still sells the shape "
+        f"(`spotwise check {first.provider}` with its --pools) before acting on them"
+    ]
+
+
 def plan_job(
     inputs: PlanInputs,
     pools: list[PoolTerms],
@@ -316,7 +361,11 @@ def plan_job(
         PolicyError: when there is no pool, or the deadline is shorter than the work.
     """
     _refuse(inputs, pools, left_out or {})
-    plans = sorted((plan_pool(inputs, p) for p in pools), key=lambda p: p.cost.total)
+    odd = out_of_line(pools)
+    plans = sorted(
+        (plan_pool(inputs, p) for p in pools),
+        key=lambda p: (p.pool.name in odd, p.cost.total),
+    )
     made = now if now is not None else utc_now()
     best = plans[0].pool
     assumptions = [
@@ -329,6 +378,7 @@ def plan_job(
         *_notice_lines(inputs, plans),
         *_source_lines(plans),
         *_stale_line(plans, made),
+        *_out_of_line_line(plans, odd),
     ]
     return Plan(
         pools=tuple(plans),
@@ -336,6 +386,7 @@ def plan_job(
         made_at=made,
         left_out=dict(left_out or {}),
         unpriced=dict(unpriced or {}),
+        out_of_line=odd,
     )
 
 

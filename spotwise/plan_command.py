@@ -328,7 +328,8 @@ def _print_plan_table(
             "reference price (not a quote), given = --on-demand-price. MTBF: the pool's traces, "
             "or (range) the prior of the traced pools. notice: the cloud's preemption notice "
             "(! = one checkpoint takes longer to write). P(late): spot alone misses the "
-            f"deadline. stale: an input older than a week on {result.made_at:%Y-%m-%d}."
+            f"deadline. stale: an input older than a week on {result.made_at:%Y-%m-%d}. "
+            "out of line: on demand under half the shape's median on its cloud (ranked last)."
         ),
     )
     for p in shown:
@@ -356,7 +357,14 @@ def _plan_row(result: Plan, p: PoolPlan, asked: int | None) -> list[str]:
         f"{60 * p.checkpoint_interval_hours:.0f}",
         f"{p.cost.total:,.2f}",
         f"{p.cost.saved_pct:.1f}%",
-        "stale" if result.stale(p) else "",
+        ", ".join(
+            flag
+            for flag, raised in (
+                ("stale", bool(result.stale(p))),
+                ("out of line", pool.name in result.out_of_line),
+            )
+            if raised
+        ),
     ]
 
 
@@ -424,6 +432,7 @@ def _pool_json(result: Plan, p: PoolPlan) -> dict[str, Any]:
             "as_of": pool.storage_list.as_of,
         },
         "stale_inputs": result.stale(p),
+        "out_of_line": result.out_of_line.get(pool.name),
         "p_late_on_spot_alone": round(p.p_late_on_spot, 4),
         "market_mix": {"spot": round(p.spot_share, 3), "on_demand": round(1 - p.spot_share, 3)},
         "checkpoint_interval_minutes": round(60 * p.checkpoint_interval_hours, 1),

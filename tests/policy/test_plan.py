@@ -65,6 +65,38 @@ def pool(cloud: str, region: str, zone: str, spot: float, on_demand: float) -> P
     )
 
 
+def test_a_pool_priced_far_below_its_shape_elsewhere_on_its_cloud_is_flagged_and_ranked_last() -> (
+    None
+):
+    pools = [
+        pool("gcp", "us-central1", "", 1.30, 3.67),
+        pool("gcp", "asia-east1", "", 0.95, 3.79),
+        pool("gcp", "northamerica-northeast2", "", 0.24, 0.81),  # a row of 2023, out of line
+        pool("gcp", "europe-west4", "", 1.10, 3.67),
+        pool("azure", "eastus", "", 0.70, 3.67),  # alone on its cloud: not judged
+        pool("azure", "westus", "", 0.10, 0.50),
+    ]
+    inputs = PlanInputs(gpu_hours=10, deadline_hours=20)
+    plan = plan_job(inputs, pools, now=pd.Timestamp("2026-12-02", tz="UTC"))
+    odd = "gcp:northamerica-northeast2:a2-highgpu-1g"
+    assert set(plan.out_of_line) == {odd}
+    assert plan.out_of_line[odd] == (
+        "on demand $0.810/h is under 50% of the median $3.670/h of a2-highgpu-1g in 4 places on gcp"
+    )
+    assert plan.pools[-1].pool.name == odd  # the cheapest, ranked last
+    assert plan.best.pool.name == "azure:westus:Standard_NC24ads_A100_v4"
+    ranked = [p.cost.total for p in plan.pools[:-1]]
+    assert ranked == sorted(ranked)
+    assert any(
+        line.startswith(f"1 of 6 pools are out of line, ranked after the others (the first, {odd}:")
+        and "`spotwise check gcp` with its --pools" in line
+        for line in plan.assumptions
+    )
+    fair = plan_job(inputs, pools[:2] + pools[3:], now=pd.Timestamp("2026-12-02", tz="UTC"))
+    assert fair.out_of_line == {}
+    assert not any("out of line" in line for line in fair.assumptions)
+
+
 def test_each_cloud_charges_its_own_storage_and_egress_and_a_long_save_misses_short_notices() -> (
     None
 ):
