@@ -166,6 +166,7 @@ def test_a_blind_cold_bench_runs_and_the_bound_does_not_move(cli: CliRun) -> Non
     )
 
 
+@pytest.mark.e2e  # 18-27 s of a worker: in make test-e2e (CI), to keep make test under 10 min
 @pytest.mark.slow
 def test_bench_suite_quick_reports_every_class_against_the_bound(cli: CliRun) -> None:
     result = cli(

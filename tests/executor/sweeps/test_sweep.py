@@ -48,6 +48,7 @@ def jobs_of(store: Path, sweep: str) -> list[JobLine]:
         return [j for j in list_jobs(market) if j.sweep == sweep]
 
 
+@pytest.mark.e2e  # 18-27 s of a worker: in make test-e2e (CI), to keep make test under 10 min
 def test_a_pruned_trial_stops_at_once_and_the_ledger_says_pruned(
     cli: CliRun, tmp_path: Path, store_file: Path
 ) -> None:
@@ -313,6 +314,7 @@ def queue_args(out: Path, *extra: str) -> tuple[str, ...]:
     )  # fmt: skip
 
 
+@pytest.mark.e2e  # 18-27 s of a worker: in make test-e2e (CI), to keep make test under 10 min
 def test_different_unnamed_queues_never_meet_and_the_same_one_resumes(
     cli: CliRun, tmp_path: Path
 ) -> None:
@@ -335,6 +337,7 @@ def test_different_unnamed_queues_never_meet_and_the_same_one_resumes(
     assert sorted((first / "writes.log").read_text().split()) == ["0", "1"]
 
 
+@pytest.mark.e2e  # 18-27 s of a worker: in make test-e2e (CI), to keep make test under 10 min
 def test_a_named_queue_of_another_definition_is_refused_until_started_over(
     cli: CliRun, tmp_path: Path
 ) -> None:

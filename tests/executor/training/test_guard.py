@@ -71,6 +71,7 @@ def test_resume_after_sigterm_is_bitwise_identical_to_an_uninterrupted_run(tmp_p
     assert done[-1]["steps_here"] == reference["step"] - interrupted_steps[-1]  # none lost
 
 
+@pytest.mark.e2e  # 18-27 s of a worker: in make test-e2e (CI), to keep make test under 10 min
 @pytest.mark.slow
 def test_finished_run_does_nothing_when_launched_again(tmp_path: Path) -> None:
     first = launch(tmp_path / "ckpt")

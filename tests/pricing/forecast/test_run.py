@@ -21,6 +21,7 @@ from tests.pricing.conftest import unused_url
 from tests.pricing.ec2_endpoint import PriceHistoryEndpoint
 
 
+@pytest.mark.e2e  # 18-27 s of a worker: in make test-e2e (CI), to keep make test under 10 min
 @pytest.mark.slow
 def test_forecast_run_writes_price_and_risk_forecasts_and_replaces_them(
     cli: CliRun, store_file: Path
