@@ -55,12 +55,11 @@ def aws_session(region: str, who: str) -> Any:
     """
     import boto3
 
+    from spotwise.pricing.clouds.aws.spot_prices import no_credentials
+
     session = boto3.Session(region_name=region)
     if session.get_credentials() is None:
-        raise ExecutorError(
-            f"{who}: no AWS credentials found; set AWS_PROFILE, or AWS_ACCESS_KEY_ID "
-            "and AWS_SECRET_ACCESS_KEY, or run `aws configure`, then run again"
-        )
+        raise ExecutorError(no_credentials(who))
     return session
 
 

@@ -228,10 +228,15 @@ def collect_into(
     return report, upsert_frames(store_path, report.frames)
 
 
-NO_CREDENTIALS = (
-    "collect aws: no AWS credentials found; set AWS_PROFILE, or AWS_ACCESS_KEY_ID and "
-    "AWS_SECRET_ACCESS_KEY, or run `aws configure`, then run again"
-)
+def no_credentials(who: str) -> str:
+    """The one line that says ``who`` found no AWS credentials, and how to set them."""
+    return (
+        f"{who}: no AWS credentials found; set AWS_PROFILE, or AWS_ACCESS_KEY_ID and "
+        "AWS_SECRET_ACCESS_KEY, or run `aws configure`, then run again"
+    )
+
+
+NO_CREDENTIALS = no_credentials("collect aws")
 
 
 def require_credentials(region: str) -> None:
