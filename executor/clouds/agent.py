@@ -251,7 +251,7 @@ def read_secrets(pairs: Sequence[str], read: Callable[[str], str]) -> dict[str, 
     return values
 
 
-def run_job(cloud: CloudAgent, args: argparse.Namespace) -> int:
+def run_on_instance(cloud: CloudAgent, args: argparse.Namespace) -> int:
     """Setup, then the command, streamed; the exit code reported to the job's bucket."""
     log = LogStream(cloud.put_object, args.prefix, args.instance, flush_s=args.flush_s)
     cwd = Path.cwd()
@@ -314,4 +314,4 @@ def main(cloud: type[CloudAgent], argv: Sequence[str] | None = None) -> int:
         parser.error("no command after --")
     if (problem := cloud.option_problem(args)) is not None:
         parser.error(problem)
-    return run_job(cloud(args), args)
+    return run_on_instance(cloud(args), args)
