@@ -11,20 +11,27 @@ from spotwise.pricing.quotes import REFERENCE_ON_DEMAND_USD, REFERENCE_SPOT_USD
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class JobSpec:
-    """What the job needs: compute hours by a deadline, the changeover time and the prices."""
+    """What the job needs: compute hours by a deadline, the changeover time and the prices, and
+    what a move costs beside its changeover: the checkpoint's gigabytes (read from the region
+    that wrote it) and the price of a launch request."""
 
     compute_hours: float
     deadline_hours: float
     changeover_hours: float
     spot_price: float
     on_demand_price: float
+    checkpoint_gb: float = 0.0
+    request_usd: float = 0.0
+    """$ a launch that lands is billed beside its hours (a minimum charge; 0: none)."""
 
     def __post_init__(self) -> None:
         for name in ("compute_hours", "deadline_hours", "spot_price", "on_demand_price"):
             if not getattr(self, name) > 0:
                 raise PolicyError(f"{name} must be positive, got {getattr(self, name)}")
-        if self.changeover_hours < 0:
-            raise PolicyError(f"changeover_hours must be >= 0, got {self.changeover_hours}")
+        for name in ("changeover_hours", "checkpoint_gb", "request_usd"):
+            value = getattr(self, name)
+            if not (value >= 0 and math.isfinite(value)):
+                raise PolicyError(f"{name} must be >= 0 and finite, got {value}")
         if self.deadline_hours < self.compute_hours + self.changeover_hours:
             raise PolicyError(
                 f"the deadline ({self.deadline_hours} h) is shorter than the compute plus one "

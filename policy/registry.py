@@ -52,6 +52,8 @@ register("on_demand", "spotwise.policy.policies.on_demand:OnDemand")
 register("greedy", "spotwise.policy.policies.greedy:Greedy")
 register("uniform_progress", "spotwise.policy.policies.uniform_progress:UniformProgress")
 register("risk_aware", "spotwise.policy.policies.risk_aware:RiskAware")
+register("core", "spotwise.policy.core.policy:CorePolicy")
+register("core_flat", "spotwise.policy.core.policy:FlatCorePolicy")
 register("omniscient", "spotwise.policy.policies.omniscient:Omniscient", reads_future=True)
 
 

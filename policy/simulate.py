@@ -9,6 +9,14 @@ pool turns unavailable (or whose price rises above the policy's bid) is preempte
 start of that tick. Each productive tick adds the instance's speed to progress; the job is
 done when progress reaches K and misses its deadline if not done by T.
 
+Pools may lie in different regions (:mod:`spotwise.policy.regions`), each with its on-demand
+price: on demand runs in the region the action names (by default where the checkpoint is). A
+new instance in another region than the checkpoint's reads it from there: the job's
+``checkpoint_gb`` times the egress price, billed at the switch. Every launch that lands is billed
+the job's ``request_usd``; every request, landed or failed, is counted. A running instance may
+be left for another at any tick (a move). Where the provider ends what runs when a request
+fails (:class:`Provider`), a request made from a running instance ends it first.
+
 Checkpoint mode (off by default: the CBL setting, where a preemption loses no work) adds a
 checkpoint every M minutes of productive time, each stalling progress S seconds, and a
 preemption loses the progress since the last checkpoint unless the notice (N seconds) is long
@@ -31,6 +39,7 @@ import numpy as np
 
 from spotwise.policy.job import JobSpec
 from spotwise.policy.observe import ObserveMode
+from spotwise.policy.regions import NOWHERE, Regions
 from spotwise.policy.policies.base import (
     NONE,
     ON_DEMAND,
@@ -56,6 +65,21 @@ class CheckpointMode:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Provider:
+    """How the provider treats a launch request that fails: it keeps the instance the job had
+    (EC2 Fleet: a request is a probe) or ends it (an orchestrator that tears down before it
+    relaunches)."""
+
+    failed_request_ends: bool = False
+
+
+FLEET = Provider()
+"""A failed request keeps what runs."""
+TEARDOWN = Provider(failed_request_ends=True)
+"""A failed request ends what runs."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class JobResult:
     """How one job went."""
 
@@ -71,6 +95,14 @@ class JobResult:
     lost_ticks: float
     checkpoints: int
     failed_requests: int = 0
+    requests: int = 0
+    """Launch requests made, landed or not."""
+    moves: int = 0
+    """Running instances left for another (proactive moves, returns from on demand)."""
+    egress_usd: float = 0.0
+    """Of ``cost``: checkpoints read from another region."""
+    request_usd: float = 0.0
+    """Of ``cost``: launches' request charges."""
 
 
 def job_starts(
@@ -116,6 +148,7 @@ def context_for(
     *,
     reads_future: bool = False,
     visibility: Visibility = EVERYTHING,
+    provider: Provider = FLEET,
 ) -> JobContext:
     """What a policy may know at the start of a job: the past it is given, or everything if
     it is the omniscient bound (``reads_future``)."""
@@ -140,6 +173,10 @@ def context_for(
         observe=visibility.observe,
         probe_ticks=visibility.probe_ticks(traces.gap_seconds),
         prior=visibility.prior,
+        regions=Regions.of(traces.pools, spec.on_demand_price),
+        checkpoint_gb=spec.checkpoint_gb,
+        request_usd=spec.request_usd,
+        failed_request_ends=provider.failed_request_ends,
     )
 
 
@@ -169,6 +206,7 @@ class JobRun:
         visibility: Visibility = EVERYTHING,
         sight: Sight | None = None,
         pools: SharedPools | None = None,
+        provider: Provider = FLEET,
     ) -> None:
         """``sight``: what launches and instances showed of each pool, shared with other jobs
         (a fleet's controller sees what all of its jobs see; default: this job's own).
@@ -188,6 +226,11 @@ class JobRun:
         self._speed = [p.speed for p in traces.pools]
         self._tick_hours = job.hours_per_tick
         self._od_tick = spec.on_demand_price * job.hours_per_tick
+        self.regions = Regions.of(traces.pools, spec.on_demand_price)
+        self._od_ticks = self.regions.on_demand * job.hours_per_tick
+        self._gb, self._fee = spec.checkpoint_gb, spec.request_usd
+        self._ends = provider.failed_request_ends
+        self._ckpt = self._od_region = NOWHERE
         self._stall = self._lost_on_preemption = self._interval = 0.0
         if checkpoint is not None:
             self._stall = checkpoint.stall_seconds / traces.gap_seconds
@@ -207,7 +250,8 @@ class JobRun:
             seen_age=None if visibility.observe == "all" else np.full(n_pools, np.inf),
         )
         self.tick = 0
-        self.failed_requests = 0
+        self.failed_requests = self.requests = self.moves = 0
+        self.egress_usd = self.request_usd = 0.0
         self.cost = self.progress = 0.0
         self._state, self._left = NONE, 0
         self._committed = self._since_checkpoint = self._stall_debt = 0.0
@@ -239,6 +283,8 @@ class JobRun:
             self._preempt(self._state - SPOT0, now)
         obs.tick, obs.progress, obs.state = self.tick, self.progress, self._state
         obs.changeover_left = self._left
+        obs.region = self._ckpt
+        obs.od_region = self._od_region if self._state == ON_DEMAND else NOWHERE
         obs.prices = self._prices[:, now]
         if self.observe_mode == "all":
             obs.available = self._open(now)
@@ -287,9 +333,12 @@ class JobRun:
             price = self._prices[z, now]
             if open_[z] and (bid is None or price <= bid) and price < best_price:
                 best, best_price = z, price
+        self.requests += 1
         if best >= 0:
             return SPOT0 + best
         self.failed_requests += 1
+        if self._ends and self._state != NONE:
+            self._stop()  # the provider tore down what ran before it asked
         if self._state == NONE:
             self._blocked_until = self.tick + self._probe_ticks
         return self._state
@@ -299,8 +348,9 @@ class JobRun:
         now = self.start + self.tick
         before = self.cost
         action = self._chosen(choice)
-        if action != self._state:
-            self._switch(action, choice.bid)
+        region = self._on_demand_region(choice) if action == ON_DEMAND else NOWHERE
+        if action != self._state or (action == ON_DEMAND and region != self._od_region):
+            self._switch(action, choice.bid, region)
         self.tick += 1
         if self._state == NONE:
             return 0.0
@@ -327,23 +377,46 @@ class JobRun:
             return self._land(choice, choice.bid)
         return choice.instance
 
-    def _switch(self, action: int, bid: float | None) -> None:
-        """Leave the current instance for ``action``: a changeover onto a new one."""
+    def _on_demand_region(self, choice: Action) -> int:
+        """Where an on-demand action runs: the region it names, else the one it runs in, else
+        the checkpoint's, else the cheapest."""
+        if choice.region is not None:
+            return choice.region
+        if self._state == ON_DEMAND:
+            return self._od_region
+        if self._ckpt != NOWHERE:
+            return self._ckpt
+        return int(self.regions.on_demand.argmin())
+
+    def _switch(self, action: int, bid: float | None, region: int = NOWHERE) -> None:
+        """Leave the current instance for ``action`` (on demand: in ``region``): a changeover
+        onto a new one, which reads the checkpoint from where it is and pays its request."""
+        if self._state != NONE and action != NONE:
+            self.moves += 1
         self._release()
         self._state = action
         if action >= SPOT0 and self._pools is not None:
             self._pools.hold(action - SPOT0, self)
         self._left = self.job.changeover if action != NONE else 0
+        self._od_region = region if action == ON_DEMAND else NOWHERE
         if action != NONE:
             self.changeovers += 1
             self._bid = bid if action >= SPOT0 else None
+            where = region if action == ON_DEMAND else int(self.regions.of_pool[action - SPOT0])
+            egress = self.regions.move_usd(self._ckpt, where, self._gb)
+            self._ckpt = where
+            self.cost += egress + self._fee
+            self.egress_usd += egress
+            self.request_usd += self._fee
+            if action == ON_DEMAND:
+                self.requests += 1  # a spot launch counted its request where it landed
             if self.checkpoint is not None:
                 self.progress = self._committed  # a new instance resumes from the checkpoint
 
     def _bill(self, now: int) -> float:
         """Bill this tick of the instance the job has; the work it can do (ticks)."""
         if self._state == ON_DEMAND:
-            self.cost += self._od_tick
+            self.cost += self._od_ticks[self._od_region]
             self.od_ticks += 1
             return 1.0
         self.cost += self._prices[self._state - SPOT0, now] * self._tick_hours
@@ -368,10 +441,15 @@ class JobRun:
         """Give up the spot instance before this tick's :meth:`step` (a fleet hands its node
         to another job): checkpointed at once, unbilled from this tick, the job idle."""
         if self._state >= SPOT0:
-            self._release()
-            self._state, self._left = NONE, 0
+            self._stop()
             self.obs.state, self.obs.changeover_left = NONE, 0
-            self._committed = self.progress
+
+    def _stop(self) -> None:
+        """End the instance the job has: checkpointed at once, the job idle."""
+        self._release()
+        self._state, self._left = NONE, 0
+        self._od_region = NOWHERE
+        self._committed = self.progress
 
     def open_now(self) -> np.ndarray:
         """bool [pools]: where a launch of this job could land this tick (or its instance
@@ -402,6 +480,10 @@ class JobRun:
             lost_ticks=self.lost,
             checkpoints=self.checkpoints,
             failed_requests=self.failed_requests,
+            requests=self.requests,
+            moves=self.moves,
+            egress_usd=self.egress_usd,
+            request_usd=self.request_usd,
         )
 
 
@@ -412,9 +494,10 @@ def simulate(
     start: int,
     checkpoint: CheckpointMode | None = None,
     visibility: Visibility = EVERYTHING,
+    provider: Provider = FLEET,
 ) -> JobResult:
     """Run one job that starts at tick ``start`` of ``traces`` under ``policy``, showing it
-    what ``visibility`` allows."""
+    what ``visibility`` allows, on ``provider``'s request terms."""
     policy.reset(
         context_for(
             traces,
@@ -423,9 +506,10 @@ def simulate(
             checkpoint,
             reads_future=policy.reads_future,
             visibility=visibility,
+            provider=provider,
         )
     )
-    run = JobRun(traces, spec, start, checkpoint, visibility)
+    run = JobRun(traces, spec, start, checkpoint, visibility, provider=provider)
     while not run.over:
         run.step(policy.act(run.observe()))
     return run.result()

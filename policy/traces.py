@@ -3,7 +3,8 @@
 A trace folder holds one 1-node CBL JSON trace per pool (file stem = pool name, 0 = spot
 available). Where a trace carries a ``prices`` array, spot ticks are billed at that price.
 An optional pools file gives per-pool ``spot_price`` and ``speed`` (on demand has one price per
-job, the job's ``on_demand_price``).
+job, the job's ``on_demand_price``). A market class of the suite (:mod:`spotwise.policy.markets`)
+also gives each pool its cloud, its region and its region's on-demand price.
 """
 
 from __future__ import annotations
@@ -26,6 +27,12 @@ class Pool:
     name: str
     spot_price: float | None = None
     speed: float = 1.0
+    cloud: str = ""
+    region: str = ""
+    """Where its instances run and write their checkpoints ("": the one region of every pool
+    that names none)."""
+    on_demand_price: float | None = None
+    """$/h of the same instance on demand in its region (None: the job's on-demand price)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -20,6 +20,7 @@ from spotwise.policy.traces import Pool
 from spotwise.pricing.forecast.prior import PoolPrior
 
 if TYPE_CHECKING:
+    from spotwise.policy.regions import Regions
     from spotwise.pricing.forecast.risk_forecasters import RiskForecaster
 
 NONE = 0
@@ -57,6 +58,16 @@ class JobContext:
     mode, where a policy never asks blind)."""
     prior: PoolPrior | None = None
     """What similar pools say before this job's own pools have a history (cold starts)."""
+    regions: Regions | None = None
+    """The pools' regions, their on-demand prices and the egress between them (None: one
+    region, on demand at ``on_demand_price``, moves free of egress)."""
+    checkpoint_gb: float = 0.0
+    """The checkpoint a move carries to another region."""
+    request_usd: float = 0.0
+    """$ a launch that lands is billed beside its hours."""
+    failed_request_ends: bool = False
+    """Whether a launch request that fails ends the instance the job had (an orchestrator that
+    tears down before it relaunches) rather than keeping it (EC2 Fleet)."""
 
 
 @dataclass(slots=True)
@@ -82,6 +93,10 @@ class Observation:
     ``available`` (the ``all`` mode)."""
     seen_age: np.ndarray | None = None
     """float [pools]: ticks since that was seen (0 = this tick, inf = never); None = all 0."""
+    region: int = -1
+    """The region the job's checkpoint is in (its last instance's; -1: none written yet)."""
+    od_region: int = -1
+    """The region of the on-demand instance, while the job runs on one (-1 otherwise)."""
 
     def belief(self) -> np.ndarray:
         """bool [pools]: each pool's availability as last seen (``available`` in ``all`` mode)."""
@@ -114,6 +129,9 @@ class Action:
     also: tuple[int, ...] = ()
     """More pools the launch request names with ``instance``'s (an EC2 Fleet request): it lands
     in the cheapest available one, ties going to the earlier named."""
+    region: int | None = None
+    """For on demand: the region to run in (None: where the checkpoint is, else the region
+    where on demand costs least)."""
 
     def named_pools(self) -> tuple[int, ...]:
         """Every pool the launch request names, in order (none unless ``instance`` is spot)."""

@@ -1,23 +1,35 @@
 """The omniscient bound: the exact minimum-cost schedule that meets the deadline, knowing the
 whole trace. Every other policy is measured against it.
 
-Dynamic programming backwards over tick × progress × instance: V[t, p, s] is the least cost
-to finish from tick t with progress p on instance s (NONE, ON_DEMAND or spot(z), changeover
-done). At each tick the instance can run on (if its pool is available), stop, or change to
-another instance, which costs D ticks of that market's price and needs the pool available
-through the changeover. Aborting a changeover is never cheaper than not starting it, so the
-recursion only starts whole ones. The schedule is then replayed through the simulator, so its
-cost is the simulator's.
+Dynamic programming backwards over tick × instance × progress: V[t, s, p] is the least cost to
+finish from tick t with progress p on instance s (changeover done). The instances are: idle,
+with the checkpoint in region g (or nowhere yet); on demand in region r; spot in pool z. At
+each tick the instance can run on (if its pool is available), stop (idle, the checkpoint staying
+where it was written), or change to another instance, which costs D ticks of that market's
+price (the pool available through the changeover), the launch's request charge, and the
+checkpoint's egress from the region it is in to the new one. Aborting a changeover is never
+cheaper than not starting it, so the recursion only starts whole ones. The schedule is then
+replayed through the simulator, so its cost is the simulator's.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from fractions import Fraction
 
 import numpy as np
 
 from spotwise.policy.errors import PolicyError
-from spotwise.policy.policies.base import NONE, SPOT0, Action, JobContext, Observation, Policy
+from spotwise.policy.policies.base import (
+    NONE,
+    ON_DEMAND,
+    Action,
+    JobContext,
+    Observation,
+    Policy,
+    spot,
+)
+from spotwise.policy.regions import Regions
 
 CONTINUE, WAIT = 0, 1
 """Decision codes; 2 + s means 'change to instance s'."""
@@ -35,7 +47,7 @@ class Omniscient(Policy):
 
     def act(self, obs: Observation) -> Action:
         """The planned action for this tick."""
-        return Action(int(self._actions[obs.tick]))
+        return self._actions[obs.tick]
 
 
 def _progress_units(speed: np.ndarray) -> int:
@@ -49,7 +61,34 @@ def _progress_units(speed: np.ndarray) -> int:
     )
 
 
-def optimal_schedule(context: JobContext) -> tuple[float, np.ndarray]:
+class _States:
+    """The instances of the recursion, numbered: idle with the checkpoint in region g
+    (0..R, R = nowhere yet), on demand in region r, spot in pool z."""
+
+    def __init__(self, regions: Regions) -> None:
+        self.n_regions = r = regions.count
+        self.n_pools = len(regions.of_pool)
+        self.od0 = r + 1
+        self.spot0 = 2 * r + 1
+        self.count = self.spot0 + self.n_pools
+        self.region = np.concatenate([np.arange(r + 1), np.arange(r), regions.of_pool])
+        """The region each state's checkpoint is in (R: nowhere)."""
+        self.members = [
+            np.array([self.od0 + q, *(self.spot0 + np.flatnonzero(regions.of_pool == q))])
+            for q in range(r)
+        ]
+        """The instances (on demand, spot) of each region."""
+
+    def action(self, s: int) -> Action:
+        """The simulator's action for state ``s``."""
+        if s < self.od0:
+            return Action(NONE)
+        if s < self.spot0:
+            return Action(ON_DEMAND, region=s - self.od0)
+        return Action(spot(s - self.spot0))
+
+
+def optimal_schedule(context: JobContext) -> tuple[float, list[Action]]:
     """The minimum cost and the per-tick actions that achieve it.
 
     Raises:
@@ -58,103 +97,119 @@ def optimal_schedule(context: JobContext) -> tuple[float, np.ndarray]:
     if context.future_available is None or context.future_prices is None:
         raise PolicyError("the omniscient bound needs the whole trace of the job")
     job = context.job
-    n_pools = len(context.pools)
-    n_states = SPOT0 + n_pools
+    regions = context.regions or Regions.of(context.pools, context.on_demand_price)
+    states = _States(regions)
+    n, n_regions = states.count, regions.count
     horizon, changeover = job.deadline, job.changeover
     units = _progress_units(context.speed)
     goal = job.work * units
     hours = job.hours_per_tick
 
-    # Per-tick price and availability of each instance (NONE costs nothing and is always there).
-    price = np.zeros((n_states, horizon))
-    price[1] = context.on_demand_price * hours
-    price[SPOT0:] = context.future_prices[:, :horizon] * hours
-    up = np.ones((n_states, horizon), dtype=bool)
-    up[SPOT0:] = context.future_available[:, :horizon]
-    step = np.zeros(n_states, dtype=int)
-    step[1] = units
-    step[SPOT0:] = np.round(context.speed * units).astype(int)
+    price = np.zeros((n, horizon))
+    price[states.od0 : states.spot0] = (regions.on_demand * hours)[:, None]
+    price[states.spot0 :] = context.future_prices[:, :horizon] * hours
+    up = np.ones((n, horizon), dtype=bool)
+    up[states.spot0 :] = context.future_available[:, :horizon]
+    step = np.zeros(n, dtype=int)
+    step[states.od0 : states.spot0] = units
+    step[states.spot0 :] = np.round(context.speed * units).astype(int)
+    # what a change costs beside its ticks: egress from the checkpoint's region (row; the last
+    # row: nowhere yet) to the new instance's (column), plus the request
+    egress = np.zeros((n_regions + 1, n_regions))
+    egress[:n_regions] = regions.egress_per_gb * context.checkpoint_gb
+    egress += context.request_usd
 
-    # Changing to s at t costs its price over t..t+D-1 and needs it up for all of them.
-    cum_price = np.concatenate([np.zeros((n_states, 1)), np.cumsum(price, axis=1)], axis=1)
-    cum_down = np.concatenate([np.zeros((n_states, 1)), np.cumsum(~up, axis=1)], axis=1)
+    cum_price = np.concatenate([np.zeros((n, 1)), np.cumsum(price, axis=1)], axis=1)
+    cum_down = np.concatenate([np.zeros((n, 1)), np.cumsum(~up, axis=1)], axis=1)
     span = max(changeover, 1)
+    idle = np.arange(states.od0)
+    running = np.arange(states.od0, n)
+    wait_to = states.region  # a stopped instance leaves its checkpoint where it was
 
-    inf = np.inf
-    value = np.full((horizon + 1, n_states, goal + 1), inf)
-    value[:, :, goal] = 0.0
-    decision = np.zeros((horizon, n_states, goal + 1), dtype=np.int16)
-    states = np.arange(n_states)
-    rows = states[:, None]
+    finished = np.full((n, goal + 1), np.inf)
+    finished[:, goal] = 0.0
+    later: deque[np.ndarray] = deque([finished] * span, maxlen=span)
+    """V[t + 1], ..., V[t + span] (past the deadline: only a finished job costs nothing)."""
+    dtype = np.int8 if n + 2 < 127 else np.int16
+    decision = np.zeros((horizon, n, goal + 1), dtype=dtype)
     gained = np.minimum(np.arange(goal)[None, :] + step[:, None], goal)
+    rows = np.arange(n)[:, None]
+    cols = np.arange(goal + 1)
     for t in range(horizon - 1, -1, -1):
-        # Run on: pay this tick, gain the instance's step (NONE cannot run; a down pool neither).
-        run = np.full((n_states, goal + 1), inf)
-        run[:, :goal] = price[:, t, None] + value[t + 1][rows, gained]
-        run[~up[:, t]] = inf
-        run[NONE] = inf
-        wait = value[t + 1, NONE]
-        # Change to s': D ticks of its price, then V[t + D, p, s'] (D = 0: run on at once).
-        feasible = (states != NONE) & (t + span <= horizon)
+        after = later[0]
+        run = np.full((n, goal + 1), np.inf)
+        run[:, :goal] = price[:, t, None] + after[rows, gained]
+        run[~up[:, t]] = np.inf
+        run[idle] = np.inf
+        wait = after[wait_to]
+        # a change to s': its ticks' price, then V[t + D, s'] (D = 0: it runs at once)
+        target = np.full((n, goal + 1), np.inf)
         if t + span <= horizon:
-            feasible &= cum_down[:, t + span] - cum_down[:, t] == 0
-        if changeover == 0:
-            change = np.where(feasible[:, None], run, inf)
-        else:
-            cost = cum_price[:, min(t + changeover, horizon)] - cum_price[:, t]
-            change = np.where(
-                feasible[:, None], cost[:, None] + value[min(t + changeover, horizon)], inf
-            )
-        # The best change that is not a change to the instance already running.
-        best = np.argmin(change, axis=0)
-        cols = np.arange(goal + 1)
-        best_cost = change[best, cols]
-        masked = change.copy()
-        masked[best, cols] = inf
-        second = np.argmin(masked, axis=0)
-        same = best[None, :] == rows
-        other = np.where(same, second[None, :], best[None, :])
-        other_cost = np.where(same, masked[second, cols][None, :], best_cost[None, :])
-        options = np.stack([run, np.broadcast_to(wait, run.shape), other_cost])
+            whole = cum_down[running, t + span] - cum_down[running, t] == 0
+            if changeover == 0:
+                target[running] = run[running]
+            else:
+                cost = cum_price[running, t + changeover] - cum_price[running, t]
+                target[running] = cost[:, None] + later[changeover - 1][running]
+            target[running[~whole]] = np.inf
+        best_in = np.empty((n_regions, goal + 1))
+        pick_in = np.empty((n_regions, goal + 1), dtype=int)
+        for q, members in enumerate(states.members):
+            within = target[members]
+            k = np.argmin(within, axis=0)
+            best_in[q], pick_in[q] = within[k, cols], members[k]
+        moved = egress[:, :, None] + best_in[None, :, :]  # [from region, to region, p]
+        to = np.argmin(moved, axis=1)
+        change = np.take_along_axis(moved, to[:, None, :], axis=1)[:, 0]
+        change_to = pick_in[to, cols[None, :]]
+        options = np.stack([run, wait, change[states.region]])
         pick = np.argmin(options, axis=0)
-        value[t] = np.take_along_axis(options, pick[None], axis=0)[0]
-        decision[t] = np.where(pick == 2, 2 + other, pick)
-        # A spot instance whose pool is down at t is preempted: it faces NONE's choices.
-        down = states[~up[:, t]]
-        value[t, down] = value[t, NONE]
-        decision[t, down] = decision[t, NONE]
-        value[t, :, goal] = 0.0
-    total = float(value[0, NONE, 0])
+        value = np.take_along_axis(options, pick[None], axis=0)[0]
+        choice = np.where(pick == 2, 2 + change_to[states.region], pick)
+        # a spot instance whose pool is down at t is preempted: it faces idle's choices there
+        down = np.flatnonzero(~up[:, t])
+        value[down] = value[states.region[down]]
+        choice[down] = choice[states.region[down]]
+        value[:, goal] = 0.0
+        decision[t] = choice
+        later.appendleft(value)
+    total = float(later[0][n_regions, 0])
     if not np.isfinite(total):
         raise PolicyError("no schedule meets the deadline (the job does not fit on demand)")
-    return total, _replay(decision, up, step, goal, changeover, horizon)
+    return total, _replay(decision, up, step, goal, changeover, states)
 
 
 def _replay(
-    decision: np.ndarray, up: np.ndarray, step: np.ndarray, goal: int, changeover: int, horizon: int
-) -> np.ndarray:
-    """Per-tick actions following the decisions from tick 0, progress 0, no instance."""
-    actions = np.full(horizon, NONE, dtype=int)
-    t, p, s = 0, 0, NONE
+    decision: np.ndarray,
+    up: np.ndarray,
+    step: np.ndarray,
+    goal: int,
+    changeover: int,
+    states: _States,
+) -> list[Action]:
+    """Per-tick actions following the decisions from tick 0, progress 0, no checkpoint."""
+    horizon = decision.shape[0]
+    actions = [Action(NONE)] * horizon
+    t, p, s = 0, 0, states.n_regions
     while t < horizon and p < goal:
         if not up[s, t]:
-            s = NONE
+            s = int(states.region[s])
         d = int(decision[t, s, p])
         if d == CONTINUE:
-            actions[t] = s
+            actions[t] = states.action(s)
             p = min(p + int(step[s]), goal)
             t += 1
         elif d == WAIT:
-            actions[t] = NONE
-            s = NONE
+            actions[t] = Action(NONE)
+            s = int(states.region[s])
             t += 1
         else:
             s = d - 2
             if changeover == 0:
-                actions[t] = s
+                actions[t] = states.action(s)
                 p = min(p + int(step[s]), goal)
                 t += 1
             else:
-                actions[t : t + changeover] = s
+                actions[t : t + changeover] = [states.action(s)] * len(actions[t : t + changeover])
                 t += changeover
     return actions

@@ -158,7 +158,12 @@ class StorageList:
     usd_per_gb_month: float
     usd_per_1k_writes: float
     egress_usd_per_gb: float
-    """Internet egress, first tier: the final checkpoint leaving the cloud once."""
+    """Internet egress, first tier: the final checkpoint leaving the cloud once, or a
+    checkpoint moving to another cloud."""
+    inter_region_usd_per_gb: float
+    """A checkpoint read by an instance in another region of the same continent."""
+    inter_continent_usd_per_gb: float
+    """A checkpoint read by an instance in a region on another continent."""
     source: str
     as_of: str
     """The day the figures were read from ``source`` (ISO date)."""
@@ -167,8 +172,9 @@ class StorageList:
         """One line: the figures, their page and the day they were read."""
         return (
             f"${self.usd_per_gb_month}/GB-month, ${self.usd_per_1k_writes}/1k writes, egress "
-            f"${self.egress_usd_per_gb}/GB (list prices of {self.source}, read {self.as_of}; "
-            "not a quote)"
+            f"${self.egress_usd_per_gb}/GB (between regions ${self.inter_region_usd_per_gb}/GB, "
+            f"continents ${self.inter_continent_usd_per_gb}/GB; list prices of {self.source}, "
+            f"read {self.as_of}; not a quote)"
         )
 
 

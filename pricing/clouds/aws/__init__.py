@@ -86,8 +86,12 @@ PROFILE = CloudProfile(
         usd_per_gb_month=0.023,
         usd_per_1k_writes=0.005,
         egress_usd_per_gb=0.09,
+        inter_region_usd_per_gb=0.02,
+        inter_continent_usd_per_gb=0.02,
         source="https://aws.amazon.com/s3/pricing/ (S3 Standard, us-east-1; egress to the "
-        "internet, first 10 TB)",
+        "internet, first 10 TB)"
+        "; data transfer to another AWS region, from a US region:"
+        " https://aws.amazon.com/ec2/pricing/on-demand/#Data_Transfer",
         as_of="2026-12-04",
     ),
     launch=LaunchForm(

@@ -75,8 +75,12 @@ PROFILE = CloudProfile(
         usd_per_gb_month=0.018,
         usd_per_1k_writes=0.0065,
         egress_usd_per_gb=0.087,
+        inter_region_usd_per_gb=0.02,
+        inter_continent_usd_per_gb=0.05,
         source="https://azure.microsoft.com/en-us/pricing/details/storage/blobs/ (Hot LRS, "
-        "East US; write operations) and .../bandwidth/ (internet egress, first 10 TB)",
+        "East US; write operations) and .../bandwidth/ (internet egress, first 10 TB)"
+        "; data transfer between regions within North America or Europe and between continents:"
+        " https://azure.microsoft.com/en-us/pricing/details/bandwidth/",
         as_of="2026-12-04",
     ),
     launch=LaunchForm(

@@ -71,8 +71,12 @@ PROFILE = CloudProfile(
         usd_per_gb_month=0.020,
         usd_per_1k_writes=0.005,
         egress_usd_per_gb=0.12,
+        inter_region_usd_per_gb=0.02,
+        inter_continent_usd_per_gb=0.08,
         source="https://cloud.google.com/storage/pricing (Standard, us-central1; Class A "
-        "operations; Premium Tier egress to the internet, first TiB)",
+        "operations; Premium Tier egress to the internet, first TiB)"
+        "; data transfer between regions within a continent and between continents (Asia):"
+        " https://cloud.google.com/storage/pricing#network-buckets",
         as_of="2026-12-04",
     ),
     launch=LaunchForm(
