@@ -103,6 +103,11 @@ class JobResult:
     """Of ``cost``: checkpoints read from another region."""
     request_usd: float = 0.0
     """Of ``cost``: launches' request charges."""
+    hours: float = 0.0
+    """Hours from the job's start to its end."""
+    on_demand_asks: float = 0.0
+    """While on demand: the most any one pool was named in requests, per changeover of time
+    spent on demand."""
 
 
 def job_starts(
@@ -251,6 +256,7 @@ class JobRun:
         )
         self.tick = 0
         self.failed_requests = self.requests = self.moves = 0
+        self._od_asks = np.zeros(len(traces.pools), dtype=int)
         self.egress_usd = self.request_usd = 0.0
         self.cost = self.progress = 0.0
         self._state, self._left = NONE, 0
@@ -334,6 +340,8 @@ class JobRun:
             if open_[z] and (bid is None or price <= bid) and price < best_price:
                 best, best_price = z, price
         self.requests += 1
+        if self._state == ON_DEMAND:
+            self._od_asks[named] += 1
         if best >= 0:
             return SPOT0 + best
         self.failed_requests += 1
@@ -484,6 +492,9 @@ class JobRun:
             moves=self.moves,
             egress_usd=self.egress_usd,
             request_usd=self.request_usd,
+            hours=self.finish * job.hours_per_tick,
+            on_demand_asks=float(self._od_asks.max(initial=0))
+            / max(self.od_ticks / max(job.changeover, 1), 1.0),
         )
 
 

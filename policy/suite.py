@@ -18,6 +18,14 @@ a share is noise and averaging it in hides the classes where a decision matters.
 A cold start (history 0) still has a prior, and it comes only from other trace sets: pooled
 over the training parts of every other set (leave one set out), what a store that collected
 other clouds would say about a pool it has never seen.
+
+The market classes (:mod:`spotwise.policy.markets`) give a set's pools their own regions, spot
+prices and on-demand prices from the bundled price files: 2 to 4 churny pools whose prices
+differ 3.3× with the cheap ones coming and going, the same with 50 GB checkpoints moved between
+regions, the same where a failed request ends what runs, and every pool at its own listing; at
+1.2× and 1.5× deadlines, in ``probe`` with a cold start. There each policy is reported by its gap
+to the bound in percent of the bound (``cost / omniscient − 1``), beside its share of the
+greedy gap, with the requests it made and the moves.
 """
 
 from __future__ import annotations
@@ -35,9 +43,10 @@ import numpy as np
 from spotwise import policy
 from spotwise.policy.bench import kept_next_to, save_json
 from spotwise.policy.job import REFERENCE, JobSpec
+from spotwise.policy.markets import MarketSpec
 from spotwise.policy.observe import ObserveMode
 from spotwise.policy.registry import BEST, reads_future
-from spotwise.policy.simulate import JobResult, Visibility, job_starts, simulate
+from spotwise.policy.simulate import FLEET, TEARDOWN, JobResult, Visibility, job_starts, simulate
 from spotwise.policy.traces import TraceSet
 from spotwise.pricing.forecast.prior import DEFAULT_PRIOR, PoolPrior
 
@@ -67,19 +76,30 @@ OBSERVE: tuple[ObserveMode, ...] = ("all", "probe")
 HISTORY_HOURS = (0.0, 168.0)
 START_EVERY_HOURS = 12.0
 QUICK_START_EVERY_HOURS = 24.0
-POLICIES = ("greedy", "uniform_progress", "risk_aware", "ppo", "omniscient")
+MARKET_SHAPES: tuple[tuple[float, float], ...] = ((24.0, 28.8), (24.0, 36.0))
+"""(compute hours, deadline hours) of the market classes: 1.2× and 1.5× deadlines."""
+QUICK_MARKET_SHAPES = ((24.0, 28.8),)
+POLICIES = ("greedy", "uniform_progress", "risk_aware", "core", "core_flat", "ppo", "omniscient")
 BASELINE, BOUND, PROGRESS = "greedy", "omniscient", "uniform_progress"
 MATERIAL_GAP = 0.01
 """A class whose greedy → omniscient gap (in cost ratio) is below this has too little to win:
 it is shown, but its share is left out of the averages."""
 TOLERANCE = 0.005
 """How far above a baseline ``best`` may be in a class and still count as level with it."""
-PROBE_SHARE = 0.4
-"""The share of the gap ``best`` is to close over the material ``probe`` classes."""
+PROBE_SHARE = 0.45
+"""The share of the gap ``best`` is to close over the material ``probe`` availability classes."""
 CLASS_SHARE = 0.25
 """The share of the gap ``best`` is to close in each material ``probe`` class."""
 LEARNED_REACH = 0.01
 """How far the learned policy's mean cost ratio may be above ``best``'s."""
+MARKET_MEAN_GAP = 0.10
+"""How far above the bound ``best`` may be on average over the market classes (a share of it)."""
+MARKET_CLASS_GAP = 0.15
+"""How far above the bound ``best`` may be in each market class."""
+FORECAST_WORTH = 0.10
+"""Share-points of the greedy gap the forecast is to close beyond the flat prior."""
+FLAT = "core_flat"
+"""The ablation: ``best`` with a flat prior instead of the forecast."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -96,14 +116,21 @@ class SuiteClass:
     pools: Pools = "every"
     scale: float = 1.0
     """1, or the share the shape was shrunk by to fit the set's held-back window."""
+    market: str = ""
+    """The priced market's name (:class:`MarketSpec`), or "" for the set's availability at the
+    reference prices."""
+    on_demand_price: float = REFERENCE.on_demand_price
+    checkpoint_gb: float = 0.0
+    failed_request_ends: bool = False
 
     @property
     def key(self) -> str:
         """The class's one-line label: set, shape, changeover, observation, history, pools."""
         shape = f"{self.compute_hours:.3g}h/{self.deadline_hours:.3g}h"
         pools = "one pool at a time" if self.pools == "each" else "every pool"
+        where = f"market {self.market}" if self.market else self.trace_set
         return (
-            f"{self.trace_set} {shape} d={self.changeover_hours:g}h {self.observe} "
+            f"{where} {shape} d={self.changeover_hours:g}h {self.observe} "
             f"hist={self.history_hours:g}h {pools}"
         )
 
@@ -114,13 +141,15 @@ class SuiteClass:
         return any(math.isclose(shape[0], c) and math.isclose(shape[1], r) for c, r in TIGHT)
 
     def spec(self) -> JobSpec:
-        """The job of this class's shape, at the reference prices."""
+        """The job of this class's shape, at the reference prices (a market's pools carry
+        their own; its cheapest on-demand price is the job's)."""
         return JobSpec(
             compute_hours=self.compute_hours,
             deadline_hours=self.deadline_hours,
             changeover_hours=self.changeover_hours,
             spot_price=REFERENCE.spot_price,
-            on_demand_price=REFERENCE.on_demand_price,
+            on_demand_price=self.on_demand_price,
+            checkpoint_gb=self.checkpoint_gb,
         )
 
 
@@ -132,6 +161,19 @@ def held_back_hours(traces: TraceSet) -> float:
 def shape_scale(traces: TraceSet, deadline_hours: float) -> float:
     """1, or the share that makes a deadline fit twice into the set's held-back window."""
     return min(1.0, held_back_hours(traces) / (2 * deadline_hours))
+
+
+def suite_markets(sets: dict[str, TraceSet], data: Path, *, quick: bool) -> Markets:
+    """The priced markets of the bundled sets (:func:`~spotwise.policy.markets.market_specs`),
+    priced from the price files under ``data``."""
+    from spotwise.policy.markets import PriceFiles, market_specs, priced
+
+    ends = {name: int(traces.n_ticks * CUT) for name, traces in sets.items()}
+    files = PriceFiles(data)
+    return {
+        spec.name: (spec, priced(spec, sets[spec.trace_set], files, ends[spec.trace_set]))
+        for spec in market_specs(sets, ends, quick=quick)
+    }
 
 
 def set_prior(name: str, sets: dict[str, TraceSet]) -> PoolPrior:
@@ -155,16 +197,53 @@ def set_prior(name: str, sets: dict[str, TraceSet]) -> PoolPrior:
     )
 
 
-def classes(sets: dict[str, TraceSet], *, quick: bool) -> list[SuiteClass]:
+Markets = dict[str, tuple[MarketSpec, TraceSet]]
+"""Priced markets by name: the spec and its priced pools."""
+
+
+def classes(
+    sets: dict[str, TraceSet], *, quick: bool, markets: Markets | None = None
+) -> list[SuiteClass]:
     """Every class of the suite (``quick``: one tight shape and one changeover). Sets of one
     pool have only ``each`` classes; ``each`` classes are run in ``probe`` with a cold start
-    (where claims are made; seeing one pool, ``all`` differs only in what a request costs)."""
-    return [c for c in _all_classes(sets, quick=quick) if _decidable(c)]
+    (where claims are made; seeing one pool, ``all`` differs only in what a request costs).
+    Each market of ``markets`` adds its classes (:data:`MARKET_SHAPES`)."""
+    every = _all_classes(sets, quick=quick) + _market_classes(sets, markets or {}, quick=quick)
+    return [c for c in every if _decidable(c)]
 
 
-def skipped(sets: dict[str, TraceSet], *, quick: bool) -> list[str]:
+def skipped(
+    sets: dict[str, TraceSet], *, quick: bool, markets: Markets | None = None
+) -> list[str]:
     """The shrunk classes left out: too little slack to decide anything."""
-    return sorted({c.key for c in _all_classes(sets, quick=quick) if not _decidable(c)})
+    every = _all_classes(sets, quick=quick) + _market_classes(sets, markets or {}, quick=quick)
+    return sorted({c.key for c in every if not _decidable(c)})
+
+
+def _market_classes(
+    sets: dict[str, TraceSet], markets: Markets, *, quick: bool
+) -> list[SuiteClass]:
+    out = []
+    for name, (spec, traces) in markets.items():
+        od = float(min(p.on_demand_price or REFERENCE.on_demand_price for p in traces.pools))
+        for c, r in QUICK_MARKET_SHAPES if quick else MARKET_SHAPES:
+            s = shape_scale(sets[spec.trace_set], r)
+            out.append(
+                SuiteClass(
+                    trace_set=spec.trace_set,
+                    compute_hours=c * s,
+                    deadline_hours=r * s,
+                    changeover_hours=CHANGEOVERS[-1],
+                    observe="probe",
+                    history_hours=0.0,
+                    scale=s,
+                    market=name,
+                    on_demand_price=od,
+                    checkpoint_gb=spec.checkpoint_gb,
+                    failed_request_ends=spec.failed_request_ends,
+                )
+            )
+    return out
 
 
 def _decidable(c: SuiteClass) -> bool:
@@ -251,8 +330,10 @@ def _run_task(task: _Task) -> list[tuple[SuiteClass, str | None, dict[str, list[
         seen = Visibility(
             observe=scenario.observe, history_hours=scenario.history_hours, prior=task.prior
         )
+        provider = TEARDOWN if scenario.failed_request_ends else FLEET
         return [
-            simulate(policy.load(name, task.models), traces, spec, s, None, seen) for s in starts
+            simulate(policy.load(name, task.models), traces, spec, s, None, seen, provider)
+            for s in starts
         ]
 
     ahead = {n: jobs_of(n, task.scenarios[0]) for n in task.policies if reads_future(n)}
@@ -277,6 +358,15 @@ class PolicyStats:
     misses: int
     n_jobs: int
     gap_share: float | None = None
+    gap_to_bound: float | None = None
+    """Mean cost over the bound's, less 1 (0.1: 10 % above the omniscient bound)."""
+    requests_per_hour: float = 0.0
+    failed_requests_per_hour: float = 0.0
+    moves_per_job: float = 0.0
+    egress_share: float = 0.0
+    """Of the cost: checkpoints moved between regions."""
+    on_demand_asks: float = 0.0
+    """The most any pool was asked per changeover of time on demand, over the jobs."""
 
     def to_dict(self) -> dict[str, float | int | None]:
         """The stats as the suite's JSON has them under a class's ``policies``."""
@@ -287,6 +377,12 @@ class PolicyStats:
             "misses": self.misses,
             "n_jobs": self.n_jobs,
             "gap_share": self.gap_share,
+            "gap_to_bound": self.gap_to_bound,
+            "requests_per_hour": self.requests_per_hour,
+            "failed_requests_per_hour": self.failed_requests_per_hour,
+            "moves_per_job": self.moves_per_job,
+            "egress_share": self.egress_share,
+            "on_demand_asks_per_changeover": self.on_demand_asks,
         }
 
 
@@ -337,10 +433,23 @@ class PolicyOverall:
     worst_pool_cost_ratio: float | None
     misses: int
     n_jobs: int
+    market_classes: int = 0
+    market_gap_to_bound: float | None = None
+    """Mean over the market classes of the gap to the bound (a share of the bound)."""
+    worst_market_gap_to_bound: float | None = None
+    market_gap_share: float | None = None
+    requests_per_hour: float | None = None
+    on_demand_asks: float | None = None
 
     def to_dict(self) -> dict[str, float | int | None]:
         """The policy's line under ``overall`` in the suite's JSON."""
         return {
+            "market_classes": self.market_classes,
+            "market_gap_to_bound": self.market_gap_to_bound,
+            "worst_market_gap_to_bound": self.worst_market_gap_to_bound,
+            "market_gap_share": self.market_gap_share,
+            "requests_per_hour": self.requests_per_hour,
+            "on_demand_asks_per_changeover": self.on_demand_asks,
             "mean_cost_ratio": self.mean_cost_ratio,
             "gap_share_material": self.gap_share_material,
             "gap_share_probe": self.gap_share_probe,
@@ -370,6 +479,31 @@ class Verdict:
     worst_pool_cost_ratio: float | None
     learned_minus_best: float | None
     missed_deadlines: int
+    market_gap_to_bound: float | None = None
+    worst_market_gap_to_bound: float | None = None
+    forecast_worth: float | None = None
+    """Share-points of the greedy gap closed over the material classes by ``best`` beyond the
+    same with a flat prior (None: the ablation did not run)."""
+    on_demand_asks: float | None = None
+
+    @property
+    def markets_met(self) -> bool:
+        """Within :data:`MARKET_MEAN_GAP` of the bound on average over the market classes and
+        :data:`MARKET_CLASS_GAP` in each."""
+        return _at_most(self.market_gap_to_bound, MARKET_MEAN_GAP) and _at_most(
+            self.worst_market_gap_to_bound, MARKET_CLASS_GAP
+        )
+
+    @property
+    def forecast_matters(self) -> bool:
+        """The forecast closes at least :data:`FORECAST_WORTH` more of the gap than a flat
+        prior."""
+        return self.forecast_worth is not None and self.forecast_worth >= FORECAST_WORTH
+
+    @property
+    def requests_kept(self) -> bool:
+        """While on demand, no pool asked more than once a changeover."""
+        return _at_most(self.on_demand_asks, 1.0)
 
     @property
     def within_rivals_everywhere(self) -> bool:
@@ -422,6 +556,13 @@ class Verdict:
             "single_pool_tight_within_0.005_of_the_best_rival": self.single_pool_tight_met,
             "no_pool_above_1.005": self.no_pool_above_limit,
             "learned_within_0.01_of_best": self.learned_within_reach,
+            "markets_within_0.10_of_the_bound_and_0.15_in_each": self.markets_met,
+            "forecast_closes_0.10_more_than_a_flat_prior": self.forecast_matters,
+            "on_demand_at_most_one_ask_per_pool_per_changeover": self.requests_kept,
+            "market_gap_to_bound": self.market_gap_to_bound,
+            "worst_market_gap_to_bound": self.worst_market_gap_to_bound,
+            "forecast_worth": self.forecast_worth,
+            "on_demand_asks_per_changeover": self.on_demand_asks,
             "worst_excess_over_greedy": self.worst_excess_over_greedy,
             "worst_excess_over_uniform_progress": self.worst_excess_over_uniform_progress,
             "probe_gap_share": self.probe_gap_share,
@@ -493,7 +634,11 @@ def _row(result: ClassResult) -> ClassRow:
         scenario=result.scenario,
         gap=gap,
         policies={
-            name: replace(s, gap_share=_gap_share(s.mean_cost_ratio, base, bound))
+            name: replace(
+                s,
+                gap_share=_gap_share(s.mean_cost_ratio, base, bound),
+                gap_to_bound=None if not bound else round(s.mean_cost_ratio / bound - 1, 6),
+            )
             for name, s in stats.items()
         },
         per_pool=_per_pool(result) if result.job_pools else None,
@@ -519,12 +664,19 @@ def _pool_ratios(result: ClassResult, jobs: list[JobResult], pool: str) -> list[
 def _stats(jobs: Sequence[JobResult]) -> PolicyStats:
     ratios = np.array([j.cost_ratio for j in jobs])
     misses = sum(not j.done for j in jobs)
+    hours = max(sum(j.hours for j in jobs), 1e-9)
+    cost = max(sum(j.cost for j in jobs), 1e-9)
     return PolicyStats(
         mean_cost_ratio=round(float(ratios.mean()), 6),
         p90_cost_ratio=round(float(np.percentile(ratios, 90)), 6),
         miss_rate=round(misses / len(jobs), 6),
         misses=misses,
         n_jobs=len(jobs),
+        requests_per_hour=round(sum(j.requests for j in jobs) / hours, 4),
+        failed_requests_per_hour=round(sum(j.failed_requests for j in jobs) / hours, 4),
+        moves_per_job=round(sum(j.moves for j in jobs) / len(jobs), 4),
+        egress_share=round(sum(j.egress_usd for j in jobs) / cost, 6),
+        on_demand_asks=round(max(j.on_demand_asks for j in jobs), 4),
     )
 
 
@@ -549,7 +701,11 @@ def _worst_excess(rows: Sequence[ClassRow], name: str, over: str) -> float | Non
     return round(max(excess), 6) if excess else None
 
 
-def _overall(rows: Sequence[ClassRow], name: str) -> PolicyOverall:
+def _overall(all_rows: Sequence[ClassRow], name: str) -> PolicyOverall:
+    markets = [r for r in all_rows if r.scenario.market]
+    rows = [r for r in all_rows if not r.scenario.market]
+    gaps = [r.policies[name].gap_to_bound for r in markets]
+    known = [g for g in gaps if g is not None]
     material = [r for r in rows if r.material]
     probe = [r for r in material if r.scenario.observe == "probe"]
     cold = [r for r in probe if r.scenario.history_hours == 0]
@@ -563,11 +719,17 @@ def _overall(rows: Sequence[ClassRow], name: str) -> PolicyOverall:
         min_gap_share_probe=_lowest(probe_shares),
         material_classes=len(material),
         material_probe_classes=len(probe),
-        worst_excess_over_greedy=_worst_excess(rows, name, BASELINE),
-        worst_excess_over_uniform_progress=_worst_excess(rows, name, PROGRESS),
+        worst_excess_over_greedy=_worst_excess(all_rows, name, BASELINE),
+        worst_excess_over_uniform_progress=_worst_excess(all_rows, name, PROGRESS),
         worst_pool_cost_ratio=round(max(pool_ratios), 6) if pool_ratios else None,
-        misses=sum(r.policies[name].misses for r in rows),
-        n_jobs=sum(r.policies[name].n_jobs for r in rows),
+        misses=sum(r.policies[name].misses for r in all_rows),
+        n_jobs=sum(r.policies[name].n_jobs for r in all_rows),
+        market_classes=len(markets),
+        market_gap_to_bound=_mean(known),
+        worst_market_gap_to_bound=round(max(known), 4) if known else None,
+        market_gap_share=_mean(_shares([r for r in markets if r.material], name)),
+        requests_per_hour=_mean([r.policies[name].requests_per_hour for r in all_rows]),
+        on_demand_asks=max((r.policies[name].on_demand_asks for r in all_rows), default=None),
     )
 
 
@@ -589,15 +751,17 @@ def _task_list(
     window: Window,
     every: float,
     models: ModelCatalog | None,
+    markets: Markets,
 ) -> list[_Task]:
     priors = {name: set_prior(name, sets) for name in sets}
     groups: dict[tuple[Any, ...], list[SuiteClass]] = {}
     for c in scenarios:
-        key = (c.trace_set, c.compute_hours, c.deadline_hours, c.changeover_hours, c.pools)
-        groups.setdefault(key, []).append(c)
+        key = (c.trace_set, c.market, c.compute_hours, c.deadline_hours, c.changeover_hours)
+        groups.setdefault((*key, c.pools), []).append(c)
     tasks = []
     for group in groups.values():
-        traces = sets[group[0].trace_set]
+        first = group[0]
+        traces = markets[first.market][1] if first.market else sets[first.trace_set]
         pools: list[str | None] = list(traces.names) if group[0].pools == "each" else [None]
         for pool in pools:
             tasks.append(
@@ -626,14 +790,16 @@ def run_suite(
     on_class: Callable[[ClassResult], None] | None = None,
     models: ModelCatalog | None = None,
     described: Sequence[SetDescription] = (),
+    markets: Markets | None = None,
 ) -> SuiteRun:
-    """Every class of the suite on ``sets`` (``quick``: fewer classes and jobs);
+    """Every class of the suite on ``sets`` and ``markets`` (``quick``: fewer classes and jobs);
     ``described``: what the JSON says of each set (:meth:`SuiteSet.describe`)."""
     for name in policies:
         policy.load(name, models)  # fail early on an unknown name
+    markets = markets or {}
     every = start_every_hours or (QUICK_START_EVERY_HOURS if quick else START_EVERY_HOURS)
-    scenarios = classes(sets, quick=quick)
-    tasks = _task_list(sets, scenarios, tuple(policies), window, every, models)
+    scenarios = classes(sets, quick=quick, markets=markets)
+    tasks = _task_list(sets, scenarios, tuple(policies), window, every, models, markets)
     parts: dict[SuiteClass, list[tuple[str | None, dict[str, list[JobResult]]]]] = {}
     pending = {c: (len(sets[c.trace_set].pools) if c.pools == "each" else 1) for c in scenarios}
     results: dict[SuiteClass, ClassResult] = {}
@@ -648,7 +814,7 @@ def run_suite(
         window,
         [results[c] for c in scenarios if c in results],
         tuple(described),
-        skipped(sets, quick=quick),
+        skipped(sets, quick=quick, markets=markets),
     )
 
 
@@ -696,7 +862,23 @@ def verdict(summary: SuiteSummary, best: str = BEST, learned: str = "ppo") -> Ve
         worst_pool_cost_ratio=line.worst_pool_cost_ratio if line else None,
         learned_minus_best=_learned_gap(summary, best, learned),
         missed_deadlines=line.misses if line else 0,
+        market_gap_to_bound=line.market_gap_to_bound if line else None,
+        worst_market_gap_to_bound=line.worst_market_gap_to_bound if line else None,
+        forecast_worth=_forecast_worth(summary, best),
+        on_demand_asks=line.on_demand_asks if line else None,
     )
+
+
+def _forecast_worth(summary: SuiteSummary, best: str) -> float | None:
+    """``best``'s share of the greedy gap over every material class (markets too) less the
+    flat-prior ablation's (None unless both ran)."""
+    rows = [r for r in summary.classes if r.material]
+    if not rows or FLAT not in rows[0].policies or best not in rows[0].policies:
+        return None
+    mine, flat = _mean(_shares(rows, best)), _mean(_shares(rows, FLAT))
+    if mine is None or flat is None:
+        return None
+    return round(mine - flat, 4)
 
 
 def _at_most(value: float | None, limit: float) -> bool:

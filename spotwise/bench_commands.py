@@ -112,7 +112,7 @@ def bench_suite(
     ] = None,
     policies: Annotated[
         str, typer.Option("--policies", help="Comma-separated policy names.")
-    ] = "greedy,uniform_progress,risk_aware,ppo,omniscient",
+    ] = "greedy,uniform_progress,risk_aware,core,core_flat,ppo,omniscient",
     window: Annotated[
         str,
         typer.Option(
@@ -167,10 +167,12 @@ def _run_suite(
     from spotwise.policy.trace_sets import suite_sets
 
     try:
-        bundled = suite_sets(settings.bundled_data_dir())
+        data = settings.bundled_data_dir()
+        bundled = suite_sets(data)
         sets = {s.name: s.traces for s in bundled}
+        markets = suite.suite_markets(sets, data, quick=quick)
         catalog = _catalog(models)
-        total = len(suite.classes(sets, quick=quick))
+        total = len(suite.classes(sets, quick=quick, markets=markets))
         with progress_bar() as bar:
             task = bar.add_task("classes", total=total)
             return suite.run_suite(
@@ -182,6 +184,7 @@ def _run_suite(
                 on_class=lambda r: bar.update(task, advance=1, description=r.scenario.key),
                 models=catalog,
                 described=[s.describe() for s in bundled],
+                markets=markets,
             )
     except (PolicyError, ValueError) as exc:
         fail(str(exc))

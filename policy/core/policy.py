@@ -90,11 +90,12 @@ class CorePolicy(RiskAware):
 
     def act(self, obs: Observation) -> Action:
         """The slack budget's when, the cost to finish's where."""
-        if self.params.learn:
-            action = super().act(obs)
-        else:
-            action = self._act_on_prior(obs)
         self._beliefs.observe(obs)
+        sighted = self._worth_running(obs)
+        if self.params.learn:
+            action = super().act(sighted)
+        else:
+            action = self._act_on_prior(sighted)
         self.last = TickPrices()
         if obs.changeover_left > 0 or late(obs, self._context) or self._rules.engaged:
             return self._placed(action, obs)
@@ -103,6 +104,23 @@ class CorePolicy(RiskAware):
         if action.instance >= SPOT0:
             return self._placed(self._where(obs, action), obs)
         return self._placed(action, obs)
+
+    def _worth_running(self, obs: Observation) -> Observation:
+        """``obs`` with the pools a tick of work costs more on than on demand shown down (a run
+        there never pays, so the slack budget neither asks them nor waits for them)."""
+        run = self._beliefs.mean_run()
+        d = self._context.job.changeover
+        productive = np.maximum(run - d, 0.0) * self._speed
+        with np.errstate(divide="ignore", invalid="ignore"):
+            per_work = np.where(productive > 0, obs.prices * run / productive, np.inf)
+        dear = per_work >= self._regions.on_demand.min()
+        if obs.state >= SPOT0:
+            dear[obs.state - SPOT0] = False
+        if not dear.any():
+            return obs
+        seen = None if obs.last_seen is None else obs.last_seen & ~dear
+        age = None if obs.seen_age is None else np.where(dear, 0.0, obs.seen_age)
+        return replace(obs, available=obs.available & ~dear, last_seen=seen, seen_age=age)
 
     def _act_on_prior(self, obs: Observation) -> Action:
         """The slack budget's action without learning anything (the flat belief)."""
@@ -204,6 +222,11 @@ class CorePolicy(RiskAware):
         """The slack budget asks for spot: name the pools that cost less to finish in than on
         demand, least first (on demand where none does)."""
         pools = list(action.named_pools())
+        if obs.state == ON_DEMAND:  # one request per pool per changeover
+            allowed = set(self._askable_while_running(obs, -1))
+            pools = [z for z in pools if z in allowed]
+            if not pools:
+                return Action(ON_DEMAND, region=obs.od_region)
         seg, cont = self._segments(obs), self._continuation(obs)
         od = self._on_demand_options(obs, seg, cont, hold=seg.changeover + 1)
         best_od = min(od, key=lambda o: o.cost)
@@ -219,7 +242,9 @@ class CorePolicy(RiskAware):
                         run_ticks=float(runs[first]), up_chance=float(chance[first]))  # fmt: skip
         self.last = TickPrices([*options, chosen], chosen)
         self._named = [pools[i] for i in named]
-        return Action(SPOT0 + self._named[0], bid=self._bid(chosen, obs), also=tuple(self._named[1:]))
+        return Action(
+            SPOT0 + self._named[0], bid=self._bid(chosen, obs), also=tuple(self._named[1:])
+        )
 
     def _move_or_stay(self, obs: Observation, action: Action) -> Action:
         """On spot: stay, unless landing elsewhere is expected to cost less to finish by more
@@ -237,7 +262,11 @@ class CorePolicy(RiskAware):
             price = obs.prices[pools] * self._h
             margin = self.params.move_margin * seg.changeover * price
             keeps = not self._context.failed_request_ends
-            failed = here.cost if keeps else float(cont.value(np.array(seg.work), np.array(seg.slack - seg.failed_slack)))
+            failed = (
+                here.cost
+                if keeps
+                else float(cont.value(np.array(seg.work), np.array(seg.slack - seg.failed_slack)))
+            )
             expected, named = request(landed + margin, chance, failed)
             if named and expected < here.cost:
                 first = named[0]
