@@ -63,7 +63,7 @@ class DemoResult:
 
 
 def run_example(
-    store_path: Path, traces: TraceSet, progress: Progress, *, migrate_risk: float = 0.4
+    store_path: Path, traces: TraceSet, progress: Progress
 ) -> DemoResult:
     """The reference run, then the supervised run."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -98,7 +98,6 @@ def run_example(
             launcher=replay.launcher(),
             config=SupervisorConfig(
                 job=job,
-                migrate_risk=migrate_risk,
                 checkpoints=(LocalFolder(ckpt),),
                 prices=prices,
             ),

@@ -229,7 +229,8 @@ class DecisionService:
                 checkpoint_interval_minutes=round(minutes, 2),
                 expected_cost_usd=round(min(plan.cost.total, od_cost), 4),
                 reason=f"spot in {name}: forecast run {run_h:.2f} h ({risk.config.label}) at "
-                f"${context.spot_price[z]:.3f}/h against ${job.on_demand_price:.3f}/h on demand",
+                f"${context.spot_price[z]:.3f}/h against ${job.on_demand_price:.3f}/h on demand"
+                + (f"; expected cost to finish: {why}" if why else ""),
                 risk_model=risk.config.label,
             )
         return Decision(
@@ -302,8 +303,10 @@ def _done(job: JobTerms, progress_hours: float) -> Decision:
 def _pools_now(request: DecisionRequest) -> dict[str, PoolNow]:
     """The pools asked about, and the job's own pool, up since it runs there."""
     pools = dict(request.pools)
-    if request.state.pool is not None:
-        pools[request.state.pool] = PoolNow(available=True)
+    pool = request.state.pool
+    if pool is not None:
+        given = pools.get(pool)
+        pools[pool] = PoolNow(available=True, price=given.price if given else None)
     return pools
 
 

@@ -129,7 +129,7 @@ def fleet_run(
             job=terms,
             policy=policy_name,
             prices=prices,
-            migrate_risk=1.0,
+            move_check_s=None,
             spot_check_s=spot_check_s or None,
             max_price=cloud.max_price,
         )

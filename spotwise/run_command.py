@@ -156,9 +156,14 @@ def run(
             "--on-demand-after", min=0, help="Preemptions after which it stays on demand."
         ),
     ] = 3,
-    migrate_risk: Annotated[
-        float, typer.Option("--migrate-risk", min=0.0, max=1.0, help="1 = never move early.")
-    ] = 0.5,
+    no_moves: Annotated[
+        bool,
+        typer.Option(
+            "--no-moves",
+            help="Move the job only when it is preempted (by default it moves when the policy "
+            "prices a move as paying: a cheaper pool that came back, a run forecast to end).",
+        ),
+    ] = False,
     max_failures: Annotated[
         int,
         typer.Option(
@@ -274,7 +279,7 @@ def run(
                 policy=policy_name,
                 lead_s=lead_s,
                 on_demand_after=on_demand_after,
-                migrate_risk=migrate_risk,
+                move_check_s=None if no_moves else _move_check_s(launcher),
                 max_failures=max_failures,
                 checkpoints=checkpoint_places(ckpt or [], launch.cloud),
                 stall_timeout_s=stall_timeout or None,
@@ -396,3 +401,9 @@ def _secrets(names: list[str]) -> dict[str, str]:
     if missing:
         fail(f"--secret-env {', '.join(missing)}: not set in this environment")
     return {n: os.environ[n] for n in names}
+
+
+def _move_check_s(launcher: str) -> float:
+    """Wall seconds between asks whether a spot instance should move: every poll on a replayed
+    market (its hours pass fast), once a minute on a cloud."""
+    return 0.2 if launcher in ("local", "torchrun") else 60.0

@@ -2,10 +2,13 @@
 
 It asks the policy where to run, launches the command there, forwards preemption notices, and
 when the command exits with the preempted code asks again and relaunches (same pool, another
-pool, or on-demand). It moves proactively when the risk forecast for the current pool crosses
-``migrate_risk`` and a safer pool is free, and, on a capped spot instance (the policy's bid, the
-launcher's ``--max-price``), when the stored price forecast says the price will rise above the
-cap within the next checkpoint interval (the cloud would evict it). It falls back to on-demand
+pool, or on-demand). It decides nothing of its own: while a spot instance runs it asks the
+policy, as often as ``move_check_s``, what the job should do now, and moves when the policy
+says another pool (the decision core prices a move as paying: a cheaper pool that came back, a
+run forecast to end; the ledger keeps the policy's reason with its expected costs), and, on a
+capped spot instance (the policy's bid, the launcher's ``--max-price``), when the stored price
+forecast says the price will rise above the cap within the next checkpoint interval (the cloud
+would evict it). It falls back to on-demand
 for good after ``on_demand_after`` preemptions; on on-demand it asks the policy every
 ``spot_check_s`` whether it would run on spot now, and if so the job checkpoints, the on-demand
 instance is released and the job goes back to spot. It stops with a clear error on exits that
@@ -63,7 +66,14 @@ from spotwise.executor.supervise.watch import (
 from spotwise.executor.training.interval import DEFAULT_INTERVAL_S
 from spotwise.policy.client import PolicyClient
 from spotwise.policy.errors import PolicyError
-from spotwise.policy.schemas import Decision, DecisionRequest, IdleState, JobTerms, PoolNow
+from spotwise.policy.schemas import (
+    Decision,
+    DecisionRequest,
+    IdleState,
+    JobTerms,
+    PoolNow,
+    SpotState,
+)
 
 ClientFor = Callable[[np.ndarray, int, tuple[str, ...]], PolicyClient]
 """Builds a policy client over the availability history so far (pools × ticks, gap seconds)."""
@@ -84,8 +94,9 @@ class SupervisorConfig:
     grace_s: float = 5.0
     """Wall seconds after the preemption before the instance is killed."""
     on_demand_after: int = 3
-    migrate_risk: float = 0.5
-    """Move when P(preempted within 60 min) of the current pool exceeds this (1 = never)."""
+    move_check_s: float | None = 0.2
+    """Wall seconds between asks, while a spot instance runs, whether the policy would move the
+    job now (None: only a preemption moves it)."""
     max_failures: int = 2
     poll_s: float = 0.02
     no_capacity_s: float = 60.0
@@ -201,6 +212,8 @@ class Supervisor:
         """The rest of the pools the last launch request named, tried in order."""
         self._bid: float | None = None
         """The most $/h the policy's last spot decision would pay (None: no cap)."""
+        self._move_to: Decision | None = None
+        """The policy's decision that moved the job: where it goes next."""
         self._cached_client: tuple[tuple[object, ...], PolicyClient] | None = None
         self._cancel: int | None = None
         """The signal that asked the supervisor to stop, once one has."""
@@ -240,6 +253,11 @@ class Supervisor:
             return self._on_demand()
         if self._asked:  # the launch request names more pools: try the next one
             return self._spot(self._asked.pop(0))
+        if self._move_to is not None:  # where the policy moved the job
+            decision, self._move_to = self._move_to, None
+            self._asked = [p for p in decision.request_pools if p != decision.pool]
+            self._bid = decision.bid
+            return self._spot(str(decision.pool))
         decision = self._decide(
             client,
             avoid,
@@ -256,7 +274,9 @@ class Supervisor:
         self._bid = decision.bid
         return self._spot(str(decision.pool))
 
-    def _decide(self, client: PolicyClient, avoid: str | None, state: IdleState) -> Decision:
+    def _decide(
+        self, client: PolicyClient, avoid: str | None, state: IdleState | SpotState
+    ) -> Decision:
         """The policy's next action for a job in ``state``, shown each pool as the launcher
         shows it (a cloud: as the job's launches last saw it), less refused and taken ones."""
         now, hours = self.clock.monotonic(), self.launcher.now_hours()
@@ -270,7 +290,8 @@ class Supervisor:
                 and self._refused_until.get(p, 0.0) <= now
                 and self._taken_until_hours.get(p, 0.0) <= hours
             )
-            pools[p] = self._as_seen(p, usable, hours) if blind else PoolNow(available=usable)
+            seen = self._as_seen(p, usable, hours) if blind else PoolNow(available=usable)
+            pools[p] = seen.model_copy(update={"price": self.prices.spot_quote(p).usd_per_hour})
         return client.decide(
             DecisionRequest(
                 policy=self.config.policy,
@@ -295,9 +316,8 @@ class Supervisor:
         if self.report.preemptions >= self.config.on_demand_after:
             return False
         job = self.config.job
-        first = next((e for e in instance.events if e.get("event") == "first_step"), None)
         now = self.launcher.now_hours()
-        running = now - float(str(first["cloud_hours"])) if first else 0.0
+        running = _running_hours(instance, now)
         state = IdleState(
             elapsed_hours=now,
             progress_hours=min(self.report.progress_hours + running, job.compute_hours),
@@ -457,7 +477,7 @@ class Supervisor:
 
     def _migrated(self, placement: Placement) -> None:
         """Record a move that got out with its checkpoint, and say why it moved."""
-        why = self._move_reason or "its risk forecast crossed the bar"
+        why = self._move_reason or "the policy moved it"
         self.report.migrations += 1
         self.ledger.record(
             EntryKind.MIGRATION,
@@ -549,9 +569,9 @@ class Supervisor:
                 noticed=self._noticed,
             ),
         ]
-        if pool:
-            every = max(config.poll_s * 10, 0.2)
-            watchers.append(Every(every, 0.0, lambda _: self._should_move(pool)))
+        if pool and instance.placement.market == "spot" and config.move_check_s is not None:
+            every = max(config.poll_s * 10, config.move_check_s)
+            watchers.append(Every(every, 0.0, lambda watch: self._move_pays(watch.instance)))
         if self._watches_price(instance.placement) and config.price_check_s is not None:
             watchers.append(Every(config.price_check_s, 0.0, self._price_crosses))
         spot_check_s = config.spot_check_s
@@ -610,23 +630,34 @@ class Supervisor:
         if self.log is not None:
             self.log.launched(name)
 
-    def _should_move(self, pool: str) -> bool:
-        """The current pool's 60-minute risk is above the bar and a free pool is half as risky."""
-        if self.config.migrate_risk >= 1.0:
+    def _move_pays(self, instance: Instance) -> bool:
+        """Whether the policy, asked where the job on this spot instance should run now, says
+        another pool (then it checkpoints and moves there; the policy's reason is said and kept
+        in the ledger)."""
+        if self.report.preemptions >= self.config.on_demand_after:
             return False
-        client = self._client()
+        pool = str(instance.placement.pool)
+        job = self.config.job
+        state = SpotState(
+            elapsed_hours=self.launcher.now_hours(),
+            progress_hours=min(
+                self.report.progress_hours + _running_hours(instance, self.launcher.now_hours()),
+                job.compute_hours,
+            ),
+            instance="spot",
+            pool=pool,
+        )
         try:
-            risk = client.forecast(pool).preemption_probability_60min
-            if risk is None or risk <= self.config.migrate_risk:
-                return False
-            for other, up in self.launcher.available().items():
-                if up and other != pool:
-                    alt = client.forecast(other).preemption_probability_60min
-                    if alt is not None and alt < risk / 2:
-                        return True
-        except PolicyError as exc:  # no forecast now: no move, and the job runs on
+            decision = self._decide(self._client(), None, state)
+        except PolicyError as exc:  # no advice now: no move, and the job runs on
             self._advice_missing(exc)
-        return False
+            return False
+        if decision.action != "spot" or decision.pool in (None, pool):
+            return False
+        self._move_to = decision
+        self._move_reason = f"the policy moves it to {decision.pool}: {decision.reason}"
+        self.progress(f"checkpointing to move: {self._move_reason}")
+        return True
 
     def _cap(self, placement: Placement) -> float | None:
         """The most a spot instance may cost before the cloud takes it back: the policy's bid,
@@ -767,3 +798,9 @@ def _ended_clean(events: list[dict[str, Any]], outcome: Outcome, code: int | Non
         Outcome.PREEMPTED,
         Outcome.MIGRATED,
     )
+
+
+def _running_hours(instance: Instance, now_hours: float) -> float:
+    """Launcher hours the instance has trained since its first step (0 before it)."""
+    first = next((e for e in instance.events if e.get("event") == "first_step"), None)
+    return now_hours - float(str(first["cloud_hours"])) if first else 0.0

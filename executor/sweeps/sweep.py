@@ -128,7 +128,8 @@ class SweepConfig:
     spot_price: float | None = None
     on_demand_price: float | None = None
     changeover_hours: float = 0.2
-    migrate_risk: float = 0.5
+    moves: bool = True
+    """Move a trial when the policy prices a move as paying (else only on a preemption)."""
     heartbeat_s: int = 10
     """Seconds between a running trial's heartbeats; a trial silent for three is stale."""
     max_retry: int = 3
@@ -537,7 +538,7 @@ class SweepWorker:
                     job=job,
                     policy=self.config.policy,
                     lead_s=self.config.lead_s,
-                    migrate_risk=self.config.migrate_risk,
+                    move_check_s=(60.0 if self.config.cloud else 0.2) if self.config.moves else None,
                     checkpoints=checkpoint_places((ckpt,), self.config.cloud),
                     prices=prices,
                     max_price=getattr(self.config.cloud, "max_price", None),

@@ -71,6 +71,7 @@ class CorePolicy(RiskAware):
 
     name = "core"
     params: CoreParams = CoreParams()
+    _rule_why: str | None = None
 
     def reset(self, context: JobContext) -> None:
         """Fit the forecast on the job's past (none for a flat belief) and start a job."""
@@ -228,7 +229,7 @@ class CorePolicy(RiskAware):
             if not pools:
                 return Action(ON_DEMAND, region=obs.od_region)
         seg, cont = self._segments(obs), self._continuation(obs)
-        od = self._on_demand_options(obs, seg, cont, hold=seg.changeover + 1)
+        od = self._on_demand_options(obs, seg, cont, hold=seg.work + seg.changeover)
         best_od = min(od, key=lambda o: o.cost)
         landed, runs, chance = self._landings(obs, seg, cont, pools)
         cost, named = request(landed, np.ones(len(pools)), best_od.cost)
@@ -276,7 +277,6 @@ class CorePolicy(RiskAware):
                 options.append(move)
                 self.last = TickPrices(options, move)
                 self._named = [pools[i] for i in named]
-                self.why = self.explain()
                 return Action(SPOT0 + self._named[0], bid=self._bid(move, obs),
                               also=tuple(self._named[1:]))  # fmt: skip
         self.last = TickPrices(options, here)
@@ -314,10 +314,22 @@ class CorePolicy(RiskAware):
         mtbf = max(self._beliefs.mean_run()[state - SPOT0], 1.0)
         self._checkpoint_ticks = max(1, round(math.sqrt(2.0 * stall * mtbf)))
 
+    @property  # type: ignore[override]
+    def why(self) -> str | None:
+        """Why the last action: the priced options, least expected cost first, where the
+        tick priced them; else the slack budget's own rule, if one decided."""
+        if self.last.chosen is not None:
+            return self.explain()
+        return self._rule_why
+
+    @why.setter
+    def why(self, value: str | None) -> None:
+        self._rule_why = value
+
     def explain(self) -> str:
         """The last tick's priced options and their expected costs to finish, least first."""
         if self.last.chosen is None:
-            return self.why or "the slack budget: no option priced this tick"
+            return self._rule_why or "the slack budget decided: no option priced this tick"
         ranked = sorted(self.last.options, key=lambda o: o.cost)
         return "; ".join(_describe(o, self._context, self._regions) for o in ranked[:4])
 

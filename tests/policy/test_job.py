@@ -35,7 +35,7 @@ def test_in_ticks_work_and_changeover_are_rounded_and_the_deadline_floored() -> 
     [
         ((0, 10, 0), "compute_hours must be positive, got 0"),
         ((1, 10, 0, -0.5), "spot_price must be positive, got -0.5"),
-        ((1, 10, -0.1), r"changeover_hours must be >= 0, got -0.1"),
+        ((1, 10, -0.1), r"changeover_hours must be >= 0 and finite, got -0.1"),
         ((10, 10.1, 0.2), r"the deadline \(10.1 h\) is shorter than the compute plus one"),
     ],
 )

@@ -11,7 +11,7 @@ from spotwise.policy.registry import SPECS, names, reads_future, register
 
 
 def test_unknown_policy_names_the_registered_ones() -> None:
-    names = "best, greedy, omniscient, on_demand, ppo, risk_aware, uniform_progress"
+    names = "best, core, core_flat, greedy, omniscient, on_demand, ppo, risk_aware, uniform_progress"
     with pytest.raises(UnknownPolicy, match=names):
         load("cheapest")
 
@@ -24,6 +24,8 @@ def test_best_is_the_recommended_policy_and_load_is_the_entry_point() -> None:
 def test_causal_names_leave_out_the_bound_and_only_the_bound_reads_the_future() -> None:
     assert names(causal=True) == [
         "best",
+        "core",
+        "core_flat",
         "greedy",
         "on_demand",
         "ppo",

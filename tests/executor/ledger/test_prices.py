@@ -97,7 +97,7 @@ def test_an_on_demand_only_run_saves_nothing(tmp_path: Path) -> None:
     supervisor = Supervisor(
         replay.launcher(),
         in_process_for,
-        SupervisorConfig(job=terms, on_demand_after=0, migrate_risk=1.0, prices=book),
+        SupervisorConfig(job=terms, on_demand_after=0, move_check_s=None, prices=book),
         ledger,
     )
     command = [sys.executable, str(FAKE_JOB), "--work-s", "2", "--state", str(tmp_path / "p")]

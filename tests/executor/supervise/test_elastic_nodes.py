@@ -116,7 +116,7 @@ def test_a_spot_node_is_taken_back_the_floor_trains_on_and_the_job_grows_back(
         last_call_timeout_s=10,  # both nodes join the first round, even on a loaded machine
     )
     config = SupervisorConfig(
-        job=terms, lead_s=0.5, grace_s=30.0, migrate_risk=1.0, cancel_grace_s=30.0
+        job=terms, lead_s=0.5, grace_s=30.0, move_check_s=None, cancel_grace_s=30.0
     )
     supervisor = NodeSupervisor(launcher, in_process_for, config, ledger, plan)
     ckpt = tmp_path / "ckpt"

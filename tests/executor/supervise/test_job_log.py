@@ -119,7 +119,7 @@ def test_a_fleet_jobs_lines_name_it_and_its_relaunch_is_a_second_marked_instance
         launcher=Replay(
             traces=traces, start_hours=PAST * GAP / 3600, scale=SCALE, step_s=1.2
         ).launcher(),
-        config=SupervisorConfig(job=terms, lead_s=0.4, grace_s=2.0, migrate_risk=1.0),
+        config=SupervisorConfig(job=terms, lead_s=0.4, grace_s=2.0, move_check_s=None),
         client_for=in_process_for,
         name="eval",
         progress=lambda _: None,

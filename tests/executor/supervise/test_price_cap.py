@@ -102,7 +102,7 @@ def run_capped(tmp_path: Path, work_s: float) -> tuple[RunReport, Ledger, Path]:
     supervisor = Supervisor(
         Replay(traces=traces, start_hours=PAST * GAP / 3600, scale=SCALE).launcher(),
         bidding_for,
-        SupervisorConfig(job=terms, lead_s=0.4, grace_s=2.0, migrate_risk=1.0, price_check_s=0.5),
+        SupervisorConfig(job=terms, lead_s=0.4, grace_s=2.0, move_check_s=None, price_check_s=0.5),
         ledger,
         outlook=StoredPriceForecasts(store, provider="aws", instance_type=INSTANCE_TYPE),
     )

@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from spotwise.policy.client import in_process_for
 from spotwise.policy.schemas import DecisionRequest, JobTerms
 from spotwise.policy.traces import Pool, TraceSet
 from spotwise.pricing.operational import open_operational
+from spotwise.pricing.quotes import Quote
 from tests.conftest import CliRun
 
 GAP, SCALE = 60, 60.0  # one tick per wall second
@@ -73,7 +75,7 @@ def supervise(
             prices=PriceBook.flat(traces.names, terms.spot_price, terms.on_demand_price),
         ),
     )
-    settings = {"lead_s": 0.4, "grace_s": 2.0, "migrate_risk": 1.0, **config}
+    settings = {"lead_s": 0.4, "grace_s": 2.0, "move_check_s": None, **config}
     supervisor = Supervisor(
         Replay(traces=traces, start_hours=PAST * GAP / 3600, scale=SCALE, step_s=step_s).launcher(),
         in_process_for,
@@ -173,46 +175,66 @@ def test_a_real_error_is_reported_and_not_relaunched_forever(tmp_path: Path) -> 
     assert {j.job_id: j.status for j in jobs}[ledger.job_id] == "failed"
 
 
-def risky_and_safe_pools(risky_future: str) -> TraceSet:
-    """z0 has always been up in short runs (risky once its run ages); z1 in long runs, and is
-    free from the second tick."""
-    short_runs = ("110" * 100)[:PAST]
-    long_runs = ("1" * 110 + "0" * 10) * 2
-    available = np.array(
-        [
-            [c == "1" for c in short_runs + risky_future],
-            [c == "1" for c in long_runs + "0" + "1" * 59],
-        ]
+def dear_and_cheap_pools(dear_future: str, cheap_down_ticks: int) -> tuple[TraceSet, PriceBook]:
+    """z0 at $2.50/h, up as ``dear_future`` says; z1 at $0.50/h, down for the job's first
+    ``cheap_down_ticks`` ticks, then up (both came and went alike before the job)."""
+    traces = market(dear_future, "0" * cheap_down_ticks + "1" * (60 - cheap_down_ticks))
+    book = PriceBook.flat(traces.names, 1.0, 3.0)
+    book = replace(
+        book,
+        spot={
+            "z0": Quote(usd_per_hour=2.5, source="the test's dear pool"),
+            "z1": Quote(usd_per_hour=0.5, source="the test's cheap pool"),
+        },
     )
-    return TraceSet(pools=(Pool(name="z0"), Pool(name="z1")), gap_seconds=GAP, available=available)
+    return traces, book
 
 
 @pytest.mark.slow
-def test_it_moves_early_when_the_risk_forecast_for_its_pool_crosses_the_bar(
+def test_it_moves_to_a_cheaper_pool_that_came_back_and_the_ledger_says_why(
     tmp_path: Path,
 ) -> None:
-    # Neither pool takes the job away: any move is proactive.
-    traces = risky_and_safe_pools("1" * 60)
-    supervisor, command, store, ledger = supervise(tmp_path, traces, work_s=6.0, migrate_risk=0.5)
+    # Neither pool takes the job away: the move is the decision core's.
+    traces, book = dear_and_cheap_pools("1" * 60, cheap_down_ticks=3)
+    supervisor, command, store, ledger = supervise(
+        tmp_path, traces, work_s=10.0, policy="core", move_check_s=0.2, prices=book
+    )
     report = supervisor.run(command)
     assert report.completed and report.preemptions == 0
-    assert report.migrations >= 1
     assert report.placements[:2] == ["spot in z0", "spot in z1"]
     with open_operational(store) as market_store:
-        assert job_report(market_store, ledger.job_id).migrations == report.migrations
+        ledger_report = job_report(market_store, ledger.job_id)
+        moves = market_store.query(
+            "SELECT detail FROM ledger WHERE job_id = ? AND kind = 'migration'", [ledger.job_id]
+        )
+    assert ledger_report.migrations == report.migrations == 1
+    why = str(moves["detail"].iloc[0])
+    assert "moves it to z1" in why and "spot in z1: $" in why and "stay in z0: $" in why
+
+
+@pytest.mark.slow
+def test_with_moves_off_it_stays_until_preempted(tmp_path: Path) -> None:
+    traces, book = dear_and_cheap_pools("1" * 60, cheap_down_ticks=3)
+    supervisor, command, _, _ = supervise(
+        tmp_path, traces, work_s=6.0, policy="core", move_check_s=None, prices=book
+    )
+    report = supervisor.run(command)
+    assert report.completed and (report.migrations, report.preemptions) == (0, 0)
+    assert report.placements == ["spot in z0"]
 
 
 @pytest.mark.slow
 def test_a_move_stays_a_move_when_the_pool_is_taken_back_while_it_checkpoints(
     tmp_path: Path,
 ) -> None:
-    # The move starts about a second in (z1 is free from the second tick) and the job takes
-    # 10 s to get out after saving: z0's own notice comes meanwhile (at 9.6 s), and the job is
-    # out before the kill (at 19.6 s). It must not get a second SIGTERM, which would now end it
-    # uncleanly. (A busy machine may start the move up to ~9 s late and still meet this course.)
-    traces = risky_and_safe_pools("1" * 10 + "0" + "1" * 49)
+    # The move starts about 3 s in (z1, the cheaper pool, is back from the fourth tick) and the
+    # job takes 10 s to get out after saving: z0's own notice comes meanwhile (its pool goes at
+    # 11 s), and the job is out before the kill. It must not get a second SIGTERM, which would
+    # now end it uncleanly. (A busy machine may start the move several seconds late and still
+    # meet this course.)
+    traces, book = dear_and_cheap_pools("1" * 11 + "0" + "1" * 48, cheap_down_ticks=3)
     supervisor, command, store, ledger = supervise(
-        tmp_path, traces, work_s=6.0, migrate_risk=0.5, grace_s=10.0
+        tmp_path, traces, work_s=6.0, policy="core", move_check_s=0.2, prices=book, grace_s=10.0
     )
     report = supervisor.run([*command, "--exit-delay-s", "10"])
     assert report.completed
