@@ -62,9 +62,7 @@ class DemoResult:
         }
 
 
-def run_example(
-    store_path: Path, traces: TraceSet, progress: Progress
-) -> DemoResult:
+def run_example(store_path: Path, traces: TraceSet, progress: Progress) -> DemoResult:
     """The reference run, then the supervised run."""
     with tempfile.TemporaryDirectory() as tmp:
         progress("reference run: the example training, uninterrupted")

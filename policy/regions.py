@@ -110,7 +110,7 @@ class Regions:
     def move_usd(self, src: int, dst: int, checkpoint_gb: float) -> float:
         """$ to read a checkpoint of ``checkpoint_gb`` written in region ``src`` (NOWHERE: none
         yet) from region ``dst``."""
-        if src == NOWHERE or src == dst:
+        if src in (NOWHERE, dst):
             return 0.0
         return float(self.egress_per_gb[src, dst]) * checkpoint_gb
 

@@ -10,6 +10,7 @@ independent and the service can run in many workers.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -31,7 +32,7 @@ from spotwise.policy.policies.base import (
     spot,
 )
 from spotwise.policy.policies.rules import slack_exhausted, slack_ticks
-from spotwise.policy.risk import fresh_any_up, job_history
+from spotwise.policy.risk import PastFit, fresh_any_up, job_history
 from spotwise.policy.schemas import (
     Decision,
     DecisionRequest,
@@ -50,6 +51,8 @@ from spotwise.pricing.quotes import Quote
 if TYPE_CHECKING:
     from spotwise.policy.rl.catalog import ModelCatalog
 
+FITS_KEPT = 64
+"""Pool sets whose fitted history the service keeps."""
 HISTORY_HOURS = 10 * SHIPPED_RISK.half_life_hours
 """History each decision fits on: ten half-lives of the risk forecast."""
 WRITE_GB_PER_S = 0.5
@@ -80,6 +83,7 @@ class DecisionService:
         self._past = history.available[:, history.n_ticks - keep :]
         self._index = {name: i for i, name in enumerate(history.names)}
         self._risk = SHIPPED_RISK.fit(History(self._past, history.gap_seconds / 3600))
+        self._fits: dict[tuple[int, ...], PastFit] = {}
         """The one risk forecast (:data:`~spotwise.pricing.forecast.risk_forecasters.SHIPPED_RISK`)
         of every pool on its history, which the rankings and the pool forecasts quote."""
 
@@ -146,7 +150,7 @@ class DecisionService:
         """What the policy is reset with: the job in ticks, the pools asked about and their
         history here."""
         gap = self.history.gap_seconds
-        return JobContext(
+        context = JobContext(
             job=ticks,
             pools=tuple(
                 Pool(name=n, spot_price=float(p)) for n, p in zip(names, prices, strict=True)
@@ -161,6 +165,16 @@ class DecisionService:
                 observe=request.observe, probe_seconds=request.probe_seconds
             ).probe_ticks(gap),
         )
+        return replace(context, past_fit=self._past_fit(tuple(rows), context))
+
+    def _past_fit(self, rows: tuple[int, ...], context: JobContext) -> PastFit:
+        """The risk forecast and spells of these pools' history, fitted once (the history is
+        the service's, fixed while it serves)."""
+        fit = self._fits.pop(rows, None) or PastFit.of(context)
+        self._fits[rows] = fit  # the newest last; the oldest goes past FITS_KEPT
+        while len(self._fits) > FITS_KEPT:
+            self._fits.pop(next(iter(self._fits)))
+        return fit
 
     def _policy(self, name: str) -> Policy:
         """A fresh policy of those served, by name."""

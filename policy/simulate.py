@@ -39,7 +39,6 @@ import numpy as np
 
 from spotwise.policy.job import JobSpec
 from spotwise.policy.observe import ObserveMode
-from spotwise.policy.regions import NOWHERE, Regions
 from spotwise.policy.policies.base import (
     NONE,
     ON_DEMAND,
@@ -49,6 +48,7 @@ from spotwise.policy.policies.base import (
     Observation,
     Policy,
 )
+from spotwise.policy.regions import NOWHERE, Regions
 from spotwise.policy.shared_pools import SharedPools
 from spotwise.policy.traces import TraceSet
 from spotwise.pricing.forecast.prior import PoolPrior

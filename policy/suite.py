@@ -212,9 +212,7 @@ def classes(
     return [c for c in every if _decidable(c)]
 
 
-def skipped(
-    sets: dict[str, TraceSet], *, quick: bool, markets: Markets | None = None
-) -> list[str]:
+def skipped(sets: dict[str, TraceSet], *, quick: bool, markets: Markets | None = None) -> list[str]:
     """The shrunk classes left out: too little slack to decide anything."""
     every = _all_classes(sets, quick=quick) + _market_classes(sets, markets or {}, quick=quick)
     return sorted({c.key for c in every if not _decidable(c)})

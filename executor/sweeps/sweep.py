@@ -538,7 +538,9 @@ class SweepWorker:
                     job=job,
                     policy=self.config.policy,
                     lead_s=self.config.lead_s,
-                    move_check_s=(60.0 if self.config.cloud else 0.2) if self.config.moves else None,
+                    move_check_s=(60.0 if self.config.cloud else 0.2)
+                    if self.config.moves
+                    else None,
                     checkpoints=checkpoint_places((ckpt,), self.config.cloud),
                     prices=prices,
                     max_price=getattr(self.config.cloud, "max_price", None),

@@ -54,6 +54,8 @@ class PoolBeliefs:
         self.spells = spells
         self._tick = -1
         self._memo: dict[tuple[int, int], float] = {}
+        self._runs: np.ndarray | None = None
+        self._runs_tick = -2
 
     def observe(self, obs: Observation) -> None:
         """Add this tick's sightings of each pool (once per tick; the forecast and the spells
@@ -76,11 +78,15 @@ class PoolBeliefs:
         return np.clip(self._up_w / self._all_w, 0.02, 0.98)
 
     def mean_run(self) -> np.ndarray:
-        """float [pools]: the mean spot run of each pool (ticks)."""
-        if self.forecast is None:
-            return np.full(len(self._up_w), self.prior_run)
-        return np.array([max(self.forecast.expected_run(z, fresh=True), 1.0) for z in
-                         range(len(self._up_w))])  # fmt: skip
+        """float [pools]: the mean spot run of each pool (ticks), once a tick."""
+        if self._runs is None or self._runs_tick != self._tick:
+            self._runs_tick = self._tick
+            if self.forecast is None:
+                self._runs = np.full(len(self._up_w), self.prior_run)
+            else:
+                fresh = [self.forecast.expected_run(z, fresh=True) for z in range(len(self._up_w))]
+                self._runs = np.maximum(fresh, 1.0)
+        return self._runs
 
     def run_if_landed(self, obs: Observation, z: int) -> float:
         """Expected ticks pool ``z`` stays up from now if the job is (or lands) there: its run's

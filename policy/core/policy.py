@@ -76,7 +76,7 @@ class CorePolicy(RiskAware):
     def reset(self, context: JobContext) -> None:
         """Fit the forecast on the job's past (none for a flat belief) and start a job."""
         if not self.params.learn:
-            context = replace(context, past_available=context.past_available[:, :0])
+            context = replace(context, past_available=context.past_available[:, :0], past_fit=None)
         super().reset(context)
         self._regions = context.regions or Regions.of(context.pools, context.on_demand_price)
         self._beliefs = PoolBeliefs(context, self.forecast, self._spells, learn=self.params.learn)
@@ -93,10 +93,7 @@ class CorePolicy(RiskAware):
         """The slack budget's when, the cost to finish's where."""
         self._beliefs.observe(obs)
         sighted = self._worth_running(obs)
-        if self.params.learn:
-            action = super().act(sighted)
-        else:
-            action = self._act_on_prior(sighted)
+        action = super().act(sighted) if self.params.learn else self._act_on_prior(sighted)
         self.last = TickPrices()
         if obs.changeover_left > 0 or late(obs, self._context) or self._rules.engaged:
             return self._placed(action, obs)
@@ -232,19 +229,31 @@ class CorePolicy(RiskAware):
         od = self._on_demand_options(obs, seg, cont, hold=seg.work + seg.changeover)
         best_od = min(od, key=lambda o: o.cost)
         landed, runs, chance = self._landings(obs, seg, cont, pools)
-        cost, named = request(landed, np.ones(len(pools)), best_od.cost)
+        _, named = request(landed, np.ones(len(pools)), best_od.cost)
         options = [*od]
         if not named:
             self.last = TickPrices(options, best_od)
             return Action(ON_DEMAND, region=best_od.region)
         first = named[0]
-        chosen = Option("spot", float(landed[first]), pool=pools[first],
-                        move_usd=float(self._move_usd(obs.region)[pools[first]]),
-                        run_ticks=float(runs[first]), up_chance=float(chance[first]))  # fmt: skip
+        chosen = self._spot_option(
+            obs, pools[first], float(landed[first]), runs[first], chance[first]
+        )
         self.last = TickPrices([*options, chosen], chosen)
         self._named = [pools[i] for i in named]
         return Action(
             SPOT0 + self._named[0], bid=self._bid(chosen, obs), also=tuple(self._named[1:])
+        )
+
+    def _spot_option(
+        self, obs: Observation, pool: int, cost: float, run: float, chance: float
+    ) -> Option:
+        return Option(
+            "spot",
+            float(cost),
+            pool=pool,
+            move_usd=float(self._move_usd(obs.region)[pool]),
+            run_ticks=float(run),
+            up_chance=float(chance),
         )
 
     def _move_or_stay(self, obs: Observation, action: Action) -> Action:
@@ -271,9 +280,7 @@ class CorePolicy(RiskAware):
             expected, named = request(landed + margin, chance, failed)
             if named and expected < here.cost:
                 first = named[0]
-                move = Option("spot", float(expected), pool=pools[first],
-                              move_usd=float(self._move_usd(obs.region)[pools[first]]),
-                              run_ticks=float(runs[first]), up_chance=float(chance[first]))  # fmt: skip
+                move = self._spot_option(obs, pools[first], expected, runs[first], chance[first])
                 options.append(move)
                 self.last = TickPrices(options, move)
                 self._named = [pools[i] for i in named]
@@ -314,7 +321,7 @@ class CorePolicy(RiskAware):
         mtbf = max(self._beliefs.mean_run()[state - SPOT0], 1.0)
         self._checkpoint_ticks = max(1, round(math.sqrt(2.0 * stall * mtbf)))
 
-    @property  # type: ignore[override]
+    @property
     def why(self) -> str | None:
         """Why the last action: the priced options, least expected cost first, where the
         tick priced them; else the slack budget's own rule, if one decided."""

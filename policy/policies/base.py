@@ -21,6 +21,7 @@ from spotwise.pricing.forecast.prior import PoolPrior
 
 if TYPE_CHECKING:
     from spotwise.policy.regions import Regions
+    from spotwise.policy.risk import PastFit
     from spotwise.pricing.forecast.risk_forecasters import RiskForecaster
 
 NONE = 0
@@ -68,6 +69,8 @@ class JobContext:
     failed_request_ends: bool = False
     """Whether a launch request that fails ends the instance the job had (an orchestrator that
     tears down before it relaunches) rather than keeping it (EC2 Fleet)."""
+    past_fit: PastFit | None = None
+    """The past fitted once for many jobs (None: each policy fits its own)."""
 
 
 @dataclass(slots=True)

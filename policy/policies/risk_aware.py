@@ -87,8 +87,8 @@ from spotwise.policy.policies.rules import (
     slack_ticks,
     uniform_progress_line,
 )
-from spotwise.policy.policies.slack_budget import SlackBudget, SpellBook
-from spotwise.policy.risk import fresh_any_up, job_history, prior_of
+from spotwise.policy.policies.slack_budget import SlackBudget
+from spotwise.policy.risk import PastFit, fresh_any_up, prior_of
 from spotwise.pricing.forecast.risk_forecasters import SHIPPED_RISK, RiskConfig, RiskForecaster
 
 
@@ -117,11 +117,6 @@ class RiskAwareParams:
             prior_weight=self.prior_weight,
             reversion_hours=self.reversion_hours,
         )
-
-
-def risk_forecast(context: JobContext, params: RiskAwareParams) -> RiskForecaster:
-    """The risk forecast the rules act on, fitted on the job's past."""
-    return params.risk.fit(job_history(context))
 
 
 def some_pool_up(obs: Observation) -> bool | None:
@@ -153,7 +148,12 @@ class RiskAware(Policy):
         """Fit the risk forecasts on the past and start a job."""
         self._context = context
         self._blind = context.observe != "all"
-        self.forecast = risk_forecast(context, self.params)
+        fitted = context.past_fit
+        if fitted is not None and fitted.config == self.params.risk:
+            fit = fitted.copy()
+        else:
+            fit = PastFit.of(context, self.params.risk)
+        self.forecast = fit.forecast
         self._value = 1.0 - context.spot_price / context.on_demand_price
         self._pays = np.array(
             [pays_run(float(p), context.on_demand_price) for p in context.spot_price]
@@ -161,22 +161,8 @@ class RiskAware(Policy):
         self._rules = Guardrails(context)
         self._n_pools = len(context.pools)
         self._checkpoint_ticks: int | None = None
-        hours = context.job.hours_per_tick
-        self._spells = SpellBook(
-            np.asarray(context.past_available.any(axis=0)),
-            self.params.half_life_hours / hours,
-            prior_of(context),
-            hours,
-        )
-        self._pool_spells = [
-            SpellBook(
-                np.asarray(context.past_available[z]),
-                self.params.half_life_hours / hours,
-                prior_of(context),
-                hours,
-            )
-            for z in range(self._n_pools)
-        ]
+        self._spells = fit.spells
+        self._pool_spells = list(fit.pool_spells)
         self._memo: dict[tuple[int, int], float] = {}
         self._memo_tick = -1
         self._refresh = max(1, context.job.changeover)

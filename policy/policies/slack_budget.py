@@ -21,6 +21,7 @@ demand is bought on outages the job has seen, never on another pool's word.
 
 from __future__ import annotations
 
+import copy
 import math
 
 import numpy as np
@@ -62,6 +63,12 @@ class SpellBook:
                 (self._ups if up else self._downs).append((float(end - start), float(end)))
             self._up, self._since = bool(past[-1]), float(bounds[-1])
         self._now = -1.0
+
+    def copy(self) -> SpellBook:
+        """A copy that observes apart from this one."""
+        twin = copy.copy(self)
+        twin._ups, twin._downs = list(self._ups), list(self._downs)
+        return twin
 
     def _add(self, tick: float, up: bool | None) -> None:
         if up is None:

@@ -14,6 +14,7 @@ so it never looks ahead.
 
 from __future__ import annotations
 
+import copy
 import math
 from typing import TYPE_CHECKING
 
@@ -60,6 +61,13 @@ class AvailabilityHazard:
                 self._age[z] = int(ends[-1] - starts[-1])
             lengths = (ends - starts)[closed].astype(float)
             self._arrays.append((lengths, (ends[closed] - n_past).astype(float)))
+
+    def copy(self) -> AvailabilityHazard:
+        """A copy that observes apart from this one (what it holds is replaced, never changed
+        in place, so the arrays are shared)."""
+        twin = copy.copy(self)
+        twin._arrays = list(self._arrays)
+        return twin
 
     @property
     def age(self) -> np.ndarray:
@@ -221,6 +229,13 @@ class MarketForecast:
         self._long_up = long_up + float(np.sum(any_past[0]))
         self._long_weight = long_weight + n_past
         self._now = -1
+
+    def copy(self) -> MarketForecast:
+        """A copy that observes apart from this one."""
+        twin = copy.copy(self)
+        twin.pools, twin.any_pool = self.pools.copy(), self.any_pool.copy()
+        twin.outages = self.outages.copy()
+        return twin
 
     def observe(self, tick: int, available: np.ndarray, any_up: bool | None = None) -> None:
         """Add tick ``tick`` (ticks since the job started; each tick counted once), with

@@ -11,6 +11,7 @@ label (``survival-v1``) names the forecasts it makes. A job's history is turned 
 
 from __future__ import annotations
 
+import copy
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -71,6 +72,10 @@ class RiskForecaster(ABC):
         that outlasts the wait costing two changeovers; None without a model of outages."""
         return None
 
+    def copy(self) -> RiskForecaster:
+        """A copy that updates apart from this one (a forecast fitted once, for many jobs)."""
+        return copy.deepcopy(self)
+
     def hazard(self, pool: int) -> float:
         """Preemptions per tick of ``pool`` now."""
         return 1.0 / max(self.expected_run(pool), 1.0)
@@ -103,6 +108,12 @@ class SurvivalForecaster(RiskForecaster):
     def update(self, tick: int, belief: np.ndarray, any_up: bool | None = None) -> None:
         """Observe the pools' state at ``tick``."""
         self._market.observe(tick, belief, any_up)
+
+    def copy(self) -> SurvivalForecaster:
+        """A copy that updates apart from this one."""
+        twin = copy.copy(self)
+        twin._market = self._market.copy()
+        return twin
 
     def expected_run(self, pool: int, *, fresh: bool = False) -> float:
         """Expected ticks ``pool`` stays up (a fresh run's mean when ``fresh``)."""

@@ -11,7 +11,9 @@ from spotwise.policy.registry import SPECS, names, reads_future, register
 
 
 def test_unknown_policy_names_the_registered_ones() -> None:
-    names = "best, core, core_flat, greedy, omniscient, on_demand, ppo, risk_aware, uniform_progress"
+    names = (
+        "best, core, core_flat, greedy, omniscient, on_demand, ppo, risk_aware, uniform_progress"
+    )
     with pytest.raises(UnknownPolicy, match=names):
         load("cheapest")
 
