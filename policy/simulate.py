@@ -13,7 +13,8 @@ Pools may lie in different regions (:mod:`spotwise.policy.regions`), each with i
 price: on demand runs in the region the action names (by default where the checkpoint is). A
 new instance in another region than the checkpoint's reads it from there: the job's
 ``checkpoint_gb`` times the egress price, billed at the switch. Every launch that lands is billed
-the job's ``request_usd``; every request, landed or failed, is counted. A running instance may
+the job's ``request_usd``; every request, landed or failed, is counted (a request naming the
+pool the job runs in keeps it: no request). A running instance may
 be left for another at any tick (a move). Where the provider ends what runs when a request
 fails (:class:`Provider`), a request made from a running instance ends it first.
 
@@ -381,9 +382,9 @@ class JobRun:
         where a launch request lands, else the one chosen."""
         if self.tick < self._blocked_until:
             return NONE  # a failed request is still taking the job's time
-        if choice.instance >= SPOT0 and choice.instance != self._state:
+        if choice.instance >= SPOT0 and self._state - SPOT0 not in choice.named_pools():
             return self._land(choice, choice.bid)
-        return choice.instance
+        return self._state if choice.instance >= SPOT0 else choice.instance
 
     def _on_demand_region(self, choice: Action) -> int:
         """Where an on-demand action runs: the region it names, else the one it runs in, else

@@ -549,7 +549,7 @@ class Verdict:
                 self.within_rivals_everywhere
             ),
             "no_missed_deadline": self.no_missed_deadline,
-            "probe_gap_share_at_least_0.4": self.probe_share_met,
+            "probe_gap_share_at_least_0.45": self.probe_share_met,
             "every_material_probe_class_at_least_0.25": self.every_probe_class_met,
             "single_pool_tight_within_0.005_of_the_best_rival": self.single_pool_tight_met,
             "no_pool_above_1.005": self.no_pool_above_limit,

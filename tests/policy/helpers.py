@@ -16,12 +16,22 @@ def traces(
     gap: int = 3600,
     prices: list[list[float]] | None = None,
     speeds: list[float] | None = None,
+    places: list[tuple[str, str, float | None]] | None = None,
 ) -> TraceSet:
-    """Pools from strings of '1' (available) and '0' (not), one string per pool."""
+    """Pools from strings of '1' (available) and '0' (not), one string per pool; ``places``:
+    each pool's cloud, region and on-demand price."""
     names = [f"z{i}" for i in range(len(rows))]
+    where = places or [("", "", None)] * len(rows)
     return TraceSet(
         pools=tuple(
-            Pool(name=n, speed=(speeds or [1.0] * len(rows))[i]) for i, n in enumerate(names)
+            Pool(
+                name=n,
+                speed=(speeds or [1.0] * len(rows))[i],
+                cloud=where[i][0],
+                region=where[i][1],
+                on_demand_price=where[i][2],
+            )
+            for i, n in enumerate(names)
         ),
         gap_seconds=gap,
         available=np.array([[c == "1" for c in row] for row in rows]),
@@ -58,17 +68,22 @@ class Scripted(Policy):
 
     name = "scripted"
 
-    def __init__(self, actions: list[int], bid: float | None = None) -> None:
+    def __init__(self, actions: list[int] | list[Action], bid: float | None = None) -> None:
         self.actions = actions
         self.bid = bid
         self.seen: list[tuple[int, float, int, bool]] = []
+        self.regions: list[int] = []
+        """The checkpoint's region at each tick."""
 
     def reset(self, context: JobContext) -> None:
         self.seen.clear()
+        self.regions.clear()
 
     def act(self, obs: Observation) -> Action:
         self.seen.append((obs.tick, obs.progress, obs.state, obs.preempted))
-        return Action(self.actions[min(obs.tick, len(self.actions) - 1)], bid=self.bid)
+        self.regions.append(obs.region)
+        chosen = self.actions[min(obs.tick, len(self.actions) - 1)]
+        return chosen if isinstance(chosen, Action) else Action(chosen, bid=self.bid)
 
 
 def observation(

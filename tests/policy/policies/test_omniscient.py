@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from spotwise.policy import load
 from spotwise.policy.job import REFERENCE as SPEC
-from spotwise.policy.policies.base import SPOT0
+from spotwise.policy.policies.base import NONE, ON_DEMAND, SPOT0, Action, spot
 from spotwise.policy.simulate import job_starts, simulate
 from spotwise.policy.traces import TraceSet, load_traces
 from tests.conftest import DATA
@@ -118,3 +119,27 @@ def test_omniscient_handles_zero_changeover_and_faster_pools() -> None:
         default=np.inf,
     )
     assert bound.cost == pytest.approx(best)
+
+
+@pytest.mark.parametrize(
+    "seed", [s if s < 1 else pytest.param(s, marks=pytest.mark.slow) for s in range(4)]
+)
+def test_omniscient_equals_brute_force_with_regions_egress_and_request_charges(seed: int) -> None:
+    rng = np.random.default_rng(100 + seed)
+    rows = ["".join("1" if x else "0" for x in rng.random(7) < 0.6) for _ in range(2)]
+    prices = (rng.random((2, 7)) * 2 + 0.2).tolist()
+    places = [("aws", "us-east-1", 2.5), ("gcp", "europe-west4", 3.5)]
+    trace_set = traces(*rows, prices=prices, places=places)
+    spec = replace(job(3, 6, 1), checkpoint_gb=20.0, request_usd=0.3)
+    bound = simulate(load("omniscient"), trace_set, spec, 0)
+    choices = [Action(NONE), Action(ON_DEMAND, region=0), Action(ON_DEMAND, region=1)]
+    choices += [Action(spot(0)), Action(spot(1))]
+    best = min(
+        (
+            r.cost
+            for a in itertools.product(choices, repeat=6)
+            if (r := simulate(Scripted(list(a)), trace_set, spec, 0)).done
+        ),
+        default=np.inf,
+    )
+    assert bound.done and bound.cost == pytest.approx(best)
