@@ -19,6 +19,7 @@ from spotwise import policy
 from spotwise.policy.errors import PolicyError
 from spotwise.policy.job import JobSpec, JobTicks
 from spotwise.policy.market import PoolTerms, Risk
+from spotwise.policy.past_fit import PastFit
 from spotwise.policy.plan import PlanInputs, plan_pool
 from spotwise.policy.policies.base import (
     NONE,
@@ -32,7 +33,7 @@ from spotwise.policy.policies.base import (
     spot,
 )
 from spotwise.policy.policies.rules import slack_exhausted, slack_ticks
-from spotwise.policy.risk import PastFit, fresh_any_up, job_history
+from spotwise.policy.risk import fit_past, fresh_any_up, job_history
 from spotwise.policy.schemas import (
     Decision,
     DecisionRequest,
@@ -170,7 +171,7 @@ class DecisionService:
     def _past_fit(self, rows: tuple[int, ...], context: JobContext) -> PastFit:
         """The risk forecast and spells of these pools' history, fitted once (the history is
         the service's, fixed while it serves)."""
-        fit = self._fits.pop(rows, None) or PastFit.of(context)
+        fit = self._fits.pop(rows, None) or fit_past(context)
         self._fits[rows] = fit  # the newest last; the oldest goes past FITS_KEPT
         while len(self._fits) > FITS_KEPT:
             self._fits.pop(next(iter(self._fits)))

@@ -172,7 +172,7 @@ def suite_markets(sets: dict[str, TraceSet], data: Path, *, quick: bool) -> Mark
     files = PriceFiles(data)
     return {
         spec.name: (spec, priced(spec, sets[spec.trace_set], files, ends[spec.trace_set]))
-        for spec in market_specs(sets, ends, quick=quick)
+        for spec in market_specs(sets, ends, files, quick=quick)
     }
 
 

@@ -16,6 +16,7 @@ reads the prior alone, for every pool, and never updates.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -24,16 +25,30 @@ from spotwise.policy.policies.slack_budget import SpellBook
 from spotwise.policy.risk import prior_of
 from spotwise.pricing.forecast.risk_forecasters import SHIPPED_RISK, RiskForecaster
 
+SHARE_PRIOR_HOURS = 6.0
+"""Hours of sightings the prior's share of time up counts as: a few requests that find a pool
+down outweigh it within the hours a job runs."""
+
 
 class PoolBeliefs:
     """Per pool: expected run if the job lands there now, mean run, share of time up, chance
     it is up now; and the expected rest of an outage of every pool."""
 
     def __init__(
-        self, context: JobContext, forecast: RiskForecaster, spells: SpellBook, *, learn: bool
+        self,
+        context: JobContext,
+        forecast: RiskForecaster,
+        spells: SpellBook,
+        *,
+        learn: bool,
+        pool_spells: Sequence[SpellBook] = (),
+        share_prior_hours: float = SHARE_PRIOR_HOURS,
     ) -> None:
         """``forecast`` and ``spells``: the risk forecast of the job's pools and the spells of
-        some pool being up, which the job updates; with ``learn`` off, the prior's alone."""
+        some pool being up, which the job updates; with ``learn`` off, the prior's alone;
+        ``pool_spells``: each pool's spells of being up, as sighted; ``share_prior_hours``: the
+        hours of sightings the prior's share counts as."""
+        self._pool_spells = tuple(pool_spells)
         self.learn = learn
         n_pools = len(context.pools)
         hours = context.job.hours_per_tick
@@ -47,7 +62,7 @@ class PoolBeliefs:
             up_w, all_w = past @ weights, np.full(n_pools, float(weights.sum()))
         else:
             up_w, all_w = np.zeros(n_pools), np.zeros(n_pools)
-        prior_w = prior.weight_hours / hours
+        prior_w = share_prior_hours / hours
         self._up_w = up_w + self.prior_share * prior_w
         self._all_w = all_w + prior_w
         self.forecast = forecast if learn else None
@@ -112,9 +127,13 @@ class PoolBeliefs:
         if obs.seen_age is None:
             return belief
         outage = mean_run * (1.0 - share) / share
+        if self.learn and self._pool_spells:  # outages as long as the pool's were seen to be
+            seen = np.array([book.mean_down() for book in self._pool_spells])
+            outage = np.maximum(outage, seen)
+        up = mean_run / (mean_run + outage)
         rate = 1.0 / mean_run + 1.0 / outage
         age = np.where(np.isinf(obs.seen_age), 1e9, obs.seen_age)
-        return share + (belief - share) * np.exp(-age * rate)
+        return up + (belief - up) * np.exp(-age * rate)
 
     def outage_rest(self, tick: int) -> float:
         """Expected ticks until some pool is up again, in an outage of every pool that has

@@ -79,7 +79,13 @@ class CorePolicy(RiskAware):
             context = replace(context, past_available=context.past_available[:, :0], past_fit=None)
         super().reset(context)
         self._regions = context.regions or Regions.of(context.pools, context.on_demand_price)
-        self._beliefs = PoolBeliefs(context, self.forecast, self._spells, learn=self.params.learn)
+        self._beliefs = PoolBeliefs(
+            context,
+            self.forecast,
+            self._spells,
+            learn=self.params.learn,
+            pool_spells=self._pool_spells,
+        )
         self._h = context.job.hours_per_tick
         self._od_tick = self._regions.on_demand * self._h
         self._pool_region = self._regions.of_pool
@@ -189,14 +195,22 @@ class CorePolicy(RiskAware):
         return self._context.request_usd + np.zeros(len(self._pool_region)) + egress
 
     def _on_demand_options(
-        self, obs: Observation, seg: Segments, cont: Continuation, hold: float
+        self,
+        obs: Observation,
+        seg: Segments,
+        cont: Continuation,
+        hold: float,
+        restarting: bool = False,
     ) -> list[Option]:
+        """On demand in each region, held ``hold`` ticks (``restarting``: the instance the job
+        runs on is gone, so every region starts a new one)."""
         regions = np.arange(self._regions.count)
         here = obs.region
         move = self._context.request_usd + (
             self._egress[here] if here != NOWHERE else np.zeros(len(regions))
         )
-        switching = ~((obs.state == ON_DEMAND) & (regions == obs.od_region))
+        running = (obs.state == ON_DEMAND) & (regions == obs.od_region) & (not restarting)
+        switching = ~running
         costs = on_demand(seg, cont, self._od_tick, move, hold, switching)
         return [
             Option("on-demand", float(costs[r]), region=int(r),
@@ -229,8 +243,17 @@ class CorePolicy(RiskAware):
         od = self._on_demand_options(obs, seg, cont, hold=seg.work + seg.changeover)
         best_od = min(od, key=lambda o: o.cost)
         landed, runs, chance = self._landings(obs, seg, cont, pools)
-        _, named = request(landed, np.ones(len(pools)), best_od.cost)
         options = [*od]
+        if obs.state == ON_DEMAND and self._context.failed_request_ends:
+            # a failed request ends the on-demand instance: the job starts it again
+            again = replace(seg, slack=seg.slack - seg.failed_slack)
+            hold = again.work + again.changeover
+            failed = min(o.cost for o in self._on_demand_options(obs, again, cont, hold, True))
+            expected, named = request(landed, chance, failed)
+            if expected >= best_od.cost:
+                named = []
+        else:
+            _, named = request(landed, np.ones(len(pools)), best_od.cost)
         if not named:
             self.last = TickPrices(options, best_od)
             return Action(ON_DEMAND, region=best_od.region)
@@ -271,12 +294,18 @@ class CorePolicy(RiskAware):
             landed, runs, chance = self._landings(obs, seg, cont, pools)
             price = obs.prices[pools] * self._h
             margin = self.params.move_margin * seg.changeover * price
-            keeps = not self._context.failed_request_ends
-            failed = (
-                here.cost
-                if keeps
-                else float(cont.value(np.array(seg.work), np.array(seg.slack - seg.failed_slack)))
-            )
+            failed = here.cost  # a failed request keeps what runs
+            if self._context.failed_request_ends:  # it ends it: the job starts again there
+                again = replace(seg, slack=seg.slack - seg.failed_slack)
+                failed = float(
+                    land(
+                        again,
+                        cont,
+                        np.array([obs.prices[current] * self._h]),
+                        np.array([run_now * self._speed[current]]),
+                        np.array([self._context.request_usd]),
+                    )[0]
+                )
             expected, named = request(landed + margin, chance, failed)
             if named and expected < here.cost:
                 first = named[0]

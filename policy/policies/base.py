@@ -20,8 +20,8 @@ from spotwise.policy.traces import Pool
 from spotwise.pricing.forecast.prior import PoolPrior
 
 if TYPE_CHECKING:
+    from spotwise.policy.past_fit import PastFit
     from spotwise.policy.regions import Regions
-    from spotwise.policy.risk import PastFit
     from spotwise.pricing.forecast.risk_forecasters import RiskForecaster
 
 NONE = 0

@@ -88,7 +88,7 @@ from spotwise.policy.policies.rules import (
     uniform_progress_line,
 )
 from spotwise.policy.policies.slack_budget import SlackBudget
-from spotwise.policy.risk import PastFit, fresh_any_up, prior_of
+from spotwise.policy.risk import fit_past, fresh_any_up, prior_of
 from spotwise.pricing.forecast.risk_forecasters import SHIPPED_RISK, RiskConfig, RiskForecaster
 
 
@@ -152,7 +152,7 @@ class RiskAware(Policy):
         if fitted is not None and fitted.config == self.params.risk:
             fit = fitted.copy()
         else:
-            fit = PastFit.of(context, self.params.risk)
+            fit = fit_past(context, self.params.risk)
         self.forecast = fit.forecast
         self._value = 1.0 - context.spot_price / context.on_demand_price
         self._pays = np.array(

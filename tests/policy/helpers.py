@@ -3,6 +3,8 @@ tick-by-tick tests."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from spotwise.policy.job import JobSpec
@@ -16,7 +18,7 @@ def traces(
     gap: int = 3600,
     prices: list[list[float]] | None = None,
     speeds: list[float] | None = None,
-    places: list[tuple[str, str, float | None]] | None = None,
+    places: Sequence[tuple[str, str, float | None]] | None = None,
 ) -> TraceSet:
     """Pools from strings of '1' (available) and '0' (not), one string per pool; ``places``:
     each pool's cloud, region and on-demand price."""
@@ -68,7 +70,7 @@ class Scripted(Policy):
 
     name = "scripted"
 
-    def __init__(self, actions: list[int] | list[Action], bid: float | None = None) -> None:
+    def __init__(self, actions: Sequence[int | Action], bid: float | None = None) -> None:
         self.actions = actions
         self.bid = bid
         self.seen: list[tuple[int, float, int, bool]] = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from spotwise.policy.core.beliefs import PoolBeliefs
-from spotwise.policy.risk import PastFit
+from spotwise.policy.risk import fit_past
 from spotwise.policy.simulate import Visibility, context_for
 from tests.policy.helpers import job, observation, traces
 
@@ -15,7 +15,7 @@ PROBE = Visibility(observe="probe")
 def beliefs(*rows: str) -> PoolBeliefs:
     market = traces(*rows)
     context = context_for(market, job(5, 20, 1), len(rows[0]) - 10, visibility=PROBE)
-    fit = PastFit.of(context)
+    fit = fit_past(context)
     return PoolBeliefs(context, fit.forecast, fit.spells, learn=True)
 
 

@@ -62,9 +62,10 @@ def test_a_spot_decision_bids_between_its_price_and_on_demand() -> None:
     run = JobRun(market, spec, PAST, visibility=PROBE)
     bids = []
     while not run.over:
-        action = chosen.act(run.observe())
+        obs = run.observe()
+        action = chosen.act(obs)
         if action.instance >= SPOT0 and action.bid is not None:
-            bids.append((action.bid, float(market.prices[action.instance - SPOT0, 0])))
+            bids.append((action.bid, float(obs.prices[action.instance - SPOT0])))
         run.step(action)
     assert bids and all(price <= bid <= spec.on_demand_price for bid, price in bids)
 
