@@ -36,7 +36,7 @@ class PolicySpec:
 
 SPECS: dict[str, PolicySpec] = {}
 
-BEST = "risk_aware"
+BEST = "core"
 """The policy the project recommends: the bench and the API accept ``best`` for it."""
 
 

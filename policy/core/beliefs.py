@@ -48,7 +48,10 @@ class PoolBeliefs:
         some pool being up, which the job updates; with ``learn`` off, the prior's alone;
         ``pool_spells``: each pool's spells of being up, as sighted; ``share_prior_hours``: the
         hours of sightings the prior's share counts as."""
-        self._pool_spells = tuple(pool_spells)
+        self._pool_spells = tuple(book.copy() for book in pool_spells)
+        """Each pool's spells as this job sights them (its own copies)."""
+        self._counted = np.full(len(context.pools), -np.inf)
+        """The tick of each pool's last sighting counted."""
         self.learn = learn
         n_pools = len(context.pools)
         hours = context.job.hours_per_tick
@@ -82,11 +85,20 @@ class PoolBeliefs:
             return
         if obs.tick % 16 == 0:
             self._memo.clear()  # the runs seen move the forecast, slowly
-        fresh = np.ones(len(self._up_w), dtype=bool) if obs.seen_age is None else obs.seen_age == 0
+        if obs.seen_age is None:
+            fresh = np.ones(len(self._up_w), dtype=bool)
+        else:  # a sighting not counted yet (a request's answer shows the next tick)
+            seen_at = obs.tick - obs.seen_age
+            fresh = seen_at > self._counted
+            self._counted = np.where(fresh, seen_at, self._counted)
         if obs.state >= SPOT0:
             fresh[obs.state - SPOT0] = True
-        self._up_w = self._up_w * self._decay + (fresh & obs.belief())
+        belief = obs.belief()
+        self._up_w = self._up_w * self._decay + (fresh & belief)
         self._all_w = self._all_w * self._decay + fresh
+        for z in np.flatnonzero(fresh):
+            if z < len(self._pool_spells):
+                self._pool_spells[z].observe(obs.tick, bool(belief[z]))
 
     def share(self) -> np.ndarray:
         """float [pools]: the share of time each pool is up."""
@@ -122,18 +134,34 @@ class PoolBeliefs:
         return self._memo[key]
 
     def up_chance(self, obs: Observation, mean_run: np.ndarray, share: np.ndarray) -> np.ndarray:
-        """float [pools]: the chance each pool is up now."""
+        """float [pools]: the chance each pool is up now. A pool last seen up, or never seen:
+        its run and outage means as a two-state process. A pool last seen down ``k`` ticks ago
+        in an outage that has lasted ``X``: the chance that outage ended within those ``k``
+        ticks, ``1 − exp(−k / R)``, ``R`` its expected rest at ``X`` (the pool's outages seen,
+        the one under way as long as it has lasted: a long outage is expected to last longer)."""
         belief = obs.belief().astype(float)
         if obs.seen_age is None:
             return belief
-        outage = mean_run * (1.0 - share) / share
-        if self.learn and self._pool_spells:  # outages as long as the pool's were seen to be
-            seen = np.array([book.mean_down() for book in self._pool_spells])
-            outage = np.maximum(outage, seen)
+        outage = self.outage(mean_run, share)
         up = mean_run / (mean_run + outage)
         rate = 1.0 / mean_run + 1.0 / outage
         age = np.where(np.isinf(obs.seen_age), 1e9, obs.seen_age)
-        return up + (belief - up) * np.exp(-age * rate)
+        chance = up + (belief - up) * np.exp(-age * rate)
+        if self.learn and self._pool_spells:
+            for z in np.flatnonzero((belief == 0) & np.isfinite(obs.seen_age)):
+                book = self._pool_spells[z]
+                rest = max(book.remaining_outage(book.outage_age(obs.tick)), 1.0)
+                chance[z] = min(chance[z], -math.expm1(-age[z] / rest))
+        return chance
+
+    def outage(self, mean_run: np.ndarray, share: np.ndarray) -> np.ndarray:
+        """float [pools]: each pool's mean outage (ticks): what its runs and share of time up
+        imply, or as long as its outages were seen to be, the longer."""
+        outage = mean_run * (1.0 - share) / share
+        if self.learn and self._pool_spells:
+            seen = np.array([book.mean_down() for book in self._pool_spells])
+            outage = np.maximum(outage, seen)
+        return outage
 
     def outage_rest(self, tick: int) -> float:
         """Expected ticks until some pool is up again, in an outage of every pool that has

@@ -101,7 +101,10 @@ class CorePolicy(RiskAware):
         sighted = self._worth_running(obs)
         action = super().act(sighted) if self.params.learn else self._act_on_prior(sighted)
         self.last = TickPrices()
-        if obs.changeover_left > 0 or late(obs, self._context) or self._rules.engaged:
+        if obs.changeover_left > 0 and not late(obs, self._context):  # let it start
+            region = obs.od_region if obs.state == ON_DEMAND else None
+            return self._placed(Action(obs.state, region=region), obs)
+        if late(obs, self._context) or self._rules.engaged:
             return self._placed(action, obs)
         if obs.state >= SPOT0:
             return self._placed(self._move_or_stay(obs, action), obs)
@@ -324,11 +327,15 @@ class CorePolicy(RiskAware):
 
     def _askable_while_running(self, obs: Observation, current: int) -> list[int]:
         """Pools a move may name: up (seeing every pool); blind, seen up this tick or last, or
-        not seen for a changeover (one request per pool per changeover)."""
+        not seen for a changeover (one request per pool per changeover); where a failed request
+        ends what runs, not before the pool's outage is expected to be over."""
         if obs.seen_age is None:
             return [int(z) for z in np.flatnonzero(obs.available) if z != current]
         belief = obs.belief()
-        wait_ticks = max(self._context.job.changeover, 1)
+        wait_ticks = np.full(len(belief), float(max(self._context.job.changeover, 1)))
+        if self._context.failed_request_ends:
+            beliefs = self._beliefs
+            wait_ticks = np.maximum(wait_ticks, beliefs.outage(beliefs.mean_run(), beliefs.share()))
         ok = (belief & (obs.seen_age <= 1)) | (obs.seen_age >= wait_ticks)
         return [int(z) for z in np.flatnonzero(ok) if z != current]
 

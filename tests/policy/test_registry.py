@@ -19,7 +19,7 @@ def test_unknown_policy_names_the_registered_ones() -> None:
 
 
 def test_best_is_the_recommended_policy_and_load_is_the_entry_point() -> None:
-    assert type(policy.load("best")).name == "risk_aware"
+    assert type(policy.load("best")).name == "core"
     assert type(policy.load("ppo")).name == "ppo"
 
 
