@@ -6,14 +6,15 @@ the safety net. Models are found and named by :class:`~policy.rl.catalog.ModelCa
 from __future__ import annotations
 
 import pickle
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from spotwise.policy.errors import PolicyError
-from spotwise.policy.policies.base import Action, JobContext, Observation, Policy
+from spotwise.policy.policies.base import SPOT0, Action, JobContext, Observation, Policy
 from spotwise.policy.policies.rules import Guardrails
 from spotwise.policy.rl.env import instance_action, launch, spaces
 from spotwise.policy.rl.features import FeatureBuilder
@@ -92,7 +93,12 @@ class LearnedPolicy(Policy):
         return [int(part.argmax()) for part in torch.split(logits, sizes)]
 
     def reset(self, context: JobContext) -> None:
-        """Start a job: fit the features' risk forecast on the past."""
+        """Start a job: fit the features' risk forecast on the past. A job over more pools than
+        the model was trained for is played on the ones most often up in its past (the others
+        are never asked)."""
+        self._pools = _kept_pools(context, self.config.max_pools)
+        if self._pools is not None:
+            context = _only(context, self._pools)
         self._features = FeatureBuilder(context, self.config.max_pools)
         self.forecast = self._features.forecast
         self._rules = Guardrails(context)
@@ -104,6 +110,28 @@ class LearnedPolicy(Policy):
     def act(self, obs: Observation) -> Action:
         """The rules' action where they fix one, else the model's deterministic choice (its
         last checkpoint interval holds while the rules decide)."""
+        if self._pools is None:
+            return self._act(obs)
+        kept = self._pools
+        view = replace(
+            obs,
+            # it asks only kept pools, so it runs only in them
+            state=obs.state if obs.state < SPOT0 else SPOT0 + kept.index(obs.state - SPOT0),
+            available=obs.available[kept],
+            prices=obs.prices[kept],
+            last_seen=None if obs.last_seen is None else obs.last_seen[kept],
+            seen_age=None if obs.seen_age is None else obs.seen_age[kept],
+        )
+        action = self._act(view)
+        if action.instance < SPOT0:
+            return action
+        return replace(
+            action,
+            instance=SPOT0 + kept[action.instance - SPOT0],
+            also=tuple(kept[z] for z in action.also),
+        )
+
+    def _act(self, obs: Observation) -> Action:
         self._features.observe(obs)  # the risk forecast sees every tick
         fixed = self._rules.fixed(obs)
         if fixed is not None:
@@ -118,3 +146,31 @@ class LearnedPolicy(Policy):
             self._checkpoint_ticks,
             self._features.ranking,
         )
+
+
+def _kept_pools(context: JobContext, most: int) -> list[int] | None:
+    """The ``most`` pools most often up in the job's past (None: the job has no more)."""
+    if len(context.pools) <= most:
+        return None
+    share = context.past_available.mean(axis=1) if context.past_available.shape[1] else None
+    order = (
+        list(range(len(context.pools)))
+        if share is None
+        else list(np.argsort(-share, kind="stable"))
+    )
+    return sorted(int(z) for z in order[:most])
+
+
+def _only(context: JobContext, kept: list[int]) -> JobContext:
+    """The job's context over the ``kept`` pools alone."""
+    return replace(
+        context,
+        pools=tuple(context.pools[z] for z in kept),
+        spot_price=context.spot_price[kept],
+        speed=context.speed[kept],
+        past_available=context.past_available[kept],
+        future_available=None,
+        future_prices=None,
+        regions=None,
+        past_fit=None,
+    )
