@@ -55,6 +55,11 @@ def print_report(result: JobReport | SupervisedJob, as_json: bool) -> None:
             "job ends: a folder here, or one in the bucket of the job's cloud)"
         )
     )
+    for why in report.moves:
+        out.print(f"  moved: {why}")
+    if report.bids:
+        bids = ", ".join(f"{pool} ${bid:,.3f}/h" for pool, bid in report.bids)
+        out.print(f"  bids (the price above which a move pays): {bids}")
     if report.pending_writes:
         out.print(
             styled(

@@ -53,7 +53,8 @@ class EntryKind(enum.StrEnum):
     """What a ledger entry records."""
 
     LAUNCH = "launch"
-    """An instance started (its id in ``detail``); its ``instance`` entry follows at its end."""
+    """An instance started (its id in ``detail``, a spot launch's bid in ``price``); its
+    ``instance`` entry follows at its end."""
     INSTANCE = "instance"
     NOTICE = "notice"
     PREEMPTION = "preemption"
@@ -534,6 +535,11 @@ class JobReport:
     lost_work_hours: float
     checkpoint_bytes: int
     checkpoints_sized: bool
+    moves: tuple[str, ...] = ()
+    """Why each move was made: the policy's reason, with the expected costs it compared."""
+    bids: tuple[tuple[str, float], ...] = ()
+    """Each capped spot launch: its pool and the bid, the most $/h it could cost (the price
+    above which the policy moves it)."""
     """Whether its checkpoints were sized (a local ``--ckpt`` folder, when the job ended);
     if not, ``checkpoint_bytes`` and the storage cost are 0 for want of a size, not measured."""
     nodes: dict[str, dict[str, MarketUse]]
@@ -615,6 +621,17 @@ def _report(job: pd.Series, entries: pd.DataFrame, *, pending: int) -> JobReport
         preemptions=int((entries.kind == EntryKind.PREEMPTION).sum()),
         notices=int((entries.kind == EntryKind.NOTICE).sum()),
         migrations=int((entries.kind == EntryKind.MIGRATION).sum()),
+        moves=tuple(
+            str(d)
+            for d in entries[entries.kind == EntryKind.MIGRATION].detail
+            if isinstance(d, str)
+        ),
+        bids=tuple(
+            (str(row.pool), round(float(row.price), 4))
+            for row in entries[
+                (entries.kind == EntryKind.LAUNCH) & entries.price.notna()
+            ].itertuples()
+        ),
         lost_work_hours=round(lost_hours, 4),
         checkpoint_bytes=checkpoint_bytes,
         checkpoints_sized=not sized.empty,

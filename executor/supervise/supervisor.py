@@ -625,7 +625,11 @@ class Supervisor:
         name = getattr(instance, "instance_id", None)
         placement = instance.placement
         self.ledger.record(
-            EntryKind.LAUNCH, pool=placement.pool, market=placement.market, detail=name
+            EntryKind.LAUNCH,
+            pool=placement.pool,
+            market=placement.market,
+            price=placement.bid,  # the bid: the most it may cost (None: no cap)
+            detail=name,
         )
         if self.log is not None:
             self.log.launched(name)
