@@ -55,6 +55,9 @@ class CoreParams(RiskAwareParams):
     are heavier-tailed than exponential)."""
     move_margin: float = 6.0
     """Changeovers' worth of money a move must save beyond its own cost."""
+    move_on_runs: bool = False
+    """Move for a longer forecast run too (False: a pool landed in is judged by a run no longer
+    than the one the job is on, so only its price and the move's cost move the job)."""
 
 
 @dataclass(slots=True)
@@ -112,15 +115,23 @@ class CorePolicy(RiskAware):
             return self._placed(self._where(obs, action), obs)
         return self._placed(action, obs)
 
-    def _worth_running(self, obs: Observation) -> Observation:
-        """``obs`` with the pools a tick of work costs more on than on demand shown down (a run
-        there never pays, so the slack budget neither asks them nor waits for them)."""
+    def _work_cost(self, obs: Observation) -> np.ndarray:
+        """float [pools]: $ per tick of work on each pool's spot for a mean run (a run of ``L``
+        ticks works ``L − D`` and bills ``L``, its request and a share of egress)."""
         run = self._beliefs.mean_run()
-        d = self._context.job.changeover
-        productive = np.maximum(run - d, 0.0) * self._speed
+        productive = np.maximum(run - self._context.job.changeover, 0.0) * self._speed
+        per_run = self._context.request_usd + 0.5 * self._egress.mean(axis=0)[self._pool_region]
         with np.errstate(divide="ignore", invalid="ignore"):
-            per_work = np.where(productive > 0, obs.prices * run / productive, np.inf)
-        dear = per_work >= self._regions.on_demand.min()
+            return np.where(
+                productive > 0, (obs.prices * self._h * run + per_run) / productive, np.inf
+            )
+
+    def _worth_running(self, obs: Observation) -> Observation:
+        """``obs`` with the pools whose spot costs as much as on demand shown down (a run there
+        never pays, so the slack budget neither asks them nor waits for them). A pool whose
+        runs are short is left to the slack budget's own test (a run must outlast its
+        changeover): its runs' tail, not their mean, is what pays."""
+        dear = obs.prices >= self._regions.on_demand.min()
         if obs.state >= SPOT0:
             dear[obs.state - SPOT0] = False
         if not dear.any():
@@ -175,18 +186,11 @@ class CorePolicy(RiskAware):
 
     def _continuation(self, obs: Observation) -> Continuation:
         beliefs = self._beliefs
-        share, run = beliefs.share(), beliefs.mean_run()
-        d = self._context.job.changeover
-        price = obs.prices * self._h
-        productive = np.maximum(run - d, 0.0) * self._speed
-        per_run = self._context.request_usd + 0.5 * self._egress.mean(axis=0)[self._pool_region]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            cost = np.where(productive > 0, (price * run + per_run) / productive, np.inf)
         return Continuation.of(
-            cost,
-            share,
-            run,
-            d,
+            self._work_cost(obs),
+            beliefs.share(),
+            beliefs.mean_run(),
+            self._context.job.changeover,
             float(self._od_tick.min()),
             any_share=beliefs.spells.up_share(),
             spread=self.params.spread,
@@ -222,11 +226,17 @@ class CorePolicy(RiskAware):
         ]  # fmt: skip
 
     def _landings(
-        self, obs: Observation, seg: Segments, cont: Continuation, pools: list[int]
+        self,
+        obs: Observation,
+        seg: Segments,
+        cont: Continuation,
+        pools: list[int],
+        longest: float = math.inf,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per pool of ``pools``: $ to finish landing there, its forecast run, its up chance."""
+        """Per pool of ``pools``: $ to finish landing there, its forecast run (at most
+        ``longest``), its up chance."""
         beliefs = self._beliefs
-        runs = np.array([beliefs.run_if_landed(obs, z) for z in pools])
+        runs = np.minimum([beliefs.run_if_landed(obs, z) for z in pools], longest)
         move = self._move_usd(obs.region)[pools]
         price = obs.prices[pools] * self._h
         landed = land(seg, cont, price, runs * self._speed[pools], move)
@@ -294,7 +304,8 @@ class CorePolicy(RiskAware):
         options = [here]
         pools = self._askable_while_running(obs, current)
         if pools and seg.slack - seg.lost > self._margin_ticks():
-            landed, runs, chance = self._landings(obs, seg, cont, pools)
+            longest = math.inf if self.params.move_on_runs else run_now
+            landed, runs, chance = self._landings(obs, seg, cont, pools, longest)
             price = obs.prices[pools] * self._h
             margin = self.params.move_margin * seg.changeover * price
             failed = here.cost  # a failed request keeps what runs

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 
@@ -80,7 +81,9 @@ def test_the_summary_marks_material_classes_and_the_verdict_reads_every_target()
     } <= set(verdict.to_dict())
 
 
-def test_market_classes_report_the_gap_to_the_bound_requests_moves_and_the_ablation() -> None:
+def test_market_classes_report_the_gap_to_the_bound_requests_moves_and_the_ablation(
+    tmp_path: Path,
+) -> None:
     hours = 400
     base = market(hours, 6)
     priced = replace(
@@ -120,3 +123,5 @@ def test_market_classes_report_the_gap_to_the_bound_requests_moves_and_the_ablat
     doc = verdict.to_dict()
     assert "markets_within_0.10_of_the_bound_and_0.15_in_each" in doc
     assert doc["forecast_worth"] is not None  # the flat-prior ablation ran beside it
+    suite.plot_suite(summary, tmp_path / "suite.png")
+    assert (tmp_path / "suite.png").read_bytes()[:4] == b"\x89PNG"
