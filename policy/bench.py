@@ -22,8 +22,10 @@ from spotwise.policy.errors import PolicyError
 from spotwise.policy.job import JobSpec
 from spotwise.policy.simulate import (
     EVERYTHING,
+    FLEET,
     CheckpointMode,
     JobResult,
+    Provider,
     Visibility,
     job_starts,
     simulate,
@@ -211,9 +213,10 @@ def run_bench(
     on_job: Callable[[str, str], None] | None = None,
     models: ModelCatalog | None = None,
     visibility: Visibility = EVERYTHING,
+    provider: Provider = FLEET,
 ) -> BenchRun:
-    """Simulate every policy on every job start (and pool, for ``single``); learned models
-    come from ``models`` (default: the shipped ones)."""
+    """Simulate every policy on every job start (and pool, for ``single``) on ``provider``'s
+    request terms; learned models come from ``models`` (default: the shipped ones)."""
     for name in policies:
         policy.load(name, models)  # fail early on an unknown name
     job = spec.ticks(traces.gap_seconds)
@@ -237,9 +240,8 @@ def run_bench(
             began = time.perf_counter()
             jobs = []
             for start in starts:
-                jobs.append(
-                    simulate(policy.load(name, models), group, spec, start, checkpoint, visibility)
-                )
+                chosen = policy.load(name, models)
+                jobs.append(simulate(chosen, group, spec, start, checkpoint, visibility, provider))
                 if on_job:
                     on_job(key, name)
             run.results[key][name] = jobs

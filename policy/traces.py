@@ -2,14 +2,16 @@
 
 A trace folder holds one 1-node CBL JSON trace per pool (file stem = pool name, 0 = spot
 available). Where a trace carries a ``prices`` array, spot ticks are billed at that price.
-An optional pools file gives per-pool ``spot_price`` and ``speed`` (on demand has one price per
-job, the job's ``on_demand_price``). A market class of the suite (:mod:`spotwise.policy.markets`)
-also gives each pool its cloud, its region and its region's on-demand price.
+An optional pools file gives per-pool ``spot_price`` and ``speed``, and where the pool runs:
+its ``cloud``, its ``region`` and that region's ``on_demand_price`` (else the job's), so that
+moves between regions pay the checkpoint's egress (:mod:`spotwise.policy.regions`). A market
+class of the suite (:mod:`spotwise.policy.markets`) gives the same from the bundled prices.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -116,6 +118,11 @@ def load_traces(folder: Path, pools_file: Path | None = None) -> TraceSet:
     return TraceSet(pools=pools, gap_seconds=gaps.pop(), available=available, prices=prices)
 
 
+NUMBERS = ("spot_price", "speed", "on_demand_price")
+NAMES = ("cloud", "region")
+_PLACE = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
+
+
 def _read_pools(path: Path, names: list[str]) -> dict[str, Pool]:
     try:
         doc = json.loads(path.read_text())
@@ -127,13 +134,20 @@ def _read_pools(path: Path, names: list[str]) -> dict[str, Pool]:
     for name, terms in doc.items():
         if name not in names:
             raise TraceError(f"{path}: pool {name!r} has no trace; pools are {names}")
-        if not isinstance(terms, dict) or set(terms) - {"spot_price", "speed"}:
+        if not isinstance(terms, dict) or set(terms) - {*NUMBERS, *NAMES}:
             raise TraceError(
-                f"{path}: pool {name!r}: give only spot_price and speed (on demand has one "
-                "price per job: --on-demand-price)"
+                f"{path}: pool {name!r}: give only {', '.join((*NUMBERS, *NAMES))} (a region's "
+                "on-demand price is its pools'; the job's --on-demand-price where none is given)"
             )
         for key, value in terms.items():
-            if not isinstance(value, int | float) or value <= 0:
+            if key in NUMBERS and (
+                isinstance(value, bool) or not isinstance(value, int | float) or not value > 0
+            ):
                 raise TraceError(f"{path}: pool {name!r}: {key} must be a positive number")
+            if key in NAMES and not (isinstance(value, str) and _PLACE.match(value)):
+                raise TraceError(
+                    f"{path}: pool {name!r}: {key} must be a name of lower-case letters, digits "
+                    "and -, like us-east-1 or aws"
+                )
         pools[name] = Pool(name=name, **terms)
     return pools

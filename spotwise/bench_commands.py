@@ -39,7 +39,7 @@ from spotwise.policy.observe import OBSERVE_MODES, ObserveMode
 if TYPE_CHECKING:
     from spotwise.policy.bench import BenchRun, BenchSummary
     from spotwise.policy.rl.catalog import ModelCatalog
-    from spotwise.policy.simulate import CheckpointMode, Visibility
+    from spotwise.policy.simulate import CheckpointMode, Provider, Visibility
     from spotwise.policy.suite import PolicyStats, SuiteRun, SuiteSummary
 
 bench_app = typer.Typer(
@@ -432,6 +432,23 @@ def bench_policy(
     observe: ObserveOption = "all",
     probe_seconds: ProbeSecondsOption = 60.0,
     history_hours: HistoryOption = "all",
+    checkpoint_gb: Annotated[
+        float,
+        typer.Option(
+            "--checkpoint-gb",
+            min=0.0,
+            help="The checkpoint a move carries: read from the region that wrote it, at the "
+            "clouds' egress list prices (pools placed in regions by --pools FILE).",
+        ),
+    ] = 0.0,
+    failed_request: Annotated[
+        str,
+        typer.Option(
+            "--failed-request",
+            help="keeps: a launch request that fails keeps what runs (EC2 Fleet); ends: it "
+            "ends it (an orchestrator that tears down before it relaunches).",
+        ),
+    ] = "keeps",
     nodes: Annotated[
         int | None,
         typer.Option(
@@ -446,9 +463,12 @@ def bench_policy(
 ) -> None:
     """Simulate policies on real traces; cost ratio = cost / on-demand cost of the job."""
     from spotwise.policy.bench import save_summary
-    from spotwise.policy.simulate import Visibility
+    from spotwise.policy.simulate import FLEET, TEARDOWN, Visibility
 
+    if failed_request not in ("keeps", "ends"):
+        fail(f"--failed-request must be keeps or ends, got {failed_request[:40]!r}")
     spec = _bench_job(compute_hours, deadline_hours, changeover_hours, spot_price, on_demand_price)
+    spec = replace(spec, checkpoint_gb=checkpoint_gb)
     if nodes is not None:
         _refuse_flags_of_one_node(
             {
@@ -492,6 +512,7 @@ def bench_policy(
         checkpoint_flags=(checkpoint_minutes, checkpoint_stall_seconds, notice_seconds),
         models=models,
         visibility=visibility,
+        provider=TEARDOWN if failed_request == "ends" else FLEET,
     )
     summary = run.summary()
     save_summary(summary, settings.store_path(None))
@@ -532,6 +553,7 @@ def _run_policy_bench(
     checkpoint_flags: tuple[float | None, float, float],
     models: Path | None,
     visibility: Visibility,
+    provider: Provider,
 ) -> tuple[float, BenchRun]:
     """When the simulation began (``time.perf_counter``) and the bench of ``policies`` on
     ``folder``'s traces, in the checkpoint mode of ``checkpoint_flags`` (minutes, stall, notice), a
@@ -565,6 +587,7 @@ def _run_policy_bench(
                 on_job=lambda key, name: bar.update(task, advance=1, description=f"{key} {name}"),
                 models=catalog,
                 visibility=visibility,
+                provider=provider,
             )
     except (PolicyError, ValueError) as exc:
         fail(str(exc))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -17,17 +18,35 @@ BUNDLED = DATA / "traces/cbl/availability/1-node/aws-02-15-2023"
 BUNDLED = DATA / "traces/cbl/availability/1-node/aws-02-15-2023"
 
 
-def test_a_pools_file_with_a_per_pool_on_demand_price_is_refused_not_ignored(
+def test_a_pools_file_places_each_pool_in_its_cloud_and_region_at_its_on_demand_price(
     tmp_path: Path,
 ) -> None:
-    """The simulator has one on-demand price per job, so a pool's own would be ignored."""
     pools = tmp_path / "pools.json"
-    pools.write_text(json.dumps({"us-east-1a_v100_1": {"spot_price": 0.5, "on_demand_price": 2}}))
-    with pytest.raises(TraceError, match=r"give only spot_price and speed.*--on-demand-price"):
-        load_traces(BUNDLED, pools)
+    terms = {"spot_price": 0.5, "cloud": "aws", "region": "us-east-1", "on_demand_price": 2.5}
+    pools.write_text(json.dumps({"us-east-1a_v100_1": terms}))
+    pool = load_traces(BUNDLED, pools).pools[0]
+    assert (pool.cloud, pool.region, pool.on_demand_price) == ("aws", "us-east-1", 2.5)
     pools.write_text(json.dumps({"us-east-1a_v100_1": {"spot_price": 0.5, "speed": 2}}))
     pool = load_traces(BUNDLED, pools).pools[0]
     assert (pool.name, pool.spot_price, pool.speed) == ("us-east-1a_v100_1", 0.5, 2)
+
+
+@pytest.mark.parametrize(
+    ("terms", "message"),
+    [
+        ({"bid": 1.0}, "give only spot_price, speed, on_demand_price, cloud, region"),
+        ({"on_demand_price": True}, "on_demand_price must be a positive number"),
+        ({"region": "us-east-1; rm -rf /"}, "region must be a name of lower-case letters"),
+        ({"cloud": 7}, "cloud must be a name"),
+    ],
+)
+def test_a_bad_pool_term_is_refused_naming_it(
+    tmp_path: Path, terms: dict[str, object], message: str
+) -> None:
+    pools = tmp_path / "pools.json"
+    pools.write_text(json.dumps({"us-east-1a_v100_1": terms}))
+    with pytest.raises(TraceError, match=re.escape(message)):
+        load_traces(BUNDLED, pools)
 
 
 def two_pools() -> TraceSet:

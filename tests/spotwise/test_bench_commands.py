@@ -180,7 +180,11 @@ def test_bench_suite_quick_reports_every_class_against_the_bound(cli: CliRun) ->
     assert {"aws-02-15-2023", "spothedge-GCP1", "16-node-aws-08-27-2023"} <= set(described)
     assert described["spothedge-GCP1"]["clock"].startswith("relative")  # never 1970
     assert described["aws-02-15-2023"]["clock"] == "2023-02-15 UTC"
-    together = [r for r in rows if r["pools"] == "every" and r["trace_set"] == "aws-02-15-2023"]
+    together = [
+        r
+        for r in rows
+        if r["pools"] == "every" and r["trace_set"] == "aws-02-15-2023" and not r["market"]
+    ]
     assert {(r["observe"], r["history_hours"]) for r in together} == {
         ("all", 0.0),
         ("all", 168.0),
@@ -199,7 +203,39 @@ def test_bench_suite_quick_reports_every_class_against_the_bound(cli: CliRun) ->
             assert len(row["per_pool"]) == len(described[row["trace_set"]]["pools"])
     same_jobs = {r["policies"]["omniscient"]["mean_cost_ratio"] for r in together}
     assert len(same_jobs) == 1  # the bound does not depend on what the policy sees
-    assert set(summary["verdict"]) >= {"probe_gap_share", "worst_excess_over_greedy"}
+    markets = [r for r in rows if r["market"]]
+    assert markets and all(r["observe"] == "probe" and r["history_hours"] == 0 for r in markets)
+    assert all(r["policies"]["omniscient"]["gap_to_bound"] == 0.0 for r in markets)
+    assert set(summary["verdict"]) >= {
+        "probe_gap_share",
+        "worst_excess_over_greedy",
+        "market_gap_to_bound",
+        "on_demand_asks_per_changeover",
+    }
+
+
+@pytest.mark.slow
+def test_bench_moves_pay_egress_between_the_regions_a_pools_file_names(
+    cli: CliRun, tmp_path: Path
+) -> None:
+    pools = tmp_path / "pools.json"
+    places = {
+        "us-east-1a_v100_1": {"spot_price": 2.5, "cloud": "aws", "region": "us-east-1"},
+        "us-west-2a_v100_1": {"spot_price": 0.6, "cloud": "aws", "region": "us-west-2"},
+    }
+    pools.write_text(json.dumps(places))
+    common = ("--zones", "multi", "--policies", "core", "--observe", "probe", "--json")
+    light = bench(cli, *common, "--pools", str(pools))
+    heavy = bench(cli, *common, "--pools", str(pools), "--checkpoint-gb", "500")
+    torn = bench(cli, *common, "--pools", str(pools), "--failed-request", "ends")
+    assert light.returncode == heavy.returncode == torn.returncode == 0, heavy.stderr
+    cost = {
+        name: json.loads(r.stdout)["results"]["all"]["core"]["mean_cost_ratio"]
+        for name, r in (("light", light), ("heavy", heavy), ("torn", torn))
+    }
+    assert cost["heavy"] > cost["light"]  # 500 GB between regions: $10 a move
+    bad = bench(cli, "--policies", "greedy", "--failed-request", "sometimes")
+    assert bad.returncode != 0 and "--failed-request must be keeps or ends" in bad.stderr
 
 
 def test_bench_suite_rejects_bad_arguments_with_one_line(cli: CliRun) -> None:
