@@ -432,8 +432,10 @@ class PolicyOverall:
     misses: int
     n_jobs: int
     market_classes: int = 0
+    """Material market classes (a greedy → bound gap of :data:`MATERIAL_GAP` or more): those
+    the market figures average over (in the others everything is at the bound)."""
     market_gap_to_bound: float | None = None
-    """Mean over the market classes of the gap to the bound (a share of the bound)."""
+    """Mean over the material market classes of the gap to the bound (a share of the bound)."""
     worst_market_gap_to_bound: float | None = None
     market_gap_share: float | None = None
     requests_per_hour: float | None = None
@@ -700,7 +702,7 @@ def _worst_excess(rows: Sequence[ClassRow], name: str, over: str) -> float | Non
 
 
 def _overall(all_rows: Sequence[ClassRow], name: str) -> PolicyOverall:
-    markets = [r for r in all_rows if r.scenario.market]
+    markets = [r for r in all_rows if r.scenario.market and r.material]
     rows = [r for r in all_rows if not r.scenario.market]
     gaps = [r.policies[name].gap_to_bound for r in markets]
     known = [g for g in gaps if g is not None]
@@ -725,7 +727,7 @@ def _overall(all_rows: Sequence[ClassRow], name: str) -> PolicyOverall:
         market_classes=len(markets),
         market_gap_to_bound=_mean(known),
         worst_market_gap_to_bound=round(max(known), 4) if known else None,
-        market_gap_share=_mean(_shares([r for r in markets if r.material], name)),
+        market_gap_share=_mean(_shares(markets, name)),
         requests_per_hour=_mean([r.policies[name].requests_per_hour for r in all_rows]),
         on_demand_asks=max((r.policies[name].on_demand_asks for r in all_rows), default=None),
     )
@@ -922,7 +924,7 @@ def plot_suite(summary: SuiteSummary, target: Path) -> None:
     import matplotlib.pyplot as plt
 
     rows = [r for r in summary.classes if r.material and not r.scenario.market]
-    markets = [r for r in summary.classes if r.scenario.market]
+    markets = [r for r in summary.classes if r.scenario.market and r.material]
     others = sum(not r.material for r in summary.classes if not r.scenario.market)
     names = [n for n in summary.classes[0].policies if n != BOUND]
     shared = [n for n in names if n != BASELINE]
@@ -930,7 +932,7 @@ def plot_suite(summary: SuiteSummary, target: Path) -> None:
     fig, axes = plt.subplots(
         len(panels),
         1,
-        figsize=(max(10.0, 0.32 * max(len(p) for p in panels) + 3), 6.5 * len(panels)),
+        figsize=(min(max(10.0, 0.3 * max(len(p) for p in panels) + 3), 40.0), 6.5 * len(panels)),
         squeeze=False,
     )
     if rows:
@@ -948,7 +950,7 @@ def plot_suite(summary: SuiteSummary, target: Path) -> None:
             f"{summary.material_gap} ({others} more without); 1 = omniscient, 0 = greedy",
             fontsize=10,
         )
-        ax.legend(fontsize=7, loc="lower left", ncol=len(shared) + 2, framealpha=0.9)
+        ax.legend(fontsize=7, loc="lower left", ncol=4, framealpha=0.9)
     if markets:
         ax = axes[-1][0]
         _bars(ax, markets, names, lambda st: st.gap_to_bound)
@@ -960,10 +962,13 @@ def plot_suite(summary: SuiteSummary, target: Path) -> None:
         ax.set_ylabel("cost above the omniscient bound")
         ax.set_title(
             f"Market classes (pools of their own prices and regions), {summary.window} window: "
-            "the gap to the bound, lower is better",
+            f"the {len(markets)} with a gap >= {summary.material_gap}\nthe gap to the bound, "
+            "lower is better",
             fontsize=10,
         )
-        ax.legend(fontsize=7, loc="upper left", ncol=len(names) + 2, framealpha=0.9)
+        top = max((r.policies[n].gap_to_bound or 0.0) for r in markets for n in names)
+        ax.set_ylim(0.0, max(top, MARKET_CLASS_GAP) * 1.3)
+        ax.legend(fontsize=7, loc="upper left", ncol=4, framealpha=0.9)
     fig.tight_layout()
     target.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(target, dpi=110)
