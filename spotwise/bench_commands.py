@@ -196,12 +196,13 @@ def _print_suite(summary: SuiteSummary, names: list[str]) -> None:
         "class",
         "gap",
         *names,
-        title="mean cost ratio (share of the greedy → omniscient gap; gap < "
-        f"{summary.material_gap}: shown, left out of the averages)",
+        title="mean cost ratio (share of the greedy → omniscient gap; a market class: above the "
+        f"bound; gap < {summary.material_gap}: shown, left out of the averages)",
     )
     for row in summary.classes:
         gap = f"{row.gap:.3f}" + ("" if row.material else " (-)")
-        table.add_row(row.scenario.key, gap, *(_cell(row.policies[n]) for n in names))
+        market = bool(row.scenario.market)
+        table.add_row(row.scenario.key, gap, *(_cell(row.policies[n], market) for n in names))
     table.add_section()
     overall = summary.overall
     table.add_row(
@@ -212,17 +213,31 @@ def _print_suite(summary: SuiteSummary, names: list[str]) -> None:
             for n in names
         ),
     )
+    if any(overall[n].market_gap_to_bound is not None for n in names):
+        table.add_row(
+            "market classes: mean above the bound (material ones)",
+            "",
+            *(_above(overall[n].market_gap_to_bound) for n in names),
+        )
     out.print(table)
     verdict = None if summary.verdict is None else summary.verdict.to_dict()
     out.print(f"verdict: {json.dumps(verdict)}")
+
+
+def _above(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.1%}"
 
 
 def _share(value: float | None) -> str:
     return "-" if value is None else f"{value:+.0%}"
 
 
-def _cell(stats: PolicyStats) -> str:
+def _cell(stats: PolicyStats, market: bool = False) -> str:
+    """A policy's cost ratio in a class, with its share of the greedy gap (a market class: its
+    gap to the bound)."""
     misses = f", {stats.misses} missed" if stats.misses else ""
+    if market and stats.gap_to_bound is not None:
+        return f"{stats.mean_cost_ratio:.3f} (bound {stats.gap_to_bound:+.0%}){misses}"
     return f"{stats.mean_cost_ratio:.3f} ({_share(stats.gap_share)}){misses}"
 
 
