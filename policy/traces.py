@@ -147,7 +147,7 @@ def _read_pools(path: Path, names: list[str]) -> dict[str, Pool]:
             if key in NAMES and not (isinstance(value, str) and _PLACE.match(value)):
                 raise TraceError(
                     f"{path}: pool {name!r}: {key} must be a name of lower-case letters, digits "
-                    "and -, like us-east-1 or aws"
+                    "and -, like us-east-1"
                 )
         pools[name] = Pool(name=name, **terms)
     return pools
