@@ -93,3 +93,15 @@ def test_waiting_while_on_demand_stops_it_and_keeps_the_checkpoint_there() -> No
     policy = Scripted([Action(ON_DEMAND, region=0), ON_DEMAND, ON_DEMAND, NONE])
     simulate(policy, market, moved_job(), 0)
     assert policy.regions[3:5] == [0, 0]
+
+
+def test_asks_while_on_demand_are_counted_per_pool_per_changeover_of_time() -> None:
+    market = traces("0" * 12, "0" * 12)
+    on_demand_then_ask = [ON_DEMAND, ON_DEMAND] + [request([0, 1])] * 10
+    result = simulate(
+        Scripted(on_demand_then_ask), market, moved_job(), 0, visibility=PROBE_NO_WAIT
+    )
+    # on demand t0 (its 1 h changeover) to t4, the work done; both pools named at t2, t3, t4:
+    # 3 asks of each pool in 5 changeovers' time on demand (the launch on demand is a request)
+    assert (result.on_demand_ticks, result.requests) == (5, 4)
+    assert result.on_demand_asks == pytest.approx(3 / 5)
