@@ -161,7 +161,7 @@ def run(
         typer.Option(
             "--no-moves",
             help="Move the job only when it is preempted (by default it moves when the policy "
-            "prices a move as paying: a cheaper pool that came back, a run forecast to end).",
+            "prices a move as paying: a cheaper pool that came back).",
         ),
     ] = False,
     max_failures: Annotated[
