@@ -4,9 +4,8 @@ It asks the policy where to run, launches the command there, forwards preemption
 when the command exits with the preempted code asks again and relaunches (same pool, another
 pool, or on-demand). It decides nothing of its own: while a spot instance runs it asks the
 policy, as often as ``move_check_s``, what the job should do now, and moves when the policy
-says another pool (the decision core prices a move as paying: a cheaper pool that came back, a
-the ledger keeps the policy's reason with its expected costs), and, on a
-capped spot instance (the policy's bid, the launcher's ``--max-price``), when the stored price
+says another pool (the decision core prices a move as paying: a cheaper pool that came back;
+the ledger keeps the policy's reason with its expected costs), and, on a capped spot instance (the policy's bid, the launcher's ``--max-price``), when the stored price
 forecast says the price will rise above the cap within the next checkpoint interval (the cloud
 would evict it). It falls back to on-demand
 for good after ``on_demand_after`` preemptions; on on-demand it asks the policy every
