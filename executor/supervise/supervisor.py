@@ -5,18 +5,18 @@ when the command exits with the preempted code asks again and relaunches (same p
 pool, or on-demand). It decides nothing of its own: while a spot instance runs it asks the
 policy, as often as ``move_check_s``, what the job should do now, and moves when the policy
 says another pool (the decision core prices a move as paying: a cheaper pool that came back;
-the ledger keeps the policy's reason with its expected costs), and, on a capped spot instance (the policy's bid, the launcher's ``--max-price``), when the stored price
-forecast says the price will rise above the cap within the next checkpoint interval (the cloud
-would evict it). It falls back to on-demand
-for good after ``on_demand_after`` preemptions; on on-demand it asks the policy every
-``spot_check_s`` whether it would run on spot now, and if so the job checkpoints, the on-demand
-instance is released and the job goes back to spot. It stops with a clear error on exits that
-are not preemptions once ``max_failures`` is reached. A command that stops stepping for
-``stall_timeout_s`` is killed and counts as a failure (it resumes from its checkpoint). SIGTERM
-or SIGINT to the supervisor passes a notice to the job, gives it ``cancel_grace_s`` to
-checkpoint, stops it and records the job ``cancelled``. Every instance, notice, preemption,
-migration and lost hour goes to the ledger, and the job never stays ``running`` after the
-supervisor returns.
+the ledger keeps the policy's reason with its expected costs), and, on a capped spot instance
+(the policy's bid, the launcher's ``--max-price``), when the stored price forecast says the
+price will rise above the cap within the next checkpoint interval (the cloud would evict it).
+It falls back to on-demand for good after ``on_demand_after`` preemptions; on on-demand it asks
+the policy every ``spot_check_s`` whether it would run on spot now, and if so the job
+checkpoints, the on-demand instance is released and the job goes back to spot. It stops with a
+clear error on exits that are not preemptions once ``max_failures`` is reached. A command that
+stops stepping for ``stall_timeout_s`` is killed and counts as a failure (it resumes from its
+checkpoint). SIGTERM or SIGINT to the supervisor passes a notice to the job, gives it
+``cancel_grace_s`` to checkpoint, stops it and records the job ``cancelled``. Every instance,
+notice, preemption, migration and lost hour goes to the ledger, and the job never stays
+``running`` after the supervisor returns.
 """
 
 from __future__ import annotations
