@@ -24,12 +24,11 @@ from urllib.parse import urlsplit, urlunsplit
 from spotwise.core.clock import SYSTEM_CLOCK, Clock
 from spotwise.pricing.errors import StoreError
 from spotwise.pricing.frames import SPECS
+from spotwise.pricing.schemas import OPERATIONAL_TABLES, SCHEMAS, check_versions
 from spotwise.pricing.store import (
     FORECAST_COLUMNS,
     REPLACE_FORECASTS_SQL,
-    SCHEMAS,
     DatabaseSummary,
-    check_versions,
     open_with_backoff,
     resolved_wait_s,
     upsert_sql,
@@ -41,8 +40,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("spotwise.store")
 
-OPERATIONAL_TABLES = ("jobs", "ledger", "forecasts", "placement_scores")
-"""The tables whose rows live in the database (the market tables there stay empty)."""
 _MIGRATION_LOCK = 0x5370_6F74
 """The advisory lock key migrations hold ("Spot")."""
 

@@ -12,11 +12,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from spotwise.pricing.database import OPERATIONAL_TABLES, PostgresStore
-from spotwise.pricing.store import DatabaseSummary, MarketStore, StoreSummary
+from spotwise.pricing.schemas import OPERATIONAL_TABLES
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from spotwise.pricing.database import PostgresStore
+    from spotwise.pricing.store import DatabaseSummary, MarketStore, StoreSummary
 
 __all__ = ["OPERATIONAL_TABLES", "OperationalStore", "open_operational", "upsert_frames"]
 
@@ -75,6 +77,9 @@ def open_operational(
 ) -> MarketStore | PostgresStore:
     """The operational tables' store: the PostgreSQL database when one is configured, else the
     store file at ``store_path`` (read-only when asked: other readers can share it)."""
+    from spotwise.pricing.database import PostgresStore
+    from spotwise.pricing.store import MarketStore
+
     url = operational_url()
     if url is not None:
         return PostgresStore.open(url, store_path, wait_s=wait_s)
@@ -93,6 +98,8 @@ def upsert_frames(
 ) -> dict[str, int]:
     """Write market frames to the store file and operational ones (placement scores) to the
     operational store: in one transaction when they are the same file, else one each."""
+    from spotwise.pricing.store import MarketStore
+
     if operational_url() is None:
         with MarketStore.open(store_path) as store:
             return store.upsert(frames)

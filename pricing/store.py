@@ -1,4 +1,5 @@
-"""The embedded market store: one DuckDB file with the canonical tables.
+"""The embedded market store: one DuckDB file with the canonical tables, which any number of
+processes share (each holds the file only while one call runs).
 
 Schema changes are numbered migrations applied in order inside a transaction; the file
 records its version, and a store newer than this code is refused. Writes are idempotent
@@ -10,10 +11,14 @@ imported when rows go in or come out as frames; opening and summarising a store 
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
+import random
 import re
 import tempfile
+import threading
+from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -26,86 +31,12 @@ import duckdb
 from spotwise.core.clock import SYSTEM_CLOCK, Clock
 from spotwise.pricing.errors import StoreBehind, StoreError
 from spotwise.pricing.frames import SPECS
+from spotwise.pricing.schemas import SCHEMAS, TABLES, check_versions, exportable_tables
 
 if TYPE_CHECKING:
     import pandas as pd
 
 log = logging.getLogger("spotwise.store")
-
-
-@dataclass(frozen=True, slots=True)
-class Schema:
-    """One package's tables in the store, and the migrations that build them: migration ``i``
-    takes the package's tables from version ``i`` to ``i + 1``."""
-
-    name: str
-    migrations: tuple[str, ...]
-    tables: tuple[str, ...]
-
-    @property
-    def version(self) -> int:
-        """The version the migrations take the tables to (their count)."""
-        return len(self.migrations)
-
-
-SCHEMAS: dict[str, Schema] = {}
-"""Every schema a store opened by this process holds (each package registers its own)."""
-
-
-def register_schema(schema: Schema) -> Schema:
-    """Make every store this process opens hold ``schema``'s tables (migrating them)."""
-    known = SCHEMAS.setdefault(schema.name, schema)
-    if known != schema:
-        raise ValueError(f"a different schema {schema.name!r} is registered already")
-    return schema
-
-
-MARKET = register_schema(
-    Schema(
-        "market",
-        (
-            """
-    CREATE TABLE prices (source VARCHAR NOT NULL, provider VARCHAR NOT NULL,
-        region VARCHAR NOT NULL, zone VARCHAR NOT NULL, instance_type VARCHAR NOT NULL,
-        market VARCHAR NOT NULL, ts TIMESTAMPTZ NOT NULL, price DOUBLE PRECISION NOT NULL);
-    CREATE TABLE availability (source VARCHAR NOT NULL, provider VARCHAR NOT NULL,
-        zone VARCHAR NOT NULL, instance_type VARCHAR NOT NULL, ts TIMESTAMPTZ NOT NULL,
-        available_nodes INTEGER NOT NULL, target_nodes INTEGER NOT NULL);
-    CREATE TABLE events (source VARCHAR NOT NULL, provider VARCHAR NOT NULL,
-        zone VARCHAR NOT NULL, instance_type VARCHAR NOT NULL, node VARCHAR NOT NULL,
-        ts TIMESTAMPTZ NOT NULL, event VARCHAR NOT NULL);
-    CREATE TABLE bands (source VARCHAR NOT NULL, provider VARCHAR NOT NULL,
-        region VARCHAR NOT NULL, instance_type VARCHAR NOT NULL, observed TIMESTAMPTZ NOT NULL,
-        interruption_band INTEGER NOT NULL, savings_pct DOUBLE PRECISION NOT NULL);
-    CREATE TABLE placement_scores (source VARCHAR NOT NULL, provider VARCHAR NOT NULL,
-        region VARCHAR NOT NULL, zone VARCHAR NOT NULL, instance_type VARCHAR NOT NULL,
-        observed TIMESTAMPTZ NOT NULL, score INTEGER NOT NULL);
-    CREATE TABLE forecasts (unique_id VARCHAR NOT NULL, ds TIMESTAMPTZ NOT NULL,
-        model VARCHAR NOT NULL, horizon INTEGER NOT NULL, mean DOUBLE PRECISION,
-        lo DOUBLE PRECISION, hi DOUBLE PRECISION, level DOUBLE PRECISION,
-        p_preempt DOUBLE PRECISION, created_at TIMESTAMPTZ NOT NULL);
-    """,
-            # the SKU(s) a catalog price was built from (GCP Billing, Azure Retail), beside
-            # the price row with the same key
-            """
-    CREATE TABLE price_skus (source VARCHAR NOT NULL, provider VARCHAR NOT NULL,
-        region VARCHAR NOT NULL, zone VARCHAR NOT NULL, instance_type VARCHAR NOT NULL,
-        market VARCHAR NOT NULL, ts TIMESTAMPTZ NOT NULL, sku VARCHAR NOT NULL);
-    """,
-        ),
-        (
-            "prices",
-            "availability",
-            "events",
-            "bands",
-            "placement_scores",
-            "forecasts",
-            "price_skus",
-        ),
-    )
-)
-TABLES = MARKET.tables
-"""The market tables (the data contracts of :mod:`spotwise.pricing.frames`)."""
 
 
 def _from_one_version(version: int) -> dict[str, int]:
@@ -149,32 +80,6 @@ REPLACE_FORECASTS_SQL = (
     f"SELECT {', '.join(FORECAST_COLUMNS)} FROM staging",
 )
 """Replace each (series, model)'s forecasts by those in ``staging``."""
-
-
-def check_versions(
-    found: dict[str, int], schemas: Mapping[str, Schema], where: str, *, writable: bool
-) -> None:
-    """Refuse a store (at versions ``found``) newer than this code; read-only, refuse one that
-    is behind it (:class:`StoreBehind`).
-
-    Raises:
-        StoreError: naming the store ``where`` and what to do.
-    """
-    behind = []
-    for schema in schemas.values():
-        version = found.get(schema.name, 0)
-        if version > schema.version:
-            raise StoreError(
-                f"the store {where} has {schema.name} tables of version {version}, newer than "
-                f"this Spotwise ({schema.version}): upgrade Spotwise",
-                permanent=True,
-            )
-        if version < schema.version:
-            behind.append(
-                f"{schema.name} tables of version {version}, this Spotwise needs {schema.version}"
-            )
-    if behind and not writable:
-        raise StoreBehind(f"the store {where} has {'; '.join(behind)}: open it once for writing")
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,11 +148,6 @@ class StoreSummary:
         return summary
 
 
-def exportable_tables() -> tuple[str, ...]:
-    """Every table of every registered schema."""
-    return tuple(t for schema in SCHEMAS.values() for t in schema.tables)
-
-
 _T = TypeVar("_T")
 
 
@@ -259,28 +159,37 @@ def open_with_backoff(
     waiting: Callable[[Exception], str],
     wait_s: float,
     first_pause: float,
+    max_pause: float = 1.0,
     clock: Clock = SYSTEM_CLOCK,
 ) -> _T:
-    """``connect()``, retried with doubling pauses (at most 1 s) for up to ``wait_s`` seconds
-    while it fails with one of ``errors`` that ``refusal`` does not call permanent; when the
-    wait may be long, the log says once what it waits for (``waiting``).
+    """``connect()``, retried with doubling, jittered pauses (at most ``max_pause``) for up to
+    ``wait_s`` seconds while it fails with one of ``errors`` that ``refusal`` does not call
+    permanent; once it has waited a second, the log says what it waits for (``waiting``).
 
     Raises:
         StoreError: ``refusal``'s error for a permanent failure, or for the last try.
     """
-    deadline = clock.monotonic() + wait_s
+    start = clock.monotonic()
+    deadline = start + wait_s
     pause = first_pause
+    said = False
     while True:
         try:
             return connect()
         except errors as exc:
             error = refusal(exc)
-            if error.permanent or clock.monotonic() + pause > deadline:
+            now = clock.monotonic()
+            if error.permanent or now + pause > deadline:
                 raise error from exc
-            if pause == first_pause and wait_s >= 1:
+            if not said and now - start >= 1.0:
                 log.warning("waiting up to %.0f s for %s", wait_s, waiting(exc))
-            clock.sleep(pause)
-            pause = min(pause * 2, 1.0)
+                said = True
+            clock.sleep(pause * (0.5 + _JITTER.random()))
+            pause = min(pause * 2, max_pause)
+
+
+_JITTER = random.Random(os.getpid())
+"""Spreads the pauses of processes that wait for one file, so they do not retry in step."""
 
 
 def resolved_wait_s(wait_s: float | None) -> float:
@@ -292,12 +201,29 @@ def resolved_wait_s(wait_s: float | None) -> float:
     return current().store_wait_s
 
 
-class MarketStore:
-    """A DuckDB file holding the market tables (open with :meth:`open`, then :meth:`close`)."""
+WAITS: deque[float] = deque(maxlen=100_000)
+"""Seconds each of this process's calls waited for (and spent opening) the store file, newest
+last: what ``spotwise bench store`` reports."""
 
-    def __init__(self, connection: duckdb.DuckDBPyConnection, path: Path) -> None:
-        self._con = connection
+
+class MarketStore:
+    """A DuckDB file holding the market tables (open with :meth:`open`, then :meth:`close`).
+
+    DuckDB lets one process write a file at a time, and no process read it meanwhile. So a
+    store holds its file only while a call runs (milliseconds): every process that opens the
+    same file proceeds at once, and one waits at most for another's single call, never for its
+    lifetime. :meth:`held` keeps the file across several calls where that is worth it.
+    """
+
+    def __init__(
+        self, path: Path, *, read_only: bool, wait_s: float, clock: Clock = SYSTEM_CLOCK
+    ) -> None:
         self.path = path
+        self.read_only = read_only
+        self._wait_s = wait_s
+        self._clock = clock
+        self._held: duckdb.DuckDBPyConnection | None = None
+        self._closed = False
 
     @classmethod
     def open(
@@ -308,9 +234,9 @@ class MarketStore:
         wait_s: float | None = None,
         clock: Clock = SYSTEM_CLOCK,
     ) -> MarketStore:
-        """Open (creating and migrating if needed) the store at ``path``. While another
-        process holds it, retry with backoff for up to ``wait_s`` seconds (default
-        ``$SPOTWISE_STORE_WAIT_S``, else 30), saying once what it waits for.
+        """The store at ``path``, created and migrated if needed. Each call waits for the file
+        with backoff for up to ``wait_s`` seconds (default ``$SPOTWISE_STORE_WAIT_S``, else
+        30) while another process's call holds it.
 
         Raises:
             StoreError: when the file stays locked, is not a DuckDB file, or is newer than
@@ -319,31 +245,12 @@ class MarketStore:
         path = Path(path)
         if read_only and not path.exists():
             raise StoreError(f"no store at {path}: run `spotwise data load` first")
-
-        def connect() -> duckdb.DuckDBPyConnection:
-            if not read_only and not path.exists():
-                _create_private(path)
-            return duckdb.connect(str(path), read_only=read_only)
-
-        con = open_with_backoff(
-            connect,
-            (duckdb.Error, OSError),
-            refusal=lambda exc: _open_error(path, exc),
-            waiting=lambda exc: f"the store {path}: {exc}",
-            wait_s=resolved_wait_s(wait_s),
-            first_pause=0.02,
-            clock=clock,
-        )
-        con.execute("SET TimeZone = 'UTC'")
-        store = cls(con, path)
-        try:
+        store = cls(path, read_only=read_only, wait_s=resolved_wait_s(wait_s), clock=clock)
+        with store.held():
             if read_only:
                 store._check_versions(store.schema_versions(), writable=False)
             else:
                 store._migrate()
-        except BaseException:
-            con.close()
-            raise
         return store
 
     @classmethod
@@ -357,8 +264,11 @@ class MarketStore:
             return cls.open(path, read_only=True, wait_s=wait_s)
 
     def close(self) -> None:
-        """Close the connection."""
-        self._con.close()
+        """Let go of the file, if held; later calls are refused."""
+        if self._held is not None:
+            self._held.close()
+            self._held = None
+        self._closed = True
 
     def __enter__(self) -> MarketStore:
         return self
@@ -366,21 +276,117 @@ class MarketStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _has_table(self, name: str) -> bool:
-        row = self._con.execute(
+    @contextmanager
+    def held(self) -> Iterator[MarketStore]:
+        """Hold the file for the block: its calls see one another's writes and no other
+        process's, and others wait for the whole block (keep it short)."""
+        if self._held is not None:
+            yield self
+            return
+        con = self._connect()
+        self._held = con
+        try:
+            yield self
+        finally:
+            self._held = None
+            con.close()
+
+    @contextmanager
+    def _connection(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A connection for one call: the held one, else one opened for the call alone. A
+        database error comes out as a :class:`StoreError` naming the store."""
+        con = self._held if self._held is not None else self._connect()
+        try:
+            yield con
+        except duckdb.Error as exc:
+            first = str(exc).splitlines()[0] if str(exc) else repr(exc)
+            raise StoreError(
+                f"the store {self.path} could not answer ({first}). Is it a Spotwise store of "
+                "this version? `spotwise data summary` shows what it holds"
+            ) from exc
+        finally:
+            if con is not self._held:
+                con.close()
+
+    def _connect(self) -> duckdb.DuckDBPyConnection:
+        """Open the file, waiting (with backoff) while another process's call holds it; a
+        writer queues at the store's gate first, so that readers arriving after it wait for
+        its turn instead of keeping the file from it for good."""
+        if self._closed:
+            raise StoreError(f"the store {self.path} was closed: open it again")
+        path, read_only = self.path, self.read_only
+
+        def connect() -> duckdb.DuckDBPyConnection:
+            if not read_only and not path.exists():
+                _create_private(path)
+            return duckdb.connect(str(path), read_only=read_only)
+
+        began = self._clock.monotonic()
+        with self._gate(exclusive=not read_only):
+            con = open_with_backoff(
+                connect,
+                (duckdb.Error, OSError),
+                refusal=lambda exc: _open_error(path, exc),
+                waiting=lambda exc: f"the store {path} ({_open_error(path, exc)})",
+                wait_s=max(0.0, self._wait_s - (self._clock.monotonic() - began)),
+                first_pause=0.005,
+                max_pause=0.05,
+                clock=self._clock,
+            )
+        WAITS.append(self._clock.monotonic() - began)
+        try:
+            con.execute("SET TimeZone = 'UTC'")
+        except BaseException:
+            con.close()
+            raise
+        return con
+
+    @contextmanager
+    def _gate(self, *, exclusive: bool) -> Iterator[None]:
+        """The store's gate (``PATH.lock``, a file lock) for the time it takes to open the
+        file: a writer holds it alone, readers together. Without a gate file (a read-only
+        folder) there is no queue, only the wait."""
+        gate = self.path.with_name(self.path.name + ".lock")
+        try:
+            fd = os.open(gate, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError:
+            yield
+            return
+        mode = (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB
+        try:
+            open_with_backoff(
+                lambda: fcntl.flock(fd, mode),
+                (BlockingIOError,),
+                refusal=lambda _: StoreError(
+                    f"the store {self.path} is in use by other processes (a writer waits for "
+                    "its turn). Wait for them to finish, or pass another --store"
+                ),
+                waiting=lambda _: f"the store {self.path} (writers queue for it)",
+                wait_s=self._wait_s,
+                first_pause=0.005,
+                max_pause=0.05,
+                clock=self._clock,
+            )
+            yield
+        finally:
+            os.close(fd)  # lets go of the lock too
+
+    def _has_table(self, con: duckdb.DuckDBPyConnection, name: str) -> bool:
+        row = con.execute(
             "SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [name]
         ).fetchone()
         return bool(row and row[0])
 
     def schema_versions(self) -> dict[str, int]:
         """The version of each package's tables recorded in the file (none in a new file)."""
-        if self._has_table("schemas"):
-            rows = self._con.execute("SELECT name, version FROM schemas").fetchall()
-            return {str(name): int(version) for name, version in rows}
-        if self._has_table("schema_version"):
-            row = self._con.execute("SELECT max(version) FROM schema_version").fetchone()
-            return _from_one_version(int(row[0]) if row and row[0] is not None else 0)
-        return {}
+        with self._connection() as con:
+            if self._has_table(con, "schemas"):
+                rows = con.execute("SELECT name, version FROM schemas").fetchall()
+                return {str(name): int(version) for name, version in rows}
+            if self._has_table(con, "schema_version"):
+                row = con.execute("SELECT max(version) FROM schema_version").fetchone()
+                return _from_one_version(int(row[0]) if row and row[0] is not None else 0)
+            return {}
 
     def _check_versions(self, found: dict[str, int], *, writable: bool) -> None:
         check_versions(found, SCHEMAS, str(self.path), writable=writable)
@@ -389,100 +395,101 @@ class MarketStore:
         found = self.schema_versions()
         self._check_versions(found, writable=True)
         pending = [s for s in SCHEMAS.values() if found.get(s.name, 0) < s.version]
-        if not pending and self._has_table("schemas"):
-            return
-        with self._transaction():
-            self._con.execute(
+        with self._transaction() as con:
+            if not pending and self._has_table(con, "schemas"):
+                return
+            con.execute(
                 "CREATE TABLE IF NOT EXISTS schemas (name VARCHAR PRIMARY KEY, version INTEGER)"
             )
-            if self._has_table("schema_version"):  # the one-number layout, from before
+            if self._has_table(con, "schema_version"):  # the one-number layout, from before
                 for name, version in found.items():
-                    self._con.execute("INSERT INTO schemas VALUES (?, ?)", [name, version])
-                self._con.execute("DROP TABLE schema_version")
+                    con.execute("INSERT INTO schemas VALUES (?, ?)", [name, version])
+                con.execute("DROP TABLE schema_version")
             for schema in pending:
                 for version in range(found.get(schema.name, 0), schema.version):
-                    self._con.execute(schema.migrations[version])
-                self._con.execute(
+                    con.execute(schema.migrations[version])
+                con.execute(
                     "INSERT INTO schemas VALUES (?, ?) "
                     "ON CONFLICT (name) DO UPDATE SET version = excluded.version",
                     [schema.name, schema.version],
                 )
 
     @contextmanager
-    def _transaction(self) -> Iterator[None]:
+    def _transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """One transaction: all of the block's writes, or (on any error) none of them; a
         database error comes out as a :class:`StoreError`."""
-        self._con.execute("BEGIN TRANSACTION")
-        try:
-            yield
-            self._con.execute("COMMIT")  # a full disk or a read-only file may refuse it here
-        except duckdb.Error as exc:
-            self._rollback()
-            cause: BaseException = exc
-            while isinstance(cause.__context__, duckdb.Error):  # the first error, not its echo
-                cause = cause.__context__
-            first = str(cause).splitlines()[0] if str(cause) else repr(cause)
-            known = _cause(first)
-            raise StoreError(
-                f"the store {self.path} refused the write ({first}); nothing was stored"
-                + (f". {known.fix}" if known else ""),
-                permanent=known is not None and known.permanent,
-            ) from exc
-        except BaseException:
-            self._rollback()
-            raise
-
-    def _rollback(self) -> None:
-        """Undo the open transaction; one that a failed commit already ended is left be."""
-        with suppress(duckdb.Error):
-            self._con.execute("ROLLBACK")
+        with self._connection() as con:
+            con.execute("BEGIN TRANSACTION")
+            try:
+                yield con
+                con.execute("COMMIT")  # a full disk or a read-only file may refuse it here
+            except duckdb.Error as exc:
+                _rollback(con)
+                cause: BaseException = exc
+                while isinstance(cause.__context__, duckdb.Error):  # the first error, not echo
+                    cause = cause.__context__
+                first = str(cause).splitlines()[0] if str(cause) else repr(cause)
+                known = _cause(first)
+                raise StoreError(
+                    f"the store {self.path} refused the write ({first}); nothing was stored"
+                    + (f". {known.fix}" if known else ""),
+                    permanent=known is not None and known.permanent,
+                ) from exc
+            except BaseException:
+                _rollback(con)
+                raise
+            finally:
+                _private_wal(self.path)
 
     def upsert(self, frames: Mapping[str, list[pd.DataFrame] | pd.DataFrame]) -> dict[str, int]:
         """Write validated frames in one transaction; return the new (not already stored) rows
         per table."""
         added: dict[str, int] = {}
-        with self._transaction():
-            for table, parts in frames.items():
-                batch = parts if not isinstance(parts, list) else _concat(parts)
+        batches = {
+            table: parts if not isinstance(parts, list) else _concat(parts)
+            for table, parts in frames.items()
+        }
+        with self._transaction() as con:
+            for table, batch in batches.items():
                 if batch.empty:
                     continue
                 spec = SPECS[table]
                 batch = batch.drop_duplicates(list(spec.key), keep="last")
-                self._con.register("staging", batch.loc[:, list(spec.columns)])
+                con.register("staging", batch.loc[:, list(spec.columns)])
                 try:
                     count, delete, insert = upsert_sql(table)
-                    row = self._con.execute(count).fetchone()
+                    row = con.execute(count).fetchone()
                     existing = int(row[0]) if row else 0
-                    self._con.execute(delete)
-                    self._con.execute(insert)
+                    con.execute(delete)
+                    con.execute(insert)
                 finally:
-                    self._con.unregister("staging")
+                    con.unregister("staging")
                 added[table] = added.get(table, 0) + len(batch) - existing
         return added
 
     def replace_forecasts(self, frame: pd.DataFrame) -> int:
         """Write forecasts in one transaction, replacing each (series, model)'s previous ones;
         return the rows written."""
-        with self._transaction():
-            self._con.register("staging", frame.loc[:, list(FORECAST_COLUMNS)])
+        with self._transaction() as con:
+            con.register("staging", frame.loc[:, list(FORECAST_COLUMNS)])
             try:
                 for sql in REPLACE_FORECASTS_SQL:
-                    self._con.execute(sql)
+                    con.execute(sql)
             finally:
-                self._con.unregister("staging")
+                con.unregister("staging")
         return len(frame)
 
     def remove_source(self, source: str) -> dict[str, int]:
         """Delete every row of ``source`` from the market tables, in one transaction; return
         the rows removed per table (none: the source is not in the store)."""
         removed: dict[str, int] = {}
-        with self._transaction():
+        with self._transaction() as con:
             for table in SPECS:
-                row = self._con.execute(
+                row = con.execute(
                     f"SELECT count(*) FROM {table} WHERE source = ?", [source]
                 ).fetchone()
                 if row and row[0]:
-                    self._con.execute(f"DELETE FROM {table} WHERE source = ?", [source])
+                    con.execute(f"DELETE FROM {table} WHERE source = ?", [source])
                     removed[table] = int(row[0])
         return removed
 
@@ -490,9 +497,11 @@ class MarketStore:
         """Newest time in ``table`` among rows whose columns equal ``where``'s values."""
         spec = SPECS[table]
         clause = " AND ".join(f"{column} = ?" for column in where) or "TRUE"
-        row = self._con.execute(
-            f"SELECT max({spec.time_column}) FROM {table} WHERE {clause}", list(where.values())
-        ).fetchone()
+        with self._connection() as con:
+            row = con.execute(
+                f"SELECT max({spec.time_column}) FROM {table} WHERE {clause}",
+                list(where.values()),
+            ).fetchone()
         if not row or row[0] is None:
             return None
         import pandas as pd
@@ -501,46 +510,53 @@ class MarketStore:
 
     def execute(self, sql: str, params: list[Any] | None = None) -> None:
         """Run one write statement in its own transaction."""
-        with self._transaction():
-            self._con.execute(sql, params or [])
+        with self._transaction() as con:
+            con.execute(sql, params or [])
 
     def execute_all(self, statements: Sequence[tuple[str, list[Any]]]) -> None:
         """Run write statements in order, in one transaction: all of them or none."""
-        with self._transaction():
+        with self._transaction() as con:
             for sql, params in statements:
-                self._con.execute(sql, params)
+                con.execute(sql, params)
 
     def query(self, sql: str, params: list[Any] | None = None) -> pd.DataFrame:
-        """Run a read query and return its rows."""
-        return self._con.execute(sql, params or []).df()
+        """Run a read query and return its rows. The rows leave the file as Arrow (fast), and
+        become a frame after the file is let go (the slow part, 10x the read for big tables)."""
+        with self._connection() as con:
+            table = con.sql(sql, params=params or None).to_arrow_table()
+        return _to_frame(table)
 
     def records(self, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
         """Run a read query and return its rows as dicts (no pandas needed)."""
-        cursor = self._con.execute(sql, params or [])
-        names = [column[0] for column in cursor.description or []]
-        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+        with self._connection() as con:
+            cursor = con.execute(sql, params or [])
+            names = [column[0] for column in cursor.description or []]
+            return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
     def summary(self) -> StoreSummary:
         """Rows per table; rows, series and time span per source and table."""
-        tables = {t: int(self._scalar(f"SELECT count(*) FROM {t}")) for t in TABLES}
-        sources: dict[str, dict[str, SourceSpan]] = {}
-        for table, spec in SPECS.items():
-            series = ", ".join(spec.series)
-            stats = self._con.execute(
-                f"SELECT source, count(*), count(DISTINCT ({series})), min({spec.time_column}),"
-                f" max({spec.time_column}) FROM {table} GROUP BY source ORDER BY source"
-            ).fetchall()
-            for source, rows, n_series, start, end in stats:
-                sources.setdefault(source, {})[table] = SourceSpan(
-                    rows=int(rows),
-                    series=int(n_series),
-                    start=_iso(start),
-                    end=_iso(end),
-                    relative_time=is_relative_time(start),
-                )
+        with self.held(), self._connection() as con:
+            tables = {t: int(_scalar(con, f"SELECT count(*) FROM {t}")) for t in TABLES}
+            sources: dict[str, dict[str, SourceSpan]] = {}
+            for table, spec in SPECS.items():
+                series = ", ".join(spec.series)
+                stats = con.execute(
+                    f"SELECT source, count(*), count(DISTINCT ({series})), "
+                    f"min({spec.time_column}), max({spec.time_column}) FROM {table} "
+                    "GROUP BY source ORDER BY source"
+                ).fetchall()
+                for source, rows, n_series, start, end in stats:
+                    sources.setdefault(source, {})[table] = SourceSpan(
+                        rows=int(rows),
+                        series=int(n_series),
+                        start=_iso(start),
+                        end=_iso(end),
+                        relative_time=is_relative_time(start),
+                    )
+            schemas = self.schema_versions()
         return StoreSummary(
             store=str(self.path),
-            schemas=self.schema_versions(),
+            schemas=schemas,
             tables=tables,
             sources=dict(sorted(sources.items())),
         )
@@ -557,13 +573,46 @@ class MarketStore:
         target.parent.mkdir(parents=True, exist_ok=True)
         partial = target.with_name(f".{target.name}.partial")
         path_literal = str(partial).replace("'", "''")
-        self._con.execute(f"COPY (SELECT * FROM {table}) TO '{path_literal}' (FORMAT parquet)")
+        with self.held(), self._connection() as con:
+            con.execute(f"COPY (SELECT * FROM {table}) TO '{path_literal}' (FORMAT parquet)")
+            rows = int(_scalar(con, f"SELECT count(*) FROM {table}"))
         partial.replace(target)
-        return int(self._scalar(f"SELECT count(*) FROM {table}"))
+        return rows
 
-    def _scalar(self, sql: str) -> Any:
-        row = self._con.execute(sql).fetchone()
-        return row[0] if row else None
+
+_CONVERTERS = threading.local()
+"""Each thread's in-memory DuckDB, which turns Arrow tables into frames as the file would."""
+
+
+def _to_frame(table: Any) -> pd.DataFrame:
+    """An Arrow table as the frame DuckDB's own ``df()`` makes of the same rows."""
+    converter = getattr(_CONVERTERS, "connection", None)
+    if converter is None:
+        converter = duckdb.connect(":memory:")
+        converter.execute("SET TimeZone = 'UTC'")
+        _CONVERTERS.connection = converter
+    return converter.from_arrow(table).df()
+
+
+def _scalar(con: duckdb.DuckDBPyConnection, sql: str) -> Any:
+    row = con.execute(sql).fetchone()
+    return row[0] if row else None
+
+
+def _rollback(con: duckdb.DuckDBPyConnection) -> None:
+    """Undo the open transaction; one that a failed commit already ended is left be."""
+    with suppress(duckdb.Error):
+        con.execute("ROLLBACK")
+
+
+def _private_wal(path: Path) -> None:
+    """Make the store's write-ahead log (``path.wal``), if there is one, only its owner's:
+    DuckDB creates it as the umask allows (0644) when a write commits, and a write a full disk
+    refused leaves it behind."""
+    wal = path.with_name(path.name + ".wal")
+    with suppress(OSError):
+        if wal.stat().st_mode & 0o077:
+            wal.chmod(0o600)
 
 
 def _create_private(path: Path) -> None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import typer
 from rich.table import Table
 
-from spotwise import bids_command, forecast_commands, serve_command, startup_bench
+from spotwise import bids_command, forecast_commands, serve_command, startup_bench, store_bench
 from spotwise.arguments import comma_list
 from spotwise.console import (
     ChangeoverHours,
@@ -794,4 +794,5 @@ bench_app.command("risk")(forecast_commands.bench_risk_command)
 bench_app.command("price")(forecast_commands.bench_price_command)
 bench_app.command("api")(serve_command.bench_api)
 bench_app.command("startup")(startup_bench.bench_startup)
+bench_app.command("store")(store_bench.bench_store)
 bench_app.command("bids")(bids_command.bench_bids)

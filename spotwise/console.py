@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
@@ -16,8 +16,10 @@ from rich.text import Text
 
 from spotwise.core import settings
 from spotwise.pricing.errors import PricingError
-from spotwise.pricing.operational import OperationalStore, open_operational
-from spotwise.pricing.store import MarketStore
+
+if TYPE_CHECKING:
+    from spotwise.pricing.operational import OperationalStore
+    from spotwise.pricing.store import MarketStore
 
 # Never markup: text from users, files and clouds (a path, a job's name, a table's cell) is
 # printed as it is ('[/]' raised MarkupError); a styled lead is a Text (see `styled`).
@@ -97,7 +99,7 @@ def fail(message: str) -> NoReturn:
     raise typer.Exit(code=1)
 
 
-StoreT = TypeVar("StoreT", bound=OperationalStore)
+StoreT = TypeVar("StoreT", bound="OperationalStore")
 
 
 @contextmanager
@@ -118,6 +120,8 @@ def open_store(
 ) -> AbstractContextManager[MarketStore]:
     """Open the configured store, turning store problems into one clear error (a read-only
     open of an older Spotwise's store migrates it first)."""
+    from spotwise.pricing.store import MarketStore
+
     target = settings.store_path(path)
     return _held(
         lambda: MarketStore.open_to_read(target) if read_only else MarketStore.open(target)
@@ -129,6 +133,8 @@ def open_operational_store(
 ) -> AbstractContextManager[OperationalStore]:
     """Open the jobs, ledger and forecasts' store (the store file, or the database
     ``SPOTWISE_OPERATIONAL_STORE`` names), turning store problems into one clear error."""
+    from spotwise.pricing.operational import open_operational
+
     target = settings.store_path(path)
     return _held(lambda: open_operational(target, read_only=read_only))
 

@@ -23,10 +23,11 @@ from spotwise.console import (
 )
 from spotwise.core import settings
 from spotwise.pricing.errors import PricingError
-from spotwise.pricing.store import SourceSpan, StoreSummary, exportable_tables
+from spotwise.pricing.schemas import exportable_tables
 
 if TYPE_CHECKING:
     from spotwise.pricing.ingest import LoadReport
+    from spotwise.pricing.store import SourceSpan, StoreSummary
 
 
 data_app = typer.Typer(

@@ -21,8 +21,22 @@ import typer
 from spotwise.console import StoreOption, out
 
 COMMANDS = (("--help",), ("data", "summary"), ("jobs", "list"))
-HEAVY = ("torch", "sklearn", "statsmodels", "streamlit", "stable_baselines3")
-"""Libraries the CLI must not import to start (each costs seconds and hundreds of MB)."""
+HEAVY = (
+    "torch",
+    "sklearn",
+    "statsmodels",
+    "streamlit",
+    "stable_baselines3",
+    "duckdb",
+    "pandas",
+    "numpy",
+    "scipy",
+    "boto3",
+    "fastapi",
+    "psycopg",
+)
+"""Libraries the CLI must not import to start (each costs a fraction of a second to seconds of
+CPU, and tens to hundreds of MB); a command imports those it uses when it runs."""
 
 
 _PEAK_AT_EXIT = """

@@ -20,7 +20,8 @@ from spotwise.pricing.operational import (
     operational_url,
     upsert_frames,
 )
-from spotwise.pricing.store import SCHEMAS, MarketStore
+from spotwise.pricing.schemas import SCHEMAS
+from spotwise.pricing.store import MarketStore
 from tests.conftest import CliRun
 from tests.postgres import PostgresServer
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import duckdb
@@ -12,7 +14,8 @@ import pytest
 from spotwise.executor.ledger.schema import LEDGER
 from spotwise.pricing.errors import StoreError
 from spotwise.pricing.frames import validate
-from spotwise.pricing.store import MARKET, SCHEMAS, TABLES, MarketStore, exportable_tables
+from spotwise.pricing.schemas import MARKET, SCHEMAS, TABLES, exportable_tables
+from spotwise.pricing.store import MarketStore
 from tests.conftest import CliRun, hold_store
 
 
@@ -218,3 +221,87 @@ def test_a_read_only_command_brings_an_older_store_up_to_date_first(
     assert result.returncode == 0, result.stderr  # not "open it once for writing"
     with MarketStore.open(store_file, read_only=True) as store:
         assert store.schema_versions() == CURRENT
+
+
+def _open_store_in(path: Path, *, read_only: bool, held: bool = False) -> subprocess.Popen[str]:
+    """Another process that opens the store with :meth:`MarketStore.open`, reads it once and
+    keeps it open, inside :meth:`MarketStore.held` if ``held`` (returns once it has read)."""
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import contextlib, sys, time\n"
+            "import spotwise.executor.ledger.schema\n"
+            "from spotwise.pricing.store import MarketStore\n"
+            "store = MarketStore.open(sys.argv[1], read_only=sys.argv[2] == 'read')\n"
+            "with store.held() if sys.argv[3] == 'held' else contextlib.nullcontext():\n"
+            "    store.records('SELECT count(*) AS n FROM prices')\n"
+            "    print('open', flush=True)\n"
+            "    time.sleep(600)\n",
+            str(path),
+            "read" if read_only else "write",
+            "held" if held else "open",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "open"
+    return holder
+
+
+@pytest.mark.parametrize("read_only", [True, False], ids=["reader", "writer"])
+def test_a_store_another_process_keeps_open_is_written_at_once(
+    store_file: Path, read_only: bool
+) -> None:
+    """A dashboard, a `plan` or a supervisor keeps its store open for minutes: others write
+    and read meanwhile, without waiting for it to finish (no wait allowed here)."""
+    MarketStore.open(store_file).close()
+    holder = _open_store_in(store_file, read_only=read_only)
+    try:
+        with MarketStore.open(store_file, wait_s=0) as store:
+            store.upsert({"prices": prices(1.0, 2.0)})
+        with MarketStore.open(store_file, read_only=True, wait_s=0) as store:
+            assert store.records("SELECT count(*) AS n FROM prices") == [{"n": 2}]
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_held_keeps_the_file_for_the_block(store_file: Path) -> None:
+    """Inside another process's `held()` block, a write waits (and here, allowed no wait,
+    fails naming the holder)."""
+    MarketStore.open(store_file).close()
+    holder = _open_store_in(store_file, read_only=False, held=True)
+    try:
+        with pytest.raises(
+            StoreError, match=f"in use by another process .held by PID {holder.pid}"
+        ):
+            MarketStore.open(store_file, wait_s=0)
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_closed_store_refuses_calls_and_says_to_open_it_again(store_file: Path) -> None:
+    store = MarketStore.open(store_file)
+    store.close()
+    with pytest.raises(StoreError, match="was closed: open it again"):
+        store.records("SELECT 1")
+
+
+def test_the_write_ahead_log_a_write_leaves_is_private(store_file: Path) -> None:
+    """DuckDB makes its log as the umask allows (0644); the store's writes are the owner's."""
+    import os
+
+    MarketStore.open(store_file).close()
+    wal = store_file.with_name(store_file.name + ".wal")
+    old = os.umask(0o022)
+    try:
+        store = MarketStore.open(store_file)
+        with store.held():
+            store.upsert({"prices": prices(1.0, 2.0)})
+            assert wal.exists()  # committed, not yet folded into the file
+            assert stat.S_IMODE(wal.stat().st_mode) == 0o600
+        store.close()
+    finally:
+        os.umask(old)

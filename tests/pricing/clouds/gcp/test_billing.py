@@ -388,7 +388,7 @@ def test_a_price_from_gcp_keeps_its_sku_and_other_sources_store_none(
 def test_an_old_store_gains_the_price_skus_table_and_keeps_its_prices(store_file: Path) -> None:
     import duckdb
 
-    from spotwise.pricing.store import MARKET
+    from spotwise.pricing.schemas import MARKET
 
     store_file.parent.mkdir(parents=True)
     con = duckdb.connect(str(store_file))
