@@ -19,7 +19,7 @@ name (a supervisor run from a user's own Python script has no "spotwise" in its 
 
 from __future__ import annotations
 
-from spotwise.pricing.store import Schema, register_schema
+from spotwise.pricing.schemas import Schema, register_schema
 
 LEDGER = register_schema(
     Schema(
