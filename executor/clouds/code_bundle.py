@@ -241,11 +241,16 @@ def ship(
     when it was not there yet) to the store at ``url``; say what went where."""
     with tempfile.TemporaryDirectory(prefix="spotwise-ship-") as scratch:
         folder = Path(scratch)
+        say(f"workdir: packing {workdir}")
+        packed = pack_workdir(workdir, folder, ignore_file=ignore_file, max_mb=max_mb)
+        if wheel is None:
+            say("wheel: building Spotwise's wheel (up to a minute)")
         bundles = {
-            "workdir": pack_workdir(workdir, folder, ignore_file=ignore_file, max_mb=max_mb),
+            "workdir": packed,
             "wheel": given_wheel(wheel) if wheel is not None else build_wheel(folder),
         }
         for what, bundle in bundles.items():
+            say(f"{what}: uploading {bundle.describe()} to {url}/{bundle.key}")
             state = "uploaded" if upload(bundle) else "already there"
             say(f"{what}: {bundle.describe()} → {url}/{bundle.key} ({state})")
     return ShippedCode(bundles["workdir"].key, bundles["wheel"].key)

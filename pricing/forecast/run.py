@@ -25,6 +25,7 @@ import pandas as pd
 
 from spotwise.core.clock import SYSTEM_CLOCK, Clock
 from spotwise.core.progress import UNCOUNTED, Progress, Steps, silent
+from spotwise.core.threads import one_thread_each
 from spotwise.pricing.clouds.registry import PROFILES
 from spotwise.pricing.forecast.boosting import GlobalBoosting
 from spotwise.pricing.forecast.grid import to_grid
@@ -301,23 +302,24 @@ def run_forecasts(
 ) -> ForecastRun:
     """Forecast everything in the store at ``store_path`` and write the forecasts in one
     transaction. The store is held only to read the inputs and to write the result: other
-    processes use it while the models fit."""
+    processes use it while the models fit, each on one thread (:mod:`spotwise.core.threads`)."""
     began = time.perf_counter()  # timing only: how long the run took, for its report
     created = utc_now(clock)
     with MarketStore.open_to_read(store_path) as store:
         inputs = read_inputs(store)
-    prices, n_series, short = price_forecasts(
-        inputs.prices,
-        horizon_hours=horizon_hours,
-        level=level,
-        created=created,
-        progress=progress,
-        steps=steps,
-    )
-    progress("preemption risk per pool")
-    risk = risk_forecasts(
-        inputs.availability, horizon_minutes=risk_horizon_minutes, created=created
-    )
+    with one_thread_each():
+        prices, n_series, short = price_forecasts(
+            inputs.prices,
+            horizon_hours=horizon_hours,
+            level=level,
+            created=created,
+            progress=progress,
+            steps=steps,
+        )
+        progress("preemption risk per pool")
+        risk = risk_forecasts(
+            inputs.availability, horizon_minutes=risk_horizon_minutes, created=created
+        )
     parts = [f for f in (prices, risk) if not f.empty]
     written = 0
     if parts:
