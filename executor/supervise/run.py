@@ -71,11 +71,6 @@ def run_job(
             f"--launcher must be one of {', '.join(LAUNCHERS)}, got {request.launcher[:40]!r}"
         )
     job_id = new_job_id()  # the ledger's, the instances' tags', the storage prefix's
-    if request.launch.cloud is not None:
-        progress(
-            f"job {job_id}: shipping the code to {request.launcher} first; then "
-            f"`spotwise jobs logs {job_id} --follow` follows it"
-        )
     launch = replace(request.launch, job_id=job_id)
     launcher = kind.build(launch)
     command = list(request.command)

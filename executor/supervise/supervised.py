@@ -129,6 +129,7 @@ def supervise(
         ),
         job_id=job_id,
     )
+    progress(f"job {ledger.job_id}: `spotwise jobs logs {ledger.job_id} --follow` follows it")
     # a fleet's jobs print side by side: each line names its job
     log = JobLog(log_folder(store_path, ledger.job_id), label=name if fleet else None)
     supervisor: Supervisor | NodeSupervisor

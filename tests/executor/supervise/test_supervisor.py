@@ -508,6 +508,9 @@ def test_a_jobs_output_is_kept_per_instance_where_only_the_user_can_read_it(
     assert result.returncode == 0, result.stderr
     assert "[spot in us-east-1a_v100_1] loss 0.25" in result.stderr  # live, on stderr
     job_id = json.loads(result.stdout)["job_id"]
+    # the job's first line names it and how to follow it, before it launches anything
+    first = next(line for line in result.stderr.splitlines() if line.startswith("… "))
+    assert first == f"… job {job_id}: `spotwise jobs logs {job_id} --follow` follows it"
     folder = store_file.parent / "logs" / job_id
     assert folder.stat().st_mode & 0o077 == 0 and folder.parent.stat().st_mode & 0o077 == 0
     assert sorted(p.name for p in folder.iterdir()) == ["1.launched", "1.log"]
