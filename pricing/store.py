@@ -192,6 +192,23 @@ _JITTER = random.Random(os.getpid())
 """Spreads the pauses of processes that wait for one file, so they do not retry in step."""
 
 
+def _wait_log() -> Path | None:
+    """``$SPOTWISE_STORE_WAIT_LOG``: where each call's wait goes (None: nowhere)."""
+    from spotwise.core.settings import current
+
+    return current().store_wait_log
+
+
+def _log_wait(log_file: Path, seconds: float) -> None:
+    """Append one call's wait to ``log_file`` (one short line: appends do not interleave)."""
+    with suppress(OSError):
+        fd = os.open(log_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, f"{os.getpid()} {seconds:.6f}\n".encode())
+        finally:
+            os.close(fd)
+
+
 def resolved_wait_s(wait_s: float | None) -> float:
     """``wait_s``, or ``$SPOTWISE_STORE_WAIT_S`` when None."""
     if wait_s is not None:
@@ -224,6 +241,7 @@ class MarketStore:
         self._clock = clock
         self._held: duckdb.DuckDBPyConnection | None = None
         self._closed = False
+        self._wait_log = _wait_log()
 
     @classmethod
     def open(
@@ -333,7 +351,10 @@ class MarketStore:
                 max_pause=0.05,
                 clock=self._clock,
             )
-        WAITS.append(self._clock.monotonic() - began)
+        waited = self._clock.monotonic() - began
+        WAITS.append(waited)
+        if self._wait_log is not None:
+            _log_wait(self._wait_log, waited)
         try:
             con.execute("SET TimeZone = 'UTC'")
         except BaseException:

@@ -122,8 +122,9 @@ class Ledger:
     for the store.
     """
 
-    write_wait_s = 0.5
-    """How long one write waits for a busy store before it is kept pending."""
+    write_wait_s = 2.0
+    """How long one write waits for a busy store before it is kept pending: a store's calls
+    hold it for milliseconds, so this covers a host busy enough to stretch them."""
     retry_every_s = 1.0
 
     def __init__(

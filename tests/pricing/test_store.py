@@ -305,3 +305,20 @@ def test_the_write_ahead_log_a_write_leaves_is_private(store_file: Path) -> None
         store.close()
     finally:
         os.umask(old)
+
+
+def test_every_call_s_wait_goes_to_the_wait_log_only_its_owner_reads(
+    store_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    log = tmp_path / "waits.log"
+    monkeypatch.setenv("SPOTWISE_STORE_WAIT_LOG", str(log))
+    with MarketStore.open(store_file) as store:
+        store.upsert({"prices": prices(1.0)})
+        store.records("SELECT count(*) AS n FROM prices")
+    lines = [line.split() for line in log.read_text().splitlines()]
+    assert len(lines) >= 3  # the open, the write, the read
+    assert {pid for pid, _ in lines} == {str(os.getpid())}
+    assert all(0 <= float(seconds) < 30 for _, seconds in lines)
+    assert stat.S_IMODE(log.stat().st_mode) == 0o600
