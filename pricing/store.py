@@ -200,11 +200,15 @@ def _wait_log() -> Path | None:
 
 
 def _log_wait(log_file: Path, seconds: float) -> None:
-    """Append one call's wait to ``log_file`` (one short line: appends do not interleave)."""
+    """Append one call's wait to ``log_file``: the process, the seconds, and the command's
+    first two words (one short line: appends do not interleave)."""
+    import sys
+
+    command = "_".join(re.sub(r"\W", "", word)[:20] for word in sys.argv[1:3]) or "-"
     with suppress(OSError):
         fd = os.open(log_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
-            os.write(fd, f"{os.getpid()} {seconds:.6f}\n".encode())
+            os.write(fd, f"{os.getpid()} {seconds:.6f} {command}\n".encode())
         finally:
             os.close(fd)
 

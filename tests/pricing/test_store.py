@@ -319,6 +319,6 @@ def test_every_call_s_wait_goes_to_the_wait_log_only_its_owner_reads(
         store.records("SELECT count(*) AS n FROM prices")
     lines = [line.split() for line in log.read_text().splitlines()]
     assert len(lines) >= 3  # the open, the write, the read
-    assert {pid for pid, _ in lines} == {str(os.getpid())}
-    assert all(0 <= float(seconds) < 30 for _, seconds in lines)
+    assert {pid for pid, _, _ in lines} == {str(os.getpid())}
+    assert all(0 <= float(seconds) < 30 for _, seconds, _ in lines)
     assert stat.S_IMODE(log.stat().st_mode) == 0o600

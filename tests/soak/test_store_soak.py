@@ -1,7 +1,11 @@
 """Soak: many Spotwise processes on one store for a few minutes, as a team runs it. The
-forecast schedule, a large load in a loop, a supervised run with preemptions, `jobs list` in a
-loop and the dashboard's pages in a loop: no command fails, the ledger holds every entry the
-supervisor wrote, and the store is consistent afterwards."""
+forecast schedule, a large load in a loop, `plan` in a loop, three supervised runs with
+preemptions, one cancelled from another shell and one whose supervisor is killed (SIGKILL),
+`jobs list` in a loop and the dashboard's pages in a loop: no command fails or shows the
+driver's own text, each ledger holds every entry its supervisor wrote, and the store is
+consistent afterwards. Every store call's wait is logged and reported (``$SPOTWISE_SOAK_S``
+sets how long the loops run, 420 s by default, and ``$SPOTWISE_SOAK_LOAD_EVERY_S`` the pause
+between large loads)."""
 
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -28,7 +33,13 @@ pytestmark = pytest.mark.soak
 PRICES = DATA / "prices/aws_spot_price_history_2019-12_2020-01.csv"
 TRACES = DATA / "traces/cbl/availability/1-node/aws-02-15-2023"
 FAKE_JOB = Path(__file__).resolve().parent.parent / "executor" / "fake_job.py"
-LIMIT_S = 420
+LIMIT_S = int(os.environ.get("SPOTWISE_SOAK_S", "420"))
+FULL = "SPOTWISE_SOAK_S" in os.environ
+"""Run the loops for all of ``LIMIT_S`` (three new supervised jobs each time three end), not
+only until each kind of work has been seen."""
+LOAD_EVERY_S = float(os.environ.get("SPOTWISE_SOAK_LOAD_EVERY_S", "5"))
+"""Pause between two loads of the large price file: each is one transaction of 600 000 rows,
+which holds the file for seconds (a team's collector loads far less, far less often)."""
 """Seconds the soak's loop may run; the commands still running then are waited for after it,
 so the test's own timeout is longer (the suite's 300 s cut a slow machine's soak short)."""
 
@@ -56,6 +67,7 @@ class Commands:
         self.env = env
         self.runs: Counter[str] = Counter()
         self.failures: list[str] = []
+        self.driver_text: list[str] = []
         self._lock = threading.Lock()
 
     def __call__(self, *args: str) -> subprocess.CompletedProcess[str]:
@@ -71,7 +83,74 @@ class Commands:
             self.runs[" ".join(args[:2])] += 1
             if result.returncode != 0:
                 self.failures.append(f"{' '.join(args)}: {result.stderr[-2000:]}")
+            self.driver_text += driver_text(result.stderr)
         return result
+
+
+DRIVER_WORDS = ("IO Error", "Conflicting lock", "duckdb.", "Traceback")
+"""What only the database driver (or a crash) says: a user never sees it."""
+
+
+def driver_text(stderr: str) -> list[str]:
+    """The lines of ``stderr`` in the driver's own words."""
+    return [line for line in stderr.splitlines() if any(w in line for w in DRIVER_WORDS)]
+
+
+def fake_run(
+    tmp_path: Path, name: str, env: dict[str, str], work_s: float
+) -> subprocess.Popen[str]:
+    """A supervised replay of the fake job (preempted every 20 s), as ``spotwise run``."""
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "spotwise",
+            "run",
+            *("--pools", "us-east-1a_v100_1", "--start-hours", "100", "--scale", "60"),
+            *("--compute-hours", "1.5", "--deadline-hours", "6", "--preempt-every", "20s"),
+            *("--name", name, "--json", "--"),
+            *(sys.executable, str(FAKE_JOB), "--work-s", str(work_s)),
+            *("--state", str(tmp_path / f"progress-{name}")),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
+def job_id_of(process: subprocess.Popen[str], said: list[str]) -> str:
+    """The job id a run names in its first line (its other lines kept in ``said``)."""
+    assert process.stderr is not None
+    for line in process.stderr:
+        said.append(line)
+        if line.startswith("… job "):
+            return line.split()[2].rstrip(":")
+    raise AssertionError(f"the run never named its job: {''.join(said)[-2000:]}")
+
+
+def wait_figures(log: Path) -> dict[str, Any]:
+    """The waits every process logged: count, median, 99th percentile and most (seconds),
+    over all calls and per command."""
+
+    def figures(waits: list[float]) -> dict[str, float | int]:
+        waits = sorted(waits)
+        return {
+            "calls": len(waits),
+            "p50_s": round(waits[len(waits) // 2], 4),
+            "p99_s": round(waits[min(len(waits) - 1, int(0.99 * len(waits)))], 4),
+            "max_s": round(waits[-1], 4),
+        }
+
+    per_command: dict[str, list[float]] = {}
+    for line in log.read_text().splitlines():
+        _, seconds, command = line.split()
+        per_command.setdefault(command, []).append(float(seconds))
+    every = [w for waits in per_command.values() for w in waits]
+    return {
+        "all": figures(every) if every else {"calls": 0},
+        **{command: figures(waits) for command, waits in sorted(per_command.items())},
+    }
 
 
 def repeat(until: threading.Event, work: Callable[[], object], pause_s: float) -> threading.Thread:
@@ -110,7 +189,13 @@ def test_a_store_shared_by_every_kind_of_process_loses_nothing_and_fails_nothing
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = tmp_path / "store" / "market.duckdb"
-    env = {**os.environ, "SPOTWISE_STORE": str(store), "COLUMNS": "200"}
+    waits = tmp_path / "waits.log"
+    env = {
+        **os.environ,
+        "SPOTWISE_STORE": str(store),
+        "COLUMNS": "200",
+        "SPOTWISE_STORE_WAIT_LOG": str(waits),
+    }
     monkeypatch.setenv("SPOTWISE_STORE", str(store))
     run = Commands(env)
     assert run("data", "load", str(PRICES), str(TRACES)).returncode == 0, run.failures
@@ -123,43 +208,18 @@ def test_a_store_shared_by_every_kind_of_process_loses_nothing_and_fails_nothing
         text=True,
         env=env,
     )
-    job = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "spotwise",
-            "run",
-            "--pools",
-            "us-east-1a_v100_1",
-            "--start-hours",
-            "100",
-            "--scale",
-            "60",
-            "--compute-hours",
-            "1.5",
-            "--deadline-hours",
-            "6",
-            "--preempt-every",
-            "20s",
-            "--json",
-            "--",
-            sys.executable,
-            str(FAKE_JOB),
-            "--work-s",
-            "90",
-            "--state",
-            str(tmp_path / "progress"),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
+    jobs = [fake_run(tmp_path, f"job-{i}", env, work_s=90) for i in range(3)]
+    cancelled, killed = (fake_run(tmp_path, name, env, work_s=3600) for name in ("c", "k"))
+    cancelled_said: list[str] = []
+    cancelled_id = job_id_of(cancelled, cancelled_said)
+    killed_id = job_id_of(killed, [])
     done = threading.Event()
+    plan = ("plan", "--instance-type", "p3.2xlarge", "--gpu-hours", "10", "--deadline-hours", "20")
     loops = [
-        repeat(done, lambda: run("data", "load", str(big)), 5.0),
+        repeat(done, lambda: run("data", "load", str(big)), LOAD_EVERY_S),
         repeat(done, lambda: run("jobs", "list", "--json"), 2.0),
         repeat(done, lambda: run("data", "summary", "--json"), 3.0),
+        repeat(done, lambda: run(*plan), 5.0),
     ]
     schedule_lines: list[str] = []
 
@@ -170,11 +230,22 @@ def test_a_store_shared_by_every_kind_of_process_loses_nothing_and_fails_nothing
     reader = threading.Thread(target=read_schedule, daemon=True)
     reader.start()
     pages = 0
+    ended: dict[str, subprocess.CompletedProcess[str]] = {}
+    outputs: list[tuple[str, str]] = []
     try:
         while time.monotonic() - began < LIMIT_S:
             pages += dashboard_pages(store, run.failures)
             ok_runs = sum("ok:" in line for line in schedule_lines)
-            if job.poll() is not None and ok_runs >= 2 and run.runs["data load"] >= 3:
+            if "cancel" not in ended and time.monotonic() - began > 30:
+                ended["cancel"] = run("jobs", "cancel", cancelled_id)
+            if killed.poll() is None and time.monotonic() - began > 45:
+                killed.kill()  # SIGKILL: a writer dies between (or in) its writes
+            finished = all(j.poll() is not None for j in jobs)
+            loads = run.runs["data load"] >= min(3, LIMIT_S / LOAD_EVERY_S)
+            if FULL and finished:
+                outputs += [j.communicate(timeout=60) for j in jobs[len(outputs) :]]
+                jobs += [fake_run(tmp_path, f"job-{len(jobs) + i}", env, 90) for i in range(3)]
+            elif finished and ok_runs >= 2 and loads and "cancel" in ended:
                 break
             time.sleep(1.0)
     finally:
@@ -184,28 +255,43 @@ def test_a_store_shared_by_every_kind_of_process_loses_nothing_and_fails_nothing
         schedule.send_signal(signal.SIGTERM)
         schedule.wait(timeout=120)
         reader.join(timeout=10)
-        if job.poll() is None:
-            job.kill()
-    job_out, job_err = job.communicate(timeout=60)
+        for process in (*jobs, cancelled, killed):
+            if process.poll() is None:
+                process.kill()
+    # a job whose supervisor died is still cancelled from another shell: its command too
+    ended["cancel the orphan"] = run("jobs", "cancel", killed_id)
+    outputs += [j.communicate(timeout=60) for j in jobs[len(outputs) :]]
+    cancelled_out, cancelled_err = cancelled.communicate(timeout=60)
+    killed.communicate(timeout=60)
     soaked_s = time.monotonic() - began
 
-    assert job.returncode == 0, job_err[-3000:]
+    for job, (_, job_err) in zip(jobs, outputs, strict=True):
+        assert job.returncode == 0, job_err[-3000:]
     assert run.failures == []
+    for cancel in ended.values():
+        assert cancel.returncode == 0, cancel.stderr
+    assert cancelled.returncode != 0 and json.loads(cancelled_out)["status"] == "cancelled"
     schedule_text = "".join(schedule_lines)
     assert "failed" not in schedule_text, schedule_text[-3000:]
     assert sum("ok:" in line for line in schedule_lines) >= 2, schedule_text[-3000:]
     assert schedule.returncode == 0
 
-    # The ledger holds every entry the supervisor wrote: its own account against the store's.
-    by_supervisor = json.loads(job_out)
-    shown = run("jobs", "show", by_supervisor["job_id"], "--json")
-    assert shown.returncode == 0, shown.stderr
-    in_store = json.loads(shown.stdout)
-    assert in_store["pending_writes"] == 0
-    assert by_supervisor["preemptions"] >= 2 and by_supervisor["status"] == "completed"
-    for key in ("entries", "instances", "preemptions", "notices", "migrations", "cost_usd"):
-        assert in_store[key] == by_supervisor[key], key
-    assert job_err.count("launching on") == by_supervisor["instances"]
+    # Each ledger holds every entry its supervisor wrote: its own account against the store's.
+    kept_pending = 0
+    for job_out, job_err in outputs:
+        by_supervisor = json.loads(job_out)
+        shown = run("jobs", "show", by_supervisor["job_id"], "--json")
+        assert shown.returncode == 0, shown.stderr
+        in_store = json.loads(shown.stdout)
+        assert in_store["pending_writes"] == 0
+        assert by_supervisor["preemptions"] >= 2 and by_supervisor["status"] == "completed"
+        for key in ("entries", "instances", "preemptions", "notices", "migrations", "cost_usd"):
+            assert in_store[key] == by_supervisor[key], key
+        assert job_err.count("launching on") == by_supervisor["instances"]
+        kept_pending += job_err.count("keeps writes in")
+    seen = [line for _, err in outputs for line in driver_text(err)]
+    seen += driver_text(cancelled_err + "".join(cancelled_said)) + run.driver_text
+    assert seen == []
 
     # The store is consistent: the summary's counts are the tables', every forecast whole.
     summary = run("data", "summary", "--json")
@@ -224,7 +310,6 @@ def test_a_store_shared_by_every_kind_of_process_loses_nothing_and_fails_nothing
             "FROM forecasts WHERE model = 'Naive'"
         )[0]
     assert runs_per_forecast == 1 and naive["n"] == naive["distinct_rows"] > 0
-    counted = ("entries", "instances", "preemptions", "notices")
     print(
         json.dumps(
             {
@@ -233,9 +318,9 @@ def test_a_store_shared_by_every_kind_of_process_loses_nothing_and_fails_nothing
                 "failed_commands": len(run.failures),
                 "forecast_runs_ok": sum("ok:" in line for line in schedule_lines),
                 "dashboard_pages": pages,
-                "ledger_kept_pending": job_err.count("keeps writes in"),
-                "supervisor": {k: by_supervisor[k] for k in counted},
-                "store": {k: in_store[k] for k in counted},
+                "supervised_jobs": len(jobs),
+                "ledger_writes_kept_pending": kept_pending,
+                "store_waits": wait_figures(waits),
                 "operational_store": "postgresql" if operational_url() else "file",
             }
         )
