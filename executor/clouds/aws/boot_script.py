@@ -60,10 +60,11 @@ def boot_script(
     prefix: str,
     setup: Sequence[str] = (),
     secret_parameters: dict[str, str] | None = None,
+    python: str | None = None,
 ) -> str:
     """The user data of one instance in ``region``, its job's objects under ``prefix`` in
     ``bucket``; ``secret_parameters`` maps a variable to the SSM parameter holding its value
-    (:meth:`CloudBoot.script <executor.clouds.boot_script.CloudBoot.script>`)."""
+    ``python`` is the user's ``--python`` (:meth:`CloudBoot.script <executor.clouds.boot_script.CloudBoot.script>`)."""
     return AWS_BOOT.script(
         command,
         env,
@@ -72,4 +73,5 @@ def boot_script(
         prefix=prefix,
         setup=setup,
         secrets=secret_parameters,
+        python=python,
     )

@@ -8,6 +8,7 @@ import base64
 import socket
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -64,7 +65,7 @@ def eventually(what: str, check: Callable[[], Any], timeout_s: float = 20.0) -> 
 def test_a_spot_launch_is_a_tagged_spot_vm_in_its_zone_running_the_boot_script(
     azure: AzureLocal, ready: AzureTarget
 ) -> None:
-    runs = launcher(ready)
+    runs = launcher(replace(ready, python="/anaconda/envs/py312/bin/python"))
     placement = Placement(market="spot", pool="2", price=0.9)
     env = {"SPOTWISE_MARKET": "spot", "SPOTWISE_API_TOKEN": "tok-123"}
     instance = runs.launch(placement, COMMAND, env)
@@ -88,6 +89,7 @@ def test_a_spot_launch_is_a_tagged_spot_vm_in_its_zone_running_the_boot_script(
     assert script.startswith("#!/bin/bash")
     assert "env SPOTWISE_MARKET=spot SPOTWISE_NOTICES=azure" in script
     assert f"blob get {CODE.wheel_key} " in script and "tok-123" not in script
+    assert "\nASKED=/anaconda/envs/py312/bin/python\n" in script  # --python, tried first
     assert instance.address and instance.address.startswith("10.42.0.")
     assert runs.running_instances() == [instance.instance_id]
     assert instance.poll() is None  # running, nothing reported yet
