@@ -93,7 +93,7 @@ fail() {{  # the command never ran: keep the reason where the supervisor reads i
   $SHUTDOWN
   exit 1
 }}
-# The job's interpreter: the first that is Python {floor}+ and imports torch, else the first {floor}+
+# The job's interpreter: the first Python {floor}+ that imports torch, else the first {floor}+
 TORCH_PY="" PLAIN_PY="" SEEN=" "
 for c in "$ASKED" {candidates} python3; do
   [ -n "$c" ] || continue
@@ -112,7 +112,7 @@ done
 if [ -n "$TORCH_PY" ]; then PY="$TORCH_PY"
 elif [ -n "$PLAIN_PY" ]; then
   PY="$PLAIN_PY"
-  echo "spotwise boot: no Python here imports torch: the venv gets torch from PyPI (a large download)"
+  echo "spotwise boot: no Python here imports torch: the venv gets it from PyPI (a large download)"
 else
   fail "no Python {floor}+ on this image (tried ${{ASKED:+--python $ASKED, }}{tried} and python3): \
 pass --python PATH of one, or use an image with one (docs/clouds.md)"
@@ -244,7 +244,7 @@ def python_path(value: str | None) -> str | None:
     Raises:
         ExecutorError: for anything else (it goes into the boot script).
     """
-    if value is None or PYTHON_PATH.fullmatch(value) and "/../" not in f"{value}/":
+    if value is None or (PYTHON_PATH.fullmatch(value) and "/../" not in f"{value}/"):
         return value
     raise ExecutorError(
         f"--python {value[:60]!r}: give the absolute path of the image's interpreter, e.g. "

@@ -369,6 +369,7 @@ class AzureArmFake:
         ]
         self.images: dict[tuple[str, str, str, str], list[str]] = {
             ("eastus", "microsoft-dsvm", "ubuntu-hpc", "2204"): ["22.04.2025010101"],
+            ("eastus", "microsoft-dsvm", "ubuntu-hpc", "2404"): ["24.04.2025120101"],
         }
         self.unregistered: set[str] = set()
         """Resource providers the subscription has not registered."""

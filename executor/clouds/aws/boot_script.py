@@ -63,8 +63,9 @@ def boot_script(
     python: str | None = None,
 ) -> str:
     """The user data of one instance in ``region``, its job's objects under ``prefix`` in
-    ``bucket``; ``secret_parameters`` maps a variable to the SSM parameter holding its value
-    ``python`` is the user's ``--python`` (:meth:`CloudBoot.script <executor.clouds.boot_script.CloudBoot.script>`)."""
+    ``bucket``; ``secret_parameters`` maps a variable to the SSM parameter holding its value;
+    ``python`` is the user's ``--python``
+    (:meth:`CloudBoot.script <executor.clouds.boot_script.CloudBoot.script>`)."""
     return AWS_BOOT.script(
         command,
         env,

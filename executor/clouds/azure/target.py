@@ -78,7 +78,7 @@ class ImageRef:
                 "--image",
                 text,
                 "an image URN PUBLISHER:OFFER:SKU:VERSION (e.g. "
-                "microsoft-dsvm:ubuntu-hpc:2204:latest) or an image's resource id",
+                "microsoft-dsvm:ubuntu-hpc:2404:latest) or an image's resource id",
             )
         publisher, offer, sku, version = parts
         return cls(publisher=publisher, offer=offer, sku=sku, version=version)

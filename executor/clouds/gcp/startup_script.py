@@ -58,7 +58,8 @@ def startup_script(
     """The startup script of VM ``instance`` of ``project``, its job's objects under ``prefix``
     in ``bucket``; ``secrets`` maps a variable to the Secret Manager secret holding its value;
     ``endpoint_url`` is where the VM reaches Secret Manager (None: Google's); ``python`` is the
-    user's ``--python`` (:meth:`CloudBoot.script <executor.clouds.boot_script.CloudBoot.script>`)."""
+    user's ``--python`` (:meth:`CloudBoot.script
+    <executor.clouds.boot_script.CloudBoot.script>`)."""
     return GCP_BOOT.script(
         command,
         env,

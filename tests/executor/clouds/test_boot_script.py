@@ -184,7 +184,7 @@ def test_without_torch_anywhere_the_first_modern_python_is_taken_and_said(
     plain = fake_python(image / "usr/bin/python3", torch=False)
     _, log = boot(image, tmp_path / "run")
     assert f"spotwise boot: python {plain}: Python 3." in log and "no torch (ImportError)" in log
-    assert "the venv gets torch from PyPI" in log
+    assert "no Python here imports torch: the venv gets it from PyPI" in log
     assert f"spotwise boot: the job runs with {plain}\n" in log
 
 
@@ -217,7 +217,7 @@ def test_an_image_with_only_an_old_python_fails_the_boot_with_the_fix(tmp_path: 
     ],
 )
 def test_python_must_be_an_absolute_plain_path(hostile: str) -> None:
-    with pytest.raises(ExecutorError, match="--python .*absolute path"):
+    with pytest.raises(ExecutorError, match=r"--python .*absolute path"):
         python_path(hostile)
 
 
