@@ -93,10 +93,10 @@ def _check(schema: dict[str, Any], base: Path, value: Any, where: str) -> None:
     closed = "enum" in schema and not schema.get("x-ms-enum", {}).get("modelAsString", False)
     if closed and str(value).lower() not in {str(v).lower() for v in schema["enum"]}:
         raise Invalid(f"{where}={value!r} is not one of {schema['enum']}")
-    if kind == "array":
+    if isinstance(value, list):
         for i, item in enumerate(value):
             _check(schema.get("items", {}), base, item, f"{where}[{i}]")
-    elif kind == "object":
+    elif isinstance(value, dict):
         _check_object(schema, base, value, where, name or "object")
 
 

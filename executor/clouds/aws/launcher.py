@@ -147,7 +147,7 @@ class AwsLauncher(CloudLauncher):
         self.ssm = session.client("ssm", region_name=region, endpoint_url=endpoint_url)
         self.instance_type, self.image_id = instance_type, image_id
         self.region, self.bucket, self.code, self.setup = region, bucket, code, tuple(setup)
-        self.python = python
+        self.image_python = python
         self.instance_profile = instance_profile
         self.security_groups = tuple(security_groups)
         self.max_price = max_price
@@ -234,7 +234,7 @@ class AwsLauncher(CloudLauncher):
                 bucket=self.bucket,
                 prefix=self.prefix,
                 setup=self.setup,
-                python=self.python,
+                python=self.image_python,
                 secret_parameters=self.secret_parameters,
             ),
             "InstanceInitiatedShutdownBehavior": "terminate",
