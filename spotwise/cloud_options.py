@@ -183,6 +183,21 @@ FLAGS = (
         False,
     ),
     _Flag(
+        "python",
+        Annotated[
+            str | None,
+            typer.Option(
+                "--python",
+                help="A cloud: the image's interpreter to run the job with, an absolute path "
+                "(default: the first of /opt/pytorch/bin/python, conda's and python3 that is "
+                "Python 3.11+ with torch, found at boot).",
+                show_default=False,
+            ),
+        ],
+        None,
+        False,
+    ),
+    _Flag(
         "max_price",
         Annotated[
             float | None,
@@ -229,6 +244,7 @@ def cloud_options(*, account: bool = False) -> Callable[[F], F]:
                 endpoint_url=values.get("endpoint_url"),
                 workdir=str(values.get("workdir", Path("."))),
                 setup=tuple(values.get("setup") or ()),
+                python=values.get("python"),
                 max_price=values.get("max_price"),
             )
             return command(*args, **kwargs)

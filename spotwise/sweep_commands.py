@@ -471,6 +471,9 @@ def _print_report(report: dict[str, Any], as_json: bool) -> None:
     )
     for line in report["prices"]:
         out.print(f"  {line}", highlight=False)
+    for t in report["trials"]:
+        for why in t["on_demand_why"]:
+            out.print(f"trial {t['trial']} ran on demand: {why}", highlight=False, soft_wrap=True)
     if report["best"]:
         best = report["best"]
         params = ", ".join(f"{k}={v}" for k, v in best["params"].items())

@@ -58,6 +58,9 @@ class CloudOptions:
     """The folder shipped to each instance (its .gitignore honoured); the command runs there."""
     setup: tuple[str, ...] = ()
     """Commands run in the workdir before the command (no shell)."""
+    python: str | None = None
+    """The image's interpreter to run the job with (an absolute path; None: the boot script
+    finds one, :data:`~executor.clouds.boot_script.IMAGE_PYTHONS`)."""
     max_price: float | None = None
     """The most USD/h to pay for spot (a bid; None: up to the on-demand price). Where the
     cloud honours it (AWS ``MaxPrice``, Azure ``max_price``) the instance is taken back when

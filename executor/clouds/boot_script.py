@@ -6,10 +6,16 @@ cloud's on-instance agent (:mod:`executor.clouds.agent`), then shut down. A clou
 bucket, how it learns the VM's id, where the agent finds the bucket); :meth:`CloudBoot.script`
 puts the shared steps around it.
 
+The job's interpreter is the image's, found at boot (:data:`IMAGE_PYTHONS`): the first of the
+user's ``--python``, the interpreters deep learning images keep torch in, and ``python3`` that is
+Python 3.11+ (the project's floor) and imports torch; else the first that is 3.11+ (the venv then
+gets torch from PyPI). The boot log says each one tried and the one chosen.
+
 A boot that fails before the command runs uploads its own log (``boot.log``) and exit code 1,
-so the supervisor can say why. ``SPOTWISE_ROOT``, ``SPOTWISE_PYTHON`` and ``SPOTWISE_SHUTDOWN``
-override its folder, interpreter and shutdown, and the cloud's metadata endpoint has its own
-variable (tests run it in a temporary folder against local servers).
+so the supervisor can say why. ``SPOTWISE_ROOT``, ``SPOTWISE_PYTHON`` (``--python``),
+``SPOTWISE_IMAGE_ROOT`` (where the image's interpreters are looked for) and
+``SPOTWISE_SHUTDOWN`` override its folder, interpreter and shutdown, and the cloud's metadata
+endpoint has its own variable (tests run it in a temporary folder against local servers).
 
 What a cloud passes to its VM at boot can be read on the VM and through its API, so the script
 carries only the settings of :data:`PLAIN_ENV`; secrets are the names of the cloud's secrets,
@@ -18,6 +24,7 @@ which the agent reads with the VM's identity.
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -25,6 +32,7 @@ from dataclasses import dataclass
 from spotwise.core.settings import CloudEndpoint
 from spotwise.executor.clouds.code_bundle import ShippedCode
 from spotwise.executor.clouds.instance_folder import BOOT_LOG, EXIT_NAME
+from spotwise.executor.errors import ExecutorError
 
 PLAIN_ENV = (
     "SPOTWISE_POOL",
@@ -36,13 +44,44 @@ PLAIN_ENV = (
     "SPOTWISE_NOTICES",
 )
 """The only variables a boot script may carry: none of them is a secret."""
+MIN_PYTHON = (3, 11)
+"""The oldest Python the job's interpreter may be (``requires-python`` of pyproject.toml)."""
+IMAGE_PYTHONS = (
+    "/opt/pytorch/bin/python",  # AWS Deep Learning AMIs with PyTorch: their own venv
+    "/opt/conda/envs/pytorch/bin/python",  # older AWS Deep Learning AMIs: a conda env
+    "/opt/conda/bin/python",  # GCP Deep Learning VM images: conda's base
+    "/opt/conda/envs/*/bin/python",  # other conda environments
+    "/anaconda/envs/*/bin/python",  # Azure Data Science VM images: conda environments
+)
+"""Where deep learning images keep the interpreter that has torch, tried in order after
+``--python`` and before ``python3`` (a ``*`` is every environment there)."""
+PYTHON_PATH = re.compile(r"/[A-Za-z0-9._+/-]{1,254}")
+"""What ``--python`` may be: an absolute path of plain characters (it goes into a script)."""
+_PROBE = f"""\
+import sys
+v = "Python %d.%d" % sys.version_info[:2]
+if sys.version_info < {MIN_PYTHON}:
+    print(v + ", older than {MIN_PYTHON[0]}.{MIN_PYTHON[1]}")
+    sys.exit(2)
+try:
+    import torch
+except Exception as e:
+    print(v + ", no torch (" + type(e).__name__ + ")")
+    sys.exit(1)
+print(v + ", torch " + torch.__version__)
+"""
+"""What the boot asks each interpreter: its version and torch's; exit 0 (3.11+ with torch),
+1 (3.11+ without) or 2 (older)."""
 
 _TEMPLATE = """\
 #!/bin/bash
 # Spotwise boot script: fetch the code, make a venv, run the command, report, shut down.
 set -u
 {settings}ROOT="${{SPOTWISE_ROOT:-{root}}}"
-PY="${{SPOTWISE_PYTHON:-python3}}"
+ASKED={python}
+ASKED="${{SPOTWISE_PYTHON:-$ASKED}}"
+IMAGE="${{SPOTWISE_IMAGE_ROOT:-}}"
+PY=python3  # the bucket's helpers' until the job's interpreter is found
 SHUTDOWN="${{SPOTWISE_SHUTDOWN:-shutdown -h now}}"
 {metadata}mkdir -p "$ROOT/code" "$ROOT/work" && cd "$ROOT" || exit 1
 exec >>"$ROOT/{boot_log}" 2>&1
@@ -54,6 +93,31 @@ fail() {{  # the command never ran: keep the reason where the supervisor reads i
   $SHUTDOWN
   exit 1
 }}
+# The job's interpreter: the first Python {floor}+ that imports torch, else the first {floor}+
+TORCH_PY="" PLAIN_PY="" SEEN=" "
+for c in "$ASKED" {candidates} python3; do
+  [ -n "$c" ] || continue
+  case "$SEEN" in *" $c "*) continue ;; esac  # a conda env both named and globbed
+  SEEN="$SEEN$c "
+  if ! found=$(command -v "$c"); then
+    [ "$c" = "$ASKED" ] && echo "spotwise boot: python $c: not on this image"
+    continue
+  fi
+  c="$found"
+  said=$("$c" -c {probe} 2>/dev/null); got=$?
+  echo "spotwise boot: python $c: ${{said:-does not run (exit $got)}}"
+  [ $got = 0 ] && TORCH_PY="$c" && break
+  [ $got = 1 ] && [ -z "$PLAIN_PY" ] && PLAIN_PY="$c"
+done
+if [ -n "$TORCH_PY" ]; then PY="$TORCH_PY"
+elif [ -n "$PLAIN_PY" ]; then
+  PY="$PLAIN_PY"
+  echo "spotwise boot: no Python here imports torch: the venv gets it from PyPI (a large download)"
+else
+  fail "no Python {floor}+ on this image (tried ${{ASKED:+--python $ASKED, }}{tried} and python3): \
+pass --python PATH of one, or use an image with one (docs/clouds.md)"
+fi
+echo "spotwise boot: the job runs with $PY"
 {store} get {wheel_key} "$ROOT/code/{wheel_name}" || fail "cannot fetch {store_url}"{wheel_key}
 {store} get {workdir_key} "$ROOT/code/workdir.tar.gz" || fail "cannot fetch the workdir"
 tar -xzf "$ROOT/code/workdir.tar.gz" -C "$ROOT/work" || fail "cannot unpack the workdir"
@@ -119,13 +183,15 @@ class CloudBoot:
         options: Sequence[str] = (),
         setup: Sequence[str] = (),
         secrets: Mapping[str, str] | None = None,
+        python: str | None = None,
     ) -> str:
         """The boot script that runs ``command`` on one VM. ``settings`` are the cloud's shell
         variables (where the job's bucket is); ``instance`` is the VM's id when the launcher
         chose it (else :attr:`identity` finds it); ``options`` are the agent's own words,
         after the notice forwarding of an elastic node; ``secrets`` maps a variable to the
-        cloud's secret holding its value. ``env`` is filtered to :data:`PLAIN_ENV` (with
-        ``SPOTWISE_NOTICES`` the cloud's). Every value is shell-quoted."""
+        cloud's secret holding its value; ``python`` is the user's ``--python``, tried first.
+        ``env`` is filtered to :data:`PLAIN_ENV` (with ``SPOTWISE_NOTICES`` the cloud's).
+        Every value is shell-quoted."""
         plain = {k: v for k, v in env.items() if k in PLAIN_ENV} | {"SPOTWISE_NOTICES": self.cloud}
         exports = "env " + " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(plain.items()))
         named = {**settings, "PREFIX": prefix} | ({"ID": instance} if instance is not None else {})
@@ -164,4 +230,23 @@ class CloudBoot:
             exports=exports,
             options="".join(f"{shlex.quote(w)} " for w in words),
             command=shlex.join(command),
+            python=shlex.quote(python or ""),
+            floor=".".join(map(str, MIN_PYTHON)),
+            candidates=" ".join(f'"$IMAGE"{path}' for path in IMAGE_PYTHONS),
+            tried=", ".join(IMAGE_PYTHONS),
+            probe=shlex.quote(_PROBE),
         )
+
+
+def python_path(value: str | None) -> str | None:
+    """``--python`` checked: None, or the absolute path of an interpreter on the image.
+
+    Raises:
+        ExecutorError: for anything else (it goes into the boot script).
+    """
+    if value is None or (PYTHON_PATH.fullmatch(value) and "/../" not in f"{value}/"):
+        return value
+    raise ExecutorError(
+        f"--python {value[:60]!r}: give the absolute path of the image's interpreter, e.g. "
+        "/opt/conda/bin/python (letters, digits and . _ + - / only, no ..)"
+    )

@@ -62,6 +62,9 @@ class EntryKind(enum.StrEnum):
     LOST_WORK = "lost_work"
     CHECKPOINT = "checkpoint"
     FAILURE = "failure"
+    ON_DEMAND = "on_demand"
+    """Why the job goes on demand (the policy's reason, or the preemptions that reached
+    ``--on-demand-after``), in ``detail``."""
 
 
 class JobStatus(enum.StrEnum):
@@ -538,6 +541,8 @@ class JobReport:
     checkpoints_sized: bool
     moves: tuple[str, ...] = ()
     """Why each move was made: the policy's reason, with the expected costs it compared."""
+    on_demand_why: tuple[str, ...] = ()
+    """Why the job ran on demand: each reason, in order (empty: it never chose it)."""
     bids: tuple[tuple[str, float], ...] = ()
     """Each capped spot launch: its pool and the bid, the most $/h it could cost (the price
     above which the policy moves it)."""
@@ -625,6 +630,11 @@ def _report(job: pd.Series, entries: pd.DataFrame, *, pending: int) -> JobReport
         moves=tuple(
             str(d)
             for d in entries[entries.kind == EntryKind.MIGRATION].detail
+            if isinstance(d, str)
+        ),
+        on_demand_why=tuple(
+            str(d)
+            for d in entries[entries.kind == EntryKind.ON_DEMAND].detail
             if isinstance(d, str)
         ),
         bids=tuple(

@@ -192,6 +192,7 @@ class Supervisor:
         self.outlook = outlook
         """The price forecasts a capped spot instance is moved by (None: not read)."""
         self._move_reason: str | None = None
+        self._on_demand_why: str | None = None
         """Why the instance being watched was asked to move (None: its risk)."""
         self.log = log
         self.on_event = on_event
@@ -249,7 +250,11 @@ class Supervisor:
     def _place(self, client: PolicyClient, avoid: str | None) -> Placement | None:
         """Where to run next (None = wait), from the policy or the on-demand fallback."""
         if self.report.preemptions >= self.config.on_demand_after:
-            return self._on_demand()
+            n = self.report.preemptions
+            return self._on_demand(
+                f"{n} preemption{'' if n == 1 else 's'} reached --on-demand-after "
+                f"{self.config.on_demand_after}"
+            )
         if self._asked:  # the launch request names more pools: try the next one
             return self._spot(self._asked.pop(0))
         if self._move_to is not None:  # where the policy moved the job
@@ -268,7 +273,7 @@ class Supervisor:
         if decision.action == "wait":
             return None
         if decision.action == "on-demand":
-            return self._on_demand()
+            return self._on_demand(f"the policy: {decision.reason}")
         self._asked = [p for p in decision.request_pools if p != decision.pool]
         self._bid = decision.bid
         return self._spot(str(decision.pool))
@@ -337,7 +342,13 @@ class Supervisor:
             bid=self._bid,
         )
 
-    def _on_demand(self) -> Placement:
+    def _on_demand(self, why: str) -> Placement:
+        """An on-demand placement, its reason said and kept in the ledger (once while it
+        stays the same)."""
+        if why != self._on_demand_why:
+            self._on_demand_why = why
+            self.progress(f"on-demand: {why}")
+            self.ledger.record(EntryKind.ON_DEMAND, market="on-demand", detail=why)
         return Placement(
             market="on-demand", pool=None, price=self.prices.on_demand_quote().usd_per_hour
         )

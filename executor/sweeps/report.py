@@ -41,6 +41,8 @@ class TrialCost:
     simulated: bool
     why: str | None = None
     """Why its last attempt failed (None: it did not)."""
+    on_demand_why: tuple[str, ...] = ()
+    """Why its attempts ran on demand, as the ledger kept it (the policy's reason)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -185,6 +187,7 @@ def _trial_cost(
         steps_lost=sum(int(t.user_attrs.get("steps_lost", 0)) for t in attempts),
         simulated=any(r.simulated for r in reports),
         why=_failure_why(last),
+        on_demand_why=tuple(dict.fromkeys(w for r in reports for w in r.on_demand_why)),
     )
 
 

@@ -150,10 +150,13 @@ def test_a_clouds_settings_survive_json_and_name_the_cloud(
     cloud: tuple[Cloud, CloudOptions],
 ) -> None:
     provider, options = cloud
-    target = provider.target(replace(options, zones=("z1", "z2"), setup=("pip install x",)))
+    target = provider.target(
+        replace(options, zones=("z1", "z2"), setup=("pip install x",), python="/opt/py/bin/python")
+    )
     back = provider.target_from_dict(target.to_dict())
     assert back == target and back.cloud == provider.name
     assert back.zones_or_default == ("z1", "z2") and back.home_region
+    assert back.to_dict()["python"] == "/opt/py/bin/python"
 
 
 def test_a_cloud_refuses_settings_no_instance_can_launch_with(
@@ -168,6 +171,9 @@ def test_a_cloud_refuses_settings_no_instance_can_launch_with(
     for each in lacking:
         with pytest.raises(ExecutorError, match="--"):
             provider.target(each).require_complete()
+    for python in ("python3", "/opt/x/python; curl x|sh", "/opt/$(id)/python"):
+        with pytest.raises(ExecutorError, match="--python"):  # it goes into a boot script
+            provider.target(replace(options, python=python))
 
 
 def test_a_clouds_notice_source_and_storage_are_its_own(

@@ -4,17 +4,18 @@ of the managed identity endpoint that azure-identity gets tokens from: enough of
 ``spotwise setup|check|run|gc azure``, served over HTTPS on 127.0.0.1 (Key Vault's client
 refuses plain HTTP; a self-signed certificate, trusted through ``REQUESTS_CA_BUNDLE``).
 
-Every request is checked against the installed Azure SDK, the published API description the
-fake can read:
+Every request is checked against a published description of Azure's API:
 
 - its operation: the method, path and ``api-version`` come from the SDK's own request builders
   (``build_virtual_machines_create_or_update_request`` and the others of :data:`OPERATIONS`,
   called once with placeholders): a path no builder makes, another method, or another
   api-version is refused;
-- its body: deserialised against the SDK's request model of that operation
-  (:func:`tests.fakes.azure_models.check_body`: ``VirtualMachine`` of azure-mgmt-compute,
-  ``NetworkInterface`` of azure-mgmt-network, ...): an unknown or read-only field, a mistyped
-  value, a value outside its enum, a missing required field is refused;
+- its body: a VM's against Azure's REST API specification itself (Compute's OpenAPI document,
+  vendored: :mod:`tests.fakes.azure_openapi`), where a VM size is any string and a size list
+  only the known ones; the others against the SDK's request model of that operation
+  (:func:`tests.fakes.azure_models.check_body`: ``NetworkInterface`` of azure-mgmt-network,
+  ...): an unknown or read-only field, a mistyped value, a value outside a closed enum, a
+  missing required field is refused;
 - its token: a Bearer token the identity endpoint issued for that API's audience (Resource
   Manager's, Key Vault's).
 
@@ -54,6 +55,7 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from tests.fakes.azure_models import Invalid, check_body
+from tests.fakes.azure_openapi import VIRTUAL_MACHINE, check_definition
 from tests.fakes.http import Answer, Request
 
 ARM = "https://management.azure.com"
@@ -158,7 +160,7 @@ OPERATIONS: list[tuple[str, str, str | None, str]] = [
     (
         COMPUTE,
         "build_virtual_machines_create_or_update_request",
-        "azure.mgmt.compute.models:VirtualMachine",
+        f"spec:{VIRTUAL_MACHINE}#VirtualMachine",
         "vm_put",
     ),
     (COMPUTE, "build_virtual_machines_delete_request", None, "vm_delete"),
@@ -236,6 +238,21 @@ def _route(module: str, builder: str, model: str | None, handler: str) -> Route:
         builder=builder,
         vault=vault,
     )
+
+
+def _check_request(model: str, body: Any) -> None:
+    """A request body checked against its description: a definition of Azure's REST API
+    specification (``spec:DOCUMENT#NAME``, :mod:`tests.fakes.azure_openapi`), else the SDK's
+    request model (``package:Model``, :mod:`tests.fakes.azure_models`).
+
+    Raises:
+        Invalid: naming the first field that is not.
+    """
+    if model.startswith("spec:"):
+        document, _, name = model.removeprefix("spec:").partition("#")
+        check_definition(document, name, body)
+    else:
+        check_body(_model(model), body)
 
 
 def _model(spec: str) -> type:
@@ -369,6 +386,7 @@ class AzureArmFake:
         ]
         self.images: dict[tuple[str, str, str, str], list[str]] = {
             ("eastus", "microsoft-dsvm", "ubuntu-hpc", "2204"): ["22.04.2025010101"],
+            ("eastus", "microsoft-dsvm", "ubuntu-hpc", "2404"): ["24.04.2025120101"],
         }
         self.unregistered: set[str] = set()
         """Resource providers the subscription has not registered."""
@@ -544,7 +562,7 @@ class AzureArmFake:
             body = None
             if route.model:
                 body = request.json()
-                check_body(_model(route.model), body)
+                _check_request(route.model, body)
             if not route.vault:
                 self._subscription(found)
             with self.lock:

@@ -34,7 +34,7 @@ KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr
 """Azurite's well-known development account and key (its documentation's)."""
 SUBSCRIPTION = "00000000-0000-0000-0000-0000000000aa"
 GROUP = "spotwise-test"
-IMAGE = "microsoft-dsvm:ubuntu-hpc:2204:latest"
+IMAGE = "microsoft-dsvm:ubuntu-hpc:2404:latest"
 
 
 class Azurite:

@@ -330,7 +330,7 @@ class GcpFake:
             "family": found["family"],
             "status": found["status"],
             "architecture": "X86_64",
-            "description": "PyTorch with CUDA, Python 3.11",
+            "description": found.get("description", "PyTorch with CUDA, Python 3.11"),
             "selfLink": f"{COMPUTE}/projects/{project}/global/images/{name}",
             **({"deprecated": found["deprecated"]} if "deprecated" in found else {}),
         }

@@ -60,9 +60,11 @@ def boot_script(
     prefix: str,
     setup: Sequence[str] = (),
     secret_parameters: dict[str, str] | None = None,
+    python: str | None = None,
 ) -> str:
     """The user data of one instance in ``region``, its job's objects under ``prefix`` in
-    ``bucket``; ``secret_parameters`` maps a variable to the SSM parameter holding its value
+    ``bucket``; ``secret_parameters`` maps a variable to the SSM parameter holding its value;
+    ``python`` is the user's ``--python``
     (:meth:`CloudBoot.script <executor.clouds.boot_script.CloudBoot.script>`)."""
     return AWS_BOOT.script(
         command,
@@ -72,4 +74,5 @@ def boot_script(
         prefix=prefix,
         setup=setup,
         secrets=secret_parameters,
+        python=python,
     )

@@ -20,6 +20,7 @@ from botocore.parsers import ResponseParserError
 
 from spotwise.executor.clouds.aws.gc import PROBE_PARAMETER, job_tags
 from spotwise.executor.clouds.base import Check
+from spotwise.executor.clouds.image_python import python_note
 
 DENIED = {"AccessDenied", "AccessDeniedException", "UnauthorizedOperation", "403", "Forbidden"}
 DOCS = "docs/aws.md"
@@ -39,13 +40,11 @@ SPOT_QUOTAS = {
 """EC2's spot vCPU quota (Service Quotas code and name) per instance family letter."""
 PYTHON_311 = date(2022, 10, 24)
 """Python 3.11's release: an image built before it cannot have it."""
-OLD_PYTHON3: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"\bamzn2-ami|\bAmazon Linux 2 AMI\b"), "Amazon Linux 2's python3 is 3.7"),
-    (re.compile(r"\bal2023-ami|\bAmazon Linux 2023\b"), "Amazon Linux 2023's python3 is 3.9"),
-    (re.compile(r"\bdebian-(?:10|11)\b"), "Debian 10 and 11 have a python3 of 3.7 and 3.9"),
+MONTH_BUILT = re.compile(
+    r"(?<![A-Za-z])(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*[ _-]?(20\d{2})(?!\d)"
 )
-"""Distribution images whose ``python3`` (what the boot script runs) is older than 3.11."""
-UBUNTU = re.compile(r"ubuntu[-/ ](?:[a-z]+-)?(\d{2})\.(\d{2})|Ubuntu,? (\d{2})\.(\d{2})")
+"""A build month in an image's name (``3.3_Oct2017``)."""
+MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 BUILT = re.compile(r"(?<!\d)(20\d{2})[.-]?(0[1-9]|1[0-2])[.-]?(0[1-9]|[12]\d|3[01])(?!\d)")
 
 
@@ -72,51 +71,60 @@ def _built(image: dict[str, Any]) -> date | None:
     created = str(image.get("CreationDate") or "")[:10]
     if re.fullmatch(r"\d{4}-\d{2}-\d{2}", created):
         found.append(date.fromisoformat(created))
+    return min([*found, *_named_dates(image)], default=None)
+
+
+def _named_dates(image: dict[str, Any]) -> list[date]:
+    """The build dates an image's name and description say (a day, or a month's first)."""
+    found = []
     for text in (image.get("Name") or "", image.get("Description") or ""):
         for year, month, day in BUILT.findall(text):
             try:
                 found.append(date(int(year), int(month), int(day)))
             except ValueError:
                 continue
-    return min(found) if found else None
+        for month, year in MONTH_BUILT.findall(text):
+            found.append(date(int(year), MONTHS.index(month) + 1, 1))
+    return found
+
+
+def _text(image: dict[str, Any]) -> str:
+    return f"{image.get('Name') or ''} {image.get('Description') or ''}"
+
+
+def with_pytorch(image: dict[str, Any]) -> bool:
+    """Whether ``image`` is a Deep Learning AMI with PyTorch (its torch in its own environment,
+    ``/opt/pytorch`` or a conda env, which the boot script finds)."""
+    text = _text(image)
+    return "Deep Learning" in text and "PyTorch" in text
 
 
 def python_problem(image: dict[str, Any]) -> str | None:
-    """Why ``image`` cannot have the Python 3.11+ the boot script's ``python3`` needs (None: it
-    may): built before Python 3.11 existed, or a distribution release whose python3 is older.
-    A Deep Learning AMI with PyTorch brings its own Python: only its age counts."""
-    text = f"{image.get('Name') or ''} {image.get('Description') or ''}"
+    """Why ``image`` cannot have the Python 3.11+ the boot script needs (None: it may): built
+    before Python 3.11 existed, or a distribution release whose python3 is older. A Deep
+    Learning AMI with PyTorch brings its own Python: only its age counts."""
     built = _built(image)
     if built is not None and built < PYTHON_311:
-        return f"built {built:%Y-%m-%d}, before Python 3.11 existed ({PYTHON_311:%Y-%m-%d})"
-    if "Deep Learning" in text and "PyTorch" in text:
+        why = f"built {built:%Y-%m-%d}, before Python 3.11 existed ({PYTHON_311:%Y-%m-%d})"
+        if "Deep Learning" in _text(image):
+            why += ", with a torch older than 2.3, the oldest Spotwise supports"
+        return why
+    if with_pytorch(image):
         return None
-    return _old_ubuntu(text) or _old_release(text)
-
-
-def _old_ubuntu(text: str) -> str | None:
-    """Why an image named or described by ``text`` has a python3 older than 3.11 when it is an
-    Ubuntu before 23.04 (None: it is not one)."""
-    match = UBUNTU.search(text)
-    if match is None:
-        return None
-    major, minor = (int(g) for g in (match.group(1, 2) if match.group(1) else match.group(3, 4)))
-    if (major, minor) < (23, 4):
-        return f"Ubuntu {major}.{minor:02d}'s python3 is older than 3.11"
-    return None
-
-
-def _old_release(text: str) -> str | None:
-    """Why an image named or described by ``text`` is a distribution release whose python3 is
-    older than 3.11 (None: none of :data:`OLD_PYTHON3`)."""
-    return next((why for pattern, why in OLD_PYTHON3 if pattern.search(text)), None)
+    note = python_note(_text(image))
+    return note[1] if note and note[0] else None
 
 
 def surely_without_python(image: dict[str, Any]) -> bool:
-    """Whether ``image`` itself was made before Python 3.11 existed (its name or description
-    only suggest it: a custom build may have added Python 3.11 to an old release)."""
+    """Whether ``image`` itself was made before Python 3.11 existed: its creation says so, or
+    it is a Deep Learning AMI whose name dates it (AWS's release names say what they ship).
+    Otherwise its name or description only suggest it: a custom build may have added Python
+    3.11 to an old release."""
     created = str(image.get("CreationDate") or "")[:10]
-    return bool(created) and created < f"{PYTHON_311:%Y-%m-%d}"
+    if created and created < f"{PYTHON_311:%Y-%m-%d}":
+        return True
+    named = min(_named_dates(image), default=None)
+    return "Deep Learning AMI" in _text(image) and named is not None and named < PYTHON_311
 
 
 class AwsCheck:
@@ -160,6 +168,13 @@ class AwsCheck:
             *self.permissions(),
         ]
 
+    def setup_command(self) -> str:
+        """The ``spotwise setup aws`` that makes the bucket, the role and its profile named."""
+        return (
+            f"spotwise setup aws --region {self.region} --bucket {self.bucket or 'BUCKET'} "
+            f"--instance-profile {self.instance_profile or 'spotwise-instance'}"
+        )
+
     def credentials(self) -> Check:
         """The credentials check: whose they are, or the sign-in to run."""
         sts = self.client("sts")
@@ -186,10 +201,7 @@ class AwsCheck:
         except ClientError as exc:
             if _code(exc) in ("404", "NoSuchBucket", "NotFound"):
                 return Check(
-                    what,
-                    "missing",
-                    f"s3://{self.bucket} does not exist",
-                    f"aws s3 mb s3://{self.bucket} --region {self.region}",
+                    what, "missing", f"s3://{self.bucket} does not exist", self.setup_command()
                 )
             return Check(
                 what,
@@ -219,7 +231,8 @@ class AwsCheck:
         fix = (
             "use an AMI with Python 3.11+ and torch in this region, e.g. an AWS Deep Learning "
             "AMI (aws ec2 describe-images --owners amazon --filters "
-            "'Name=name,Values=Deep Learning OSS Nvidia Driver AMI GPU PyTorch*')"
+            "'Name=name,Values=Deep Learning OSS Nvidia Driver AMI GPU PyTorch*'), or pass "
+            "spotwise run --python PATH of a Python 3.11+ on this one"
         )
         try:
             images = self.ec2.describe_images(ImageIds=[self.image_id])["Images"]
@@ -234,14 +247,20 @@ class AwsCheck:
         if image.get("State", "available") != "available":
             return Check(what, "missing", f"{detail} is {image['State']}", fix)
         if (why := python_problem(image)) is None:
-            return Check(what, "ok", detail)
+            torch = (
+                "torch in its own environment, which the boot finds"
+                if with_pytorch(image)
+                else "no torch known on it: each boot installs it from PyPI (minutes; a Deep "
+                "Learning AMI with PyTorch has it)"
+            )
+            return Check(what, "ok", f"{detail}; {torch}")
         if surely_without_python(image):
             return Check(what, "missing", f"{detail}: no Python 3.11+ ({why})", fix)
         return Check(
             what,
             "unknown",
             f"{detail}: likely no Python 3.11+ ({why})",
-            f"{fix}; if you installed Python 3.11+ on it yourself, it will do",
+            f"{fix}; if you installed Python 3.11+ on it yourself as python3, it will do",
         )
 
     def profile(self) -> Check:
@@ -264,7 +283,7 @@ class AwsCheck:
                     what,
                     "missing",
                     f"{self.instance_profile} does not exist",
-                    f"create it with the role of {DOCS} (aws iam create-instance-profile ...)",
+                    f"{self.setup_command()} (it makes the role of {DOCS} and its profile)",
                 )
             return Check(what, "unknown", f"cannot read it ({_code(exc)})")
         roles = [r["RoleName"] for r in found["InstanceProfile"].get("Roles", [])]
@@ -273,8 +292,7 @@ class AwsCheck:
                 what,
                 "missing",
                 f"{self.instance_profile} has no role",
-                f"aws iam add-role-to-instance-profile --instance-profile-name "
-                f"{self.instance_profile} --role-name ROLE",
+                f"{self.setup_command()} (it gives the profile its role, {self.instance_profile})",
             )
         return Check(what, "ok", f"{self.instance_profile} (role {roles[0]})")
 

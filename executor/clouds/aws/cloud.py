@@ -112,6 +112,7 @@ class AwsCloud:
             job_id=job_id,
             code=code,
             setup=aws.setup,
+            python=aws.python,
             endpoint_url=aws.endpoint_url,
             instance_profile=aws.instance_profile,
             secrets=secrets or {},

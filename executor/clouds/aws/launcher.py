@@ -126,6 +126,7 @@ class AwsLauncher(CloudLauncher):
         job_id: str,
         code: ShippedCode,
         setup: Sequence[str] = (),
+        python: str | None = None,
         endpoint_url: str | None = None,
         instance_profile: str | None = None,
         secrets: dict[str, str] | None = None,
@@ -134,7 +135,8 @@ class AwsLauncher(CloudLauncher):
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         """``code`` is the shipped workdir and wheel (:func:`executor.clouds.aws.shipping.ship`);
-        ``setup`` commands run in the workdir before the command. ``secrets`` (variable name →
+        ``setup`` commands run in the workdir before the command, under ``python`` (the user's
+        ``--python``, else the image's found at boot). ``secrets`` (variable name →
         value) reach the command through SSM SecureStrings, which the instance profile must be
         allowed to read (``ssm:GetParameter``). ``security_groups`` go on every instance (an
         elastic job's nodes need one that lets them reach each other). ``max_price`` is every spot
@@ -145,6 +147,7 @@ class AwsLauncher(CloudLauncher):
         self.ssm = session.client("ssm", region_name=region, endpoint_url=endpoint_url)
         self.instance_type, self.image_id = instance_type, image_id
         self.region, self.bucket, self.code, self.setup = region, bucket, code, tuple(setup)
+        self.image_python = python
         self.instance_profile = instance_profile
         self.security_groups = tuple(security_groups)
         self.max_price = max_price
@@ -231,6 +234,7 @@ class AwsLauncher(CloudLauncher):
                 bucket=self.bucket,
                 prefix=self.prefix,
                 setup=self.setup,
+                python=self.image_python,
                 secret_parameters=self.secret_parameters,
             ),
             "InstanceInitiatedShutdownBehavior": "terminate",

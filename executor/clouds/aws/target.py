@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from spotwise.executor.clouds.base import CloudOptions
+from spotwise.executor.clouds.boot_script import python_path
 from spotwise.executor.errors import ExecutorError
 
 DEFAULT_REGION = "us-east-1"
@@ -35,6 +36,8 @@ class AwsTarget:
     """The folder shipped to each instance (its .gitignore honoured); the command runs there."""
     setup: tuple[str, ...] = ()
     """Commands run in the workdir before the command (e.g. pip install -r ...)."""
+    python: str | None = None
+    """The user's ``--python``: the image's interpreter the boot tries first."""
     max_price: float | None = None
     """The spot request's MaxPrice in USD/h (None: up to the on-demand price)."""
 
@@ -43,7 +46,8 @@ class AwsTarget:
         """The target the shared cloud options name.
 
         Raises:
-            ExecutorError: for ``--project``, which AWS does not take.
+            ExecutorError: for ``--project``, which AWS does not take, and a ``--python`` that
+                is not an absolute path.
         """
         if options.project:
             raise ExecutorError(
@@ -61,6 +65,7 @@ class AwsTarget:
             security_groups=options.network,
             workdir=options.workdir,
             setup=options.setup,
+            python=python_path(options.python),
             max_price=options.max_price,
         )
 

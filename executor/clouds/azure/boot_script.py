@@ -86,11 +86,12 @@ def boot_script(
     vault: str = "",
     secret_names: dict[str, str] | None = None,
     emulated: bool = False,
+    python: str | None = None,
 ) -> str:
     """The custom data of VM ``instance``, as text, its job's objects under ``prefix`` in
     ``container`` of storage ``account``; ``secret_names`` maps a variable to the secret of
-    ``vault`` (an emulator's when ``emulated``) holding its value
-    (:meth:`CloudBoot.script <executor.clouds.boot_script.CloudBoot.script>`)."""
+    ``vault`` (an emulator's when ``emulated``) holding its value; ``python`` is the user's
+    ``--python`` (:meth:`CloudBoot.script <executor.clouds.boot_script.CloudBoot.script>`)."""
     vault_options = (
         (["--vault", vault] + (["--emulated"] if emulated else [])) if secret_names else []
     )
@@ -108,6 +109,7 @@ def boot_script(
         options=vault_options,
         setup=setup,
         secrets=secret_names,
+        python=python,
     )
 
 

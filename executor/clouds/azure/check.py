@@ -19,8 +19,9 @@ from spotwise.executor.clouds.azure.clients import (
     first_line,
     secrets_client,
 )
-from spotwise.executor.clouds.azure.target import ZONE, AzureTarget
+from spotwise.executor.clouds.azure.target import ZONE, AzureTarget, ImageRef
 from spotwise.executor.clouds.base import Check
+from spotwise.executor.clouds.image_python import python_note
 from spotwise.executor.errors import ExecutorError
 
 DOCS = "docs/azure.md"
@@ -32,6 +33,8 @@ PROVIDERS = (
     "Microsoft.KeyVault",
     "Microsoft.ManagedIdentity",
 )
+SUGGESTED_IMAGE = "microsoft-dsvm:ubuntu-hpc:2404:latest"
+"""An image with NVIDIA's driver and a Python 3.11+ (Ubuntu 24.04's python3, 3.12)."""
 SPOT_QUOTA = "lowPriorityCores"
 """Azure's regional Spot vCPU quota (every VM family's Spot VMs count against it)."""
 
@@ -178,9 +181,11 @@ class AzureCheck:
             return Check(what, "skipped", "no --image given", "pass --image URN", "--image")
         image = self.target.image_ref
         fix = (
-            "use an image with Python 3.11+ and torch in this location, e.g. "
-            "microsoft-dsvm:ubuntu-hpc:2204:latest (az vm image list --all --publisher "
-            "microsoft-dsvm)"
+            f"use an image with Python 3.11+ in this location, e.g. {SUGGESTED_IMAGE} (Ubuntu "
+            "24.04: python3 3.12 and NVIDIA's driver; each boot installs torch from PyPI) or one "
+            "of yours with torch (--image its resource id; az vm image list --all --publisher "
+            "microsoft-dsvm --offer ubuntu-hpc), or pass spotwise run --python PATH of a Python "
+            "3.11+ on this one"
         )
         if image.resource_id:
             return Check(what, "unknown", f"{image.resource_id}: a custom image, not looked up")
@@ -196,7 +201,7 @@ class AzureCheck:
                 images.get(location, image.publisher, image.offer, image.sku, image.version)
         except ResourceNotFoundError:
             return Check(what, "missing", f"{urn} is not in {location}", fix)
-        return Check(what, "ok", f"{urn} in {location}")
+        return _image_python(image, f"{urn} in {location}", fix)
 
     def identity(self) -> Check:
         """The managed identity check: it exists in the resource group."""
@@ -316,6 +321,30 @@ class AzureCheck:
                 "spotwise setup azure ... (it makes one), or pass --network SUBNET_ID",
             )
         return Check(what, "ok", f"{parts[8]}/{parts[10]}")
+
+
+def _image_python(image: ImageRef, detail: str, fix: str) -> Check:
+    """The image check of a marketplace image that exists: what its offer and SKU say of its
+    Python. A Data Science VM's conda environments (``/anaconda/envs``, which the boot tries)
+    are not named there: an old ``python3`` then leaves it unknown."""
+    note = python_note(f"{image.offer}:{image.sku}")
+    if note is None:
+        return Check(
+            "image",
+            "unknown",
+            f"{detail}; its Python is not known from its name (the boot needs 3.11+)",
+            fix,
+        )
+    old, why = note
+    conda = image.publisher.lower() == "microsoft-dsvm" and not image.offer.startswith("ubuntu-hpc")
+    if old and conda:
+        return Check("image", "unknown", f"{detail}: {why}; its conda environments may not", fix)
+    if old:
+        return Check(
+            "image", "missing", f"{detail}: {why}, and no other Python is known on it", fix
+        )
+    torch = "; torch is not on it: each boot installs it from PyPI (minutes)"
+    return Check("image", "ok", f"{detail}: {why}{torch if not conda else ''}")
 
 
 def _find_sku(skus: Any, location: str, size: str) -> Any:

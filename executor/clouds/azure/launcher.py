@@ -312,6 +312,7 @@ class AzureLauncher(CloudLauncher):
             vault=self.vault,
             secret_names=self.secret_names,
             emulated=bool(target.endpoint_url),
+            python=target.python,
         )
         image = target.image_ref.wire()
         nic_id = f"{target.group_id}/providers/Microsoft.Network/networkInterfaces/{name}-nic"

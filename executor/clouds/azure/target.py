@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from spotwise.executor.clouds.base import CloudOptions
+from spotwise.executor.clouds.boot_script import python_path
 from spotwise.executor.errors import ExecutorError
 
 DEFAULT_LOCATION = "eastus"
@@ -77,7 +78,7 @@ class ImageRef:
                 "--image",
                 text,
                 "an image URN PUBLISHER:OFFER:SKU:VERSION (e.g. "
-                "microsoft-dsvm:ubuntu-hpc:2204:latest) or an image's resource id",
+                "microsoft-dsvm:ubuntu-hpc:2404:latest) or an image's resource id",
             )
         publisher, offer, sku, version = parts
         return cls(publisher=publisher, offer=offer, sku=sku, version=version)
@@ -121,6 +122,8 @@ class AzureTarget:
     """Another Resource Manager endpoint (a local emulator)."""
     workdir: str = "."
     setup: tuple[str, ...] = ()
+    python: str | None = None
+    """The user's ``--python``: the image's interpreter the boot tries first."""
     max_price: float | None = None
     """The most USD/h a Spot VM may cost (its ``billingProfile.maxPrice``; None: -1, up to the
     on-demand price)."""
@@ -156,6 +159,7 @@ class AzureTarget:
             endpoint_url=options.endpoint_url,
             workdir=options.workdir,
             setup=options.setup,
+            python=python_path(options.python),
             max_price=options.max_price,
         )
 

@@ -25,6 +25,7 @@ from spotwise.executor.clouds.gcp.clients import (
 )
 from spotwise.executor.clouds.gcp.setup import ACCOUNT_ID
 from spotwise.executor.clouds.gcp.target import IMAGE, GcpTarget
+from spotwise.executor.clouds.image_python import python_note
 from spotwise.executor.errors import ExecutorError
 
 DOCS = "docs/gcp.md"
@@ -353,7 +354,29 @@ def _image_state(found: Any) -> Check:
         return Check("image", "missing", f"{detail} is {state or found.status}", f"use {IMAGES}")
     if state == "DEPRECATED":
         return Check("image", "unknown", f"{detail} is deprecated", f"prefer {IMAGES}")
-    return Check("image", "ok", f"{detail}; it needs Python 3.11+ and torch")
+    return _image_python(found, detail)
+
+
+def _image_python(found: Any, detail: str) -> Check:
+    """The image check of a ready image: what its name, family and description say of its
+    Python (a Deep Learning VM's say its environment's: ``-py310``, ``Python 3.10``)."""
+    fix = (
+        f"use {IMAGES}, one whose name or description says Python 3.11+; or pass spotwise run "
+        "--python PATH of a Python 3.11+ on this one"
+    )
+    note = python_note(f"{found.name} {found.family or ''} {found.description or ''}")
+    if note is None:
+        why = "its Python is not known from its name or description (the boot needs 3.11+)"
+        return Check("image", "unknown", f"{detail}; {why}", fix)
+    old, why = note
+    if old:
+        return Check("image", "missing", f"{detail}: {why}", fix)
+    torch = (
+        "torch in its environment, which the boot finds"
+        if "pytorch" in f"{found.name} {found.family or ''}".lower()
+        else "torch is not known on it: each boot installs it from PyPI (minutes)"
+    )
+    return Check("image", "ok", f"{detail}: {why}; {torch}")
 
 
 def _multi(location: str) -> str:

@@ -325,6 +325,7 @@ class GcpLauncher(CloudLauncher):
             setup=self.target.setup,
             secrets=self.secret_names,
             endpoint_url=self.target.endpoint_url,
+            python=self.target.python,
         )
         self._insert(self.instance_body(name, zone, spot, script), zone, spot)
         made = self.instances.get(project=self.project, zone=zone, instance=name)

@@ -53,11 +53,13 @@ def startup_script(
     setup: Sequence[str] = (),
     secrets: dict[str, str] | None = None,
     endpoint_url: str | None = None,
+    python: str | None = None,
 ) -> str:
     """The startup script of VM ``instance`` of ``project``, its job's objects under ``prefix``
     in ``bucket``; ``secrets`` maps a variable to the Secret Manager secret holding its value;
-    ``endpoint_url`` is where the VM reaches Secret Manager (None: Google's)
-    (:meth:`CloudBoot.script <executor.clouds.boot_script.CloudBoot.script>`)."""
+    ``endpoint_url`` is where the VM reaches Secret Manager (None: Google's); ``python`` is the
+    user's ``--python`` (:meth:`CloudBoot.script
+    <executor.clouds.boot_script.CloudBoot.script>`)."""
     return GCP_BOOT.script(
         command,
         env,
@@ -68,4 +70,5 @@ def startup_script(
         options=["--endpoint-url", endpoint_url] if endpoint_url else [],
         setup=setup,
         secrets=secrets,
+        python=python,
     )

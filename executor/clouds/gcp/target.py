@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from spotwise.executor.clouds.base import CloudOptions
+from spotwise.executor.clouds.boot_script import python_path
 from spotwise.executor.errors import ExecutorError
 
 DEFAULT_REGION = "us-central1"
@@ -95,6 +96,8 @@ class GcpTarget:
     """The folder shipped to each VM (its .gitignore honoured); the command runs there."""
     setup: tuple[str, ...] = ()
     """Commands run in the workdir before the command (e.g. pip install -r ...)."""
+    python: str | None = None
+    """The user's ``--python``: the image's interpreter the boot tries first."""
 
     @classmethod
     def from_options(cls, options: CloudOptions) -> GcpTarget:
@@ -120,6 +123,7 @@ class GcpTarget:
             network_tags=options.network,
             workdir=options.workdir,
             setup=options.setup,
+            python=python_path(options.python),
         )
         target.validate()
         return target

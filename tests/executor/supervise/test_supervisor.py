@@ -107,12 +107,15 @@ def test_a_preempted_job_gets_its_notice_and_is_relaunched_to_completion(tmp_pat
 def test_after_n_preemptions_it_falls_back_to_on_demand(tmp_path: Path) -> None:
     traces = market("1" * 3 + "0" + "1" * 60)
     # paced by the job's steps: a busy machine that starts the job late meets the same outage
-    supervisor, command, _, _ = supervise(
+    supervisor, command, store, ledger = supervise(
         tmp_path, traces, work_s=5.0, step_s=1.2, on_demand_after=1
     )
     report = supervisor.run(command)
     assert report.completed and report.preemptions == 1
     assert report.placements[-1] == "on-demand"
+    with open_operational(store) as market_store:  # why it went there is kept
+        why = job_report(market_store, ledger.job_id).on_demand_why
+    assert why == ("1 preemption reached --on-demand-after 1",)
 
 
 @pytest.mark.slow
@@ -128,6 +131,8 @@ def test_on_demand_while_spot_is_gone_and_back_to_spot_when_it_returns(tmp_path:
     assert report.migrations == 1 and report.lost_hours == 0.0
     with open_operational(store) as market_store:
         ledger_report = job_report(market_store, ledger.job_id)
+        (why,) = ledger_report.on_demand_why  # the policy's reason, as it gave it
+        assert why.startswith("the policy: "), why
         # the on-demand instance was released: billed only until the job left it
         (listed,) = [j for j in list_jobs(market_store) if j.job_id == ledger.job_id]
     on_demand = ledger_report.markets["on-demand"]

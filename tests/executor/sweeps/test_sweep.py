@@ -87,6 +87,30 @@ x = {{ type = "categorical", choices = [1, 2, 10] }}
     assert "(simulated)" in shown.stdout
 
 
+def test_a_sweep_whose_trials_ran_on_demand_says_the_policys_reason(
+    cli: CliRun, tmp_path: Path
+) -> None:
+    path = spec(
+        tmp_path,
+        "tight",
+        f"""compute_hours = 0.5
+command = ["{sys.executable}", "{TASK}", "--x", "{{x}}", "--steps", "2", "--sleep", "0.1"]
+[sampler]
+type = "grid"
+[params]
+x = {{ type = "categorical", choices = [1] }}
+""",
+    )
+    # half an hour for half an hour of work: no slack to wait for spot
+    result = cli("sweep", "run", str(path), *MARKET, "--scale", "100", "--deadline-hours", "0.5")
+    assert result.returncode == 0, result.stderr
+    assert "(0.0% saved)" in result.stdout
+    assert "trial 0 ran on demand: the policy: safety net: " in result.stdout
+    shown = json.loads(cli("sweep", "show", "tight", "--json").stdout)
+    (why,) = shown["trials"][0]["on_demand_why"]
+    assert why.startswith("the policy: safety net: ") and why.endswith("on-demand to the end")
+
+
 def test_a_queue_shard_killed_twice_completes_once_and_writes_once(
     cli: CliRun, tmp_path: Path, store_file: Path
 ) -> None:

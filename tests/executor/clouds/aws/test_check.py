@@ -84,7 +84,9 @@ def test_check_lists_a_missing_permission_and_a_missing_bucket_with_their_fixes(
     text = cli(*args, "--json", env=keys)
     found = checks(text)
     assert found["bucket"]["status"] == "missing"
-    assert found["bucket"]["fix"] == f"aws s3 mb s3://{BUCKET} --region {REGION}"
+    assert found["bucket"]["fix"] == (  # the command Spotwise has, as on GCP and Azure
+        f"spotwise setup aws --region {REGION} --bucket {BUCKET} --instance-profile {name}"
+    )
     assert found["s3:PutObject"]["status"] == "skipped"
     assert f"✗ bucket: s3://{BUCKET} does not exist" in before.stdout
 
@@ -199,3 +201,49 @@ def test_an_image_made_before_python_311_is_missing_one_whose_name_says_old_is_u
     # rebuilt this year from an old release: its name says old, its making does not
     assert python_problem({**trusty, "CreationDate": "2026-11-01T10:00:00.000Z"})
     assert not surely_without_python({**trusty, "CreationDate": "2026-11-01T10:00:00.000Z"})
+
+
+def test_a_deep_learning_ami_whose_name_dates_it_2017_is_missing_not_passed() -> None:
+    from spotwise.executor.clouds.aws.check import python_problem, surely_without_python
+
+    # moto's own copy: AWS's release, dated by its name only (moto says it was made today)
+    dlami = {
+        "Name": "Deep Learning AMI Amazon Linux - 3.3_Oct2017",
+        "Description": "Deep Learning on Amazon Linux with MXNet, Tensorflow, Caffe, Theano, "
+        "Torch, CNTK and Keras",
+        "CreationDate": "2026-12-01T10:00:00.000Z",
+    }
+    why = python_problem(dlami)
+    assert why == (
+        "built 2017-10-01, before Python 3.11 existed (2022-10-24), with a torch older than "
+        "2.3, the oldest Spotwise supports"
+    )
+    assert surely_without_python(dlami)
+    pytorch = {
+        "Name": "Deep Learning OSS Nvidia Driver AMI GPU PyTorch 2.5.1 (Ubuntu 22.04) 20241211",
+        "CreationDate": "2024-12-11T10:00:00.000Z",
+    }
+    assert python_problem(pytorch) is None  # its torch lives in /opt/pytorch, not python3
+    jammy = {"Name": "ubuntu/images/hvm-ssd/ubuntu-jammy-22.04-amd64-server-20240207"}
+    assert python_problem({**jammy, "CreationDate": "2024-02-07T10:00:00.000Z"}) == (
+        "Ubuntu 22.04's python3 is 3.10 (Spotwise needs 3.11+)"
+    )
+
+
+@pytest.mark.slow  # CLI subprocesses
+def test_check_refuses_motos_2017_deep_learning_ami_and_says_what_an_ok_image_lacks(
+    moto_server: str, cli: CliRun
+) -> None:
+    ec2 = boto3.client("ec2", endpoint_url=moto_server, region_name=REGION)
+    (dlami,) = ec2.describe_images(
+        Filters=[{"Name": "name", "Values": ["Deep Learning AMI Amazon Linux - 3.3_Oct2017"]}]
+    )["Images"]
+    base = ("check", "aws", "--region", REGION, "--endpoint-url", moto_server, "--json")
+    found = checks(cli(*base, "--image-id", dlami["ImageId"]))["image"]
+    assert found["status"] == "missing", found
+    assert "no Python 3.11+ (built 2017-10-01, before Python 3.11 existed" in found["detail"]
+    assert "Deep Learning OSS Nvidia Driver AMI GPU PyTorch" in found["fix"]
+    assert "spotwise run --python PATH" in found["fix"]
+    plain = checks(cli(*base, "--image-id", modern_image(ec2)))["image"]
+    assert plain["status"] == "ok"
+    assert "no torch known on it: each boot installs it from PyPI" in plain["detail"]

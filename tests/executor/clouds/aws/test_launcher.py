@@ -121,6 +121,7 @@ def test_secrets_reach_the_instance_through_ssm_and_are_deleted_at_the_end(
         endpoint_url=moto_server,
         instance_profile="spotwise-job",
         secrets={"WANDB_API_KEY": "wb-789"},
+        python="/opt/conda/envs/pytorch/bin/python",
     )
     ssm = launcher.ssm
     stored = ssm.get_parameter(Name="/spotwise/job7/WANDB_API_KEY", WithDecryption=True)
@@ -133,6 +134,7 @@ def test_secrets_reach_the_instance_through_ssm_and_are_deleted_at_the_end(
     script = base64.b64decode(attribute["UserData"]["Value"]).decode()
     assert "wb-789" not in script
     assert "--secret WANDB_API_KEY=/spotwise/job7/WANDB_API_KEY" in script
+    assert "\nASKED=/opt/conda/envs/pytorch/bin/python\n" in script  # --python, tried first
     instance.terminate()
     launcher.close()
     with pytest.raises(ssm.exceptions.ParameterNotFound):

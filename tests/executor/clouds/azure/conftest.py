@@ -20,7 +20,8 @@ def azure(
     azurite: Azurite, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[AzureLocal]:
     """The servers, and this process's environment pointed at them; every request they were
-    sent must be one the Azure SDK's builders and models allow."""
+    sent must be one the Azure SDK's builders allow, its body one Azure's specification (a VM)
+    or the SDK's models allow."""
     local = AzureLocal(azurite)
     local.apply(monkeypatch, tmp_path)
     try:

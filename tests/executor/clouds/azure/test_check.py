@@ -56,6 +56,29 @@ def test_check_on_a_subscription_not_set_up_names_each_miss_with_its_fix(
 
 
 @pytest.mark.slow
+def test_ubuntu_hpc_2204_is_missing_a_python_311_and_the_fix_is_python_or_2404(
+    azure: AzureLocal,
+) -> None:
+    target = AzureCloud().target(
+        replace(options(azure), image="microsoft-dsvm:ubuntu-hpc:2204:latest")
+    )
+    image = checked(target)["image"]
+    assert image.status == "missing"
+    assert image.detail == (
+        "microsoft-dsvm:ubuntu-hpc:2204:latest in eastus: Ubuntu 22.04's python3 is 3.10 "
+        "(Spotwise needs 3.11+), and no other Python is known on it"
+    )
+    assert "microsoft-dsvm:ubuntu-hpc:2404:latest (Ubuntu 24.04: python3 3.12" in image.fix
+    assert image.fix.endswith("or pass spotwise run --python PATH of a Python 3.11+ on this one")
+    current = checked(AzureCloud().target(options(azure)))["image"]  # the docs' image
+    assert current.status == "ok"
+    assert current.detail == (
+        "microsoft-dsvm:ubuntu-hpc:2404:latest in eastus: Ubuntu 24.04's python3 is 3.12; "
+        "torch is not on it: each boot installs it from PyPI (minutes)"
+    )
+
+
+@pytest.mark.slow
 def test_unregistered_providers_are_one_check_naming_each_command(
     azure: AzureLocal, ready: AzureTarget
 ) -> None:

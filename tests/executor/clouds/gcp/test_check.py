@@ -16,7 +16,7 @@ from spotwise.executor.clouds.gcp.cloud import GcpCloud
 from spotwise.executor.clouds.gcp.target import GcpTarget
 from spotwise.executor.errors import ExecutorError
 from tests.executor.clouds.gcp.conftest import ACCOUNT, options
-from tests.fakes.gcp_compute import PROJECT, GcpLocal
+from tests.fakes.gcp_compute import IMAGE_PROJECT, PROJECT, GcpLocal
 
 CODE = ShippedCode(
     "spotwise/code/a/workdir.tar.gz", "spotwise/code/b/spotwise-0.1-py3-none-any.whl"
@@ -52,6 +52,30 @@ def test_check_on_a_project_not_set_up_names_each_miss_with_its_fix(gcp: GcpLoca
         "PREEMPTIBLE_NVIDIA_V100_GPUS in us-central1: 0 of 0 free; one VM takes 1"
     )
     assert "IAM & Admin → Quotas" in checks["Spot GPU quota"].fix
+
+
+def test_a_deep_learning_image_of_python_310_is_missing_with_the_fix(
+    gcp: GcpLocal, project: GcpTarget
+) -> None:
+    family = "pytorch-2-4-cu124-debian-11-py310"
+    gcp.fake.images[(IMAGE_PROJECT, f"{family}-v20241118")] = {
+        "family": family,
+        "status": "READY",
+        "description": "Google, Deep Learning VM with PyTorch 2.4, CUDA 12.4, Debian 11, "
+        "Python 3.10, with PyTorch 2.4 and fast.ai preinstalled",
+    }
+    old = replace(project, image=f"projects/{IMAGE_PROJECT}/global/images/family/{family}")
+    image = next(c for c in GcpCloud().check(old) if c.what == "image")
+    assert image.status == "missing"
+    assert image.detail.endswith(
+        ": its name or description says Python 3.10 (Spotwise needs 3.11+)"
+    )
+    assert "pass spotwise run --python PATH of a Python 3.11+ on this one" in image.fix
+    image = next(c for c in GcpCloud().check(project) if c.what == "image")
+    assert image.status == "ok"
+    assert image.detail.endswith(
+        ": its name or description says Python 3.11; torch in its environment, which the boot finds"
+    )
 
 
 def test_an_api_not_enabled_is_one_check_and_one_line_naming_the_command(

@@ -51,7 +51,7 @@ def report_exit(launcher: GcpLauncher, name: str, code: int) -> None:
 def test_a_spot_vm_carries_its_gpu_labels_and_startup_script_in_the_zone_picked(
     gcp: GcpLocal, project: GcpTarget
 ) -> None:
-    made = launcher(project)
+    made = launcher(replace(project, python="/opt/conda/bin/python"))
     placement = Placement(market="spot", pool="us-central1-b", price=0.9)
     instance = made.launch(placement, COMMAND, {"SPOTWISE_MARKET": "spot"})
     ((zone, name),) = gcp.fake.instances
@@ -78,6 +78,7 @@ def test_a_spot_vm_carries_its_gpu_labels_and_startup_script_in_the_zone_picked(
     script = metadata(vm, "startup-script")
     assert f"ID={name}\n" in script and "PREFIX=spotwise/jobs/job42\n" in script
     assert "env SPOTWISE_MARKET=spot SPOTWISE_NOTICES=gcp" in script
+    assert "\nASKED=/opt/conda/bin/python\n" in script  # --python, tried first
     assert instance.address == vm["networkInterfaces"][0]["networkIP"]
     assert instance.poll() is None  # running, nothing reported yet
     report_exit(made, name, 0)
