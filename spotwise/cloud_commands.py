@@ -93,15 +93,17 @@ def _register(cloud: Cloud) -> None:
         cloud: CloudOptions = GIVEN,
     ) -> None:
         zones = tuple(p.strip() for p in (pools or "").split(",") if p.strip())
+        checks: list[Check] = []
         try:
-            checks = CLOUDS[name].check(CLOUDS[name].target(replace(cloud, zones=zones)))
+            for item in CLOUDS[name].check(CLOUDS[name].target(replace(cloud, zones=zones))):
+                checks.append(item)
+                if not as_json:
+                    _line(item.line())  # as soon as it is decided: some take seconds
         except ExecutorError as exc:
             fail(str(exc))
         if as_json:
             print(json.dumps([asdict(c) for c in checks]))
         else:
-            for item in checks:
-                _line(item.line())
             _line(check_verdict(checks))
         if any(c.status in ("missing", "skipped") for c in checks):
             raise typer.Exit(1)

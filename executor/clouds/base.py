@@ -12,7 +12,7 @@ its local emulator.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -213,8 +213,9 @@ class Cloud(Protocol):
         permissions, the nodes' network rule. Running it again changes nothing."""
         ...
 
-    def check(self, target: CloudTarget) -> list[Check]:
-        """Is the account ready for ``spotwise run``: one :class:`Check` per requirement."""
+    def check(self, target: CloudTarget) -> Iterator[Check]:
+        """Is the account ready for ``spotwise run``: one :class:`Check` per requirement, each
+        as soon as it is decided."""
         ...
 
     def orphans(

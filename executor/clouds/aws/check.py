@@ -10,7 +10,7 @@ includes service control policies and permission boundaries that a simulation wo
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import date
 from typing import Any
 
@@ -154,19 +154,17 @@ class AwsCheck:
         self.ec2, self.s3 = client("ec2"), client("s3")
         self._bucket_ok = False
 
-    def run(self) -> list[Check]:
-        """Every check, in the order a user would fix them."""
+    def run(self) -> Iterator[Check]:
+        """Every check, in the order a user would fix them, each as soon as it is decided."""
         first = self.credentials()
+        yield first
         if first.status != "ok":
-            return [first]  # nothing else can be asked
-        return [
-            first,
-            self.check_bucket(),
-            self.image(),
-            self.profile(),
-            self.quota(),
-            *self.permissions(),
-        ]
+            return  # nothing else can be asked
+        yield self.check_bucket()
+        yield self.image()
+        yield self.profile()
+        yield self.quota()
+        yield from self.permissions()
 
     def setup_command(self) -> str:
         """The ``spotwise setup aws`` that makes the bucket, the role and its profile named."""

@@ -5,7 +5,7 @@ notice."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -199,7 +199,7 @@ class AwsCloud:
             ),
         )
 
-    def check(self, target: CloudTarget) -> list[Check]:
+    def check(self, target: CloudTarget) -> Iterator[Check]:
         """Credentials, bucket, AMI, instance profile, spot quota, every permission."""
         from spotwise.executor.clouds.aws.check import AwsCheck
 

@@ -8,7 +8,7 @@ the Key Vault (its secrets listed), and the subnet.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from spotwise.executor.clouds.azure.clients import (
@@ -49,26 +49,24 @@ class AzureCheck:
         self.group = target.resource_group or ""
         self._group_ok = False
 
-    def run(self) -> list[Check]:
-        """Every check, in the order a user would fix them."""
+    def run(self) -> Iterator[Check]:
+        """Every check, in the order a user would fix them, each as soon as it is decided."""
         first = self.credentials()
+        yield first
         if first.status != "ok":
-            return [first]
+            return
         subscription = self.subscription()
+        yield subscription
         if subscription.status != "ok":
-            return [first, subscription]
-        return [
-            first,
-            subscription,
-            self.resource_group(),
-            self.storage(),
-            self.image(),
-            self.identity(),
-            self.size(),
-            self.quota(),
-            self.vault(),
-            self.subnet(),
-        ]
+            return
+        yield self.resource_group()
+        yield self.storage()
+        yield self.image()
+        yield self.identity()
+        yield self.size()
+        yield self.quota()
+        yield self.vault()
+        yield self.subnet()
 
     def _arm(self, name: str) -> Any:
         return arm(self.target, name, self.cred)

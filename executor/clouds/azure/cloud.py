@@ -5,7 +5,7 @@ ledger's job id, code and logs in a Blob container, secrets in Key Vault, the Sc
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -184,7 +184,7 @@ class AzureCloud:
             ),
         )
 
-    def check(self, target: CloudTarget) -> list[Check]:
+    def check(self, target: CloudTarget) -> Iterator[Check]:
         """Credentials, subscription and providers, storage, image, identity, the size in its
         zones, the Spot vCPU quota, Key Vault, subnet."""
         from spotwise.executor.clouds.azure.check import AzureCheck
@@ -192,10 +192,9 @@ class AzureCloud:
 
         azure = _azure(target)
         azure.require_account("check azure")
-        return azure_call(
-            "check azure",
-            AzureCheck(azure, lambda: self._credential(azure, "check azure")).run,
-        )
+        checks = AzureCheck(azure, lambda: self._credential(azure, "check azure")).run()
+        while (item := azure_call("check azure", lambda: next(checks, None))) is not None:
+            yield item
 
     def orphans(
         self,

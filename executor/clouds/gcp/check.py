@@ -9,7 +9,7 @@ the VMs' service account, the zones (each offers the shape's GPU) and the region
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from spotwise.executor.clouds.base import Check
@@ -67,23 +67,24 @@ class GcpCheck:
         self._project_ok = False
         self.clients: Clients | None = None
 
-    def run(self) -> list[Check]:
-        """Every check, in the order a user would fix them."""
+    def run(self) -> Iterator[Check]:
+        """Every check, each as soon as it is decided; the APIs last, from what the others'
+        calls found enabled."""
         first = self.credentials()
+        yield first
         if first.status != "ok":
-            return [first]  # nothing else can be asked
+            return  # nothing else can be asked
         project = self.check_project()
+        yield project
         if project.status == "missing":
-            return [first, project]
-        others = [
-            self.check_bucket(),
-            self.image(),
-            self.service_account(),
-            self.zones(),
-            self.quota(),
-        ]
+            return
+        yield self.check_bucket()
+        yield self.image()
+        yield self.service_account()
+        yield self.zones()
+        yield self.quota()
         self.probe_secret_manager()
-        return [first, project, self.apis(), *others]
+        yield self.apis()
 
     def credentials(self) -> Check:
         """The credentials check: whose they are, or the sign-in to run."""

@@ -210,7 +210,7 @@ class GcpCloud:
             ),
         )
 
-    def check(self, target: CloudTarget) -> list[Check]:
+    def check(self, target: CloudTarget) -> Iterator[Check]:
         """Credentials, project, APIs, bucket, image, service account, zones, Spot GPU
         quota."""
         from spotwise.executor.clouds.gcp.check import GcpCheck

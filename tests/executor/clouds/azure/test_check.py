@@ -83,7 +83,7 @@ def test_unregistered_providers_are_one_check_naming_each_command(
     azure: AzureLocal, ready: AzureTarget
 ) -> None:
     azure.fake.unregistered = {"Microsoft.Compute", "Microsoft.KeyVault"}
-    checks = AzureCloud().check(ready)
+    checks = list(AzureCloud().check(ready))
     assert [c.what for c in checks] == ["credentials", "subscription and providers"]
     assert checks[1].status == "missing"
     assert checks[1].detail == (
@@ -100,7 +100,7 @@ def test_a_subscription_the_credentials_cannot_see_is_one_miss(
     azure: AzureLocal, ready: AzureTarget
 ) -> None:
     other = "11111111-2222-3333-4444-555555555555"
-    checks = AzureCloud().check(replace(ready, subscription=other))
+    checks = list(AzureCloud().check(replace(ready, subscription=other)))
     assert [(c.what, c.status) for c in checks] == [
         ("credentials", "ok"),
         ("subscription and providers", "missing"),
@@ -132,7 +132,7 @@ def test_no_spot_quota_and_a_zone_without_the_size_are_each_a_miss_with_its_fix(
 
 @pytest.mark.slow
 def test_check_finds_a_set_up_subscription_ready(azure: AzureLocal, ready: AzureTarget) -> None:
-    checks = AzureCloud().check(ready)
+    checks = list(AzureCloud().check(ready))
     assert [c.what for c in checks if c.status != "ok"] == []
 
 
