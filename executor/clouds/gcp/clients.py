@@ -57,10 +57,11 @@ def credentials(who: str) -> Any:
 
     try:
         found, _ = google.auth.default(scopes=list(SCOPES))
-    except DefaultCredentialsError as exc:
-        detail = str(exc).splitlines()[0] if "was not found" in str(exc) else ""
-        where = f" ({detail[:160]})" if detail else ""
-        raise ExecutorError(f"{who}: {NO_CREDENTIALS}{where}") from None
+    # google-auth reads a key file that is JSON but no object with an AttributeError
+    except (DefaultCredentialsError, ValueError, AttributeError, TypeError) as exc:
+        from spotwise.pricing.clouds.gcp.credentials import key_file_problem
+
+        raise ExecutorError(f"{who}: {key_file_problem(exc) or NO_CREDENTIALS}") from None
     return found
 
 
