@@ -109,6 +109,7 @@ def plan(
     from spotwise.policy.plan import PlanInputs, next_step, plan_job
 
     what = _plan_subject(gpu, gpus, cloud.instance_type, provider)
+    _check_ranges(gpu_hours / what.gpus if what.gpu else gpu_hours, deadline_hours, checkpoint_gb)
     if skypilot is not None and not run:
         fail("--skypilot needs --run 'python train.py ...' (the task's command)")
     try:
@@ -132,6 +133,21 @@ def plan(
     title = _plan_title(what, gpu_hours, inputs, deadline_hours)
     _print_plan_table(result, shown, title, what.gpus if what.gpu else None)
     _print_plan_summary(result, command, _oversized(result, what))
+
+
+def _check_ranges(machine_hours: float, deadline_hours: float, checkpoint_gb: float) -> None:
+    """Refuse a job's hours or checkpoint past what a plan takes, naming the flag (before the
+    store is read: a typo such as 1e308 is said, not overflowed)."""
+    from spotwise.policy.plan import MAX_CHECKPOINT_GB
+    from spotwise.policy.schemas import MAX_JOB_HOURS
+
+    for flag, value, most, unit in (
+        ("--gpu-hours", machine_hours, MAX_JOB_HOURS, "hours on one machine"),
+        ("--deadline-hours", deadline_hours, MAX_JOB_HOURS, "hours"),
+        ("--checkpoint-gb", checkpoint_gb, MAX_CHECKPOINT_GB, "GB"),
+    ):
+        if value > most:
+            fail(f"{flag} {value:g}: a plan takes at most {most:,} {unit}; give the job's own")
 
 
 def _oversized(result: Plan, what: _Subject) -> list[str]:
