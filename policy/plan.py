@@ -289,12 +289,17 @@ def _source_lines(plans: list[PoolPlan]) -> list[str]:
                 f"{kinds[kind]} of {len(plans)} pools' on-demand prices are {what}: "
                 "`spotwise collect aws --on-demand --region R` stores the AWS Price List"
             )
-    priors = sum(p.pool.risk.kind != "trace" for p in plans)
-    if priors:
-        lines.append(
-            f"{priors} of {len(plans)} pools have no trace of their own: their MTBF is the "
-            "prior of the traced pools (shown as a range)"
-        )
+    risks = Counter(p.pool.risk.kind for p in plans)
+    for kind, what in (
+        ("band", "their cloud's eviction band for them (Azure's share evicted an hour)"),
+        ("prior", "the prior of other pools' traces or bands (shown as a range)"),
+        ("default", "the default: nothing is traced and no eviction band is stored"),
+    ):
+        if risks.get(kind):
+            lines.append(
+                f"{risks[kind]} of {len(plans)} pools have no trace of their own: their MTBF is "
+                f"{what}"
+            )
     return lines
 
 

@@ -228,6 +228,12 @@ def test_on_a_store_of_three_clouds_a_gpu_plan_ranks_rows_of_all_three_with_thei
         )
     aws = [r for r in rows if r["cloud"] == "aws"]
     assert aws[0]["instance_type"] == "p4d.24xlarge" and aws[0]["shape"]["gpu_count"] == 8
+    # the ranking says which rows price a whole machine of more GPUs than asked
+    assert {r["cloud"]: r["prices_whole_machine"] for r in rows} == {
+        "aws": True,
+        "gcp": False,
+        "azure": False,
+    }
     best = rows[0]
     launcher, options = parsed_run(plan["next_step"])
     assert launcher == best["cloud"] and options.region == best["region"]
@@ -239,6 +245,9 @@ def test_on_a_store_of_three_clouds_a_gpu_plan_ranks_rows_of_all_three_with_thei
         assert f"│ {cloud} " in table and sources[cloud] in table
         assert f" {notice:.0f} s " in table
     assert "p4d.24xlarge (8 GPUs)" in table
+    (aws_row,) = [line for line in table.splitlines() if line.startswith("│ aws ")]
+    assert aws_row.rstrip(" │").endswith("whole machine")
+    assert not any("whole machine" in line for line in table.splitlines() if "│ gcp " in line)
     assert "aws sells 1 × A100 only as" in text.stdout
     only_aws = cli(*PLAN, "--provider", "aws", "--json")
     assert json.loads(only_aws.stdout)["next_step"].startswith(
