@@ -34,7 +34,8 @@ import pandas as pd
 from spotwise.policy.clouds import STORAGE_LISTS
 from spotwise.policy.errors import PolicyError
 from spotwise.pricing.clouds.profile import StorageList
-from spotwise.pricing.collect_commands import collect_all, collect_shape
+from spotwise.pricing.clouds.registry import PROFILES
+from spotwise.pricing.collect_commands import collect_all, collect_each, collect_shape
 from spotwise.pricing.forecast.prior import DEFAULT_PRIOR
 from spotwise.pricing.forecast.risk_forecasters import SHIPPED_RISK
 from spotwise.pricing.quotes import Quote, is_stale, on_demand_quote, store_quote
@@ -78,10 +79,10 @@ class Band:
 
     band: int
     observed: pd.Timestamp
-    provider: str = "aws"
+    provider: str
 
 
-HOURLY_BANDS = frozenset({"azure"})
+HOURLY_BANDS = frozenset(name for name, profile in PROFILES.items() if profile.hourly_bands)
 """The clouds whose bands count evictions an hour (Azure Resource Graph's eviction rate): on the
 scale of a running VM's life, so they give a pool with no trace its MTBF."""
 BAND_RATES = {0: (0.0, 0.05), 1: (0.05, 0.10), 2: (0.10, 0.15), 3: (0.15, 0.20), 4: (0.20, 0.30)}
@@ -413,7 +414,7 @@ class _RiskCache:
                 kind="default",
                 source=(
                     f"the {DEFAULT_PRIOR.source} (load traces: spotwise data load; or collect "
-                    "Azure's eviction bands: spotwise collect azure)"
+                    f"eviction bands: {collect_each(sorted(HOURLY_BANDS))})"
                 ),
             )
         clouds = ", ".join(sorted(HOURLY_BANDS))

@@ -291,7 +291,7 @@ def _source_lines(plans: list[PoolPlan]) -> list[str]:
             )
     risks = Counter(p.pool.risk.kind for p in plans)
     for kind, what in (
-        ("band", "their cloud's eviction band for them (Azure's share evicted an hour)"),
+        ("band", "their eviction band (the share of spot VMs evicted an hour, at its middle)"),
         ("prior", "the prior of other pools' traces or bands (shown as a range)"),
         ("default", "the default: nothing is traced and no eviction band is stored"),
     ):
