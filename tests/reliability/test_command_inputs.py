@@ -92,6 +92,11 @@ PROBES: dict[str, Callable[[Path], Probe]] = {
         (*GCP_RUN, "--pools", "us-central1-a;id", "--", "true"),
         "--pools 'us-central1-a;id' is not a zone name",
     ),
+    "run gcp --pools of another region": lambda tmp: Probe(
+        (*GCP_RUN, "--pools", "us-east1-b", "--", "true"),
+        "--pools 'us-east1-b' is not a zone of us-central1",
+        _key(tmp, None),
+    ),
     "run gcp --ckpt climbing out": lambda _: Probe(
         (*GCP_RUN, "--ckpt", "gs://b-1/../other", "--", "true"),
         "a checkpoint folder is a plain path under gs://b-1/",

@@ -145,7 +145,6 @@ class GcpTarget:
         self._validate_where()
         self._validate_resources()
         self._validate_network_tags()
-        self.check_zones()
 
     def _validate_where(self) -> None:
         """Refuse a project id, region or instance type no GCP project or VM can have."""
