@@ -8,11 +8,14 @@ egress list prices.
   estimated from a Spot Advisor saving of the same era as the spot prices, else the labelled
   reference price (:mod:`spotwise.pricing.quotes`); a pool with none of these is left out, and
   the plan says why.
-- Risk (MTBF): the risk forecaster the decisions read, fitted on the pool's own 1-node traces;
-  a pool with no trace gets the prior those traced pools give (their median, with their range
-  as its uncertainty: the same forecast, on the same scale). A Spot Advisor band counts the
-  interruptions of running instances in a month, a scale a thousand times longer than a trace's
-  runs of capacity, so it is shown beside the risk, never mixed into it.
+- Risk (MTBF): the risk forecaster the decisions read, fitted on the pool's own 1-node traces.
+  A pool with no trace takes, in turn: its own Azure eviction band (Resource Graph's share of
+  spot VMs evicted an hour, ``collect azure``: the MTBF of a constant hazard at the band's
+  middle, :func:`band_risk`); the prior the traced pools give (of its type, else of any type
+  or cloud: their median, with their range as its uncertainty); the prior of the eviction bands
+  stored for other pools, of any cloud; and only then the labelled default. A Spot Advisor band
+  (AWS) counts the interruptions of running instances in a month, a scale a thousand times
+  longer than a trace's runs of capacity, so it is shown beside the risk, never mixed into it.
 
 Anything older than :data:`~spotwise.pricing.quotes.STALE_AFTER_DAYS` when the plan is made is
 flagged stale.
@@ -20,6 +23,7 @@ flagged stale.
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,7 +34,8 @@ import pandas as pd
 from spotwise.policy.clouds import STORAGE_LISTS
 from spotwise.policy.errors import PolicyError
 from spotwise.pricing.clouds.profile import StorageList
-from spotwise.pricing.collect_commands import collect_all, collect_shape
+from spotwise.pricing.clouds.registry import PROFILES
+from spotwise.pricing.collect_commands import collect_all, collect_each, collect_shape
 from spotwise.pricing.forecast.prior import DEFAULT_PRIOR
 from spotwise.pricing.forecast.risk_forecasters import SHIPPED_RISK
 from spotwise.pricing.quotes import Quote, is_stale, on_demand_quote, store_quote
@@ -46,7 +51,8 @@ class Risk:
 
     mtbf_hours: float
     kind: str
-    """``trace`` (the pool's own), ``prior`` (other traced pools) or ``default``."""
+    """``trace`` (the pool's own), ``band`` (its eviction band), ``prior`` (other pools' traces
+    or bands) or ``default``."""
     source: str
     as_of: pd.Timestamp | None = None
     """The newest tick the number rests on."""
@@ -55,9 +61,11 @@ class Risk:
     """The range of the traced pools a prior comes from (None for a pool's own trace)."""
 
     def describe(self) -> str:
-        """One line: the MTBF, the traced pools' range for a prior, and its source."""
+        """One line: the MTBF, its range (the other pools' for a prior, the band's edges for a
+        band), and its source."""
+        whose = "the band's edges" if self.kind == "band" else "other pools"
         spread = (
-            f" (traced pools {self.low_hours:.1f}–{self.high_hours:.1f} h)"
+            f" ({whose} {self.low_hours:.1f}–{self.high_hours:.1f} h)"
             if self.low_hours is not None and self.high_hours is not None
             else ""
         )
@@ -66,10 +74,43 @@ class Risk:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Band:
-    """A Spot Advisor interruption band (0 < 5 %, …, 4 > 20 % a month) and its snapshot date."""
+    """An interruption band and its snapshot date: AWS's Spot Advisor (0 < 5 %, …, 4 > 20 %
+    a month) or Azure's eviction rate (the same steps, an hour)."""
 
     band: int
     observed: pd.Timestamp
+    provider: str
+
+
+HOURLY_BANDS = frozenset(name for name, profile in PROFILES.items() if profile.hourly_bands)
+"""The clouds whose bands count evictions an hour (Azure Resource Graph's eviction rate): on the
+scale of a running VM's life, so they give a pool with no trace its MTBF."""
+BAND_RATES = {0: (0.0, 0.05), 1: (0.05, 0.10), 2: (0.10, 0.15), 3: (0.15, 0.20), 4: (0.20, 0.30)}
+"""Each band's share evicted an hour, low to high (the open top band, 20 % and more, taken as
+20-30 %)."""
+
+
+def _mtbf_at(share: float) -> float:
+    """The mean hours to eviction under a constant hazard that evicts ``share`` an hour."""
+    return -1.0 / math.log1p(-share)
+
+
+def band_risk(band: Band) -> Risk:
+    """A pool's risk from its hourly eviction band: the MTBF at the band's middle share, the
+    band's edges its range (an open edge: none)."""
+    low, high = BAND_RATES[band.band]
+    label = f"{low:.0%}-{high:.0%}" if band.band < 4 else f"{low:.0%}+"
+    return Risk(
+        mtbf_hours=_mtbf_at((low + high) / 2),
+        kind="band",
+        source=(
+            f"its {band.provider} eviction band {band.band} ({label} evicted an hour, observed "
+            f"{band.observed:%Y-%m-%d}) at its middle, a constant hazard"
+        ),
+        as_of=band.observed,
+        low_hours=_mtbf_at(high) if band.band < 4 else None,
+        high_hours=_mtbf_at(low) if low > 0 else None,
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -209,6 +250,9 @@ def _pools_of(
         return StorePools(pools=[], spot_types=tuple(types["t"]))
     bands = _bands(store, instance_type)
     risks = context.risks.of(store, instance_type)
+    hourly = {
+        region: band_risk(band) for region, band in bands.items() if band.provider in HOURLY_BANDS
+    }
     pools, left_out = [], {}
     for key, quote in spot.items():
         pool_provider, region, zone, pool_type = key
@@ -228,7 +272,9 @@ def _pools_of(
                 instance_type=pool_type,
                 spot=quote,
                 on_demand=od,
-                risk=risks.get((pool_provider, zone)) or risks[("", "")],
+                risk=risks.get((pool_provider, zone))
+                or (hourly.get(region) if pool_provider in HOURLY_BANDS else None)
+                or risks[("", "")],
                 band=bands.get(region),
                 shape=shape,
                 notice_s=context.notices.get(pool_provider),
@@ -289,14 +335,22 @@ def require_gpu_pools(found: StorePools, gpu: str, count: int) -> None:
     raise PolicyError(f"no stored price of a shape with {count} × {gpu}: collect one ({commands})")
 
 
-def _bands(store: MarketStore, instance_type: str) -> dict[str, Band]:
+def _bands(store: MarketStore, instance_type: str | None) -> dict[str, Band]:
+    """The newest band of each region of ``instance_type`` (None: of each region and type,
+    keyed ``region/type``)."""
+    where, params = (
+        ("WHERE lower(instance_type) = ?", [instance_type]) if instance_type else ("", [])
+    )
     rows = store.query(
-        """SELECT region, arg_max(interruption_band, observed) AS band, max(observed) AS observed
-           FROM bands WHERE lower(instance_type) = ? GROUP BY ALL""",
-        [instance_type],
+        f"""SELECT provider, region, lower(instance_type) AS type,
+                   arg_max(interruption_band, observed) AS band, max(observed) AS observed
+            FROM bands {where} GROUP BY ALL""",
+        params,
     )
     return {
-        r.region: Band(band=int(r.band), observed=pd.Timestamp(r.observed))
+        (r.region if instance_type else f"{r.region}/{r.type}"): Band(
+            band=int(r.band), observed=pd.Timestamp(r.observed), provider=str(r.provider)
+        )
         for r in rows.itertuples()
     }
 
@@ -307,6 +361,7 @@ class _RiskCache:
 
     def __init__(self) -> None:
         self._all: list[Any] | None = None
+        self._bands: list[Risk] | None = None
 
     def of(self, store: MarketStore, instance_type: str) -> dict[tuple[str, str], Risk]:
         """Risk per (provider, zone) from the pool's own traces, and under ``("", "")`` the
@@ -334,27 +389,51 @@ class _RiskCache:
         else:
             if self._all is None:
                 self._all = pool_risks(store, horizon_minutes=60.0)
-            peers, whose = self._all, "pools of other types"
-        risks[("", "")] = _prior(
-            [r.mtbf_hours for r in peers], [r.as_of for r in peers], f"{len(peers)} traced {whose}"
-        )
+            clouds = ", ".join(sorted({r.provider for r in self._all}))
+            peers, whose = self._all, f"pools of other types ({clouds})"
+        if peers:
+            risks[("", "")] = _prior(
+                [r.mtbf_hours for r in peers],
+                [r.as_of for r in peers],
+                f"the prior of {len(peers)} traced {whose}: their median, risk forecast "
+                f"{SHIPPED_RISK.label}",
+            )
+        else:
+            risks[("", "")] = self._band_prior(store)
         return risks
 
-
-def _prior(mtbfs: Sequence[float], as_ofs: Sequence[pd.Timestamp], whose: str) -> Risk:
-    """The risk of an untraced pool: the median of the traced pools' MTBFs, their range its
-    uncertainty (or the labelled default when nothing is traced)."""
-    if not mtbfs:
-        return Risk(
-            mtbf_hours=DEFAULT_PRIOR.mean_run_hours,
-            kind="default",
-            source=f"the {DEFAULT_PRIOR.source} (load traces: spotwise data load)",
+    def _band_prior(self, store: MarketStore) -> Risk:
+        """With no trace at all: the prior of every hourly eviction band stored (any type,
+        any cloud), else the labelled default."""
+        if self._bands is None:
+            every = _bands(store, None).values()
+            self._bands = [band_risk(b) for b in every if b.provider in HOURLY_BANDS]
+        if not self._bands:
+            return Risk(
+                mtbf_hours=DEFAULT_PRIOR.mean_run_hours,
+                kind="default",
+                source=(
+                    f"the {DEFAULT_PRIOR.source} (load traces: spotwise data load; or collect "
+                    f"eviction bands: {collect_each(sorted(HOURLY_BANDS))})"
+                ),
+            )
+        clouds = ", ".join(sorted(HOURLY_BANDS))
+        return _prior(
+            [r.mtbf_hours for r in self._bands],
+            [r.as_of for r in self._bands if r.as_of is not None],
+            f"the prior of {len(self._bands)} pools' eviction bands ({clouds}; no pool is "
+            "traced): their median",
         )
+
+
+def _prior(mtbfs: Sequence[float], as_ofs: Sequence[pd.Timestamp], source: str) -> Risk:
+    """The risk of an untraced pool: the median of other pools' MTBFs, their range its
+    uncertainty."""
     return Risk(
         mtbf_hours=float(statistics.median(mtbfs)),
         kind="prior",
-        source=f"the prior of {whose}: their median, risk forecast {SHIPPED_RISK.label}",
-        as_of=max(as_ofs),
+        source=source,
+        as_of=max(as_ofs) if as_ofs else None,
         low_hours=float(min(mtbfs)),
         high_hours=float(max(mtbfs)),
     )

@@ -33,10 +33,15 @@ from spotwise.policy.cost import (
 )
 from spotwise.policy.errors import PolicyError
 from spotwise.policy.market import PoolTerms
+from spotwise.policy.schemas import MAX_JOB_HOURS
 from spotwise.pricing.clouds.profile import LaunchForm
 from spotwise.pricing.clouds.registry import PROFILES
 from spotwise.pricing.collect_commands import collect_each
 from spotwise.pricing.frames import utc_now
+
+MAX_CHECKPOINT_GB = 1_000_000
+"""The largest checkpoint a plan takes (a petabyte): more is a typo, and would overflow the
+storage terms."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -64,6 +69,14 @@ class PlanInputs:
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0):
                 raise PolicyError(f"{name} must be a finite number >= 0, got {value}")
+        for name, most in (
+            ("gpu_hours", MAX_JOB_HOURS),
+            ("deadline_hours", MAX_JOB_HOURS),
+            ("restart_hours", MAX_JOB_HOURS),
+            ("checkpoint_gb", MAX_CHECKPOINT_GB),
+        ):
+            if getattr(self, name) > most:
+                raise PolicyError(f"{name} must be at most {most:,}, got {getattr(self, name):g}")
 
     @property
     def save_s(self) -> float:
@@ -276,12 +289,17 @@ def _source_lines(plans: list[PoolPlan]) -> list[str]:
                 f"{kinds[kind]} of {len(plans)} pools' on-demand prices are {what}: "
                 "`spotwise collect aws --on-demand --region R` stores the AWS Price List"
             )
-    priors = sum(p.pool.risk.kind != "trace" for p in plans)
-    if priors:
-        lines.append(
-            f"{priors} of {len(plans)} pools have no trace of their own: their MTBF is the "
-            "prior of the traced pools (shown as a range)"
-        )
+    risks = Counter(p.pool.risk.kind for p in plans)
+    for kind, what in (
+        ("band", "their eviction band (the share of spot VMs evicted an hour, at its middle)"),
+        ("prior", "the prior of other pools' traces or bands (shown as a range)"),
+        ("default", "the default: nothing is traced and no eviction band is stored"),
+    ):
+        if risks.get(kind):
+            lines.append(
+                f"{risks[kind]} of {len(plans)} pools have no trace of their own: their MTBF is "
+                f"{what}"
+            )
     return lines
 
 

@@ -20,6 +20,9 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 STRICT = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True)
 """Bodies: no field the schema lacks, no NaN or Infinity, no type coerced (``true`` is no
 number, ``"48"`` is no number, ``1`` is no boolean)."""
+MAX_JOB_HOURS = 100_000
+"""The most hours a job's work or deadline may be (about 11 years): every way in (a request,
+a fleet file, ``plan``) refuses more, so no sum over a job overflows."""
 
 
 class JobTerms(BaseModel):
@@ -27,8 +30,8 @@ class JobTerms(BaseModel):
 
     model_config = STRICT
 
-    compute_hours: float = Field(gt=0, le=100_000, examples=[48.0])
-    deadline_hours: float = Field(gt=0, le=100_000, examples=[60.0])
+    compute_hours: float = Field(gt=0, le=MAX_JOB_HOURS, examples=[48.0])
+    deadline_hours: float = Field(gt=0, le=MAX_JOB_HOURS, examples=[60.0])
     changeover_hours: float = Field(default=0.2, ge=0, le=100, examples=[0.2])
     spot_price: float = Field(ge=1e-4, le=10_000, examples=[0.918])
     on_demand_price: float = Field(ge=1e-4, le=10_000, examples=[3.06])

@@ -18,6 +18,8 @@ from spotwise.executor.errors import ExecutorError
 from spotwise.pricing.errors import PricingError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from spotwise.executor.clouds.orphans import Judged
 
 setup_app = typer.Typer(
@@ -132,7 +134,8 @@ def _register(cloud: Cloud) -> None:
             typer.Option(
                 "--job",
                 help="End this job's instances and secrets although the ledger does not know "
-                "it (never a job it shows running under a live supervisor; repeat for more).",
+                "it (never a job it shows running under a live supervisor, never with a --store "
+                "that has no ledger; repeat for more).",
                 show_default=False,
             ),
         ] = None,
@@ -152,11 +155,17 @@ def _collect_garbage(
 ) -> None:
     """``gc CLOUD``: judge every tagged resource by the ledger; end what it proves orphaned."""
     from spotwise.executor.clouds.orphans import ledger_verdicts, this_host
+    from spotwise.executor.ledger.job_ids import is_job_id, not_a_job_id
 
+    for job_id in sorted(named):
+        if not is_job_id(job_id):
+            fail(not_a_job_id(job_id, "--job"))
     try:
         target = cloud.target(options)
         path = settings.store_path(store)
         verdicts = ledger_verdicts(path)
+        if verdicts is None and named:
+            fail(_no_ledger_for(path, named))
         host = None if any_host else this_host()
         judged = cloud.orphans(target, verdicts, host, named=named, store_path=path)
         if not dry_run:
@@ -174,6 +183,17 @@ def _collect_garbage(
         where = "" if any_host else f" started from {host}"
         region = getattr(target, "home_region", "")
         _line(f"no orphaned Spotwise instance or secret in {region}{where}")
+
+
+def _no_ledger_for(path: Path, named: frozenset[str]) -> str:
+    """The refusal of ``--job`` against a store with no ledger: it would hide the jobs' live
+    supervisors."""
+    what = "does not exist" if not path.exists() else "has no ledger"
+    return (
+        f"--job {', '.join(sorted(named))}: the store {path} {what}, so nothing shows whether "
+        "a supervisor still runs the job (a wrong --store hides them); give the --store the "
+        "jobs ran with (nothing was ended)"
+    )
 
 
 def _judged_line(item: Judged, dry_run: bool) -> str:

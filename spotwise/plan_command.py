@@ -31,7 +31,7 @@ from spotwise.pricing.errors import PricingError
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from spotwise.policy.market import PoolTerms, Risk, StorePools
+    from spotwise.policy.market import Band, PoolTerms, Risk, StorePools
     from spotwise.policy.plan import Plan, PlanInputs, PoolPlan
 
 
@@ -109,6 +109,7 @@ def plan(
     from spotwise.policy.plan import PlanInputs, next_step, plan_job
 
     what = _plan_subject(gpu, gpus, cloud.instance_type, provider)
+    _check_ranges(gpu_hours / what.gpus if what.gpu else gpu_hours, deadline_hours, checkpoint_gb)
     if skypilot is not None and not run:
         fail("--skypilot needs --run 'python train.py ...' (the task's command)")
     try:
@@ -132,6 +133,21 @@ def plan(
     title = _plan_title(what, gpu_hours, inputs, deadline_hours)
     _print_plan_table(result, shown, title, what.gpus if what.gpu else None)
     _print_plan_summary(result, command, _oversized(result, what))
+
+
+def _check_ranges(machine_hours: float, deadline_hours: float, checkpoint_gb: float) -> None:
+    """Refuse a job's hours or checkpoint past what a plan takes, naming the flag (before the
+    store is read: a typo such as 1e308 is said, not overflowed)."""
+    from spotwise.policy.plan import MAX_CHECKPOINT_GB
+    from spotwise.policy.schemas import MAX_JOB_HOURS
+
+    for flag, value, most, unit in (
+        ("--gpu-hours", machine_hours, MAX_JOB_HOURS, "hours on one machine"),
+        ("--deadline-hours", deadline_hours, MAX_JOB_HOURS, "hours"),
+        ("--checkpoint-gb", checkpoint_gb, MAX_CHECKPOINT_GB, "GB"),
+    ):
+        if value > most:
+            fail(f"{flag} {value:g}: a plan takes at most {most:,} {unit}; give the job's own")
 
 
 def _oversized(result: Plan, what: _Subject) -> list[str]:
@@ -326,10 +342,12 @@ def _print_plan_table(
         caption=(
             "OD: list = price list in the store, est. = from a Spot Advisor saving, ref. = the "
             "reference price (not a quote), given = --on-demand-price. MTBF: the pool's traces, "
-            "or (range) the prior of the traced pools. notice: the cloud's preemption notice "
+            "(band N) its eviction band, or (range) the prior of other pools' traces or bands. "
+            "notice: the cloud's preemption notice "
             "(! = one checkpoint takes longer to write). P(late): spot alone misses the "
             f"deadline. stale: an input older than a week on {result.made_at:%Y-%m-%d}. "
-            "out of line: on demand under half the shape's median on its cloud (ranked last)."
+            "out of line: on demand under half the shape's median on its cloud (ranked last). "
+            "whole machine: the row prices every GPU of a shape with more than asked."
         ),
     )
     for p in shown:
@@ -350,7 +368,7 @@ def _plan_row(result: Plan, p: PoolPlan, asked: int | None) -> list[str]:
         pool.spot.source.removeprefix("store: ").split(",")[0],
         (pool.spot.as_of or "")[:10],
         f"{pool.on_demand_price:.3f} {OD_KINDS[pool.on_demand.kind]}",
-        _mtbf_cell(pool.risk),
+        _mtbf_cell(pool.risk, pool.band),
         notice + (" !" if p.save_fits_notice is False else ""),
         f"{p.p_late_on_spot:.0%}",
         f"{p.spot_share:.0%}",
@@ -362,21 +380,32 @@ def _plan_row(result: Plan, p: PoolPlan, asked: int | None) -> list[str]:
             for flag, raised in (
                 ("stale", bool(result.stale(p))),
                 ("out of line", pool.name in result.out_of_line),
+                (_whole_machine(pool, asked), bool(_whole_machine(pool, asked))),
             )
             if raised
         ),
     ]
 
 
-def _mtbf_cell(risk: Risk) -> str:
-    """A pool's MTBF in hours, with the prior's range or ``(default)`` where it is no
-    measurement of the pool's own."""
+def _mtbf_cell(risk: Risk, band: Band | None) -> str:
+    """A pool's MTBF in hours, with its eviction band, the prior's range or ``(default)``
+    where it is no measurement of the pool's own."""
     mtbf = f"{risk.mtbf_hours:.1f}"
-    if risk.low_hours is not None and risk.high_hours is not None:
+    if risk.kind == "band" and band is not None:
+        mtbf += f" (band {band.band})"
+    elif risk.low_hours is not None and risk.high_hours is not None:
         mtbf += f" ({risk.low_hours:.1f}–{risk.high_hours:.1f})"
     elif risk.kind == "default":
         mtbf += " (default)"
     return mtbf
+
+
+def _whole_machine(pool: PoolTerms, asked: int | None) -> str:
+    """The flag of a row that prices a whole machine of more GPUs than a plan by GPU asked."""
+    shape = pool.shape
+    if asked is None or shape is None or shape.gpu_count <= asked:
+        return ""
+    return "whole machine"
 
 
 def _shape_cell(pool: PoolTerms, asked: int | None) -> str:
@@ -387,8 +416,9 @@ def _shape_cell(pool: PoolTerms, asked: int | None) -> str:
     return shape
 
 
-def _pool_json(result: Plan, p: PoolPlan) -> dict[str, Any]:
-    """One ranked pool as JSON: every number with its source and when it held."""
+def _pool_json(result: Plan, p: PoolPlan, what_gpus: int | None) -> dict[str, Any]:
+    """One ranked pool as JSON: every number with its source and when it held (``what_gpus``:
+    the GPUs a plan by GPU asked for)."""
     pool, risk = p.pool, p.pool.risk
     return {
         "pool": pool.name,
@@ -419,7 +449,12 @@ def _pool_json(result: Plan, p: PoolPlan) -> dict[str, Any]:
         "mtbf_as_of": None if risk.as_of is None else risk.as_of.isoformat(),
         "spot_advisor_band": None
         if pool.band is None
-        else {"band": pool.band.band, "observed": pool.band.observed.isoformat()},
+        else {
+            "band": pool.band.band,
+            "observed": pool.band.observed.isoformat(),
+            "cloud": pool.band.provider,
+        },
+        "prices_whole_machine": bool(_whole_machine(pool, what_gpus)),
         "notice_s": pool.notice_s,
         "checkpoint_fits_notice": p.save_fits_notice,
         "storage_prices": None
@@ -450,7 +485,7 @@ def _plan_json(
         "gpus": what.gpus if what.gpu else None,
         "made_at": result.made_at.isoformat(),
         "clouds": list(result.clouds()),
-        "recommended": [_pool_json(result, p) for p in shown],
+        "recommended": [_pool_json(result, p, what.gpus if what.gpu else None) for p in shown],
         "left_out": result.left_out,
         "no_stored_price": result.unpriced,
         "assumptions": list(result.assumptions),

@@ -12,11 +12,13 @@ its local emulator.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from spotwise.core.echo import echo
 from spotwise.executor.errors import ExecutorError
 
 if TYPE_CHECKING:
@@ -65,6 +67,29 @@ class CloudOptions:
     """The most USD/h to pay for spot (a bid; None: up to the on-demand price). Where the
     cloud honours it (AWS ``MaxPrice``, Azure ``max_price``) the instance is taken back when
     the price rises above it; GCP has no bid and refuses one."""
+
+    def __post_init__(self) -> None:
+        check_pools(self.zones)
+
+
+POOL_NAME = re.compile(r"[A-Za-z0-9-]{1,40}")
+"""What a pool's name holds on every cloud (an AWS or GCP zone, an Azure zone or location):
+each cloud's own rule narrows it, none widens it."""
+
+
+def check_pools(zones: Sequence[str]) -> None:
+    """Refuse a ``--pools`` name no cloud has, before anything is built or shipped: the one
+    rule every cloud's options pass (:class:`CloudOptions`).
+
+    Raises:
+        ExecutorError: naming the first such name, cut short.
+    """
+    for zone in zones:
+        if not POOL_NAME.fullmatch(zone):
+            raise ExecutorError(
+                f"--pools {echo(zone)} is not a zone name (1-40 letters, digits and -): give "
+                "the cloud's zones, comma-separated"
+            )
 
 
 class CloudTarget(Protocol):
@@ -265,8 +290,13 @@ def bucket_folder(url: str, scheme: str, bucket: str) -> str:
     name, _, key = rest.partition("/")
     if not sep or head != scheme or name != bucket:
         raise ExecutorError(
-            f"{url[:120]!r} is not in {scheme}://{bucket}: checkpoints are sized where the "
+            f"{echo(url, 120)} is not in {scheme}://{bucket}: checkpoints are sized where the "
             f"job's cloud keeps them (give a URL under {scheme}://{bucket}/)"
         )
     key = key.strip("/")
+    if any(part in (".", "..") for part in key.split("/")) or not key.isprintable():
+        raise ExecutorError(
+            f"{echo(url, 120)}: a checkpoint folder is a plain path under {scheme}://{bucket}/ "
+            "(no . or .. part, no control character)"
+        )
     return f"{key}/" if key else ""

@@ -2,10 +2,10 @@
 every cloud. Every instance and secret Spotwise makes carries the ledger's id of its job and
 the machine whose ledger has the job (AWS tags, GCP labels, Azure tags). gc ends only what it
 can prove orphaned: the ledger recorded its job, and that job has ended, or its supervisor (a
-process of this host) is gone. A job the ledger has never seen (another store's, or a
-mistyped ``--store``) is reported, never ended, unless the user names it (``--job``); so is a
-job running under a live supervisor, or under one on another host, which this host cannot
-check."""
+process of this host) is gone. A job the ledger has never seen (another store's) is reported,
+never ended, unless the user names it (``--job``, refused against a store with no ledger: a
+mistyped ``--store`` would hide a live supervisor); so is a job running under a live
+supervisor, or under one on another host, which this host cannot check."""
 
 from __future__ import annotations
 

@@ -38,13 +38,14 @@ is finite.
 
 from __future__ import annotations
 
-import math
+import sys
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from spotwise.core.echo import echo
 from spotwise.core.progress import Progress, silent
 from spotwise.executor.errors import ExecutorError
 from spotwise.executor.launchers.base import Launcher
@@ -59,6 +60,7 @@ from spotwise.policy.client import PolicyClient
 from spotwise.policy.errors import PolicyError
 from spotwise.policy.fleet import TIERS, Grant, Market, Tier
 from spotwise.policy.schemas import (
+    MAX_JOB_HOURS,
     Decision,
     DecisionRequest,
     JobTerms,
@@ -131,7 +133,7 @@ def _job(item: Any, where: str) -> FleetJobSpec:
         raise ExecutorError(f"{where}: unknown fields {sorted(unknown)}")
     tier = item.get("priority", "normal")
     if tier not in TIERS:
-        raise ExecutorError(f"{where}.priority must be one of {', '.join(TIERS)}, got {tier!r}")
+        raise ExecutorError(f"{where}.priority must be one of {', '.join(TIERS)}, got {echo(tier)}")
     command = item.get("command")
     if not (
         isinstance(command, list) and command and all(isinstance(a, str) and a for a in command)
@@ -140,8 +142,8 @@ def _job(item: Any, where: str) -> FleetJobSpec:
             f"{where}.command must be a list of arguments, e.g. [python, train.py] (it is "
             "never given to a shell)"
         )
-    compute = _positive(item.get("compute_hours"), f"{where}.compute_hours")
-    deadline = _positive(item.get("deadline_hours"), f"{where}.deadline_hours")
+    compute = _hours(item.get("compute_hours"), f"{where}.compute_hours")
+    deadline = _hours(item.get("deadline_hours"), f"{where}.deadline_hours")
     if deadline <= compute:
         raise ExecutorError(f"{where}: deadline_hours {deadline} must exceed compute_hours")
     return FleetJobSpec(
@@ -173,15 +175,26 @@ def _nodes(item: Mapping[str, Any], tier: Tier, where: str) -> NodePlan | None:
 
 def _name(value: Any, where: str) -> str:
     if not (isinstance(value, str) and 0 < len(value) <= 64 and set(value) <= _NAME_CHARS):
-        raise ExecutorError(f"{where} must be 1-64 of a-z, 0-9, - and _, got {value!r}")
+        raise ExecutorError(f"{where} must be 1-64 of a-z, 0-9, - and _, got {echo(value)}")
     return value
 
 
 def _positive(value: Any, where: str) -> float:
     number = isinstance(value, int | float) and not isinstance(value, bool)
-    if not number or not (value > 0 and math.isfinite(value)):
-        raise ExecutorError(f"{where} must be a finite positive number, got {value!r}")
+    # compared, not converted: an integer past float's range is refused, not an OverflowError
+    if not number or not 0 < value <= sys.float_info.max:
+        raise ExecutorError(f"{where} must be a finite positive number, got {echo(value)}")
     return float(value)
+
+
+def _hours(value: Any, where: str) -> float:
+    """A job's hours: finite, positive and at most :data:`MAX_JOB_HOURS`."""
+    hours = _positive(value, where)
+    if hours > MAX_JOB_HOURS:
+        raise ExecutorError(
+            f"{where} must be at most {MAX_JOB_HOURS:,} hours (about 11 years), got {echo(value)}"
+        )
+    return hours
 
 
 class FleetBudget:

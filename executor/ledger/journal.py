@@ -16,13 +16,13 @@ import fcntl
 import json
 import logging
 import os
-import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from spotwise.executor.ledger.job_ids import is_job_id
 from spotwise.pricing.errors import StoreError
 
 if TYPE_CHECKING:
@@ -73,7 +73,6 @@ ENTRY_COLUMNS = (
 ADDED_ENTRY_COLUMNS = ("node",)
 """Entry columns an older journal may lack (version 7 of the ledger's tables; None there)."""
 _TIMES = frozenset({"started", "ts", "ended"})
-_JOB_ID = re.compile(r"[0-9A-Za-z_-]{1,64}")
 
 
 class Write(enum.StrEnum):
@@ -168,7 +167,7 @@ def journal_path(store_path: Path, job_id: str) -> Path:
     Raises:
         StoreError: for a job id that could name another file.
     """
-    if not _JOB_ID.fullmatch(job_id):
+    if not is_job_id(job_id):
         raise StoreError(f"{job_id!r} is not a job id: `spotwise jobs list` shows them")
     return pending_folder(store_path) / f"{job_id}.jsonl"
 

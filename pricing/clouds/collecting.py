@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from spotwise.core.echo import echo
 from spotwise.pricing.clouds.profile import Line
 from spotwise.pricing.errors import FlagError
 
@@ -28,7 +29,7 @@ def names(text: str, flag: str) -> list[str]:
     bad = [n for n in given if not _NAME.fullmatch(n)]
     if bad:
         raise FlagError(
-            f"{flag}: {bad[0]!r} is not a name (letters, digits, '.', '_', '+' and '-')"
+            f"{flag}: {echo(bad[0])} is not a name (letters, digits, '.', '_', '+' and '-')"
         )
     return given
 
@@ -47,7 +48,7 @@ def since(text: str | None) -> pd.Timestamp | None:
         stamp = pd.Timestamp(text)
     except ValueError:
         raise FlagError(
-            f"--since {text!r} is not a time: give ISO 8601 like 2026-01-01T00:00:00Z"
+            f"--since {echo(text)} is not a time: give ISO 8601 like 2026-01-01T00:00:00Z"
         ) from None
     return stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
 
@@ -84,7 +85,7 @@ def _shapes_with(cloud: str, gpu: str | None) -> tuple[GpuShape, ...]:
     carrying = tuple(s for s in known if s.gpu.lower() == gpu.lower())
     if not carrying:
         raise FlagError(
-            f"--gpu {gpu!r}: no {cloud} shape carries it; GPUs: {', '.join(gpus.gpu_models())}"
+            f"--gpu {echo(gpu)}: no {cloud} shape carries it; GPUs: {', '.join(gpus.gpu_models())}"
         )
     return carrying
 

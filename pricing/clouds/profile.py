@@ -218,6 +218,9 @@ class CloudProfile:
     gpu_prefixes: tuple[str, ...] = ()
     """Lower-case starts of its shapes' names that carry accelerators (``p3`` of ``p3.2xlarge``),
     beside the GPU table's shapes."""
+    hourly_bands: bool = False
+    """Whether its stored interruption bands count evictions an hour (on a running VM's scale:
+    a plan turns them into an MTBF), not a month (shown beside the risk only)."""
 
     def region_of(self, zone: str) -> str:
         """The region of an availability zone (``us-east-1a`` → ``us-east-1``, ``us-central1-a``

@@ -84,6 +84,8 @@ class RetailPricesFake:
         self.items = catalog.retail_items()
         self.page_size = page_size
         self.fail_next = 0
+        self.damaged_next: list[Answer] = []
+        """Answers given instead of the next pages (a broken or hostile API)."""
         self.requests: list[Request] = []
         self.refused: list[str] = []
         self._schema = jsonschema.Draft202012Validator(json.loads(SCHEMA.read_text()))
@@ -100,6 +102,8 @@ class RetailPricesFake:
             if self.fail_next > 0:
                 self.fail_next -= 1
                 return Answer(503, b"Service Unavailable", {"Content-Type": "text/plain"})
+            if self.damaged_next:
+                return self.damaged_next.pop(0)
         try:
             params = _retail_params(request)
             clauses = parse_filter(params.get("$filter", ""))

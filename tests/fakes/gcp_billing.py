@@ -18,7 +18,8 @@ APIs: the fake makes the key, writes the key file (:meth:`credentials_file`) and
 bearer token's RS256 signature, key id, issuer, lifetime and scope. Errors are answered in
 Google's error model (https://cloud.google.com/apis/design/errors): 401 ``UNAUTHENTICATED``,
 403 ``PERMISSION_DENIED`` with an ``ErrorInfo`` of reason ``SERVICE_DISABLED`` when the API is
-"not enabled" (:attr:`disabled`), 503 ``UNAVAILABLE`` for the next :attr:`fail_next` requests.
+"not enabled" (:attr:`disabled`), 503 ``UNAVAILABLE`` for the next :attr:`fail_next` requests;
+:attr:`damaged_next` answers replace the next SKU pages and :attr:`stall_next` pages come late.
 
 Run as a command (``python -m tests.fakes.gcp_billing --key-file F``) it prints its endpoint
 and serves until SIGTERM or Ctrl-C.
@@ -78,6 +79,11 @@ class CloudBillingFake:
         """Why each request the discovery document does not allow was refused."""
         self.disabled = False
         self.fail_next = 0
+        self.damaged_next: list[Answer] = []
+        """Answers given instead of the next ``skus.list`` pages (a broken or hostile API)."""
+        self.stall_next = 0
+        """``skus.list`` requests answered only after :attr:`stall_s` (a read timeout)."""
+        self.stall_s = 0.0
         self._lock = threading.Lock()
         self._server = LoopbackServer(self.answer, port)
         self.url = self._server.url
@@ -145,7 +151,13 @@ class CloudBillingFake:
             }
             discovery.check_answer(self.doc, "ListServicesResponse", body)
             return Answer(200, body)
-        return self._skus(call, *window)
+        with self._lock:
+            damaged = self.damaged_next.pop(0) if self.damaged_next else None
+            stall = self.stall_next > 0
+            self.stall_next -= stall
+        if stall:
+            time.sleep(self.stall_s)
+        return damaged or self._skus(call, *window)
 
     def _skus(self, call: discovery.Call, start: datetime | None, end: datetime | None) -> Answer:
         if call.params["parent"] != "services/6F81-5844-456A":

@@ -3,6 +3,7 @@ and pools with and without traces are ranked on one scale."""
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +15,7 @@ from spotwise.policy.errors import PolicyError
 from spotwise.policy.market import StorePools, pools_from_store, require_pools
 from spotwise.policy.plan import PlanInputs, missing_settings, next_step, plan_job
 from spotwise.pricing.forecast.run import pool_risks
+from spotwise.pricing.frames import validate
 from spotwise.pricing.ingest import load_paths
 from spotwise.pricing.quotes import REFERENCE_SOURCE
 from spotwise.pricing.store import MarketStore
@@ -140,3 +142,89 @@ def test_a_store_without_traces_gives_a_labelled_default_risk(tmp_path: Path) ->
         found = pools_from_store(market, "p3.2xlarge", "aws")
     assert found.pools and {p.risk.kind for p in found.pools} == {"default"}
     assert all("spotwise data load" in p.risk.source for p in found.pools)
+
+
+NC = "Standard_NC24ads_A100_v4"
+
+
+def _azure_market(market: MarketStore, bands: dict[str, int]) -> None:
+    """Spot and on-demand prices of NC A100 v4 in each region of ``bands``, and the region's
+    eviction band (an empty band: none stored there)."""
+    now = pd.Timestamp.now(tz="UTC").floor("D")
+    prices = pd.DataFrame(
+        [
+            {
+                "source": "azure-retail",
+                "provider": "azure",
+                "region": region,
+                "zone": "",
+                "instance_type": NC,
+                "market": market_name,
+                "ts": now - pd.Timedelta(days=1),
+                "price": price,
+            }
+            for region in bands
+            for market_name, price in (("spot", 0.735), ("on_demand", 3.673))
+        ]
+    )
+    stored = pd.DataFrame(
+        [
+            {
+                "source": "azure-resource-graph",
+                "provider": "azure",
+                "region": region,
+                "instance_type": NC,
+                "observed": now,
+                "interruption_band": band,
+                "savings_pct": 80.0,
+            }
+            for region, band in bands.items()
+            if band >= 0
+        ]
+    )
+    market.upsert(
+        {
+            "prices": validate("prices", prices, origin="test", now=now),
+            "bands": validate("bands", stored, origin="test", now=now),
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("band", "mtbf"),
+    [(0, -1 / math.log(1 - 0.025)), (2, -1 / math.log(1 - 0.125)), (4, -1 / math.log(1 - 0.25))],
+)
+def test_an_azure_pool_without_a_trace_takes_its_eviction_band_not_the_default(
+    tmp_path: Path, band: int, mtbf: float
+) -> None:
+    with MarketStore.open(tmp_path / "m.duckdb") as market:
+        _azure_market(market, {"eastus": band})
+        (pool,) = pools_from_store(market, NC, "azure").pools
+    assert pool.risk.kind == "band"
+    assert pool.risk.mtbf_hours == pytest.approx(mtbf)
+    assert f"its azure eviction band {band} (" in pool.risk.source
+    assert pool.band is not None and pool.band.provider == "azure"
+
+
+def test_untraced_pools_of_other_clouds_take_the_prior_of_the_stored_eviction_bands(
+    tmp_path: Path,
+) -> None:
+    with MarketStore.open(tmp_path / "m.duckdb") as market:
+        load_paths(market, [DATA / "prices/aws_spot_price_history_2019-12_2020-01.csv"])
+        _azure_market(market, {"eastus": 0, "westeurope": 4, "northeurope": -1})
+        aws = pools_from_store(market, "p3.2xlarge", "aws").pools
+        azure = {p.region: p for p in pools_from_store(market, NC, "azure").pools}
+    banded = sorted([azure["eastus"].mtbf_hours, azure["westeurope"].mtbf_hours])
+    for pool in (*aws, azure["northeurope"]):  # no trace, no band of its own
+        assert pool.risk.kind == "prior"
+        assert pool.risk.mtbf_hours == pytest.approx(statistics.median(banded))
+        assert (pool.risk.low_hours, pool.risk.high_hours) == pytest.approx(tuple(banded))
+        assert "eviction bands (azure; no pool is traced)" in pool.risk.source
+
+
+def test_an_aws_spot_advisor_band_is_shown_beside_the_risk_never_turned_into_one(
+    p3: StorePools,
+) -> None:
+    advised = [p for p in p3.pools if p.band is not None]
+    assert advised and all(p.band is not None and p.band.provider == "aws" for p in advised)
+    assert {p.risk.kind for p in advised} <= {"trace", "prior"}

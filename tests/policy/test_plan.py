@@ -5,6 +5,7 @@ CLI; the three-cloud store is collected from the project's loopback fakes."""
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from dataclasses import replace
 from pathlib import Path
@@ -16,6 +17,7 @@ import typer
 from spotwise.executor.clouds.base import CloudOptions
 from spotwise.executor.clouds.registry import CLOUDS
 from spotwise.policy import clouds as plan_clouds
+from spotwise.policy.errors import PolicyError
 from spotwise.policy.market import PoolTerms, Risk
 from spotwise.policy.plan import PlanInputs, missing_settings, next_step, plan_job
 from spotwise.pricing.quotes import Quote
@@ -226,6 +228,12 @@ def test_on_a_store_of_three_clouds_a_gpu_plan_ranks_rows_of_all_three_with_thei
         )
     aws = [r for r in rows if r["cloud"] == "aws"]
     assert aws[0]["instance_type"] == "p4d.24xlarge" and aws[0]["shape"]["gpu_count"] == 8
+    # the ranking says which rows price a whole machine of more GPUs than asked
+    assert {r["cloud"]: r["prices_whole_machine"] for r in rows} == {
+        "aws": True,
+        "gcp": False,
+        "azure": False,
+    }
     best = rows[0]
     launcher, options = parsed_run(plan["next_step"])
     assert launcher == best["cloud"] and options.region == best["region"]
@@ -237,6 +245,9 @@ def test_on_a_store_of_three_clouds_a_gpu_plan_ranks_rows_of_all_three_with_thei
         assert f"│ {cloud} " in table and sources[cloud] in table
         assert f" {notice:.0f} s " in table
     assert "p4d.24xlarge (8 GPUs)" in table
+    (aws_row,) = [line for line in table.splitlines() if line.startswith("│ aws ")]
+    assert aws_row.rstrip(" │").endswith("whole machine")
+    assert not any("whole machine" in line for line in table.splitlines() if "│ gcp " in line)
     assert "aws sells 1 × A100 only as" in text.stdout
     only_aws = cli(*PLAN, "--provider", "aws", "--json")
     assert json.loads(only_aws.stdout)["next_step"].startswith(
@@ -287,3 +298,20 @@ def test_a_plan_of_no_pool_names_every_clouds_collect_command() -> None:
     with pytest.raises(PolicyError, match="no pool to plan on") as exc:
         plan_job(PlanInputs(gpu_hours=10, deadline_hours=20), [])
     assert all(f"`spotwise collect {cloud}`" in str(exc.value) for cloud in CLOUDS)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("gpu_hours", 1e308),
+        ("deadline_hours", 1e308),
+        ("restart_hours", 1e6),
+        ("checkpoint_gb", 1e308),
+    ],
+)
+def test_plan_inputs_past_any_job_are_refused_naming_the_field(field: str, value: float) -> None:
+    terms = {"gpu_hours": 10.0, "deadline_hours": 20.0, field: value}
+    with pytest.raises(
+        PolicyError, match=rf"^{field} must be at most [\d,]+, got {re.escape(f'{value:g}')}$"
+    ):
+        PlanInputs(**terms)  # type: ignore[arg-type]

@@ -95,3 +95,30 @@ def test_plan_refuses_numbers_that_make_no_plan(
     result = cli("plan", *[x for pair in args.items() for x in pair])
     assert result.returncode == 2 and words in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (
+            ["--gpu-hours", "1e308", "--deadline-hours", "1e308"],
+            "--gpu-hours 1e+308: a plan takes at most 100,000 hours on one machine",
+        ),
+        (
+            ["--gpu-hours", "10", "--deadline-hours", "1e308"],
+            "--deadline-hours 1e+308: a plan takes at most 100,000 hours",
+        ),
+        (
+            ["--gpu-hours", "10", "--deadline-hours", "20", "--checkpoint-gb", "1e308"],
+            "--checkpoint-gb 1e+308: a plan takes at most 1,000,000 GB",
+        ),
+    ],
+)
+def test_plan_refuses_hours_past_any_job_in_one_line_naming_the_flag(
+    cli: CliRun, flags: list[str], said: str
+) -> None:
+    assert cli("data", "load", str(DATA / "prices")).returncode == 0
+    result = cli("plan", "--instance-type", "p3.2xlarge", *flags)
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [f"error: {said}; give the job's own"]

@@ -27,7 +27,6 @@ SUBSCRIPTION = re.compile(r"^[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12
 RESOURCE_GROUP = re.compile(r"^[-\w.()]{0,89}[-\w()]$")
 LOCATION = re.compile(r"^[a-z][a-z0-9]{1,39}$")
 ZONE = re.compile(r"^[1-9]$")
-POOL = re.compile(r"^[A-Za-z0-9-]{1,40}$")
 VM_SIZE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{1,63}$")
 ACCOUNT = re.compile(r"^[a-z0-9]{3,24}$")
 CONTAINER = re.compile(r"^(?=.{3,63}$)[a-z0-9](?:[a-z0-9]|-(?=[a-z0-9]))*$")
@@ -138,7 +137,6 @@ class AzureTarget:
         subscription, resource_group = _account(options.project)
         account, container = _storage(options.bucket)
         region = _location(options.region or DEFAULT_LOCATION)
-        _check_pools(options.zones, region)
         size = options.instance_type or DEFAULT_VM_SIZE
         if not VM_SIZE.match(size):
             raise _one_line("--instance-type", size, "an Azure VM size such as Standard_NC6s_v3")
@@ -293,18 +291,6 @@ def _location(region: str) -> str:
             "--region", region, "an Azure location as `az account list-locations` names it"
         )
     return region
-
-
-def _check_pools(zones: tuple[str, ...], region: str) -> None:
-    """Each of ``--pools``: a zone, or the location itself."""
-    for zone in zones:
-        if not POOL.match(zone):
-            raise _one_line(
-                "--pools",
-                zone,
-                f"an availability zone of {region} (1, 2, 3), or {region} itself where it has "
-                "no zones",
-            )
 
 
 def _check_identity(identity: str | None) -> None:

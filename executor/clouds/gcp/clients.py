@@ -10,6 +10,7 @@ import contextlib
 import re
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from spotwise.executor.errors import ExecutorError
 
@@ -57,10 +58,11 @@ def credentials(who: str) -> Any:
 
     try:
         found, _ = google.auth.default(scopes=list(SCOPES))
-    except DefaultCredentialsError as exc:
-        detail = str(exc).splitlines()[0] if "was not found" in str(exc) else ""
-        where = f" ({detail[:160]})" if detail else ""
-        raise ExecutorError(f"{who}: {NO_CREDENTIALS}{where}") from None
+    # google-auth reads a key file that is JSON but no object with an AttributeError
+    except (DefaultCredentialsError, ValueError, AttributeError, TypeError) as exc:
+        from spotwise.pricing.clouds.gcp.credentials import key_file_problem
+
+        raise ExecutorError(f"{who}: {key_file_problem(exc) or NO_CREDENTIALS}") from None
     return found
 
 
@@ -200,6 +202,9 @@ def explain(exc: BaseException, project: str, what: str) -> str:
             f"{what}: the {name} is not enabled in project {project}; run `gcloud services "
             f"enable {service} --project {project}`, then run again"
         )
+    unreached = _unreached(exc)
+    if unreached:
+        return f"{what}: {unreached}"
     code = status(exc)
     if code == 401:
         return f"{what}: Google refused the credentials ({message(exc)}); {NO_CREDENTIALS}"
@@ -211,6 +216,22 @@ def explain(exc: BaseException, project: str, what: str) -> str:
     if code == 404:
         return f"{what}: not found in project {project} ({message(exc)})"
     return f"{what}: {message(exc)}"
+
+
+def _unreached(exc: BaseException) -> str:
+    """The line for a request that got no answer (refused, or none in time), else ''."""
+    from google.api_core.exceptions import RetryError
+    from requests.exceptions import ConnectionError, Timeout
+
+    if not isinstance(exc, ConnectionError | Timeout | RetryError):
+        return ""
+    url = str(getattr(getattr(exc, "request", None), "url", "") or "")
+    parts = urlsplit(url)
+    where = f" at {parts.scheme}://{parts.netloc}" if parts.netloc else ""
+    return (
+        f"could not reach Google{where} ({type(exc).__name__}); check --endpoint-url and the "
+        "network, then run again"
+    )
 
 
 def google_errors() -> tuple[type[BaseException], ...]:

@@ -106,6 +106,7 @@ class GcpCloud:
         """
         gcp = _gcp(target)
         gcp.require_complete()
+        gcp.check_zones()  # before the upload, not after it
         clients = self.clients(gcp, "--launcher gcp")
         with self._google(gcp, f"shipping the code to gs://{gcp.bucket_name}"):
             bucket = clients.storage().bucket(gcp.bucket_name)

@@ -21,6 +21,9 @@ HOST_LABEL = "spotwise-host"
 SECRET_PREFIX = "spotwise-"
 """Every job secret's id starts so: ``spotwise-JOB-NAME``."""
 LABEL_MAX = 63
+LIST_TIMEOUT_S = 30.0
+"""Seconds one listing may wait for Google's answer (an endpoint that never answers is said
+then, in one line, not after the libraries' minutes)."""
 KEPT = re.compile(r"[a-z0-9-]")
 
 
@@ -49,7 +52,10 @@ def job_instances(instances: Any, project: str, job_id: str | None) -> list[tupl
     """Every labelled VM (of ``job_id``, when given) as (zone, instance)."""
     term = f'labels.{JOB_LABEL} = "{job_id}"' if job_id else f"labels.{JOB_LABEL}:*"
     found = []
-    for scope, listed in instances.aggregated_list(request={"project": project, "filter": term}):
+    pages = instances.aggregated_list(
+        request={"project": project, "filter": term}, timeout=LIST_TIMEOUT_S
+    )
+    for scope, listed in pages:
         for instance in listed.instances:
             found.append((scope.removeprefix("zones/"), instance))
     return found
@@ -106,7 +112,8 @@ def judge_secrets(
     mine = None if host is None else host_label(host)
     judged = []
     listed = secrets.list_secrets(
-        request={"parent": f"projects/{project}", "filter": f"labels.{JOB_LABEL}:*"}
+        request={"parent": f"projects/{project}", "filter": f"labels.{JOB_LABEL}:*"},
+        timeout=LIST_TIMEOUT_S,
     )
     for secret in listed:
         labels = dict(secret.labels)

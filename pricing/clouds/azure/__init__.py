@@ -97,4 +97,5 @@ PROFILE = CloudProfile(
     zone_separator=None,
     skypilot="azure",
     gpu_prefixes=("standard_n",),  # the N-series (NC, ND, NV)
+    hourly_bands=True,  # Resource Graph's eviction rate: the share evicted an hour
 )

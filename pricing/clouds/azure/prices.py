@@ -34,6 +34,7 @@ from urllib.parse import urlsplit
 import pandas as pd
 
 from spotwise.core.clock import SYSTEM_CLOCK, Clock
+from spotwise.core.echo import echo
 from spotwise.core.settings import CloudEndpoint
 from spotwise.pricing.errors import InputError, SourceUnavailable
 from spotwise.pricing.frames import ROW, SPECS, utc_now, validate
@@ -148,11 +149,13 @@ def check_names(regions: Sequence[str], shapes: Sequence[GpuShape]) -> None:
     for region in regions:
         if not REGION.match(region):
             raise InputError(
-                "--regions", region, "not an Azure region name", "Give names like eastus"
+                "--regions", echo(region), "not an Azure region name", "Give names like eastus"
             )
     for shape in shapes:
         if not SIZE.match(shape.shape):
-            raise InputError("the GPU table", shape.shape, "not an Azure size", "Fix the table")
+            raise InputError(
+                "the GPU table", echo(shape.shape), "not an Azure size", "Fix the table"
+            )
 
 
 def retail_filter(region: str) -> str:
@@ -249,12 +252,35 @@ def _retail_page(response: Any, url: str) -> tuple[list[Mapping[str, Any]], str 
         )
     try:
         body = response.json()
-        return body["Items"], body.get("NextPageLink")
-    except (ValueError, KeyError, TypeError):
+        items, next_link = body["Items"], body.get("NextPageLink")
+    except (ValueError, KeyError, TypeError, AttributeError):
         raise SourceUnavailable(
             f"collect azure: the Retail Prices API at {url} answered something other than "
             "its documented JSON (no Items); check SPOTWISE_AZURE_PRICES_URL"
         ) from None
+    wrong = _wrongly_typed(items, next_link)
+    if wrong:
+        raise SourceUnavailable(
+            f"collect azure: the Retail Prices API at {url} answered its JSON with {wrong}; "
+            "check SPOTWISE_AZURE_PRICES_URL (nothing was stored)"
+        )
+    return items, next_link
+
+
+def _wrongly_typed(items: object, next_link: object) -> str:
+    """What of a page is not of its documented type ('' when all is): Items a list of
+    objects, each ``armSkuName`` text, ``NextPageLink`` text or null (a broken API is an
+    error, never a region that sells nothing)."""
+    if not isinstance(items, list):
+        return f"Items a {type(items).__name__}, not a list"
+    if next_link is not None and not isinstance(next_link, str):
+        return f"NextPageLink a {type(next_link).__name__}, not text"
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            return f"item {i} a {type(item).__name__}, not an object"
+        if not isinstance(item.get("armSkuName"), str):
+            return f"item {i}'s armSkuName {echo(item.get('armSkuName'))}, not text"
+    return ""
 
 
 def _require_same_host(next_link: str, url: str) -> None:
@@ -607,7 +633,8 @@ def collect_azure(
     missing = sorted(sized - set(prices["instance_type"])) if len(prices) else sorted(sized)
     if missing:
         messages.append(
-            f"retail prices: none for {', '.join(missing)} in {', '.join(regions)} (not sold there)"
+            f"retail prices: none for {', '.join(missing)} in "
+            f"{echo(', '.join(regions), quote=False)} (not sold there)"
         )
     graph_pages = 0
     if graph_url is not None:

@@ -41,7 +41,9 @@ from zoneinfo import ZoneInfo
 import pandas as pd
 
 from spotwise.core.clock import SYSTEM_CLOCK, Clock
+from spotwise.core.echo import echo
 from spotwise.core.settings import CloudEndpoint
+from spotwise.pricing.clouds.gcp.credentials import key_file_problem
 from spotwise.pricing.errors import InputError, SourceUnavailable
 from spotwise.pricing.frames import SPECS, utc_now
 from spotwise.pricing.gpus import GpuShape
@@ -74,6 +76,8 @@ GPU_SKUS = {
 }
 """How a GPU's SKU names it ("Nvidia <name> GPU running in <place>"), by accelerator type."""
 UNITS = {"core": "h", "ram": "GiBy.h", "gpu": "h"}
+READ_TIMEOUT_S = 60.0
+"""Seconds one page of the catalog may take to come (then it is tried again)."""
 MAX_PAGES = 10_000
 """More pages than the whole catalog has: a collection that gets them stops."""
 _PREEMPTIBLE = r"^(?:Spot Preemptible |Preemptible )?"
@@ -222,7 +226,7 @@ def shape_rows(
         if not new:
             messages.append(
                 f"{shape.shape}: no complete set of SKUs (core, RAM, GPU) in "
-                f"{', '.join(regions) or 'any region'}; not collected"
+                f"{echo(', '.join(regions), quote=False) or 'any region'}; not collected"
             )
         rows += new
     return rows, messages
@@ -335,14 +339,17 @@ def collect_gcp(
     page_size: int | None = None,
     on_page: Callable[[int, int], None] | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    timeout_s: float = READ_TIMEOUT_S,
 ) -> CatalogReport:
     """Page the Compute Engine SKUs month by month from ``resume_from`` (else ``since``, else
     the start of this month) to ``now`` and price ``shapes`` in ``regions`` (empty = all).
 
     Args:
         client: a ``google.cloud.billing_v1.CloudCatalogClient``.
-        max_attempts: tries per page; 5xx, 429 and connection failures back off and retry.
+        max_attempts: tries per page; 5xx, 429, connection failures and answers that do not
+            come within ``timeout_s`` back off and retry.
         on_page: called with (pages so far, SKUs kept so far) after each page.
+        timeout_s: seconds one page may take.
 
     Raises:
         SourceUnavailable: one line (:func:`error_line`) for what the last try met.
@@ -352,7 +359,7 @@ def collect_gcp(
     windows = catalog_windows(start, now)
     pages = 0
     kept: list[ComponentSku] = []
-    for page in _pages(client, windows, page_size, max_attempts, sleep):
+    for page in _pages(client, windows, page_size, (max_attempts, timeout_s), sleep):
         pages += 1
         if pages > MAX_PAGES:
             raise SourceUnavailable(
@@ -388,10 +395,11 @@ def _pages(
     client: Any,
     windows: Sequence[tuple[pd.Timestamp, ...]],
     page_size: int | None,
-    max_attempts: int,
+    tries: tuple[int, float],
     sleep: Callable[[float], None],
 ) -> Iterator[Any]:
-    """Every page of Compute Engine SKUs of each month window, in order, each with retries.
+    """Every page of Compute Engine SKUs of each month window, in order, each with ``tries``
+    (attempts, seconds an attempt may take).
 
     Raises:
         SourceUnavailable: one line (:func:`error_line`) for what the last try of a page met.
@@ -400,9 +408,9 @@ def _pages(
         token = ""
         while True:
             request = _list_request(window_start, window_end, token, page_size)
-            call = functools.partial(client.list_skus, request=request)
+            call = functools.partial(client.list_skus, request=request, timeout=tries[1])
             try:
-                page = _with_retries(call, max_attempts, sleep)
+                page = _with_retries(call, tries[0], sleep)
             except _Failed as failed:
                 line = error_line(failed.error, client.api_endpoint, failed.attempts)
                 raise SourceUnavailable(line) from None
@@ -451,7 +459,14 @@ def _retryable(exc: BaseException) -> bool:
     from google.api_core import exceptions as api
     from requests import exceptions as http
 
-    return isinstance(exc, api.ServerError | api.TooManyRequests | http.ConnectionError)
+    return isinstance(
+        exc,
+        api.ServerError
+        | api.TooManyRequests
+        | http.ConnectionError
+        | http.Timeout
+        | http.ChunkedEncodingError,
+    )
 
 
 def _with_retries(call: Callable[[], Any], attempts: int, sleep: Callable[[float], None]) -> Any:
@@ -482,6 +497,7 @@ def error_line(exc: BaseException, endpoint: str, attempts: int = 1) -> str:
         _credentials_line(exc)
         or _refused_line(exc)
         or _api_line(exc, endpoint, attempts)
+        or _unreadable_line(exc, endpoint)
         or (
             f"collect gcp: could not reach the Cloud Billing API at {endpoint} after {attempts} "
             f"tries ({type(exc).__name__}); check SPOTWISE_GCP_BILLING_ENDPOINT and the network"
@@ -541,6 +557,20 @@ def _api_line(exc: BaseException, endpoint: str, attempts: int) -> str | None:
     return f"collect gcp: the Cloud Billing API answered {exc.code} ({_said(exc)})"
 
 
+def _unreadable_line(exc: BaseException, endpoint: str) -> str | None:
+    """The line for an answer that is not the API's JSON (cut short, not JSON, wrongly typed,
+    a web page), else None."""
+    from google.protobuf.json_format import ParseError
+
+    if not isinstance(exc, ParseError):
+        return None
+    return (
+        f"collect gcp: the Cloud Billing API at {endpoint} answered something other than its "
+        f"documented JSON ({_short(exc)[:120]}); check SPOTWISE_GCP_BILLING_ENDPOINT, then run "
+        "again (nothing was stored)"
+    )
+
+
 def _said(exc: Any) -> str:
     """What the API said, without the request line the REST transport puts before it."""
     return _short(re.sub(r"^(GET|POST|PUT|PATCH|DELETE) \S+: ", "", str(exc.message)))
@@ -566,8 +596,10 @@ def catalog_client(endpoint: str) -> Any:
         raise SourceUnavailable(NO_LIBRARIES) from None
     try:
         credentials, _ = google.auth.default(scopes=list(SCOPES))
-    except DefaultCredentialsError:
-        raise SourceUnavailable(NO_CREDENTIALS) from None
+    # google-auth reads a key file that is JSON but no object with an AttributeError
+    except (DefaultCredentialsError, ValueError, AttributeError, TypeError) as exc:
+        problem = key_file_problem(exc)
+        raise SourceUnavailable(f"collect gcp: {problem}" if problem else NO_CREDENTIALS) from None
     return billing_v1.CloudCatalogClient(
         credentials=credentials,
         transport="rest",
@@ -646,6 +678,7 @@ def collect_gcp_into(
 def _is_library_error(exc: BaseException) -> bool:
     from google.api_core.exceptions import GoogleAPICallError
     from google.auth.exceptions import GoogleAuthError
+    from google.protobuf.json_format import ParseError
     from requests.exceptions import RequestException
 
-    return isinstance(exc, GoogleAPICallError | GoogleAuthError | RequestException)
+    return isinstance(exc, GoogleAPICallError | GoogleAuthError | RequestException | ParseError)

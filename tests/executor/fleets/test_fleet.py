@@ -347,6 +347,17 @@ def test_a_fleet_file_gives_an_elastic_job_its_nodes_and_floor(tmp_path: Path) -
             "budget_usd_per_hour must be a finite positive number, got inf",
         ),
         (
+            "name: f\nbudget_usd_per_hour: 5\njobs: [{name: a, compute_hours: 1, "
+            "deadline_hours: 200000, command: [x]}]",
+            r"jobs\[0\]\.deadline_hours must be at most 100,000 hours \(about 11 years\), "
+            "got 200000$",
+        ),
+        (
+            "name: f\nbudget_usd_per_hour: 5\njobs: [{name: a, compute_hours: 1" + "0" * 400 + ", "
+            "deadline_hours: 2, command: [x]}]",
+            r"jobs\[0\]\.compute_hours must be a finite positive number, got 1000.*characters\)$",
+        ),
+        (
             "name: f\nbudget_usd_per_hour: 5\njobs: [{name: a, priority: low, nodes: '1:2', "
             "compute_hours: 1, deadline_hours: 2, command: [x]}]",
             "low-priority job runs only on spot",

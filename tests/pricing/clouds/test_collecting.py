@@ -3,6 +3,8 @@ one line that names the flag and what to give."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pandas as pd
 import pytest
 
@@ -63,3 +65,21 @@ def test_the_collected_line_counts_prices_shapes_and_regions() -> None:
         "as of 2026-01-01 .. 2026-01-02 03:04Z",
     )
     assert collected("gcp", None, 0, "1 page").text == " from 1 page: no prices"
+
+
+@pytest.mark.parametrize(
+    ("call", "flag"),
+    [
+        (lambda text: names(text, "--regions"), "--regions"),
+        (lambda text: since(text), "--since"),
+        (lambda text: cloud_shapes("gcp", "", text, "--shapes"), "--gpu"),
+    ],
+)
+def test_a_runaway_flag_value_is_echoed_cut_short_with_its_length(
+    call: Callable[[str], object], flag: str
+) -> None:
+    with pytest.raises(FlagError) as refused:
+        call("x" * 100_000)
+    message = str(refused.value)
+    assert message.startswith(flag) and "(100,000 characters)" in message
+    assert len(message) < 400

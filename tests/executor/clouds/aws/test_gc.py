@@ -168,13 +168,19 @@ def test_gc_beside_a_live_aws_job_ends_nothing_of_it_with_the_right_store_or_a_w
     assert f"no ledger at {typo}" in wrong.stderr
     assert not typo.exists()
     alive()
-    # Named, it would go: the user's word is enough for a job no ledger here knows.
+    # Named against that store, it is refused: no ledger there can show its live supervisor.
     named = cli(
-        *("gc", "aws", "--endpoint-url", moto_server, "--store", str(typo), "--dry-run"),
+        *("gc", "aws", "--endpoint-url", moto_server, "--store", str(typo)),
         *("--job", job_id),
         env=AWS_ENV,
     )
-    assert f"would end {instance_id} (job {job_id}): named with --job" in named.stdout
+    assert named.returncode == 1
+    assert named.stderr.strip().splitlines() == [
+        f"error: --job {job_id}: the store {typo} does not exist, so nothing shows whether a "
+        "supervisor still runs the job (a wrong --store hides them); give the --store the jobs "
+        "ran with (nothing was ended)"
+    ]
+    assert named.stdout == "" and not typo.exists()
     alive()
 
     # While it boots with no output: the supervisor says what it waits for, `jobs logs` says

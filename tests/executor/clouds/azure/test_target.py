@@ -25,7 +25,6 @@ def test_the_options_azure_cannot_take_are_refused_in_one_line() -> None:
         (replace(good, bucket="Acct/ckpt"), "--bucket"),
         (replace(good, bucket="acct"), "--bucket"),
         (replace(good, image="ubuntu"), "--image"),
-        (replace(good, zones=("1;2",)), "--pools"),
         (replace(good, region="East US"), "--region"),
         (replace(good, network=("sg-1",)), "--network"),
         (replace(good, identity="a/b"), "--identity"),

@@ -23,6 +23,7 @@ from tests.conftest import CliRun
 from tests.fakes.azure import catalog
 from tests.fakes.azure_local import no_azure_sign_in
 from tests.fakes.azure_prices import ResourceGraphFake, RetailPricesFake
+from tests.fakes.http import Answer
 
 NOW = pd.Timestamp("2026-01-10T00:00:00Z")
 SIZES = gpus.on_cloud("azure")
@@ -285,6 +286,30 @@ def test_a_bad_retail_item_is_refused_in_one_line_and_the_store_is_unchanged(
     after = stored(store_file)
     for table in before:
         pd.testing.assert_frame_equal(after[table], before[table])
+
+
+@pytest.mark.parametrize(
+    ("body", "wrong"),
+    [
+        ({"Items": {}}, "Items a dict, not a list"),
+        ({"Items": "Standard_NC6s_v3"}, "Items a str, not a list"),
+        ({"Items": None}, "Items a NoneType, not a list"),
+        ({"Items": [["Standard_NC6s_v3", 0.9]]}, "item 0 a list, not an object"),
+        ({"Items": [{"armSkuName": 6, "retailPrice": 0.9}]}, "item 0's armSkuName 6, not text"),
+        ({"Items": [], "NextPageLink": 2}, "NextPageLink a int, not text"),
+    ],
+)
+def test_a_wrongly_typed_retail_answer_fails_in_one_line_never_as_a_region_selling_nothing(
+    retail: RetailPricesFake, cli: CliRun, store_file: Path, body: dict, wrong: str
+) -> None:
+    retail.damaged_next = [Answer(200, body)]
+    result = cli("collect", "azure", "--regions", "eastus", "--gpu", "V100")
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.strip().splitlines() == [
+        f"error: collect azure: the Retail Prices API at {retail.url} answered its JSON with "
+        f"{wrong}; check SPOTWISE_AZURE_PRICES_URL (nothing was stored)"
+    ]
+    assert all(frame.empty for frame in stored(store_file).values())
 
 
 def test_a_next_page_link_to_another_host_is_refused(retail: RetailPricesFake) -> None:

@@ -28,6 +28,7 @@ from spotwise.pricing.store import MarketStore
 from tests.conftest import DATA, CliRun
 from tests.fakes.gcp_billing import PROJECT_NUMBER, CloudBillingFake
 from tests.fakes.google import catalog
+from tests.fakes.http import Answer
 
 NOW = pd.Timestamp("2025-03-20T00:00:00Z")
 SINCE = pd.Timestamp("2025-01-15T00:00:00Z")
@@ -425,4 +426,71 @@ def test_an_unreachable_endpoint_is_tried_a_bounded_number_of_times_then_one_lin
     assert str(failed.value) == (
         f"collect gcp: could not reach the Cloud Billing API at {nowhere} after 2 tries "
         "(ConnectionError); check SPOTWISE_GCP_BILLING_ENDPOINT and the network"
+    )
+
+
+@pytest.mark.parametrize(
+    ("body", "what"),
+    [
+        (b'{"skus": [{"name": "services/6F81-5844-456A/skus/0000-', "cut short"),
+        (b'{"skus": "A2 Instance Core", "nextPageToken": 7}', "wrongly typed"),
+        (b'{"skus": [{"pricingInfo": {"effectiveTime": 5}}]}', "a field wrongly typed"),
+        (b"<!DOCTYPE html><html><body>Sign in</body></html>", "a web page"),
+    ],
+)
+def test_an_answer_that_is_not_the_catalogs_json_is_one_line_and_nothing_is_stored(
+    billing: CloudBillingFake, store_file: Path, body: bytes, what: str
+) -> None:
+    with MarketStore.open(store_file) as store:
+        store.upsert(collect(billing).frames)
+        before = store.query("SELECT * FROM prices ORDER BY ALL")
+    headers = {"Content-Type": "text/html"} if body.startswith(b"<") else {}
+    billing.damaged_next = [Answer(200, body, headers)]
+    with pytest.raises(SourceUnavailable) as failed:
+        collect_gcp_into(store_file, shapes=SHAPES, endpoint=billing.url, since=SINCE, now=NOW)
+    line = str(failed.value)
+    assert "\n" not in line, what
+    assert line.startswith(f"collect gcp: the Cloud Billing API at {billing.url} answered ")
+    assert "documented JSON" in line and "nothing was stored" in line
+    assert "<html" not in line  # the page is not echoed
+    with MarketStore.open(store_file, read_only=True) as store:
+        pd.testing.assert_frame_equal(store.query("SELECT * FROM prices ORDER BY ALL"), before)
+
+
+def test_a_page_that_comes_too_late_is_tried_again_as_max_attempts_allows(
+    billing: CloudBillingFake,
+) -> None:
+    billing.stall_next, billing.stall_s = 1, 1.5
+    report = collect_gcp(
+        catalog_client(billing.url),
+        shapes=SHAPES,
+        resume_from=None,
+        since=SINCE,
+        now=NOW,
+        max_attempts=2,
+        sleep=lambda _: None,
+        timeout_s=0.5,
+    )
+    assert len(report.frames["prices"]) > 0
+    assert len(billing.sku_requests()) == report.pages + 1
+
+
+def test_a_read_timeout_on_every_try_is_one_line_naming_the_tries(
+    billing: CloudBillingFake,
+) -> None:
+    billing.stall_next, billing.stall_s = 2, 1.5
+    with pytest.raises(SourceUnavailable) as failed:
+        collect_gcp(
+            catalog_client(billing.url),
+            shapes=SHAPES,
+            resume_from=None,
+            since=SINCE,
+            now=NOW,
+            max_attempts=2,
+            sleep=lambda _: None,
+            timeout_s=0.5,
+        )
+    assert str(failed.value) == (
+        f"collect gcp: could not reach the Cloud Billing API at {billing.url} after 2 tries "
+        "(ReadTimeout); check SPOTWISE_GCP_BILLING_ENDPOINT and the network"
     )
