@@ -31,8 +31,8 @@ class Settings(BaseSettings):
     store_wait_s: float = Field(default=30.0, ge=0)
     """Seconds an open waits for a store another process holds."""
     store_wait_log: Path | None = None
-    """A file (made 0600) to which every store call appends how long it waited for the store
-    file, and the process: what a soak of many processes measures."""
+    """A file (made 0600) to which every store call that opens the store file appends how long
+    it waited for it, and the process: what a soak of many processes measures."""
     api_token: str | None = None
     """The policy API's bearer token (``spotwise serve``, and clients of it)."""
     api_max_in_flight: int = Field(default=DEFAULT_MAX_IN_FLIGHT, ge=1, le=10_000)

@@ -16,8 +16,11 @@ from contextlib import contextmanager
 
 @contextmanager
 def one_thread_each() -> Iterator[None]:
-    """Run the block with every BLAS and OpenMP pool loaded so far, and torch's intra-op pool,
-    at one thread (a pool a library loads inside the block is not limited: import first)."""
+    """Run the block with numpy's and scipy's BLAS, every other BLAS and OpenMP pool loaded
+    so far, and torch's intra-op pool at one thread (a pool another library loads inside the
+    block is not limited: import it first)."""
+    import numpy  # noqa: F401  (loads its BLAS, so that the limit reaches it)
+    import scipy.linalg  # noqa: F401  (loads scipy's)
     from threadpoolctl import threadpool_limits
 
     torch = sys.modules.get("torch")

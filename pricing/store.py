@@ -18,6 +18,7 @@ import random
 import re
 import tempfile
 import threading
+import weakref
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
@@ -222,6 +223,11 @@ def resolved_wait_s(wait_s: float | None) -> float:
     return current().store_wait_s
 
 
+LINGER_S = 0.02
+"""How long a call's connection waits for the next call before letting go of the file."""
+_STORES: weakref.WeakSet[MarketStore] = weakref.WeakSet()
+"""This process's stores: one that opens a file read-only lets another's writable connection to
+it go first (DuckDB opens a file one way per process), and the other way round."""
 WAITS: deque[float] = deque(maxlen=100_000)
 """Seconds each of this process's calls waited for (and spent opening) the store file, newest
 last: what ``spotwise bench store`` reports."""
@@ -244,8 +250,13 @@ class MarketStore:
         self._wait_s = wait_s
         self._clock = clock
         self._held: duckdb.DuckDBPyConnection | None = None
+        self._lingering: duckdb.DuckDBPyConnection | None = None
+        self._generation = 0
+        self._lock = threading.RLock()
         self._closed = False
         self._wait_log = _wait_log()
+        self._gate_path = path.with_name(path.name + ".lock")
+        _STORES.add(self)
 
     @classmethod
     def open(
@@ -287,10 +298,12 @@ class MarketStore:
 
     def close(self) -> None:
         """Let go of the file, if held; later calls are refused."""
-        if self._held is not None:
-            self._held.close()
-            self._held = None
-        self._closed = True
+        with self._lock:
+            for con in (self._held, self._lingering):
+                if con is not None:
+                    con.close()
+            self._held = self._lingering = None
+            self._closed = True
 
     def __enter__(self) -> MarketStore:
         return self
@@ -302,33 +315,78 @@ class MarketStore:
     def held(self) -> Iterator[MarketStore]:
         """Hold the file for the block: its calls see one another's writes and no other
         process's, and others wait for the whole block (keep it short)."""
-        if self._held is not None:
-            yield self
-            return
-        con = self._connect()
-        self._held = con
-        try:
-            yield self
-        finally:
-            self._held = None
-            con.close()
+        with self._lock:
+            if self._held is not None:
+                yield self
+                return
+            con = self._lingering or self._connect()
+            self._lingering = None
+            self._held = con
+            try:
+                yield self
+            finally:
+                self._held = None
+                con.close()
 
     @contextmanager
     def _connection(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """A connection for one call: the held one, else one opened for the call alone. A
+        """A connection for one call: the held one; else the one the last call left, if it
+        ended within :data:`LINGER_S` and no writer queues at the gate; else a new one. A
         database error comes out as a :class:`StoreError` naming the store."""
-        con = self._held if self._held is not None else self._connect()
+        with self._lock:
+            con = self._held
+            if con is None:
+                con, self._lingering = self._lingering, None
+                if con is not None and self._writer_waits():
+                    con.close()  # let the writer in; this call queues behind it
+                    con = None
+                if con is None:
+                    con = self._connect()
+            try:
+                yield con
+            except duckdb.Error as exc:
+                first = str(exc).splitlines()[0] if str(exc) else repr(exc)
+                raise StoreError(
+                    f"the store {self.path} could not answer ({first}). Is it a Spotwise store "
+                    "of this version? `spotwise data summary` shows what it holds"
+                ) from exc
+            finally:
+                if con is not self._held:
+                    self._linger(con)
+
+    def _linger(self, con: duckdb.DuckDBPyConnection) -> None:
+        """Keep ``con`` for a call that follows within :data:`LINGER_S` (a page's or a plan's
+        queries come in bursts: each would otherwise open the file again), then let go."""
+        self._lingering = con
+        self._generation += 1
+        timer = threading.Timer(LINGER_S, self._let_go, args=(self._generation,))
+        timer.daemon = True
+        timer.start()
+
+    def _let_go(self, generation: int | None = None) -> None:
+        """Close the lingering connection (if no call has come since ``generation``)."""
+        if not self._lock.acquire(blocking=generation is not None):
+            return
         try:
-            yield con
-        except duckdb.Error as exc:
-            first = str(exc).splitlines()[0] if str(exc) else repr(exc)
-            raise StoreError(
-                f"the store {self.path} could not answer ({first}). Is it a Spotwise store of "
-                "this version? `spotwise data summary` shows what it holds"
-            ) from exc
+            if generation in (None, self._generation) and self._lingering is not None:
+                self._lingering.close()
+                self._lingering = None
         finally:
-            if con is not self._held:
-                con.close()
+            self._lock.release()
+
+    def _writer_waits(self) -> bool:
+        """Whether a writer queues at the store's gate (another process's)."""
+        try:
+            fd = os.open(self._gate_path, os.O_RDONLY)
+        except OSError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)
+        return False
 
     def _connect(self) -> duckdb.DuckDBPyConnection:
         """Open the file, waiting (with backoff) while another process's call holds it; a
@@ -341,6 +399,9 @@ class MarketStore:
         def connect() -> duckdb.DuckDBPyConnection:
             if not read_only and not path.exists():
                 _create_private(path)
+            for other in list(_STORES):  # one process opens a file one way at a time
+                if other is not self and other.path == path and other.read_only != read_only:
+                    other._let_go()
             return duckdb.connect(str(path), read_only=read_only)
 
         began = self._clock.monotonic()
@@ -371,9 +432,8 @@ class MarketStore:
         """The store's gate (``PATH.lock``, a file lock) for the time it takes to open the
         file: a writer holds it alone, readers together. Without a gate file (a read-only
         folder) there is no queue, only the wait."""
-        gate = self.path.with_name(self.path.name + ".lock")
         try:
-            fd = os.open(gate, os.O_RDWR | os.O_CREAT, 0o600)
+            fd = os.open(self._gate_path, os.O_RDWR | os.O_CREAT, 0o600)
         except OSError:
             yield
             return
@@ -691,6 +751,11 @@ def _open_error(path: Path, exc: Exception) -> StoreError:
     """Why a store would not open, told apart: a lock another process holds (it may be
     released) from a permission or format problem (it will not heal by waiting)."""
     text = str(exc)
+    if "different configuration than existing connections" in text:
+        return StoreError(  # this process's other store lets go within LINGER_S: wait for it
+            f"the store {path} is open the other way (read-only or writable) in this process: "
+            "close that store first"
+        )
     if "Conflicting lock" in text or "Could not set lock" in text:
         return StoreError(
             f"the store {path} is in use by another process ({_holder(text)}). Wait for it to "
