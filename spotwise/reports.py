@@ -46,7 +46,8 @@ def print_report(result: JobReport | SupervisedJob, as_json: bool) -> None:
     out.print(
         f"  {plural(report.instances, 'instance')}, "
         f"{plural(report.preemptions, 'preemption')} "
-        f"({plural(report.notices, 'notice')}), {plural(report.migrations, 'migration')}, "
+        f"({plural(report.notices, 'notice')}{_drills(report)}), "
+        f"{plural(report.migrations, 'migration')}, "
         f"{report.lost_work_hours:.2f} h of work lost, "
         + (
             f"{report.checkpoint_bytes / 1e6:.1f} MB of checkpoints"
@@ -69,6 +70,11 @@ def print_report(result: JobReport | SupervisedJob, as_json: bool) -> None:
                 "`spotwise jobs` command) finds it free",
             )
         )
+
+
+def _drills(report: JobReport) -> str:
+    """``, N drills`` for a job some drills preempted, else ''."""
+    return f", {plural(report.drills, 'drill')}" if report.drills else ""
 
 
 def _simulated(report: JobReport) -> str:

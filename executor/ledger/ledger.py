@@ -64,6 +64,10 @@ class EntryKind(enum.StrEnum):
     FAILURE = "failure"
 
 
+DRILL_DETAIL = "drill (--preempt-after)"
+"""The ``detail`` of a drill's notice and preemption: a rehearsal, not the cloud's."""
+
+
 class JobStatus(enum.StrEnum):
     """Where a supervised job stands."""
 
@@ -535,6 +539,8 @@ class JobReport:
     lost_work_hours: float
     checkpoint_bytes: int
     checkpoints_sized: bool
+    drills: int = 0
+    """Preemptions that were drills (``--preempt-after``), counted in ``preemptions``."""
     moves: tuple[str, ...] = ()
     """Why each move was made: the policy's reason, with the expected costs it compared."""
     bids: tuple[tuple[str, float], ...] = ()
@@ -619,6 +625,9 @@ def _report(job: pd.Series, entries: pd.DataFrame, *, pending: int) -> JobReport
         # launched ones count from their launch: the running one has no ``instance`` entry yet
         instances=max(len(instances), int((entries.kind == EntryKind.LAUNCH).sum())),
         preemptions=int((entries.kind == EntryKind.PREEMPTION).sum()),
+        drills=int(
+            ((entries.kind == EntryKind.PREEMPTION) & (entries.detail == DRILL_DETAIL)).sum()
+        ),
         notices=int((entries.kind == EntryKind.NOTICE).sum()),
         migrations=int((entries.kind == EntryKind.MIGRATION).sum()),
         moves=tuple(

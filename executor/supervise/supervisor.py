@@ -8,7 +8,8 @@ says another pool (the decision core prices a move as paying: a cheaper pool tha
 the ledger keeps the policy's reason with its expected costs), and, on a capped spot instance
 (the policy's bid, the launcher's ``--max-price``), when the stored price forecast says the
 price will rise above the cap within the next checkpoint interval (the cloud would evict it).
-It falls back to on-demand for good after ``on_demand_after`` preemptions; on on-demand it asks
+It falls back to on-demand for good after ``on_demand_after`` preemptions (the cloud's: a drill
+never counts); on on-demand it asks
 the policy every ``spot_check_s`` whether it would run on spot now, and if so the job
 checkpoints, the on-demand instance is released and the job goes back to spot. It stops with a
 clear error on exits that are not preemptions once ``max_failures`` is reached. A command that
@@ -45,7 +46,7 @@ from spotwise.executor.errors import (
     Stopped,
 )
 from spotwise.executor.launchers.base import Instance, Launcher, Placement, Preemption
-from spotwise.executor.ledger.ledger import EntryKind, JobStatus, Ledger
+from spotwise.executor.ledger.ledger import DRILL_DETAIL, EntryKind, JobStatus, Ledger
 from spotwise.executor.ledger.prices import PriceBook
 from spotwise.executor.supervise.job_log import JobLog
 from spotwise.executor.supervise.price_cap import PriceOutlook
@@ -93,6 +94,7 @@ class SupervisorConfig:
     grace_s: float = 5.0
     """Wall seconds after the preemption before the instance is killed."""
     on_demand_after: int = 3
+    """Preemptions by the cloud after which the job stays on on-demand (drills do not count)."""
     move_check_s: float | None = 0.2
     """Wall seconds between asks, while a spot instance runs, whether the policy would move the
     job now (None: only a preemption moves it)."""
@@ -142,6 +144,9 @@ class RunReport:
 
     completed: bool = False
     preemptions: int = 0
+    drills: int = 0
+    """Preemptions that were drills (``--preempt-after``): counted in ``preemptions``, never
+    toward the fall back to on-demand."""
     migrations: int = 0
     failures: int = 0
     instances: int = 0
@@ -248,7 +253,7 @@ class Supervisor:
 
     def _place(self, client: PolicyClient, avoid: str | None) -> Placement | None:
         """Where to run next (None = wait), from the policy or the on-demand fallback."""
-        if self.report.preemptions >= self.config.on_demand_after:
+        if self._on_demand_for_good():
             return self._on_demand()
         if self._asked:  # the launch request names more pools: try the next one
             return self._spot(self._asked.pop(0))
@@ -312,7 +317,7 @@ class Supervisor:
     def _spot_is_back(self, instance: Instance) -> bool:
         """On on-demand: whether the policy would move the job to spot now (never once the
         job has fallen back to on-demand for good)."""
-        if self.report.preemptions >= self.config.on_demand_after:
+        if self._on_demand_for_good():
             return False
         job = self.config.job
         now = self.launcher.now_hours()
@@ -327,6 +332,12 @@ class Supervisor:
         except PolicyError as exc:  # no answer now: stay on on-demand, ask again later
             self._advice_missing(exc)
             return False
+
+    def _on_demand_for_good(self) -> bool:
+        """Whether the job has fallen back to on-demand for good: ``on_demand_after``
+        preemptions by the cloud (drills do not count)."""
+        taken_back = self.report.preemptions - self.report.drills
+        return taken_back >= self.config.on_demand_after
 
     def _spot(self, pool: str) -> Placement:
         """Spot in ``pool`` at its quote, with the policy's last bid (None: no cap)."""
@@ -392,13 +403,20 @@ class Supervisor:
             instance = self._launch(placement, command, env)
             if instance is None:
                 continue
-            outcome, code = self._watch(instance)
+            watch, code = self._watch(instance)
+            outcome = watch.outcome(code)
             self._instance = None
             self._account(instance, outcome, code)
             if outcome is Outcome.DONE:
                 self.report.completed = True
                 break
-            avoid = self._after(placement, outcome, code, command)
+            avoid = self._after(placement, outcome, code, command, drilled=watch.drilled)
+        if self._drill is not None and self._drill.too_late:
+            self.progress(
+                f"drill: none sent: the training loop ended before it was due "
+                f"({self._drill.after_s:g} s after the first step); a shorter --preempt-after "
+                "drills this job"
+            )
         self._size_checkpoints()
 
     def _size_checkpoints(self) -> None:
@@ -446,10 +464,16 @@ class Supervisor:
         return instance
 
     def _after(
-        self, placement: Placement, outcome: Outcome, code: int, command: Sequence[str]
+        self,
+        placement: Placement,
+        outcome: Outcome,
+        code: int,
+        command: Sequence[str],
+        *,
+        drilled: bool = False,
     ) -> str | None:
-        """Record how an instance that did not finish the job ended; the pool to avoid next
-        (the one a move left).
+        """Record how an instance that did not finish the job ended (``drilled``: its notice
+        was a drill's); the pool to avoid next (the one a move left).
 
         Raises:
             Cancelled: when the job was cancelled.
@@ -466,13 +490,29 @@ class Supervisor:
             self._migrated(placement)
             return placement.pool
         if outcome is Outcome.PREEMPTED:
-            self.report.preemptions += 1
-            self._saw(placement.pool, False)
-            self.ledger.record(EntryKind.PREEMPTION, pool=placement.pool, market=placement.market)
-            self.progress(f"preempted on {placement.describe()}")
+            self._preempted(placement, drilled)
             return None
         self._failed(placement, outcome, code, command)
         return None
+
+    def _preempted(self, placement: Placement, drilled: bool) -> None:
+        """Record a preemption (a drill's: said so, and not counted toward on-demand)."""
+        self.report.preemptions += 1
+        if drilled:
+            self.report.drills += 1
+            self.progress(
+                f"preempted on {placement.describe()} by the drill (not counted toward "
+                "--on-demand-after)"
+            )
+        else:
+            self._saw(placement.pool, False)  # a drill does not take the pool back
+            self.progress(f"preempted on {placement.describe()}")
+        self.ledger.record(
+            EntryKind.PREEMPTION,
+            pool=placement.pool,
+            market=placement.market,
+            detail=DRILL_DETAIL if drilled else None,
+        )
 
     def _migrated(self, placement: Placement) -> None:
         """Record a move that got out with its checkpoint, and say why it moved."""
@@ -512,9 +552,9 @@ class Supervisor:
             )
         self.progress(f"{why} (not a preemption): relaunching from its checkpoint")
 
-    def _watch(self, instance: Instance) -> tuple[Outcome, int]:
+    def _watch(self, instance: Instance) -> tuple[Watch, int]:
         """Follow one instance to its end, running the watchers on it every poll
-        (:mod:`executor.supervise.watch`)."""
+        (:mod:`executor.supervise.watch`): its course, and its exit code."""
         watch = Watch(instance=instance, launched_at=self.clock.monotonic())
         self._move_reason = None
         watchers = self._watchers(instance)
@@ -535,7 +575,7 @@ class Supervisor:
         outcome = watch.outcome(code)
         if outcome is Outcome.PREEMPTED and code == PREEMPTED_EXIT_CODE and not watch.noticed:
             self._heard_on_instance(instance.placement)
-        return outcome, code
+        return watch, code
 
     def _heard_on_instance(self, placement: Placement) -> None:
         """Record the notice a job heard itself (a cloud's, watched on its instance) and left
@@ -589,7 +629,7 @@ class Supervisor:
             EntryKind.NOTICE,
             pool=placement.pool,
             market=placement.market,
-            detail="drill (--preempt-after)" if drill else None,
+            detail=DRILL_DETAIL if drill else None,
         )
 
     def _drill_count(self) -> int:
@@ -637,7 +677,7 @@ class Supervisor:
         """Whether the policy, asked where the job on this spot instance should run now, says
         another pool (then it checkpoints and moves there; the policy's reason is said and kept
         in the ledger)."""
-        if self.report.preemptions >= self.config.on_demand_after:
+        if self._on_demand_for_good():
             return False
         pool = str(instance.placement.pool)
         job = self.config.job

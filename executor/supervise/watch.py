@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from spotwise.core.progress import Progress
 from spotwise.executor.errors import PREEMPTED_EXIT_CODE
 from spotwise.executor.launchers.base import Instance, Preemption
+from spotwise.executor.training.heartbeat import TRAINED_EVENT
 
 
 class Outcome(enum.StrEnum):
@@ -52,6 +53,22 @@ class Watch:
     kill_at: float | None = None
     stepping_at: float | None = None
     """When its first training step was seen (the guard's start where steps cannot be)."""
+    drilled: bool = False
+    """Its notice was a drill's, not the cloud's (it does not count toward on-demand)."""
+    _trained: bool = field(default=False, init=False, repr=False)
+    _events_read: int = field(default=0, init=False, repr=False)
+    """Events read for the ``trained`` one so far."""
+
+    @property
+    def trained(self) -> bool:
+        """Whether its command's guard has ended its training loop (its ``trained`` event):
+        what runs now is the script's tail (a final save, an eval, an upload), which no drill,
+        move or stall check may cut short, or a relaunch would run it again."""
+        if not self._trained:
+            events = self.instance.events
+            new, self._events_read = events[self._events_read :], len(events)
+            self._trained = any(e.get("event") == TRAINED_EVENT for e in new)
+        return self._trained
 
     @property
     def started(self) -> bool:
@@ -188,8 +205,9 @@ class Stall:
         self.stall_s = stall_s
 
     def tick(self, watch: Watch, now: float) -> bool:
-        """Kill it when it has been quiet too long (never while it is leaving)."""
-        if watch.leaving or watch.killed:
+        """Kill it when it has been quiet too long (never while it is leaving, nor once its
+        training has ended: its tail takes no steps)."""
+        if watch.leaving or watch.killed or watch.trained:
             return False
         quiet = watch.instance.quiet_s()
         if quiet is not None and quiet > self.stall_s:
@@ -237,15 +255,22 @@ class GuardStart:
 class Drill:
     """A preemption notice through the same path a cloud's takes, ``after_s`` after the
     command's first training step (or the guard's start where steps cannot be seen): never
-    before a step, so a machine too slow to step within ``after_s`` still makes progress."""
+    before a step, so a machine too slow to step within ``after_s`` still makes progress, and
+    only while the guard trains: never once its training loop has ended (a relaunch would run
+    the script's tail again)."""
 
     def __init__(self, after_s: float, every: bool) -> None:
         self.after_s, self.every = after_s, every
         self.sent = 0
         """Drills sent to the job so far (one supervisor, every instance)."""
+        self.too_late = False
+        """Whether a training loop ended before the job's first drill was due."""
 
     def due(self, watch: Watch, now: float) -> bool:
         """Whether this instance's drill is due now."""
+        if watch.trained:
+            self.too_late = self.too_late or not self.sent
+            return False
         if not watch.started or watch.leaving or (self.sent and not self.every):
             return False
         if watch.stepping_at is None:
@@ -292,6 +317,7 @@ class Notices:
         if drilled:
             assert self.drill is not None
             self.drill.sent += 1
+            watch.drilled = True
             coming = Preemption(in_s=self.lead_s, at_hours=self.launcher.now_hours())
         if coming is not None and coming.in_s <= self.lead_s:
             watch.notice()
@@ -311,8 +337,9 @@ class Every:
         self._next: float | None = None
 
     def tick(self, watch: Watch, now: float) -> bool:
-        """Ask when due; move when told to."""
-        if not watch.started or watch.leaving:
+        """Ask when due; move when told to (never once its training has ended: there is
+        nothing left to move)."""
+        if not watch.started or watch.leaving or watch.trained:
             return False
         if self._next is None:
             self._next = watch.launched_at + self.first_s

@@ -16,7 +16,10 @@ final checkpoint marked finished.
 Once restored (or started fresh) it announces itself: one JSON line on the process's own stdout,
 ``{"event": "fresh"|"resumed", "step": N, "rank": R, "world_size": W, "t": T}`` (what a
 supervisor's drill clock, a replay's preemptions and migration wait for), and a first beat of
-the step heartbeat. Checkpoints that exist but are all damaged stop it with a clear message
+the step heartbeat. When its training loop ends it says so, once:
+``{"event": "trained", "step": N, "epoch": E, "rank": R, "t": T}``; a supervisor sends no drill,
+move or stall kill after it, so what the script runs after the loop (a final save, an eval, an
+upload) runs once. Checkpoints that exist but are all damaged stop it with a clear message
 rather than a silent start from step 0 (``fresh_if_damaged`` or
 ``$SPOTWISE_FRESH_IF_DAMAGED=1`` starts over deliberately).
 """
@@ -49,7 +52,7 @@ from spotwise.executor.notices import (
     notice_window_s,
 )
 from spotwise.executor.training.data import ResumableBatches
-from spotwise.executor.training.heartbeat import Heartbeat
+from spotwise.executor.training.heartbeat import TRAINED_EVENT, Heartbeat
 from spotwise.executor.training.interval import checkpoint_interval_s, forecast_mtbf_s
 
 if TYPE_CHECKING:
@@ -189,6 +192,7 @@ class Guard:
         self._pending_rng: dict[str, Any] | None = None
         self._last_checkpoint = clock.monotonic()
         self.heartbeat = Heartbeat()
+        self._trained = False
 
     # ---- state --------------------------------------------------------------------------
 
@@ -279,10 +283,29 @@ class Guard:
     # ---- the training loop ----------------------------------------------------------------
 
     def batches(self) -> Iterator[Any]:
-        """The training batches, resuming where the checkpoint left off."""
-        if self.finished:
-            return iter(())
-        return self.data.iterate(self.epochs, after_start=self._restore_rng)
+        """The training batches, resuming where the checkpoint left off; once they are all
+        served the training has ended (:meth:`end_training`)."""
+        if not self.finished:
+            yield from self.data.iterate(self.epochs, after_start=self._restore_rng)
+        self.end_training()
+
+    def end_training(self) -> None:
+        """Say, once, that the training loop has ended: the ``trained`` event on stdout
+        (:data:`~executor.training.heartbeat.TRAINED_EVENT`). A supervisor sends no drill, move
+        or stall kill after it, so what the script runs next (a final save, an eval, an upload)
+        runs once. Called when :meth:`batches` is exhausted and when the guard's block ends."""
+        if self._trained:
+            return
+        self._trained = True
+        emit_event(
+            {
+                "event": TRAINED_EVENT,
+                "t": self.clock.time(),
+                "rank": self.rank if self.rank is not None else _rank_from_env(),
+                "step": self.step_count,
+                "epoch": self.data.epoch,
+            }
+        )
 
     @property
     def interval_s(self) -> float:
@@ -420,6 +443,7 @@ def guard(
         _restore(g, fresh_if_damaged or settings.fresh_if_damaged)
         g.announce()
         yield g
+        g.end_training()
         if not g.finished:
             g.finished = True
             g.checkpoint(block=True)

@@ -468,6 +468,69 @@ def test_a_drill_sends_a_real_notice_and_the_job_resumes_where_it_was(tmp_path: 
     assert list(notices["detail"]) == ["drill (--preempt-after)"]
 
 
+# A guarded script with a tail: two steps, then after the guard's block a line appended to a
+# file and a sleep (its "upload"); argv: checkpoint folder, the file, the tail's seconds.
+WITH_A_TAIL = """\
+import sys, time
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+from spotwise.executor import guard
+
+model = torch.nn.Linear(2, 1)
+loader = DataLoader(TensorDataset(torch.randn(8, 2)), batch_size=4)
+with guard([sys.argv[1]], model=model, loader=loader) as g:
+    for (x,) in g.batches():
+        g.step()
+with open(sys.argv[2], "a") as tail:
+    tail.write("tail\\n")
+time.sleep(float(sys.argv[3]))
+"""
+
+
+@pytest.mark.slow
+def test_a_drill_never_lands_after_the_training_loop_so_the_scripts_tail_runs_once(
+    tmp_path: Path,
+) -> None:
+    """The drill is due 0.3 s after the first step, while the script's tail (after its two
+    steps) sleeps 3 s: it is not sent (the guard said its training ended), and nothing
+    relaunches the script to run its tail again."""
+    supervisor, _, store, ledger = supervise(
+        tmp_path, market("1" * 120), work_s=1.0, drill_after_s=0.3
+    )
+    said: list[str] = []
+    supervisor.progress = said.append
+    script, tail = tmp_path / "train.py", tmp_path / "tail.txt"
+    script.write_text(WITH_A_TAIL)
+    report = supervisor.run([sys.executable, str(script), str(tmp_path / "ck"), str(tail), "3"])
+    assert report.completed and report.instances == 1 and report.preemptions == 0
+    assert tail.read_text() == "tail\n"
+    assert not any(m.startswith("drill: a preemption notice") for m in said)
+    assert any(m.startswith("drill: none sent: the training loop ended") for m in said)
+    with open_operational(store) as market_store:
+        assert job_report(market_store, ledger.job_id).notices == 0
+
+
+@pytest.mark.slow
+def test_drills_never_count_toward_the_fall_back_to_on_demand(tmp_path: Path) -> None:
+    """With --on-demand-after 1, a preemption by the cloud would move the job to on-demand
+    for good; the drills that preempt every instance leave it on spot."""
+    supervisor, command, store, ledger = supervise(
+        tmp_path,
+        market("1" * 120),
+        work_s=1.5,
+        drill_after_s=0.3,
+        drill_every=True,
+        on_demand_after=1,
+    )
+    report = supervisor.run(command)
+    assert report.completed and report.preemptions >= 1
+    assert set(report.placements) == {"spot in z0"}
+    assert report.drills == report.preemptions
+    with open_operational(store) as market_store:
+        ledger_report = job_report(market_store, ledger.job_id)
+    assert ledger_report.drills == ledger_report.preemptions == report.preemptions
+
+
 def test_drill_durations_are_checked(cli_in_process: CliRun) -> None:
     both = cli_in_process("run", "--preempt-after", "1m", "--preempt-every", "1m", "--", "true")
     assert both.returncode == 1 and "not both" in both.stderr
