@@ -58,6 +58,14 @@ def print_report(result: JobReport | SupervisedJob, as_json: bool) -> None:
     )
     for why in report.moves:
         out.print(f"  moved: {why}")
+    for damaged in report.damaged_checkpoints:
+        out.print(
+            styled(
+                f"  damaged checkpoint skipped on resume: {damaged}",
+                "yellow",
+                " (something corrupted it: check that storage)",
+            )
+        )
     if report.bids:
         bids = ", ".join(f"{pool} ${bid:,.3f}/h" for pool, bid in report.bids)
         out.print(f"  bids (the price above which a move pays): {bids}")

@@ -62,6 +62,9 @@ class EntryKind(enum.StrEnum):
     LOST_WORK = "lost_work"
     CHECKPOINT = "checkpoint"
     FAILURE = "failure"
+    DAMAGED_CHECKPOINT = "damaged_checkpoint"
+    """A damaged checkpoint copy the guard passed over on resume (its path and step, and the
+    step resumed from, in ``detail``)."""
 
 
 DRILL_DETAIL = "drill (--preempt-after)"
@@ -541,6 +544,9 @@ class JobReport:
     checkpoints_sized: bool
     drills: int = 0
     """Preemptions that were drills (``--preempt-after``), counted in ``preemptions``."""
+    damaged_checkpoints: tuple[str, ...] = ()
+    """Damaged checkpoint copies passed over on resume: each one's path and step, and the step
+    the job resumed from instead."""
     moves: tuple[str, ...] = ()
     """Why each move was made: the policy's reason, with the expected costs it compared."""
     bids: tuple[tuple[str, float], ...] = ()
@@ -630,11 +636,8 @@ def _report(job: pd.Series, entries: pd.DataFrame, *, pending: int) -> JobReport
         ),
         notices=int((entries.kind == EntryKind.NOTICE).sum()),
         migrations=int((entries.kind == EntryKind.MIGRATION).sum()),
-        moves=tuple(
-            str(d)
-            for d in entries[entries.kind == EntryKind.MIGRATION].detail
-            if isinstance(d, str)
-        ),
+        moves=_details(entries, EntryKind.MIGRATION),
+        damaged_checkpoints=_details(entries, EntryKind.DAMAGED_CHECKPOINT),
         bids=tuple(
             (str(row.pool), round(float(row.price), 4))
             for row in entries[
@@ -652,6 +655,11 @@ def _report(job: pd.Series, entries: pd.DataFrame, *, pending: int) -> JobReport
         fleet=_text_or_none(job.get("fleet")),
         tier=_text_or_none(job.get("tier")),
     )
+
+
+def _details(entries: pd.DataFrame, kind: EntryKind) -> tuple[str, ...]:
+    """The ``detail`` of each entry of ``kind``, in order."""
+    return tuple(str(d) for d in entries[entries.kind == kind].detail if isinstance(d, str))
 
 
 def _use(group: pd.DataFrame) -> MarketUse:

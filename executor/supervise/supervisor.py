@@ -202,6 +202,8 @@ class Supervisor:
         self.on_event = on_event
         self._reached_step = 0
         """The furthest training step any instance of the job reached."""
+        self._damaged: set[str] = set()
+        """Damaged checkpoint copies recorded in the ledger (their paths)."""
         """Where the command's output goes, per instance (None: the launcher's default)."""
         self.ledger, self.progress, self.clock = ledger, progress, clock
         self.report = RunReport()
@@ -759,6 +761,7 @@ class Supervisor:
             on_demand_price=baseline,
         )
         self._count_steps(instance)
+        self._record_damaged(instance)
         self.report.events.extend(instance.events)
         since = _productive_since(instance, outcome, code)
         if since is None:
@@ -776,6 +779,22 @@ class Supervisor:
                 price=placement.price,
                 on_demand_price=baseline,
             )
+
+    def _record_damaged(self, instance: Instance) -> None:
+        """Keep in the ledger, once per copy, each damaged checkpoint the instance's guard
+        passed over on resume (its ``resumed`` event's ``damaged``), and say it."""
+        for event in instance.events:
+            damaged = event.get("damaged") if event.get("event") == "resumed" else None
+            for copy in damaged if isinstance(damaged, list) else []:
+                path = copy.get("path") if isinstance(copy, dict) else None
+                if not isinstance(path, str) or path in self._damaged:
+                    continue
+                self._damaged.add(path)
+                detail = f"{path} (step {copy.get('step')}), resumed from step {event.get('step')}"
+                self.ledger.record(
+                    EntryKind.DAMAGED_CHECKPOINT, pool=instance.placement.pool, detail=detail
+                )
+                self.progress(f"warning: a damaged checkpoint was skipped on resume: {detail}")
 
     def _count_steps(self, instance: Instance) -> None:
         """Steps this instance did again (past what the job had reached before its resume

@@ -19,8 +19,13 @@ supervisor's drill clock, a replay's preemptions and migration wait for), and a 
 the step heartbeat. When its training loop ends it says so, once:
 ``{"event": "trained", "step": N, "epoch": E, "rank": R, "t": T}``; a supervisor sends no drill,
 move or stall kill after it, so what the script runs after the loop (a final save, an eval, an
-upload) runs once. Checkpoints that exist but are all damaged stop it with a clear message
-rather than a silent start from step 0 (``fresh_if_damaged`` or
+upload) runs once.
+
+A damaged newest checkpoint is never passed over in silence: the guard resumes from the newest
+intact copy and says, on stderr, which copy was damaged (its path and step) and what was wrong;
+its ``resumed`` event lists them (``"damaged": [{"path": P, "step": S}, ...]``), which the
+supervisor keeps in the ledger. Checkpoints that exist but are all damaged stop it with a clear
+message rather than a silent start from step 0 (``fresh_if_damaged`` or
 ``$SPOTWISE_FRESH_IF_DAMAGED=1`` starts over deliberately).
 """
 
@@ -42,7 +47,13 @@ from torch.utils.data import DataLoader
 
 from spotwise.core.clock import SYSTEM_CLOCK, Clock
 from spotwise.core.settings import current
-from spotwise.executor.checkpoint.manager import Checkpointer, CheckpointManager, NoIntactCheckpoint
+from spotwise.executor.checkpoint.manager import (
+    Checkpoint,
+    Checkpointer,
+    CheckpointManager,
+    DamagedCopy,
+    NoIntactCheckpoint,
+)
 from spotwise.executor.clouds.registry import sources_from_env
 from spotwise.executor.errors import CheckpointError, Preempted
 from spotwise.executor.notices import (
@@ -187,6 +198,9 @@ class Guard:
         self.step_count = 0
         self.finished = False
         self.resumed_from: int | None = None
+        self.skipped: tuple[DamagedCopy, ...] = ()
+        """Damaged checkpoint copies passed over on resume (said on stderr, and in the
+        ``resumed`` event)."""
         self.checkpoints = 0
         self.stalls_s: list[float] = []
         self._pending_rng: dict[str, Any] | None = None
@@ -228,6 +242,8 @@ class Guard:
         local = self._load_weights(state)
         self._load_schedule(state)
         self.resumed_from = checkpoint.step
+        self.skipped = checkpoint.skipped
+        _say_skipped(checkpoint)
         # Restored after the data iterator is created, which draws from the RNG.
         self._pending_rng = local["rng"] or derived_rng_state(self.step_count, self.rank or 0)
         return True
@@ -271,6 +287,8 @@ class Guard:
             "world_size": torch.distributed.get_world_size() if self.rank is not None else 1,
             "interval_s": round(self.interval_s, 3),
         }
+        if self.skipped:
+            event["damaged"] = [{"path": c.path, "step": c.step} for c in self.skipped]
         emit_event(event)
         self.heartbeat.beat(self.step_count)
         return event
@@ -498,6 +516,24 @@ def _mtbf_s(given: float | None, settings: Settings) -> float | None:
     if settings.pool and settings.store:
         return forecast_mtbf_s(str(settings.store), settings.pool)
     return None
+
+
+def _say_skipped(checkpoint: Checkpoint) -> None:
+    """Say loudly, on stderr (the job's log), each damaged copy passed over to resume from
+    ``checkpoint``: its path and step, what was wrong, and where the job resumes instead."""
+    for copy in checkpoint.skipped:
+        instead = (
+            f"the intact copy of step {checkpoint.step} at {checkpoint.url}"
+            if copy.step == checkpoint.step
+            else f"step {checkpoint.step} at {checkpoint.url}, so the steps after it are done again"
+        )
+        print(
+            f"spotwise guard: WARNING: damaged checkpoint skipped: {copy.path} (step "
+            f"{copy.step}): {copy.problem}; resuming from {instead}. Something corrupted it: "
+            f"check the disk or bucket of {copy.url}",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def _restore(g: Guard, fresh_if_damaged: bool) -> None:

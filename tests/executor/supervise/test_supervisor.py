@@ -531,6 +531,22 @@ def test_drills_never_count_toward_the_fall_back_to_on_demand(tmp_path: Path) ->
     assert ledger_report.drills == ledger_report.preemptions == report.preemptions
 
 
+@pytest.mark.slow
+def test_a_damaged_checkpoint_the_guard_skipped_is_kept_in_the_ledger_and_said(
+    tmp_path: Path,
+) -> None:
+    supervisor, _, store, ledger = supervise(tmp_path, market("1" * 60), work_s=1.0)
+    said: list[str] = []
+    supervisor.progress = said.append
+    resumed = {"event": "resumed", "step": 4, "damaged": [{"path": "/ck/step-8", "step": 8}]}
+    report = supervisor.run([sys.executable, "-c", f"print({json.dumps(resumed)!r})"])
+    assert report.completed
+    detail = "/ck/step-8 (step 8), resumed from step 4"
+    assert f"warning: a damaged checkpoint was skipped on resume: {detail}" in said
+    with open_operational(store) as market_store:
+        assert job_report(market_store, ledger.job_id).damaged_checkpoints == (detail,)
+
+
 def test_drill_durations_are_checked(cli_in_process: CliRun) -> None:
     both = cli_in_process("run", "--preempt-after", "1m", "--preempt-every", "1m", "--", "true")
     assert both.returncode == 1 and "not both" in both.stderr

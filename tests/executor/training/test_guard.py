@@ -366,6 +366,30 @@ def test_every_checkpoint_damaged_stops_the_guard_and_says_how_to_start_over(
     assert event["event"] == "fresh" and event["step"] == 0
 
 
+def test_a_damaged_newest_checkpoint_skipped_on_resume_is_said_loudly_with_its_path(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    model = torch.nn.Linear(2, 1)
+    loader = DataLoader(TensorDataset(torch.randn(8, 2)), batch_size=4)
+    with guard([str(tmp_path)], model=model, loader=loader, notices=[], interval_s=0.0) as g:
+        for _ in g.batches():
+            g.step()  # a checkpoint at each: step-1, step-2 (and the final one, step-2 again)
+    newest = tmp_path / "step-2"
+    (newest / "small.bin").write_bytes(b"torn")
+    capfd.readouterr()
+    with guard([str(tmp_path)], model=model, loader=loader, notices=[]) as g:
+        assert g.resumed_from == 1 and [c.path for c in g.skipped] == [str(newest)]
+    out, err = capfd.readouterr()
+    [warning] = [line for line in err.splitlines() if "WARNING" in line]
+    assert warning.startswith(
+        f"spotwise guard: WARNING: damaged checkpoint skipped: {newest} (step 2): "
+        f"{newest}/small.bin: checksum mismatch; resuming from step 1 at {tmp_path}"
+    )
+    resumed = json.loads(out.splitlines()[0])
+    assert resumed["event"] == "resumed" and resumed["step"] == 1
+    assert resumed["damaged"] == [{"path": str(newest), "step": 2}]
+
+
 def test_the_guard_refuses_damaged_checkpoints_in_process_too(tmp_path: Path) -> None:
     from spotwise.executor.errors import CheckpointError
     from spotwise.executor.training.guard import GuardRefused
