@@ -35,7 +35,7 @@ def print_report(result: JobReport | SupervisedJob, as_json: bool) -> None:
             f"redone) × the on-demand price of {report.prices.instance_type} in the "
             "region each ran in"
         )
-        for line in _price_lines(report.prices):
+        for line in _price_lines(report.prices, report.pools_used):
             out.print(f"  {line}")
     b = report.breakdown
     sized = report.checkpoints_sized
@@ -91,14 +91,18 @@ def _simulated(report: JobReport) -> str:
     return f", simulated on a {report.simulation or 'replayed market'}"
 
 
-def _price_lines(prices: PriceBook) -> list[str]:
-    """One line per distinct quote: the pools (or regions) it prices, the price, its source
-    and time."""
+def _price_lines(prices: PriceBook, pools: tuple[str, ...]) -> list[str]:
+    """One line per distinct quote of the spot ``pools`` the job used and of the on-demand
+    price in their regions and its home one: the pools (or regions) it prices, the price, its
+    source and time."""
     from spotwise.executor.ledger.prices import stale_mark
     from spotwise.pricing.quotes import Quote
 
+    regions = {prices.home_region, *(prices.region_of.get(p, prices.home_region) for p in pools)}
+    spot = {p: q for p, q in prices.spot.items() if p in pools}
+    on_demand = {r: q for r, q in prices.on_demand.items() if r in regions}
     lines = []
-    for market, by_place in (("spot", prices.spot), ("on-demand", prices.on_demand)):
+    for market, by_place in (("spot", spot), ("on-demand", on_demand or prices.on_demand)):
         groups: dict[Quote, list[str]] = {}
         for place, quote in by_place.items():
             groups.setdefault(quote, []).append(place or "every pool")

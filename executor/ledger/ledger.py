@@ -544,6 +544,9 @@ class JobReport:
     checkpoints_sized: bool
     drills: int = 0
     """Preemptions that were drills (``--preempt-after``), counted in ``preemptions``."""
+    pools_used: tuple[str, ...] = ()
+    """The spot pools its instances were launched in, in the order first used (its report
+    prices these, not every pool of its book)."""
     damaged_checkpoints: tuple[str, ...] = ()
     """Damaged checkpoint copies passed over on resume: each one's path and step, and the step
     the job resumed from instead."""
@@ -638,6 +641,13 @@ def _report(job: pd.Series, entries: pd.DataFrame, *, pending: int) -> JobReport
         migrations=int((entries.kind == EntryKind.MIGRATION).sum()),
         moves=_details(entries, EntryKind.MIGRATION),
         damaged_checkpoints=_details(entries, EntryKind.DAMAGED_CHECKPOINT),
+        pools_used=tuple(
+            dict.fromkeys(
+                str(pool)
+                for pool in entries[entries.kind.isin([EntryKind.LAUNCH, EntryKind.INSTANCE])].pool
+                if isinstance(pool, str) and pool
+            )
+        ),
         bids=tuple(
             (str(row.pool), round(float(row.price), 4))
             for row in entries[

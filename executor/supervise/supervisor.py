@@ -368,21 +368,24 @@ class Supervisor:
                 command cannot be started.
             Cancelled: on SIGTERM/SIGINT (or :meth:`cancel`), after the job had its grace.
         """
+        status = JobStatus.FAILED
         try:
             with cancel_on_signals(self.cancel):
                 self._run(command)
+            status = JobStatus.COMPLETED
         except Cancelled:
-            self.ledger.finish(JobStatus.CANCELLED)
+            status = JobStatus.CANCELLED
             raise
         except Stopped:
-            self.ledger.finish(JobStatus.PRUNED)
+            status = JobStatus.PRUNED
             raise
         except BaseException:
             if self._instance is not None:
                 self._instance.terminate()
-            self.ledger.finish(JobStatus.FAILED)
             raise
-        self.ledger.finish(JobStatus.COMPLETED)
+        finally:  # however it ended, its checkpoints cost storage
+            size_checkpoints(self.config.checkpoints, self.ledger, self.progress)
+            self.ledger.finish(status)
         return self.report
 
     def _check_cancelled(self) -> None:
@@ -419,18 +422,6 @@ class Supervisor:
                 f"({self._drill.after_s:g} s after the first step); a shorter --preempt-after "
                 "drills this job"
             )
-        self._size_checkpoints()
-
-    def _size_checkpoints(self) -> None:
-        """Record the bytes each checkpoint place holds; one that cannot be read is said and
-        left unsized (the report then says its storage is not counted)."""
-        for place in self.config.checkpoints:
-            try:
-                size = place.nbytes()
-            except (ExecutorError, OSError) as exc:
-                self.progress(f"checkpoints at {place.where} not sized: {exc}")
-                continue
-            self.ledger.record(EntryKind.CHECKPOINT, nbytes=size, detail=place.where)
 
     def _launch(
         self, placement: Placement, command: Sequence[str], env: dict[str, str]
@@ -812,6 +803,21 @@ class Supervisor:
         self._reached_step = max(self._reached_step, end)
 
 
+def size_checkpoints(
+    places: Sequence[CheckpointPlace], ledger: Ledger, progress: Progress = silent
+) -> None:
+    """Record the bytes each checkpoint place holds, at the job's end however it ended; one
+    that cannot be read is said and left unsized (the report then says its storage is not
+    counted)."""
+    for place in places:
+        try:
+            size = place.nbytes()
+        except (ExecutorError, OSError) as exc:
+            progress(f"checkpoints at {place.where} not sized: {exc}")
+            continue
+        ledger.record(EntryKind.CHECKPOINT, nbytes=size, detail=place.where)
+
+
 def checkpoint_interval(events: Sequence[dict[str, Any]], given_s: float | None = None) -> float:
     """The command's checkpoint interval in seconds, as its guard last said (``interval_s`` of
     an event), else as the job was given it (``$SPOTWISE_CHECKPOINT_S``), else the guard's own
@@ -840,7 +846,9 @@ def _productive_since(
     (None: it never started)."""
     events = instance.events
     if not events:  # a remote instance: its exit code is all there is
-        clean = outcome in (Outcome.DONE, Outcome.PREEMPTED, Outcome.MIGRATED)
+        clean = outcome in (Outcome.DONE, Outcome.PREEMPTED, Outcome.MIGRATED) or (
+            outcome is Outcome.CANCELLED and code in (0, PREEMPTED_EXIT_CODE)
+        )
         return instance.started_hours, clean
     first = next((e for e in events if e.get("event") == "first_step"), None)
     first = first or next((e for e in events if e.get("event") in ("fresh", "resumed")), None)
@@ -852,13 +860,15 @@ def _productive_since(
 def _ended_clean(events: list[dict[str, Any]], outcome: Outcome, code: int | None) -> bool:
     """Whether a command's work was kept: it said so (``done``, ``preempted``), or, for one
     that does not say how it ended (a stranger's script under the guard), its exit 0 or
-    preempted code came after the guard's last checkpoint."""
+    preempted code came after the guard's last checkpoint (a cancelled one's too: it
+    checkpointed in its grace)."""
     if any(e.get("event") in ("done", "preempted") for e in events):
         return True
     return code in (0, PREEMPTED_EXIT_CODE) and outcome in (
         Outcome.DONE,
         Outcome.PREEMPTED,
         Outcome.MIGRATED,
+        Outcome.CANCELLED,
     )
 
 

@@ -248,9 +248,9 @@ def test_a_move_stays_a_move_when_the_pool_is_taken_back_while_it_checkpoints(
 
 @pytest.mark.slow
 def test_jobs_list_and_show_read_the_ledger(tmp_path: Path, cli: CliRun, store_file: Path) -> None:
-    traces = market("1" * 60)
+    traces = market("1" * 60, "1" * 60, "1" * 60)
     supervisor, command, store, ledger = supervise(tmp_path, traces, work_s=1.0)
-    supervisor.run(command)
+    [used] = {p.removeprefix("spot in ") for p in supervisor.run(command).placements}
     env = {"SPOTWISE_STORE": str(store)}
     listed = cli("jobs", "list", "--json", env=env)
     assert listed.returncode == 0, listed.stderr
@@ -262,6 +262,9 @@ def test_jobs_list_and_show_read_the_ledger(tmp_path: Path, cli: CliRun, store_f
     text = cli("jobs", "show", ledger.job_id, env=env).stdout
     assert "simulated on a replayed market" in text
     assert "reference p3.2xlarge price (not a quote)" in text  # the prices say what they are
+    # the pool it ran in is priced, not the three of its book
+    spot_lines = [line.strip() for line in text.splitlines() if line.strip().startswith("spot ")]
+    assert [line.split(":")[0] for line in spot_lines] == [f"spot {used}"]
     assert "(simulated)" in cli("jobs", "list", env=env).stdout
     # no --ckpt folder: the checkpoints' size is unknown, said so, never shown as 0 MB and $0
     assert report["checkpoints_sized"] is False
