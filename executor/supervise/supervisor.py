@@ -59,6 +59,7 @@ from spotwise.executor.supervise.watch import (
     Notices,
     Outcome,
     Stall,
+    Steps,
     Waiting,
     Watch,
     Watcher,
@@ -102,6 +103,9 @@ class SupervisorConfig:
     poll_s: float = 0.02
     no_capacity_s: float = 60.0
     """Wall seconds a pool that refused a launch is left alone."""
+    step_report_s: float | None = 30.0
+    """Wall seconds between lines saying the training's step, of how many, its pace and the
+    time left (None: say nothing)."""
     waiting_report_s: float | None = 60.0
     """Wall seconds between lines saying what the job waits for while its instance has sent
     no output yet (a cloud instance booting; None: say nothing)."""
@@ -587,6 +591,8 @@ class Supervisor:
             watchers.append(EventStop(self.on_event))
         if config.stall_timeout_s is not None:
             watchers.append(Stall(config.stall_timeout_s))
+        if config.step_report_s is not None:
+            watchers.append(Steps(config.step_report_s, self.progress))
         watchers += [
             GuardStart(
                 GuardStart.announced,

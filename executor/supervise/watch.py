@@ -1,7 +1,8 @@
 """Following one instance to its end: the state of its course (:class:`Watch`) and the small
 watchers the supervisor's loop runs on it every poll, each for one concern: what a booting
 instance waits for, cancellation, a pruner's stop, a hung command, the guard's start, the cloud's
-notices and the drills, a move on high risk, and the way back from on-demand to spot.
+notices and the drills, a move on high risk, the way back from on-demand to spot, and how far
+the training has got.
 
 A watcher changes the watch only through its methods (``notice``, ``move``, ``kill``), so the
 outcome follows from one record whoever acted (:meth:`Watch.outcome`).
@@ -279,6 +280,76 @@ class Drill:
                 return False
             watch.stepping_at = now
         return now - watch.stepping_at >= self.after_s
+
+
+def training_step(instance: Instance) -> int | None:
+    """The command's training step now: where its guard started plus the steps its heartbeat
+    counts, where the launcher reads one; else the newest step an event carried (None: none
+    yet)."""
+    events = instance.events
+    start = next(
+        (e.get("step") for e in reversed(events) if e.get("event") in ("fresh", "resumed")), None
+    )
+    taken = getattr(instance, "steps_taken", None)
+    if isinstance(start, int) and callable(taken):
+        return start + int(taken())
+    steps = [e["step"] for e in events if isinstance(e.get("step"), int)]
+    return max(steps) if steps else None
+
+
+def total_steps(instance: Instance) -> int | None:
+    """The steps the whole training takes, as its guard announced them (None: not said)."""
+    for event in reversed(instance.events):
+        total = event.get("total_steps")
+        if event.get("event") in ("fresh", "resumed") and isinstance(total, int) and total > 0:
+            return total
+    return None
+
+
+def duration(seconds: float) -> str:
+    """``seconds`` as a person reads a time left: 45 s, 12 min, 3.5 h."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+class Steps:
+    """Says every ``every_s`` how far the training has got: its step, of how many, its pace
+    since the step first seen on this instance, and the wall time left at that pace (nothing
+    once its training loop has ended)."""
+
+    def __init__(self, every_s: float, progress: Progress) -> None:
+        self.every_s, self.progress = every_s, progress
+        self._first: tuple[float, int] | None = None
+        """When a step was first seen on this instance, and which."""
+        self._next: float | None = None
+
+    def tick(self, watch: Watch, now: float) -> bool:
+        """Say it when due."""
+        if not watch.started or watch.trained or (self._next is not None and now < self._next):
+            return False
+        step = training_step(watch.instance)
+        if step is None:
+            return False
+        self._next = now + self.every_s
+        if self._first is None:
+            self._first = (now, step)
+        else:
+            self.progress(self.describe(step, total_steps(watch.instance), now))
+        return False
+
+    def describe(self, step: int, total: int | None, now: float) -> str:
+        """The line: ``step 1,200 of 5,000 (24%), 3.1 steps/s, about 26 min left``."""
+        assert self._first is not None
+        began, first_step = self._first
+        rate = (step - first_step) / (now - began) if now > began else 0.0
+        of = f" of {total:,} ({100 * step / total:.0f}%)" if total else ""
+        line = f"step {step:,}{of}, {rate:.3g} steps/s"
+        if total and rate > 0 and step < total:
+            line += f", about {duration((total - step) / rate)} left"
+        return line
 
 
 class TakeBacks(Protocol):

@@ -14,9 +14,10 @@ step, commits a checkpoint and exits with :data:`PREEMPTED_EXIT_CODE`. A normal 
 final checkpoint marked finished.
 
 Once restored (or started fresh) it announces itself: one JSON line on the process's own stdout,
-``{"event": "fresh"|"resumed", "step": N, "rank": R, "world_size": W, "t": T}`` (what a
-supervisor's drill clock, a replay's preemptions and migration wait for), and a first beat of
-the step heartbeat. When its training loop ends it says so, once:
+``{"event": "fresh"|"resumed", "step": N, "epoch": E, "total_steps": S, "rank": R,
+"world_size": W, "t": T}`` (what a supervisor's drill clock, a replay's preemptions and
+migration wait for; with the heartbeat's steps, what its progress and time left are told
+from), and a first beat of the step heartbeat. When its training loop ends it says so, once:
 ``{"event": "trained", "step": N, "epoch": E, "rank": R, "t": T}``; a supervisor sends no drill,
 move or stall kill after it, so what the script runs after the loop (a final save, an eval, an
 upload) runs once.
@@ -160,7 +161,16 @@ def last_save_fits(save_s: float, window_s: float) -> bool:
 
 
 class Guard:
-    """Tracks steps, decides when to checkpoint, and saves and restores everything."""
+    """Tracks steps, decides when to checkpoint, and saves and restores everything.
+
+    What a script may read (and print) as it trains: :attr:`step_count` (the steps taken,
+    counting those before a resume), :attr:`epoch` (the epoch under way, from 0),
+    :attr:`epochs`, :attr:`total_steps` (the whole training's, one step a batch) and
+    :attr:`resumed_from` (the checkpoint's step, None on a fresh start)::
+
+        if g.step_count % 100 == 0:
+            print(f"epoch {g.epoch + 1}/{g.epochs} step {g.step_count}/{g.total_steps}")
+    """
 
     def __init__(
         self,
@@ -196,6 +206,7 @@ class Guard:
         self.fixed_interval_s = interval_s
         self.mtbf_s = mtbf_s
         self.step_count = 0
+        """Training steps taken (:meth:`step` calls), counting those before a resume."""
         self.finished = False
         self.resumed_from: int | None = None
         self.skipped: tuple[DamagedCopy, ...] = ()
@@ -286,6 +297,8 @@ class Guard:
             "step": self.step_count,
             "world_size": torch.distributed.get_world_size() if self.rank is not None else 1,
             "interval_s": round(self.interval_s, 3),
+            "epoch": self.epoch,
+            "total_steps": self.total_steps,
         }
         if self.skipped:
             event["damaged"] = [{"path": c.path, "step": c.step} for c in self.skipped]
@@ -324,6 +337,20 @@ class Guard:
                 "epoch": self.data.epoch,
             }
         )
+
+    @property
+    def epoch(self) -> int:
+        """The epoch under way, from 0 (``epochs`` once every one is done), as restored."""
+        return self.data.epoch
+
+    @property
+    def total_steps(self) -> int | None:
+        """The steps the whole training takes at one :meth:`step` a batch: ``epochs`` × the
+        loader's batches (None for a loader with no length)."""
+        try:
+            return self.epochs * len(self.data.loader)
+        except TypeError:
+            return None
 
     @property
     def interval_s(self) -> float:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from spotwise.executor.launchers.base import Placement
-from spotwise.executor.supervise.watch import Drill, Every, Stall, Watch
+from spotwise.executor.supervise.watch import Drill, Every, Stall, Steps, Watch, duration
 
 
 class Quiet:
@@ -68,3 +68,51 @@ def test_the_trained_event_is_seen_when_it_comes_after_others() -> None:
     assert not watch.trained
     instance.events += [{"event": "loss", "value": 0.5}, TRAINED]
     assert watch.trained
+
+
+class Stepping(Quiet):
+    """An instance whose guard started at step 100 of 1,100 and whose heartbeat counts the
+    steps it has taken since."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.events = [{"event": "resumed", "step": 100, "total_steps": 1100}]
+        self.taken = 0
+
+    def steps_taken(self) -> int:
+        return self.taken
+
+
+def test_the_steps_taken_their_share_and_the_time_left_are_said_every_so_often() -> None:
+    said: list[str] = []
+    steps = Steps(every_s=30.0, progress=said.append)
+    instance = Stepping()
+    watch = watch_of(instance)
+    steps.tick(watch, now=0.0)  # its pace is measured from here
+    instance.taken = 100
+    steps.tick(watch, now=10.0)  # not yet due
+    instance.taken = 300
+    steps.tick(watch, now=30.0)
+    assert said == ["step 400 of 1,100 (36%), 10 steps/s, about 70 s left"]
+    instance.taken = 800
+    steps.tick(watch, now=80.0)
+    assert said[-1] == "step 900 of 1,100 (82%), 10 steps/s, about 20 s left"
+    instance.events.append(TRAINED)
+    steps.tick(watch, now=200.0)  # its loop has ended: nothing more to say
+    assert len(said) == 2
+
+
+def test_a_command_that_says_its_steps_only_in_events_gets_its_step_said() -> None:
+    said: list[str] = []
+    steps = Steps(every_s=1.0, progress=said.append)
+    instance = Quiet()
+    instance.steps_taken = None  # type: ignore[assignment,method-assign]  (a cloud instance)
+    watch = watch_of(instance)
+    steps.tick(watch, now=0.0)
+    instance.events.append({"event": "report", "step": 50, "value": 0.1})
+    steps.tick(watch, now=5.0)
+    assert said == ["step 50, 10 steps/s"]
+
+
+def test_times_left_read_as_a_person_reads_them() -> None:
+    assert [duration(s) for s in (45, 720, 12_600)] == ["45 s", "12 min", "3.5 h"]

@@ -326,6 +326,23 @@ def test_the_guard_says_once_when_its_training_loop_has_ended(
     assert said(capfd) == [("resumed", 4), ("trained", 4)]
 
 
+def test_a_script_reads_its_step_epoch_and_total_steps_from_the_guard(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    model = torch.nn.Linear(2, 1)
+    loader = DataLoader(TensorDataset(torch.randn(8, 2)), batch_size=4)  # two batches an epoch
+    seen = []
+    with guard([str(tmp_path)], model=model, loader=loader, epochs=3, notices=[]) as g:
+        assert (g.step_count, g.epoch, g.epochs, g.total_steps) == (0, 0, 3, 6)
+        for _ in g.batches():
+            g.step()
+            seen.append((g.step_count, g.epoch))
+    assert seen == [(1, 0), (2, 0), (3, 1), (4, 1), (5, 2), (6, 2)]
+    assert g.epoch == 3  # every epoch done
+    fresh = json.loads(capfd.readouterr().out.splitlines()[0])
+    assert (fresh["event"], fresh["epoch"], fresh["total_steps"]) == ("fresh", 0, 6)
+
+
 def small_guarded_run(folder: Path) -> None:
     """Two steps under the guard: one committed checkpoint, the final one."""
     model = torch.nn.Linear(2, 1)
