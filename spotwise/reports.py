@@ -10,7 +10,6 @@ from spotwise.console import out, plural, styled
 
 if TYPE_CHECKING:
     from spotwise.executor.ledger.ledger import JobReport
-    from spotwise.executor.ledger.prices import PriceBook
     from spotwise.executor.supervise.supervised import SupervisedJob
 
 
@@ -35,7 +34,7 @@ def print_report(result: JobReport | SupervisedJob, as_json: bool) -> None:
             f"redone) × the on-demand price of {report.prices.instance_type} in the "
             "region each ran in"
         )
-        for line in _price_lines(report.prices, report.pools_used):
+        for line in report.prices.used_by(report.pools_used).quote_lines():
             out.print(f"  {line}")
     b = report.breakdown
     sized = report.checkpoints_sized
@@ -89,24 +88,3 @@ def _simulated(report: JobReport) -> str:
     if not report.simulated:
         return ""
     return f", simulated on a {report.simulation or 'replayed market'}"
-
-
-def _price_lines(prices: PriceBook, pools: tuple[str, ...]) -> list[str]:
-    """One line per distinct quote of the spot ``pools`` the job used and of the on-demand
-    price in their regions and its home one: the pools (or regions) it prices, the price, its
-    source and time."""
-    from spotwise.executor.ledger.prices import stale_mark
-    from spotwise.pricing.quotes import Quote
-
-    regions = {prices.home_region, *(prices.region_of.get(p, prices.home_region) for p in pools)}
-    spot = {p: q for p, q in prices.spot.items() if p in pools}
-    on_demand = {r: q for r, q in prices.on_demand.items() if r in regions}
-    lines = []
-    for market, by_place in (("spot", spot), ("on-demand", on_demand or prices.on_demand)):
-        groups: dict[Quote, list[str]] = {}
-        for place, quote in by_place.items():
-            groups.setdefault(quote, []).append(place or "every pool")
-        for quote, places in groups.items():
-            stale = stale_mark(quote, prices.priced_at)
-            lines.append(f"{market} {', '.join(places)}: {quote.describe()}{stale}")
-    return lines

@@ -14,7 +14,7 @@ when the book was made is flagged stale, by the rule ``spotwise plan`` flags its
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -60,6 +60,29 @@ class PriceBook:
         """The on-demand price of the instance type in ``pool``'s region (None: the home one)."""
         region = self.region_of.get(pool, self.home_region) if pool else self.home_region
         return self.on_demand.get(region) or self.on_demand[self.home_region]
+
+    def used_by(self, pools: Sequence[str]) -> PriceBook:
+        """The book of a job that ran in ``pools``: their spot quotes, and the on-demand
+        quotes of their regions and the home one (what its report shows)."""
+        regions = {self.home_region, *(self.region_of.get(p, self.home_region) for p in pools)}
+        return replace(
+            self,
+            spot={p: q for p, q in self.spot.items() if p in pools},
+            on_demand={r: q for r, q in self.on_demand.items() if r in regions},
+        )
+
+    def quote_lines(self) -> list[str]:
+        """One line per distinct quote: the pools (or regions) it prices, the price, its
+        source and time, and whether it was stale when the book was made."""
+        lines = []
+        for market, by_place in (("spot", self.spot), ("on-demand", self.on_demand)):
+            groups: dict[Quote, list[str]] = {}
+            for place, quote in by_place.items():
+                groups.setdefault(quote, []).append(place or "every pool")
+            for quote, places in groups.items():
+                stale = stale_mark(quote, self.priced_at)
+                lines.append(f"{market} {', '.join(places)}: {quote.describe()}{stale}")
+        return lines
 
     def typical_spot(self) -> float:
         """The median spot price over the pools (upper median): the job's terms for a policy

@@ -290,7 +290,7 @@ class Guard:
         """Say that the guard has started and from which step: the ``fresh``/``resumed`` event
         on stdout and a first beat of the step heartbeat (a supervisor starts its drill clock,
         a replay's preemptions and its migration checks on either)."""
-        event = {
+        event: dict[str, Any] = {
             "event": "fresh" if self.resumed_from is None else "resumed",
             "t": self.clock.time(),
             "rank": self.rank if self.rank is not None else _rank_from_env(),

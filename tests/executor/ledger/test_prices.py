@@ -132,6 +132,63 @@ def test_a_quote_older_than_a_week_is_flagged_stale_by_the_rule_plan_uses(tmp_pa
     ]
 
 
+def test_a_jobs_report_shows_the_prices_of_the_pools_it_ran_in_stale_ones_flagged(
+    tmp_path: Path,
+) -> None:
+    """What ``jobs show`` and a sweep's report print of a job that ran in us-east-1a only."""
+    import pandas as pd
+
+    fresh = (pd.Timestamp.now(tz="UTC") - pd.Timedelta(days=1)).isoformat()
+    with MarketStore.open(tmp_path / "m.duckdb") as store:
+        _price(store, "spot", "us-east-1", "us-east-1a", 0.92, "2020-03-01 00:00:00+00")
+        _price(store, "spot", "us-west-2", "us-west-2b", 1.10, fresh)
+        _price(store, "on_demand", "us-east-1", "", 3.06, fresh)
+        _price(store, "on_demand", "us-west-2", "", 3.06, fresh)
+        book = price_book(store, POOLS, instance_type="p3.2xlarge")
+    lines = book.used_by(["us-east-1a_v100_1"]).quote_lines()
+    assert [line.split(":")[0] for line in lines] == [
+        "spot us-east-1a_v100_1",
+        "on-demand us-east-1",
+    ]
+    assert lines[0].endswith(" (stale: older than 7 days when the job was priced)")
+    assert "stale" not in lines[1]
+    # a job that has not launched yet: the on-demand price of its home region only
+    assert [line.split(":")[0] for line in book.used_by([]).quote_lines()] == [
+        "on-demand us-east-1"
+    ]
+
+
+def test_a_sweeps_report_flags_stale_prices_as_the_run_report_does(tmp_path: Path) -> None:
+    from spotwise.executor.ledger.ledger import EntryKind, JobStatus
+    from spotwise.executor.sweeps.report import _quoted_prices
+
+    with MarketStore.open(tmp_path / "m.duckdb") as store:
+        _price(store, "spot", "us-east-1", "us-east-1a", 0.92, "2020-03-01 00:00:00+00")
+        book = price_book(store, POOLS, instance_type="p3.2xlarge", on_demand_price=3.0)
+    terms = job(1.0)
+    info = JobInfo(
+        name="trial",
+        command="train.py",
+        launcher="local",
+        compute_hours=terms.compute_hours,
+        deadline_hours=terms.deadline_hours,
+        on_demand_price=3.0,
+        simulated=True,
+        prices=book,
+        sweep="s",
+        trial=0,
+    )
+    ledger = Ledger(tmp_path / "ops.duckdb", info)
+    ledger.record(EntryKind.LAUNCH, pool="us-east-1a_v100_1", market="spot")
+    ledger.finish(JobStatus.COMPLETED)
+    with open_operational(tmp_path / "ops.duckdb") as ops:
+        report = job_report(ops, ledger.job_id)
+    assert sorted(_quoted_prices([report])) == sorted(book.used_by(report.pools_used).quote_lines())
+    [spot] = [line for line in _quoted_prices([report]) if line.startswith("spot")]
+    assert spot.startswith("spot us-east-1a_v100_1: $0.920/h")
+    assert spot.endswith("(stale: older than 7 days when the job was priced)")
+
+
 def test_a_stored_price_book_reads_back_as_it_was_or_says_what_is_wrong() -> None:
     book = PriceBook.flat(("z1", "z2"), 0.9, 3.06)
     assert PriceBook.from_dict(book.to_dict(), "job j's prices") == book
