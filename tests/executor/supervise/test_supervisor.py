@@ -536,7 +536,7 @@ def test_drills_never_count_toward_the_fall_back_to_on_demand(tmp_path: Path) ->
 
 @pytest.mark.slow
 def test_a_damaged_checkpoint_the_guard_skipped_is_kept_in_the_ledger_and_said(
-    tmp_path: Path,
+    tmp_path: Path, cli: CliRun
 ) -> None:
     supervisor, _, store, ledger = supervise(tmp_path, market("1" * 60), work_s=1.0)
     said: list[str] = []
@@ -548,6 +548,8 @@ def test_a_damaged_checkpoint_the_guard_skipped_is_kept_in_the_ledger_and_said(
     assert f"warning: a damaged checkpoint was skipped on resume: {detail}" in said
     with open_operational(store) as market_store:
         assert job_report(market_store, ledger.job_id).damaged_checkpoints == (detail,)
+    shown = cli("jobs", "show", ledger.job_id, env={"SPOTWISE_STORE": str(store)})
+    assert f"damaged checkpoint skipped on resume: {detail}" in shown.stdout
 
 
 def test_drill_durations_are_checked(cli_in_process: CliRun) -> None:
