@@ -261,15 +261,10 @@ class FsspecReplica:
 
 def private_folder(path: str) -> None:
     """Make the folder ``path`` 0700 whatever the umask (its missing parents as the umask
-    says); one that exists already is left as it is (the user's own)."""
-    if os.path.isdir(path):
-        return
-    parent = os.path.dirname(path.rstrip("/"))
-    if parent:
-        os.makedirs(parent, exist_ok=True)
+    says); one that exists already is left as it is (the user's own, or another rank's)."""
     try:
-        os.mkdir(path, PRIVATE_FOLDER)
-    except FileExistsError:  # made meanwhile (another rank), or a file: the next step says
+        os.makedirs(path, PRIVATE_FOLDER)
+    except FileExistsError:
         return
     os.chmod(path, PRIVATE_FOLDER)
 
