@@ -84,6 +84,11 @@ class PriceBook:
                 lines.append(f"{market} {', '.join(places)}: {quote.describe()}{stale}")
         return lines
 
+    def has_references(self) -> bool:
+        """Whether any of its prices is the reference one, not a quote."""
+        quotes = [*self.spot.values(), *self.on_demand.values()]
+        return any(q.source == REFERENCE_SOURCE for q in quotes)
+
     def typical_spot(self) -> float:
         """The median spot price over the pools (upper median): the job's terms for a policy
         that takes one spot price."""
@@ -212,6 +217,25 @@ def _stale_collect(book: PriceBook, market: str, places: list[str]) -> str:
         return collect_command(cloud, regions=["R"], on_demand=market == "on-demand")
 
     return for_shape(instance_type, command)
+
+
+def requoted(book: PriceBook, store: MarketStore, pools: Sequence[str]) -> PriceBook:
+    """``book`` with each reference price of ``pools`` (spot) and of their regions (on-demand)
+    replaced by the store's newest quote of its place, where the store has one now (prices
+    collected after the job was priced); the book itself when it has none."""
+    spot = dict(book.spot)
+    for pool in pools:
+        if pool in spot and spot[pool].source == REFERENCE_SOURCE:
+            zone, pool_type = pool_zone_type(pool, book.instance_type)
+            spot[pool] = store_quote(store, "spot", "zone", zone, pool_type) or spot[pool]
+    on_demand = dict(book.on_demand)
+    regions = {book.home_region, *(book.region_of.get(p, book.home_region) for p in pools)}
+    for region in regions:
+        quote = on_demand.get(region)
+        if region and quote is not None and quote.source == REFERENCE_SOURCE:
+            stored = store_quote(store, "on_demand", "region", region, book.instance_type)
+            on_demand[region] = stored or quote
+    return replace(book, spot=spot, on_demand=on_demand)
 
 
 def pool_zone_type(pool: str, instance_type: str) -> tuple[str, str]:

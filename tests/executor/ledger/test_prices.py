@@ -3,6 +3,7 @@ and time, given by the user, estimated, or a labelled reference; and the ledger'
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from spotwise.pricing.errors import StoreError
 from spotwise.pricing.operational import open_operational
 from spotwise.pricing.quotes import REFERENCE_SOURCE
 from spotwise.pricing.store import MarketStore
+from tests.conftest import CliRun
 from tests.executor.supervise.test_supervisor import FAKE_JOB, GAP, PAST, SCALE, job, market
 
 POOLS = ("us-east-1a_v100_1", "us-west-2b_v100_1")
@@ -187,6 +189,58 @@ def test_a_sweeps_report_flags_stale_prices_as_the_run_report_does(tmp_path: Pat
     [spot] = [line for line in _quoted_prices([report]) if line.startswith("spot")]
     assert spot.startswith("spot us-east-1a_v100_1: $0.920/h")
     assert spot.endswith("(stale: older than 7 days when the job was priced)")
+
+
+@pytest.mark.slow  # CLI subprocesses
+def test_jobs_show_prices_a_job_from_spot_rows_collected_after_it_ran_not_the_reference(
+    tmp_path: Path, cli: CliRun
+) -> None:
+    from spotwise.executor.ledger.ledger import EntryKind, JobStatus
+
+    path = tmp_path / "store.duckdb"
+    pool = "us-east-1a_v100_1"
+    with MarketStore.open(path) as store:
+        book = price_book(store, [pool, "us-west-2b_v100_1"], instance_type="p3.2xlarge")
+    assert book.spot_quote(pool).source == REFERENCE_SOURCE  # no rows yet: the reference
+    spot, on_demand = book.spot_quote(pool).usd_per_hour, book.on_demand_quote(pool).usd_per_hour
+    info = JobInfo(
+        name="train.py",
+        command="python train.py",
+        launcher="local",
+        compute_hours=2.0,
+        deadline_hours=4.0,
+        on_demand_price=on_demand,
+        simulated=True,
+        prices=book,
+    )
+    ledger = Ledger(path, info)
+    ledger.record(
+        EntryKind.INSTANCE,
+        pool=pool,
+        market="spot",
+        hours=2.0,
+        price=spot,
+        cost_usd=2.0 * spot,
+        on_demand_price=on_demand,
+    )
+    ledger.finish(JobStatus.COMPLETED)
+    env = {"SPOTWISE_STORE": str(path)}
+
+    def shown() -> dict:
+        result = cli("jobs", "show", ledger.job_id, "--json", env=env)
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout)
+
+    assert shown()["cost_usd"] == pytest.approx(2.0 * spot)
+    with MarketStore.open(path) as store:  # `spotwise collect aws` ran since
+        _price(store, "spot", "us-east-1", "us-east-1a", 0.50, "2024-02-01 00:00:00+00")
+        _price(store, "on_demand", "us-east-1", "", 4.00, "2024-02-01 00:00:00+00")
+    report = shown()
+    assert report["cost_usd"] == pytest.approx(1.0)
+    assert report["on_demand_cost_usd"] == pytest.approx(8.0)
+    assert report["prices"]["spot"][pool]["source"] == "store: test-prices, us-east-1a"
+    text = cli("jobs", "show", ledger.job_id, env=env).stdout
+    assert f"spot {pool}: $0.500/h" in text and "not a quote" not in text
 
 
 def test_a_stored_price_book_reads_back_as_it_was_or_says_what_is_wrong() -> None:
