@@ -16,6 +16,7 @@ from spotwise.console import (
     StoreOption,
     fail,
     open_operational_store,
+    open_store,
     out,
     ready_store,
     say,
@@ -185,12 +186,20 @@ def jobs_show(
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     store: StoreOption = None,
 ) -> None:
-    """One job's cost so far, savings against on-demand and cost breakdown."""
+    """One job's cost so far, savings against on-demand and cost breakdown (a reference price
+    replaced by the store's quote where prices were collected after the job was priced)."""
     from spotwise.executor.ledger.ledger import job_report
+    from spotwise.executor.ledger.prices import requoted
 
     with _ledger_store(store) as market:
         try:
             report = job_report(market, job_id)
         except PricingError as exc:
             fail(str(exc))
+    if report.prices is not None and report.prices.has_references():
+        with open_store(store, read_only=True) as prices_store:
+            book = requoted(report.prices, prices_store, report.pools_used)
+        if book != report.prices:
+            with _ledger_store(store) as market:
+                report = job_report(market, job_id, prices=book)
     print_report(report, as_json)

@@ -22,7 +22,9 @@ from spotwise.console import (
     open_store,
     out,
     positive,
+    say,
 )
+from spotwise.core.threads import one_thread_each
 from spotwise.executor.clouds.base import CloudOptions
 from spotwise.policy.errors import PolicyError
 from spotwise.pricing.clouds.registry import PROFILES
@@ -112,15 +114,18 @@ def plan(
     _check_ranges(gpu_hours / what.gpus if what.gpu else gpu_hours, deadline_hours, checkpoint_gb)
     if skypilot is not None and not run:
         fail("--skypilot needs --run 'python train.py ...' (the task's command)")
+    say(f"… reading the prices and traces of {what.label} from the store")
     try:
-        found = _plan_pools(store, what, cloud.region, on_demand_price)
-        inputs = PlanInputs(
-            gpu_hours=gpu_hours / what.gpus if what.gpu else gpu_hours,
-            deadline_hours=deadline_hours,
-            checkpoint_gb=checkpoint_gb,
-            restart_hours=restart_hours,
-        )
-        result = plan_job(inputs, found.pools, left_out=found.left_out, unpriced=found.unpriced)
+        with one_thread_each():
+            found = _plan_pools(store, what, cloud.region, on_demand_price)
+            inputs = PlanInputs(
+                gpu_hours=gpu_hours / what.gpus if what.gpu else gpu_hours,
+                deadline_hours=deadline_hours,
+                checkpoint_gb=checkpoint_gb,
+                restart_hours=restart_hours,
+            )
+            say(f"… pricing {len(found.pools)} pools: the cost to finish in each, and the mix")
+            result = plan_job(inputs, found.pools, left_out=found.left_out, unpriced=found.unpriced)
     except PolicyError as exc:
         fail(f"{what.label}: {exc}")
     shown = result.shown(top)

@@ -10,7 +10,6 @@ from spotwise.console import out, plural, styled
 
 if TYPE_CHECKING:
     from spotwise.executor.ledger.ledger import JobReport
-    from spotwise.executor.ledger.prices import PriceBook
     from spotwise.executor.supervise.supervised import SupervisedJob
 
 
@@ -35,7 +34,7 @@ def print_report(result: JobReport | SupervisedJob, as_json: bool) -> None:
             f"redone) × the on-demand price of {report.prices.instance_type} in the "
             "region each ran in"
         )
-        for line in _price_lines(report.prices):
+        for line in report.prices.used_by(report.pools_used).quote_lines():
             out.print(f"  {line}")
     b = report.breakdown
     sized = report.checkpoints_sized
@@ -46,7 +45,8 @@ def print_report(result: JobReport | SupervisedJob, as_json: bool) -> None:
     out.print(
         f"  {plural(report.instances, 'instance')}, "
         f"{plural(report.preemptions, 'preemption')} "
-        f"({plural(report.notices, 'notice')}), {plural(report.migrations, 'migration')}, "
+        f"({plural(report.notices, 'notice')}{_drills(report)}), "
+        f"{plural(report.migrations, 'migration')}, "
         f"{report.lost_work_hours:.2f} h of work lost, "
         + (
             f"{report.checkpoint_bytes / 1e6:.1f} MB of checkpoints"
@@ -57,6 +57,14 @@ def print_report(result: JobReport | SupervisedJob, as_json: bool) -> None:
     )
     for why in report.moves:
         out.print(f"  moved: {why}")
+    for damaged in report.damaged_checkpoints:
+        out.print(
+            styled(
+                f"  damaged checkpoint skipped on resume: {damaged}",
+                "yellow",
+                " (something corrupted it: check that storage)",
+            )
+        )
     if report.bids:
         bids = ", ".join(f"{pool} ${bid:,.3f}/h" for pool, bid in report.bids)
         out.print(f"  bids (the price above which a move pays): {bids}")
@@ -71,24 +79,12 @@ def print_report(result: JobReport | SupervisedJob, as_json: bool) -> None:
         )
 
 
+def _drills(report: JobReport) -> str:
+    """``, N drills`` for a job some drills preempted, else ''."""
+    return f", {plural(report.drills, 'drill')}" if report.drills else ""
+
+
 def _simulated(report: JobReport) -> str:
     if not report.simulated:
         return ""
     return f", simulated on a {report.simulation or 'replayed market'}"
-
-
-def _price_lines(prices: PriceBook) -> list[str]:
-    """One line per distinct quote: the pools (or regions) it prices, the price, its source
-    and time."""
-    from spotwise.executor.ledger.prices import stale_mark
-    from spotwise.pricing.quotes import Quote
-
-    lines = []
-    for market, by_place in (("spot", prices.spot), ("on-demand", prices.on_demand)):
-        groups: dict[Quote, list[str]] = {}
-        for place, quote in by_place.items():
-            groups.setdefault(quote, []).append(place or "every pool")
-        for quote, places in groups.items():
-            stale = stale_mark(quote, prices.priced_at)
-            lines.append(f"{market} {', '.join(places)}: {quote.describe()}{stale}")
-    return lines

@@ -235,6 +235,15 @@ def run(
     waiting_report_s: Annotated[
         float, typer.Option("--waiting-report-s", min=0.0, hidden=True)
     ] = 60.0,
+    step_report_s: Annotated[
+        float,
+        typer.Option(
+            "--step-report-s",
+            min=0.0,
+            help="Seconds between lines saying the training's step, of how many, and the time "
+            "left (from the guard; 0 = never).",
+        ),
+    ] = 30.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     store: StoreOption = None,
     cloud: CloudOptions = GIVEN,
@@ -288,6 +297,7 @@ def run(
                 drill_after_s=drill_s,
                 drill_every=preempt_every is not None,
                 waiting_report_s=waiting_report_s or None,
+                step_report_s=step_report_s or None,
                 max_price=cloud.max_price,
             ),
             spot_price=spot_price,

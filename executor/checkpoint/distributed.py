@@ -13,7 +13,8 @@ all-reduce) on the same gloo pairs, in different orders on different ranks, and 
 
 The folder is a :class:`~spotwise.executor.checkpoint.storage.Replica`: a path every rank reaches (a
 shared file system), or an object store URL (``s3://BUCKET/PREFIX``: nodes on separate
-machines), which DCP writes through fsspec (``FsspecWriter``).
+machines), which DCP writes through fsspec (``FsspecWriter``). On a local disk the step's folder
+is made 0700 before DCP writes in it, and its files 0600 at the commit.
 """
 
 from __future__ import annotations
@@ -43,7 +44,12 @@ from spotwise.executor.checkpoint.statedict import (
     tensor_from_bytes,
     unflatten,
 )
-from spotwise.executor.checkpoint.storage import LocalReplica, Replica, open_replica
+from spotwise.executor.checkpoint.storage import (
+    LocalReplica,
+    Replica,
+    open_replica,
+    private_folder,
+)
 from spotwise.executor.errors import CheckpointError
 
 COMMIT_FILE = ".metadata"
@@ -81,6 +87,8 @@ class DistributedCheckpointer:
         began = time.perf_counter()  # timing only: the stall and persist seconds it reports
         self.wait()
         folder = f"step-{step}"
+        if isinstance(self.replica, LocalReplica):  # DCP's files go where only this user looks
+            private_folder(self.replica.path(folder))
         state = dict(state)
         own = state.pop("ranks", {}).get(f"rank{self.rank}")
         if own is not None:
@@ -114,6 +122,8 @@ class DistributedCheckpointer:
     def _commit(self, step: int, stall: float, began: float) -> None:
         dist.barrier(group=self.group)
         if self.rank == 0:
+            if isinstance(self.replica, LocalReplica):
+                self.replica.make_private(f"step-{step}")
             self.replica.point_latest(step)
             for old in self.steps()[self.keep_latest_k :]:
                 self.replica.remove_step(old)

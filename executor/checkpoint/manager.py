@@ -7,7 +7,8 @@ checkpoint (referencing the full one's files for the rest); every ``full_every``
 full. Each replica commits atomically with a manifest holding a sha256 per file
 (:mod:`spotwise.executor.checkpoint.storage`); ``latest`` moves only after that. A second
 save waits for the first. ``load()`` verifies every file and falls back to the newest intact
-copy on any replica.
+copy on any replica, naming the damaged copies it passed over. On a local disk every folder is
+made 0700 and every file 0600, whatever the umask: checkpoints are private.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import mmap
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import torch
@@ -81,12 +82,31 @@ class NoIntactCheckpoint(CheckpointError):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class DamagedCopy:
+    """A committed checkpoint copy that failed its checks on load, and was skipped."""
+
+    url: str
+    """The replica it is on."""
+    step: int
+    problem: str
+    """What was wrong, naming the copy's path."""
+
+    @property
+    def path(self) -> str:
+        """The copy's folder: ``URL/step-N``."""
+        return f"{self.url.rstrip('/')}/step-{self.step}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Checkpoint:
     """A verified checkpoint: its step, the state, and the replica it came from."""
 
     step: int
     state: Any
     url: str
+    skipped: tuple[DamagedCopy, ...] = ()
+    """Damaged copies passed over on the way to it, newest first (of newer steps, or of the
+    same step on another replica): what the storage corrupted."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -417,14 +437,14 @@ class CheckpointManager:
         self, step: int = -1, template: Callable[[], dict[str, Any]] | None = None
     ) -> Checkpoint | None:
         """The newest intact checkpoint (or ``step``) from any replica; None when there is
-        none. Corrupt or partial copies are skipped. No ``template`` is needed: the manifest
-        holds the state's structure.
+        none. Corrupt or partial copies are skipped, and named in its ``skipped``. No
+        ``template`` is needed: the manifest holds the state's structure.
 
         Raises:
             NoIntactCheckpoint: when steps were committed but every copy is damaged.
         """
         self.wait()
-        problems: list[str] = []
+        damaged: list[DamagedCopy] = []
         for candidate in self._candidates(step):
             for replica in self.replicas:
                 if candidate not in replica.steps():
@@ -441,14 +461,15 @@ class CheckpointManager:
                     RuntimeError,
                 ) as exc:
                     # damaged: the next older intact copy wins
-                    problems.append(_why_damaged(exc, replica.url, candidate))
+                    why = _why_damaged(exc, replica.url, candidate)
+                    damaged.append(DamagedCopy(url=replica.url, step=candidate, problem=why))
                     continue
                 # Later saves are incremental against this one only if it is full.
                 self._base = None
                 self._base_step = None
-                return checkpoint
-        if problems:
-            raise NoIntactCheckpoint([r.url for r in self.replicas], problems)
+                return replace(checkpoint, skipped=tuple(damaged))
+        if damaged:
+            raise NoIntactCheckpoint([r.url for r in self.replicas], [d.problem for d in damaged])
         return None
 
     def _candidates(self, step: int) -> Iterator[int]:

@@ -6,7 +6,9 @@ folder, are fsync'd, the manifest is written last, the folder is fsync'd and ren
 ``step-{N}`` (then the parent is fsync'd). On object stores (:class:`FsspecReplica`), where one
 object's write is atomic but there is no rename, the files go straight to ``step-{N}/`` and the
 manifest, written last, is the commit. Only then is ``latest`` rewritten (atomically), so it
-never names an uncommitted step.
+never names an uncommitted step. Locally, every folder a replica makes is 0700 and every file
+0600, whatever the umask: a checkpoint holds the model and its data order, and is as private as
+the store.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ LATEST = "latest"
 STEP_FOLDER = re.compile(r"^step-(\d+)$")
 """A committed or committing step's folder name, ``step-{N}``."""
 _TMP_PREFIX = ".tmp-step-"
+PRIVATE_FOLDER, PRIVATE_FILE = 0o700, 0o600
+"""The modes of a local replica's folders and files: this user's only."""
 
 
 class Replica(Protocol):
@@ -96,7 +100,7 @@ class LocalReplica:
 
     def __init__(self, url: str, root: str) -> None:
         self.url, self.root = url, root.rstrip("/")
-        os.makedirs(self.root, exist_ok=True)
+        private_folder(self.root)
 
     def path(self, relative: str) -> str:
         """The absolute path of ``relative`` in this replica."""
@@ -105,13 +109,13 @@ class LocalReplica:
     def begin(self, step: int) -> str:
         """Make a fresh temporary folder for ``step``'s files."""
         staging = f"{_TMP_PREFIX}{step}-{uuid.uuid4().hex[:8]}"
-        os.makedirs(self.path(staging))
+        private_folder(self.path(staging))
         return staging
 
     def write(self, relative: str, chunks: Iterable[bytes | memoryview]) -> tuple[str, int]:
-        """Write the chunks to ``relative`` and fsync; return their sha256 and size."""
-        os.makedirs(os.path.dirname(self.path(relative)), exist_ok=True)
-        with open(self.path(relative), "wb") as handle:
+        """Write the chunks to ``relative`` (0600) and fsync; return their sha256 and size."""
+        private_folder(os.path.dirname(self.path(relative)))
+        with _private_file(self.path(relative)) as handle:
             written = _write_chunks(handle, chunks)
             handle.flush()
             os.fsync(handle.fileno())
@@ -135,12 +139,23 @@ class LocalReplica:
     def point_latest(self, step: int) -> None:
         """Write ``latest`` to a temporary file, fsync and rename it over the old one."""
         latest = self.path(f".{LATEST}.{uuid.uuid4().hex[:8]}")
-        with open(latest, "w") as handle:
-            handle.write(str(step))
+        with _private_file(latest) as handle:
+            handle.write(str(step).encode())
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(latest, self.path(LATEST))
         _fsync_dir(self.root)
+
+    def make_private(self, relative: str) -> None:
+        """Make the folder ``relative`` and everything under it this user's only (what
+        another writer made, ``torch.distributed.checkpoint``'s files among them)."""
+        top = self.path(relative)
+        os.chmod(top, PRIVATE_FOLDER)
+        for folder, folders, files in os.walk(top):
+            for name in folders:
+                os.chmod(os.path.join(folder, name), PRIVATE_FOLDER)
+            for name in files:
+                os.chmod(os.path.join(folder, name), PRIVATE_FILE)
 
     def abort(self, staging: str) -> None:
         """Remove the staging folder (errors ignored)."""
@@ -242,6 +257,23 @@ class FsspecReplica:
 
     def remove_stale(self) -> None:
         """Nothing to do: an uncommitted step has no manifest, and is never listed."""
+
+
+def private_folder(path: str) -> None:
+    """Make the folder ``path`` 0700 whatever the umask (its missing parents as the umask
+    says); one that exists already is left as it is (the user's own, or another rank's)."""
+    try:
+        os.makedirs(path, PRIVATE_FOLDER)
+    except FileExistsError:
+        return
+    os.chmod(path, PRIVATE_FOLDER)
+
+
+def _private_file(path: str) -> BinaryIO:
+    """``path`` opened to write from its start, 0600 whatever the umask."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
+    os.fchmod(fd, PRIVATE_FILE)
+    return os.fdopen(fd, "wb")
 
 
 def _fsync_dir(path: str) -> None:

@@ -65,6 +65,13 @@ class EntryKind(enum.StrEnum):
     ON_DEMAND = "on_demand"
     """Why the job goes on demand (the policy's reason, or the preemptions that reached
     ``--on-demand-after``), in ``detail``."""
+    DAMAGED_CHECKPOINT = "damaged_checkpoint"
+    """A damaged checkpoint copy the guard passed over on resume (its path and step, and the
+    step resumed from, in ``detail``)."""
+
+
+DRILL_DETAIL = "drill (--preempt-after)"
+"""The ``detail`` of a drill's notice and preemption: a rehearsal, not the cloud's."""
 
 
 class JobStatus(enum.StrEnum):
@@ -539,6 +546,14 @@ class JobReport:
     lost_work_hours: float
     checkpoint_bytes: int
     checkpoints_sized: bool
+    drills: int = 0
+    """Preemptions that were drills (``--preempt-after``), counted in ``preemptions``."""
+    pools_used: tuple[str, ...] = ()
+    """The spot pools its instances were launched in, in the order first used (its report
+    prices these, not every pool of its book)."""
+    damaged_checkpoints: tuple[str, ...] = ()
+    """Damaged checkpoint copies passed over on resume: each one's path and step, and the step
+    the job resumed from instead."""
     moves: tuple[str, ...] = ()
     """Why each move was made: the policy's reason, with the expected costs it compared."""
     on_demand_why: tuple[str, ...] = ()
@@ -566,9 +581,10 @@ class JobReport:
         return {**asdict(self), "status": self.status.value}
 
 
-def job_report(store: OperationalStore, job_id: str) -> JobReport:
+def job_report(store: OperationalStore, job_id: str, prices: PriceBook | None = None) -> JobReport:
     """One job's cost so far, savings against on-demand and the cost model's breakdown
-    (pending writes included, and counted in ``pending_writes``).
+    (pending writes included, and counted in ``pending_writes``); with ``prices``, its hours
+    priced by that book (the job's own, requoted: :func:`~executor.ledger.prices.requoted`).
 
     Raises:
         StoreError: for an unknown job (naming the known ones).
@@ -577,7 +593,54 @@ def job_report(store: OperationalStore, job_id: str) -> JobReport:
     if jobs.empty:
         known = store.query("SELECT job_id FROM jobs ORDER BY started DESC LIMIT 5")["job_id"]
         raise StoreError(f"no job {job_id!r} in the ledger; recent jobs: {list(known)}")
-    return _report(jobs.iloc[0], entries, pending=pending.get(job_id, 0))
+    job = jobs.iloc[0]
+    if prices is not None:
+        entries = _repriced(entries, _book(job), prices)
+        job = job.copy()
+        job["prices"] = json.dumps(prices.to_dict())
+    return _report(job, entries, pending=pending.get(job_id, 0))
+
+
+def _book(job: pd.Series) -> PriceBook | None:
+    """The price book a job was priced with (None: a job from before books)."""
+    prices = job.get("prices")
+    if not isinstance(prices, str):
+        return None
+    return PriceBook.from_dict(json.loads(prices), f"job {job.job_id}'s prices")
+
+
+def _repriced(entries: pd.DataFrame, was: PriceBook | None, now: PriceBook) -> pd.DataFrame:
+    """The entries with each price that changed from book ``was`` to ``now`` replaced: the
+    spot price of a pool's instances and lost work, the on-demand price of on-demand
+    instances, and the baseline's rate in each region (the instances' costs follow)."""
+    if was is None:
+        return entries
+    entries = entries.copy()
+    kind, pool = entries["kind"], entries["pool"]
+    billed = kind.isin([EntryKind.INSTANCE, EntryKind.LOST_WORK])
+    region = pool.map(
+        lambda p: was.region_of.get(p, was.home_region) if isinstance(p, str) else None
+    )
+    changed = pd.Series(False, index=entries.index)
+    for place, quote in now.spot.items():
+        if was.spot.get(place) != quote:
+            rows = billed & (pool == place)
+            entries.loc[rows, "price"] = quote.usd_per_hour
+            changed |= rows
+    for place, quote in now.on_demand.items():
+        if was.on_demand.get(place) == quote:
+            continue
+        in_place = region.fillna(was.home_region) == place
+        entries.loc[in_place & entries["on_demand_price"].notna(), "on_demand_price"] = (
+            quote.usd_per_hour
+        )
+        if place == was.home_region:
+            rows = billed & (entries["market"] == "on-demand")
+            entries.loc[rows, "price"] = quote.usd_per_hour
+            changed |= rows
+    rows = changed & (kind == EntryKind.INSTANCE)
+    entries.loc[rows, "cost_usd"] = entries.loc[rows, "hours"] * entries.loc[rows, "price"]
+    return entries
 
 
 def _report(job: pd.Series, entries: pd.DataFrame, *, pending: int) -> JobReport:
@@ -600,7 +663,6 @@ def _report(job: pd.Series, entries: pd.DataFrame, *, pending: int) -> JobReport
     if not lost.empty:
         on_demand -= float((lost.hours * rate[lost.index]).sum())
     total = compute + recovery + storage
-    prices = job.get("prices")
     return JobReport(
         job_id=job_id,
         name=str(job["name"]),
@@ -613,11 +675,7 @@ def _report(job: pd.Series, entries: pd.DataFrame, *, pending: int) -> JobReport
         on_demand_cost_usd=round(on_demand, 4),
         savings_usd=round(on_demand - total, 4),
         savings_pct=round(100 * (1 - total / on_demand), 2) if on_demand > 0 else 0.0,
-        prices=(
-            PriceBook.from_dict(json.loads(prices), f"job {job_id}'s prices")
-            if isinstance(prices, str)
-            else None
-        ),
+        prices=_book(job),
         breakdown=CostBreakdown(
             compute=round(compute, 4), storage=round(storage, 4), recovery=round(recovery, 4)
         ),
@@ -625,18 +683,21 @@ def _report(job: pd.Series, entries: pd.DataFrame, *, pending: int) -> JobReport
         # launched ones count from their launch: the running one has no ``instance`` entry yet
         instances=max(len(instances), int((entries.kind == EntryKind.LAUNCH).sum())),
         preemptions=int((entries.kind == EntryKind.PREEMPTION).sum()),
+        drills=int(
+            ((entries.kind == EntryKind.PREEMPTION) & (entries.detail == DRILL_DETAIL)).sum()
+        ),
         notices=int((entries.kind == EntryKind.NOTICE).sum()),
         migrations=int((entries.kind == EntryKind.MIGRATION).sum()),
-        moves=tuple(
-            str(d)
-            for d in entries[entries.kind == EntryKind.MIGRATION].detail
-            if isinstance(d, str)
+        moves=_details(entries, EntryKind.MIGRATION),
+        damaged_checkpoints=_details(entries, EntryKind.DAMAGED_CHECKPOINT),
+        pools_used=tuple(
+            dict.fromkeys(
+                str(pool)
+                for pool in entries[entries.kind.isin([EntryKind.LAUNCH, EntryKind.INSTANCE])].pool
+                if isinstance(pool, str) and pool
+            )
         ),
-        on_demand_why=tuple(
-            str(d)
-            for d in entries[entries.kind == EntryKind.ON_DEMAND].detail
-            if isinstance(d, str)
-        ),
+        on_demand_why=_details(entries, EntryKind.ON_DEMAND),
         bids=tuple(
             (str(row.pool), round(float(row.price), 4))
             for row in entries[
@@ -654,6 +715,11 @@ def _report(job: pd.Series, entries: pd.DataFrame, *, pending: int) -> JobReport
         fleet=_text_or_none(job.get("fleet")),
         tier=_text_or_none(job.get("tier")),
     )
+
+
+def _details(entries: pd.DataFrame, kind: EntryKind) -> tuple[str, ...]:
+    """The ``detail`` of each entry of ``kind``, in order."""
+    return tuple(str(d) for d in entries[entries.kind == kind].detail if isinstance(d, str))
 
 
 def _use(group: pd.DataFrame) -> MarketUse:

@@ -14,7 +14,7 @@ when the book was made is flagged stale, by the rule ``spotwise plan`` flags its
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -60,6 +60,34 @@ class PriceBook:
         """The on-demand price of the instance type in ``pool``'s region (None: the home one)."""
         region = self.region_of.get(pool, self.home_region) if pool else self.home_region
         return self.on_demand.get(region) or self.on_demand[self.home_region]
+
+    def used_by(self, pools: Sequence[str]) -> PriceBook:
+        """The book of a job that ran in ``pools``: their spot quotes, and the on-demand
+        quotes of their regions and the home one (what its report shows)."""
+        regions = {self.home_region, *(self.region_of.get(p, self.home_region) for p in pools)}
+        return replace(
+            self,
+            spot={p: q for p, q in self.spot.items() if p in pools},
+            on_demand={r: q for r, q in self.on_demand.items() if r in regions},
+        )
+
+    def quote_lines(self) -> list[str]:
+        """One line per distinct quote: the pools (or regions) it prices, the price, its
+        source and time, and whether it was stale when the book was made."""
+        lines = []
+        for market, by_place in (("spot", self.spot), ("on-demand", self.on_demand)):
+            groups: dict[Quote, list[str]] = {}
+            for place, quote in by_place.items():
+                groups.setdefault(quote, []).append(place or "every pool")
+            for quote, places in groups.items():
+                stale = stale_mark(quote, self.priced_at)
+                lines.append(f"{market} {', '.join(places)}: {quote.describe()}{stale}")
+        return lines
+
+    def has_references(self) -> bool:
+        """Whether any of its prices is the reference one, not a quote."""
+        quotes = [*self.spot.values(), *self.on_demand.values()]
+        return any(q.source == REFERENCE_SOURCE for q in quotes)
 
     def typical_spot(self) -> float:
         """The median spot price over the pools (upper median): the job's terms for a policy
@@ -189,6 +217,25 @@ def _stale_collect(book: PriceBook, market: str, places: list[str]) -> str:
         return collect_command(cloud, regions=["R"], on_demand=market == "on-demand")
 
     return for_shape(instance_type, command)
+
+
+def requoted(book: PriceBook, store: MarketStore, pools: Sequence[str]) -> PriceBook:
+    """``book`` with each reference price of ``pools`` (spot) and of their regions (on-demand)
+    replaced by the store's newest quote of its place, where the store has one now (prices
+    collected after the job was priced); the book itself when it has none."""
+    spot = dict(book.spot)
+    for pool in pools:
+        if pool in spot and spot[pool].source == REFERENCE_SOURCE:
+            zone, pool_type = pool_zone_type(pool, book.instance_type)
+            spot[pool] = store_quote(store, "spot", "zone", zone, pool_type) or spot[pool]
+    on_demand = dict(book.on_demand)
+    regions = {book.home_region, *(book.region_of.get(p, book.home_region) for p in pools)}
+    for region in regions:
+        quote = on_demand.get(region)
+        if region and quote is not None and quote.source == REFERENCE_SOURCE:
+            stored = store_quote(store, "on_demand", "region", region, book.instance_type)
+            on_demand[region] = stored or quote
+    return replace(book, spot=spot, on_demand=on_demand)
 
 
 def pool_zone_type(pool: str, instance_type: str) -> tuple[str, str]:

@@ -44,6 +44,7 @@ from spotwise.executor.supervise.supervisor import (
     RunReport,
     SupervisorConfig,
     cancel_on_signals,
+    size_checkpoints,
 )
 from spotwise.executor.supervise.watch import Notices, Watch
 from spotwise.policy.client import PolicyClient
@@ -231,18 +232,19 @@ class NodeSupervisor:
                 a node cannot be started.
             Cancelled: on SIGTERM/SIGINT, after the nodes had their grace.
         """
+        status = JobStatus.FAILED
         try:
             with cancel_on_signals(self.cancel):
                 self._run(command)
+            status = JobStatus.COMPLETED
         except Cancelled:
-            self._end_all()
-            self.ledger.finish(JobStatus.CANCELLED)
+            status = JobStatus.CANCELLED
             raise
-        except BaseException:
-            self._end_all()
-            self.ledger.finish(JobStatus.FAILED)
-            raise
-        self.ledger.finish(JobStatus.COMPLETED)
+        finally:  # however it ended, its checkpoints cost storage
+            if status is not JobStatus.COMPLETED:
+                self._end_all()
+            size_checkpoints(self.config.checkpoints, self.ledger, self.progress)
+            self.ledger.finish(status)
         return self.report
 
     def _run(self, command: Sequence[str]) -> None:

@@ -8,7 +8,8 @@ says another pool (the decision core prices a move as paying: a cheaper pool tha
 the ledger keeps the policy's reason with its expected costs), and, on a capped spot instance
 (the policy's bid, the launcher's ``--max-price``), when the stored price forecast says the
 price will rise above the cap within the next checkpoint interval (the cloud would evict it).
-It falls back to on-demand for good after ``on_demand_after`` preemptions; on on-demand it asks
+It falls back to on-demand for good after ``on_demand_after`` preemptions (the cloud's: a drill
+never counts); on on-demand it asks
 the policy every ``spot_check_s`` whether it would run on spot now, and if so the job
 checkpoints, the on-demand instance is released and the job goes back to spot. It stops with a
 clear error on exits that are not preemptions once ``max_failures`` is reached. A command that
@@ -45,7 +46,7 @@ from spotwise.executor.errors import (
     Stopped,
 )
 from spotwise.executor.launchers.base import Instance, Launcher, Placement, Preemption
-from spotwise.executor.ledger.ledger import EntryKind, JobStatus, Ledger
+from spotwise.executor.ledger.ledger import DRILL_DETAIL, EntryKind, JobStatus, Ledger
 from spotwise.executor.ledger.prices import PriceBook
 from spotwise.executor.supervise.job_log import JobLog
 from spotwise.executor.supervise.price_cap import PriceOutlook
@@ -58,6 +59,7 @@ from spotwise.executor.supervise.watch import (
     Notices,
     Outcome,
     Stall,
+    Steps,
     Waiting,
     Watch,
     Watcher,
@@ -93,6 +95,7 @@ class SupervisorConfig:
     grace_s: float = 5.0
     """Wall seconds after the preemption before the instance is killed."""
     on_demand_after: int = 3
+    """Preemptions by the cloud after which the job stays on on-demand (drills do not count)."""
     move_check_s: float | None = 0.2
     """Wall seconds between asks, while a spot instance runs, whether the policy would move the
     job now (None: only a preemption moves it)."""
@@ -100,6 +103,9 @@ class SupervisorConfig:
     poll_s: float = 0.02
     no_capacity_s: float = 60.0
     """Wall seconds a pool that refused a launch is left alone."""
+    step_report_s: float | None = 30.0
+    """Wall seconds between lines saying the training's step, of how many, its pace and the
+    time left (None: say nothing)."""
     waiting_report_s: float | None = 60.0
     """Wall seconds between lines saying what the job waits for while its instance has sent
     no output yet (a cloud instance booting; None: say nothing)."""
@@ -142,6 +148,9 @@ class RunReport:
 
     completed: bool = False
     preemptions: int = 0
+    drills: int = 0
+    """Preemptions that were drills (``--preempt-after``): counted in ``preemptions``, never
+    toward the fall back to on-demand."""
     migrations: int = 0
     failures: int = 0
     instances: int = 0
@@ -198,6 +207,8 @@ class Supervisor:
         self.on_event = on_event
         self._reached_step = 0
         """The furthest training step any instance of the job reached."""
+        self._damaged: set[str] = set()
+        """Damaged checkpoint copies recorded in the ledger (their paths)."""
         """Where the command's output goes, per instance (None: the launcher's default)."""
         self.ledger, self.progress, self.clock = ledger, progress, clock
         self.report = RunReport()
@@ -249,8 +260,8 @@ class Supervisor:
 
     def _place(self, client: PolicyClient, avoid: str | None) -> Placement | None:
         """Where to run next (None = wait), from the policy or the on-demand fallback."""
-        if self.report.preemptions >= self.config.on_demand_after:
-            n = self.report.preemptions
+        if self._on_demand_for_good():
+            n = self.report.preemptions - self.report.drills
             return self._on_demand(
                 f"{n} preemption{'' if n == 1 else 's'} reached --on-demand-after "
                 f"{self.config.on_demand_after}"
@@ -317,7 +328,7 @@ class Supervisor:
     def _spot_is_back(self, instance: Instance) -> bool:
         """On on-demand: whether the policy would move the job to spot now (never once the
         job has fallen back to on-demand for good)."""
-        if self.report.preemptions >= self.config.on_demand_after:
+        if self._on_demand_for_good():
             return False
         job = self.config.job
         now = self.launcher.now_hours()
@@ -332,6 +343,12 @@ class Supervisor:
         except PolicyError as exc:  # no answer now: stay on on-demand, ask again later
             self._advice_missing(exc)
             return False
+
+    def _on_demand_for_good(self) -> bool:
+        """Whether the job has fallen back to on-demand for good: ``on_demand_after``
+        preemptions by the cloud (drills do not count)."""
+        taken_back = self.report.preemptions - self.report.drills
+        return taken_back >= self.config.on_demand_after
 
     def _spot(self, pool: str) -> Placement:
         """Spot in ``pool`` at its quote, with the policy's last bid (None: no cap)."""
@@ -366,21 +383,24 @@ class Supervisor:
                 command cannot be started.
             Cancelled: on SIGTERM/SIGINT (or :meth:`cancel`), after the job had its grace.
         """
+        status = JobStatus.FAILED
         try:
             with cancel_on_signals(self.cancel):
                 self._run(command)
+            status = JobStatus.COMPLETED
         except Cancelled:
-            self.ledger.finish(JobStatus.CANCELLED)
+            status = JobStatus.CANCELLED
             raise
         except Stopped:
-            self.ledger.finish(JobStatus.PRUNED)
+            status = JobStatus.PRUNED
             raise
         except BaseException:
             if self._instance is not None:
                 self._instance.terminate()
-            self.ledger.finish(JobStatus.FAILED)
             raise
-        self.ledger.finish(JobStatus.COMPLETED)
+        finally:  # however it ended, its checkpoints cost storage
+            size_checkpoints(self.config.checkpoints, self.ledger, self.progress)
+            self.ledger.finish(status)
         return self.report
 
     def _check_cancelled(self) -> None:
@@ -403,25 +423,20 @@ class Supervisor:
             instance = self._launch(placement, command, env)
             if instance is None:
                 continue
-            outcome, code = self._watch(instance)
+            watch, code = self._watch(instance)
+            outcome = watch.outcome(code)
             self._instance = None
             self._account(instance, outcome, code)
             if outcome is Outcome.DONE:
                 self.report.completed = True
                 break
-            avoid = self._after(placement, outcome, code, command)
-        self._size_checkpoints()
-
-    def _size_checkpoints(self) -> None:
-        """Record the bytes each checkpoint place holds; one that cannot be read is said and
-        left unsized (the report then says its storage is not counted)."""
-        for place in self.config.checkpoints:
-            try:
-                size = place.nbytes()
-            except (ExecutorError, OSError) as exc:
-                self.progress(f"checkpoints at {place.where} not sized: {exc}")
-                continue
-            self.ledger.record(EntryKind.CHECKPOINT, nbytes=size, detail=place.where)
+            avoid = self._after(placement, outcome, code, command, drilled=watch.drilled)
+        if self._drill is not None and self._drill.too_late:
+            self.progress(
+                f"drill: none sent: the training loop ended before it was due "
+                f"({self._drill.after_s:g} s after the first step); a shorter --preempt-after "
+                "drills this job"
+            )
 
     def _launch(
         self, placement: Placement, command: Sequence[str], env: dict[str, str]
@@ -457,10 +472,16 @@ class Supervisor:
         return instance
 
     def _after(
-        self, placement: Placement, outcome: Outcome, code: int, command: Sequence[str]
+        self,
+        placement: Placement,
+        outcome: Outcome,
+        code: int,
+        command: Sequence[str],
+        *,
+        drilled: bool = False,
     ) -> str | None:
-        """Record how an instance that did not finish the job ended; the pool to avoid next
-        (the one a move left).
+        """Record how an instance that did not finish the job ended (``drilled``: its notice
+        was a drill's); the pool to avoid next (the one a move left).
 
         Raises:
             Cancelled: when the job was cancelled.
@@ -477,13 +498,29 @@ class Supervisor:
             self._migrated(placement)
             return placement.pool
         if outcome is Outcome.PREEMPTED:
-            self.report.preemptions += 1
-            self._saw(placement.pool, False)
-            self.ledger.record(EntryKind.PREEMPTION, pool=placement.pool, market=placement.market)
-            self.progress(f"preempted on {placement.describe()}")
+            self._preempted(placement, drilled)
             return None
         self._failed(placement, outcome, code, command)
         return None
+
+    def _preempted(self, placement: Placement, drilled: bool) -> None:
+        """Record a preemption (a drill's: said so, and not counted toward on-demand)."""
+        self.report.preemptions += 1
+        if drilled:
+            self.report.drills += 1
+            self.progress(
+                f"preempted on {placement.describe()} by the drill (not counted toward "
+                "--on-demand-after)"
+            )
+        else:
+            self._saw(placement.pool, False)  # a drill does not take the pool back
+            self.progress(f"preempted on {placement.describe()}")
+        self.ledger.record(
+            EntryKind.PREEMPTION,
+            pool=placement.pool,
+            market=placement.market,
+            detail=DRILL_DETAIL if drilled else None,
+        )
 
     def _migrated(self, placement: Placement) -> None:
         """Record a move that got out with its checkpoint, and say why it moved."""
@@ -523,9 +560,9 @@ class Supervisor:
             )
         self.progress(f"{why} (not a preemption): relaunching from its checkpoint")
 
-    def _watch(self, instance: Instance) -> tuple[Outcome, int]:
+    def _watch(self, instance: Instance) -> tuple[Watch, int]:
         """Follow one instance to its end, running the watchers on it every poll
-        (:mod:`executor.supervise.watch`)."""
+        (:mod:`executor.supervise.watch`): its course, and its exit code."""
         watch = Watch(instance=instance, launched_at=self.clock.monotonic())
         self._move_reason = None
         watchers = self._watchers(instance)
@@ -546,7 +583,7 @@ class Supervisor:
         outcome = watch.outcome(code)
         if outcome is Outcome.PREEMPTED and code == PREEMPTED_EXIT_CODE and not watch.noticed:
             self._heard_on_instance(instance.placement)
-        return outcome, code
+        return watch, code
 
     def _heard_on_instance(self, placement: Placement) -> None:
         """Record the notice a job heard itself (a cloud's, watched on its instance) and left
@@ -565,6 +602,8 @@ class Supervisor:
             watchers.append(EventStop(self.on_event))
         if config.stall_timeout_s is not None:
             watchers.append(Stall(config.stall_timeout_s))
+        if config.step_report_s is not None:
+            watchers.append(Steps(config.step_report_s, self.progress))
         watchers += [
             GuardStart(
                 GuardStart.announced,
@@ -600,7 +639,7 @@ class Supervisor:
             EntryKind.NOTICE,
             pool=placement.pool,
             market=placement.market,
-            detail="drill (--preempt-after)" if drill else None,
+            detail=DRILL_DETAIL if drill else None,
         )
 
     def _drill_count(self) -> int:
@@ -648,7 +687,7 @@ class Supervisor:
         """Whether the policy, asked where the job on this spot instance should run now, says
         another pool (then it checkpoints and moves there; the policy's reason is said and kept
         in the ledger)."""
-        if self.report.preemptions >= self.config.on_demand_after:
+        if self._on_demand_for_good():
             return False
         pool = str(instance.placement.pool)
         job = self.config.job
@@ -730,6 +769,7 @@ class Supervisor:
             on_demand_price=baseline,
         )
         self._count_steps(instance)
+        self._record_damaged(instance)
         self.report.events.extend(instance.events)
         since = _productive_since(instance, outcome, code)
         if since is None:
@@ -748,6 +788,22 @@ class Supervisor:
                 on_demand_price=baseline,
             )
 
+    def _record_damaged(self, instance: Instance) -> None:
+        """Keep in the ledger, once per copy, each damaged checkpoint the instance's guard
+        passed over on resume (its ``resumed`` event's ``damaged``), and say it."""
+        for event in instance.events:
+            damaged = event.get("damaged") if event.get("event") == "resumed" else None
+            for copy in damaged if isinstance(damaged, list) else []:
+                path = copy.get("path") if isinstance(copy, dict) else None
+                if not isinstance(path, str) or path in self._damaged:
+                    continue
+                self._damaged.add(path)
+                detail = f"{path} (step {copy.get('step')}), resumed from step {event.get('step')}"
+                self.ledger.record(
+                    EntryKind.DAMAGED_CHECKPOINT, pool=instance.placement.pool, detail=detail
+                )
+                self.progress(f"warning: a damaged checkpoint was skipped on resume: {detail}")
+
     def _count_steps(self, instance: Instance) -> None:
         """Steps this instance did again (past what the job had reached before its resume
         point), and the furthest step it reached (its ``preempted``/``done`` step, else the
@@ -762,6 +818,21 @@ class Supervisor:
             taken = getattr(instance, "steps_taken", None)
             end = start + taken() if callable(taken) else start
         self._reached_step = max(self._reached_step, end)
+
+
+def size_checkpoints(
+    places: Sequence[CheckpointPlace], ledger: Ledger, progress: Progress = silent
+) -> None:
+    """Record the bytes each checkpoint place holds, at the job's end however it ended; one
+    that cannot be read is said and left unsized (the report then says its storage is not
+    counted)."""
+    for place in places:
+        try:
+            size = place.nbytes()
+        except (ExecutorError, OSError) as exc:
+            progress(f"checkpoints at {place.where} not sized: {exc}")
+            continue
+        ledger.record(EntryKind.CHECKPOINT, nbytes=size, detail=place.where)
 
 
 def checkpoint_interval(events: Sequence[dict[str, Any]], given_s: float | None = None) -> float:
@@ -792,7 +863,9 @@ def _productive_since(
     (None: it never started)."""
     events = instance.events
     if not events:  # a remote instance: its exit code is all there is
-        clean = outcome in (Outcome.DONE, Outcome.PREEMPTED, Outcome.MIGRATED)
+        clean = outcome in (Outcome.DONE, Outcome.PREEMPTED, Outcome.MIGRATED) or (
+            outcome is Outcome.CANCELLED and code in (0, PREEMPTED_EXIT_CODE)
+        )
         return instance.started_hours, clean
     first = next((e for e in events if e.get("event") == "first_step"), None)
     first = first or next((e for e in events if e.get("event") in ("fresh", "resumed")), None)
@@ -804,13 +877,15 @@ def _productive_since(
 def _ended_clean(events: list[dict[str, Any]], outcome: Outcome, code: int | None) -> bool:
     """Whether a command's work was kept: it said so (``done``, ``preempted``), or, for one
     that does not say how it ended (a stranger's script under the guard), its exit 0 or
-    preempted code came after the guard's last checkpoint."""
+    preempted code came after the guard's last checkpoint (a cancelled one's too: it
+    checkpointed in its grace)."""
     if any(e.get("event") in ("done", "preempted") for e in events):
         return True
     return code in (0, PREEMPTED_EXIT_CODE) and outcome in (
         Outcome.DONE,
         Outcome.PREEMPTED,
         Outcome.MIGRATED,
+        Outcome.CANCELLED,
     )
 
 

@@ -1,7 +1,8 @@
 """Following one instance to its end: the state of its course (:class:`Watch`) and the small
 watchers the supervisor's loop runs on it every poll, each for one concern: what a booting
 instance waits for, cancellation, a pruner's stop, a hung command, the guard's start, the cloud's
-notices and the drills, a move on high risk, and the way back from on-demand to spot.
+notices and the drills, a move on high risk, the way back from on-demand to spot, and how far
+the training has got.
 
 A watcher changes the watch only through its methods (``notice``, ``move``, ``kill``), so the
 outcome follows from one record whoever acted (:meth:`Watch.outcome`).
@@ -11,12 +12,13 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from spotwise.core.progress import Progress
 from spotwise.executor.errors import PREEMPTED_EXIT_CODE
 from spotwise.executor.launchers.base import Instance, Preemption
+from spotwise.executor.training.heartbeat import TRAINED_EVENT
 
 
 class Outcome(enum.StrEnum):
@@ -52,6 +54,22 @@ class Watch:
     kill_at: float | None = None
     stepping_at: float | None = None
     """When its first training step was seen (the guard's start where steps cannot be)."""
+    drilled: bool = False
+    """Its notice was a drill's, not the cloud's (it does not count toward on-demand)."""
+    _trained: bool = field(default=False, init=False, repr=False)
+    _events_read: int = field(default=0, init=False, repr=False)
+    """Events read for the ``trained`` one so far."""
+
+    @property
+    def trained(self) -> bool:
+        """Whether its command's guard has ended its training loop (its ``trained`` event):
+        what runs now is the script's tail (a final save, an eval, an upload), which no drill,
+        move or stall check may cut short, or a relaunch would run it again."""
+        if not self._trained:
+            events = self.instance.events
+            new, self._events_read = events[self._events_read :], len(events)
+            self._trained = any(e.get("event") == TRAINED_EVENT for e in new)
+        return self._trained
 
     @property
     def started(self) -> bool:
@@ -188,8 +206,9 @@ class Stall:
         self.stall_s = stall_s
 
     def tick(self, watch: Watch, now: float) -> bool:
-        """Kill it when it has been quiet too long (never while it is leaving)."""
-        if watch.leaving or watch.killed:
+        """Kill it when it has been quiet too long (never while it is leaving, nor once its
+        training has ended: its tail takes no steps)."""
+        if watch.leaving or watch.killed or watch.trained:
             return False
         quiet = watch.instance.quiet_s()
         if quiet is not None and quiet > self.stall_s:
@@ -237,15 +256,22 @@ class GuardStart:
 class Drill:
     """A preemption notice through the same path a cloud's takes, ``after_s`` after the
     command's first training step (or the guard's start where steps cannot be seen): never
-    before a step, so a machine too slow to step within ``after_s`` still makes progress."""
+    before a step, so a machine too slow to step within ``after_s`` still makes progress, and
+    only while the guard trains: never once its training loop has ended (a relaunch would run
+    the script's tail again)."""
 
     def __init__(self, after_s: float, every: bool) -> None:
         self.after_s, self.every = after_s, every
         self.sent = 0
         """Drills sent to the job so far (one supervisor, every instance)."""
+        self.too_late = False
+        """Whether a training loop ended before the job's first drill was due."""
 
     def due(self, watch: Watch, now: float) -> bool:
         """Whether this instance's drill is due now."""
+        if watch.trained:
+            self.too_late = self.too_late or not self.sent
+            return False
         if not watch.started or watch.leaving or (self.sent and not self.every):
             return False
         if watch.stepping_at is None:
@@ -254,6 +280,76 @@ class Drill:
                 return False
             watch.stepping_at = now
         return now - watch.stepping_at >= self.after_s
+
+
+def training_step(instance: Instance) -> int | None:
+    """The command's training step now: where its guard started plus the steps its heartbeat
+    counts, where the launcher reads one; else the newest step an event carried (None: none
+    yet)."""
+    events = instance.events
+    start = next(
+        (e.get("step") for e in reversed(events) if e.get("event") in ("fresh", "resumed")), None
+    )
+    taken = getattr(instance, "steps_taken", None)
+    if isinstance(start, int) and callable(taken):
+        return start + int(taken())
+    steps = [e["step"] for e in events if isinstance(e.get("step"), int)]
+    return max(steps) if steps else None
+
+
+def total_steps(instance: Instance) -> int | None:
+    """The steps the whole training takes, as its guard announced them (None: not said)."""
+    for event in reversed(instance.events):
+        total = event.get("total_steps")
+        if event.get("event") in ("fresh", "resumed") and isinstance(total, int) and total > 0:
+            return total
+    return None
+
+
+def duration(seconds: float) -> str:
+    """``seconds`` as a person reads a time left: 45 s, 12 min, 3.5 h."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+class Steps:
+    """Says every ``every_s`` how far the training has got: its step, of how many, its pace
+    since the step first seen on this instance, and the wall time left at that pace (nothing
+    once its training loop has ended)."""
+
+    def __init__(self, every_s: float, progress: Progress) -> None:
+        self.every_s, self.progress = every_s, progress
+        self._first: tuple[float, int] | None = None
+        """When a step was first seen on this instance, and which."""
+        self._next: float | None = None
+
+    def tick(self, watch: Watch, now: float) -> bool:
+        """Say it when due."""
+        if not watch.started or watch.trained or (self._next is not None and now < self._next):
+            return False
+        step = training_step(watch.instance)
+        if step is None:
+            return False
+        self._next = now + self.every_s
+        if self._first is None:
+            self._first = (now, step)
+        else:
+            self.progress(self.describe(step, total_steps(watch.instance), now))
+        return False
+
+    def describe(self, step: int, total: int | None, now: float) -> str:
+        """The line: ``step 1,200 of 5,000 (24%), 3.1 steps/s, about 26 min left``."""
+        assert self._first is not None
+        began, first_step = self._first
+        rate = (step - first_step) / (now - began) if now > began else 0.0
+        of = f" of {total:,} ({100 * step / total:.0f}%)" if total else ""
+        line = f"step {step:,}{of}, {rate:.3g} steps/s"
+        if total and rate > 0 and step < total:
+            line += f", about {duration((total - step) / rate)} left"
+        return line
 
 
 class TakeBacks(Protocol):
@@ -292,6 +388,7 @@ class Notices:
         if drilled:
             assert self.drill is not None
             self.drill.sent += 1
+            watch.drilled = True
             coming = Preemption(in_s=self.lead_s, at_hours=self.launcher.now_hours())
         if coming is not None and coming.in_s <= self.lead_s:
             watch.notice()
@@ -311,8 +408,9 @@ class Every:
         self._next: float | None = None
 
     def tick(self, watch: Watch, now: float) -> bool:
-        """Ask when due; move when told to."""
-        if not watch.started or watch.leaving:
+        """Ask when due; move when told to (never once its training has ended: there is
+        nothing left to move)."""
+        if not watch.started or watch.leaving or watch.trained:
             return False
         if self._next is None:
             self._next = watch.launched_at + self.first_s

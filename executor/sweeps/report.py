@@ -139,13 +139,14 @@ def _attempt_reports(store: OperationalStore, jobs: list[str]) -> list[JobReport
 
 
 def _quoted_prices(reports: list[JobReport]) -> set[str]:
-    """Every spot and on-demand price the reports used, described with its place."""
+    """Every spot price of a pool the reports' jobs ran in, and on-demand price of their
+    regions, described with its places, source and time, and flagged when it was stale, as
+    ``spotwise run``'s report shows them."""
     return {
-        f"{kind} {place or 'every pool'}: {quote.describe()}"
+        line
         for r in reports
         if r.prices is not None
-        for kind, by_place in (("spot", r.prices.spot), ("on_demand", r.prices.on_demand))
-        for place, quote in by_place.items()
+        for line in r.prices.used_by(r.pools_used).quote_lines()
     }
 
 

@@ -14,10 +14,19 @@ step, commits a checkpoint and exits with :data:`PREEMPTED_EXIT_CODE`. A normal 
 final checkpoint marked finished.
 
 Once restored (or started fresh) it announces itself: one JSON line on the process's own stdout,
-``{"event": "fresh"|"resumed", "step": N, "rank": R, "world_size": W, "t": T}`` (what a
-supervisor's drill clock, a replay's preemptions and migration wait for), and a first beat of
-the step heartbeat. Checkpoints that exist but are all damaged stop it with a clear message
-rather than a silent start from step 0 (``fresh_if_damaged`` or
+``{"event": "fresh"|"resumed", "step": N, "epoch": E, "total_steps": S, "rank": R,
+"world_size": W, "t": T}`` (what a supervisor's drill clock, a replay's preemptions and
+migration wait for; with the heartbeat's steps, what its progress and time left are told
+from), and a first beat of the step heartbeat. When its training loop ends it says so, once:
+``{"event": "trained", "step": N, "epoch": E, "rank": R, "t": T}``; a supervisor sends no drill,
+move or stall kill after it, so what the script runs after the loop (a final save, an eval, an
+upload) runs once.
+
+A damaged newest checkpoint is never passed over in silence: the guard resumes from the newest
+intact copy and says, on stderr, which copy was damaged (its path and step) and what was wrong;
+its ``resumed`` event lists them (``"damaged": [{"path": P, "step": S}, ...]``), which the
+supervisor keeps in the ledger. Checkpoints that exist but are all damaged stop it with a clear
+message rather than a silent start from step 0 (``fresh_if_damaged`` or
 ``$SPOTWISE_FRESH_IF_DAMAGED=1`` starts over deliberately).
 """
 
@@ -39,7 +48,13 @@ from torch.utils.data import DataLoader
 
 from spotwise.core.clock import SYSTEM_CLOCK, Clock
 from spotwise.core.settings import current
-from spotwise.executor.checkpoint.manager import Checkpointer, CheckpointManager, NoIntactCheckpoint
+from spotwise.executor.checkpoint.manager import (
+    Checkpoint,
+    Checkpointer,
+    CheckpointManager,
+    DamagedCopy,
+    NoIntactCheckpoint,
+)
 from spotwise.executor.clouds.registry import sources_from_env
 from spotwise.executor.errors import CheckpointError, Preempted
 from spotwise.executor.notices import (
@@ -49,7 +64,7 @@ from spotwise.executor.notices import (
     notice_window_s,
 )
 from spotwise.executor.training.data import ResumableBatches
-from spotwise.executor.training.heartbeat import Heartbeat
+from spotwise.executor.training.heartbeat import TRAINED_EVENT, Heartbeat
 from spotwise.executor.training.interval import checkpoint_interval_s, forecast_mtbf_s
 
 if TYPE_CHECKING:
@@ -146,7 +161,16 @@ def last_save_fits(save_s: float, window_s: float) -> bool:
 
 
 class Guard:
-    """Tracks steps, decides when to checkpoint, and saves and restores everything."""
+    """Tracks steps, decides when to checkpoint, and saves and restores everything.
+
+    What a script may read (and print) as it trains: :attr:`step_count` (the steps taken,
+    counting those before a resume), :attr:`epoch` (the epoch under way, from 0),
+    :attr:`epochs`, :attr:`total_steps` (the whole training's, one step a batch) and
+    :attr:`resumed_from` (the checkpoint's step, None on a fresh start)::
+
+        if g.step_count % 100 == 0:
+            print(f"epoch {g.epoch + 1}/{g.epochs} step {g.step_count}/{g.total_steps}")
+    """
 
     def __init__(
         self,
@@ -182,13 +206,18 @@ class Guard:
         self.fixed_interval_s = interval_s
         self.mtbf_s = mtbf_s
         self.step_count = 0
+        """Training steps taken (:meth:`step` calls), counting those before a resume."""
         self.finished = False
         self.resumed_from: int | None = None
+        self.skipped: tuple[DamagedCopy, ...] = ()
+        """Damaged checkpoint copies passed over on resume (said on stderr, and in the
+        ``resumed`` event)."""
         self.checkpoints = 0
         self.stalls_s: list[float] = []
         self._pending_rng: dict[str, Any] | None = None
         self._last_checkpoint = clock.monotonic()
         self.heartbeat = Heartbeat()
+        self._trained = False
 
     # ---- state --------------------------------------------------------------------------
 
@@ -224,6 +253,8 @@ class Guard:
         local = self._load_weights(state)
         self._load_schedule(state)
         self.resumed_from = checkpoint.step
+        self.skipped = checkpoint.skipped
+        _say_skipped(checkpoint)
         # Restored after the data iterator is created, which draws from the RNG.
         self._pending_rng = local["rng"] or derived_rng_state(self.step_count, self.rank or 0)
         return True
@@ -259,14 +290,18 @@ class Guard:
         """Say that the guard has started and from which step: the ``fresh``/``resumed`` event
         on stdout and a first beat of the step heartbeat (a supervisor starts its drill clock,
         a replay's preemptions and its migration checks on either)."""
-        event = {
+        event: dict[str, Any] = {
             "event": "fresh" if self.resumed_from is None else "resumed",
             "t": self.clock.time(),
             "rank": self.rank if self.rank is not None else _rank_from_env(),
             "step": self.step_count,
             "world_size": torch.distributed.get_world_size() if self.rank is not None else 1,
             "interval_s": round(self.interval_s, 3),
+            "epoch": self.epoch,
+            "total_steps": self.total_steps,
         }
+        if self.skipped:
+            event["damaged"] = [{"path": c.path, "step": c.step} for c in self.skipped]
         emit_event(event)
         self.heartbeat.beat(self.step_count)
         return event
@@ -279,10 +314,43 @@ class Guard:
     # ---- the training loop ----------------------------------------------------------------
 
     def batches(self) -> Iterator[Any]:
-        """The training batches, resuming where the checkpoint left off."""
-        if self.finished:
-            return iter(())
-        return self.data.iterate(self.epochs, after_start=self._restore_rng)
+        """The training batches, resuming where the checkpoint left off; once they are all
+        served the training has ended (:meth:`end_training`)."""
+        if not self.finished:
+            yield from self.data.iterate(self.epochs, after_start=self._restore_rng)
+        self.end_training()
+
+    def end_training(self) -> None:
+        """Say, once, that the training loop has ended: the ``trained`` event on stdout
+        (:data:`~executor.training.heartbeat.TRAINED_EVENT`). A supervisor sends no drill, move
+        or stall kill after it, so what the script runs next (a final save, an eval, an upload)
+        runs once. Called when :meth:`batches` is exhausted and when the guard's block ends."""
+        if self._trained:
+            return
+        self._trained = True
+        emit_event(
+            {
+                "event": TRAINED_EVENT,
+                "t": self.clock.time(),
+                "rank": self.rank if self.rank is not None else _rank_from_env(),
+                "step": self.step_count,
+                "epoch": self.data.epoch,
+            }
+        )
+
+    @property
+    def epoch(self) -> int:
+        """The epoch under way, from 0 (``epochs`` once every one is done), as restored."""
+        return self.data.epoch
+
+    @property
+    def total_steps(self) -> int | None:
+        """The steps the whole training takes at one :meth:`step` a batch: ``epochs`` × the
+        loader's batches (None for a loader with no length)."""
+        try:
+            return self.epochs * len(self.data.loader)
+        except TypeError:
+            return None
 
     @property
     def interval_s(self) -> float:
@@ -420,6 +488,7 @@ def guard(
         _restore(g, fresh_if_damaged or settings.fresh_if_damaged)
         g.announce()
         yield g
+        g.end_training()
         if not g.finished:
             g.finished = True
             g.checkpoint(block=True)
@@ -474,6 +543,24 @@ def _mtbf_s(given: float | None, settings: Settings) -> float | None:
     if settings.pool and settings.store:
         return forecast_mtbf_s(str(settings.store), settings.pool)
     return None
+
+
+def _say_skipped(checkpoint: Checkpoint) -> None:
+    """Say loudly, on stderr (the job's log), each damaged copy passed over to resume from
+    ``checkpoint``: its path and step, what was wrong, and where the job resumes instead."""
+    for copy in checkpoint.skipped:
+        instead = (
+            f"the intact copy of step {checkpoint.step} at {checkpoint.url}"
+            if copy.step == checkpoint.step
+            else f"step {checkpoint.step} at {checkpoint.url}, so the steps after it are done again"
+        )
+        print(
+            f"spotwise guard: WARNING: damaged checkpoint skipped: {copy.path} (step "
+            f"{copy.step}): {copy.problem}; resuming from {instead}. Something corrupted it: "
+            f"check the disk or bucket of {copy.url}",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def _restore(g: Guard, fresh_if_damaged: bool) -> None:

@@ -7,6 +7,10 @@ supervisor takes the file's being there for the guard's announcement, even when 
 stdout goes elsewhere) and at every step (one ``pwrite`` of 20 bytes). A command that does not
 use the guard never beats, so the supervisor's stall timeout counts from its launch and a
 replay paced by steps sees no progress.
+
+When its training loop has ended the guard says so on stdout, once (:data:`TRAINED_EVENT`):
+what the script runs after it (a final save, an eval, an upload) takes no steps, and no drill,
+move or stall check may cut it short, or a relaunch would run it again.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ import os
 from pathlib import Path
 
 HEARTBEAT_ENV = "SPOTWISE_HEARTBEAT_FILE"
+TRAINED_EVENT = "trained"
+"""The ``event`` of the JSON line a guard prints once its training loop has ended."""
 _WIDTH = 20
 
 

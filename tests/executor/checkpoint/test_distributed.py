@@ -67,6 +67,9 @@ def test_two_workers_resume_bitwise_identically_from_a_dcp_checkpoint(tmp_path: 
     assert all(e["step"] == stopped_at for e in preempted)  # the ranks agreed on the step
     step_folder = tmp_path / "ckpt" / f"step-{stopped_at}"
     assert (step_folder / ".metadata").exists() and (step_folder / "rank1.json").exists()
+    # DCP's files too are this user's only
+    assert step_folder.stat().st_mode & 0o777 == 0o700
+    assert {p.stat().st_mode & 0o777 for p in step_folder.iterdir()} == {0o600}
     resumed = run(tmp_path / "ckpt")
     assert {e["step"] for e in resumed if e["event"] == "resumed"} == {stopped_at}
     done = [e for e in resumed if e["event"] == "done"]

@@ -130,6 +130,9 @@ def test_corrupt_newest_falls_back_to_the_previous_step(tmp_path: Path) -> None:
     loaded = manager.load()
     manager.close()
     assert loaded is not None and loaded.step == 1
+    [skipped] = loaded.skipped  # named, for the guard to say loudly
+    assert skipped.path == f"{tmp_path}/step-2" and skipped.step == 2
+    assert skipped.problem == f"{victim}: checksum mismatch"
 
 
 def test_corrupt_file_in_one_replica_falls_back_to_another(tmp_path: Path) -> None:
@@ -141,6 +144,26 @@ def test_corrupt_file_in_one_replica_falls_back_to_another(tmp_path: Path) -> No
     manager.close()
     assert loaded is not None and loaded.step == 4 and loaded.url == str(b)
     assert_same(state(4), loaded.state)
+    assert [(c.path, c.step) for c in loaded.skipped] == [(f"{a}/step-4", 4)]
+
+
+def test_local_checkpoints_are_this_users_only_whatever_the_umask(tmp_path: Path) -> None:
+    """Folders 0700 and files 0600 even under umask 000 (the store is 0600: a checkpoint
+    holds as much)."""
+    folder = tmp_path / "new" / "ckpt"
+    before = os.umask(0)
+    try:
+        manager = CheckpointManager([str(folder)])
+        manager.save(1, state(1), block=True)
+        manager.save(2, state(2, big=10), block=True)
+        manager.close()
+    finally:
+        os.umask(before)
+    modes = {p.relative_to(folder).as_posix(): p.stat().st_mode & 0o777 for p in folder.rglob("*")}
+    assert folder.stat().st_mode & 0o777 == 0o700
+    assert modes["step-2"] == modes["step-1"] == 0o700
+    assert modes["latest"] == modes["step-2/manifest.json"] == modes["step-1/t0.bin"] == 0o600
+    assert set(modes.values()) == {0o700, 0o600}
 
 
 def test_checkpoints_that_exist_but_are_all_damaged_are_an_error_not_a_fresh_start(

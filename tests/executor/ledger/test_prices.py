@@ -3,6 +3,7 @@ and time, given by the user, estimated, or a labelled reference; and the ledger'
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from spotwise.pricing.errors import StoreError
 from spotwise.pricing.operational import open_operational
 from spotwise.pricing.quotes import REFERENCE_SOURCE
 from spotwise.pricing.store import MarketStore
+from tests.conftest import CliRun
 from tests.executor.supervise.test_supervisor import FAKE_JOB, GAP, PAST, SCALE, job, market
 
 POOLS = ("us-east-1a_v100_1", "us-west-2b_v100_1")
@@ -130,6 +132,115 @@ def test_a_quote_older_than_a_week_is_flagged_stale_by_the_rule_plan_uses(tmp_pa
         "stale spot prices (us-east-1a_v100_1; the newest of 2020-03-01), older than 7 days: "
         "`spotwise collect aws --region R` stores fresh ones"
     ]
+
+
+def test_a_jobs_report_shows_the_prices_of_the_pools_it_ran_in_stale_ones_flagged(
+    tmp_path: Path,
+) -> None:
+    """What ``jobs show`` and a sweep's report print of a job that ran in us-east-1a only."""
+    import pandas as pd
+
+    fresh = (pd.Timestamp.now(tz="UTC") - pd.Timedelta(days=1)).isoformat()
+    with MarketStore.open(tmp_path / "m.duckdb") as store:
+        _price(store, "spot", "us-east-1", "us-east-1a", 0.92, "2020-03-01 00:00:00+00")
+        _price(store, "spot", "us-west-2", "us-west-2b", 1.10, fresh)
+        _price(store, "on_demand", "us-east-1", "", 3.06, fresh)
+        _price(store, "on_demand", "us-west-2", "", 3.06, fresh)
+        book = price_book(store, POOLS, instance_type="p3.2xlarge")
+    lines = book.used_by(["us-east-1a_v100_1"]).quote_lines()
+    assert [line.split(":")[0] for line in lines] == [
+        "spot us-east-1a_v100_1",
+        "on-demand us-east-1",
+    ]
+    assert lines[0].endswith(" (stale: older than 7 days when the job was priced)")
+    assert "stale" not in lines[1]
+    # a job that has not launched yet: the on-demand price of its home region only
+    assert [line.split(":")[0] for line in book.used_by([]).quote_lines()] == [
+        "on-demand us-east-1"
+    ]
+
+
+def test_a_sweeps_report_flags_stale_prices_as_the_run_report_does(tmp_path: Path) -> None:
+    from spotwise.executor.ledger.ledger import EntryKind, JobStatus
+    from spotwise.executor.sweeps.report import _quoted_prices
+
+    with MarketStore.open(tmp_path / "m.duckdb") as store:
+        _price(store, "spot", "us-east-1", "us-east-1a", 0.92, "2020-03-01 00:00:00+00")
+        book = price_book(store, POOLS, instance_type="p3.2xlarge", on_demand_price=3.0)
+    terms = job(1.0)
+    info = JobInfo(
+        name="trial",
+        command="train.py",
+        launcher="local",
+        compute_hours=terms.compute_hours,
+        deadline_hours=terms.deadline_hours,
+        on_demand_price=3.0,
+        simulated=True,
+        prices=book,
+        sweep="s",
+        trial=0,
+    )
+    ledger = Ledger(tmp_path / "ops.duckdb", info)
+    ledger.record(EntryKind.LAUNCH, pool="us-east-1a_v100_1", market="spot")
+    ledger.finish(JobStatus.COMPLETED)
+    with open_operational(tmp_path / "ops.duckdb") as ops:
+        report = job_report(ops, ledger.job_id)
+    assert sorted(_quoted_prices([report])) == sorted(book.used_by(report.pools_used).quote_lines())
+    [spot] = [line for line in _quoted_prices([report]) if line.startswith("spot")]
+    assert spot.startswith("spot us-east-1a_v100_1: $0.920/h")
+    assert spot.endswith("(stale: older than 7 days when the job was priced)")
+
+
+@pytest.mark.slow  # CLI subprocesses
+def test_jobs_show_prices_a_job_from_spot_rows_collected_after_it_ran_not_the_reference(
+    tmp_path: Path, cli: CliRun
+) -> None:
+    from spotwise.executor.ledger.ledger import EntryKind, JobStatus
+
+    path = tmp_path / "store.duckdb"
+    pool = "us-east-1a_v100_1"
+    with MarketStore.open(path) as store:
+        book = price_book(store, [pool, "us-west-2b_v100_1"], instance_type="p3.2xlarge")
+    assert book.spot_quote(pool).source == REFERENCE_SOURCE  # no rows yet: the reference
+    spot, on_demand = book.spot_quote(pool).usd_per_hour, book.on_demand_quote(pool).usd_per_hour
+    info = JobInfo(
+        name="train.py",
+        command="python train.py",
+        launcher="local",
+        compute_hours=2.0,
+        deadline_hours=4.0,
+        on_demand_price=on_demand,
+        simulated=True,
+        prices=book,
+    )
+    ledger = Ledger(path, info)
+    ledger.record(
+        EntryKind.INSTANCE,
+        pool=pool,
+        market="spot",
+        hours=2.0,
+        price=spot,
+        cost_usd=2.0 * spot,
+        on_demand_price=on_demand,
+    )
+    ledger.finish(JobStatus.COMPLETED)
+    env = {"SPOTWISE_STORE": str(path)}
+
+    def shown() -> dict:
+        result = cli("jobs", "show", ledger.job_id, "--json", env=env)
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout)
+
+    assert shown()["cost_usd"] == pytest.approx(2.0 * spot)
+    with MarketStore.open(path) as store:  # `spotwise collect aws` ran since
+        _price(store, "spot", "us-east-1", "us-east-1a", 0.50, "2024-02-01 00:00:00+00")
+        _price(store, "on_demand", "us-east-1", "", 4.00, "2024-02-01 00:00:00+00")
+    report = shown()
+    assert report["cost_usd"] == pytest.approx(1.0)
+    assert report["on_demand_cost_usd"] == pytest.approx(8.0)
+    assert report["prices"]["spot"][pool]["source"] == "store: test-prices, us-east-1a"
+    text = cli("jobs", "show", ledger.job_id, env=env).stdout
+    assert f"spot {pool}: $0.500/h" in text and "not a quote" not in text
 
 
 def test_a_stored_price_book_reads_back_as_it_was_or_says_what_is_wrong() -> None:

@@ -253,9 +253,9 @@ def test_a_move_stays_a_move_when_the_pool_is_taken_back_while_it_checkpoints(
 
 @pytest.mark.slow
 def test_jobs_list_and_show_read_the_ledger(tmp_path: Path, cli: CliRun, store_file: Path) -> None:
-    traces = market("1" * 60)
+    traces = market("1" * 60, "1" * 60, "1" * 60)
     supervisor, command, store, ledger = supervise(tmp_path, traces, work_s=1.0)
-    supervisor.run(command)
+    [used] = {p.removeprefix("spot in ") for p in supervisor.run(command).placements}
     env = {"SPOTWISE_STORE": str(store)}
     listed = cli("jobs", "list", "--json", env=env)
     assert listed.returncode == 0, listed.stderr
@@ -267,6 +267,9 @@ def test_jobs_list_and_show_read_the_ledger(tmp_path: Path, cli: CliRun, store_f
     text = cli("jobs", "show", ledger.job_id, env=env).stdout
     assert "simulated on a replayed market" in text
     assert "reference p3.2xlarge price (not a quote)" in text  # the prices say what they are
+    # the pool it ran in is priced, not the three of its book
+    spot_lines = [line.strip() for line in text.splitlines() if line.strip().startswith("spot ")]
+    assert [line.split(":")[0] for line in spot_lines] == [f"spot {used}"]
     assert "(simulated)" in cli("jobs", "list", env=env).stdout
     # no --ckpt folder: the checkpoints' size is unknown, said so, never shown as 0 MB and $0
     assert report["checkpoints_sized"] is False
@@ -471,6 +474,87 @@ def test_a_drill_sends_a_real_notice_and_the_job_resumes_where_it_was(tmp_path: 
             "SELECT detail FROM ledger WHERE job_id = ? AND kind = 'notice'", [ledger.job_id]
         )
     assert list(notices["detail"]) == ["drill (--preempt-after)"]
+
+
+# A guarded script with a tail: two steps, then after the guard's block a line appended to a
+# file and a sleep (its "upload"); argv: checkpoint folder, the file, the tail's seconds.
+WITH_A_TAIL = """\
+import sys, time
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+from spotwise.executor import guard
+
+model = torch.nn.Linear(2, 1)
+loader = DataLoader(TensorDataset(torch.randn(8, 2)), batch_size=4)
+with guard([sys.argv[1]], model=model, loader=loader) as g:
+    for (x,) in g.batches():
+        g.step()
+with open(sys.argv[2], "a") as tail:
+    tail.write("tail\\n")
+time.sleep(float(sys.argv[3]))
+"""
+
+
+@pytest.mark.slow
+def test_a_drill_never_lands_after_the_training_loop_so_the_scripts_tail_runs_once(
+    tmp_path: Path,
+) -> None:
+    """The drill is due 0.3 s after the first step, while the script's tail (after its two
+    steps) sleeps 3 s: it is not sent (the guard said its training ended), and nothing
+    relaunches the script to run its tail again."""
+    supervisor, _, store, ledger = supervise(
+        tmp_path, market("1" * 120), work_s=1.0, drill_after_s=0.3
+    )
+    said: list[str] = []
+    supervisor.progress = said.append
+    script, tail = tmp_path / "train.py", tmp_path / "tail.txt"
+    script.write_text(WITH_A_TAIL)
+    report = supervisor.run([sys.executable, str(script), str(tmp_path / "ck"), str(tail), "3"])
+    assert report.completed and report.instances == 1 and report.preemptions == 0
+    assert tail.read_text() == "tail\n"
+    assert not any(m.startswith("drill: a preemption notice") for m in said)
+    assert any(m.startswith("drill: none sent: the training loop ended") for m in said)
+    with open_operational(store) as market_store:
+        assert job_report(market_store, ledger.job_id).notices == 0
+
+
+@pytest.mark.slow
+def test_drills_never_count_toward_the_fall_back_to_on_demand(tmp_path: Path) -> None:
+    """With --on-demand-after 1, a preemption by the cloud would move the job to on-demand
+    for good; the drills that preempt every instance leave it on spot."""
+    supervisor, command, store, ledger = supervise(
+        tmp_path,
+        market("1" * 120),
+        work_s=1.5,
+        drill_after_s=0.3,
+        drill_every=True,
+        on_demand_after=1,
+    )
+    report = supervisor.run(command)
+    assert report.completed and report.preemptions >= 1
+    assert set(report.placements) == {"spot in z0"}
+    assert report.drills == report.preemptions
+    with open_operational(store) as market_store:
+        ledger_report = job_report(market_store, ledger.job_id)
+    assert ledger_report.drills == ledger_report.preemptions == report.preemptions
+
+
+@pytest.mark.slow
+def test_a_damaged_checkpoint_the_guard_skipped_is_kept_in_the_ledger_and_said(
+    tmp_path: Path, cli: CliRun
+) -> None:
+    supervisor, _, store, ledger = supervise(tmp_path, market("1" * 60), work_s=1.0)
+    said: list[str] = []
+    supervisor.progress = said.append
+    resumed = {"event": "resumed", "step": 4, "damaged": [{"path": "/ck/step-8", "step": 8}]}
+    report = supervisor.run([sys.executable, "-c", f"print({json.dumps(resumed)!r})"])
+    assert report.completed
+    detail = "/ck/step-8 (step 8), resumed from step 4"
+    assert f"warning: a damaged checkpoint was skipped on resume: {detail}" in said
+    with open_operational(store) as market_store:
+        assert job_report(market_store, ledger.job_id).damaged_checkpoints == (detail,)
+    shown = cli("jobs", "show", ledger.job_id, env={"SPOTWISE_STORE": str(store)})
+    assert f"damaged checkpoint skipped on resume: {detail}" in shown.stdout
 
 
 def test_drill_durations_are_checked(cli_in_process: CliRun) -> None:

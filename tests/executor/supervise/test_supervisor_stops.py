@@ -165,6 +165,53 @@ def test_a_cancelled_job_gets_its_notice_and_checkpoints_first(tmp_path: Path) -
     assert supervisor.report.lost_hours == 0.0
 
 
+# A stranger's guarded script that trains until stopped, printing no event of its own;
+# argv: its checkpoint folder.
+TRAINS_ON = """\
+import sys, time
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+from spotwise.executor import guard
+
+model = torch.nn.Linear(2, 1)
+loader = DataLoader(TensorDataset(torch.randn(8, 2)), batch_size=4)
+with guard([sys.argv[1]], model=model, loader=loader, epochs=100_000) as g:
+    for (x,) in g.batches():
+        time.sleep(0.02)
+        g.step()
+"""
+
+
+@pytest.mark.slow
+def test_a_cancel_that_checkpointed_loses_no_work_and_its_checkpoints_are_sized(
+    tmp_path: Path,
+) -> None:
+    from spotwise.executor.checkpoint.places import LocalFolder
+    from spotwise.executor.ledger.ledger import job_report
+
+    ckpt = tmp_path / "ckpt"
+    supervisor, _, store, ledger = supervise(
+        tmp_path, market("1" * 120), work_s=30.0, checkpoints=(LocalFolder(ckpt),)
+    )
+
+    def cancel_once_stepping() -> None:
+        wait_for(lambda: (i := supervisor._instance) is not None and i.steps_taken() > 0)
+        supervisor.cancel()
+
+    threading.Thread(target=cancel_once_stepping, daemon=True).start()
+    script = tmp_path / "train.py"
+    script.write_text(TRAINS_ON)
+    with pytest.raises(Cancelled):
+        supervisor.run([sys.executable, str(script), str(ckpt)])
+    with open_operational(store) as market_store:
+        report = job_report(market_store, ledger.job_id)
+    assert report.status == "cancelled"
+    assert report.lost_work_hours == 0.0  # it checkpointed on the cancel's notice
+    assert report.checkpoints_sized
+    assert report.checkpoint_bytes == sum(f.stat().st_size for f in ckpt.rglob("*") if f.is_file())
+    assert report.checkpoint_bytes > 0
+
+
 @pytest.mark.slow
 def test_a_job_that_stops_stepping_is_killed_and_resumes_from_its_checkpoint(
     tmp_path: Path,

@@ -245,13 +245,14 @@ def test_the_guard_announces_itself_where_its_supervisor_reads(tmp_path: Path) -
     first = run_script(tmp_path, REDIRECTED, str(tmp_path / "ckpt"), "0", env=env)
     assert first.returncode == 0, first.stderr
     lines = first.stdout.splitlines()
-    assert lines[0] == "loading data" and len(lines) == 2
-    event = json.loads(lines[1])
+    assert lines[0] == "loading data" and len(lines) == 3
+    event, trained = map(json.loads, lines[1:])
     assert event["event"] == "fresh" and event["step"] == 0 and event["world_size"] == 1
+    assert trained["event"] == "trained" and trained["step"] == 0
     assert last_step(heartbeat) == 0  # no step taken: the beat on entry
     again = run_script(tmp_path, REDIRECTED, str(tmp_path / "ckpt"), "1")
     assert again.returncode == 0, again.stderr
-    [event] = [json.loads(line) for line in again.stdout.splitlines() if line.startswith("{")]
+    event, _ = [json.loads(line) for line in again.stdout.splitlines() if line.startswith("{")]
     assert event["event"] == "resumed" and event["step"] == 0
 
 
@@ -295,6 +296,53 @@ def test_a_seeded_script_sees_the_same_batches_and_weights_with_and_without_the_
     assert all(torch.equal(a, b) for a, b in zip(plain_weights, model.parameters(), strict=True))
 
 
+def said(capfd: pytest.CaptureFixture[str]) -> list[tuple[str, int]]:
+    """The events the guard printed since the last call: each one's name and step."""
+    lines = capfd.readouterr().out.splitlines()
+    return [(e["event"], e["step"]) for e in map(json.loads, lines)]
+
+
+def test_the_guard_says_once_when_its_training_loop_has_ended(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """The ``trained`` event comes when the last batch is served, before what the script runs
+    after its loop; a loop left early says it when the guard's block ends; a finished run
+    launched again says it at once."""
+    model = torch.nn.Linear(2, 1)
+    loader = DataLoader(TensorDataset(torch.randn(8, 2)), batch_size=4)
+    with guard([str(tmp_path / "all")], model=model, loader=loader, epochs=2, notices=[]) as g:
+        for _ in g.batches():
+            g.step()
+        assert said(capfd) == [("fresh", 0), ("trained", 4)]
+    assert said(capfd) == []  # once
+    with guard([str(tmp_path / "early")], model=model, loader=loader, notices=[]) as g:
+        for _ in g.batches():
+            g.step()
+            break
+        assert said(capfd) == [("fresh", 0)]
+    assert said(capfd) == [("trained", 1)]
+    with guard([str(tmp_path / "all")], model=model, loader=loader, epochs=2, notices=[]) as g:
+        assert list(g.batches()) == []
+    assert said(capfd) == [("resumed", 4), ("trained", 4)]
+
+
+def test_a_script_reads_its_step_epoch_and_total_steps_from_the_guard(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    model = torch.nn.Linear(2, 1)
+    loader = DataLoader(TensorDataset(torch.randn(8, 2)), batch_size=4)  # two batches an epoch
+    seen = []
+    with guard([str(tmp_path)], model=model, loader=loader, epochs=3, notices=[]) as g:
+        assert (g.step_count, g.epoch, g.epochs, g.total_steps) == (0, 0, 3, 6)
+        for _ in g.batches():
+            g.step()
+            seen.append((g.step_count, g.epoch))
+    assert seen == [(1, 0), (2, 0), (3, 1), (4, 1), (5, 2), (6, 2)]
+    assert g.epoch == 3  # every epoch done
+    fresh = json.loads(capfd.readouterr().out.splitlines()[0])
+    assert (fresh["event"], fresh["epoch"], fresh["total_steps"]) == ("fresh", 0, 6)
+
+
 def small_guarded_run(folder: Path) -> None:
     """Two steps under the guard: one committed checkpoint, the final one."""
     model = torch.nn.Linear(2, 1)
@@ -331,8 +379,32 @@ def test_every_checkpoint_damaged_stops_the_guard_and_says_how_to_start_over(
     )
     assert over.returncode == 0, over.stderr
     assert "starting over from step 0 as asked" in over.stderr
-    [event] = [json.loads(line) for line in over.stdout.splitlines() if line.startswith("{")]
+    event, _ = [json.loads(line) for line in over.stdout.splitlines() if line.startswith("{")]
     assert event["event"] == "fresh" and event["step"] == 0
+
+
+def test_a_damaged_newest_checkpoint_skipped_on_resume_is_said_loudly_with_its_path(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    model = torch.nn.Linear(2, 1)
+    loader = DataLoader(TensorDataset(torch.randn(8, 2)), batch_size=4)
+    with guard([str(tmp_path)], model=model, loader=loader, notices=[], interval_s=0.0) as g:
+        for _ in g.batches():
+            g.step()  # a checkpoint at each: step-1, step-2 (and the final one, step-2 again)
+    newest = tmp_path / "step-2"
+    (newest / "small.bin").write_bytes(b"torn")
+    capfd.readouterr()
+    with guard([str(tmp_path)], model=model, loader=loader, notices=[]) as g:
+        assert g.resumed_from == 1 and [c.path for c in g.skipped] == [str(newest)]
+    out, err = capfd.readouterr()
+    [warning] = [line for line in err.splitlines() if "WARNING" in line]
+    assert warning.startswith(
+        f"spotwise guard: WARNING: damaged checkpoint skipped: {newest} (step 2): "
+        f"{newest}/small.bin: checksum mismatch; resuming from step 1 at {tmp_path}"
+    )
+    resumed = json.loads(out.splitlines()[0])
+    assert resumed["event"] == "resumed" and resumed["step"] == 1
+    assert resumed["damaged"] == [{"path": str(newest), "step": 2}]
 
 
 def test_the_guard_refuses_damaged_checkpoints_in_process_too(tmp_path: Path) -> None:
