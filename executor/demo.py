@@ -67,7 +67,12 @@ def run_example(store_path: Path, traces: TraceSet, progress: Progress) -> DemoR
     with tempfile.TemporaryDirectory() as tmp:
         progress("reference run: the example training, uninterrupted")
         # (unpaced: the pause per step only paces the replay, and changes no number)
-        reference = reference_run(Path(tmp) / "plain", epochs=DEMO_EPOCHS, step_sleep_s=0.0).done
+        reference = reference_run(
+            Path(tmp) / "plain",
+            epochs=DEMO_EPOCHS,
+            step_sleep_s=0.0,
+            progress=lambda line: progress(f"reference run: {line}"),
+        ).done
         compute_hours = int(reference["step"]) * DEMO_STEP_S / 3600
         with MarketStore.open(store_path, read_only=True) as store:
             prices = price_book(store, DEMO_POOLS, instance_type=REFERENCE_INSTANCE_TYPE)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from spotwise.core.clock import SYSTEM_CLOCK
+from spotwise.core.progress import Progress
 from spotwise.executor.errors import ExecutorError
 from spotwise.executor.supervise.replay import ReplayRun, run_under_replay
 
@@ -39,15 +40,21 @@ class ReferenceRun:
     wall_s: float
 
 
-def reference_run(ckpt: Path | str, *, epochs: int, step_sleep_s: float) -> ReferenceRun:
-    """Run the example uninterrupted.
+def reference_run(
+    ckpt: Path | str, *, epochs: int, step_sleep_s: float, progress: Progress | None = None
+) -> ReferenceRun:
+    """Run the example uninterrupted, saying its step to ``progress`` as it goes.
 
     Raises:
         ExecutorError: when it fails, or ends without its ``done`` event.
     """
     began = SYSTEM_CLOCK.monotonic()  # timing only: the reference run's wall time, a bench figure
     run = run_under_replay(
-        example_command(ckpt, epochs=epochs, step_sleep_s=step_sleep_s), [], lead_s=2, grace_s=5
+        example_command(ckpt, epochs=epochs, step_sleep_s=step_sleep_s),
+        [],
+        lead_s=2,
+        grace_s=5,
+        progress=progress,
     )
     done = run.launches[-1].event("done")
     if done is None:

@@ -17,13 +17,24 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from spotwise.core.clock import SYSTEM_CLOCK, Clock
+from spotwise.core.progress import Progress
 from spotwise.executor.errors import ExecutorError
 from spotwise.executor.launchers.base import Instance, Placement, Preemption
 from spotwise.executor.launchers.local import LocalInstance
-from spotwise.executor.supervise.watch import GuardStart, Notices, Outcome, Watch, Watcher
+from spotwise.executor.supervise.watch import (
+    GuardStart,
+    Notices,
+    Outcome,
+    Steps,
+    Watch,
+    Watcher,
+)
 
 ANYWHERE = Placement(market="spot", pool="replay", price=0.0)
 """Where a replayed run's instances are: one pool, priced at nothing (no money is involved)."""
+
+STEP_REPORT_S = 15.0
+"""How often a replayed run says its step, when asked to."""
 
 
 @dataclass(slots=True)
@@ -98,6 +109,7 @@ def run_under_replay(
     max_launches: int = 50,
     max_preemptions: int | None = None,
     env: dict[str, str] | None = None,
+    progress: Progress | None = None,
     clock: Clock = SYSTEM_CLOCK,
 ) -> ReplayRun:
     """Run ``command`` (printing JSON event lines) until it exits 0; after
@@ -123,7 +135,9 @@ def run_under_replay(
         )
         launch = Launch(started=clock.time(), events=instance.events)
         launches.append(launch)
-        watch = _follow(instance, schedule, lead_s=lead_s, grace_s=grace_s, clock=clock)
+        watch = _follow(
+            instance, schedule, lead_s=lead_s, grace_s=grace_s, progress=progress, clock=clock
+        )
         code = instance.poll()
         assert code is not None  # (followed to its end)
         instance.terminate()
@@ -147,10 +161,17 @@ def _to_stderr(line: str) -> None:
 
 
 def _follow(
-    instance: LocalInstance, schedule: Schedule, *, lead_s: float, grace_s: float, clock: Clock
+    instance: LocalInstance,
+    schedule: Schedule,
+    *,
+    lead_s: float,
+    grace_s: float,
+    progress: Progress | None,
+    clock: Clock,
 ) -> Watch:
-    """Watch ``instance`` to its end under ``schedule``'s notices; a Ctrl-C (or any error) on
-    the way stops it as a cloud would: a notice, ``grace_s`` to checkpoint, then a kill."""
+    """Watch ``instance`` to its end under ``schedule``'s notices, saying its step to
+    ``progress`` every :data:`STEP_REPORT_S`; a Ctrl-C (or any error) on the way stops it as a
+    cloud would: a notice, ``grace_s`` to checkpoint, then a kill."""
     watch = Watch(instance=instance, launched_at=clock.monotonic())
     watchers: list[Watcher] = [
         GuardStart(GuardStart.announced, None, lambda: None),
@@ -162,6 +183,8 @@ def _follow(
             noticed=lambda *_: None,
         ),
     ]
+    if progress is not None:
+        watchers.append(Steps(STEP_REPORT_S, progress))
     try:
         while instance.poll() is None:
             now = clock.monotonic()

@@ -38,3 +38,25 @@ def test_replay_leaves_out_the_take_backs_past_its_limit() -> None:
     )
     assert run.preemptions == 2 and len(run.launches) == 3
     assert run.launches[-1].returncode == 0
+
+
+def test_a_replayed_run_says_its_step_as_it_goes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The demo's reference run is not silent: its step, share and time left, every so often."""
+    import spotwise.executor.supervise.replay as replay
+
+    monkeypatch.setattr(replay, "STEP_REPORT_S", 0.2)
+    script = (
+        "import json, time\n"
+        "print(json.dumps({'event': 'fresh', 'step': 0, 'total_steps': 40}), flush=True)\n"
+        "for step in range(1, 41):\n"
+        "    time.sleep(0.05)\n"
+        "    print(json.dumps({'event': 'report', 'step': step}), flush=True)\n"
+        "print(json.dumps({'event': 'done', 'step': 40}), flush=True)\n"
+    )
+    said: list[str] = []
+    run = run_under_replay(
+        [sys.executable, "-c", script], [], lead_s=1, grace_s=1, progress=said.append
+    )
+    assert run.launches[0].event("done") is not None
+    assert said, "no step was said while it ran"
+    assert all(line.startswith("step ") and " of 40 (" in line for line in said), said
