@@ -9,6 +9,7 @@ between large loads)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -255,6 +256,9 @@ def test_a_store_shared_by_every_kind_of_process_loses_nothing_and_fails_nothing
         schedule.send_signal(signal.SIGTERM)
         schedule.wait(timeout=120)
         reader.join(timeout=10)
+        for job in jobs:  # the last ones started may still be training: let them finish
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                job.wait(timeout=300)
         for process in (*jobs, cancelled, killed):
             if process.poll() is None:
                 process.kill()
