@@ -247,7 +247,8 @@ def create_app(
             known = {"type": "string", "enum": list(service.pools)}
             components = schema["components"]["schemas"]
             request = components["DecisionRequest"]["properties"]
-            request["pools"]["propertyNames"] = known
+            named = next(k for k in request["pools"]["anyOf"] if k["type"] == "object")
+            named["propertyNames"] = known
             request["policy"]["enum"] = list(service.policies)
             components["SpotState"]["properties"]["pool"] = known
             for parameter in schema["paths"]["/v1/forecast/{pool}"]["get"]["parameters"]:
