@@ -247,8 +247,7 @@ def create_app(
             known = {"type": "string", "enum": list(service.pools)}
             components = schema["components"]["schemas"]
             request = components["DecisionRequest"]["properties"]
-            named = next(k for k in request["pools"]["anyOf"] if k["type"] == "object")
-            named["propertyNames"] = known
+            request["pools"]["propertyNames"] = known
             request["policy"]["enum"] = list(service.policies)
             components["SpotState"]["properties"]["pool"] = known
             for parameter in schema["paths"]["/v1/forecast/{pool}"]["get"]["parameters"]:

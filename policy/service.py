@@ -318,10 +318,7 @@ def _done(job: JobTerms, progress_hours: float) -> Decision:
 def _pools_now(request: DecisionRequest, known: tuple[str, ...]) -> dict[str, PoolNow]:
     """The pools asked about (none named: every pool in ``known``, each up now), and the
     job's own pool, up since it runs there."""
-    if request.pools is None:
-        pools = {name: PoolNow(available=True) for name in known}
-    else:
-        pools = dict(request.pools)
+    pools = dict(request.pools) or {name: PoolNow(available=True) for name in known}
     pool = request.state.pool
     if pool is not None:
         given = pools.get(pool)
