@@ -57,7 +57,10 @@ def render() -> None:
         },
     )
     ids = list(jobs.job_id)
-    labels = {row.job_id: f"{row.job_id}: {row.name} ({row.status})" for row in jobs.itertuples()}
+    labels = {
+        row.job_id: f"{row.job_id}: {row.name} ({row.status}, {row.launcher})"
+        for row in jobs.itertuples()
+    }
     job_id = st.selectbox(
         "Job", ids, index=ids.index(first_job(jobs)), format_func=labels.__getitem__
     )
@@ -69,7 +72,7 @@ def jobs_table(jobs: pd.DataFrame) -> pd.DataFrame:
     with its fleet and tier in one column (left out when no job ran in a fleet;
     :data:`NO_FLEET` for a job that did not); the money real or simulated when both are
     there (the totals above say which it is otherwise). A sweep's job is named by its sweep
-    and trial already."""
+    and trial already; the launcher is in the job chooser below."""
     table = jobs.assign(money=["simulated" if s else "real" for s in jobs.simulated])
     columns = ["job_id", "name", "status", "cost_usd", "started"]
     if table.money.nunique() > 1:
@@ -80,7 +83,7 @@ def jobs_table(jobs: pd.DataFrame) -> pd.DataFrame:
             for fleet, tier in zip(table.fleet, table.tier, strict=True)
         ]
         columns.append("fleet")
-    columns += ["preemptions", "migrations", "on_demand_hours", "launcher"]
+    columns += ["preemptions", "migrations", "on_demand_hours"]
     if table.pending.any():
         columns.append("pending")
     return table[columns]

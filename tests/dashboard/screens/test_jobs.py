@@ -111,7 +111,10 @@ def test_the_page_opens_on_the_newest_job_that_did_its_work_not_a_failed_task(
     app = page("jobs").run()
     assert not app.exception
     (chooser,) = app.selectbox
-    assert chooser.value == done and chooser.options[0] == f"{failed[-1]}: queue-1 trial 1 (failed)"
+    assert (
+        chooser.value == done
+        and chooser.options[0] == f"{failed[-1]}: queue-1 trial 1 (failed, local)"
+    )
     for table in (d.value for d in app.dataframe):
         assert not table.isna().any().any(), table
         assert "None" not in table.astype(str).to_numpy(), table
