@@ -7,8 +7,6 @@ from typing import TYPE_CHECKING
 import altair as alt
 import pandas as pd
 
-from spotwise.pricing.views import DOWN_AT_END, UP_AT_END
-
 if TYPE_CHECKING:
     from spotwise.policy.bench import BenchSummary
 
@@ -105,8 +103,9 @@ def heatmap(frame: pd.DataFrame) -> alt.Chart:
 
 
 def risk_bars(risk: pd.DataFrame, horizon_minutes: int) -> alt.Chart:
-    """P(preempted within the horizon) per pool, one bar a row (the whole pool name), coloured
-    by whether the pool was up when its trace ends (down: nothing to lose, P = 1)."""
+    """P(preempted within the horizon) per pool, one bar a row (the whole pool name), riskiest
+    on top. Only pools up when their trace ends have a forecast to draw: the page names the
+    others."""
     title = f"P(preempted within {horizon_minutes} min)"
     risk = risk.assign(pool=risk["pool"].str.removesuffix(":spot"))
     return (
@@ -115,18 +114,11 @@ def risk_bars(risk: pd.DataFrame, horizon_minutes: int) -> alt.Chart:
         .encode(
             x=alt.X("p_preempt:Q", title=title, scale=alt.Scale(domain=[0, 1]), axis=PERCENT),
             y=alt.Y("pool:N", sort="-x", title=None, axis=alt.Axis(labelLimit=400)),
-            color=alt.Color(
-                "state:N",
-                title="when its trace ends",
-                scale=alt.Scale(domain=[UP_AT_END, DOWN_AT_END], range=["#1f77b4", "#c7c7c7"]),
-                legend=alt.Legend(orient="top", labelLimit=400),
-            ),
             tooltip=[
                 "pool",
                 alt.Tooltip("p_preempt:Q", title=title, format=".0%"),
                 alt.Tooltip("expected_hours_to_preemption:Q", title="MTBF h", format=".2f"),
                 alt.Tooltip("as_of:T", title="trace ends", format="%Y-%m-%d %H:%M"),
-                "state",
             ],
         )
     )

@@ -2,7 +2,8 @@
 
     python -m spotwise.dashboard.screenshots --out docs/screenshots [--store PATH]
 
-Each page is loaded, the script waits until its main chart is drawn, then saves a PNG.
+Each page is loaded at its own URL, the script waits until its main chart is drawn and no
+spinner is left, then saves a PNG.
 """
 
 from __future__ import annotations
@@ -16,13 +17,23 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 
 from spotwise.core.clock import SYSTEM_CLOCK
 
-PAGES = {"market": "", "risk": "risk", "plan": "plan", "policies": "policies", "jobs": "jobs"}
+PAGES = {
+    "market": "Market",
+    "risk": "Preemption risk",
+    "plan": "Plan a job",
+    "policies": "Policies against the omniscient bound",
+    "jobs": "Jobs",
+}
+"""Each page by its URL path, with its heading."""
 CHART = "canvas, svg.marks"
+SPINNER = '[data-testid="stSpinner"]'
+
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome")
 
 
@@ -70,15 +81,22 @@ def take(url: str, out: Path, chromium: str) -> dict[str, Path]:
             executable_path=chromium, args=["--headless", "--no-sandbox", "--disable-gpu"]
         )
         page = browser.new_page(viewport={"width": 1400, "height": 2000})
-        for name, path in PAGES.items():
-            page.goto(f"{url}/{path}")
-            page.wait_for_selector(CHART, timeout=90_000)
-            page.wait_for_timeout(1500)  # let the charts finish their layout
+        for name in PAGES:
+            open_page(page, f"{url}/{name}")
             target = out / f"{name}.png"
             page.screenshot(path=str(target), full_page=True)
             shots[name] = target
         browser.close()
     return shots
+
+
+def open_page(page: Any, url: str) -> None:
+    """Load ``url`` in the Playwright ``page`` and wait until its main chart is drawn and no
+    spinner is left (a backtest, a plan)."""
+    page.goto(url)
+    page.wait_for_selector(CHART, timeout=90_000)
+    page.wait_for_selector(SPINNER, state="detached", timeout=180_000)
+    page.wait_for_timeout(1500)  # let the charts finish their layout
 
 
 def main() -> int:

@@ -136,7 +136,13 @@ class DecisionRequest(BaseModel):
     )
     job: JobTerms
     state: JobState
-    pools: dict[str, PoolNow] = Field(min_length=1, max_length=64)
+    pools: dict[str, PoolNow] = Field(
+        default_factory=dict,
+        max_length=64,
+        description="The pools to choose among, each as the controller saw it. Left out (or "
+        "empty): every pool this service knows, each counted as available now at the job's "
+        "``spot_price``. The job's own spot pool counts as available whether named or not.",
+    )
     observe: Literal["all", "current", "probe"] = Field(
         default="all",
         description="What the controller sees: every pool now (all), or only the pool it runs "

@@ -120,7 +120,7 @@ class DecisionService:
         job, state = request.job, request.state
         if state.progress_hours > job.compute_hours:
             return _done(job, state.progress_hours)
-        pools = _pools_now(request)
+        pools = _pools_now(request, self.pools)
         names = list(pools)
         rows = self._rows(names)
         gap = self.history.gap_seconds
@@ -315,9 +315,10 @@ def _done(job: JobTerms, progress_hours: float) -> Decision:
     )
 
 
-def _pools_now(request: DecisionRequest) -> dict[str, PoolNow]:
-    """The pools asked about, and the job's own pool, up since it runs there."""
-    pools = dict(request.pools)
+def _pools_now(request: DecisionRequest, known: tuple[str, ...]) -> dict[str, PoolNow]:
+    """The pools asked about (none named: every pool in ``known``, each up now), and the
+    job's own pool, up since it runs there."""
+    pools = dict(request.pools) or {name: PoolNow(available=True) for name in known}
     pool = request.state.pool
     if pool is not None:
         given = pools.get(pool)

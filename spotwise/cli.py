@@ -56,6 +56,32 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,  # click's help: option names are never cut short at 80 columns
 )
+
+
+def _print_version(asked: bool) -> None:
+    """``--version``: the installed package's version, read from its metadata (no import)."""
+    if asked:
+        from importlib.metadata import version
+
+        print(f"spotwise {version('spotwise')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            is_eager=True,
+            callback=_print_version,
+            help="Print the installed Spotwise version and exit.",
+        ),
+    ] = False,
+) -> None:
+    """The options before any command: ``--version``."""
+
+
 app.add_typer(data_commands.data_app, name="data")
 app.add_typer(collect_commands.collect_app, name="collect")
 app.add_typer(bench_commands.bench_app, name="bench")

@@ -7,8 +7,9 @@ import os
 import secrets
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
@@ -19,15 +20,13 @@ from spotwise.console import (
     fail,
     free_loopback_port,
     out,
+    say,
     traces_folder,
 )
 from spotwise.core import settings
-from spotwise.core.clock import SYSTEM_CLOCK
+from spotwise.core.clock import SYSTEM_CLOCK, Clock
 from spotwise.policy.admission import per_client_limit
 from spotwise.policy.errors import PolicyError
-
-if TYPE_CHECKING:
-    pass
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
@@ -161,12 +160,23 @@ def bench_api(
             show_default=False,
         ),
     ] = None,
+    start_timeout: Annotated[
+        float,
+        typer.Option(
+            "--start-timeout",
+            min=1.0,
+            help="Seconds the server may take to answer its health check (it says how it is "
+            "doing every 10 s meanwhile; a server that exits is reported at once).",
+        ),
+    ] = 300.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
 ) -> None:
     """Start the API on 127.0.0.1, find its capacity (the most it serves, offering more until
     it sheds), then offer 1× and --overload × that: served rate and latency, shed requests
     (503) and their latency, other answers (errors) and requests that got no answer at all
-    (no_answer). The load comes from one client, so the per-client limit is lifted."""
+    (no_answer). The load comes from one client, so the per-client limit is lifted. A server
+    that exits is reported with its exit code and the last lines of its stderr; one still
+    starting after --start-timeout, with how long it ran and the CPU time it used."""
     folder = traces_folder(traces)
     pools = _pool_names(folder)
     load_core, server_cores = _split_cores(load_core)
@@ -180,18 +190,23 @@ def bench_api(
     }
     command = [sys.executable, "-m", "spotwise", "serve", "--port", str(port)]
     command += ["--traces", str(folder), "--workers", str(workers)]
-    server = subprocess.Popen(command, env=env, stderr=subprocess.DEVNULL)
-    if load_core is not None:
-        os.sched_setaffinity(server.pid, server_cores)  # its workers, spawned later, inherit
-        os.sched_setaffinity(0, {load_core})
-    base = f"http://127.0.0.1:{port}"
-    try:
-        _wait_until_up(base, server)
-        rate, runs = _load_runs(base, token, pools, seconds=seconds, overload=overload)
-        alive = server.poll() is None
-    finally:
-        server.terminate()
-        server.wait(10)
+    with tempfile.TemporaryDirectory(prefix="spotwise-bench-api-") as scratch:
+        log = Path(scratch) / "server.stderr"
+        with log.open("wb") as stderr:
+            server = subprocess.Popen(command, env=env, stderr=stderr)
+        if load_core is not None:
+            os.sched_setaffinity(server.pid, server_cores)  # its workers, spawned later, inherit
+            os.sched_setaffinity(0, {load_core})
+        base = f"http://127.0.0.1:{port}"
+        try:
+            _wait_until_up(base, server, log, start_timeout)
+            rate, runs = _load_runs(base, token, pools, seconds=seconds, overload=overload)
+            alive = server.poll() is None
+            if not alive:
+                say(f"warning: {_ended(server, log)}")
+        finally:
+            server.terminate()
+            server.wait(10)
     report = {
         "capacity_rps": round(rate, 1),
         "runs": runs,
@@ -230,22 +245,72 @@ def _split_cores(load_core: int | None) -> tuple[int | None, list[int]]:
     return load_core, server_cores
 
 
-def _wait_until_up(base: str, server: subprocess.Popen[bytes]) -> None:
-    """Return once the server at ``base`` answers its health check; one line and exit if it
-    ends or is not up within a minute."""
+START_REPORT_EVERY_S = 10.0
+"""How often ``bench api`` says how a server still starting is doing."""
+STDERR_LINES = 15
+"""The last lines of a server's stderr shown when it exits."""
+
+
+def _wait_until_up(
+    base: str,
+    server: subprocess.Popen[bytes],
+    stderr: Path,
+    timeout_s: float,
+    clock: Clock = SYSTEM_CLOCK,
+) -> None:
+    """Return once the server at ``base`` answers its health check, saying every
+    :data:`START_REPORT_EVERY_S` how long it has taken. One line and exit if it ends first
+    (its exit code and the end of ``stderr``, the file it writes to), or if it is still
+    starting after ``timeout_s`` (how long, and the CPU time it used: a busy machine, not a
+    crash)."""
     import httpx
 
-    clock = SYSTEM_CLOCK
-    deadline = clock.monotonic() + 60
+    began = clock.monotonic()
+    said = began
     while True:
         try:
             if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                break
+                return
         except httpx.HTTPError:
             pass
-        if server.poll() is not None or clock.monotonic() > deadline:
-            fail("the API server did not start")
+        if server.poll() is not None:
+            fail(_ended(server, stderr))
+        now = clock.monotonic()
+        if now - began > timeout_s:
+            fail(
+                f"the API server (pid {server.pid}) is still starting after {now - began:.0f} s "
+                f"({_cpu_seconds(server.pid):.1f} CPU-s used) and has not answered /healthz: "
+                "a busy machine is slow, not broken; raise --start-timeout to give it longer"
+            )
+        if now - said >= START_REPORT_EVERY_S:
+            said = now
+            say(
+                f"  the API server (pid {server.pid}) is starting: {now - began:.0f} s, "
+                f"{_cpu_seconds(server.pid):.1f} CPU-s so far"
+            )
         clock.sleep(0.2)
+
+
+def _ended(server: subprocess.Popen[bytes], stderr: Path) -> str:
+    """What to say of a server that has exited: its exit code and its stderr's last lines."""
+    code = server.wait()
+    how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
+    lines = stderr.read_text(errors="replace").splitlines()[-STDERR_LINES:]
+    tail = "\n".join(f"  | {line}" for line in lines) if lines else "  (nothing on stderr)"
+    return f"the API server exited ({how}); the last lines of its stderr:\n{tail}"
+
+
+def _cpu_seconds(pid: int) -> float:
+    """CPU seconds process ``pid`` and its children have used (0 once it is gone)."""
+    import psutil
+
+    try:
+        process = psutil.Process(pid)
+        times = [process.cpu_times()]
+        times += [child.cpu_times() for child in process.children(recursive=True)]
+    except psutil.Error:
+        return 0.0
+    return sum(t.user + t.system for t in times)
 
 
 def _load_runs(

@@ -16,8 +16,25 @@ if TYPE_CHECKING:
     from spotwise.executor.ledger.prices import PriceBook
 
 
+USEFUL = ("running", "completed")
+"""The statuses of a job worth opening the page on: it is running, or it did its work."""
+STATUS_SAYS = {
+    "running": "running: its cost so far, not its last",
+    "failed": "failed: its command ended with an error (`spotwise jobs logs {job}` shows why); "
+    "the hours it ran count as work lost",
+    "cancelled": "cancelled before its work was done",
+    "pruned": "pruned by its sweep: stopped for good before its work was done",
+}
+"""What the page says of a job that is not completed (``{job}``: its id)."""
+UNDATED = "no date (not a quote)"
+"""The ``as of`` of a price with no time of its own (a reference price)."""
+NO_FLEET = "—"
+"""The fleet cell of a job in no fleet, as the column's help says."""
+
+
 def render() -> None:
-    """The page: totals, sweeps, fleets, every job, then one job's report."""
+    """The page: totals, sweeps, fleets, every job, then one job's report (the newest
+    running or completed job first: a failed try of a queue's task has little to show)."""
     st.header("Jobs")
     jobs = _jobs()
     if jobs is None:
@@ -25,16 +42,58 @@ def render() -> None:
     _totals()
     _sweeps()
     _fleets(jobs)
-    shown = jobs.assign(money=["simulated" if s else "real" for s in jobs.simulated])
-    first = ["job_id", "name", "fleet", "tier", "sweep", "trial", "money", "status", "cost_usd"]
+    shown = jobs_table(jobs)
     st.dataframe(
-        shown[first + [c for c in shown.columns if c not in {*first, "simulated"}]],
+        shown,
         hide_index=True,
         width="stretch",
-        column_config={"cost_usd": st.column_config.NumberColumn("cost", format="$%.2f")},
+        column_config={
+            "cost_usd": st.column_config.NumberColumn("cost", format="$%.2f"),
+            "on_demand_hours": st.column_config.NumberColumn("on-demand h", format="%.2f"),
+            "started": st.column_config.DatetimeColumn("started (UTC)", format="YYYY-MM-DD HH:mm"),
+            "fleet": st.column_config.TextColumn(
+                help=f"The fleet and the job's tier in it ({NO_FLEET}: none)"
+            ),
+        },
     )
-    job_id = st.selectbox("Job", list(jobs.job_id))
+    ids = list(jobs.job_id)
+    labels = {
+        row.job_id: f"{row.job_id}: {row.name} ({row.status}, {row.launcher})"
+        for row in jobs.itertuples()
+    }
+    job_id = st.selectbox(
+        "Job", ids, index=ids.index(first_job(jobs)), format_func=labels.__getitem__
+    )
     _job(data.job(job_id))
+
+
+def jobs_table(jobs: pd.DataFrame) -> pd.DataFrame:
+    """The jobs as the page lists them, no empty cell and nothing said twice: a fleet's job
+    with its fleet and tier in one column (left out when no job ran in a fleet;
+    :data:`NO_FLEET` for a job that did not); the money real or simulated when both are
+    there (the totals above say which it is otherwise). A sweep's job is named by its sweep
+    and trial already; the launcher is in the job chooser below."""
+    table = jobs.assign(money=["simulated" if s else "real" for s in jobs.simulated])
+    columns = ["job_id", "name", "status", "cost_usd", "started"]
+    if table.money.nunique() > 1:
+        columns.insert(3, "money")
+    if table.fleet.notna().any():
+        table["fleet"] = [
+            NO_FLEET if pd.isna(fleet) else f"{fleet} ({tier})"
+            for fleet, tier in zip(table.fleet, table.tier, strict=True)
+        ]
+        columns.append("fleet")
+    columns += ["preemptions", "migrations", "on_demand_hours"]
+    if table.pending.any():
+        columns.append("pending")
+    return table[columns]
+
+
+def first_job(jobs: pd.DataFrame) -> str:
+    """The job the page opens on: the newest running or completed one, else the newest
+    (``jobs`` is newest first)."""
+    useful = jobs[jobs.status.isin(USEFUL)]
+    return str((useful if not useful.empty else jobs).job_id.iloc[0])
 
 
 def _jobs() -> pd.DataFrame | None:
@@ -83,6 +142,7 @@ def _sweeps() -> None:
         hide_index=True,
         width="stretch",
         column_config={
+            "started": st.column_config.DatetimeColumn("started (UTC)", format="YYYY-MM-DD HH:mm"),
             "cost_usd": st.column_config.NumberColumn("cost", format="$%.2f"),
             "on_demand_cost_usd": st.column_config.NumberColumn("on demand", format="$%.2f"),
             "saved_pct": st.column_config.NumberColumn("saved", format="%.1f %%"),
@@ -115,6 +175,9 @@ def _fleets(jobs: pd.DataFrame) -> None:
 def _job(report: JobReport) -> None:
     """One job: its cost, saving, preemptions and migrations, and where its money went."""
     label = " (simulated)" if report.simulated else ""
+    if report.status != "completed":
+        says = STATUS_SAYS.get(report.status, report.status).format(job=report.job_id)
+        st.caption(f"Status: {says}.")
     a, b, c, d = st.columns(4)
     a.metric(f"Cost so far{label}", f"${report.cost_usd:,.2f}")
     b.metric("Saved against on-demand", f"{report.savings_pct:.1f} %")
@@ -183,9 +246,15 @@ def fleet_tiers(jobs: pd.DataFrame) -> pd.DataFrame:
 
 
 def price_table(prices: PriceBook) -> pd.DataFrame:
-    """One row per quote of a job's price book: market, pool or region, $/h, source, as of."""
+    """One row per quote of a job's price book: market, pool or region, $/h, source, as of
+    (:data:`UNDATED` for a price that held at no known time: a reference one)."""
     rows = [
-        {"market": market, "where": place or "every pool", **asdict(quote)}
+        {
+            "market": market,
+            "where": place or "every pool",
+            **asdict(quote),
+            "as_of": quote.as_of or UNDATED,
+        }
         for market, by_place in (("spot", prices.spot), ("on-demand", prices.on_demand))
         for place, quote in by_place.items()
     ]

@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+import pandas as pd
 import streamlit as st
 
 from spotwise.dashboard import charts, data
 from spotwise.pricing.clouds.registry import PROFILES
 from spotwise.pricing.collect_commands import collect_each
 
-if TYPE_CHECKING:
-    import pandas as pd
-
 ALL = "all"
 CLOUDS = tuple(PROFILES)
+PER_CLOUD = 5
+"""Rows per cloud in the side-by-side table."""
+SIDE_COLUMNS = ("instance_type", "region", "spot_price", "saving_pct", "spot_as_of")
 
 
 def render() -> None:
@@ -33,26 +32,22 @@ def _titles(clouds: tuple[str, ...]) -> str:
 
 
 def _clouds_side_by_side() -> None:
-    """Each cloud's newest spot prices against on-demand, GPU shapes first, in a column."""
+    """Each cloud's newest spot prices against on-demand, GPU shapes first, in one table (a
+    third of the page is too narrow for a table of its own: its columns were cut); the clouds
+    without such prices, with the command that collects them."""
     st.subheader(f"{_titles(CLOUDS)} side by side (newest prices, GPU shapes first)")
-    for column, cloud in zip(st.columns(len(CLOUDS)), CLOUDS, strict=True):
-        column.markdown(f"**{PROFILES[cloud].title}**")
+    rows, missing = [], []
+    for cloud in CLOUDS:
         saving = data.view("savings", provider=cloud)
         if saving.empty:
-            column.info(
-                f"No {cloud} pool here has a spot and an on-demand price the savings view "
-                f"pairs: `spotwise collect {cloud}`"
-            )
+            missing.append(cloud)
             continue
-        shown = saving.head(8)[
-            [
-                c
-                for c in ("instance_type", "region", "spot_price", "saving_pct", "spot_as_of")
-                if c in saving.columns
-            ]
-        ]
-        column.dataframe(
-            shown,
+        kept = [c for c in SIDE_COLUMNS if c in saving.columns]
+        rows.append(saving.head(PER_CLOUD)[kept].assign(cloud=PROFILES[cloud].title))
+    if rows:
+        shown = pd.concat(rows, ignore_index=True)
+        st.dataframe(
+            shown[["cloud", *[c for c in shown.columns if c != "cloud"]]],
             hide_index=True,
             width="stretch",
             column_config={
@@ -60,6 +55,11 @@ def _clouds_side_by_side() -> None:
                 "saving_pct": st.column_config.NumberColumn("saving", format="%.0f %%"),
                 "spot_as_of": st.column_config.DatetimeColumn("as of", format="YYYY-MM-DD"),
             },
+        )
+    for cloud in missing:
+        st.info(
+            f"No {cloud} pool here has a spot and an on-demand price the savings view pairs: "
+            f"`spotwise collect {cloud}`"
         )
 
 

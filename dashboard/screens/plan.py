@@ -45,7 +45,7 @@ def _clouds_side_by_side() -> None:
     for column, cloud in zip(st.columns(len(CLOUDS)), CLOUDS, strict=True):
         _cloud_column(column, cloud, plan, count)
     st.markdown(f"Run the cheapest ({plan.best.pool.provider}):")
-    st.code(next_step(plan, inputs), language="bash")
+    st.code(next_step(plan, inputs), language="bash", wrap_lines=True)
 
 
 def _cloud_column(column: Any, cloud: str, plan: Plan, count: int) -> None:
@@ -81,7 +81,7 @@ def _one_type() -> None:
     _recommended(plan)
     _cheapest_pools(plan)
     st.markdown("Run it:")
-    st.code(next_step(plan, inputs), language="bash")
+    st.code(next_step(plan, inputs), language="bash", wrap_lines=True)
     with st.expander("Assumptions"):
         for line in plan.assumptions:
             st.markdown(f"- {line}")
@@ -151,7 +151,7 @@ def _cheapest_pools(plan: Plan) -> None:
     rows = pd.DataFrame(
         [
             {
-                "pool": p.pool.name,
+                "pool": p.pool.name.removesuffix(f":{p.pool.instance_type}"),
                 "total $": p.cost.total,
                 "saved %": p.cost.saved_pct,
                 "spot $/h": p.pool.spot_price,
@@ -182,19 +182,29 @@ def _cheapest_pools(plan: Plan) -> None:
     st.altair_chart(charts.plan_bars(parts), width="stretch")
     money = st.column_config.NumberColumn(format="$%.2f")
     price = st.column_config.NumberColumn(format="$%.3f")
-    percent = st.column_config.NumberColumn(format="%.0f %%")
     st.dataframe(
         rows,
         hide_index=True,
         width="stretch",
         column_config={
+            "pool": st.column_config.TextColumn(
+                help="The cloud and the zone (or region); the instance type is the plan's"
+            ),
             "total $": money,
             "saved %": st.column_config.NumberColumn(format="%.1f %%"),
             "spot $/h": price,
+            "spot as of": st.column_config.TextColumn("as of", help="When the spot price held"),
             "on-demand $/h": price,
+            "on-demand from": st.column_config.TextColumn(
+                "from", help="Where the on-demand price comes from (see below)"
+            ),
             "MTBF h": st.column_config.NumberColumn(format="%.2f"),
-            "P(late on spot)": percent,
-            "spot share %": percent,
+            "P(late on spot)": st.column_config.NumberColumn(
+                "P(late)", format="%.0f %%", help="P(late on spot): spot alone misses the deadline"
+            ),
+            "spot share %": st.column_config.NumberColumn(
+                "on spot", format="%.0f %%", help="The share of the work done on spot"
+            ),
         },
     )
     st.caption(

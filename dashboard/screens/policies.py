@@ -69,20 +69,21 @@ def _run_form(zones: str, summary: BenchSummary | None) -> BenchSummary | None:
 
 
 def _results(summary: BenchSummary) -> None:
-    """The bars per pool and policy, and the mean cost ratios as a table."""
+    """The bars per pool and policy, and the mean cost ratios as a table: a row per pool, a
+    column per policy (the pools outnumber the policies: a column each ran past the page)."""
     st.altair_chart(charts.policy_bars(summary), width="stretch")
     table = pd.DataFrame(
         {
             pool: {name: stats.mean_cost_ratio for name, stats in per_policy.items()}
             for pool, per_policy in summary.results.items()
         }
-    )
-    table = table.rename_axis("policy").reset_index()
+    ).T
+    table = table.rename_axis("pool").reset_index()
     st.dataframe(
         table,
         hide_index=True,
         width="stretch",
         column_config={
-            c: st.column_config.NumberColumn(format="%.3f") for c in table if c != "policy"
+            c: st.column_config.NumberColumn(format="%.3f") for c in table if c != "pool"
         },
     )

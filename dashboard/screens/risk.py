@@ -33,15 +33,25 @@ def render() -> None:
     else:
         horizon = int(risk.horizon_minutes.iloc[0])
         st.subheader(f"Risk forecast: P(preempted within {horizon} minutes) per pool")
-        st.altair_chart(charts.risk_bars(risk, horizon), width="stretch")
-        down = int((risk.state == DOWN_AT_END).sum())
+        up = risk[risk.state != DOWN_AT_END]
+        if up.empty:
+            st.caption("No pool was up when its trace ends: no run to forecast.")
+        else:
+            st.altair_chart(charts.risk_bars(up, horizon), width="stretch")
+        down = sorted(risk.pool[risk.state == DOWN_AT_END].str.removesuffix(":spot"))
         newest, oldest = risk.as_of.max(), risk.as_of.min()
         st.caption(
             f"Forecast by the '{risk.model.iloc[0]}' model, made "
             f"{risk.created_at.max():%Y-%m-%d %H:%M} UTC from each pool's trace as it ends "
-            f"({oldest:%Y-%m-%d} to {newest:%Y-%m-%d}). {down} of {len(risk)} pools were down "
-            "when their trace ends: a job there has no run to lose, so P = 1 and the plan "
-            "waits or looks elsewhere."
+            f"({oldest:%Y-%m-%d} to {newest:%Y-%m-%d}). {len(up)} of {len(risk)} pools were up "
+            "then and are drawn. "
+            + (
+                f"Not drawn: {len(down)} were down when their trace ends, so a job there has "
+                "no run to lose (P = 1: the plan waits or looks elsewhere): "
+                f"{', '.join(down)}."
+                if down
+                else ""
+            )
         )
         if data.stale(newest):
             st.warning(

@@ -105,7 +105,8 @@ def plan_names_its_pool_whole_in_usd_with_sources_dates_and_the_next_step(app: A
 def policies_label_the_bound_and_the_policy_column(app: AppTest) -> None:
     spec = specs(app)[0]
     assert "omniscient (bound)" in spec["encoding"]["color"]["scale"]["domain"]
-    assert next(d.value for d in app.dataframe).columns[0] == "policy"
+    table = next(d.value for d in app.dataframe)
+    assert table.columns[0] == "pool" and "omniscient" in table.columns  # a row per pool
     assert "on this store" in app.caption[0].value
 
 

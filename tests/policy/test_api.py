@@ -257,6 +257,30 @@ def test_a_spot_pool_missing_from_the_request_counts_as_available(client: TestCl
     assert response.json()["pool"] in (None, "us-west-2c_v100_1")
 
 
+def test_a_request_without_pools_chooses_among_every_pool_counted_available(
+    client: TestClient,
+) -> None:
+    """The docs' promise: pools left out (or none named) all count as available now, at the
+    job's spot price; the decision is the one for every pool named available."""
+    request = {k: v for k, v in body().items() if k != "pools"}
+    left_out = client.post("/v1/decision", json=request, headers=AUTH)
+    assert left_out.status_code == 200, left_out.json()
+    every = {name: {"available": True} for name in SERVICE.pools}
+    named = client.post("/v1/decision", json={**request, "pools": every}, headers=AUTH)
+    assert left_out.json() == named.json()
+    assert left_out.json()["action"] == "spot" and left_out.json()["pool"] in SERVICE.pools
+    empty = client.post("/v1/decision", json={**request, "pools": {}}, headers=AUTH)
+    assert empty.json() == left_out.json()
+
+
+def test_the_schema_says_pools_may_be_left_out_and_names_the_service_s_own(
+    client: TestClient,
+) -> None:
+    request = client.get("/openapi.json").json()["components"]["schemas"]["DecisionRequest"]
+    assert "pools" not in request["required"]
+    assert request["properties"]["pools"]["propertyNames"]["enum"] == list(SERVICE.pools)
+
+
 def test_pools_are_ranked_by_expected_cost_and_forecasts_are_served(client: TestClient) -> None:
     ranks = client.get("/v1/pools", params=JOB, headers=AUTH).json()
     assert [r["pool"] for r in ranks] and len(ranks) == len(SERVICE.pools)

@@ -37,3 +37,25 @@ def test_the_cli_starts_without_the_heavy_libraries() -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == []
+
+
+def test_version_prints_the_installed_version_without_loading_a_heavy_library() -> None:
+    from importlib.metadata import version
+
+    from spotwise.startup_bench import HEAVY
+
+    code = (
+        "import json, sys\n"
+        "from spotwise.cli import main\n"
+        "sys.argv = ['spotwise', '--version']\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit as done:\n"
+        f"    heavy = [m for m in {list(HEAVY)!r} if m in sys.modules]\n"
+        "    print(json.dumps({'code': done.code, 'heavy': heavy}))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    printed, probe = result.stdout.splitlines()
+    assert printed == f"spotwise {version('spotwise')}"
+    assert json.loads(probe) == {"code": 0, "heavy": []}
