@@ -17,7 +17,6 @@ import signal
 import statistics
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,14 +25,15 @@ from typing import Annotated, Any
 import typer
 
 from spotwise.console import StoreOption, err, fail, out
+from spotwise.core.clock import SYSTEM_CLOCK
 
 ROLES = ("reader", "supervisor", "forecaster", "collector")
 """What each bench process does, in the order the bench starts them."""
 
 
 def _stop_at(seconds: float) -> Callable[[], bool]:
-    end = time.monotonic() + seconds
-    return lambda: time.monotonic() >= end
+    end = SYSTEM_CLOCK.monotonic() + seconds
+    return lambda: SYSTEM_CLOCK.monotonic() >= end
 
 
 def _say(**values: Any) -> None:
@@ -50,7 +50,7 @@ def _reader(path: Path, done: Callable[[], bool]) -> None:
             store.query("SELECT * FROM availability")
             store.query("SELECT * FROM prices")
             store.records("SELECT job_id, count(*) AS n FROM ledger GROUP BY job_id")
-            time.sleep(0.05)
+            SYSTEM_CLOCK.sleep(0.05)
 
 
 def _supervisor(path: Path, done: Callable[[], bool]) -> None:
@@ -73,7 +73,7 @@ def _supervisor(path: Path, done: Callable[[], bool]) -> None:
         ledger.record(EntryKind.CHECKPOINT, nbytes=1 << 20, detail=f"step {written}")
         written += 1
         _say(job=ledger.job_id, entries=written, pending=ledger.pending)
-        time.sleep(random.uniform(0.05, 0.15))
+        SYSTEM_CLOCK.sleep(random.uniform(0.05, 0.15))
     ledger.finish(JobStatus.COMPLETED)
     _say(job=ledger.job_id, entries=written, pending=ledger.pending, finished=True)
 
@@ -82,11 +82,12 @@ def _forecaster(path: Path, done: Callable[[], bool]) -> None:
     """A scheduled forecast run: 20 series' forecasts replaced every second."""
     import pandas as pd
 
+    from spotwise.pricing.frames import utc_now
     from spotwise.pricing.store import MarketStore
 
     with MarketStore.open(path) as store:
         while not done():
-            now = pd.Timestamp.now(tz="UTC")
+            now = pd.Timestamp(utc_now())
             frame = pd.DataFrame(
                 {
                     "unique_id": [f"series-{i % 20}" for i in range(2000)],
@@ -102,13 +103,14 @@ def _forecaster(path: Path, done: Callable[[], bool]) -> None:
                 }
             )
             store.replace_forecasts(frame)
-            time.sleep(1.0)
+            SYSTEM_CLOCK.sleep(1.0)
 
 
 def _collector(path: Path, done: Callable[[], bool]) -> None:
     """A price collector: a batch of 500 spot prices upserted every half second."""
     import pandas as pd
 
+    from spotwise.pricing.clouds.registry import PROFILES
     from spotwise.pricing.frames import validate
     from spotwise.pricing.store import MarketStore
 
@@ -119,7 +121,7 @@ def _collector(path: Path, done: Callable[[], bool]) -> None:
             frame = pd.DataFrame(
                 {
                     "source": "bench",
-                    "provider": "aws",
+                    "provider": next(iter(PROFILES)),
                     "region": "us-east-1",
                     "zone": "us-east-1a",
                     "instance_type": "p3.2xlarge",
@@ -130,7 +132,7 @@ def _collector(path: Path, done: Callable[[], bool]) -> None:
             )
             store.upsert({"prices": validate("prices", frame, origin="bench")})
             batch += 1
-            time.sleep(0.5)
+            SYSTEM_CLOCK.sleep(0.5)
 
 
 WORKERS: dict[str, Callable[[Path, Callable[[], bool]], None]] = {
@@ -195,17 +197,17 @@ def store_bench(
     rng = random.Random(seed)
     roles = ["reader"] * readers + ["supervisor"] * supervisors + ["forecaster", "collector"]
     processes = [_start(role, path, seconds) for role in roles]
-    began = time.monotonic()
+    began = SYSTEM_CLOCK.monotonic()
     kill_at = sorted(rng.uniform(0.2, 0.7) * seconds for _ in range(kills))
     for moment in kill_at:
-        time.sleep(max(0.0, began + moment - time.monotonic()))
+        SYSTEM_CLOCK.sleep(max(0.0, began + moment - SYSTEM_CLOCK.monotonic()))
         live = [p for p in processes if p.role != "reader" and p.popen.poll() is None]
         if not live:
             break
         victim = rng.choice(live)
         victim.popen.kill()
         victim.killed = True
-        remaining = seconds - (time.monotonic() - began)
+        remaining = seconds - (SYSTEM_CLOCK.monotonic() - began)
         processes.append(_start(victim.role, path, max(1.0, remaining)))
     raw_text: list[str] = []
     for process in processes:

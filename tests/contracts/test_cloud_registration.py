@@ -70,8 +70,8 @@ class ToyCloud:
             raise ExecutorError("--instance-type toy.refused: the toy cloud refuses it")
         return ToyTarget(instance_type=options.instance_type or "toy.gpu1")
 
-    def check(self, target: CloudTarget) -> list[Check]:
-        return [Check("credentials", "ok", f"the toy account, {target.instance_type}")]
+    def check(self, target: CloudTarget) -> Iterator[Check]:
+        yield Check("credentials", "ok", f"the toy account, {target.instance_type}")
 
     def target_from_dict(self, data: Mapping[str, Any]) -> CloudTarget:
         raise NotImplementedError
