@@ -342,8 +342,11 @@ class MarketStore:
                     con = None
                 if con is None:
                     con = self._connect()
+            failed = True
             try:
                 yield con
+                _finish_results(con)
+                failed = False
             except duckdb.Error as exc:
                 first = str(exc).splitlines()[0] if str(exc) else repr(exc)
                 raise StoreError(
@@ -352,7 +355,10 @@ class MarketStore:
                 ) from exc
             finally:
                 if con is not self._held:
-                    self._linger(con)
+                    if failed:
+                        con.close()  # a call that failed leaves nothing for the next one
+                    else:
+                        self._linger(con)
 
     def _linger(self, con: duckdb.DuckDBPyConnection) -> None:
         """Keep ``con`` for a call that follows within :data:`LINGER_S` (a page's or a plan's
@@ -698,6 +704,15 @@ def _private_wal(path: Path) -> None:
     with suppress(OSError):
         if wal.stat().st_mode & 0o077:
             wal.chmod(0o600)
+
+
+def _finish_results(con: duckdb.DuckDBPyConnection) -> None:
+    """Run what is left of the call's last ``execute`` (a ``fetchone`` reads one row of it)
+    to its end, so the next call on the same connection starts clean; DuckDB 2 refuses new
+    work on a connection with an unfinished result."""
+    complete = getattr(con, "complete", None)
+    if complete is not None:
+        complete()
 
 
 def _create_private(path: Path) -> None:

@@ -285,7 +285,8 @@ def test_a_gpu_no_store_prices_names_each_clouds_collecting_command(
         load_paths(market, [DATA / "prices/aws_spot_price_history_2019-12_2020-01.csv"])
     result = cli_in_process("plan", "--gpu-hours", "10", "--deadline-hours", "20", "--gpu", "H100")
     assert result.returncode == 1
-    (line,) = result.stderr.strip().splitlines()
+    *progress, line = result.stderr.strip().splitlines()
+    assert not any(text.startswith("error") for text in progress)
     assert line.startswith("error: 1 × H100: no stored price of a shape with 1 × H100")
     assert "gcp: spotwise collect gcp --gpu H100" in line
     assert "azure: spotwise collect azure --regions eastus --gpu H100" in line
