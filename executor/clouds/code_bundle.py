@@ -250,7 +250,7 @@ def ship(
             "wheel": given_wheel(wheel) if wheel is not None else build_wheel(folder),
         }
         for what, bundle in bundles.items():
-            say(f"{what}: uploading {bundle.describe()} to {url}/{bundle.key}")
+            say(f"{what}: putting {bundle.describe()} at {url}/{bundle.key} unless it is there")
             state = "uploaded" if upload(bundle) else "already there"
             say(f"{what}: {bundle.describe()} → {url}/{bundle.key} ({state})")
     return ShippedCode(bundles["workdir"].key, bundles["wheel"].key)

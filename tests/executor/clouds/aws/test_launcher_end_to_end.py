@@ -247,7 +247,9 @@ def test_a_sweep_on_aws_runs_each_trial_on_an_instance_and_checkpoints_to_the_bu
         assert trial["state"] == "complete" and isinstance(trial["value"], float)
         assert trial["cost_usd"] > 0
     assert len(ec2_boots.booted) == 2
-    shipped = [line for line in ran.stderr.splitlines() if "] shipping wheel: " in line]
+    shipped = [
+        line for line in ran.stderr.splitlines() if "] shipping wheel: " in line and "→" in line
+    ]
     assert len(shipped) == 1, ran.stderr[-3000:]  # once for the worker, not once per trial
     # each trial's checkpoints went to the bucket, under the sweep's prefix
     for number in (0, 1):

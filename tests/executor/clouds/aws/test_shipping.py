@@ -27,7 +27,7 @@ def test_unchanged_code_is_not_uploaded_twice(moto_server: str, tmp_path: Path) 
     assert done == ["uploaded)"] * 2 + ["already there)"] * 2
     # what it is doing is said before it does it: packing, then each upload
     assert said[0] == f"workdir: packing {root}"
-    assert said[1].startswith("workdir: uploading 1 file")
+    assert said[1].startswith("workdir: putting 1 file")
     body = s3.get_object(Bucket="code", Key=first.workdir_key)["Body"].read()
     assert body[:2] == b"\x1f\x8b"  # gzip
     bundle = pack_workdir(root, make_tree(tmp_path / "again", {}))
