@@ -196,7 +196,8 @@ def jobs_show(
             report = job_report(market, job_id)
         except PricingError as exc:
             fail(str(exc))
-    if report.prices is not None and report.prices.has_references():
+    collected = settings.store_path(store).exists()  # none: the ledger's own prices stand
+    if report.prices is not None and report.prices.has_references() and collected:
         with open_store(store, read_only=True) as prices_store:
             book = requoted(report.prices, prices_store, report.pools_used)
         if book != report.prices:

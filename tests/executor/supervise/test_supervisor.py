@@ -291,7 +291,9 @@ def test_a_jobs_local_checkpoint_folder_is_sized_into_its_storage_cost(
     )
     supervisor.run(command)
     env = {"SPOTWISE_STORE": str(store)}
-    report = json.loads(cli("jobs", "show", ledger.job_id, "--json", env=env).stdout)
+    shown = cli("jobs", "show", ledger.job_id, "--json", env=env)
+    assert shown.returncode == 0, shown.stderr
+    report = json.loads(shown.stdout)
     assert report["checkpoints_sized"] is True and report["checkpoint_bytes"] == 2_500_000
     text = cli("jobs", "show", ledger.job_id, env=env).stdout
     assert "2.5 MB of checkpoints" in text and "storage $" in text
