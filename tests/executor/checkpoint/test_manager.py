@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import multiprocessing
 import os
 import resource
@@ -66,9 +67,10 @@ def test_save_commits_step_folders_with_a_manifest_and_latest(tmp_path: Path) ->
     assert (tmp_path / "latest").read_text() == "7"
     manifest = unseal((tmp_path / "step-7/manifest.json").read_bytes(), "step-7")
     assert manifest["step"] == 7 and manifest["kind"] == "full"
+    assert manifest["format"] == 3 and manifest["checksum"] == "sha256"
     for name, entry in manifest["files"].items():
         assert (tmp_path / name).stat().st_size == entry["bytes"]
-        assert len(entry["sha256"]) == 64
+        assert entry["digest"] == hashlib.sha256((tmp_path / name).read_bytes()).hexdigest()
 
 
 def test_roundtrip_keeps_every_type_and_structure(tmp_path: Path) -> None:
