@@ -564,7 +564,7 @@ class CheckpointManager:
 
 @contextmanager
 def _one_intra_op_thread() -> Iterator[None]:
-    """torch's intra-op threads set to one for the calling thread, then back."""
+    """torch's intra-op threads set to one while the block runs, then put back."""
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
