@@ -1,4 +1,5 @@
-"""Executor benchmarks: checkpoint cost on a large state, and preemption-resume on a real trace.
+"""Executor benchmarks: checkpoint cost on large states under CPU load, and preemption-resume on
+a real trace.
 
 Every figure is measured side by side in one run on the same state, so ratios hold on a noisy
 machine.
@@ -6,10 +7,16 @@ machine.
 
 from __future__ import annotations
 
+import gc
 import os
+import shutil
+import subprocess
+import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -26,22 +33,66 @@ from spotwise.policy.traces import load_traces
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class CheckpointBench:
-    """``torch.save`` against Spotwise's checkpoints, on one state, side by side."""
+class CheckpointCase:
+    """One state size under one load: ``torch.save``, DCP and Spotwise's checkpoints side by
+    side, on the same state, in the same run."""
 
-    size_mb: float
+    size_gb: float
+    """The state's size, measured (10⁹ bytes)."""
+    load: int
+    """CPU-hog processes running beside it."""
     torch_save_s: float
+    dcp_save_s: float
+    dcp_async_stall_s: float
+    """``dcp.async_save`` until it returned."""
+    dcp_async_durable_s: float
+    """``dcp.async_save`` until its future was done."""
+    first_stall_s: float
+    """The first save's stall (it allocates the staging buffers)."""
     stall_s: float
-    """Training blocked per save (staging to pinned buffers)."""
+    """Training blocked per save (staging to reusable buffers)."""
+    durable_s: float
+    """An async save, from the call until it was durable."""
     notice_to_durable_s: float
+    """A blocking save on notice, nothing else in flight."""
     restore_s: float
     incremental_bytes_ratio: float
     stall_vs_torch_save: float
-    first_stall_s: float
 
     def to_dict(self) -> dict[str, Any]:
         """The result as plain JSON-ready values."""
         return asdict(self)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckpointBench:
+    """Every size under every load, and the host it ran on."""
+
+    cpus: int
+    cases: list[CheckpointCase]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The result as plain JSON-ready values."""
+        return asdict(self)
+
+
+def parse_list(text: str, what: str, kind: type[float] | type[int]) -> list[Any]:
+    """``"1,4,10"`` as numbers of ``kind``, none negative (a size also not 0).
+
+    Raises:
+        ValueError: saying which item is wrong.
+    """
+    items = [item.strip() for item in text.split(",")]
+    values = []
+    for item in items:
+        try:
+            value = kind(item)
+        except ValueError:
+            raise ValueError(f"{what}: {item!r} is not a number (give e.g. 1,4,10)") from None
+        if value < 0 or (kind is float and not 0 < value < float("inf")):
+            raise ValueError(f"{what}: {item} is out of range")
+        values.append(value)
+    return values
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -89,21 +140,54 @@ def steps_run_of(launches: Sequence[Launch]) -> tuple[int, int]:
     return steps, killed
 
 
-def _model_of_size(size_mb: int, width: int = 2048) -> nn.Sequential:
-    """Linear layers of ``width``² fp32 weights adding up to about ``size_mb`` MiB."""
+def _model_of_size(size_gb: float, width: int = 2048) -> nn.Sequential:
+    """Linear layers of ``width``² fp32 weights adding up to about ``size_gb`` GB."""
     per_layer = width * width * 4
-    layers = max(2, round(size_mb * 2**20 / per_layer))
+    layers = max(2, round(size_gb * 1e9 / per_layer))
     torch.manual_seed(0)
     return nn.Sequential(*(nn.Linear(width, width) for _ in range(layers)))
 
 
+@contextmanager
+def cpu_hogs(n: int) -> Iterator[None]:
+    """``n`` processes spinning on a CPU each, killed on the way out whatever happens."""
+    hogs: list[subprocess.Popen[bytes]] = []
+    try:
+        for _ in range(n):
+            hogs.append(subprocess.Popen([sys.executable, "-c", "while True: pass"]))
+        yield
+    finally:
+        for hog in hogs:
+            hog.kill()
+        for hog in hogs:
+            hog.wait()
+
+
 def bench_checkpoint(
-    size_mb: int, folder: Path | None = None, progress: Progress = silent
+    sizes_gb: Sequence[float],
+    loads: Sequence[int],
+    folder: Path | None = None,
+    progress: Progress = silent,
 ) -> CheckpointBench:
-    """torch.save against the CheckpointManager on the same state of ``size_mb`` MiB."""
+    """Every size under every load (``n`` CPU hogs beside it)."""
+    cases = []
+    for size_gb in sizes_gb:
+        model = _model_of_size(size_gb)
+        for load in loads:
+            progress(f"{size_gb:g} GB beside {load} CPU hog(s)")
+            with cpu_hogs(load):
+                cases.append(_bench_case(model, load, folder, progress))
+        del model
+        gc.collect()
+    return CheckpointBench(cpus=os.cpu_count() or 1, cases=cases)
+
+
+def _bench_case(
+    model: nn.Sequential, load: int, folder: Path | None, progress: Progress
+) -> CheckpointCase:
+    """torch.save, DCP and the CheckpointManager on the same state."""
     with tempfile.TemporaryDirectory(dir=folder) as tmp:
         root = Path(tmp)
-        model = _model_of_size(size_mb)
         state = {"model": model.state_dict()}
         state_bytes = sum(t.numel() * t.element_size() for t in state["model"].values())
 
@@ -117,17 +201,22 @@ def bench_checkpoint(
         torch_save_s = time.perf_counter() - began
         (root / "torch.pt").unlink()
 
-        manager = CheckpointManager([str(root / "ckpt")], keep_latest_k=2, full_every=1000)
+        dcp_save_s, dcp_async_stall_s, dcp_async_durable_s = _bench_dcp(state, root, progress)
+
+        manager = CheckpointManager(
+            [str(root / "ckpt")], keep_latest_k=2, full_every=1000, say=progress
+        )
         progress("first async save (allocates the staging buffers)")
         began = time.perf_counter()
         manager.save(1, state)
         first_stall_s = time.perf_counter() - began
         manager.wait()
-        progress("async save (stall)")
+        progress("async save (stall, then durable)")
         began = time.perf_counter()
         manager.save(2, state)
         stall_s = time.perf_counter() - began
         manager.wait()
+        durable_s = time.perf_counter() - began
 
         progress("save on notice (to durable)")
         began = time.perf_counter()
@@ -160,16 +249,43 @@ def bench_checkpoint(
         incremental = manager.last_save
         manager.close()
     assert full is not None and incremental is not None and not incremental.full
-    return CheckpointBench(
-        size_mb=round(state_bytes / 2**20, 1),
+    return CheckpointCase(
+        size_gb=round(state_bytes / 1e9, 3),
+        load=load,
         torch_save_s=round(torch_save_s, 4),
+        dcp_save_s=round(dcp_save_s, 4),
+        dcp_async_stall_s=round(dcp_async_stall_s, 4),
+        dcp_async_durable_s=round(dcp_async_durable_s, 4),
+        first_stall_s=round(first_stall_s, 4),
         stall_s=round(stall_s, 4),
+        durable_s=round(durable_s, 4),
         notice_to_durable_s=round(notice_to_durable_s, 4),
         restore_s=round(restore_s, 4),
         incremental_bytes_ratio=round(incremental.bytes_written / full.bytes_written, 4),
         stall_vs_torch_save=round(stall_s / torch_save_s, 4),
-        first_stall_s=round(first_stall_s, 4),
     )
+
+
+def _bench_dcp(state: dict[str, Any], root: Path, progress: Progress) -> tuple[float, ...]:
+    """``dcp.save`` to durable, then ``dcp.async_save`` until it returned and until durable
+    (one process, no process group)."""
+    import torch.distributed.checkpoint as dcp  # (~0.7 s to import: only here)
+
+    progress("dcp.save")
+    began = time.perf_counter()
+    dcp.save(state, storage_writer=dcp.FileSystemWriter(root / "dcp"))
+    save_s = time.perf_counter() - began
+    shutil.rmtree(root / "dcp")
+    progress("dcp.async_save")
+    began = time.perf_counter()
+    future = dcp.async_save(state, storage_writer=dcp.FileSystemWriter(root / "dcp-async"))
+    stall_s = time.perf_counter() - began
+    assert isinstance(future, Future)  # (no process group: no AsyncSaveResponse)
+    future.result()
+    durable_s = time.perf_counter() - began
+    shutil.rmtree(root / "dcp-async")
+    gc.collect()  # its staged copy
+    return save_s, stall_s, durable_s
 
 
 DEFAULT_TRACE = ("traces/cbl/preemption/1-node/aws-04-22-2023", "us-east-1c_v100_1")

@@ -740,7 +740,17 @@ def _bench_nodes(
 
 @bench_app.command("checkpoint")
 def bench_checkpoint_command(
-    size_mb: Annotated[int, typer.Option("--size-mb", min=1, help="State size in MiB.")] = 1024,
+    sizes: Annotated[
+        str, typer.Option("--sizes", help="State sizes in GB, comma-separated (e.g. 1,4,10).")
+    ] = "1",
+    load: Annotated[
+        str,
+        typer.Option(
+            "--load",
+            help="CPU-hog processes to run beside it, comma-separated (e.g. 0,2): each count "
+            "is a run; the hogs are killed after it.",
+        ),
+    ] = "0",
     folder: Annotated[
         Path | None,
         typer.Option(
@@ -749,12 +759,24 @@ def bench_checkpoint_command(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """torch.save against Spotwise's checkpoints on the same state: stall, notice-to-durable,
-    restore, incremental bytes."""
-    from spotwise.executor.bench import bench_checkpoint
+    """torch.save, DCP save and async_save against Spotwise's checkpoints on the same state, per
+    size and load: stall, durable, notice-to-durable, restore, incremental bytes."""
+    from spotwise.executor.bench import bench_checkpoint, parse_list
 
-    result = bench_checkpoint(size_mb, folder, progress=lambda m: say(f"… {m}"))
-    _print_result(result.to_dict(), as_json)
+    try:
+        sizes_gb = parse_list(sizes, "--sizes", float)
+        loads = parse_list(load, "--load", int)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from exc
+    result = bench_checkpoint(sizes_gb, loads, folder, progress=lambda m: say(f"… {m}"))
+    if as_json:
+        print(json.dumps(result.to_dict(), indent=2))
+        return
+    cases = [case.to_dict() for case in result.cases]
+    table = Table("measure", *(f"{c['size_gb']} GB, load {c['load']}" for c in cases))
+    for key in list(cases[0])[2:]:
+        table.add_row(key, *(str(case[key]) for case in cases))
+    out.print(table)
 
 
 @bench_app.command("resume")

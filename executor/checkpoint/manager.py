@@ -1,14 +1,17 @@
 """The CheckpointManager: atomic, asynchronous, incremental checkpoints on several replicas.
 
-``save(step, state)`` stages every tensor to CPU memory (the only stall), then persists in a
-background thread: tensors of 1 MiB or more get a file each, smaller ones share one file, and
-an incremental save writes only the large tensors whose bytes changed since the last full
-checkpoint (referencing the full one's files for the rest); every ``full_every``-th save is
-full. Each replica commits atomically with a manifest holding a sha256 per file
+``save(step, state)`` stages every tensor to CPU memory (the only stall; on one intra-op thread,
+so that it does not spin against a busy host), then persists in a background thread: tensors of
+1 MiB or more get a file each, smaller ones share one file, and an incremental save writes only
+the large tensors whose bytes changed since the last full checkpoint (referencing the full
+one's files for the rest); every ``full_every``-th save is full. The files go to every replica
+at once, each byte hashed once (:mod:`~executor.checkpoint.writer`); each replica commits
+atomically with a manifest naming its checksum and holding a digest per file
 (:mod:`spotwise.executor.checkpoint.storage`); ``latest`` moves only after that. A second
-save waits for the first. ``load()`` verifies every file and falls back to the newest intact
-copy on any replica, naming the damaged copies it passed over. On a local disk every folder is
-made 0700 and every file 0600, whatever the umask: checkpoints are private.
+save waits for the first, and says so. ``load()`` verifies every file (format 2 manifests, all
+sha256, too) and falls back to the newest intact copy on any replica, naming the damaged copies
+it passed over. On a local disk every folder is made 0700 and every file 0600, whatever the
+umask: checkpoints are private.
 """
 
 from __future__ import annotations
@@ -16,15 +19,19 @@ from __future__ import annotations
 import hashlib
 import json
 import mmap
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import torch
 
 from spotwise.core.clock import SYSTEM_CLOCK, Clock
+from spotwise.core.progress import Progress
+from spotwise.executor.checkpoint.checksum import ALGORITHM, checksum_of, digest
 from spotwise.executor.checkpoint.statedict import (
     flatten,
     tensor_bytes,
@@ -32,12 +39,16 @@ from spotwise.executor.checkpoint.statedict import (
     unflatten,
 )
 from spotwise.executor.checkpoint.storage import MANIFEST, Replica, open_replica
+from spotwise.executor.checkpoint.writer import StepFile, digest_all, write_step
 from spotwise.executor.errors import CheckpointError
 
 LARGE_TENSOR_BYTES = 1 << 20
 SMALL_FILE = "small.bin"
-FORMAT_VERSION = 2
-"""Version 2 seals the manifest (skeleton, tensor layout, file hashes) with its own sha256."""
+FORMAT_VERSION = 3
+"""Version 2 seals the manifest (skeleton, tensor layout, file hashes) with its own sha256;
+version 3 names the files' checksum (``"checksum"``) and keeps their digests under ``"digest"``.
+Both load."""
+LOADABLE_FORMATS = (2, 3)
 
 
 def seal(manifest: dict[str, Any]) -> bytes:
@@ -196,9 +207,11 @@ class CheckpointManager:
         async_save: bool = True,
         storage_options: dict[str, dict[str, Any]] | None = None,
         clock: Clock = SYSTEM_CLOCK,
+        say: Progress | None = None,
     ) -> None:
         """Open the replicas (``storage_options`` maps a URL to its fsspec options); manifests
-        are stamped with ``clock``'s time."""
+        are stamped with ``clock``'s time; ``say`` takes the line a save that must wait for the
+        previous one says (default: stderr)."""
         if not urls:
             raise CheckpointError("no checkpoint URL given: pass at least one folder or URL")
         if keep_latest_k < 1 or full_every < 1:
@@ -209,8 +222,11 @@ class CheckpointManager:
         self.full_every = full_every
         self.async_save = async_save
         self.clock = clock
+        self.say = say or _to_stderr
         self._buffers: dict[str, torch.Tensor] = {}
         self._thread: threading.Thread | None = None
+        self._persisting: tuple[int, float] | None = None
+        """The step in the background thread, and when its persisting began."""
         self._error: BaseException | None = None
         self._base: dict[str, dict[str, Any]] | None = None
         self._base_step: int | None = None
@@ -231,11 +247,13 @@ class CheckpointManager:
         if self._closed:
             raise CheckpointError("the CheckpointManager is closed")
         began = time.perf_counter()
+        self._say_what_it_waits_for(step)
         self.wait()
         skeleton, tensors = flatten(state)
         staged = self._stage(tensors)
         full = self._base is None or self._saves_since_full + 1 >= self.full_every
         stall = time.perf_counter() - began
+        self._persisting = (step, time.perf_counter())
         job = threading.Thread(
             target=self._persist_guarded,
             args=(step, skeleton, staged, full, stall),
@@ -248,6 +266,16 @@ class CheckpointManager:
             self.wait()
             return self.last_save
         return None
+
+    def _say_what_it_waits_for(self, step: int) -> None:
+        """One line when the previous save is still being written: this one waits for it."""
+        if self._thread is None or not self._thread.is_alive() or self._persisting is None:
+            return
+        previous, since = self._persisting
+        self.say(
+            f"checkpoint step {step} waits for step {previous} to be durable on "
+            f"{len(self.replicas)} replica(s) (writing for {time.perf_counter() - since:.1f} s)"
+        )
 
     def wait(self) -> None:
         """Block until the save in flight is durable.
@@ -265,7 +293,14 @@ class CheckpointManager:
             raise CheckpointError(f"checkpoint save failed: {error}") from error
 
     def _stage(self, tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        """Copy every tensor into reusable CPU buffers (pinned when copying from a GPU)."""
+        """Copy every tensor into reusable CPU buffers (pinned when copying from a GPU), on one
+        intra-op thread: a copy is memory-bound, and torch's threads spin when the host is
+        busy."""
+        with _one_intra_op_thread():
+            return self._copy_to_buffers(tensors)
+
+    def _copy_to_buffers(self, tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """The staging copy itself."""
         staged = {}
         on_gpu = False
         for key, tensor in tensors.items():
@@ -295,45 +330,56 @@ class CheckpointManager:
     ) -> None:
         began = time.perf_counter()
         large, small = _split_large(staged)
-        hashes = {k: hashlib.sha256(tensor_bytes(t)).hexdigest() for k, t in large.items()}
-        reuse = self._reusable(hashes, full)
-        written = 0
-        manifests = []
-        failures = []
-        for replica in self.replicas:
-            staging = replica.begin(step)
-            try:
-                entries, files, nbytes = self._write_files(
-                    replica, staging, step, large, small, hashes, reuse
-                )
-                manifest = self._manifest(step, full, skeleton, entries, files)
-                replica.commit(staging, step, seal(manifest))
-                written = max(written, nbytes)
-                manifests.append(manifest)
-            except Exception as exc:
-                replica.abort(staging)
-                failures.append(f"{replica.url}: {exc}")
-        if failures:
+        known = self._digests_to_compare(large, full)
+        reuse = self._reusable(known)
+        entries, files, to_write = self._layout(step, large, small, known, reuse)
+        sealed: list[dict[str, Any]] = []
+
+        def manifest_of(digests: dict[str, str]) -> bytes:
+            """The manifest, its digests from the writes (or the comparison before them)."""
+            for file in to_write:
+                files[f"step-{step}/{file.name}"] = {
+                    "digest": digests[file.name],
+                    "bytes": file.nbytes,
+                }
+            for key in large.keys() - reuse:
+                entries[key]["digest"] = files[entries[key]["file"]]["digest"]
+            manifest = self._manifest(step, full, skeleton, entries, files)
+            sealed.append(manifest)
+            return seal(manifest)
+
+        outcome = write_step(self.replicas, step, to_write, manifest_of)
+        if outcome.failures:
+            done = outcome.committed
+            committed = f"; committed on {', '.join(done)}" if done else ""
             raise CheckpointError(
-                f"checkpoint step {step} failed on {len(failures)} of {len(self.replicas)} "
-                f"replica(s) ({'; '.join(failures)}); latest still names the last committed "
-                "step there. Free space or fix the URL, then save again"
+                f"checkpoint step {step} failed on {len(outcome.failures)} of "
+                f"{len(self.replicas)} replica(s) ({'; '.join(outcome.failures)}){committed}; "
+                "latest still names the last committed step there. Free space or fix the URL, "
+                "then save again"
             )
-        self._advance_base(step, full, manifests[0])
+        self._advance_base(step, full, sealed[0])
         self._prune()
         self.last_save = SaveStats(
             step=step,
             stall_s=stall,
             persist_s=time.perf_counter() - began,
-            bytes_written=written,
+            bytes_written=sum(f.nbytes for f in to_write),
             full=full,
         )
 
-    def _reusable(self, hashes: dict[str, str], full: bool) -> set[str]:
-        """The large tensors an incremental save can take from its base (same SHA-256)."""
+    def _digests_to_compare(self, large: dict[str, torch.Tensor], full: bool) -> dict[str, str]:
+        """An incremental save's digests of its large tensors, hashed before anything is written
+        to tell which changed (and not hashed again by the writes); none for a full save."""
         if full or self._base is None:
+            return {}
+        return digest_all({k: tensor_bytes(t) for k, t in large.items()})
+
+    def _reusable(self, known: dict[str, str]) -> set[str]:
+        """The large tensors an incremental save can take from its base (same digest)."""
+        if self._base is None:
             return set()
-        return {k for k, h in hashes.items() if self._base.get(k, {}).get("sha256") == h}
+        return {k for k, h in known.items() if self._base.get(k, {}).get("digest") == h}
 
     def _manifest(
         self,
@@ -346,6 +392,7 @@ class CheckpointManager:
         """The manifest of ``step`` (before it is sealed)."""
         return {
             "format": FORMAT_VERSION,
+            "checksum": ALGORITHM,
             "step": step,
             "kind": "full" if full else "incremental",
             "base_step": None if full else self._base_step,
@@ -365,37 +412,36 @@ class CheckpointManager:
             self._saves_since_full += 1
         self._bases_of[step] = manifest["base_step"]
 
-    def _write_files(
+    def _layout(
         self,
-        replica: Replica,
-        staging: str,
         step: int,
         large: dict[str, torch.Tensor],
         small: dict[str, torch.Tensor],
-        hashes: dict[str, str],
+        known: dict[str, str],
         reuse: set[str],
-    ) -> tuple[dict[str, Any], dict[str, Any], int]:
+    ) -> tuple[dict[str, Any], dict[str, Any], list[StepFile]]:
+        """The manifest's tensors (a written large tensor's digest to come from its write),
+        the base's files it takes, and the files to write: a large tensor a file each unless
+        its base holds it already, the small ones together in one."""
         entries: dict[str, Any] = {}
         files: dict[str, Any] = {}
-        written = 0
-        assert self._base is not None or not reuse
+        to_write: list[StepFile] = []
         for i, (key, tensor) in enumerate(large.items()):
-            meta = {"dtype": str(tensor.dtype), "shape": list(tensor.shape), "sha256": hashes[key]}
+            meta = {"dtype": str(tensor.dtype), "shape": list(tensor.shape)}
             if key in reuse and self._base is not None:
                 base = self._base[key]
-                entries[key] = {**meta, "file": base["file"], "offset": 0, "nbytes": base["nbytes"]}
-                files[base["file"]] = {"sha256": base["sha256"], "bytes": base["nbytes"]}
+                entries[key] = {**meta, **{k: base[k] for k in ("digest", "file", "nbytes")}}
+                entries[key]["offset"] = 0
+                files[base["file"]] = {"digest": base["digest"], "bytes": base["nbytes"]}
                 continue
-            name = f"t{i}.bin"
-            digest, size = replica.write(f"{staging}/{name}", [tensor_bytes(tensor)])
-            entries[key] = {**meta, "file": f"step-{step}/{name}", "offset": 0, "nbytes": size}
-            files[f"step-{step}/{name}"] = {"sha256": digest, "bytes": size}
-            written += size
+            file = StepFile(f"t{i}.bin", [tensor_bytes(tensor)], known.get(key))
+            entries[key] = {**meta, "file": f"step-{step}/{file.name}", "offset": 0}
+            entries[key]["nbytes"] = file.nbytes
+            to_write.append(file)
         offset = 0
-        layout = {}
         for key, tensor in small.items():
             size = tensor.numel() * tensor.element_size()
-            layout[key] = {
+            entries[key] = {
                 "dtype": str(tensor.dtype),
                 "shape": list(tensor.shape),
                 "file": f"step-{step}/{SMALL_FILE}",
@@ -403,12 +449,9 @@ class CheckpointManager:
                 "nbytes": size,
             }
             offset += size
-        digest, size = replica.write(
-            f"{staging}/{SMALL_FILE}", [tensor_bytes(t) for t in small.values()]
-        )
-        entries.update(layout)
-        files[f"step-{step}/{SMALL_FILE}"] = {"sha256": digest, "bytes": size}
-        return entries, files, written + size
+        chunks = [tensor_bytes(t) for t in small.values()]
+        to_write.append(StepFile(SMALL_FILE, chunks))
+        return entries, files, to_write
 
     def _prune(self) -> None:
         """Keep the newest ``keep_latest_k`` steps and the full steps they build on."""
@@ -481,15 +524,13 @@ class CheckpointManager:
     def _read(self, replica: Replica, step: int) -> Checkpoint:
         where = f"{replica.url}/step-{step}"
         manifest = unseal(replica.read(f"step-{step}/{MANIFEST}"), where)
-        if manifest.get("format") != FORMAT_VERSION or manifest.get("step") != step:
+        if manifest.get("format") not in LOADABLE_FORMATS or manifest.get("step") != step:
             raise CheckpointError(f"{where}: unknown manifest format or step")
+        algorithm, key = checksum_of(manifest, where)
         contents = {}
         for name, expected in manifest["files"].items():
             data = replica.read(name)
-            if (
-                len(data) != expected["bytes"]
-                or hashlib.sha256(data).hexdigest() != expected["sha256"]
-            ):
+            if len(data) != expected["bytes"] or digest([data], algorithm) != expected[key]:
                 raise CheckpointError(f"{replica.url}/{name}: checksum mismatch")
             contents[name] = data
         tensors = {}
@@ -519,6 +560,22 @@ class CheckpointManager:
         finally:
             self._closed = True
             self._buffers.clear()
+
+
+@contextmanager
+def _one_intra_op_thread() -> Iterator[None]:
+    """torch's intra-op threads set to one while the block runs, then put back."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def _to_stderr(line: str) -> None:
+    """A line on stderr, the job's log."""
+    print(f"spotwise checkpoint: {line}", file=sys.stderr, flush=True)
 
 
 def _why_damaged(exc: BaseException, url: str, step: int) -> str:

@@ -2,7 +2,7 @@
 URL (``s3://bucket/prefix``, ...), behind one :class:`Replica` interface.
 
 A checkpoint commits atomically. Locally (:class:`LocalReplica`): files go to a temporary
-folder, are fsync'd, the manifest is written last, the folder is fsync'd and renamed to
+folder, each fsync'd once, the manifest is written last, the folder is fsync'd (once) and renamed to
 ``step-{N}`` (then the parent is fsync'd). On object stores (:class:`FsspecReplica`), where one
 object's write is atomic but there is no rename, the files go straight to ``step-{N}/`` and the
 manifest, written last, is the commit. Only then is ``latest`` rewritten (atomically), so it
@@ -14,7 +14,6 @@ the store.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import mmap
 import os
 import re
@@ -44,8 +43,9 @@ class Replica(Protocol):
         """Where this step's files are written before the commit (relative path)."""
         ...
 
-    def write(self, relative: str, chunks: Iterable[bytes | memoryview]) -> tuple[str, int]:
-        """Write a file from chunks (durably); return its sha256 and size."""
+    def write(self, relative: str, chunks: Iterable[bytes | memoryview]) -> None:
+        """Write a file from chunks (durably). It hashes nothing: the caller hashes each byte
+        once, whatever the number of replicas (:mod:`~executor.checkpoint.writer`)."""
         ...
 
     def commit(self, staging: str, step: int, manifest: bytes) -> None:
@@ -85,14 +85,9 @@ def open_replica(url: str, storage_options: dict[str, Any] | None = None) -> Rep
     return FsspecReplica(url, fs, root)
 
 
-def _write_chunks(handle: BinaryIO, chunks: Iterable[bytes | memoryview]) -> tuple[str, int]:
-    digest = hashlib.sha256()
-    size = 0
+def _write_chunks(handle: BinaryIO, chunks: Iterable[bytes | memoryview]) -> None:
     for chunk in chunks:
-        digest.update(chunk)
         handle.write(chunk)
-        size += len(chunk)
-    return digest.hexdigest(), size
 
 
 class LocalReplica:
@@ -112,14 +107,13 @@ class LocalReplica:
         private_folder(self.path(staging))
         return staging
 
-    def write(self, relative: str, chunks: Iterable[bytes | memoryview]) -> tuple[str, int]:
-        """Write the chunks to ``relative`` (0600) and fsync; return their sha256 and size."""
+    def write(self, relative: str, chunks: Iterable[bytes | memoryview]) -> None:
+        """Write the chunks to ``relative`` (0600) and fsync it once."""
         private_folder(os.path.dirname(self.path(relative)))
         with _private_file(self.path(relative)) as handle:
-            written = _write_chunks(handle, chunks)
+            _write_chunks(handle, chunks)
             handle.flush()
             os.fsync(handle.fileno())
-        return written
 
     def commit(self, staging: str, step: int, manifest: bytes) -> None:
         """Write the manifest, rename the staging folder to ``step-{N}``, point latest."""
@@ -212,10 +206,10 @@ class FsspecReplica:
         """The step's own folder, ``step-{N}``: files go straight there."""
         return f"step-{step}"
 
-    def write(self, relative: str, chunks: Iterable[bytes | memoryview]) -> tuple[str, int]:
-        """Upload the chunks to ``relative``; return their sha256 and size."""
+    def write(self, relative: str, chunks: Iterable[bytes | memoryview]) -> None:
+        """Upload the chunks to ``relative``."""
         with self.fs.open(self.path(relative), "wb") as handle:
-            return _write_chunks(handle, chunks)
+            _write_chunks(handle, chunks)
 
     def commit(self, staging: str, step: int, manifest: bytes) -> None:
         """Put the manifest in ``step-{N}``, then point latest at it."""

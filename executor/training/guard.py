@@ -77,6 +77,19 @@ def distributed() -> bool:
     return torch.distributed.is_available() and torch.distributed.is_initialized()
 
 
+def agreement_group(backend: str | None = None) -> torch.distributed.ProcessGroup | None:
+    """Where the ranks agree on a step's stop and save flags, a CPU tensor: the default group
+    when its ``backend`` (the default group's when None) runs CPU collectives (gloo), else a gloo
+    group of every rank made once here (an NCCL-only default group cannot). A collective call
+    when it makes one: every rank calls it."""
+    backend = backend or str(torch.distributed.get_backend())
+    if "gloo" in backend:
+        return None
+    group = torch.distributed.new_group(backend="gloo")
+    assert isinstance(group, torch.distributed.ProcessGroup)  # every rank is a member
+    return group
+
+
 def rng_state() -> dict[str, Any]:
     """Every global RNG's state."""
     state: dict[str, Any] = {
@@ -195,6 +208,8 @@ class Guard:
         self.clock = clock
         self.watcher = watcher
         self.rank = torch.distributed.get_rank() if distributed() else None
+        self._agreement = agreement_group() if self.rank is not None else None
+        """The group the ranks agree on in each step (None: the default one)."""
         self.model, self.optimizer, self.scheduler, self.scaler = (
             model,
             optimizer,
@@ -379,7 +394,9 @@ class Guard:
         if self.rank is not None:
             # Every rank must take the same decision: saves are collective.
             flags = torch.tensor([float(stop), float(due)])
-            torch.distributed.all_reduce(flags, op=torch.distributed.ReduceOp.MAX)
+            torch.distributed.all_reduce(
+                flags, op=torch.distributed.ReduceOp.MAX, group=self._agreement
+            )
             stop, due = bool(flags[0]), bool(flags[1])
         if stop:
             self.checkpoint(block=True)

@@ -3,29 +3,75 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
-from spotwise.executor.bench import steps_run_of
+from spotwise.executor.bench import cpu_hogs, parse_list, steps_run_of
 from spotwise.executor.supervise.replay import Launch
 from tests.conftest import CliRun
 
 
 @pytest.mark.slow
-def test_bench_checkpoint_prints_every_figure(cli: CliRun) -> None:
-    result = cli("bench", "checkpoint", "--size-mb", "48", "--json")
+def test_bench_checkpoint_prints_every_figure_per_size_and_load(cli: CliRun) -> None:
+    result = cli("bench", "checkpoint", "--sizes", "0.05", "--load", "0,1", "--json")
     assert result.returncode == 0, result.stderr
     figures = json.loads(result.stdout)
-    for key in (
-        "torch_save_s",
-        "stall_s",
-        "notice_to_durable_s",
-        "restore_s",
-        "incremental_bytes_ratio",
-    ):
-        assert figures[key] > 0, key
-    assert figures["stall_s"] < figures["notice_to_durable_s"]
-    assert figures["incremental_bytes_ratio"] < 0.8
+    assert figures["cpus"] >= 1
+    assert [(c["size_gb"], c["load"]) for c in figures["cases"]] == [(0.05, 0), (0.05, 1)]
+    for case in figures["cases"]:
+        for key in (
+            "torch_save_s",
+            "dcp_save_s",
+            "dcp_async_stall_s",
+            "dcp_async_durable_s",
+            "stall_s",
+            "durable_s",
+            "notice_to_durable_s",
+            "restore_s",
+            "incremental_bytes_ratio",
+        ):
+            assert case[key] > 0, key
+        assert case["stall_s"] < case["durable_s"]
+        assert case["dcp_async_stall_s"] < case["dcp_async_durable_s"]
+        assert case["incremental_bytes_ratio"] < 0.8
+
+
+def test_bench_checkpoint_refuses_a_bad_list_in_one_line(cli_in_process: CliRun) -> None:
+    result = cli_in_process("bench", "checkpoint", "--sizes", "1,,4", "--json")
+    assert result.returncode == 2 and "--sizes: '' is not a number" in result.stderr
+    result = cli_in_process("bench", "checkpoint", "--load", "-1", "--json")
+    assert result.returncode == 2 and "--load: -1 is out of range" in result.stderr
+
+
+def test_parse_list_reads_numbers_and_refuses_the_rest() -> None:
+    assert parse_list("1, 4,10", "--sizes", float) == [1.0, 4.0, 10.0]
+    assert parse_list("0,2", "--load", int) == [0, 2]
+    for bad in ("0", "nan", "inf", "-1"):
+        with pytest.raises(ValueError, match="--sizes"):
+            parse_list(bad, "--sizes", float)
+    with pytest.raises(ValueError, match=r"'1\.5' is not a number"):
+        parse_list("1.5", "--load", int)
+
+
+def test_cpu_hogs_are_killed_even_when_the_bench_fails() -> None:
+    with pytest.raises(RuntimeError), cpu_hogs(2):
+        pids = [int(p) for p in os.listdir("/proc") if p.isdigit() and _is_hog(int(p))]
+        raise RuntimeError("the bench failed")
+    assert len(pids) >= 2
+    assert not [pid for pid in pids if _is_hog(pid)]
+
+
+def _is_hog(pid: int) -> bool:
+    """Whether ``pid`` is a live CPU hog this process started."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            command = cmdline.read()
+    except OSError:
+        return False
+    return fields[0] != "Z" and int(fields[1]) == os.getpid() and b"while True" in command
 
 
 @pytest.mark.e2e

@@ -2,19 +2,27 @@
 
 from __future__ import annotations
 
+import hashlib
 import multiprocessing
 import os
 import resource
 import signal
+import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-from spotwise.executor.checkpoint.manager import CheckpointManager, NoIntactCheckpoint, unseal
-from spotwise.executor.checkpoint.storage import FsspecReplica, Replica
+from spotwise.executor.checkpoint.manager import (
+    CheckpointManager,
+    NoIntactCheckpoint,
+    seal,
+    unseal,
+)
+from spotwise.executor.checkpoint.storage import FsspecReplica, LocalReplica, Replica
 from spotwise.executor.errors import CheckpointError
 
 
@@ -66,9 +74,10 @@ def test_save_commits_step_folders_with_a_manifest_and_latest(tmp_path: Path) ->
     assert (tmp_path / "latest").read_text() == "7"
     manifest = unseal((tmp_path / "step-7/manifest.json").read_bytes(), "step-7")
     assert manifest["step"] == 7 and manifest["kind"] == "full"
+    assert manifest["format"] == 3 and manifest["checksum"] == "sha256"
     for name, entry in manifest["files"].items():
         assert (tmp_path / name).stat().st_size == entry["bytes"]
-        assert len(entry["sha256"]) == 64
+        assert entry["digest"] == hashlib.sha256((tmp_path / name).read_bytes()).hexdigest()
 
 
 def test_roundtrip_keeps_every_type_and_structure(tmp_path: Path) -> None:
@@ -282,3 +291,94 @@ def test_s3_replica_on_moto_commits_and_serves_when_local_is_corrupt(
     manager.close()
     assert loaded is not None and loaded.step == 2 and loaded.url == url
     assert_same(state(2), loaded.state)
+
+
+def write_format_2(folder: Path, step: int, tensors: dict[str, torch.Tensor]) -> None:
+    """A checkpoint as format 2 wrote it: sha256 digests under ``"sha256"``, no checksum
+    named, large tensors a file each, the rest in ``small.bin``."""
+    (folder / f"step-{step}").mkdir(parents=True)
+    entries, files, small = {}, {}, b""
+    for i, (key, tensor) in enumerate(tensors.items()):
+        data = tensor.numpy().tobytes()
+        meta = {"dtype": str(tensor.dtype), "shape": list(tensor.shape), "nbytes": len(data)}
+        if len(data) < 1 << 20:
+            entries[key] = {**meta, "file": f"step-{step}/small.bin", "offset": len(small)}
+            small += data
+            continue
+        digest = hashlib.sha256(data).hexdigest()
+        entries[key] = {**meta, "sha256": digest, "file": f"step-{step}/t{i}.bin", "offset": 0}
+        files[f"step-{step}/t{i}.bin"] = {"sha256": digest, "bytes": len(data)}
+        (folder / f"step-{step}/t{i}.bin").write_bytes(data)
+    files[f"step-{step}/small.bin"] = {
+        "sha256": hashlib.sha256(small).hexdigest(),
+        "bytes": len(small),
+    }
+    (folder / f"step-{step}/small.bin").write_bytes(small)
+    skeleton = {key.lstrip("/"): {"__tensor__": key} for key in tensors}
+    manifest = {
+        "format": 2,
+        "step": step,
+        "kind": "full",
+        "base_step": None,
+        "created": 0.0,
+        "skeleton": skeleton,
+        "tensors": entries,
+        "files": files,
+    }
+    (folder / f"step-{step}/manifest.json").write_bytes(seal(manifest))
+    (folder / "latest").write_text(str(step))
+
+
+def test_format_2_checkpoints_still_verify_and_load(tmp_path: Path) -> None:
+    tensors = {"/w": torch.arange(300_000, dtype=torch.float32), "/b": torch.arange(5)}
+    write_format_2(tmp_path / "a", 4, tensors)
+    write_format_2(tmp_path / "b", 4, tensors)
+    (tmp_path / "a/step-4/t0.bin").write_bytes(b"\0" * 1_200_000)  # same size, other bytes
+    manager = CheckpointManager([str(tmp_path / "a"), str(tmp_path / "b")])
+    loaded = manager.load()
+    assert loaded is not None and loaded.step == 4 and loaded.url == str(tmp_path / "b")
+    assert_same({"w": tensors["/w"], "b": tensors["/b"]}, loaded.state)
+    assert [c.problem for c in loaded.skipped] == [f"{tmp_path}/a/step-4/t0.bin: checksum mismatch"]
+    manager.save(5, loaded.state, block=True)  # and later saves are format 3 beside it
+    manager.close()
+    assert unseal((tmp_path / "a/step-5/manifest.json").read_bytes(), "")["format"] == 3
+
+
+def test_a_manifest_naming_an_unknown_checksum_is_a_clear_error(tmp_path: Path) -> None:
+    manager = CheckpointManager([str(tmp_path)])
+    manager.save(1, state(1, big=10), block=True)
+    path = tmp_path / "step-1/manifest.json"
+    manifest = unseal(path.read_bytes(), "")
+    path.write_bytes(seal({**manifest, "checksum": "md4"}))
+    with pytest.raises(NoIntactCheckpoint, match="unknown checksum 'md4' in the manifest"):
+        manager.load()
+    manager.close()
+
+
+class HeldReplica(LocalReplica):
+    """A local replica whose writes wait until ``go`` is set: a slow disk, on cue."""
+
+    go = threading.Event()
+
+    def write(self, relative: str, chunks: Iterable[bytes | memoryview]) -> None:
+        """Write once ``go`` is set."""
+        assert self.go.wait(30)
+        super().write(relative, chunks)
+
+
+def test_a_save_that_must_wait_for_the_previous_one_says_what_it_waits_for(
+    tmp_path: Path,
+) -> None:
+    lines: list[str] = []
+    manager = CheckpointManager([str(tmp_path / "a"), str(tmp_path / "b")], say=lines.append)
+    held = HeldReplica(str(tmp_path / "a"), str(tmp_path / "a"))
+    manager.replicas[0] = held
+    threads = torch.get_num_threads()
+    manager.save(1, state(1))
+    threading.Timer(0.3, held.go.set).start()
+    manager.save(2, state(2))
+    manager.close()
+    assert torch.get_num_threads() == threads  # staging ran on one thread, then gave them back
+    [line] = lines
+    assert line.startswith("checkpoint step 2 waits for step 1 to be durable on 2 replica(s)")
+    assert manager.steps() == [2, 1]
