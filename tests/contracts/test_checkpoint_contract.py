@@ -44,8 +44,7 @@ def test_a_replica_lists_a_step_only_once_committed_and_reads_it_back(
     assert replica.steps() == []
     for step in (3, 7):
         staging = replica.begin(step)
-        digest, size = replica.write(f"{staging}/data.bin", [b"ab", memoryview(b"cd")])
-        assert size == 4 and len(digest) == 64
+        replica.write(f"{staging}/data.bin", [b"ab", memoryview(b"cd")])
         assert step not in replica.steps()  # not before the commit
         replica.commit(staging, step, b'{"manifest": true}')
     assert replica.steps() == [7, 3]
