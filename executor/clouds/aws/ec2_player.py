@@ -130,10 +130,14 @@ class Ec2Player:
         return None
 
     def _log_lines(self, instance_id: str) -> list[str]:
-        """The lines the instance's agent has sent to the bucket so far."""
+        """The lines the instance's agent has sent to the bucket so far (none without one)."""
+        if self.bucket is None:
+            return []
         lines = []
-        listed = self.s3.list_objects_v2(Bucket=self.bucket, Prefix="spotwise/jobs/")
-        for item in listed.get("Contents", []):
+        pages = self.s3.get_paginator("list_objects_v2").paginate(
+            Bucket=self.bucket, Prefix="spotwise/jobs/"
+        )
+        for item in (item for page in pages for item in page.get("Contents", [])):
             if f"/{instance_id}/log/" in item["Key"]:
                 body = self.s3.get_object(Bucket=self.bucket, Key=item["Key"])["Body"].read()
                 lines += [json.loads(record)["line"] for record in body.decode().splitlines()]
