@@ -32,6 +32,7 @@ from spotwise import (
     run_command,
     serve_command,
     sweep_commands,
+    try_command,
 )
 from spotwise.console import (
     StoreOption,
@@ -99,6 +100,7 @@ app.add_typer(cloud_commands.gc_app, name="gc")
 app.add_typer(cloud_commands.check_app, name="check")
 app.add_typer(cloud_commands.setup_app, name="setup")
 app.command("dashboard")(dashboard_command.dashboard)
+app.add_typer(try_command.try_app, name="try")
 
 
 @app.command()

@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import httpx
 import pytest
@@ -230,20 +230,10 @@ def fake_aws_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def moto_server() -> Iterator[str]:
-    from moto.server import ThreadedMotoServer
+    from spotwise.executor.clouds.aws.local import local_aws
 
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    yield f"http://{host}:{port}"
-    server.stop()
-
-
-def amazon_image(ec2: Any) -> str:
-    """An Amazon Linux 2 image id of the moto server ``ec2`` talks to. Named by a filter: the
-    full list of Amazon's images is thousands of entries, seconds to serialise per call."""
-    name = {"Name": "name", "Values": ["amzn2-ami-hvm-*-x86_64-gp2"]}
-    return str(ec2.describe_images(Owners=["amazon"], Filters=[name])["Images"][0]["ImageId"])
+    with local_aws() as url:
+        yield url
 
 
 @pytest.fixture

@@ -4,15 +4,17 @@ ever selects an entry of :data:`CLOUDS`, never code to load. Adding a cloud is a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from spotwise.executor.checkpoint.places import CheckpointPlace, LocalFolder
 from spotwise.executor.clouds.aws.cloud import AwsCloud
+from spotwise.executor.clouds.aws.local import LocalAws
 from spotwise.executor.clouds.azure.cloud import AzureCloud
 from spotwise.executor.clouds.base import BucketFolder, Cloud, CloudTarget, bucket_folder
 from spotwise.executor.clouds.gcp.cloud import GcpCloud
 from spotwise.executor.errors import ExecutorError
+from spotwise.executor.local_clouds.base import LocalCloud
 from spotwise.executor.notices import NoticeSource
 
 CLOUDS: dict[str, Cloud] = {
@@ -20,6 +22,9 @@ CLOUDS: dict[str, Cloud] = {
     "gcp": GcpCloud(),
     "azure": AzureCloud(),
 }
+LOCAL_CLOUDS: dict[str, Callable[[Path], LocalCloud]] = {"aws": LocalAws}
+"""The clouds ``spotwise try`` plays on this machine, each made with the folder for its
+instances."""
 
 
 def cloud_named(name: str) -> Cloud:

@@ -34,7 +34,7 @@ def _aws(request: pytest.FixtureRequest) -> CloudOptions:
     """moto's server: an account with nothing in it yet but Amazon's images."""
     import boto3
 
-    from tests.conftest import amazon_image
+    from spotwise.executor.clouds.aws.local import amazon_image
 
     endpoint = request.getfixturevalue("moto_server")
     ec2 = boto3.client("ec2", endpoint_url=endpoint, region_name="us-east-1")

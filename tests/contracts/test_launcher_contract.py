@@ -21,12 +21,12 @@ import numpy as np
 import pytest
 
 from spotwise.executor.clouds.aws.launcher import AwsInstance, AwsLauncher
+from spotwise.executor.clouds.aws.local import amazon_image
 from spotwise.executor.clouds.code_bundle import ShippedCode
 from spotwise.executor.launchers.base import Instance, Launcher, Placement
 from spotwise.executor.launchers.local import LocalInstance, LocalLauncher, Replay
 from spotwise.policy.schemas import JobTerms
 from spotwise.policy.traces import Pool, TraceSet
-from tests.conftest import amazon_image
 
 JOB = JobTerms(compute_hours=1, deadline_hours=3, spot_price=0.9, on_demand_price=3.06)
 RUNS = [  # until the file $EXIT_FILE names appears, then exit with the code in it

@@ -17,6 +17,7 @@ from collections.abc import Callable
 import pytest
 
 from spotwise.executor.clouds.registry import CLOUDS
+from spotwise.executor.local_clouds.metadata import FakeMetadata
 from spotwise.executor.notices import (
     NoticeSource,
     NoticeUnavailable,
@@ -24,7 +25,6 @@ from spotwise.executor.notices import (
     SigtermSource,
 )
 from tests.conftest import ManualClock
-from tests.executor.fake_metadata import FakeMetadata
 
 GARBAGE = ["", "<html>oops</html>", "{{{", '{"action": 5}', "null", "\x00\xff" * 40, "TRUE " * 9]
 

@@ -4,7 +4,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.executor.fake_metadata import FakeMetadata
+from spotwise.executor.local_clouds.metadata import FakeMetadata
+
+PATIENT_S = 10.0
+"""Seconds a source waits for the fake endpoint: a loaded machine may be slow to answer."""
 
 
 @pytest.fixture

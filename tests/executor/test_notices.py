@@ -13,6 +13,7 @@ import pytest
 
 from spotwise.executor.clouds.aws.notice import AwsImds
 from spotwise.executor.clouds.registry import sources_from_env
+from spotwise.executor.local_clouds.metadata import FakeMetadata
 from spotwise.executor.notices import (
     Notice,
     NoticeWatcher,
@@ -21,7 +22,7 @@ from spotwise.executor.notices import (
 )
 from spotwise.policy.traces import load_traces
 from tests.conftest import DATA
-from tests.executor.fake_metadata import PATIENT_S, FakeMetadata
+from tests.executor.conftest import PATIENT_S
 
 
 def test_sigterm_is_a_stop_notice_and_the_handler_is_restored() -> None:

@@ -102,7 +102,7 @@ class _Env(dict[str, str]):
 
 @contextmanager
 def _metadata() -> Iterator[Any]:
-    from tests.executor.fake_metadata import FakeMetadata
+    from spotwise.executor.local_clouds.metadata import FakeMetadata
 
     server = FakeMetadata()
     try:

@@ -16,7 +16,8 @@ import boto3
 import pytest
 
 from spotwise.executor.clouds.aws.gc import job_tags
-from tests.conftest import DATA, amazon_image
+from spotwise.executor.clouds.aws.local import amazon_image
+from tests.conftest import DATA
 from tests.journeys.conftest import Stranger
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(400)]

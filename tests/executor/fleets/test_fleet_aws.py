@@ -17,7 +17,8 @@ import boto3
 import pytest
 
 from spotwise.executor.clouds.aws.gc import JOB_TAG
-from tests.conftest import CliRun, amazon_image
+from spotwise.executor.clouds.aws.local import amazon_image
+from tests.conftest import CliRun
 
 REGION, BUCKET = "us-east-1", "spotwise-fleet"
 AWS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}

@@ -15,9 +15,9 @@ import torch
 from torch.utils.data import DataLoader, TensorDataset
 
 from spotwise.executor.errors import PREEMPTED_EXIT_CODE
+from spotwise.executor.local_clouds.metadata import FakeMetadata
 from spotwise.executor.training.guard import guard
 from tests.conftest import ManualClock
-from tests.executor.fake_metadata import FakeMetadata
 
 TRAIN = [sys.executable, "-m", "spotwise.executor.examples.train_mlp", "--epochs", "2"]
 

@@ -14,7 +14,8 @@ import boto3
 import httpx
 import pytest
 
-from tests.conftest import CliRun, amazon_image
+from spotwise.executor.clouds.aws.local import amazon_image
+from tests.conftest import CliRun
 
 ROOT = Path(__file__).resolve().parents[4]
 REGION, BUCKET, ACCOUNT = "us-east-1", "spotwise-check", "123456789012"

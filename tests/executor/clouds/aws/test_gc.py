@@ -20,9 +20,10 @@ from typing import Any
 import boto3
 import pytest
 
+from spotwise.executor.clouds.aws.local import amazon_image
 from spotwise.pricing.operational import open_operational
 from spotwise.pricing.store import MarketStore
-from tests.conftest import CliRun, amazon_image
+from tests.conftest import CliRun
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 REGION = "us-east-1"

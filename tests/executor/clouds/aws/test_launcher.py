@@ -16,6 +16,7 @@ import boto3
 import pytest
 
 from spotwise.executor.clouds.aws.launcher import AwsInstance, AwsLauncher
+from spotwise.executor.clouds.aws.local import amazon_image
 from spotwise.executor.clouds.code_bundle import ShippedCode
 from spotwise.executor.errors import ExecutorError
 from spotwise.executor.launchers.base import Placement
@@ -25,7 +26,7 @@ from spotwise.executor.supervise.supervisor import Supervisor, SupervisorConfig
 from spotwise.policy.client import in_process_for
 from spotwise.policy.schemas import JobTerms
 from spotwise.pricing.operational import open_operational
-from tests.conftest import CliRun, amazon_image
+from tests.conftest import CliRun
 
 REGION, BUCKET = "us-east-1", "spotwise-ckpt"
 CODE = ShippedCode(

@@ -7,26 +7,22 @@ instance down in moto."""
 
 from __future__ import annotations
 
-import base64
 import json
-import os
 import re
-import subprocess
-import sys
-import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Any
 
 import boto3
 import pytest
 
+from spotwise.executor.clouds.aws.ec2_player import Ec2Player
 from spotwise.executor.clouds.aws.launcher import AwsLauncher
+from spotwise.executor.clouds.aws.local import amazon_image
 from spotwise.executor.clouds.code_bundle import ShippedCode
 from spotwise.executor.launchers.base import Placement
-from tests.conftest import CliRun, amazon_image
-from tests.executor.fake_metadata import FakeMetadata
+from spotwise.executor.local_clouds.metadata import FakeMetadata
+from tests.conftest import CliRun
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(300)]
 REGION, BUCKET = "us-east-1", "spotwise-e2e"
@@ -52,64 +48,6 @@ def workdir(tmp_path: Path) -> Path:
     return root
 
 
-class Ec2Boots:
-    """Plays EC2: runs each new instance's user data with bash in a folder of its own."""
-
-    def __init__(self, ec2: Any, metadata: FakeMetadata, root: Path, moto: str) -> None:
-        self.ec2, self.metadata, self.root = ec2, metadata, root
-        self.env = {
-            "PATH": os.environ["PATH"],
-            "HOME": str(root),
-            "AWS_ENDPOINT_URL": moto,
-            "AWS_ACCESS_KEY_ID": "testing",
-            "AWS_SECRET_ACCESS_KEY": "testing",
-            "SPOTWISE_PYTHON": sys.executable,
-            "SPOTWISE_AWS_IMDS_URL": metadata.url,
-            "SPOTWISE_SHUTDOWN": "true",  # the supervisor terminates it in moto
-            "PIP_NO_INDEX": "1",  # everything comes from the bucket or is there already
-            "PIP_DISABLE_PIP_VERSION_CHECK": "1",
-        }
-        self.booted: list[tuple[str, int]] = []
-        self.errors: list[BaseException] = []
-        self._done = threading.Event()
-        self.started = self._running()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _running(self) -> list[str]:
-        answer = self.ec2.describe_instances(
-            Filters=[{"Name": "instance-state-name", "Values": ["pending", "running"]}]
-        )
-        return [i["InstanceId"] for r in answer["Reservations"] for i in r["Instances"]]
-
-    def _run(self) -> None:
-        seen = set(self.started)  # other tests' instances (moto's state is per process)
-        try:
-            while not self._done.is_set():
-                for instance_id in self._running():
-                    if instance_id not in seen:
-                        seen.add(instance_id)
-                        self.booted.append((instance_id, self._boot(instance_id)))
-                time.sleep(0.1)
-        except BaseException as exc:  # surfaced by the test, not lost in the thread
-            self.errors.append(exc)
-
-    def _boot(self, instance_id: str) -> int:
-        attribute = self.ec2.describe_instance_attribute(
-            InstanceId=instance_id, Attribute="userData"
-        )
-        script = self.root / f"{instance_id}.sh"
-        script.write_bytes(base64.b64decode(attribute["UserData"]["Value"]))
-        self.metadata.instance_id = instance_id
-        env = {**self.env, "SPOTWISE_ROOT": str(self.root / instance_id)}
-        return subprocess.run(["bash", str(script)], env=env, timeout=240).returncode
-
-    def close(self) -> None:
-        """Stop watching, once the boot scripts running now have ended."""
-        self._done.set()
-        self._thread.join(timeout=60)
-
-
 def test_spotwise_run_ships_a_script_that_runs_on_the_instance_and_its_logs_come_back(
     moto_server: str, metadata: FakeMetadata, tmp_path: Path, workdir: Path, cli: CliRun
 ) -> None:
@@ -121,7 +59,7 @@ def test_spotwise_run_ships_a_script_that_runs_on_the_instance_and_its_logs_come
     profile = f"profile-{uuid.uuid4().hex[:8]}"  # moto's state outlives a test
     iam.create_instance_profile(InstanceProfileName=profile)
     (tmp_path / "instances").mkdir()
-    ec2_boots = Ec2Boots(ec2, metadata, tmp_path / "instances", moto_server)
+    ec2_boots = Ec2Player(session, moto_server, metadata, tmp_path / "instances")
     aws = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
     try:
         ran = cli(
@@ -165,7 +103,7 @@ def test_spotwise_run_ships_a_script_that_runs_on_the_instance_and_its_logs_come
     assert (work / "train.py").is_file() and not (work / "data").exists()
     assert not (work / "debug.log").exists()
     assert json.loads((work / "result.json").read_text())["steps"] > 0
-    assert instance_id not in ec2_boots._running()  # torn down
+    assert instance_id not in ec2_boots.running()  # torn down
 
 
 def test_a_boot_that_fails_before_the_command_says_why_in_the_job_log(
@@ -189,7 +127,7 @@ def test_a_boot_that_fails_before_the_command_says_why_in_the_job_log(
         endpoint_url=moto_server,
     )
     (tmp_path / "instances").mkdir()
-    ec2_boots = Ec2Boots(ec2, metadata, tmp_path / "instances", moto_server)
+    ec2_boots = Ec2Player(session, moto_server, metadata, tmp_path / "instances")
     lines: list[str] = []
     placement = Placement(market="on-demand", pool=None, price=3.06)
     instance = launcher.launch(placement, ["python", "train.py"], {}, log=lines.append)
@@ -227,7 +165,7 @@ def test_a_sweep_on_aws_runs_each_trial_on_an_instance_and_checkpoints_to_the_bu
         '[params]\nhidden = { type = "categorical", choices = [16, 32] }\n'
     )
     (tmp_path / "instances").mkdir()
-    ec2_boots = Ec2Boots(ec2, metadata, tmp_path / "instances", moto_server)
+    ec2_boots = Ec2Player(session, moto_server, metadata, tmp_path / "instances")
     try:
         ran = cli(
             *("sweep", "run", str(spec), "--launcher", "aws", "--region", REGION),

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from spotwise.executor.clouds.aws.notice import AwsImds
-from tests.executor.fake_metadata import PATIENT_S, FakeMetadata
+from spotwise.executor.local_clouds.metadata import FakeMetadata
+from tests.executor.conftest import PATIENT_S
 
 
 def test_aws_nothing_pending_is_a_404_and_no_notice(metadata: FakeMetadata) -> None:

@@ -66,7 +66,7 @@ def test_a_stop_notice_from_imds_is_passed_to_the_command_as_sigterm(
     s3: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """An elastic node's agent forwards the two-minute notice: its torchrun leaves at once."""
-    from tests.executor.fake_metadata import FakeMetadata
+    from spotwise.executor.local_clouds.metadata import FakeMetadata
 
     metadata = FakeMetadata()
     monkeypatch.setenv("SPOTWISE_AWS_IMDS_URL", metadata.url)

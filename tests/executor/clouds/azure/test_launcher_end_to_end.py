@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
+from spotwise.executor.local_clouds.metadata import FakeMetadata
 from tests.conftest import CliRun
-from tests.executor.fake_metadata import FakeMetadata
 from tests.fakes.azure_arm import Booted
 from tests.fakes.azure_local import ACCOUNT, GROUP, IMAGE, SUBSCRIPTION, AzureLocal, unused_url
 

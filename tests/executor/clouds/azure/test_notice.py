@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from spotwise.executor.clouds.azure.notice import AzureScheduledEvents
-from tests.executor.fake_metadata import PATIENT_S, FakeMetadata
+from spotwise.executor.local_clouds.metadata import FakeMetadata
+from tests.executor.conftest import PATIENT_S
 
 
 def test_azure_preempt_event_is_a_stop_notice(metadata: FakeMetadata) -> None:

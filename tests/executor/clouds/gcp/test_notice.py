@@ -8,7 +8,8 @@ import time
 import pytest
 
 from spotwise.executor.clouds.gcp.notice import GcpMetadata
-from tests.executor.fake_metadata import PATIENT_S, FakeMetadata
+from spotwise.executor.local_clouds.metadata import FakeMetadata
+from tests.executor.conftest import PATIENT_S
 
 
 def test_gcp_preempted_true_is_a_stop_notice(metadata: FakeMetadata) -> None:

@@ -1,6 +1,7 @@
-"""A small fake of the AWS, GCP and Azure metadata endpoints on 127.0.0.1.
+"""A small fake of the AWS, GCP and Azure instance metadata endpoints on 127.0.0.1: the spot
+notices an instance reads, given without a cloud (``spotwise try``, the tests).
 
-State is set by the test: ``aws_action`` / ``aws_rebalance`` (a dict, None for 404, or a str
+State is set by its user: ``aws_action`` / ``aws_rebalance`` (a dict, None for 404, or a str
 served as a garbage body), ``instance_id`` (str), ``token_ttl_s`` (tokens expire; an expired or
 missing token gets 401), ``gcp_preempted`` (body text) and ``azure_events`` (dict or garbage
 str).
@@ -10,19 +11,18 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-PATIENT_S = 10.0
-"""Seconds a source waits for the fake endpoint: a loaded machine may be slow to answer."""
+from spotwise.core.clock import SYSTEM_CLOCK, Clock
 
 
 class FakeMetadata:
     """Serve until :meth:`close`; counts requests per path."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Clock = SYSTEM_CLOCK) -> None:
+        self.clock = clock
         self.aws_action: dict[str, Any] | str | None = None
         self.aws_rebalance: dict[str, Any] | str | None = None
         self.instance_id: str | None = None
@@ -50,14 +50,14 @@ class FakeMetadata:
                     self.reply(400)
                     return
                 token = uuid.uuid4().hex
-                fake.tokens[token] = time.monotonic() + float(ttl)
+                fake.tokens[token] = fake.clock.monotonic() + float(ttl)
                 self.reply(200, token)
 
             def do_GET(self) -> None:
                 fake.hits[self.path] = fake.hits.get(self.path, 0) + 1
                 if self.path.startswith("/latest/meta-data/"):
                     token = self.headers.get("X-aws-ec2-metadata-token", "")
-                    if fake.tokens.get(token, 0.0) < time.monotonic():
+                    if fake.tokens.get(token, 0.0) < fake.clock.monotonic():
                         self.reply(401)
                         return
                     item = {
@@ -88,9 +88,11 @@ class FakeMetadata:
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
 
     def expire_tokens(self) -> None:
+        """Expire every token handed out (the next read with one gets 401)."""
         for token in self.tokens:
             self.tokens[token] = 0.0
 
     def close(self) -> None:
+        """Stop serving and free the port."""
         self._server.shutdown()
         self._server.server_close()
