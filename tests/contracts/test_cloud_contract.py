@@ -50,7 +50,7 @@ def _aws(request: pytest.FixtureRequest) -> CloudOptions:
 def _gcp(request: pytest.FixtureRequest) -> CloudOptions:
     """The loopback fake of Compute Engine, Secret Manager and IAM (checked against Google's
     discovery documents) and gcp-storage-emulator, reached through Google's own libraries."""
-    from tests.fakes.gcp_compute import PROJECT, GcpLocal
+    from spotwise.executor.clouds.gcp.fake.compute import PROJECT, GcpLocal
 
     folder = request.getfixturevalue("tmp_path_factory").mktemp("gcp")
     local = GcpLocal(folder)

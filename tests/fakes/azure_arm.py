@@ -54,9 +54,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from spotwise.executor.local_clouds.http import Answer, Request
 from tests.fakes.azure_models import Invalid, check_body
 from tests.fakes.azure_openapi import VIRTUAL_MACHINE, check_definition
-from tests.fakes.http import Answer, Request
 
 ARM = "https://management.azure.com"
 VAULT = "https://vault.azure.net"

@@ -24,8 +24,8 @@ import threading
 from pathlib import Path
 from typing import Protocol
 
+from spotwise.executor.local_clouds.lifetime import die_with_parent
 from tests.fakes.azure_arm import AzureArmFake
-from tests.fakes.lifetime import die_with_parent
 
 ROOT = Path(__file__).resolve().parents[2]
 AZURITE = ROOT / ".venv" / "node" / "node_modules" / ".bin" / "azurite-blob"

@@ -41,8 +41,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
+from spotwise.executor.local_clouds.http import Answer, LoopbackServer, Request
 from tests.fakes.azure import catalog
-from tests.fakes.http import Answer, LoopbackServer, Request
 
 SCHEMA = Path(__file__).parent / "azure" / "retail_prices.schema.json"
 RETAIL_PATH = "/api/retail/prices"

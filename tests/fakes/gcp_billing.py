@@ -39,8 +39,8 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from spotwise.executor.local_clouds.http import Answer, LoopbackServer, Request
 from tests.fakes.google import catalog, discovery
-from tests.fakes.http import Answer, LoopbackServer, Request
 
 PROJECT_NUMBER = "734201956218"
 CLIENT_EMAIL = f"spotwise-collector@fake-{PROJECT_NUMBER}.iam.gserviceaccount.com"

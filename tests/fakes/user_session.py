@@ -2,7 +2,7 @@
 docs/aws.md (``setup``, ``check``, ``run``, ``jobs logs``/``jobs show``, ``gc``), typed as a
 user types them in a project folder, with the output as it comes, written to a transcript.
 
-The servers are the tests' own (:class:`tests.fakes.gcp_compute.GcpLocal`,
+The servers are the tests' own (:class:`spotwise.executor.clouds.gcp.fake.compute.GcpLocal`,
 :class:`tests.fakes.azure_local.AzureLocal`) and the fake metadata server; the "cloud" that
 boots each VM is the end-to-end tests' (its startup script or custom data run with bash in a
 folder of its own, the first VM given the cloud's preemption notice once it trains). Every
@@ -128,9 +128,9 @@ def _job_id(ran: subprocess.CompletedProcess[str]) -> str:
 
 def gcp(transcript: Path, home: Path) -> None:
     """setup, check, run, jobs logs/show and gc on GCP."""
+    from spotwise.executor.clouds.gcp.fake.compute import PROJECT, GcpLocal
     from tests.executor.clouds.gcp.test_launcher_end_to_end import GceBoots
     from tests.fakes.gcp_billing import CloudBillingFake
-    from tests.fakes.gcp_compute import PROJECT, GcpLocal
 
     (home / "gcp").mkdir()
     local = GcpLocal(home / "gcp")

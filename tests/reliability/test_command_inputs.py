@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from spotwise.executor.local_clouds.http import Answer
 from tests.conftest import DATA, CliRun
 from tests.fakes.azure_prices import RetailPricesFake
 from tests.fakes.gcp_billing import CloudBillingFake
-from tests.fakes.http import Answer
 
 RUNAWAY = "us" + "x" * 100_000
 GCP_RUN = [

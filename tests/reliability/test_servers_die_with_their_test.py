@@ -15,7 +15,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 STARTS = {
     "azurite": "from tests.fakes.azure_local import Azurite\nstart = lambda: Azurite(FOLDER)",
-    "gcs emulator": "from tests.fakes.gcp_compute import StorageEmulator as start",
+    "gcs emulator": (
+        "from spotwise.executor.clouds.gcp.fake.compute import StorageEmulator as start"
+    ),
 }
 """Each server's start, in a worker given ``FOLDER``, a folder of the test's."""
 

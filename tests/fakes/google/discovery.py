@@ -8,16 +8,13 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from spotwise.executor.clouds.gcp.fake.rest_api import Invalid, parse_datetime
+
 DOCUMENT = Path(__file__).with_name("cloudbilling.v1.json")
 INT32 = (-(2**31), 2**31 - 1)
-
-
-class Invalid(ValueError):
-    """A request or answer the document does not allow."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,14 +109,6 @@ def _check_value(name: str, value: str, spec: dict[str, Any]) -> None:
             raise Invalid(f"{name}={value!r} is not one of {spec['enum']}")
     if "pattern" in spec and not re.search(spec["pattern"], value):
         raise Invalid(f"{name}={value!r} does not match {spec['pattern']}")
-
-
-def parse_datetime(name: str, value: str) -> datetime:
-    """An RFC 3339 time with its offset (``google-datetime``)."""
-    if not re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?(Z|[+-]\d\d:\d\d)", value):
-        raise Invalid(f"{name}={value!r} is not an RFC 3339 time with an offset")
-    trimmed = re.sub(r"(\.\d{6})\d+", r"\1", value).replace("Z", "+00:00")
-    return datetime.fromisoformat(trimmed)
 
 
 def check_answer(doc: dict[str, Any], schema: str, value: Any, where: str = "") -> None:

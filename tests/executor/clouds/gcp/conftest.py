@@ -12,8 +12,8 @@ import pytest
 
 from spotwise.executor.clouds.base import CloudOptions
 from spotwise.executor.clouds.gcp.cloud import GcpCloud
+from spotwise.executor.clouds.gcp.fake.compute import PROJECT, GcpLocal
 from spotwise.executor.clouds.gcp.target import GcpTarget
-from tests.fakes.gcp_compute import PROJECT, GcpLocal
 
 ACCOUNT = f"spotwise-instance@{PROJECT}.iam.gserviceaccount.com"
 

@@ -13,10 +13,10 @@ import pytest
 
 from spotwise.executor.clouds.code_bundle import ShippedCode
 from spotwise.executor.clouds.gcp.cloud import GcpCloud
+from spotwise.executor.clouds.gcp.fake.compute import IMAGE_PROJECT, PROJECT, GcpLocal
 from spotwise.executor.clouds.gcp.target import GcpTarget
 from spotwise.executor.errors import ExecutorError
 from tests.executor.clouds.gcp.conftest import ACCOUNT, options
-from tests.fakes.gcp_compute import IMAGE_PROJECT, PROJECT, GcpLocal
 
 CODE = ShippedCode(
     "spotwise/code/a/workdir.tar.gz", "spotwise/code/b/spotwise-0.1-py3-none-any.whl"

@@ -16,10 +16,10 @@ import pytest
 
 from spotwise.executor.clouds.gcp import gc
 from spotwise.executor.clouds.gcp.cloud import GcpCloud
+from spotwise.executor.clouds.gcp.fake.compute import PROJECT, GcpLocal
 from spotwise.executor.clouds.gcp.gc import host_label
 from spotwise.executor.errors import ExecutorError
 from tests.executor.clouds.gcp.conftest import options
-from tests.fakes.gcp_compute import PROJECT, GcpLocal
 
 
 def test_a_host_name_becomes_a_label_one_to_one() -> None:

@@ -15,6 +15,7 @@ import pytest
 
 from spotwise.executor.clouds.code_bundle import ShippedCode
 from spotwise.executor.clouds.gcp.cloud import GcpCloud
+from spotwise.executor.clouds.gcp.fake.compute import PROJECT, GcpLocal
 from spotwise.executor.clouds.gcp.gc import host_label
 from spotwise.executor.clouds.gcp.launcher import GcpLauncher
 from spotwise.executor.clouds.gcp.target import GcpTarget, parse_shape
@@ -26,7 +27,6 @@ from spotwise.policy.client import in_process_for
 from spotwise.policy.schemas import JobTerms
 from spotwise.pricing.operational import open_operational
 from tests.executor.clouds.gcp.conftest import ACCOUNT
-from tests.fakes.gcp_compute import PROJECT, GcpLocal
 
 CODE = ShippedCode(
     "spotwise/code/aa11/workdir.tar.gz", "spotwise/code/bb22/spotwise-0.1.0-py3-none-any.whl"

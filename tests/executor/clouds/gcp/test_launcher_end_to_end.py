@@ -25,10 +25,10 @@ from pathlib import Path
 
 import pytest
 
+from spotwise.executor.clouds.gcp.fake.compute import PROJECT, GcpLocal
 from spotwise.executor.local_clouds.metadata import FakeMetadata
 from tests.conftest import CliRun
 from tests.executor.clouds.gcp.conftest import ACCOUNT
-from tests.fakes.gcp_compute import PROJECT, GcpLocal
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(400)]
 TRAIN = """\

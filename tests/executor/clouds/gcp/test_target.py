@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from spotwise.executor.clouds.gcp.cloud import GcpCloud
+from spotwise.executor.clouds.gcp.fake.compute import GcpLocal
 from spotwise.executor.errors import ExecutorError
 from tests.executor.clouds.gcp.conftest import options
-from tests.fakes.gcp_compute import GcpLocal
 
 
 def test_a_bid_a_bad_shape_and_a_bad_project_are_refused_in_one_line(gcp: GcpLocal) -> None:

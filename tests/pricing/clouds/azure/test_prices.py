@@ -14,6 +14,7 @@ import httpx
 import pandas as pd
 import pytest
 
+from spotwise.executor.local_clouds.http import Answer
 from spotwise.pricing import gpus
 from spotwise.pricing.clouds.azure.prices import AzureReport, collect_azure, collect_azure_into
 from spotwise.pricing.errors import InputError, SourceUnavailable
@@ -23,7 +24,6 @@ from tests.conftest import CliRun
 from tests.fakes.azure import catalog
 from tests.fakes.azure_local import no_azure_sign_in
 from tests.fakes.azure_prices import ResourceGraphFake, RetailPricesFake
-from tests.fakes.http import Answer
 
 NOW = pd.Timestamp("2026-01-10T00:00:00Z")
 SIZES = gpus.on_cloud("azure")

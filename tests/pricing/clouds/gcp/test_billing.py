@@ -13,6 +13,7 @@ import httpx
 import pandas as pd
 import pytest
 
+from spotwise.executor.local_clouds.http import Answer
 from spotwise.pricing import gpus
 from spotwise.pricing.clouds.gcp.billing import (
     CatalogReport,
@@ -28,7 +29,6 @@ from spotwise.pricing.store import MarketStore
 from tests.conftest import DATA, CliRun
 from tests.fakes.gcp_billing import PROJECT_NUMBER, CloudBillingFake
 from tests.fakes.google import catalog
-from tests.fakes.http import Answer
 
 NOW = pd.Timestamp("2025-03-20T00:00:00Z")
 SINCE = pd.Timestamp("2025-01-15T00:00:00Z")

@@ -6,21 +6,32 @@ enum, and whether a request body or an answer has the shape of its schema: no fi
 lacks, each of its type, format, enum and pattern, maps (``additionalProperties``) included,
 and every field the schema annotates as required for the method present. The document format
 is at https://developers.google.com/discovery/v1/reference/apis; the tests use the checks
-:mod:`tests.fakes.google.discovery` makes for one API, widened to these."""
+tests/fakes/google/discovery.py makes for one API (Cloud Billing), widened to these."""
 
 from __future__ import annotations
 
 import json
 import re
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
-
-from tests.fakes.google.discovery import Invalid, parse_datetime
 
 HERE = Path(__file__).parent
 INT32 = (-(2**31), 2**31 - 1)
 UINT64 = (0, 2**64 - 1)
+
+
+class Invalid(ValueError):
+    """A request or answer the document does not allow."""
+
+
+def parse_datetime(name: str, value: str) -> datetime:
+    """An RFC 3339 time with its offset (``google-datetime``)."""
+    if not re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?(Z|[+-]\d\d:\d\d)", value):
+        raise Invalid(f"{name}={value!r} is not an RFC 3339 time with an offset")
+    trimmed = re.sub(r"(\.\d{6})\d+", r"\1", value).replace("Z", "+00:00")
+    return datetime.fromisoformat(trimmed)
 
 
 @dataclass(frozen=True, slots=True)

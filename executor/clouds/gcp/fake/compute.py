@@ -4,7 +4,7 @@ accelerator and machine types), Secret Manager v1 (secrets, versions, a secret's
 IAM v1 (service accounts), on one endpoint, with Google's OAuth2 token endpoint for service
 account keys. Storage is the real emulator's (``gcp-storage-emulator``).
 
-Every request is checked against Google's discovery documents (``tests/fakes/google/``
+Every request is checked against Google's discovery documents (this folder's
 ``compute.v1.json``, ``secretmanager.v1.json``, ``iam.v1.json``, excerpts of those
 google-api-python-client ships: see SOURCE.md): the path and HTTP method must name a method,
 each path parameter must match its pattern, each query parameter must be one the method or the
@@ -32,8 +32,10 @@ token is a self-signed JWT of that key, or an access token the fake's ``/token``
 minted for a signed JWT assertion (RFC 7523, as google-auth sends it). An API can be "not
 enabled" (:attr:`disabled`, answered 403 with an ``ErrorInfo`` of reason ``SERVICE_DISABLED``).
 
-Run as a command (``python -m tests.fakes.gcp_compute --key-file-folder F``) it prints its
-endpoint and key file and serves until SIGTERM or Ctrl-C.
+``spotwise try gcp`` and the tests serve it with :class:`GcpLocal`. Run as a command
+(``python -m spotwise.executor.clouds.gcp.fake.compute --key-file-folder F``) it prints its
+endpoint and key file and serves until SIGTERM or Ctrl-C. ``cryptography`` (the ``try``
+extra) verifies the tokens; gcp-storage-emulator (the ``try`` extra) plays GCS.
 """
 
 from __future__ import annotations
@@ -45,15 +47,14 @@ import json
 import re
 import secrets as random_tokens
 import threading
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
 
-from tests.fakes.google.discovery import Invalid
-from tests.fakes.google.rest_api import Api, Call, check_value, find_call
-from tests.fakes.http import Answer, LoopbackServer, Request
+from spotwise.core.clock import SYSTEM_CLOCK
+from spotwise.executor.clouds.gcp.fake.rest_api import Api, Call, Invalid, check_value, find_call
+from spotwise.executor.local_clouds.http import Answer, LoopbackServer, Request
 
 PROJECT = "spotwise-fake"
 PROJECT_NUMBER = "561200347215"
@@ -623,7 +624,7 @@ class GcpFake:
         user: str = CLIENT_EMAIL,
         error: tuple[str, str, int] | None = None,
     ) -> dict[str, Any]:
-        name = f"operation-{int(time.time() * 1000)}-{random_tokens.token_hex(6)}"
+        name = f"operation-{int(SYSTEM_CLOCK.time() * 1000)}-{random_tokens.token_hex(6)}"
         scope = f"zones/{zone}" if zone else "global"
         operation: dict[str, Any] = {
             "kind": "compute#operation",
@@ -873,7 +874,7 @@ class GcpFake:
         except InvalidSignature:
             raise ValueError("bad signature") from None
         claims: dict[str, Any] = json.loads(_b64(payload))
-        now = time.time()
+        now = SYSTEM_CLOCK.time()
         if claims["iss"] != CLIENT_EMAIL or not claims["iat"] - 300 <= now < claims["exp"]:
             raise ValueError("wrong issuer or expired")
         return claims
@@ -982,7 +983,11 @@ def _tail(url: str) -> str:
 
 
 def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "-00:00")
+    return (
+        datetime.fromtimestamp(SYSTEM_CLOCK.time(), UTC)
+        .isoformat(timespec="milliseconds")
+        .replace("+00:00", "-00:00")
+    )
 
 
 def _b64(part: str) -> bytes:
@@ -998,7 +1003,7 @@ class StorageEmulator:
         import subprocess
         import sys
 
-        from tests.fakes.lifetime import die_with_parent
+        from spotwise.executor.local_clouds.lifetime import die_with_parent
 
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
@@ -1014,15 +1019,15 @@ class StorageEmulator:
             preexec_fn=die_with_parent,
         )
         self.url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
+        deadline = SYSTEM_CLOCK.monotonic() + 30
+        while SYSTEM_CLOCK.monotonic() < deadline:
             try:
                 with socket.create_connection(("127.0.0.1", port), timeout=0.5):
                     return
             except OSError:
                 if self.process.poll() is not None:
                     raise RuntimeError("gcp-storage-emulator exited at start") from None
-                time.sleep(0.05)
+                SYSTEM_CLOCK.sleep(0.05)
         self.close()
         raise RuntimeError("gcp-storage-emulator did not listen within 30 s")
 
