@@ -129,7 +129,7 @@ def _job_id(ran: subprocess.CompletedProcess[str]) -> str:
 def gcp(transcript: Path, home: Path) -> None:
     """setup, check, run, jobs logs/show and gc on GCP."""
     from spotwise.executor.clouds.gcp.fake.compute import PROJECT, GcpLocal
-    from tests.executor.clouds.gcp.test_launcher_end_to_end import GceBoots
+    from spotwise.executor.clouds.gcp.gce_player import FIRST_STEP, GcePlayer
     from tests.fakes.gcp_billing import CloudBillingFake
 
     (home / "gcp").mkdir()
@@ -188,7 +188,13 @@ def gcp(transcript: Path, home: Path) -> None:
                 beside.append(vm)
 
             (home / "vms").mkdir()
-            boots = GceBoots(local, metadata, home / "vms", bucket, gc_beside)
+            boots = GcePlayer(
+                *(local, metadata, home / "vms"),
+                bucket=bucket,
+                notice_after_s=0.0,
+                notice_on=FIRST_STEP,
+                beside=gc_beside,
+            )
             try:
                 ran = session.type(
                     "run", "--launcher", "gcp", *where, "--bucket", bucket,

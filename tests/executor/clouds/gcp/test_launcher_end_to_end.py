@@ -13,19 +13,16 @@ first VM runs, `gc gcp` beside the live job ends nothing of it."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
-import threading
-import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from spotwise.executor.clouds.gcp.fake.compute import PROJECT, GcpLocal
+from spotwise.executor.clouds.gcp.gce_player import FIRST_STEP, GcePlayer
 from spotwise.executor.local_clouds.metadata import FakeMetadata
 from tests.conftest import CliRun
 from tests.executor.clouds.gcp.conftest import ACCOUNT
@@ -42,85 +39,6 @@ print("user script: a warning", file=sys.stderr, flush=True)
 main()
 """
 TRAINING = ["--epochs", "2", "--samples", "256", "--batch-size", "32", "--seed", "3"]
-
-
-class GceBoots:
-    """Plays Compute Engine: runs each new VM's startup script with bash in a folder of its own.
-    The first VM is given ``beside(vm)`` as it boots, the metadata server's notice once it
-    trains, and is taken back once its job has left."""
-
-    def __init__(
-        self,
-        local: GcpLocal,
-        metadata: FakeMetadata,
-        root: Path,
-        bucket: str,
-        beside: Callable[[str], None],
-    ) -> None:
-        self.local, self.metadata, self.root, self.beside = local, metadata, root, beside
-        self.bucket = bucket
-        self.env = {
-            "PATH": os.environ["PATH"],
-            "HOME": str(root),
-            **local.env,  # on GCE: the metadata server's credentials, Google's storage
-            "SPOTWISE_PYTHON": sys.executable,
-            "SPOTWISE_GCP_METADATA_URL": metadata.url,
-            "SPOTWISE_SHUTDOWN": "true",  # the supervisor deletes it
-            "PIP_NO_INDEX": "1",  # everything comes from the bucket or is there already
-            "PIP_DISABLE_PIP_VERSION_CHECK": "1",
-        }
-        self.booted: list[tuple[str, int]] = []
-        self.errors: list[BaseException] = []
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        seen: set[str] = set()
-        try:
-            while not self._done.is_set():
-                for vm in self.local.fake.live():
-                    if vm["name"] not in seen:
-                        seen.add(vm["name"])
-                        self.booted.append((vm["name"], self._boot(vm, first=len(seen) == 1)))
-                time.sleep(0.1)
-        except BaseException as exc:  # surfaced by the test, not lost in the thread
-            self.errors.append(exc)
-
-    def _boot(self, vm: dict, *, first: bool) -> int:
-        items = {i["key"]: i["value"] for i in vm["metadata"]["items"]}
-        script = self.root / f"{vm['name']}.sh"
-        script.write_text(items["startup-script"])
-        env = {**self.env, "SPOTWISE_ROOT": str(self.root / vm["name"])}
-        if first:
-            self.beside(vm["name"])  # while it boots, under its live supervisor
-        process = subprocess.Popen(["bash", str(script)], env=env)
-        if first:
-            self._wait_for_training(vm["name"], process)
-            self.metadata.gcp_preempted = "TRUE"  # the 30-second notice
-        code = process.wait(timeout=240)
-        self.metadata.gcp_preempted = "FALSE"
-        if first and any(v["name"] == vm["name"] for v in self.local.fake.live()):
-            self.local.fake.preempt(vm["name"])  # Compute Engine takes it back
-        return code
-
-    def _wait_for_training(self, name: str, process: subprocess.Popen[bytes]) -> None:
-        """Until the VM's streamed log shows its first training step."""
-        from google.cloud import storage
-
-        client = storage.Client(project=PROJECT)
-        deadline = time.monotonic() + 200
-        while time.monotonic() < deadline and process.poll() is None:
-            for blob in client.list_blobs(self.bucket, prefix="spotwise/jobs/"):
-                if f"/{name}/log/" in blob.name and b"first_step" in blob.download_as_bytes():
-                    return
-            time.sleep(0.3)
-        raise AssertionError(f"{name} never trained (exit {process.poll()})")
-
-    def close(self) -> None:
-        """Stop watching, once the startup scripts running now have ended."""
-        self._done.set()
-        self._thread.join(timeout=120)
 
 
 def uninterrupted_digest(tmp_path: Path) -> str:
@@ -158,7 +76,13 @@ def test_a_gcp_job_is_preempted_checkpoints_to_gcs_and_resumes_bit_exact_on_a_ne
         beside["gc"] = cli("gc", "gcp", *where)
 
     (tmp_path / "vms").mkdir()
-    boots = GceBoots(gcp, metadata, tmp_path / "vms", bucket, gc_beside)
+    boots = GcePlayer(  # the notice once the first VM trains, gc beside it as it boots
+        *(gcp, metadata, tmp_path / "vms"),
+        bucket=bucket,
+        notice_after_s=0.0,
+        notice_on=FIRST_STEP,
+        beside=gc_beside,
+    )
     ckpt = f"gs://{bucket}/spotwise/checkpoints/run1"
     try:
         ran = cli(
