@@ -13,6 +13,7 @@ from spotwise.executor.clouds.aws.local import LocalAws
 from spotwise.executor.clouds.azure.cloud import AzureCloud
 from spotwise.executor.clouds.base import BucketFolder, Cloud, CloudTarget, bucket_folder
 from spotwise.executor.clouds.gcp.cloud import GcpCloud
+from spotwise.executor.clouds.gcp.local import LocalGcp
 from spotwise.executor.errors import ExecutorError
 from spotwise.executor.local_clouds.base import LocalCloud
 from spotwise.executor.notices import NoticeSource
@@ -22,7 +23,7 @@ CLOUDS: dict[str, Cloud] = {
     "gcp": GcpCloud(),
     "azure": AzureCloud(),
 }
-LOCAL_CLOUDS: dict[str, Callable[[Path], LocalCloud]] = {"aws": LocalAws}
+LOCAL_CLOUDS: dict[str, Callable[[Path], LocalCloud]] = {"aws": LocalAws, "gcp": LocalGcp}
 """The clouds ``spotwise try`` plays on this machine, each made with the folder for its
 instances."""
 

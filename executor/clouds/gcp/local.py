@@ -1,0 +1,182 @@
+"""GCP on this machine, for ``spotwise try gcp`` and the tests: the loopback fake of Compute
+Engine, Secret Manager and IAM and gcp-storage-emulator on 127.0.0.1
+(:class:`~executor.clouds.gcp.fake.compute.GcpLocal`), the fake metadata server for the
+preemption notice, and :class:`~executor.clouds.gcp.gce_player.GcePlayer` booting the VMs.
+
+gcp-storage-emulator and cryptography are looked for only here, when a local GCP is started:
+they come with ``spotwise[try]``, Google's libraries with ``spotwise[gcp]``."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from collections.abc import Iterator, Mapping
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Self
+
+from spotwise.executor.errors import ExecutorError
+
+if TYPE_CHECKING:
+    from spotwise.executor.clouds.gcp.fake.compute import GcpLocal
+    from spotwise.executor.clouds.gcp.gce_player import GcePlayer
+    from spotwise.executor.local_clouds.metadata import FakeMetadata
+
+EXTRAS = "pip install 'spotwise[gcp,try]' (in a checkout: make dev)"
+ELSEWHERE_PREFIXES = ("GOOGLE_", "CLOUDSDK_", "GCE_", "GCLOUD_", "GCP_", "STORAGE_EMULATOR_")
+"""Variables that could point Google's libraries, gcloud or gcsfs at a real project,
+credentials or endpoint: none survives, those the local cloud needs are set anew."""
+ELSEWHERE = {"SPOTWISE_OPERATIONAL_STORE", "GCSFS_DEFAULT_PROJECT"}
+"""Others that could point a try at a user's project or their own ledger."""
+REGION, ZONE, BUCKET = "us-central1", "us-central1-a", "spotwise-try"
+PRICES = ("--spot-price", "0.9", "--on-demand-price", "2.95")
+"""An n1-standard-8 with a V100's usual prices in USD/h: what the ledger prices the played
+hours at."""
+
+
+def require_local_gcp() -> None:
+    """Google's libraries and the local servers' own, or one line naming the extras.
+
+    Raises:
+        ExecutorError: when one is missing (how to install it).
+    """
+    from spotwise.executor.clouds.gcp.clients import require_libraries
+
+    try:
+        require_libraries("spotwise try gcp")
+    except ExecutorError:
+        raise ExecutorError(
+            f"Google's client libraries are not installed, and the local GCP needs them: {EXTRAS}"
+        ) from None
+    for module, what in (("gcp_storage_emulator", "plays GCS"), ("cryptography", "signs keys")):
+        if importlib.util.find_spec(module) is None:
+            raise ExecutorError(f"{module} is not installed, and it {what} here: {EXTRAS}")
+
+
+@contextmanager
+def only_local_gcp(env: Mapping[str, str], config: Path) -> Iterator[None]:
+    """Google's libraries, gcloud and gcsfs, in this process and those it starts, reach only the
+    local servers with the fake's key while the block runs: every ``GOOGLE_*``, ``CLOUDSDK_*``
+    (gcloud's configuration, then an empty folder ``config``), ``GCE_*`` variable of the user is
+    dropped, ``env`` (the key file as Application Default Credentials, the emulator) set, and
+    the ledger is the store given on the command line, not ``SPOTWISE_OPERATIONAL_STORE``."""
+    saved = dict(os.environ)
+    for name in list(os.environ):
+        if name.startswith(ELSEWHERE_PREFIXES) or name in ELSEWHERE:
+            del os.environ[name]
+    config.mkdir(parents=True, exist_ok=True)
+    os.environ.update({**env, "CLOUDSDK_CONFIG": str(config)})
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+class LocalGcp:
+    """GCP played on this machine while the ``with`` block runs (a
+    :class:`~executor.local_clouds.base.LocalCloud`); VMs get folders under ``folder``."""
+
+    bucket = BUCKET
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.local: GcpLocal | None = None
+        self._stack = ExitStack()
+        self._player: GcePlayer | None = None
+        self._metadata: FakeMetadata | None = None
+
+    def __enter__(self) -> Self:
+        require_local_gcp()
+        from spotwise.executor.clouds.gcp.fake.compute import GcpLocal
+
+        servers = self.folder / "gcp"
+        servers.mkdir(parents=True, exist_ok=True)
+        try:
+            self.local = GcpLocal(servers)
+        except RuntimeError as exc:  # the emulator did not start
+            raise ExecutorError(f"the local GCP did not start: {exc}") from None
+        self._stack.callback(self.local.close)
+        self._stack.enter_context(only_local_gcp(self.local.env, servers / "gcloud"))
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self._stack.close()
+
+    def _servers(self) -> GcpLocal:
+        if self.local is None:
+            raise ExecutorError("the local GCP is not started (use it in a with block)")
+        return self.local
+
+    @property
+    def where(self) -> tuple[str, ...]:
+        """``--project``, ``--region`` and ``--endpoint-url``: the local fake."""
+        from spotwise.executor.clouds.gcp.fake.compute import PROJECT
+
+        return (
+            "--project",
+            PROJECT,
+            "--region",
+            REGION,
+            "--endpoint-url",
+            self._servers().fake.url,
+        )
+
+    @property
+    def banner(self) -> str:
+        """What plays GCP, and that nothing reaches it or is billed."""
+        local = self._servers()
+        return (
+            f"GCP is a loopback fake of Compute Engine, Secret Manager and IAM on "
+            f"{local.fake.url} and gcp-storage-emulator on {local.storage.url} (this machine), "
+            "the metadata server a fake on 127.0.0.1, each VM a process here; Google's "
+            "libraries reach only these, with a fake service account key (your "
+            "GOOGLE_*/CLOUDSDK_* settings are set aside): no Google account or endpoint is "
+            "used and nothing is billed (the $ are these hours at a V100 VM's prices: "
+            "simulated)"
+        )
+
+    def start_instances(self, notice_after_s: float) -> tuple[str, ...]:
+        """Boot each VM ``run`` makes; the first gets the preemption notice ``notice_after_s``
+        after its guard starts. ``run``'s flags for the fake's image, the service account
+        ``setup`` made and the prices."""
+        from spotwise.executor.clouds.gcp.fake.compute import PROJECT
+        from spotwise.executor.clouds.gcp.gce_player import GcePlayer
+        from spotwise.executor.local_clouds.metadata import FakeMetadata
+
+        local = self._servers()
+        self._metadata = FakeMetadata()
+        root = self.folder / "instances"
+        root.mkdir(parents=True, exist_ok=True)
+        self._player = GcePlayer(
+            local, self._metadata, root, bucket=BUCKET, notice_after_s=notice_after_s
+        )
+        account = f"spotwise-instance@{PROJECT}.iam.gserviceaccount.com"
+        return (
+            *("--pools", ZONE, "--image", local.image, "--bucket", BUCKET),
+            *("--service-account", account, *PRICES),
+        )
+
+    def stop_instances(self) -> str:
+        """Stop booting: what was played.
+
+        Raises:
+            ExecutorError: when a VM could not be booted.
+        """
+        player, metadata = self._player, self._metadata
+        if player is None or metadata is None:
+            return "no VM was played"
+        player.close()
+        metadata.close()
+        if player.errors:
+            raise ExecutorError(
+                f"the local Compute Engine could not boot a VM (its folders: {self.folder}): "
+                f"{player.errors[0]!r}"
+            )
+        return player.played()
