@@ -26,6 +26,7 @@ import mmap
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -253,8 +254,9 @@ class CheckpointManager:
         self._staged = threading.Event()
         """Clear while a guarded save's tensors are being staged in the background."""
         self._staged.set()
-        self._guard_hooks: dict[int, RemovableHandle] = {}
-        """The step pre-hook on each guard optimizer, by its id."""
+        self._guard_hooks: weakref.WeakKeyDictionary[torch.optim.Optimizer, RemovableHandle]
+        self._guard_hooks = weakref.WeakKeyDictionary()
+        """The step pre-hook on each guard optimizer."""
         self._thread: threading.Thread | None = None
         self._persisting: tuple[int, float] | None = None
         """The step in the background thread, and when its persisting began."""
@@ -318,8 +320,8 @@ class CheckpointManager:
 
     def _hook(self, guard: torch.optim.Optimizer) -> None:
         """Make ``guard``'s ``step()`` wait for the staging in flight (once per optimizer)."""
-        if id(guard) not in self._guard_hooks:
-            self._guard_hooks[id(guard)] = guard.register_step_pre_hook(self._await_staging)
+        if guard not in self._guard_hooks:
+            self._guard_hooks[guard] = guard.register_step_pre_hook(self._await_staging)
 
     def _await_staging(self, _optimizer: Any, _args: Any, _kwargs: Any) -> None:
         """The guard's step pre-hook: wait until its tensors are staged."""
