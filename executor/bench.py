@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import gc
 import os
+import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -58,6 +60,19 @@ class CheckpointCase:
     restore_s: float
     incremental_bytes_ratio: float
     stall_vs_torch_save: float
+    train_step_s: float
+    """One SGD step of the whole model (batch 8), no save: the median of three."""
+    save_step_overhead_s: float
+    """What an async save adds to the step it precedes (median of three)."""
+    guarded_save_step_overhead_s: float
+    """The same with ``guard=optimizer``: the copy overlaps the forward and backward."""
+    guarded_stall_s: float
+    """Training blocked by a guarded save: until ``save()`` returned, plus what its
+    ``optimizer.step()`` took beyond a plain step's (medians of three)."""
+    peak_rss_gb: float | None
+    """The process's peak resident memory over the three saves (10⁹ bytes); None where Linux's
+    ``/proc/self/clear_refs`` cannot reset the peak."""
+    peak_rss_vs_state: float | None
 
     def to_dict(self) -> dict[str, Any]:
         """The result as plain JSON-ready values."""
@@ -206,6 +221,7 @@ def _bench_case(
         manager = CheckpointManager(
             [str(root / "ckpt")], keep_latest_k=2, full_every=1000, say=progress
         )
+        reset = _reset_peak_rss()
         progress("first async save (allocates the staging buffers)")
         began = time.perf_counter()
         manager.save(1, state)
@@ -222,6 +238,7 @@ def _bench_case(
         began = time.perf_counter()
         manager.save(3, state, block=True)
         notice_to_durable_s = time.perf_counter() - began
+        peak_rss = _peak_rss_bytes() if reset else None
 
         progress("restore")
         began = time.perf_counter()
@@ -230,6 +247,13 @@ def _bench_case(
         model.load_state_dict(loaded.state["model"])
         restore_s = time.perf_counter() - began
         del loaded
+
+        progress("training steps, after no save, an async save and a guarded one")
+        steps = CheckpointManager([str(root / "steps")], keep_latest_k=1, say=progress)
+        train_step_s, save_overhead_s, guarded_overhead_s, guarded_stall_s = _bench_steps(
+            model, steps
+        )
+        steps.close()
 
         progress("fine-tune, incremental save")
         for layer in list(model)[:-1]:
@@ -263,7 +287,78 @@ def _bench_case(
         restore_s=round(restore_s, 4),
         incremental_bytes_ratio=round(incremental.bytes_written / full.bytes_written, 4),
         stall_vs_torch_save=round(stall_s / torch_save_s, 4),
+        train_step_s=round(train_step_s, 4),
+        save_step_overhead_s=round(save_overhead_s, 4),
+        guarded_save_step_overhead_s=round(guarded_overhead_s, 4),
+        guarded_stall_s=round(guarded_stall_s, 4),
+        peak_rss_gb=None if peak_rss is None else round(peak_rss / 1e9, 3),
+        peak_rss_vs_state=None if peak_rss is None else round(peak_rss / state_bytes, 3),
     )
+
+
+def _bench_steps(
+    model: nn.Sequential, manager: CheckpointManager
+) -> tuple[float, float, float, float]:
+    """Medians of three: an SGD step, what an async save adds to the step after it, what a
+    guarded one adds, and the guarded save's stall (each save durable before the next)."""
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-6)
+    x = torch.randn(8, 2048)
+
+    def step() -> float:
+        """One step; the time its ``optimizer.step()`` took."""
+        optimizer.zero_grad()
+        model(x).square().mean().backward()
+        began = time.perf_counter()
+        optimizer.step()
+        return time.perf_counter() - began
+
+    step()  # (allocates the gradients)
+    plain: list[float] = []
+    updates: list[float] = []
+    saved: list[float] = []
+    guarded: list[float] = []
+    stalls: list[float] = []
+    for i in range(3):
+        began = time.perf_counter()
+        updates.append(step())
+        plain.append(time.perf_counter() - began)
+        began = time.perf_counter()
+        manager.save(2 * i + 1, model.state_dict())
+        step()
+        saved.append(time.perf_counter() - began)
+        manager.wait()
+        began = time.perf_counter()
+        manager.save(2 * i + 2, model.state_dict(), guard=optimizer)
+        returned = time.perf_counter() - began
+        update = step()
+        guarded.append(time.perf_counter() - began)
+        stalls.append(returned + max(0.0, update - statistics.median(updates)))
+        manager.wait()
+    step_s = statistics.median(plain)
+    return (
+        step_s,
+        statistics.median(saved) - step_s,
+        statistics.median(guarded) - step_s,
+        statistics.median(stalls),
+    )
+
+
+def _reset_peak_rss() -> bool:
+    """Reset this process's peak resident memory (Linux); False where it cannot be."""
+    try:
+        with open("/proc/self/clear_refs", "w") as handle:
+            handle.write("5")
+    except OSError:
+        return False
+    return True
+
+
+def _peak_rss_bytes() -> int:
+    """This process's peak resident memory since the last reset (Linux's ``VmHWM``)."""
+    with open("/proc/self/status") as handle:
+        found = re.search(r"^VmHWM:\s+(\d+) kB", handle.read(), re.MULTILINE)
+    assert found is not None
+    return int(found.group(1)) * 1024
 
 
 def _bench_dcp(state: dict[str, Any], root: Path, progress: Progress) -> tuple[float, ...]:

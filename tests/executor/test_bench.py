@@ -6,8 +6,15 @@ import json
 import os
 
 import pytest
+import torch
 
-from spotwise.executor.bench import cpu_hogs, parse_list, steps_run_of
+from spotwise.executor.bench import (
+    _peak_rss_bytes,
+    _reset_peak_rss,
+    cpu_hogs,
+    parse_list,
+    steps_run_of,
+)
 from spotwise.executor.supervise.replay import Launch
 from tests.conftest import CliRun
 
@@ -30,9 +37,12 @@ def test_bench_checkpoint_prints_every_figure_per_size_and_load(cli: CliRun) -> 
             "notice_to_durable_s",
             "restore_s",
             "incremental_bytes_ratio",
+            "train_step_s",
+            "guarded_stall_s",
         ):
             assert case[key] > 0, key
         assert case["stall_s"] < case["durable_s"]
+        assert case["peak_rss_gb"] is None or case["peak_rss_vs_state"] > 1  # it holds the state
         assert case["dcp_async_stall_s"] < case["dcp_async_durable_s"]
         assert case["incremental_bytes_ratio"] < 0.8
 
@@ -104,3 +114,14 @@ def test_a_launch_killed_before_it_reported_counts_up_to_where_the_next_resumed(
 
 def ends(kind: str, steps_here: int) -> list[dict[str, object]]:
     return [{"event": kind, "steps_here": steps_here}]
+
+
+def test_the_peak_rss_counts_what_was_held_since_the_reset_and_not_before() -> None:
+    if not _reset_peak_rss():
+        pytest.skip("this system cannot reset a process's peak RSS")
+    before = _peak_rss_bytes()
+    held = torch.ones(50_000_000)  # 200 MB, touched
+    assert _peak_rss_bytes() >= before + held.nbytes * 0.9
+    del held
+    assert _reset_peak_rss()
+    assert _peak_rss_bytes() < before + 100_000_000
