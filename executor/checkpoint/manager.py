@@ -209,7 +209,7 @@ def _guarded(
     return {
         k: t.detach()
         for k, t in tensors.items()
-        if not t.is_cuda and t.is_contiguous() and t.untyped_storage().data_ptr() in owned
+        if t.device.type == "cpu" and t.is_contiguous() and t.untyped_storage().data_ptr() in owned
     }
 
 
@@ -312,7 +312,12 @@ class CheckpointManager:
             name=f"checkpoint-{step}",
         )
         self._thread = job
-        job.start()
+        try:
+            job.start()
+        except BaseException:
+            self._thread = None
+            self._staged.set()  # (no staging to wait for: the guard must not hang)
+            raise
         if block or not self.async_save:
             self.wait()
             return self.last_save

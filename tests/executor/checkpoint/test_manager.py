@@ -444,3 +444,22 @@ def test_a_guarded_step_waits_for_the_staging_and_close_unhooks_it(tmp_path: Pat
     began = time.perf_counter()
     optimizer.step()
     assert time.perf_counter() - began < 0.25
+
+
+def test_a_guarded_save_whose_thread_cannot_start_does_not_hang_the_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model, optimizer = linear_and_sgd(2)
+    manager = CheckpointManager([str(tmp_path)])
+
+    def refuse(_thread: threading.Thread) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+    with pytest.raises(RuntimeError):
+        manager.save(1, model.state_dict(), guard=optimizer)
+    monkeypatch.undo()
+    began = time.perf_counter()
+    optimizer.step()
+    assert time.perf_counter() - began < 0.25
+    manager.close()
