@@ -67,8 +67,8 @@ class CheckpointCase:
     guarded_save_step_overhead_s: float
     """The same with ``guard=optimizer``: the copy overlaps the forward and backward."""
     guarded_stall_s: float
-    """Training blocked by a guarded save: until ``save()`` returned, plus what its
-    ``optimizer.step()`` took beyond a plain step's (medians of three)."""
+    """Training blocked by a guarded save: until ``save()`` returned, plus what the next
+    ``optimizer.step()`` waited for its staging (median of three)."""
     peak_rss_gb: float | None
     """The process's peak resident memory over the three saves (10⁹ bytes); None where Linux's
     ``/proc/self/clear_refs`` cannot reset the peak."""
@@ -308,22 +308,23 @@ def _bench_steps(
     x = torch.randn(8, 2048)
 
     def step() -> float:
-        """One step; the time its ``optimizer.step()`` took."""
+        """One step; how long it waited for a guarded save's staging before its update."""
         optimizer.zero_grad()
         model(x).square().mean().backward()
         began = time.perf_counter()
+        manager.wait_staged()
+        waited = time.perf_counter() - began
         optimizer.step()
-        return time.perf_counter() - began
+        return waited
 
     step()  # (allocates the gradients)
     plain: list[float] = []
-    updates: list[float] = []
     saved: list[float] = []
     guarded: list[float] = []
     stalls: list[float] = []
     for i in range(3):
         began = time.perf_counter()
-        updates.append(step())
+        step()
         plain.append(time.perf_counter() - began)
         began = time.perf_counter()
         manager.save(2 * i + 1, model.state_dict())
@@ -333,9 +334,9 @@ def _bench_steps(
         began = time.perf_counter()
         manager.save(2 * i + 2, model.state_dict(), guard=optimizer)
         returned = time.perf_counter() - began
-        update = step()
+        waited = step()
         guarded.append(time.perf_counter() - began)
-        stalls.append(returned + max(0.0, update - statistics.median(updates)))
+        stalls.append(returned + waited)
         manager.wait()
     model.zero_grad(set_to_none=True)  # (not held into the next case)
     step_s = statistics.median(plain)

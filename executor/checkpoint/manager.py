@@ -329,7 +329,12 @@ class CheckpointManager:
             self._guard_hooks[guard] = guard.register_step_pre_hook(self._await_staging)
 
     def _await_staging(self, _optimizer: Any, _args: Any, _kwargs: Any) -> None:
-        """The guard's step pre-hook: wait until its tensors are staged."""
+        """The guard's step pre-hook."""
+        self.wait_staged()
+
+    def wait_staged(self) -> None:
+        """Block until a guarded save's tensors are staged: call it before changing them in
+        place other than by the guard's ``step()`` (which calls it itself)."""
         self._staged.wait()
 
     def _say_what_it_waits_for(self, step: int) -> None:
