@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import gc
 import os
-import re
 import shutil
 import statistics
 import subprocess
@@ -69,10 +68,10 @@ class CheckpointCase:
     guarded_stall_s: float
     """Training blocked by a guarded save: until ``save()`` returned, plus what the next
     ``optimizer.step()`` waited for its staging (median of three)."""
-    peak_rss_gb: float | None
-    """The process's peak resident memory over the three saves (10⁹ bytes); None where Linux's
-    ``/proc/self/clear_refs`` cannot reset the peak."""
-    peak_rss_vs_state: float | None
+    peak_rss_gb: float
+    """The peak resident memory of a fresh process that builds the same state and saves it
+    three times (10⁹ bytes): its ``ru_maxrss``."""
+    peak_rss_vs_state: float
 
     def to_dict(self) -> dict[str, Any]:
         """The result as plain JSON-ready values."""
@@ -221,7 +220,6 @@ def _bench_case(
         manager = CheckpointManager(
             [str(root / "ckpt")], keep_latest_k=2, full_every=1000, say=progress
         )
-        reset = _reset_peak_rss()
         progress("first async save (allocates the staging buffers)")
         began = time.perf_counter()
         manager.save(1, state)
@@ -238,7 +236,6 @@ def _bench_case(
         began = time.perf_counter()
         manager.save(3, state, block=True)
         notice_to_durable_s = time.perf_counter() - began
-        peak_rss = _peak_rss_bytes() if reset else None
 
         progress("restore")
         began = time.perf_counter()
@@ -268,6 +265,9 @@ def _bench_case(
         del manager, tuned, optimizer
         gc.collect()  # (the staging buffers, before the steps' own)
 
+        progress("peak RSS of three saves, in a fresh process")
+        peak_rss = peak_rss_of_saves(state_bytes / 1e9, root / "rss")
+
         progress("training steps, after no save, an async save and a guarded one")
         model.requires_grad_(True)
         steps = CheckpointManager([str(root / "steps")], keep_latest_k=1, say=progress)
@@ -294,8 +294,8 @@ def _bench_case(
         save_step_overhead_s=round(save_overhead_s, 4),
         guarded_save_step_overhead_s=round(guarded_overhead_s, 4),
         guarded_stall_s=round(guarded_stall_s, 4),
-        peak_rss_gb=None if peak_rss is None else round(peak_rss / 1e9, 3),
-        peak_rss_vs_state=None if peak_rss is None else round(peak_rss / state_bytes, 3),
+        peak_rss_gb=round(peak_rss / 1e9, 3),
+        peak_rss_vs_state=round(peak_rss / state_bytes, 3),
     )
 
 
@@ -348,22 +348,31 @@ def _bench_steps(
     )
 
 
-def _reset_peak_rss() -> bool:
-    """Reset this process's peak resident memory (Linux); False where it cannot be."""
-    try:
-        with open("/proc/self/clear_refs", "w") as handle:
-            handle.write("5")
-    except OSError:
-        return False
-    return True
+_SAVES = """
+import resource, sys
+from spotwise.executor.bench import _model_of_size
+from spotwise.executor.checkpoint.manager import CheckpointManager
+state = {"model": _model_of_size(float(sys.argv[1])).state_dict()}
+manager = CheckpointManager([sys.argv[2]], full_every=1000)
+manager.save(1, state)
+manager.save(2, state)
+manager.save(3, state, block=True)
+manager.close()
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
 
 
-def _peak_rss_bytes() -> int:
-    """This process's peak resident memory since the last reset (Linux's ``VmHWM``)."""
-    with open("/proc/self/status") as handle:
-        found = re.search(r"^VmHWM:\s+(\d+) kB", handle.read(), re.MULTILINE)
-    assert found is not None
-    return int(found.group(1)) * 1024
+def peak_rss_of_saves(size_gb: float, folder: Path) -> int:
+    """The peak resident memory (bytes) of a fresh process that builds the state of
+    ``size_gb`` and saves it three times to ``folder``: the interpreter, the state, and what
+    checkpointing holds."""
+    found = subprocess.run(
+        [sys.executable, "-c", _SAVES, str(size_gb), str(folder)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return int(found.stdout.split()[-1]) * (1 if sys.platform == "darwin" else 1024)
 
 
 def _bench_dcp(state: dict[str, Any], root: Path, progress: Progress) -> tuple[float, ...]:
