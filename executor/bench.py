@@ -70,7 +70,7 @@ class CheckpointCase:
     ``optimizer.step()`` waited for its staging (median of three)."""
     peak_rss_gb: float
     """The peak resident memory of a fresh process that builds the same state and saves it
-    three times (10⁹ bytes): its ``ru_maxrss``."""
+    three times (10⁹ bytes): its ``VmHWM``."""
     peak_rss_vs_state: float
 
     def to_dict(self) -> dict[str, Any]:
@@ -349,7 +349,7 @@ def _bench_steps(
 
 
 _SAVES = """
-import resource, sys
+import re, sys
 from spotwise.executor.bench import _model_of_size
 from spotwise.executor.checkpoint.manager import CheckpointManager
 state = {"model": _model_of_size(float(sys.argv[1])).state_dict()}
@@ -358,21 +358,21 @@ manager.save(1, state)
 manager.save(2, state)
 manager.save(3, state, block=True)
 manager.close()
-print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+print(re.search(r"VmHWM:\\s+(\\d+) kB", open("/proc/self/status").read())[1])
 """
 
 
 def peak_rss_of_saves(size_gb: float, folder: Path) -> int:
     """The peak resident memory (bytes) of a fresh process that builds the state of
     ``size_gb`` and saves it three times to ``folder``: the interpreter, the state, and what
-    checkpointing holds."""
+    checkpointing holds. Linux's ``VmHWM``: ``ru_maxrss`` would keep the forking parent's."""
     found = subprocess.run(
         [sys.executable, "-c", _SAVES, str(size_gb), str(folder)],
         check=True,
         capture_output=True,
         text=True,
     )
-    return int(found.stdout.split()[-1]) * (1 if sys.platform == "darwin" else 1024)
+    return int(found.stdout.split()[-1]) * 1024
 
 
 def _bench_dcp(state: dict[str, Any], root: Path, progress: Progress) -> tuple[float, ...]:
