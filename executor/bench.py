@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -58,6 +59,19 @@ class CheckpointCase:
     restore_s: float
     incremental_bytes_ratio: float
     stall_vs_torch_save: float
+    train_step_s: float
+    """One SGD step of the whole model (batch 8), no save: the median of three."""
+    save_step_overhead_s: float
+    """What an async save adds to the step it precedes (median of three)."""
+    guarded_save_step_overhead_s: float
+    """The same with ``guard=optimizer``: the copy overlaps the forward and backward."""
+    guarded_stall_s: float
+    """Training blocked by a guarded save: until ``save()`` returned, plus what the next
+    ``optimizer.step()`` waited for its staging (median of three)."""
+    peak_rss_gb: float
+    """The peak resident memory of a fresh process that builds the same state and saves it
+    three times (10⁹ bytes): its ``VmHWM``."""
+    peak_rss_vs_state: float
 
     def to_dict(self) -> dict[str, Any]:
         """The result as plain JSON-ready values."""
@@ -248,6 +262,19 @@ def _bench_case(
         manager.save(5, tuned, block=True)  # incremental: only the unfrozen layer changed
         incremental = manager.last_save
         manager.close()
+        del manager, tuned, optimizer
+        gc.collect()  # (the staging buffers, before the steps' own)
+
+        progress("peak RSS of three saves, in a fresh process")
+        peak_rss = peak_rss_of_saves(state_bytes / 1e9, root / "rss")
+
+        progress("training steps, after no save, an async save and a guarded one")
+        model.requires_grad_(True)
+        steps = CheckpointManager([str(root / "steps")], keep_latest_k=1, say=progress)
+        train_step_s, save_overhead_s, guarded_overhead_s, guarded_stall_s = _bench_steps(
+            model, steps
+        )
+        steps.close()
     assert full is not None and incremental is not None and not incremental.full
     return CheckpointCase(
         size_gb=round(state_bytes / 1e9, 3),
@@ -263,7 +290,89 @@ def _bench_case(
         restore_s=round(restore_s, 4),
         incremental_bytes_ratio=round(incremental.bytes_written / full.bytes_written, 4),
         stall_vs_torch_save=round(stall_s / torch_save_s, 4),
+        train_step_s=round(train_step_s, 4),
+        save_step_overhead_s=round(save_overhead_s, 4),
+        guarded_save_step_overhead_s=round(guarded_overhead_s, 4),
+        guarded_stall_s=round(guarded_stall_s, 4),
+        peak_rss_gb=round(peak_rss / 1e9, 3),
+        peak_rss_vs_state=round(peak_rss / state_bytes, 3),
     )
+
+
+def _bench_steps(
+    model: nn.Sequential, manager: CheckpointManager
+) -> tuple[float, float, float, float]:
+    """Medians of three: an SGD step, what an async save adds to the step after it, what a
+    guarded one adds, and the guarded save's stall (each save durable before the next)."""
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-6)
+    x = torch.randn(8, 2048)
+
+    def step() -> float:
+        """One step; how long it waited for a guarded save's staging before its update."""
+        optimizer.zero_grad()
+        model(x).square().mean().backward()
+        began = time.perf_counter()
+        manager.wait_staged()
+        waited = time.perf_counter() - began
+        optimizer.step()
+        return waited
+
+    step()  # (allocates the gradients)
+    plain: list[float] = []
+    saved: list[float] = []
+    guarded: list[float] = []
+    stalls: list[float] = []
+    for i in range(3):
+        began = time.perf_counter()
+        step()
+        plain.append(time.perf_counter() - began)
+        began = time.perf_counter()
+        manager.save(2 * i + 1, model.state_dict())
+        step()
+        saved.append(time.perf_counter() - began)
+        manager.wait()
+        began = time.perf_counter()
+        manager.save(2 * i + 2, model.state_dict(), guard=optimizer)
+        returned = time.perf_counter() - began
+        waited = step()
+        guarded.append(time.perf_counter() - began)
+        stalls.append(returned + waited)
+        manager.wait()
+    model.zero_grad(set_to_none=True)  # (not held into the next case)
+    step_s = statistics.median(plain)
+    return (
+        step_s,
+        statistics.median(saved) - step_s,
+        statistics.median(guarded) - step_s,
+        statistics.median(stalls),
+    )
+
+
+_SAVES = """
+import re, sys
+from spotwise.executor.bench import _model_of_size
+from spotwise.executor.checkpoint.manager import CheckpointManager
+state = {"model": _model_of_size(float(sys.argv[1])).state_dict()}
+manager = CheckpointManager([sys.argv[2]], full_every=1000)
+manager.save(1, state)
+manager.save(2, state)
+manager.save(3, state, block=True)
+manager.close()
+print(re.search(r"VmHWM:\\s+(\\d+) kB", open("/proc/self/status").read())[1])
+"""
+
+
+def peak_rss_of_saves(size_gb: float, folder: Path) -> int:
+    """The peak resident memory (bytes) of a fresh process that builds the state of
+    ``size_gb`` and saves it three times to ``folder``: the interpreter, the state, and what
+    checkpointing holds. Linux's ``VmHWM``: ``ru_maxrss`` would keep the forking parent's."""
+    found = subprocess.run(
+        [sys.executable, "-c", _SAVES, str(size_gb), str(folder)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return int(found.stdout.split()[-1]) * 1024
 
 
 def _bench_dcp(state: dict[str, Any], root: Path, progress: Progress) -> tuple[float, ...]:

@@ -1,7 +1,10 @@
 """The CheckpointManager: atomic, asynchronous, incremental checkpoints on several replicas.
 
 ``save(step, state)`` stages every tensor to CPU memory (the only stall; on one intra-op thread,
-so that it does not spin against a busy host), then persists in a background thread: tensors of
+so that it does not spin against a busy host), then persists in a background thread. With
+``guard=optimizer`` it copies the optimizer's parameters and state (on CPU) in that thread instead,
+and the optimizer's next ``step()`` waits until they are staged: training waits only for what it
+would overwrite, and the copy overlaps the next forward and backward. Then tensors of
 1 MiB or more get a file each, smaller ones share one file, and an incremental save writes only
 the large tensors whose bytes changed since the last full checkpoint (referencing the full
 one's files for the rest); every ``full_every``-th save is full. The files go to every replica
@@ -16,18 +19,21 @@ umask: checkpoints are private.
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import json
 import mmap
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import torch
+from torch.utils.hooks import RemovableHandle
 
 from spotwise.core.clock import SYSTEM_CLOCK, Clock
 from spotwise.core.progress import Progress
@@ -126,7 +132,8 @@ class SaveStats:
 
     step: int
     stall_s: float
-    """Time the caller was blocked (staging, plus waiting for the previous save)."""
+    """Time ``save()`` blocked (staging, plus waiting for the previous save); with a guard, the
+    guard's next ``step()`` may also wait for the rest of the staging."""
     persist_s: float
     """Background time from the end of staging to the commit on every replica."""
     bytes_written: int
@@ -186,6 +193,26 @@ def _why_unopened(exc: Exception, url: str) -> str:
     return exc.strerror
 
 
+def _guarded(
+    guard: torch.optim.Optimizer, tensors: dict[str, torch.Tensor]
+) -> dict[str, torch.Tensor]:
+    """The tensors that share memory with ``guard``'s parameters or state: contiguous, on CPU."""
+    owned = {
+        p.untyped_storage().data_ptr() for group in guard.param_groups for p in group["params"]
+    }
+    owned |= {
+        t.untyped_storage().data_ptr()
+        for per_param in guard.state.values()
+        for t in per_param.values()
+        if isinstance(t, torch.Tensor)
+    }
+    return {
+        k: t.detach()
+        for k, t in tensors.items()
+        if t.device.type == "cpu" and t.is_contiguous() and t.untyped_storage().data_ptr() in owned
+    }
+
+
 def _split_large(
     staged: dict[str, torch.Tensor],
 ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
@@ -224,6 +251,12 @@ class CheckpointManager:
         self.clock = clock
         self.say = say or _to_stderr
         self._buffers: dict[str, torch.Tensor] = {}
+        self._staged = threading.Event()
+        """Clear while a guarded save's tensors are being staged in the background."""
+        self._staged.set()
+        self._guard_hooks: weakref.WeakKeyDictionary[torch.optim.Optimizer, RemovableHandle]
+        self._guard_hooks = weakref.WeakKeyDictionary()
+        """The step pre-hook on each guard optimizer."""
         self._thread: threading.Thread | None = None
         self._persisting: tuple[int, float] | None = None
         """The step in the background thread, and when its persisting began."""
@@ -237,9 +270,20 @@ class CheckpointManager:
 
     # ---- saving -------------------------------------------------------------------------
 
-    def save(self, step: int, state: Any, *, block: bool = False) -> SaveStats | None:
+    def save(
+        self,
+        step: int,
+        state: Any,
+        *,
+        block: bool = False,
+        guard: torch.optim.Optimizer | None = None,
+    ) -> SaveStats | None:
         """Checkpoint ``state`` as ``step``; returns at once after staging unless ``block``
         (or the manager is synchronous), in which case it returns when durable.
+
+        With ``guard``, the tensors of ``state`` that are the guard's CPU parameters or state
+        are staged in the background, and the guard's next ``step()`` waits for them: nothing
+        but that ``step()`` may change them in place until it runs.
 
         Raises:
             CheckpointError: when this or the previous save failed; ``latest`` is untouched.
@@ -250,22 +294,48 @@ class CheckpointManager:
         self._say_what_it_waits_for(step)
         self.wait()
         skeleton, tensors = flatten(state)
-        staged = self._stage(tensors)
+        later: dict[str, torch.Tensor] = {}
+        if guard is not None and self.async_save and not block:
+            later = _guarded(guard, tensors)
+            self._hook(guard)
+        staged = self._stage({k: t for k, t in tensors.items() if k not in later})
+        staged.update(self._buffers_for(later))
         full = self._base is None or self._saves_since_full + 1 >= self.full_every
         stall = time.perf_counter() - began
         self._persisting = (step, time.perf_counter())
+        if later:
+            self._staged.clear()
         job = threading.Thread(
             target=self._persist_guarded,
-            args=(step, skeleton, staged, full, stall),
+            args=(step, skeleton, staged, later, full, stall),
             daemon=True,
             name=f"checkpoint-{step}",
         )
         self._thread = job
-        job.start()
+        try:
+            job.start()
+        except BaseException:
+            self._thread = None
+            self._staged.set()  # (no staging to wait for: the guard must not hang)
+            raise
         if block or not self.async_save:
             self.wait()
             return self.last_save
         return None
+
+    def _hook(self, guard: torch.optim.Optimizer) -> None:
+        """Make ``guard``'s ``step()`` wait for the staging in flight (once per optimizer)."""
+        if guard not in self._guard_hooks:
+            self._guard_hooks[guard] = guard.register_step_pre_hook(self._await_staging)
+
+    def _await_staging(self, _optimizer: Any, _args: Any, _kwargs: Any) -> None:
+        """The guard's step pre-hook."""
+        self.wait_staged()
+
+    def wait_staged(self) -> None:
+        """Block until a guarded save's tensors are staged: call it before changing them in
+        place other than by the guard's ``step()`` (which calls it itself)."""
+        self._staged.wait()
 
     def _say_what_it_waits_for(self, step: int) -> None:
         """One line when the previous save is still being written: this one waits for it."""
@@ -301,26 +371,44 @@ class CheckpointManager:
 
     def _copy_to_buffers(self, tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """The staging copy itself."""
-        staged = {}
+        staged = self._buffers_for(tensors)
         on_gpu = False
         for key, tensor in tensors.items():
             source = tensor.detach()
+            staged[key].copy_(source, non_blocking=source.is_cuda)
+            on_gpu = on_gpu or source.is_cuda
+        if on_gpu:
+            torch.cuda.synchronize()
+        return staged
+
+    def _buffers_for(self, tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """A reusable CPU buffer for each tensor (pinned for one on a GPU), made when its shape
+        or dtype is new."""
+        staged = {}
+        for key, source in tensors.items():
             buffer = self._buffers.get(key)
             if buffer is None or buffer.shape != source.shape or buffer.dtype != source.dtype:
                 pin = source.is_cuda
                 buffer = torch.empty(source.shape, dtype=source.dtype, pin_memory=pin)
                 self._buffers[key] = buffer
-            buffer.copy_(source, non_blocking=source.is_cuda)
-            on_gpu = on_gpu or source.is_cuda
             staged[key] = buffer
-        if on_gpu:
-            torch.cuda.synchronize()
         return staged
 
     def _persist_guarded(
-        self, step: int, skeleton: Any, staged: dict[str, torch.Tensor], full: bool, stall: float
+        self,
+        step: int,
+        skeleton: Any,
+        staged: dict[str, torch.Tensor],
+        later: dict[str, torch.Tensor],
+        full: bool,
+        stall: float,
     ) -> None:
         try:
+            try:
+                for key, source in later.items():  # (memmove: one thread, without the GIL)
+                    ctypes.memmove(staged[key].data_ptr(), source.data_ptr(), source.nbytes)
+            finally:
+                self._staged.set()
             self._persist(step, skeleton, staged, full, stall)
         except BaseException as exc:  # reported by wait()
             self._error = exc
@@ -560,6 +648,9 @@ class CheckpointManager:
         finally:
             self._closed = True
             self._buffers.clear()
+            for hook in self._guard_hooks.values():
+                hook.remove()
+            self._guard_hooks.clear()
 
 
 @contextmanager

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
-from spotwise.executor.bench import cpu_hogs, parse_list, steps_run_of
+from spotwise.executor.bench import cpu_hogs, parse_list, peak_rss_of_saves, steps_run_of
 from spotwise.executor.supervise.replay import Launch
 from tests.conftest import CliRun
 
@@ -30,9 +31,12 @@ def test_bench_checkpoint_prints_every_figure_per_size_and_load(cli: CliRun) -> 
             "notice_to_durable_s",
             "restore_s",
             "incremental_bytes_ratio",
+            "train_step_s",
+            "guarded_stall_s",
         ):
             assert case[key] > 0, key
         assert case["stall_s"] < case["durable_s"]
+        assert case["peak_rss_vs_state"] > 1  # it holds the state
         assert case["dcp_async_stall_s"] < case["dcp_async_durable_s"]
         assert case["incremental_bytes_ratio"] < 0.8
 
@@ -104,3 +108,9 @@ def test_a_launch_killed_before_it_reported_counts_up_to_where_the_next_resumed(
 
 def ends(kind: str, steps_here: int) -> list[dict[str, object]]:
     return [{"event": kind, "steps_here": steps_here}]
+
+
+def test_the_peak_rss_of_saves_holds_the_state_and_its_staging_copy(tmp_path: Path) -> None:
+    peak = peak_rss_of_saves(0.1, tmp_path)  # a fresh process: its peak is the saves'
+    assert peak > 2 * 0.1e9
+    assert list(tmp_path.iterdir())  # it saved there

@@ -382,3 +382,84 @@ def test_a_save_that_must_wait_for_the_previous_one_says_what_it_waits_for(
     [line] = lines
     assert line.startswith("checkpoint step 2 waits for step 1 to be durable on 2 replica(s)")
     assert manager.steps() == [2, 1]
+
+
+def test_the_checkpoint_is_the_state_when_save_returned_whatever_changes_after(
+    tmp_path: Path,
+) -> None:
+    manager = CheckpointManager([str(tmp_path)])
+    saved = state(1, big=2_000_000)
+    expected = state(1, big=2_000_000)
+    manager.save(1, saved)
+    saved["model"]["w"].add_(1.0)  # in place, at once: the staged copy must not see it
+    saved["frozen"].zero_()
+    saved["opt"]["state"][0]["m"].mul_(3)
+    loaded = manager.load()
+    manager.close()
+    assert loaded is not None
+    assert_same(expected, loaded.state)
+
+
+def linear_and_sgd(seed: int) -> tuple[torch.nn.Module, torch.optim.Optimizer]:
+    torch.manual_seed(seed)
+    model = torch.nn.Sequential(torch.nn.Linear(512, 512), torch.nn.BatchNorm1d(512))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5, momentum=0.9)
+    model(torch.randn(16, 512)).square().mean().backward()
+    optimizer.step()  # (momentum buffers exist)
+    return model, optimizer
+
+
+def test_a_guarded_save_holds_the_state_at_the_save_though_the_next_step_changes_it(
+    tmp_path: Path,
+) -> None:
+    model, optimizer = linear_and_sgd(0)
+    expected = {k: t.clone() for k, t in model.state_dict().items()}
+    momenta = [optimizer.state[p]["momentum_buffer"].clone() for p in model.parameters()]
+    manager = CheckpointManager([str(tmp_path)])
+    manager.save(1, {"model": model.state_dict(), "opt": optimizer.state_dict()}, guard=optimizer)
+    model(torch.randn(16, 512)).square().mean().backward()  # changes BatchNorm's stats
+    optimizer.step()  # waits for the staging, then changes every parameter and momentum
+    loaded = manager.load()
+    manager.close()
+    assert loaded is not None
+    for key, tensor in expected.items():
+        assert torch.equal(loaded.state["model"][key], tensor), key
+        assert not torch.equal(model.state_dict()[key], tensor), key
+    saved_momenta = [s["momentum_buffer"] for s in loaded.state["opt"]["state"].values()]
+    assert all(torch.equal(a, b) for a, b in zip(saved_momenta, momenta, strict=True))
+
+
+def test_a_guarded_step_waits_for_the_staging_and_close_unhooks_it(tmp_path: Path) -> None:
+    model, optimizer = linear_and_sgd(1)
+    manager = CheckpointManager([str(tmp_path)])
+    manager.save(1, model.state_dict(), guard=optimizer)
+    manager.wait()
+    manager._staged.clear()  # as if the staging in flight were slow
+    threading.Timer(0.3, manager._staged.set).start()
+    began = time.perf_counter()
+    optimizer.step()
+    assert time.perf_counter() - began >= 0.25
+    manager.close()
+    manager._staged.clear()  # closed: its hook is gone, the step does not wait
+    began = time.perf_counter()
+    optimizer.step()
+    assert time.perf_counter() - began < 0.25
+
+
+def test_a_guarded_save_whose_thread_cannot_start_does_not_hang_the_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model, optimizer = linear_and_sgd(2)
+    manager = CheckpointManager([str(tmp_path)])
+
+    def refuse(_thread: threading.Thread) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+    with pytest.raises(RuntimeError):
+        manager.save(1, model.state_dict(), guard=optimizer)
+    monkeypatch.undo()
+    began = time.perf_counter()
+    optimizer.step()
+    assert time.perf_counter() - began < 0.25
+    manager.close()
