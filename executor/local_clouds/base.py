@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import TracebackType
 from typing import Protocol, Self
+
+from spotwise.executor.errors import ExecutorError
 
 
 class LocalCloud(Protocol):
@@ -50,3 +53,36 @@ class LocalCloud(Protocol):
         error: BaseException | None,
         trace: TracebackType | None,
     ) -> None: ...
+
+
+class Player(Protocol):
+    """A cloud's instances played here: stopped with :meth:`close`, its boot failures in
+    :attr:`errors`, what it played in :meth:`played`."""
+
+    errors: list[BaseException]
+
+    def close(self) -> None: ...
+
+    def played(self) -> str: ...
+
+
+class Closable(Protocol):
+    def close(self) -> None: ...
+
+
+def stop_playing(player: Player | None, metadata: Closable | None, folder: Path, what: str) -> str:
+    """Stop ``player`` and the fake ``metadata``: what was played (``what``: the cloud's
+    instance, e.g. ``"the local EC2 … an instance"``).
+
+    Raises:
+        ExecutorError: when an instance could not be booted.
+    """
+    if player is None or metadata is None:
+        return "nothing was played"
+    player.close()
+    metadata.close()
+    if player.errors:
+        raise ExecutorError(
+            f"{what} could not be booted (its folders: {folder}): {player.errors[0]!r}"
+        )
+    return player.played()

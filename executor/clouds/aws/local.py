@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 from spotwise.executor.clouds.aws.ec2_player import FAKE_CREDENTIALS, Ec2Player
 from spotwise.executor.errors import ExecutorError
+from spotwise.executor.local_clouds.base import stop_playing
 
 if TYPE_CHECKING:
     from spotwise.executor.local_clouds.metadata import FakeMetadata
@@ -161,14 +162,6 @@ class LocalAws:
         Raises:
             ExecutorError: when an instance could not be booted.
         """
-        player, metadata = self._player, self._metadata
-        if player is None or metadata is None:
-            return "no instance was played"
-        player.close()
-        metadata.close()
-        if player.errors:
-            raise ExecutorError(
-                f"the local EC2 could not boot an instance (its folders: {self.folder}): "
-                f"{player.errors[0]!r}"
-            )
-        return player.played()
+        return stop_playing(
+            self._player, self._metadata, self.folder, "an instance of the local EC2"
+        )

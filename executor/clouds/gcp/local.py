@@ -17,11 +17,12 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Self
 
 from spotwise.executor.errors import ExecutorError
+from spotwise.executor.local_clouds.base import stop_playing
 
 if TYPE_CHECKING:
     from spotwise.executor.clouds.gcp.fake.compute import GcpLocal
     from spotwise.executor.clouds.gcp.gce_player import GcePlayer
-    from spotwise.executor.local_clouds.metadata import FakeMetadata
+from spotwise.executor.local_clouds.metadata import FakeMetadata
 
 EXTRAS = "pip install 'spotwise[gcp,try]' (in a checkout: make dev)"
 ELSEWHERE_PREFIXES = ("GOOGLE_", "CLOUDSDK_", "GCE_", "GCLOUD_", "GCP_", "STORAGE_EMULATOR_")
@@ -169,14 +170,6 @@ class LocalGcp:
         Raises:
             ExecutorError: when a VM could not be booted.
         """
-        player, metadata = self._player, self._metadata
-        if player is None or metadata is None:
-            return "no VM was played"
-        player.close()
-        metadata.close()
-        if player.errors:
-            raise ExecutorError(
-                f"the local Compute Engine could not boot a VM (its folders: {self.folder}): "
-                f"{player.errors[0]!r}"
-            )
-        return player.played()
+        return stop_playing(
+            self._player, self._metadata, self.folder, "a VM of the local Compute Engine"
+        )
