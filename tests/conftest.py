@@ -23,7 +23,7 @@ from threadpoolctl import threadpool_limits
 from tests.postgres import PostgresServer
 
 if TYPE_CHECKING:
-    from tests.fakes.azure_local import Azurite
+    from spotwise.executor.clouds.azure.fake.servers import Azurite
 
 # Compiled modules are cached (__pycache__/, which git ignores), here and in every process the
 # tests start: with PYTHONDONTWRITEBYTECODE set, each `spotwise` subprocess compiled ~800 modules
@@ -131,7 +131,7 @@ def azurite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Azurite]:
     """One Azurite for this test process (its start takes seconds): each test uses containers
     of its own. Its data is in pytest's temporary base; at the session's end it is killed and
     its folder removed."""
-    from tests.fakes.azure_local import Azurite
+    from spotwise.executor.clouds.azure.fake.servers import Azurite
 
     folder = tmp_path_factory.mktemp("azurite")
     with Azurite(folder) as server:

@@ -1,9 +1,11 @@
-"""A loopback HTTP server whose answers come from one method, for the cloud API fakes."""
+"""A loopback HTTP(S) server whose answers come from one method, for the cloud API fakes."""
 
 from __future__ import annotations
 
 import json
 import signal
+import socket
+import ssl
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -37,10 +39,32 @@ class Answer:
     headers: dict[str, str] = field(default_factory=dict)
 
 
-class LoopbackServer:
-    """Serve ``answer(request)`` on 127.0.0.1 (a free port) until :meth:`close`."""
+class _TlsServer(ThreadingHTTPServer):
+    """A threading server whose connections are wrapped in TLS by ``context``."""
 
-    def __init__(self, answer: Callable[[Request], Answer], port: int = 0) -> None:
+    def __init__(self, address: tuple[str, int], handler: type, context: ssl.SSLContext) -> None:
+        super().__init__(address, handler)
+        self.context = context
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        sock, address = self.socket.accept()
+        # the handshake happens in the handler's thread, not in the accept loop
+        wrapped = self.context.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+        return wrapped, address
+
+
+class LoopbackServer:
+    """Serve ``answer(request)`` on 127.0.0.1 (a free port) until :meth:`close`: over HTTPS
+    with ``tls`` (a server context holding the certificate), else plain HTTP."""
+
+    def __init__(
+        self,
+        answer: Callable[[Request], Answer],
+        port: int = 0,
+        *,
+        tls: ssl.SSLContext | None = None,
+        content_type: str = "application/json; charset=UTF-8",
+    ) -> None:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
@@ -64,23 +88,30 @@ class LoopbackServer:
                     else b""
                 )
                 self.send_response(reply.status)
-                headers = {"Content-Type": "application/json; charset=UTF-8", **reply.headers}
+                headers = {"Content-Type": content_type, **reply.headers}
                 for name, value in headers.items():
                     self.send_header(name, value)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
-                self.wfile.write(data)
+                if self.command != "HEAD":
+                    self.wfile.write(data)
 
-            do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _serve
+            do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = _serve
 
             def log_message(self, *args: object) -> None:
                 pass
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        address = ("127.0.0.1", port)
+        self._server = (
+            ThreadingHTTPServer(address, Handler)
+            if tls is None
+            else _TlsServer(address, Handler, tls)
+        )
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        scheme = "http" if tls is None else "https"
+        self.url = f"{scheme}://127.0.0.1:{self._server.server_address[1]}"
 
     def close(self) -> None:
         self._server.shutdown()

@@ -76,7 +76,13 @@ def _azure(request: pytest.FixtureRequest) -> CloudOptions:
     """Azurite and the loopback fake of Resource Manager, Key Vault and the managed identity
     endpoint (checked against the Azure SDK's request builders and models), reached through
     Microsoft's own libraries."""
-    from tests.fakes.azure_local import ACCOUNT, GROUP, IMAGE, SUBSCRIPTION, AzureLocal
+    from spotwise.executor.clouds.azure.fake.servers import (
+        ACCOUNT,
+        GROUP,
+        IMAGE,
+        SUBSCRIPTION,
+        AzureLocal,
+    )
 
     folder = request.getfixturevalue("tmp_path_factory").mktemp("azure")
     local = AzureLocal(request.getfixturevalue("azurite"))

@@ -3,11 +3,11 @@ docs/aws.md (``setup``, ``check``, ``run``, ``jobs logs``/``jobs show``, ``gc``)
 user types them in a project folder, with the output as it comes, written to a transcript.
 
 The servers are the tests' own (:class:`spotwise.executor.clouds.gcp.fake.compute.GcpLocal`,
-:class:`tests.fakes.azure_local.AzureLocal`) and the fake metadata server; the "cloud" that
-boots each VM is the end-to-end tests' (its startup script or custom data run with bash in a
-folder of its own, the first VM given the cloud's preemption notice once it trains). Every
-command is ``spotwise`` in a subprocess; the only flag a real account would not take is
-``--endpoint-url``.
+:class:`spotwise.executor.clouds.azure.fake.servers.AzureLocal`) and the fake metadata server;
+the "cloud" that boots each VM is the end-to-end tests' (its startup script or custom data run
+with bash in a folder of its own, the first VM given the cloud's preemption notice once it
+trains). Every command is ``spotwise`` in a subprocess; the only flag a real account would not
+take is ``--endpoint-url``.
 
     .venv/bin/python -m tests.fakes.user_session gcp /tmp/session-gcp.txt
 """
@@ -214,9 +214,16 @@ def gcp(transcript: Path, home: Path) -> None:
 
 def azure(transcript: Path, home: Path) -> None:
     """setup, check, run, jobs logs/show and gc on Azure."""
+    from spotwise.executor.clouds.azure.fake.servers import (
+        ACCOUNT,
+        GROUP,
+        IMAGE,
+        SUBSCRIPTION,
+        AzureLocal,
+        Azurite,
+    )
     from tests.executor.clouds.azure import test_launcher_end_to_end as end_to_end
     from tests.executor.clouds.azure.test_launcher_end_to_end import Hypervisor
-    from tests.fakes.azure_local import ACCOUNT, GROUP, IMAGE, SUBSCRIPTION, AzureLocal, Azurite
     from tests.fakes.azure_prices import RetailPricesFake
 
     (home / "azurite").mkdir()

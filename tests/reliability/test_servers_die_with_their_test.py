@@ -14,7 +14,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 STARTS = {
-    "azurite": "from tests.fakes.azure_local import Azurite\nstart = lambda: Azurite(FOLDER)",
+    "azurite": (
+        "from spotwise.executor.clouds.azure.fake.servers import Azurite\n"
+        "start = lambda: Azurite(FOLDER)"
+    ),
     "gcs emulator": (
         "from spotwise.executor.clouds.gcp.fake.compute import StorageEmulator as start"
     ),

@@ -1,5 +1,5 @@
 """An Azure subscription on this machine: Azurite and the loopback fake of Resource Manager,
-Key Vault and the managed identity endpoint (tests/fakes/azure_local.py), with the Azure
+Key Vault and the managed identity endpoint (executor/clouds/azure/fake/servers.py), with the Azure
 libraries pointed at them."""
 
 from __future__ import annotations
@@ -10,9 +10,16 @@ from pathlib import Path
 import pytest
 
 from spotwise.executor.clouds.azure.cloud import AzureCloud
+from spotwise.executor.clouds.azure.fake.servers import (
+    ACCOUNT,
+    GROUP,
+    IMAGE,
+    SUBSCRIPTION,
+    AzureLocal,
+    Azurite,
+)
 from spotwise.executor.clouds.azure.target import AzureTarget
 from spotwise.executor.clouds.base import CloudOptions
-from tests.fakes.azure_local import ACCOUNT, GROUP, IMAGE, SUBSCRIPTION, AzureLocal, Azurite
 
 
 @pytest.fixture

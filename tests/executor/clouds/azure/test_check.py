@@ -14,11 +14,18 @@ from pathlib import Path
 import pytest
 
 from spotwise.executor.clouds.azure.cloud import AzureCloud
+from spotwise.executor.clouds.azure.fake.arm import Sku
+from spotwise.executor.clouds.azure.fake.servers import (
+    ACCOUNT,
+    AZURE_ENV,
+    GROUP,
+    SUBSCRIPTION,
+    AzureLocal,
+    unused_url,
+)
 from spotwise.executor.clouds.azure.target import AzureTarget
 from spotwise.executor.clouds.base import Check
 from tests.executor.clouds.azure.conftest import options
-from tests.fakes.azure_arm import Sku
-from tests.fakes.azure_local import ACCOUNT, AZURE_ENV, GROUP, SUBSCRIPTION, AzureLocal, unused_url
 
 NO_CREDENTIALS = (
     "no Azure credentials found; run `az login`, or set AZURE_CLIENT_ID, AZURE_TENANT_ID and "

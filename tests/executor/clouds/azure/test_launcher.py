@@ -14,15 +14,15 @@ from typing import Any
 import pytest
 
 from spotwise.executor.clouds.azure.cloud import AzureCloud
+from spotwise.executor.clouds.azure.fake.arm import Booted
+from spotwise.executor.clouds.azure.fake.models import Invalid
+from spotwise.executor.clouds.azure.fake.openapi import VIRTUAL_MACHINE, check_definition
+from spotwise.executor.clouds.azure.fake.servers import AzureLocal
 from spotwise.executor.clouds.azure.launcher import AzureInstance, AzureLauncher
 from spotwise.executor.clouds.azure.target import AzureTarget
 from spotwise.executor.clouds.code_bundle import ShippedCode
 from spotwise.executor.errors import PREEMPTED_EXIT_CODE, ExecutorError, NoCapacity
 from spotwise.executor.launchers.base import Placement
-from tests.fakes.azure_arm import Booted
-from tests.fakes.azure_local import AzureLocal
-from tests.fakes.azure_models import Invalid
-from tests.fakes.azure_openapi import VIRTUAL_MACHINE, check_definition
 
 CODE = ShippedCode(
     "spotwise/code/aa11/workdir.tar.gz", "spotwise/code/bb22/spotwise-0.1.0-py3-none-any.whl"

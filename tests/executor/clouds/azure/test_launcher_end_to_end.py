@@ -21,10 +21,17 @@ from typing import Any
 
 import pytest
 
+from spotwise.executor.clouds.azure.fake.arm import Booted
+from spotwise.executor.clouds.azure.fake.servers import (
+    ACCOUNT,
+    GROUP,
+    IMAGE,
+    SUBSCRIPTION,
+    AzureLocal,
+    unused_url,
+)
 from spotwise.executor.local_clouds.metadata import FakeMetadata
 from tests.conftest import CliRun
-from tests.fakes.azure_arm import Booted
-from tests.fakes.azure_local import ACCOUNT, GROUP, IMAGE, SUBSCRIPTION, AzureLocal, unused_url
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(420)]
 CONTAINER = "e2e"

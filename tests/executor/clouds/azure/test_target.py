@@ -8,10 +8,10 @@ from dataclasses import replace
 import pytest
 
 from spotwise.executor.clouds.azure.cloud import AzureCloud
+from spotwise.executor.clouds.azure.fake.servers import IMAGE, SUBSCRIPTION
 from spotwise.executor.clouds.azure.target import AzureTarget
 from spotwise.executor.clouds.base import CloudOptions
 from spotwise.executor.errors import ExecutorError
-from tests.fakes.azure_local import IMAGE, SUBSCRIPTION
 
 
 def test_the_options_azure_cannot_take_are_refused_in_one_line() -> None:

@@ -14,6 +14,7 @@ import httpx
 import pandas as pd
 import pytest
 
+from spotwise.executor.clouds.azure.fake.servers import no_azure_sign_in
 from spotwise.executor.local_clouds.http import Answer
 from spotwise.pricing import gpus
 from spotwise.pricing.clouds.azure.prices import AzureReport, collect_azure, collect_azure_into
@@ -22,7 +23,6 @@ from spotwise.pricing.sources.skus import with_skus
 from spotwise.pricing.store import MarketStore
 from tests.conftest import CliRun
 from tests.fakes.azure import catalog
-from tests.fakes.azure_local import no_azure_sign_in
 from tests.fakes.azure_prices import ResourceGraphFake, RetailPricesFake
 
 NOW = pd.Timestamp("2026-01-10T00:00:00Z")

@@ -1,14 +1,14 @@
-"""An Azure subscription on this machine: Azurite (Microsoft's Blob storage emulator, from the
-npm registry: ``make dev`` installs it under ``.venv/node``) started as a subprocess on
-127.0.0.1, and the loopback fake of Resource Manager, Key Vault and the managed identity
-endpoint (:mod:`tests.fakes.azure_arm`), wired together: a container made through Resource
-Manager is made in Azurite, and the storage account's blob endpoint is Azurite's.
+"""An Azure subscription on this machine: Azurite (Microsoft's Blob storage emulator, a Node.js
+program from the npm registry: ``make dev`` installs it under ``.venv/node``) started as a
+subprocess on 127.0.0.1, and the loopback fake of Resource Manager, Key Vault and the managed
+identity endpoint (:mod:`.arm`), wired together: a container made through Resource Manager is
+made in Azurite, and the storage account's blob endpoint is Azurite's.
 
 The storage account is Azurite's documented well-known development account
 (``devstoreaccount1``), reached with its documented connection string through
 ``AZURE_STORAGE_CONNECTION_STRING``, which azure-storage-blob and adlfs read.
 
-``python -m tests.fakes.azure_local`` runs both and prints what to set.
+``python -m spotwise.executor.clouds.azure.fake.servers`` runs both and prints what to set.
 """
 
 from __future__ import annotations
@@ -16,19 +16,25 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 from pathlib import Path
 from typing import Protocol
 
+from spotwise.executor.clouds.azure.fake.arm import AzureArmFake
 from spotwise.executor.local_clouds.lifetime import die_with_parent
-from tests.fakes.azure_arm import AzureArmFake
 
-ROOT = Path(__file__).resolve().parents[2]
-AZURITE = ROOT / ".venv" / "node" / "node_modules" / ".bin" / "azurite-blob"
+AZURITE_VERSION = "3.37.0"
+"""The Azurite ``make dev`` installs (the Makefile's pin)."""
+INSTALL_AZURITE = (
+    f"npm install --prefix {Path(sys.prefix) / 'node'} azurite@{AZURITE_VERSION} (it needs "
+    "Node.js; in a checkout: make dev)"
+)
 ACCOUNT = "devstoreaccount1"
 KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 """Azurite's well-known development account and key (its documentation's)."""
@@ -37,17 +43,26 @@ GROUP = "spotwise-test"
 IMAGE = "microsoft-dsvm:ubuntu-hpc:2404:latest"
 
 
+def azurite_blob() -> Path | None:
+    """Azurite's Blob server: the one installed beside this Python (``make dev``: under
+    ``.venv/node``), else one on the ``PATH``; None when neither it nor Node.js is there."""
+    beside = Path(sys.prefix) / "node" / "node_modules" / ".bin" / "azurite-blob"
+    found = beside if beside.exists() else shutil.which("azurite-blob")
+    return Path(found) if found and shutil.which("node") else None
+
+
 class Azurite:
     """``azurite-blob`` on a free port of 127.0.0.1, its data in ``folder``, until
     :meth:`close`. Its telemetry is off: it would send each run's events to Microsoft and
     keep them, readable by every user, in a ``Microsoft-AzureMonitor-*`` folder of /tmp."""
 
     def __init__(self, folder: Path) -> None:
-        if not AZURITE.exists():
-            raise RuntimeError(f"Azurite is not installed at {AZURITE}: run `make dev`")
+        command = azurite_blob()
+        if command is None:
+            raise RuntimeError(f"Azurite is not installed: {INSTALL_AZURITE}")
         self.process = subprocess.Popen(
             [
-                str(AZURITE),
+                str(command),
                 *("--blobHost", "127.0.0.1", "--blobPort", "0"),
                 *("--location", str(folder), "--skipApiVersionCheck", "--disableTelemetry"),
             ],

@@ -11,10 +11,10 @@ Every request is checked against a published description of Azure's API:
   called once with placeholders): a path no builder makes, another method, or another
   api-version is refused;
 - its body: a VM's against Azure's REST API specification itself (Compute's OpenAPI document,
-  vendored: :mod:`tests.fakes.azure_openapi`), where a VM size is any string and a size list
-  only the known ones; the others against the SDK's request model of that operation
-  (:func:`tests.fakes.azure_models.check_body`: ``NetworkInterface`` of azure-mgmt-network,
-  ...): an unknown or read-only field, a mistyped value, a value outside a closed enum, a
+  vendored: :mod:`.openapi`), where a VM size is any string and a size list only the known
+  ones; the others against the SDK's request model of that operation
+  (:func:`.models.check_body`: ``NetworkInterface`` of azure-mgmt-network, ...): an unknown
+  or read-only field, a mistyped value, a value outside a closed enum, a
   missing required field is refused;
 - its token: a Bearer token the identity endpoint issued for that API's audience (Resource
   Manager's, Key Vault's).
@@ -49,14 +49,13 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from spotwise.executor.local_clouds.http import Answer, Request
-from tests.fakes.azure_models import Invalid, check_body
-from tests.fakes.azure_openapi import VIRTUAL_MACHINE, check_definition
+from spotwise.executor.clouds.azure.fake.models import Invalid, check_body
+from spotwise.executor.clouds.azure.fake.openapi import VIRTUAL_MACHINE, check_definition
+from spotwise.executor.local_clouds.http import Answer, LoopbackServer, Request
 
 ARM = "https://management.azure.com"
 VAULT = "https://vault.azure.net"
@@ -242,8 +241,8 @@ def _route(module: str, builder: str, model: str | None, handler: str) -> Route:
 
 def _check_request(model: str, body: Any) -> None:
     """A request body checked against its description: a definition of Azure's REST API
-    specification (``spec:DOCUMENT#NAME``, :mod:`tests.fakes.azure_openapi`), else the SDK's
-    request model (``package:Model``, :mod:`tests.fakes.azure_models`).
+    specification (``spec:DOCUMENT#NAME``, :mod:`.openapi`), else the SDK's
+    request model (``package:Model``, :mod:`.models`).
 
     Raises:
         Invalid: naming the first field that is not.
@@ -344,21 +343,6 @@ def _self_signed(folder: Path) -> tuple[Path, Path]:
     return cert_path, key_path
 
 
-class _TlsServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, address: tuple[str, int], handler: type, context: ssl.SSLContext) -> None:
-        super().__init__(address, handler)
-        self.context = context
-
-    def get_request(self) -> tuple[Any, Any]:
-        sock, address = self.socket.accept()
-        # the handshake happens in the handler's thread, not in the accept loop
-        return self.context.wrap_socket(sock, server_side=True, do_handshake_on_connect=False), (
-            address
-        )
-
-
 class AzureArmFake:
     """Serve one subscription until :meth:`close`."""
 
@@ -412,7 +396,7 @@ class AzureArmFake:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(self.ca_file, key_file)
         self._context = context
-        self._servers: list[_TlsServer] = []
+        self._servers: list[LoopbackServer] = []
         self.url = self._serve(None)
         self.vault_urls: dict[str, str] = {}
         """Each vault's data plane, on a port of its own (a vault is a host of its own)."""
@@ -423,16 +407,18 @@ class AzureArmFake:
         for timer in self._timers:
             timer.cancel()
         for server in self._servers:
-            server.shutdown()
-            server.server_close()
+            server.close()
         self._folder.cleanup()
 
     def _serve(self, vault: str | None) -> str:
         """A TLS server on a free port answering for Resource Manager (None) or a vault."""
-        server = _TlsServer(("127.0.0.1", 0), self._handler(vault), self._context)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
+        server = LoopbackServer(
+            lambda request: self.answer(request, vault),
+            tls=self._context,
+            content_type="application/json; charset=utf-8",
+        )
         self._servers.append(server)
-        return f"https://127.0.0.1:{server.server_address[1]}"
+        return server.url
 
     def env(self) -> dict[str, str]:
         """What a process sets to reach this fake: the managed identity endpoint that
@@ -487,47 +473,6 @@ class AzureArmFake:
             self._delete_vm(booted.resource_id)
 
     # the server's side
-
-    def _handler(self, vault: str | None) -> type:
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def _serve(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length) if length else b""
-                parts = urlsplit(self.path)
-                request = Request(
-                    method=self.command,
-                    path=parts.path,
-                    query=tuple(parse_qsl(parts.query, keep_blank_values=True)),
-                    headers=dict(self.headers.items()),
-                    body=body,
-                )
-                reply = fake.answer(request, vault)
-                data = (
-                    reply.body
-                    if isinstance(reply.body, bytes)
-                    else json.dumps(reply.body).encode()
-                    if reply.body is not None
-                    else b""
-                )
-                self.send_response(reply.status)
-                headers = {"Content-Type": "application/json; charset=utf-8", **reply.headers}
-                for name, value in headers.items():
-                    self.send_header(name, value)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                if self.command != "HEAD":
-                    self.wfile.write(data)
-
-            do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = _serve
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        return Handler
 
     def answer(self, request: Request, vault: str | None = None) -> Answer:
         with self.lock:

@@ -1,6 +1,6 @@
 """Azure request bodies checked against Azure's published REST API specification: the OpenAPI
-(Swagger 2.0) documents of github.com/Azure/azure-rest-api-specs, vendored under
-``tests/fakes/azure/spec/`` (what was kept, and from which commit: ``tests/fakes/azure/SOURCE.md``).
+(Swagger 2.0) documents of github.com/Azure/azure-rest-api-specs, vendored in this folder's
+``spec/`` (what was kept, and from which commit: this folder's ``SOURCE.md``).
 
 :func:`check_definition` refuses, naming the first, a field the definition does not have, a
 read-only field in a request, a missing required field, a value of the wrong type, and a value
@@ -18,9 +18,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.fakes.azure_models import Invalid
+from spotwise.executor.clouds.azure.fake.models import Invalid
 
-SPEC = Path(__file__).parent / "azure" / "spec"
+SPEC = Path(__file__).parent / "spec"
 VIRTUAL_MACHINE = "Microsoft.Compute/ComputeRP/stable/2025-04-01/virtualMachine.json"
 """Compute's document of the ``VirtualMachine`` definition (Virtual Machines - Create Or
 Update's body)."""
@@ -61,7 +61,7 @@ def _resolve(schema: dict[str, Any], base: Path, where: str) -> tuple[dict[str, 
         if found is None:
             raise Invalid(
                 f"{where}: the fake has no {name} of {document.name} (vendor it from Azure's "
-                "specification: tests/fakes/azure/SOURCE.md)"
+                "specification: spotwise/executor/clouds/azure/fake/SOURCE.md)"
             )
         schema, base = found, document
     return schema, base, name
