@@ -16,7 +16,7 @@ from typing import Annotated, Any
 import typer
 
 from spotwise.console import fail, open_operational_store, say
-from spotwise.executor.clouds.registry import CLOUDS, LOCAL_CLOUDS
+from spotwise.executor.clouds.registry import LOCAL_CLOUDS
 from spotwise.executor.errors import ExecutorError
 from spotwise.executor.local_clouds.base import LocalCloud
 
@@ -113,7 +113,7 @@ def _try(
 ) -> int:
     """setup, run, logs and gc on the local cloud: the run's exit code."""
     store = str(folder / "store.duckdb")
-    storage = f"{CLOUDS[name].storage_scheme}://{local.bucket}/{CHECKPOINTS}"
+    storage = f"{local.bucket_url}/{CHECKPOINTS}"
     sized: tuple[str, ...] = ()
     if command is None:
         command, sized = example(storage), ("--ckpt", storage)

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import importlib.util
+import os
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from types import TracebackType
-from typing import Protocol, Self
+from typing import TYPE_CHECKING, Protocol, Self
 
 from spotwise.executor.errors import ExecutorError
+
+if TYPE_CHECKING:
+    from spotwise.executor.local_clouds.metadata import FakeMetadata
 
 
 class LocalCloud(Protocol):
@@ -16,6 +23,11 @@ class LocalCloud(Protocol):
     @property
     def bucket(self) -> str:
         """The bucket it makes for code, logs and checkpoints."""
+        ...
+
+    @property
+    def bucket_url(self) -> str:
+        """The bucket as the commands on its instances name it (``s3://spotwise-try``)."""
         ...
 
     @property
@@ -55,6 +67,24 @@ class LocalCloud(Protocol):
     ) -> None: ...
 
 
+@contextmanager
+def only_local(local: Mapping[str, str], *, drop: Callable[[str], bool]) -> Iterator[None]:
+    """This process's environment, and so that of the processes it starts, while the block
+    runs: every variable ``drop`` names removed (what could point a cloud's libraries at a
+    user's account, credentials, configuration or endpoints, or a try at the user's own
+    ledger), then ``local`` set; as it was again after."""
+    saved = dict(os.environ)
+    for name in list(os.environ):
+        if drop(name):
+            del os.environ[name]
+    os.environ.update(local)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
 class Player(Protocol):
     """A cloud's instances played here: stopped with :meth:`close`, its boot failures in
     :attr:`errors`, what it played in :meth:`played`."""
@@ -66,23 +96,74 @@ class Player(Protocol):
     def played(self) -> str: ...
 
 
-class Closable(Protocol):
-    def close(self) -> None: ...
-
-
-def stop_playing(player: Player | None, metadata: Closable | None, folder: Path, what: str) -> str:
-    """Stop ``player`` and the fake ``metadata``: what was played (``what``: the cloud's
-    instance, e.g. ``"the local EC2 … an instance"``).
+def require(
+    libraries: Callable[[], None], whose: str, modules: Mapping[str, str], extras: str
+) -> None:
+    """A played cloud's client libraries (``libraries()`` raises ExecutorError without them:
+    ``whose`` they are) and the ``modules`` its local servers need (name: what it does here)
+    installed, or one line naming ``extras``.
 
     Raises:
-        ExecutorError: when an instance could not be booted.
+        ExecutorError: when one is missing (how to install it).
     """
-    if player is None or metadata is None:
-        return "nothing was played"
-    player.close()
-    metadata.close()
-    if player.errors:
+    try:
+        libraries()
+    except ExecutorError:
         raise ExecutorError(
-            f"{what} could not be booted (its folders: {folder}): {player.errors[0]!r}"
-        )
-    return player.played()
+            f"{whose} libraries are not installed, and the local cloud needs them: {extras}"
+        ) from None
+    for module, what in modules.items():
+        if importlib.util.find_spec(module) is None:
+            raise ExecutorError(f"{module} is not installed, and it {what} here: {extras}")
+
+
+class PlayedCloud:
+    """What every :class:`LocalCloud` shares: its folder, what its ``with`` block closes, and
+    the fake metadata server and the player of its instances (:meth:`_play`, then
+    :meth:`stop_instances`). ``instance``: the cloud's instance, for errors (``"an instance of
+    the local EC2"``)."""
+
+    instance = "an instance"
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._stack = ExitStack()
+        self._player: Player | None = None
+        self._metadata: FakeMetadata | None = None
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self._stack.close()
+
+    def _play(self, player: Callable[[FakeMetadata, Path], Player]) -> None:
+        """Start the fake metadata server and ``player(metadata, root)``, its instances'
+        folders under ``root``."""
+        from spotwise.executor.local_clouds.metadata import FakeMetadata
+
+        self._metadata = FakeMetadata()
+        root = self.folder / "instances"
+        root.mkdir(parents=True, exist_ok=True)
+        self._player = player(self._metadata, root)
+
+    def stop_instances(self) -> str:
+        """Stop the player and the fake metadata server, once the instances running have
+        ended: what was played (instances, the notice, where each command resumed from).
+
+        Raises:
+            ExecutorError: when an instance could not be booted.
+        """
+        player, metadata = self._player, self._metadata
+        if player is None or metadata is None:
+            return "nothing was played"
+        player.close()
+        metadata.close()
+        if player.errors:
+            raise ExecutorError(
+                f"{self.instance} could not be booted (its folders: {self.folder}): "
+                f"{player.errors[0]!r}"
+            )
+        return player.played()

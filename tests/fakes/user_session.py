@@ -129,7 +129,8 @@ def _job_id(ran: subprocess.CompletedProcess[str]) -> str:
 def gcp(transcript: Path, home: Path) -> None:
     """setup, check, run, jobs logs/show and gc on GCP."""
     from spotwise.executor.clouds.gcp.fake.compute import PROJECT, GcpLocal
-    from spotwise.executor.clouds.gcp.gce_player import FIRST_STEP, GcePlayer
+    from spotwise.executor.clouds.gcp.gce_player import GcePlayer
+    from spotwise.executor.local_clouds.player import FIRST_STEP
     from tests.fakes.gcp_billing import CloudBillingFake
 
     (home / "gcp").mkdir()

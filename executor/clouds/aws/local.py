@@ -9,17 +9,16 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
 from spotwise.executor.clouds.aws.ec2_player import FAKE_CREDENTIALS, Ec2Player
 from spotwise.executor.errors import ExecutorError
-from spotwise.executor.local_clouds.base import stop_playing
+from spotwise.executor.local_clouds.base import PlayedCloud, only_local
 
 if TYPE_CHECKING:
-    from spotwise.executor.local_clouds.metadata import FakeMetadata
+    pass
 
 MOTO_MISSING = (
     "moto is not installed, and it plays AWS on this machine: pip install 'spotwise[try]' "
@@ -63,57 +62,37 @@ def amazon_image(ec2: Any) -> str:
     return str(ec2.describe_images(Owners=["amazon"], Filters=[name])["Images"][0]["ImageId"])
 
 
-@contextmanager
-def only_local_aws(endpoint: str) -> Iterator[None]:
+def only_local_aws(endpoint: str) -> AbstractContextManager[None]:
     """boto3, in this process and those it starts, reaches only ``endpoint`` with fake keys
     while the block runs (no profile, config file or instance role is read), and the ledger
     is the store given on the command line, not ``SPOTWISE_OPERATIONAL_STORE``."""
-    saved = dict(os.environ)
-    for name in ELSEWHERE:
-        os.environ.pop(name, None)
-    os.environ.update(
-        {
-            **FAKE_CREDENTIALS,
-            "AWS_ENDPOINT_URL": endpoint,
-            "AWS_DEFAULT_REGION": REGION,
-            "AWS_CONFIG_FILE": os.devnull,
-            "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
-            "AWS_EC2_METADATA_DISABLED": "true",
-        }
-    )
-    try:
-        yield
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
+    local = {
+        **FAKE_CREDENTIALS,
+        "AWS_ENDPOINT_URL": endpoint,
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_CONFIG_FILE": os.devnull,
+        "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
+        "AWS_EC2_METADATA_DISABLED": "true",
+    }
+    return only_local(local, drop=ELSEWHERE.__contains__)
 
 
-class LocalAws:
+class LocalAws(PlayedCloud):
     """AWS played on this machine while the ``with`` block runs (a
     :class:`~executor.local_clouds.base.LocalCloud`); instances get folders under
     ``folder``."""
 
-    bucket = BUCKET
+    bucket, bucket_url = BUCKET, f"s3://{BUCKET}"
+    instance = "an instance of the local EC2"
 
     def __init__(self, folder: Path) -> None:
-        self.folder = folder
+        super().__init__(folder)
         self.endpoint = ""
-        self._stack = ExitStack()
-        self._player: Ec2Player | None = None
-        self._metadata: FakeMetadata | None = None
 
     def __enter__(self) -> Self:
         self.endpoint = self._stack.enter_context(local_aws())
         self._stack.enter_context(only_local_aws(self.endpoint))
         return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        self._stack.close()
 
     @property
     def where(self) -> tuple[str, ...]:
@@ -136,32 +115,16 @@ class LocalAws:
         profile ``setup`` made and the prices."""
         import boto3
 
-        from spotwise.executor.local_clouds.metadata import FakeMetadata
-
         session = boto3.Session(region_name=REGION)
         image = amazon_image(session.client("ec2", endpoint_url=self.endpoint))
-        self._metadata = FakeMetadata()
-        root = self.folder / "instances"
-        root.mkdir(parents=True, exist_ok=True)
-        self._player = Ec2Player(
-            session,
-            self.endpoint,
-            self._metadata,
-            root,
-            bucket=BUCKET,
-            notice_after_s=notice_after_s,
+        self._play(
+            lambda metadata, root: Ec2Player(
+                *(session, self.endpoint, metadata, root),
+                bucket=BUCKET,
+                notice_after_s=notice_after_s,
+            )
         )
         return (
             *("--pools", f"{REGION}a", "--image-id", image, "--bucket", BUCKET),
             *("--instance-profile", PROFILE, *PRICES),
-        )
-
-    def stop_instances(self) -> str:
-        """Stop booting: what was played.
-
-        Raises:
-            ExecutorError: when an instance could not be booted.
-        """
-        return stop_playing(
-            self._player, self._metadata, self.folder, "an instance of the local EC2"
         )

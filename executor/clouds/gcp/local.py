@@ -8,21 +8,16 @@ they come with ``spotwise[try]``, Google's libraries with ``spotwise[gcp]``."""
 
 from __future__ import annotations
 
-import importlib.util
-import os
-from collections.abc import Iterator, Mapping
-from contextlib import ExitStack, contextmanager
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Self
 
 from spotwise.executor.errors import ExecutorError
-from spotwise.executor.local_clouds.base import stop_playing
+from spotwise.executor.local_clouds.base import PlayedCloud, only_local, require
 
 if TYPE_CHECKING:
     from spotwise.executor.clouds.gcp.fake.compute import GcpLocal
-    from spotwise.executor.clouds.gcp.gce_player import GcePlayer
-from spotwise.executor.local_clouds.metadata import FakeMetadata
 
 EXTRAS = "pip install 'spotwise[gcp,try]' (in a checkout: make dev)"
 ELSEWHERE_PREFIXES = ("GOOGLE_", "CLOUDSDK_", "GCE_", "GCLOUD_", "GCP_", "STORAGE_EMULATOR_")
@@ -44,49 +39,37 @@ def require_local_gcp() -> None:
     """
     from spotwise.executor.clouds.gcp.clients import require_libraries
 
-    try:
-        require_libraries("spotwise try gcp")
-    except ExecutorError:
-        raise ExecutorError(
-            f"Google's client libraries are not installed, and the local GCP needs them: {EXTRAS}"
-        ) from None
-    for module, what in (("gcp_storage_emulator", "plays GCS"), ("cryptography", "signs keys")):
-        if importlib.util.find_spec(module) is None:
-            raise ExecutorError(f"{module} is not installed, and it {what} here: {EXTRAS}")
+    require(
+        lambda: require_libraries("spotwise try gcp"),
+        "Google's client",
+        {"gcp_storage_emulator": "plays GCS", "cryptography": "signs keys"},
+        EXTRAS,
+    )
 
 
-@contextmanager
-def only_local_gcp(env: Mapping[str, str], config: Path) -> Iterator[None]:
+def only_local_gcp(env: Mapping[str, str], config: Path) -> AbstractContextManager[None]:
     """Google's libraries, gcloud and gcsfs, in this process and those it starts, reach only the
     local servers with the fake's key while the block runs: every ``GOOGLE_*``, ``CLOUDSDK_*``
     (gcloud's configuration, then an empty folder ``config``), ``GCE_*`` variable of the user is
     dropped, ``env`` (the key file as Application Default Credentials, the emulator) set, and
     the ledger is the store given on the command line, not ``SPOTWISE_OPERATIONAL_STORE``."""
-    saved = dict(os.environ)
-    for name in list(os.environ):
-        if name.startswith(ELSEWHERE_PREFIXES) or name in ELSEWHERE:
-            del os.environ[name]
     config.mkdir(parents=True, exist_ok=True)
-    os.environ.update({**env, "CLOUDSDK_CONFIG": str(config)})
-    try:
-        yield
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
+    return only_local(
+        {**env, "CLOUDSDK_CONFIG": str(config)},
+        drop=lambda name: name.startswith(ELSEWHERE_PREFIXES) or name in ELSEWHERE,
+    )
 
 
-class LocalGcp:
+class LocalGcp(PlayedCloud):
     """GCP played on this machine while the ``with`` block runs (a
     :class:`~executor.local_clouds.base.LocalCloud`); VMs get folders under ``folder``."""
 
-    bucket = BUCKET
+    bucket, bucket_url = BUCKET, f"gs://{BUCKET}"
+    instance = "a VM of the local Compute Engine"
 
     def __init__(self, folder: Path) -> None:
-        self.folder = folder
+        super().__init__(folder)
         self.local: GcpLocal | None = None
-        self._stack = ExitStack()
-        self._player: GcePlayer | None = None
-        self._metadata: FakeMetadata | None = None
 
     def __enter__(self) -> Self:
         require_local_gcp()
@@ -101,14 +84,6 @@ class LocalGcp:
         self._stack.callback(self.local.close)
         self._stack.enter_context(only_local_gcp(self.local.env, servers / "gcloud"))
         return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        self._stack.close()
 
     def _servers(self) -> GcpLocal:
         if self.local is None:
@@ -149,27 +124,15 @@ class LocalGcp:
         ``setup`` made and the prices."""
         from spotwise.executor.clouds.gcp.fake.compute import PROJECT
         from spotwise.executor.clouds.gcp.gce_player import GcePlayer
-        from spotwise.executor.local_clouds.metadata import FakeMetadata
 
         local = self._servers()
-        self._metadata = FakeMetadata()
-        root = self.folder / "instances"
-        root.mkdir(parents=True, exist_ok=True)
-        self._player = GcePlayer(
-            local, self._metadata, root, bucket=BUCKET, notice_after_s=notice_after_s
+        self._play(
+            lambda metadata, root: GcePlayer(
+                local, metadata, root, bucket=BUCKET, notice_after_s=notice_after_s
+            )
         )
         account = f"spotwise-instance@{PROJECT}.iam.gserviceaccount.com"
         return (
             *("--pools", ZONE, "--image", local.image, "--bucket", BUCKET),
             *("--service-account", account, *PRICES),
-        )
-
-    def stop_instances(self) -> str:
-        """Stop booting: what was played.
-
-        Raises:
-            ExecutorError: when a VM could not be booted.
-        """
-        return stop_playing(
-            self._player, self._metadata, self.folder, "a VM of the local Compute Engine"
         )

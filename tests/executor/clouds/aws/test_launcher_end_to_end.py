@@ -103,7 +103,7 @@ def test_spotwise_run_ships_a_script_that_runs_on_the_instance_and_its_logs_come
     assert (work / "train.py").is_file() and not (work / "data").exists()
     assert not (work / "debug.log").exists()
     assert json.loads((work / "result.json").read_text())["steps"] > 0
-    assert instance_id not in ec2_boots.running()  # torn down
+    assert instance_id not in ec2_boots.live()  # torn down
 
 
 def test_a_boot_that_fails_before_the_command_says_why_in_the_job_log(

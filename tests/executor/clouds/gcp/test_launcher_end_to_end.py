@@ -22,8 +22,9 @@ from pathlib import Path
 import pytest
 
 from spotwise.executor.clouds.gcp.fake.compute import PROJECT, GcpLocal
-from spotwise.executor.clouds.gcp.gce_player import FIRST_STEP, GcePlayer
+from spotwise.executor.clouds.gcp.gce_player import GcePlayer
 from spotwise.executor.local_clouds.metadata import FakeMetadata
+from spotwise.executor.local_clouds.player import FIRST_STEP
 from tests.conftest import CliRun
 from tests.executor.clouds.gcp.conftest import ACCOUNT
 
