@@ -11,6 +11,7 @@ from spotwise.executor.checkpoint.places import CheckpointPlace, LocalFolder
 from spotwise.executor.clouds.aws.cloud import AwsCloud
 from spotwise.executor.clouds.aws.local import LocalAws
 from spotwise.executor.clouds.azure.cloud import AzureCloud
+from spotwise.executor.clouds.azure.local import LocalAzure
 from spotwise.executor.clouds.base import BucketFolder, Cloud, CloudTarget, bucket_folder
 from spotwise.executor.clouds.gcp.cloud import GcpCloud
 from spotwise.executor.clouds.gcp.local import LocalGcp
@@ -23,7 +24,11 @@ CLOUDS: dict[str, Cloud] = {
     "gcp": GcpCloud(),
     "azure": AzureCloud(),
 }
-LOCAL_CLOUDS: dict[str, Callable[[Path], LocalCloud]] = {"aws": LocalAws, "gcp": LocalGcp}
+LOCAL_CLOUDS: dict[str, Callable[[Path], LocalCloud]] = {
+    "aws": LocalAws,
+    "gcp": LocalGcp,
+    "azure": LocalAzure,
+}
 """The clouds ``spotwise try`` plays on this machine, each made with the folder for its
 instances."""
 

@@ -223,8 +223,8 @@ def azure(transcript: Path, home: Path) -> None:
         AzureLocal,
         Azurite,
     )
-    from tests.executor.clouds.azure import test_launcher_end_to_end as end_to_end
-    from tests.executor.clouds.azure.test_launcher_end_to_end import Hypervisor
+    from spotwise.executor.clouds.azure.vm_player import AzurePlayer
+    from spotwise.executor.local_clouds.player import FIRST_STEP
     from tests.fakes.azure_prices import RetailPricesFake
 
     (home / "azurite").mkdir()
@@ -240,7 +240,6 @@ def azure(transcript: Path, home: Path) -> None:
             url = local.fake.url
             where = ("--project", f"{SUBSCRIPTION}/{GROUP}", "--region", "eastus")
             bucket = f"{ACCOUNT}/spotwise"
-            end_to_end.CONTAINER = "spotwise"  # where the hypervisor reads the VMs' logs
             session.note(
                 "Azure on this machine: Resource Manager, Key Vault and the identity endpoint on "
                 "the loopback fake (--endpoint-url), Blob on Azurite "
@@ -276,14 +275,18 @@ def azure(transcript: Path, home: Path) -> None:
             )  # fmt: skip
             session.note("3. run; the first VM gets Scheduled Events' Preempt once it trains")
 
-            def gc_beside() -> str:
-                session.note("(another shell, as the second VM boots) gc beside the live job")
-                ran = session.type("gc", "azure", *where, "--endpoint-url", url, shell="shell 2")
-                return ran.stdout
+            def gc_beside(vm: str) -> None:
+                session.note("(another shell, as the first VM boots) gc beside the live job")
+                session.type("gc", "azure", *where, "--endpoint-url", url, shell="shell 2")
 
-            local.fake.eviction_delay_s = 600  # the hypervisor deletes it once it has ended
             (home / "vms").mkdir()
-            hypervisor = Hypervisor(local, metadata, home / "vms", gc_beside)
+            hypervisor = AzurePlayer(
+                *(local, metadata, home / "vms"),
+                bucket="spotwise",  # the container the VMs' logs go to
+                notice_after_s=0.0,
+                notice_on=FIRST_STEP,
+                beside=gc_beside,
+            )
             try:
                 ran = session.type(
                     "run", "--launcher", "azure", *where, "--bucket", bucket,

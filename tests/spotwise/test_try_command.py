@@ -1,8 +1,8 @@
-"""`spotwise try aws` and `spotwise try gcp` as a stranger runs them, with a configuration of
-their own that must not be touched: moto (AWS) or the loopback fake and gcp-storage-emulator
-(GCP) play the cloud, the bundled example is preempted by a spot notice on its first instance,
-resumes on a second one from the checkpoint in the local bucket and ends bit-exact; its logs
-are shown and gc runs."""
+"""`spotwise try aws|gcp|azure` as a stranger runs them, with a configuration of their own that
+must not be touched: moto (AWS), the loopback fake and gcp-storage-emulator (GCP), or the
+loopback fake and Azurite (Azure) play the cloud, the bundled example is preempted by the
+cloud's notice on its first instance, resumes on a second one from the checkpoint in the local
+bucket and ends bit-exact; its logs are shown and gc runs."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ import json
 import re
 import subprocess
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -35,90 +37,150 @@ def uninterrupted_digest(tmp_path: Path) -> str:
     return str(json.loads(out.read_text())["digest"])
 
 
-def test_try_aws_runs_the_example_through_a_notice_to_a_bit_exact_resume_on_local_servers(
-    cli: CliRun, tmp_path: Path, store_file: Path
-) -> None:
-    (tmp_path / "aws").mkdir()
-    (tmp_path / "aws" / "config").write_text("[default]\nregion = eu-west-3\n")
-    theirs = {  # a real account's setup: none of it may be read or reached
+def files(folder: Path) -> list[tuple[Path, bytes]]:
+    """Every file under ``folder`` with its content."""
+    return sorted((p.relative_to(folder), p.read_bytes()) for p in folder.rglob("*") if p.is_file())
+
+
+def aws_user(home: Path) -> tuple[dict[str, str], Path]:
+    """A real account's setup, none of it to be read or reached, and its folder."""
+    (home / "aws").mkdir()
+    (home / "aws" / "config").write_text("[default]\nregion = eu-west-3\n")
+    return {
         "AWS_PROFILE": "their-production",
-        "AWS_CONFIG_FILE": str(tmp_path / "aws" / "config"),
+        "AWS_CONFIG_FILE": str(home / "aws" / "config"),
         "AWS_ENDPOINT_URL": "http://127.0.0.1:9",  # nothing listens: a call there fails
-    }
-    ran = cli("try", "aws", "--keep", env=theirs)
-    assert ran.returncode == 0, ran.stderr[-4000:]
-    moto = re.search(r"AWS is moto on (http://127\.0\.0\.1:\d+) \(this machine\)", ran.stderr)
-    assert moto, ran.stderr[:2000]
-    assert "nothing is billed" in ran.stderr
-    commands = [line for line in ran.stderr.splitlines() if line.startswith("$ spotwise ")]
-    assert [c.split()[2] for c in commands] == ["setup", "run", "jobs", "gc"], commands
-    assert all(f"--endpoint-url {moto.group(1)}" in c for c in commands if " aws " in c)
-    # the run's report: two instances, moved by the one notice
-    report = re.search(r"^job (\w+) \(completed\):", ran.stdout, re.MULTILINE)
-    assert report, ran.stdout
-    assert "2 instances, 1 preemption (1 notice)" in ran.stdout
-    # what the local EC2 played: the notice to the first, the resume on the second
-    first, second = re.findall(r"^  (i-\w+): boot script exit 0, its command", ran.stderr, re.M)
-    assert f"{first}: boot script exit 0, its command started fresh, then got a spot" in ran.stderr
-    resumed = re.search(rf"{second}: .* resumed from its checkpoint, step (\d+)$", ran.stderr, re.M)
-    assert resumed and int(resumed.group(1)) > 0, ran.stderr[-3000:]
-    # the logs of both instances, then gc on the local cloud
-    assert f"--- instance 1: spot in us-east-1a ({first}) ---" in ran.stdout
-    assert f"--- instance 2: spot in us-east-1a ({second}) ---" in ran.stdout
-    assert "no orphaned Spotwise instance or secret in us-east-1" in ran.stdout
-    # bit-exact: the second instance's model is the one an uninterrupted run ends with
-    kept = re.search(r"the try's ledger are in (\S+)", ran.stderr)
-    assert kept, ran.stderr[-2000:]
-    result = Path(kept.group(1)) / "instances" / second / "work" / "result.json"
-    assert json.loads(result.read_text())["digest"] == uninterrupted_digest(tmp_path)
-    # the try kept its ledger to itself: the user's store was not even made
-    assert not store_file.exists()
+    }, home / "aws"
 
 
-def test_try_gcp_runs_the_example_through_a_notice_to_a_bit_exact_resume_on_local_servers(
-    cli: CliRun, tmp_path: Path, store_file: Path
-) -> None:
-    gcloud = tmp_path / "gcloud"
+def gcp_user(home: Path) -> tuple[dict[str, str], Path]:
+    """A real project's setup, none of it to be read or reached, and gcloud's folder."""
+    gcloud = home / "gcloud"
     (gcloud / "configurations").mkdir(parents=True)
     (gcloud / "configurations" / "config_default").write_text("[core]\nproject = their-prod\n")
-    before = sorted((p.relative_to(gcloud), p.read_bytes()) for p in gcloud.rglob("*.*"))
-    theirs = {  # a real project's setup: none of it may be read or reached
-        "GOOGLE_APPLICATION_CREDENTIALS": str(tmp_path / "no-such-key.json"),
+    return {
+        "GOOGLE_APPLICATION_CREDENTIALS": str(home / "no-such-key.json"),
         "GOOGLE_CLOUD_PROJECT": "their-production",
         "CLOUDSDK_CORE_PROJECT": "their-production",
         "CLOUDSDK_CONFIG": str(gcloud),
         "STORAGE_EMULATOR_HOST": "http://127.0.0.1:9",  # nothing listens: a call there fails
-    }
-    ran = cli("try", "gcp", "--keep", env=theirs)
+    }, gcloud
+
+
+def azure_user(home: Path) -> tuple[dict[str, str], Path]:
+    """A real subscription's setup (a service principal, the az CLI signed in, a storage
+    account, a managed identity), none of it to be read or reached, and the az CLI's folder."""
+    az = home / "azure-cli"
+    az.mkdir()
+    (az / "config").write_text("[defaults]\ngroup = their-prod\nlocation = westeurope\n")
+    (az / "azureProfile.json").write_text('{"subscriptions": [{"id": "their-subscription"}]}')
+    return {
+        "AZURE_CLIENT_ID": "their-app",  # the sign-in azure-identity tries first
+        "AZURE_TENANT_ID": "their-tenant",
+        "AZURE_CLIENT_SECRET": "their-secret",
+        "AZURE_SUBSCRIPTION_ID": "their-subscription",
+        "AZURE_CONFIG_DIR": str(az),
+        "IDENTITY_ENDPOINT": "http://127.0.0.1:9/msi/token",  # nothing listens: a call fails
+        "IDENTITY_HEADER": "theirs",
+        "AZURE_STORAGE_CONNECTION_STRING": (
+            "DefaultEndpointsProtocol=http;AccountName=theirs;AccountKey=dGhlaXJz;"
+            "BlobEndpoint=http://127.0.0.1:9/theirs;"
+        ),
+    }, az
+
+
+@dataclass(frozen=True, slots=True)
+class Played:
+    """What a try of one cloud shows its user."""
+
+    user: Callable[[Path], tuple[dict[str, str], Path]]
+    """The user's own settings for that cloud, and the folder of them that must stay as is."""
+    served: str
+    """Finds the local endpoint in the banner."""
+    instance: str
+    """An instance's name."""
+    script: str
+    """What the cloud calls the script an instance runs at boot."""
+    notice: str
+    """What the first instance got."""
+    pool: str
+    region: str
+    where: str
+    """In each command on the cloud besides the endpoint."""
+
+
+PLAYED = {
+    "aws": Played(
+        user=aws_user,
+        served=r"AWS is moto on (http://127\.0\.0\.1:\d+) \(this machine\)",
+        instance=r"i-\w+",
+        script="boot script",
+        notice="a spot interruption notice",
+        pool="us-east-1a",
+        region="us-east-1",
+        where="--region us-east-1",
+    ),
+    "gcp": Played(
+        user=gcp_user,
+        served=r"Compute Engine, Secret Manager and IAM on (http://127\.0\.0\.1:\d+)",
+        instance=r"spotwise-[-\w]+",
+        script="startup script",
+        notice="a preemption notice and was preempted",
+        pool="us-central1-a",
+        region="us-central1",
+        where="--project spotwise-fake --region us-central1",
+    ),
+    "azure": Played(
+        user=azure_user,
+        served=r"Resource Manager, Key Vault and the managed identity endpoint on "
+        r"(https://127\.0\.0\.1:\d+)",
+        instance=r"sw-[-\w]+",
+        script="custom data",
+        notice="Scheduled Events' Preempt (an eviction notice) and was evicted",
+        pool="1",
+        region="eastus",
+        where="--project 00000000-0000-0000-0000-0000000000aa/spotwise-try --region eastus",
+    ),
+}
+
+
+@pytest.mark.parametrize("cloud", list(PLAYED))
+def test_try_runs_the_example_through_a_notice_to_a_bit_exact_resume_on_local_servers(
+    cloud: str, cli: CliRun, tmp_path: Path, store_file: Path
+) -> None:
+    played = PLAYED[cloud]
+    theirs, folder = played.user(tmp_path)
+    before = files(folder)
+    ran = cli("try", cloud, "--keep", env=theirs)
     assert ran.returncode == 0, ran.stderr[-4000:]
-    fake = re.search(
-        r"Compute Engine, Secret Manager and IAM on (http://127\.0\.0\.1:\d+)", ran.stderr
-    )
-    assert fake, ran.stderr[:2000]
+    served = re.search(played.served, ran.stderr)
+    assert served, ran.stderr[:2000]
     assert "nothing is billed" in ran.stderr
     commands = [line for line in ran.stderr.splitlines() if line.startswith("$ spotwise ")]
     assert [c.split()[2] for c in commands] == ["setup", "run", "jobs", "gc"], commands
-    assert all(f"--endpoint-url {fake.group(1)}" in c for c in commands if " gcp " in c)
-    assert all("--project spotwise-fake" in c for c in commands if " gcp " in c)
+    on_cloud = [c for c in commands if f" {cloud} " in c]
+    assert len(on_cloud) == 3, commands  # setup, run and gc
+    assert all(f"{played.where} --endpoint-url {served.group(1)}" in c for c in on_cloud)
     # the run's report: two instances, moved by the one notice
     assert re.search(r"^job (\w+) \(completed\):", ran.stdout, re.MULTILINE), ran.stdout
     assert "2 instances, 1 preemption (1 notice)" in ran.stdout
-    # what the local Compute Engine played: the notice to the first, the resume on the second
-    first, second = re.findall(
-        r"^  (spotwise-[-\w]+): startup script exit 0, its", ran.stderr, re.M
-    )
-    assert f"{first}: startup script exit 0, its command started fresh, then got a" in ran.stderr
+    # what the local cloud played: the notice to the first, the resume on the second
+    script = played.script
+    first, second = re.findall(rf"^  ({played.instance}): {script} exit 0, its", ran.stderr, re.M)
+    started = f"{first}: {script} exit 0, its command started fresh, then got {played.notice}"
+    assert started in ran.stderr, ran.stderr[-3000:]
     resumed = re.search(rf"{second}: .* resumed from its checkpoint, step (\d+)$", ran.stderr, re.M)
     assert resumed and int(resumed.group(1)) > 0, ran.stderr[-3000:]
     # the logs of both instances, then gc on the local cloud
-    assert f"--- instance 1: spot in us-central1-a ({first}) ---" in ran.stdout
-    assert f"--- instance 2: spot in us-central1-a ({second}) ---" in ran.stdout
-    assert "no orphaned Spotwise instance or secret in us-central1" in ran.stdout
+    assert f"--- instance 1: spot in {played.pool} ({first}) ---" in ran.stdout
+    assert f"--- instance 2: spot in {played.pool} ({second}) ---" in ran.stdout
+    assert f"no orphaned Spotwise instance or secret in {played.region}" in ran.stdout
     # bit-exact: the second instance's model is the one an uninterrupted run ends with
     kept = re.search(r"the try's ledger are in (\S+)", ran.stderr)
     assert kept, ran.stderr[-2000:]
     result = Path(kept.group(1)) / "instances" / second / "work" / "result.json"
     assert json.loads(result.read_text())["digest"] == uninterrupted_digest(tmp_path)
-    # the try kept its ledger to itself, and gcloud's configuration is as it was
+    # the try kept its ledger to itself (the user's store was not even made), and their
+    # cloud's configuration is as it was
     assert not store_file.exists()
-    assert sorted((p.relative_to(gcloud), p.read_bytes()) for p in gcloud.rglob("*.*")) == before
+    assert files(folder) == before

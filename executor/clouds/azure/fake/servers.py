@@ -31,16 +31,20 @@ from spotwise.executor.local_clouds.lifetime import die_with_parent
 
 AZURITE_VERSION = "3.37.0"
 """The Azurite ``make dev`` installs (the Makefile's pin)."""
-INSTALL_AZURITE = (
-    f"npm install --prefix {Path(sys.prefix) / 'node'} azurite@{AZURITE_VERSION} (it needs "
-    "Node.js; in a checkout: make dev)"
-)
 ACCOUNT = "devstoreaccount1"
 KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 """Azurite's well-known development account and key (its documentation's)."""
 SUBSCRIPTION = "00000000-0000-0000-0000-0000000000aa"
 GROUP = "spotwise-test"
 IMAGE = "microsoft-dsvm:ubuntu-hpc:2404:latest"
+
+
+def install_azurite() -> str:
+    """How to install Azurite beside this Python, where :func:`azurite_blob` looks first."""
+    return (
+        f"npm install --prefix {Path(sys.prefix) / 'node'} azurite@{AZURITE_VERSION} (it needs "
+        "Node.js; in a checkout: make dev)"
+    )
 
 
 def azurite_blob() -> Path | None:
@@ -59,7 +63,7 @@ class Azurite:
     def __init__(self, folder: Path) -> None:
         command = azurite_blob()
         if command is None:
-            raise RuntimeError(f"Azurite is not installed: {INSTALL_AZURITE}")
+            raise RuntimeError(f"Azurite is not installed: {install_azurite()}")
         self.process = subprocess.Popen(
             [
                 str(command),
