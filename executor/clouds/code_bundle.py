@@ -24,7 +24,7 @@ import tomllib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from importlib import metadata
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pathspec
 
@@ -38,6 +38,11 @@ WHEEL_NAME = re.compile(r"^spotwise-[A-Za-z0-9_.+-]+\.whl$")
 """A wheel's file name as pip writes it (the boot script uses it as is)."""
 REPRODUCIBLE_EPOCH = "315532800"
 """1980-01-01, the earliest time a zip (a wheel) can hold: builds at it hash alike."""
+LOCAL_ONLY = ("executor/clouds/*/fake",)
+"""Folders of the source tree that only play a cloud on this machine (the API fakes of
+``spotwise try`` and the tests, with their vendored API descriptions): an instance never runs
+them, so the wheel shipped to it leaves them out. The package built from pyproject (PyPI's)
+keeps them: ``spotwise try gcp|azure`` serves them from an installed Spotwise."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,9 +164,23 @@ def source_tree() -> Path | None:
     return None
 
 
+def _left_out(root: Path) -> Callable[[str, list[str]], set[str]]:
+    """``shutil.copytree``'s ignore for the shipped wheel's copy of ``root``: caches, and the
+    folders of :data:`LOCAL_ONLY`."""
+    caches = shutil.ignore_patterns("__pycache__", "*.pyc")
+
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        here = PurePosixPath(Path(folder).relative_to(root).as_posix())
+        local = {n for n in names if any((here / n).match(p) for p in LOCAL_ONLY)}
+        return set(caches(folder, names)) | local
+
+    return ignore
+
+
 def build_wheel(into: Path) -> Bundle:
-    """A wheel of the installed Spotwise, built (reproducibly) from a copy of its source tree,
-    so the tree itself gains no build folders.
+    """A wheel of the installed Spotwise for its instances, built (reproducibly) from a copy of
+    its source tree, so the tree itself gains no build folders; the local clouds' fakes
+    (:data:`LOCAL_ONLY`) are left out of the copy.
 
     Raises:
         ExecutorError: when it was not installed from a source tree, or the build fails (both
@@ -181,12 +200,7 @@ def build_wheel(into: Path) -> Bundle:
         for name in ("pyproject.toml", "README.md", "LICENSE"):
             shutil.copy2(root / name, copy / name)
         for folder in sorted(folders):
-            shutil.copytree(
-                root / folder,
-                copy / folder,
-                symlinks=True,
-                ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
-            )
+            shutil.copytree(root / folder, copy / folder, symlinks=True, ignore=_left_out(root))
         built = subprocess.run(
             [*PIP_WHEEL, "-w", str(into), str(copy)],
             capture_output=True,

@@ -1,15 +1,20 @@
 """Shipping code: which workdir files go (the .gitignore rules), reproducible content-addressed
-tarballs, the size guard and wheels (each cloud's uploads are tested in its folder)."""
+tarballs, the size guard and wheels, without the local clouds' fakes (each cloud's uploads are
+tested in its folder)."""
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import tarfile
+import zipfile
 from pathlib import Path
 
 import pytest
 
 from spotwise.executor.clouds.code_bundle import (
+    build_wheel,
     given_wheel,
     pack_workdir,
     workdir_files,
@@ -94,3 +99,42 @@ def test_a_wheel_must_be_named_as_pip_names_spotwise_wheels(tmp_path: Path) -> N
     good = tmp_path / "spotwise-0.1.0-py3-none-any.whl"
     good.write_bytes(b"PK")
     assert given_wheel(good).key.endswith("/spotwise-0.1.0-py3-none-any.whl")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_the_wheel_shipped_to_instances_leaves_the_local_clouds_fakes_out(tmp_path: Path) -> None:
+    """The API fakes that play a cloud here (``spotwise try``, the tests) are in the source
+    tree and the package, never on an instance; what an instance runs still imports without
+    them."""
+    root = Path(__file__).resolve().parents[3]
+    fakes = sorted(p for p in (root / "executor" / "clouds").glob("*/fake") if p.is_dir())
+    assert [p.parent.name for p in fakes] == ["azure", "gcp"]  # what the test looks for is there
+    wheel = build_wheel(tmp_path / "built").path
+    with zipfile.ZipFile(wheel) as shipped:
+        names = shipped.namelist()
+        shipped.extractall(tmp_path / "site")
+    assert not [n for n in names if "/fake/" in n], [n for n in names if "/fake/" in n]
+    assert "spotwise/executor/clouds/azure/on_instance.py" in names  # the rest ships
+    assert "spotwise/executor/clouds/gcp/on_instance.py" in names
+    # the agents' modules, the clouds' registry and the launchers import from the shipped wheel
+    modules = [
+        f"spotwise.executor.clouds.{cloud}.{name}"
+        for cloud in ("aws", "gcp", "azure")
+        for name in ("on_instance", "notice", "local")
+    ]
+    check = (
+        f"import importlib, spotwise; assert spotwise.__file__.startswith({str(tmp_path)!r})\n"
+        f"for name in {[*modules, 'spotwise.executor.clouds.registry']!r}:\n"
+        "    importlib.import_module(name)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "site")}
+    ran = subprocess.run(
+        [sys.executable, "-c", check],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert ran.returncode == 0, ran.stderr[-2000:]
