@@ -45,7 +45,6 @@ import secrets
 import ssl
 import tempfile
 import threading
-import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -53,6 +52,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from spotwise.core.clock import SYSTEM_CLOCK
 from spotwise.executor.clouds.azure.fake.models import Invalid, check_body
 from spotwise.executor.clouds.azure.fake.openapi import VIRTUAL_MACHINE, check_definition
 from spotwise.executor.local_clouds.http import Answer, LoopbackServer, Request
@@ -313,7 +313,7 @@ def _self_signed(folder: Path) -> tuple[Path, Path]:
 
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "spotwise azure fake")])
-    now = datetime.datetime.now(datetime.UTC)
+    now = datetime.datetime.fromtimestamp(SYSTEM_CLOCK.time(), datetime.UTC)
     cert = (
         x509.CertificateBuilder()
         .subject_name(name)
@@ -571,7 +571,7 @@ class AzureArmFake:
             200,
             {
                 "access_token": token,
-                "expires_on": str(int(time.time()) + 3600),
+                "expires_on": str(int(SYSTEM_CLOCK.time()) + 3600),
                 "resource": params["resource"],
                 "token_type": "Bearer",
                 "client_id": "00000000-0000-0000-0000-00000000cafe",
@@ -1216,7 +1216,7 @@ class AzureArmFake:
                 "cannot be reused; in this state, the secret can only be recovered or purged.",
             )
         version = uuid.uuid4().hex
-        now = int(time.time())
+        now = int(SYSTEM_CLOCK.time())
         bundle = {
             "value": body["value"],
             "id": f"{self.vault_urls[found['vault']]}/secrets/{name}/{version}",
@@ -1259,8 +1259,8 @@ class AzureArmFake:
         deleted = {
             **{k: v for k, v in bundle.items() if k != "value"},
             "recoveryId": f"{self.vault_urls[found['vault']]}/deletedsecrets/{name}",
-            "deletedDate": int(time.time()),
-            "scheduledPurgeDate": int(time.time()) + 90 * 86400,
+            "deletedDate": int(SYSTEM_CLOCK.time()),
+            "scheduledPurgeDate": int(SYSTEM_CLOCK.time()) + 90 * 86400,
         }
         self.deleted_secrets[found["vault"].lower()][name.lower()] = deleted
         return Answer(200, deleted)

@@ -1,7 +1,7 @@
 """Azure on this machine: without Azurite, one line that says how to install it; the Azurite it
 looks for is the one ``make dev`` installs (a missing library:
-tests/executor/local_clouds/test_require.py; the user's settings set aside:
-test_only_local.py there)."""
+tests/executor/local_clouds/test_base_require.py; the user's settings set aside:
+test_base_only_local.py there)."""
 
 from __future__ import annotations
 
