@@ -84,13 +84,23 @@ def _register(name: str, play: Callable[[Path], LocalCloud]) -> None:
                 "--keep", help="Keep the instances' folders and the try's ledger (printed)."
             ),
         ] = False,
+        wheel: Annotated[
+            Path | None,
+            typer.Option(
+                "--wheel",
+                help="The Spotwise wheel to install on the instances (default: built from this "
+                "install's source; a Spotwise installed from a wheel passes that wheel, e.g. "
+                "pip download spotwise --no-deps).",
+                show_default=False,
+            ),
+        ] = None,
     ) -> None:
         folder = Path(tempfile.mkdtemp(prefix="spotwise-try-"))
         try:
             with play(folder) as local:
                 say(f"spotwise try {name}: {local.banner}")
                 spotwise = ctx.find_root().command.main
-                code = _try(spotwise, name, local, folder, command, workdir, notice_after_s)
+                code = _try(spotwise, name, local, folder, command, workdir, notice_after_s, wheel)
         except ExecutorError as exc:
             fail(str(exc))
         finally:
@@ -110,13 +120,14 @@ def _try(
     command: list[str] | None,
     workdir: Path | None,
     notice_after_s: float,
+    wheel: Path | None,
 ) -> int:
     """setup, run, logs and gc on the local cloud: the run's exit code."""
     store = str(folder / "store.duckdb")
     storage = f"{local.bucket_url}/{CHECKPOINTS}"
-    sized: tuple[str, ...] = ()
+    options: tuple[str, ...] = () if wheel is None else ("--wheel", str(wheel))
     if command is None:
-        command, sized = example(storage), ("--ckpt", storage)
+        command, options = example(storage), (*options, "--ckpt", storage)
         workdir = workdir or folder / "workdir"
         workdir.mkdir(exist_ok=True)
     else:
@@ -128,7 +139,7 @@ def _try(
     try:
         code = _spotwise(spotwise,
             *("run", "--launcher", name, *local.where, *flags, "--workdir", str(workdir or ".")),
-            *sized, "--step-report-s", "5", "--store", store, "--", *command,
+            *options, "--step-report-s", "5", "--store", store, "--", *command,
         )  # fmt: skip
     finally:
         played = local.stop_instances()

@@ -184,3 +184,13 @@ def test_try_runs_the_example_through_a_notice_to_a_bit_exact_resume_on_local_se
     # cloud's configuration is as it was
     assert not store_file.exists()
     assert files(folder) == before
+
+
+def test_a_wheel_given_to_try_is_the_one_run_ships(cli: CliRun, tmp_path: Path) -> None:
+    """A Spotwise installed from a wheel has no source to build one from: ``--wheel`` passes
+    the user's to ``run``, which checks it before anything is launched."""
+    ran = cli("try", "aws", "--wheel", str(tmp_path / "spotwise.tar.gz"))
+    assert ran.returncode != 0
+    assert f"--wheel {tmp_path / 'spotwise.tar.gz'}: not a spotwise-*.whl file" in ran.stderr
+    run = next(line for line in ran.stderr.splitlines() if line.startswith("$ spotwise run "))
+    assert f"--wheel {tmp_path / 'spotwise.tar.gz'}" in run
