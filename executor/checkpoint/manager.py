@@ -254,6 +254,8 @@ class CheckpointManager:
         self._staged = threading.Event()
         """Clear while a guarded save's tensors are being staged in the background."""
         self._staged.set()
+        self._staging_waited_s = 0.0
+        """How long ``wait_staged()`` (the guard's step) has blocked for the last guarded save."""
         self._guard_hooks: weakref.WeakKeyDictionary[torch.optim.Optimizer, RemovableHandle]
         self._guard_hooks = weakref.WeakKeyDictionary()
         """The step pre-hook on each guard optimizer."""
@@ -303,6 +305,7 @@ class CheckpointManager:
         full = self._base is None or self._saves_since_full + 1 >= self.full_every
         stall = time.perf_counter() - began
         self._persisting = (step, time.perf_counter())
+        self._staging_waited_s = 0.0
         if later:
             self._staged.clear()
         job = threading.Thread(
@@ -335,7 +338,17 @@ class CheckpointManager:
     def wait_staged(self) -> None:
         """Block until a guarded save's tensors are staged: call it before changing them in
         place other than by the guard's ``step()`` (which calls it itself)."""
+        if self._staged.is_set():
+            return
+        began = time.perf_counter()  # timing only: what training waited, in staging_waited_s
         self._staged.wait()
+        self._staging_waited_s += time.perf_counter() - began
+
+    @property
+    def staging_waited_s(self) -> float:
+        """Seconds training has waited (:meth:`wait_staged`, the guard's ``step()``) for the last
+        guarded save's staging: with what ``save()`` blocked, that save's whole stall."""
+        return self._staging_waited_s
 
     def _say_what_it_waits_for(self, step: int) -> None:
         """One line when the previous save is still being written: this one waits for it."""
