@@ -489,3 +489,18 @@ def test_a_guarded_save_whose_thread_cannot_start_does_not_hang_the_step(
     optimizer.step()
     assert time.perf_counter() - began < 0.25
     manager.close()
+
+
+def test_a_blocking_save_writes_cpu_tensors_from_where_they_are(tmp_path: Path) -> None:
+    """Training waits for a blocking save (on notice) anyway: its plain CPU tensors are written
+    without a staging copy; a non-contiguous one is still staged. Both load bit for bit."""
+    weight = torch.nn.Parameter(torch.randn(600, 600))  # (requires grad)
+    transposed = torch.randn(700, 500).t()
+    tensors = {"w": weight, "t": transposed, "half": torch.randn(9).bfloat16()}
+    manager = CheckpointManager([str(tmp_path)])
+    manager.save(1, tensors, block=True)
+    assert list(manager._buffers) == ["/t"]  # staged: only the non-contiguous one
+    loaded = manager.load()
+    manager.close()
+    assert loaded is not None
+    assert all(torch.equal(loaded.state[k], t.detach()) for k, t in tensors.items())
