@@ -24,12 +24,14 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
 
 from spotwise.core.progress import Progress, silent
 from spotwise.executor.checkpoint.manager import CheckpointManager
 from spotwise.executor.example_runs import example_command, reference_run
-from spotwise.executor.notices import preemption_times
+from spotwise.executor.notices import NoticeWatcher, preemption_times
 from spotwise.executor.supervise.replay import Launch, run_under_replay
+from spotwise.executor.training.guard import Guard
 from spotwise.policy.traces import load_traces
 
 
@@ -44,30 +46,44 @@ class CheckpointCase:
     """CPU-hog processes running beside it."""
     torch_save_s: float
     dcp_save_s: float
+    """``dcp.save`` to durable: the median of the rounds it takes turns with ``durable_s`` and
+    ``notice_to_durable_s``."""
     dcp_async_stall_s: float
     """``dcp.async_save`` until it returned."""
     dcp_async_durable_s: float
     """``dcp.async_save`` until its future was done."""
     first_stall_s: float
     """The first save's stall (it allocates the staging buffers)."""
+    stall_path: str
+    """Which save ``stall_s`` measures: ``"guarded"``, the one :func:`guard` makes by default
+    when given the optimizer (its tensors staged in the background, its next step waiting)."""
     stall_s: float
-    """Training blocked per save (staging to reusable buffers)."""
+    """Training blocked per save on the path :func:`guard` takes by default (``stall_path``),
+    measured through a :class:`Guard` on an SGD loop: ``checkpoint()`` until it returned, plus
+    what the next ``optimizer.step()`` waited (median of three)."""
+    unguarded_stall_s: float
+    """The same with every tensor staged before ``save()`` returns: a guard with no optimizer,
+    or ``stage_in_background=False`` (median of three)."""
+    stall_vs_dcp_async: float
+    """``stall_s`` / ``dcp_async_stall_s``."""
+    unguarded_stall_vs_dcp_async: float
     durable_s: float
-    """An async save, from the call until it was durable."""
+    """An async save of the whole state (a full save, as :func:`guard` makes by default and
+    as DCP writes), from the call until it was durable (median of the rounds)."""
+    durable_vs_dcp_save: float
+    """``durable_s`` / ``dcp_save_s``."""
     notice_to_durable_s: float
-    """A blocking save on notice, nothing else in flight."""
+    """A blocking full save on notice, nothing else in flight (median of the rounds)."""
     restore_s: float
     incremental_bytes_ratio: float
     stall_vs_torch_save: float
     train_step_s: float
     """One SGD step of the whole model (batch 8), no save: the median of three."""
     save_step_overhead_s: float
-    """What an async save adds to the step it precedes (median of three)."""
+    """What an unguarded save adds to the step it precedes, the save included (median of
+    three)."""
     guarded_save_step_overhead_s: float
-    """The same with ``guard=optimizer``: the copy overlaps the forward and backward."""
-    guarded_stall_s: float
-    """Training blocked by a guarded save: until ``save()`` returned, plus what the next
-    ``optimizer.step()`` waited for its staging (median of three)."""
+    """The same for the default (guarded) save: the copy overlaps the forward and backward."""
     peak_rss_gb: float
     """The peak resident memory of a fresh process that builds the same state and saves it
     three times (10⁹ bytes): its ``VmHWM``."""
@@ -215,27 +231,31 @@ def _bench_case(
         torch_save_s = time.perf_counter() - began
         (root / "torch.pt").unlink()
 
-        dcp_save_s, dcp_async_stall_s, dcp_async_durable_s = _bench_dcp(state, root, progress)
+        dcp_async_stall_s, dcp_async_durable_s = _bench_dcp_async(state, root, progress)
 
-        manager = CheckpointManager(
-            [str(root / "ckpt")], keep_latest_k=2, full_every=1000, say=progress
-        )
+        # every save full, as guard() saves by default (full_every=1), and as DCP writes
+        manager = CheckpointManager([str(root / "ckpt")], keep_latest_k=2, say=progress)
         progress("first async save (allocates the staging buffers)")
         began = time.perf_counter()
         manager.save(1, state)
         first_stall_s = time.perf_counter() - began
         manager.wait()
-        progress("async save (stall, then durable)")
-        began = time.perf_counter()
-        manager.save(2, state)
-        stall_s = time.perf_counter() - began
-        manager.wait()
-        durable_s = time.perf_counter() - began
-
-        progress("save on notice (to durable)")
-        began = time.perf_counter()
-        manager.save(3, state, block=True)
-        notice_to_durable_s = time.perf_counter() - began
+        # A disk's speed drifts over a run (other writers, its own caches): dcp.save and
+        # Spotwise's saves take turns, and each figure is the median of its rounds.
+        dcp_saves, durables, notices = [], [], []
+        for i in range(DURABLE_ROUNDS):
+            progress(f"dcp.save, an async save and a save on notice (round {i + 1})")
+            dcp_saves.append(_dcp_save(state, root))
+            began = time.perf_counter()
+            manager.save(2 * i + 2, state)
+            manager.wait()
+            durables.append(time.perf_counter() - began)
+            began = time.perf_counter()
+            manager.save(2 * i + 3, state, block=True)
+            notices.append(time.perf_counter() - began)
+        dcp_save_s = statistics.median(dcp_saves)
+        durable_s = statistics.median(durables)
+        notice_to_durable_s = statistics.median(notices)
 
         progress("restore")
         began = time.perf_counter()
@@ -245,7 +265,11 @@ def _bench_case(
         restore_s = time.perf_counter() - began
         del loaded
 
+        manager.close()
         progress("fine-tune, incremental save")
+        manager = CheckpointManager(
+            [str(root / "incremental")], keep_latest_k=2, full_every=1000, say=progress
+        )
         for layer in list(model)[:-1]:
             layer.requires_grad_(False)
         optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad])
@@ -253,7 +277,7 @@ def _bench_case(
         model(x).square().mean().backward()
         optimizer.step()
         tuned = {"model": model.state_dict(), "optimizer": optimizer.state_dict()}
-        manager.save(4, tuned, block=True)  # full: the optimizer state is new
+        manager.save(4, tuned, block=True)  # full: the first
         full = manager.last_save
         for _ in range(2):
             optimizer.zero_grad()
@@ -268,12 +292,10 @@ def _bench_case(
         progress("peak RSS of three saves, in a fresh process")
         peak_rss = peak_rss_of_saves(state_bytes / 1e9, root / "rss")
 
-        progress("training steps, after no save, an async save and a guarded one")
+        progress("training steps under a guard, after no save, an unguarded and a guarded one")
         model.requires_grad_(True)
         steps = CheckpointManager([str(root / "steps")], keep_latest_k=1, say=progress)
-        train_step_s, save_overhead_s, guarded_overhead_s, guarded_stall_s = _bench_steps(
-            model, steps
-        )
+        on_steps = _bench_steps(model, steps)
         steps.close()
     assert full is not None and incremental is not None and not incremental.full
     return CheckpointCase(
@@ -284,67 +306,93 @@ def _bench_case(
         dcp_async_stall_s=round(dcp_async_stall_s, 4),
         dcp_async_durable_s=round(dcp_async_durable_s, 4),
         first_stall_s=round(first_stall_s, 4),
-        stall_s=round(stall_s, 4),
+        stall_path="guarded",
+        stall_s=round(on_steps.guarded_stall_s, 4),
+        unguarded_stall_s=round(on_steps.unguarded_stall_s, 4),
+        stall_vs_dcp_async=round(on_steps.guarded_stall_s / dcp_async_stall_s, 4),
+        unguarded_stall_vs_dcp_async=round(on_steps.unguarded_stall_s / dcp_async_stall_s, 4),
         durable_s=round(durable_s, 4),
+        durable_vs_dcp_save=round(durable_s / dcp_save_s, 4),
         notice_to_durable_s=round(notice_to_durable_s, 4),
         restore_s=round(restore_s, 4),
         incremental_bytes_ratio=round(incremental.bytes_written / full.bytes_written, 4),
-        stall_vs_torch_save=round(stall_s / torch_save_s, 4),
-        train_step_s=round(train_step_s, 4),
-        save_step_overhead_s=round(save_overhead_s, 4),
-        guarded_save_step_overhead_s=round(guarded_overhead_s, 4),
-        guarded_stall_s=round(guarded_stall_s, 4),
+        stall_vs_torch_save=round(on_steps.guarded_stall_s / torch_save_s, 4),
+        train_step_s=round(on_steps.step_s, 4),
+        save_step_overhead_s=round(on_steps.unguarded_overhead_s, 4),
+        guarded_save_step_overhead_s=round(on_steps.guarded_overhead_s, 4),
         peak_rss_gb=round(peak_rss / 1e9, 3),
         peak_rss_vs_state=round(peak_rss / state_bytes, 3),
     )
 
 
-def _bench_steps(
-    model: nn.Sequential, manager: CheckpointManager
-) -> tuple[float, float, float, float]:
-    """Medians of three: an SGD step, what an async save adds to the step after it, what a
-    guarded one adds, and the guarded save's stall (each save durable before the next)."""
-    optimizer = torch.optim.SGD(model.parameters(), lr=1e-6)
-    x = torch.randn(8, 2048)
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _OnSteps:
+    """Medians of three rounds of a training loop under a :class:`Guard`."""
 
-    def step() -> float:
-        """One step; how long it waited for a guarded save's staging before its update."""
+    step_s: float
+    unguarded_stall_s: float
+    unguarded_overhead_s: float
+    guarded_stall_s: float
+    guarded_overhead_s: float
+
+
+def _bench_steps(model: nn.Sequential, manager: CheckpointManager) -> _OnSteps:
+    """An SGD loop under a :class:`Guard` on ``manager``, as a script under :func:`guard` runs
+    it: per round a step with no save, a step after an unguarded save and one after the save
+    the guard makes by default (guarded); each save's stall as the guard records it (for the
+    guarded one, with what the next ``optimizer.step()`` waited), and what each save added to
+    the step after it. Each save is durable before the next round."""
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-6)
+    x = torch.randn(8, 2048)  # the layers are 2048 wide
+    g = Guard(
+        manager,
+        NoticeWatcher([]),
+        model=model,
+        optimizer=optimizer,
+        scheduler=None,
+        scaler=None,
+        loader=DataLoader(TensorDataset(x), batch_size=8),
+        epochs=1,
+        interval_s=float("inf"),
+        mtbf_s=None,
+    )
+
+    def step() -> None:
+        """One training step as a guarded script takes it."""
         optimizer.zero_grad()
         model(x).square().mean().backward()
+        optimizer.step()  # (waits for a guarded save's staging)
+        g.step()
+
+    def saved_then_step(guarded: bool) -> tuple[float, float]:
+        """A save, then a step: the save's stall as the guard records it, and the wall time."""
+        g.stage_in_background = guarded
         began = time.perf_counter()
-        manager.wait_staged()
-        waited = time.perf_counter() - began
-        optimizer.step()
-        return waited
+        g.checkpoint()
+        step()
+        wall = time.perf_counter() - began
+        manager.wait()
+        return g.stalls_s[-1], wall
 
     step()  # (allocates the gradients)
     plain: list[float] = []
-    saved: list[float] = []
-    guarded: list[float] = []
-    stalls: list[float] = []
-    for i in range(3):
+    unguarded: list[tuple[float, float]] = []
+    guarded: list[tuple[float, float]] = []
+    for _ in range(3):
         began = time.perf_counter()
         step()
         plain.append(time.perf_counter() - began)
-        began = time.perf_counter()
-        manager.save(2 * i + 1, model.state_dict())
-        step()
-        saved.append(time.perf_counter() - began)
-        manager.wait()
-        began = time.perf_counter()
-        manager.save(2 * i + 2, model.state_dict(), guard=optimizer)
-        returned = time.perf_counter() - began
-        waited = step()
-        guarded.append(time.perf_counter() - began)
-        stalls.append(returned + waited)
-        manager.wait()
+        unguarded.append(saved_then_step(guarded=False))
+        guarded.append(saved_then_step(guarded=True))
+    g.heartbeat.close()
     model.zero_grad(set_to_none=True)  # (not held into the next case)
     step_s = statistics.median(plain)
-    return (
-        step_s,
-        statistics.median(saved) - step_s,
-        statistics.median(guarded) - step_s,
-        statistics.median(stalls),
+    return _OnSteps(
+        step_s=step_s,
+        unguarded_stall_s=statistics.median(s for s, _ in unguarded),
+        unguarded_overhead_s=statistics.median(w for _, w in unguarded) - step_s,
+        guarded_stall_s=statistics.median(s for s, _ in guarded),
+        guarded_overhead_s=statistics.median(w for _, w in guarded) - step_s,
     )
 
 
@@ -353,7 +401,7 @@ import re, sys
 from spotwise.executor.bench import _model_of_size
 from spotwise.executor.checkpoint.manager import CheckpointManager
 state = {"model": _model_of_size(float(sys.argv[1])).state_dict()}
-manager = CheckpointManager([sys.argv[2]], full_every=1000)
+manager = CheckpointManager([sys.argv[2]])
 manager.save(1, state)
 manager.save(2, state)
 manager.save(3, state, block=True)
@@ -375,16 +423,26 @@ def peak_rss_of_saves(size_gb: float, folder: Path) -> int:
     return int(found.stdout.split()[-1]) * 1024
 
 
-def _bench_dcp(state: dict[str, Any], root: Path, progress: Progress) -> tuple[float, ...]:
-    """``dcp.save`` to durable, then ``dcp.async_save`` until it returned and until durable
-    (one process, no process group)."""
+DURABLE_ROUNDS = 3
+"""Rounds of ``dcp.save`` and Spotwise's full saves, taking turns."""
+
+
+def _dcp_save(state: dict[str, Any], root: Path) -> float:
+    """Seconds of one ``dcp.save`` to durable (one process, no process group)."""
     import torch.distributed.checkpoint as dcp  # (~0.7 s to import: only here)
 
-    progress("dcp.save")
     began = time.perf_counter()
     dcp.save(state, storage_writer=dcp.FileSystemWriter(root / "dcp"))
     save_s = time.perf_counter() - began
     shutil.rmtree(root / "dcp")
+    return save_s
+
+
+def _bench_dcp_async(state: dict[str, Any], root: Path, progress: Progress) -> tuple[float, ...]:
+    """``dcp.async_save`` until it returned and until durable (one process, no process
+    group)."""
+    import torch.distributed.checkpoint as dcp
+
     progress("dcp.async_save")
     began = time.perf_counter()
     future = dcp.async_save(state, storage_writer=dcp.FileSystemWriter(root / "dcp-async"))
@@ -394,7 +452,7 @@ def _bench_dcp(state: dict[str, Any], root: Path, progress: Progress) -> tuple[f
     durable_s = time.perf_counter() - began
     shutil.rmtree(root / "dcp-async")
     gc.collect()  # its staged copy
-    return save_s, stall_s, durable_s
+    return stall_s, durable_s
 
 
 DEFAULT_TRACE = ("traces/cbl/preemption/1-node/aws-04-22-2023", "us-east-1c_v100_1")

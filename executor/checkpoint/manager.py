@@ -1,7 +1,8 @@
 """The CheckpointManager: atomic, asynchronous, incremental checkpoints on several replicas.
 
 ``save(step, state)`` stages every tensor to CPU memory (the only stall; on one intra-op thread,
-so that it does not spin against a busy host), then persists in a background thread. With
+so that it does not spin against a busy host), then persists in a background thread; a blocking
+save (on notice) writes CPU tensors from where they are, with no staging copy. With
 ``guard=optimizer`` it copies the optimizer's parameters and state (on CPU) in that thread instead,
 and the optimizer's next ``step()`` waits until they are staged: training waits only for what it
 would overwrite, and the copy overlaps the next forward and backward. Then tensors of
@@ -213,6 +214,20 @@ def _guarded(
     }
 
 
+def _writable_as_is(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The tensors a blocking save writes from where they are, without a staging copy (the
+    caller waits until they are durable, so nothing changes them meanwhile): plain contiguous
+    CPU tensors."""
+    return {
+        k: t.detach()
+        for k, t in tensors.items()
+        if t.device.type == "cpu"
+        and t.layout == torch.strided
+        and t.is_contiguous()
+        and not (t.is_conj() or t.is_neg())
+    }
+
+
 def _split_large(
     staged: dict[str, torch.Tensor],
 ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
@@ -254,6 +269,8 @@ class CheckpointManager:
         self._staged = threading.Event()
         """Clear while a guarded save's tensors are being staged in the background."""
         self._staged.set()
+        self._staging_waited_s = 0.0
+        """How long ``wait_staged()`` (the guard's step) has blocked for the last guarded save."""
         self._guard_hooks: weakref.WeakKeyDictionary[torch.optim.Optimizer, RemovableHandle]
         self._guard_hooks = weakref.WeakKeyDictionary()
         """The step pre-hook on each guard optimizer."""
@@ -298,11 +315,16 @@ class CheckpointManager:
         if guard is not None and self.async_save and not block:
             later = _guarded(guard, tensors)
             self._hook(guard)
-        staged = self._stage({k: t for k, t in tensors.items() if k not in later})
+        as_is = _writable_as_is(tensors) if block or not self.async_save else {}
+        staged = self._stage(
+            {k: t for k, t in tensors.items() if k not in later and k not in as_is}
+        )
         staged.update(self._buffers_for(later))
+        staged.update(as_is)
         full = self._base is None or self._saves_since_full + 1 >= self.full_every
         stall = time.perf_counter() - began
         self._persisting = (step, time.perf_counter())
+        self._staging_waited_s = 0.0
         if later:
             self._staged.clear()
         job = threading.Thread(
@@ -335,7 +357,17 @@ class CheckpointManager:
     def wait_staged(self) -> None:
         """Block until a guarded save's tensors are staged: call it before changing them in
         place other than by the guard's ``step()`` (which calls it itself)."""
+        if self._staged.is_set():
+            return
+        began = time.perf_counter()  # timing only: what training waited, in staging_waited_s
         self._staged.wait()
+        self._staging_waited_s += time.perf_counter() - began
+
+    @property
+    def staging_waited_s(self) -> float:
+        """Seconds training has waited (:meth:`wait_staged`, the guard's ``step()``) for the last
+        guarded save's staging: with what ``save()`` blocked, that save's whole stall."""
+        return self._staging_waited_s
 
     def _say_what_it_waits_for(self, step: int) -> None:
         """One line when the previous save is still being written: this one waits for it."""

@@ -200,8 +200,14 @@ class Guard:
         mtbf_s: float | None,
         clock: Clock = SYSTEM_CLOCK,
         notice_s: float | None = None,
+        stage_in_background: bool = True,
     ) -> None:
         self.manager = manager
+        self.stage_in_background = stage_in_background
+        """Whether a save (not on notice, not the last) stages the optimizer's CPU parameters
+        and state in the background, its next ``step()`` waiting for them (see :func:`guard`)."""
+        self._guarded_stall_open = False
+        """The last save was guarded: its stall grows by what the next step waited."""
         self.notice_s = notice_s
         """The shortest notice its sources give: the deadline of the last save (None: none)."""
         self._told_short = False
@@ -373,8 +379,11 @@ class Guard:
         if self.fixed_interval_s is not None:
             return self.fixed_interval_s
         last = self.manager.last_save
+        stall_s = last.stall_s if last else None
+        if last is not None and self.stalls_s:  # (a guarded save's, with its step's wait)
+            stall_s = max(stall_s or 0.0, self.stalls_s[-1])
         return checkpoint_interval_s(
-            stall_s=last.stall_s if last else None,
+            stall_s=stall_s,
             persist_s=last.persist_s if last else None,
             mtbf_s=self.mtbf_s,
         )
@@ -385,6 +394,7 @@ class Guard:
         Raises:
             Preempted: after committing a checkpoint on a stop notice (exit code 75).
         """
+        self._close_guarded_stall()
         self.step_count += 1
         self.heartbeat.beat(self.step_count)
         stop = self.watcher.check_signals() is not None
@@ -405,9 +415,20 @@ class Guard:
             self.checkpoint()
 
     def checkpoint(self, *, block: bool = False) -> None:
-        """Checkpoint now (durable on return when ``block``)."""
+        """Checkpoint now (durable on return when ``block``). Unless ``block``, with an optimizer
+        and :attr:`stage_in_background`, the optimizer's CPU parameters and state are staged
+        in the background and its next ``step()`` waits for them: the stall recorded for the
+        save (:attr:`stalls_s`) is what ``save()`` blocked plus that wait, added by the next
+        :meth:`step`."""
+        self._close_guarded_stall()
         began = time.perf_counter()
-        self.manager.save(self.step_count, self.state(), block=block)
+        optimizer = self._guard_optimizer(block)
+        if optimizer is not None:
+            assert isinstance(self.manager, CheckpointManager)
+            self.manager.save(self.step_count, self.state(), guard=optimizer)
+        else:
+            self.manager.save(self.step_count, self.state(), block=block)
+        self._guarded_stall_open = optimizer is not None
         if not block:
             self.stalls_s.append(time.perf_counter() - began)
         elif self.manager.last_save is not None:
@@ -415,6 +436,28 @@ class Guard:
         self.checkpoints += 1
         self._last_checkpoint = self.clock.monotonic()
         self._check_notice_fits()
+
+    def _guard_optimizer(self, block: bool) -> torch.optim.Optimizer | None:
+        """The optimizer a save stages in the background, or None: a blocking save (on notice,
+        the last one), no optimizer, background staging turned off, or a distributed job's
+        checkpointer (DCP's ``async_save`` stages by itself)."""
+        if block or not self.stage_in_background or self.optimizer is None:
+            return None
+        return self.optimizer if isinstance(self.manager, CheckpointManager) else None
+
+    def wait_staged(self) -> None:
+        """Block until the last save has copied the optimizer's parameters and state: call it
+        before changing them in place other than by the optimizer's ``step()`` (which waits by
+        itself), e.g. loading weights or swapping in an EMA between saves."""
+        if isinstance(self.manager, CheckpointManager):
+            self.manager.wait_staged()
+
+    def _close_guarded_stall(self) -> None:
+        """Add what training waited for the last guarded save's staging to its stall."""
+        if self._guarded_stall_open and isinstance(self.manager, CheckpointManager):
+            self._guarded_stall_open = False
+            if self.stalls_s:
+                self.stalls_s[-1] += self.manager.staging_waited_s
 
     def _check_notice_fits(self) -> None:
         """Say once, on stderr (the job's log), when the measured save would not fit in the
@@ -457,6 +500,7 @@ def guard(
     poll_interval_s: float = 1.0,
     clock: Clock = SYSTEM_CLOCK,
     fresh_if_damaged: bool = False,
+    stage_in_background: bool = True,
 ) -> Iterator[Guard]:
     """Restore, train under watch, checkpoint on interval and notice, exit gracefully.
 
@@ -474,6 +518,15 @@ def guard(
         fresh_if_damaged: start over from step 0 when checkpoints exist but none is intact
             (default: ``$SPOTWISE_FRESH_IF_DAMAGED``, else refuse: losing every step done must
             never be silent).
+        stage_in_background: with an ``optimizer``, a save copies the optimizer's CPU parameters
+            and state on its background thread, and the optimizer's next ``step()`` waits
+            until they are copied (a step pre-hook): training stalls for milliseconds instead
+            of a copy of the state. The contract: between a save and the next ``step()``
+            nothing else changes those tensors in place (forward, backward, ``zero_grad``,
+            clipping, a scheduler and a grad scaler do not); a script that does (loads
+            weights, swaps in an EMA) calls :meth:`Guard.wait_staged` first, or passes False
+            to copy everything before ``save()`` returns. Saves on a notice and the last one
+            are blocking either way; a distributed job's (DCP) is unchanged.
 
     Raises:
         GuardRefused: (exit code 1, one line) when the checkpoints cannot be opened, or exist
@@ -500,6 +553,7 @@ def guard(
         mtbf_s=_mtbf_s(mtbf_s, settings),
         clock=clock,
         notice_s=notice_window_s(sources),
+        stage_in_background=stage_in_background,
     )
     try:
         _restore(g, fresh_if_damaged or settings.fresh_if_damaged)

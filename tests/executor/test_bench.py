@@ -32,9 +32,12 @@ def test_bench_checkpoint_prints_every_figure_per_size_and_load(cli: CliRun) -> 
             "restore_s",
             "incremental_bytes_ratio",
             "train_step_s",
-            "guarded_stall_s",
+            "unguarded_stall_s",
+            "stall_vs_dcp_async",
+            "durable_vs_dcp_save",
         ):
             assert case[key] > 0, key
+        assert case["stall_path"] == "guarded"  # the save guard() makes by default
         assert case["stall_s"] < case["durable_s"]
         assert case["peak_rss_vs_state"] > 1  # it holds the state
         assert case["dcp_async_stall_s"] < case["dcp_async_durable_s"]

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+import xxhash
 
 from spotwise.executor.checkpoint.manager import (
     CheckpointManager,
@@ -74,10 +75,10 @@ def test_save_commits_step_folders_with_a_manifest_and_latest(tmp_path: Path) ->
     assert (tmp_path / "latest").read_text() == "7"
     manifest = unseal((tmp_path / "step-7/manifest.json").read_bytes(), "step-7")
     assert manifest["step"] == 7 and manifest["kind"] == "full"
-    assert manifest["format"] == 3 and manifest["checksum"] == "sha256"
+    assert manifest["format"] == 3 and manifest["checksum"] == "xxh3-128"
     for name, entry in manifest["files"].items():
         assert (tmp_path / name).stat().st_size == entry["bytes"]
-        assert entry["digest"] == hashlib.sha256((tmp_path / name).read_bytes()).hexdigest()
+        assert entry["digest"] == xxhash.xxh3_128((tmp_path / name).read_bytes()).hexdigest()
 
 
 def test_roundtrip_keeps_every_type_and_structure(tmp_path: Path) -> None:
@@ -344,6 +345,31 @@ def test_format_2_checkpoints_still_verify_and_load(tmp_path: Path) -> None:
     assert unseal((tmp_path / "a/step-5/manifest.json").read_bytes(), "")["format"] == 3
 
 
+def test_format_3_checkpoints_with_sha256_digests_still_verify_and_load(tmp_path: Path) -> None:
+    """As this version wrote them before xxh3: ``"checksum": "sha256"``; a damaged file is still
+    caught, and the intact replica loads."""
+    manager = CheckpointManager([str(tmp_path / "a"), str(tmp_path / "b")])
+    manager.save(2, state(2, big=300_000), block=True)
+    manager.close()
+    for replica in "ab":
+        path = tmp_path / replica / "step-2/manifest.json"
+        manifest = unseal(path.read_bytes(), "")
+        for name, entry in manifest["files"].items():
+            entry["digest"] = hashlib.sha256((tmp_path / replica / name).read_bytes()).hexdigest()
+        for entry in manifest["tensors"].values():
+            if "digest" in entry:
+                entry["digest"] = manifest["files"][entry["file"]]["digest"]
+        path.write_bytes(seal({**manifest, "checksum": "sha256"}))
+    victim = next((tmp_path / "a/step-2").glob("t*.bin"))
+    victim.write_bytes(b"\0" * victim.stat().st_size)
+    manager = CheckpointManager([str(tmp_path / "a"), str(tmp_path / "b")])
+    loaded = manager.load()
+    manager.close()
+    assert loaded is not None and loaded.url == str(tmp_path / "b")
+    assert_same(state(2, big=300_000), loaded.state)
+    assert [c.problem for c in loaded.skipped] == [f"{victim}: checksum mismatch"]
+
+
 def test_a_manifest_naming_an_unknown_checksum_is_a_clear_error(tmp_path: Path) -> None:
     manager = CheckpointManager([str(tmp_path)])
     manager.save(1, state(1, big=10), block=True)
@@ -463,3 +489,18 @@ def test_a_guarded_save_whose_thread_cannot_start_does_not_hang_the_step(
     optimizer.step()
     assert time.perf_counter() - began < 0.25
     manager.close()
+
+
+def test_a_blocking_save_writes_cpu_tensors_from_where_they_are(tmp_path: Path) -> None:
+    """Training waits for a blocking save (on notice) anyway: its plain CPU tensors are written
+    without a staging copy; a non-contiguous one is still staged. Both load bit for bit."""
+    weight = torch.nn.Parameter(torch.randn(600, 600))  # (requires grad)
+    transposed = torch.randn(700, 500).t()
+    tensors = {"w": weight, "t": transposed, "half": torch.randn(9).bfloat16()}
+    manager = CheckpointManager([str(tmp_path)])
+    manager.save(1, tensors, block=True)
+    assert list(manager._buffers) == ["/t"]  # staged: only the non-contiguous one
+    loaded = manager.load()
+    manager.close()
+    assert loaded is not None
+    assert all(torch.equal(loaded.state[k], t.detach()) for k, t in tensors.items())
