@@ -22,6 +22,7 @@ from spotwise.console import (
 from spotwise.core import settings
 from spotwise.policy.errors import PolicyError
 from spotwise.policy.job import REFERENCE, JobSpec
+from spotwise.policy.rl.model_files import ENCODERS
 
 if TYPE_CHECKING:
     from spotwise.policy.rl.env import Scenario
@@ -33,6 +34,15 @@ policy_app = typer.Typer(help="Learned policies.", no_args_is_help=True, rich_ma
 @policy_app.command("train")
 def train(
     algo: Annotated[str, typer.Option("--algo", help="Algorithm (ppo).")] = "ppo",
+    encoder: Annotated[
+        str,
+        typer.Option(
+            "--encoder",
+            help="set: one shared network per pool, pooled; plays any number of pools and may "
+            "move a running job. mlp: a fixed number of pool slots, a spot instance runs "
+            "until preempted.",
+        ),
+    ] = "set",
     out_dir: Annotated[
         Path, typer.Option("--out", help="Folder for ppo.pt, ppo.json and TensorBoard logs.")
     ] = Path("models"),
@@ -106,6 +116,8 @@ def train(
 
     if algo != "ppo":
         fail(f"--algo {algo!r} is not supported; use ppo")
+    if encoder not in ENCODERS:
+        fail(f"--encoder {encoder!r} is not supported; use one of {', '.join(ENCODERS)}")
     try:
         if suite_classes:
             scenarios, trained = _suite_training(synthetic, seed)
@@ -131,6 +143,7 @@ def train(
             dagger_rounds=dagger_rounds,
             progress_bar=progress,
             trained=trained,
+            encoder=encoder,
         )
     except (PolicyError, ValueError) as exc:
         fail(str(exc))
@@ -145,16 +158,20 @@ def _suite_training(synthetic: str, seed: int) -> tuple[list[Scenario], dict[str
     ``synthetic`` regimes (names, all or none), with what the model's card says of them."""
     from spotwise.policy.rl.train import suite_scenarios
     from spotwise.policy.scenarios import REGIMES, synthetic_markets
+    from spotwise.policy.suite import suite_markets
     from spotwise.policy.trace_sets import suite_sets
 
-    bundled = suite_sets(settings.bundled_data_dir())
+    data = settings.bundled_data_dir()
+    bundled = suite_sets(data)
     regimes = [r for r in REGIMES if synthetic and r.name in synthetic.split(",")]
     if synthetic == "all":
         regimes = list(REGIMES)
     markets = synthetic_markets(bundled, regimes, seed=seed)
-    scenarios = suite_scenarios({s.name: s.traces for s in bundled}, synthetic=markets)
+    sets = {s.name: s.traces for s in bundled}
+    priced = suite_markets(sets, data, quick=False)
+    scenarios = suite_scenarios(sets, synthetic=markets, markets=priced)
     trained: dict[str, object] = {
-        "suite": "every class, training jobs",
+        "suite": "every class (the priced markets' too), training jobs",
         "synthetic_regimes": [r.name for r in regimes],
     }
     return scenarios, trained

@@ -65,18 +65,19 @@ def safety_net(obs: Observation, context: JobContext) -> bool:
 
 
 class Guardrails:
-    """Keep a running spot instance until it is preempted, unless the job is late; once the
-    safety net is due, on-demand to the end."""
+    """Keep a running spot instance until it is preempted, unless the job is late (or, with
+    ``moves``, leave the choice to stay or move to the policy); once the safety net is due,
+    on-demand to the end."""
 
-    def __init__(self, context: JobContext) -> None:
-        self.context = context
+    def __init__(self, context: JobContext, *, moves: bool = False) -> None:
+        self.context, self.moves = context, moves
         self.engaged = False
         """Whether the safety net has taken over (for the rest of the job)."""
 
     def fixed(self, obs: Observation) -> int | None:
         """The instance the rules impose at this tick, or None when the policy may choose."""
         if obs.state >= SPOT0 and not late(obs, self.context):
-            return obs.state
+            return None if self.moves else obs.state
         if self.engaged or safety_net(obs, self.context):
             self.engaged = True
             return ON_DEMAND

@@ -22,10 +22,18 @@ from spotwise.policy.rl.model_files import MODEL_NAME, AgentConfig, sha256_of, v
 
 
 def build_network(config: AgentConfig) -> Any:
-    """The untrained policy network a config describes (SB3's actor-critic MLP)."""
+    """The untrained policy network a config describes (SB3's actor-critic MLP, or the set
+    encoder)."""
     from stable_baselines3.common.policies import ActorCriticPolicy
 
     observations, actions = spaces(config.max_pools)
+    if config.encoder == "set":
+        from spotwise.policy.rl.set_network import SetActorCritic
+
+        encoding, trunk = config.net_arch
+        return SetActorCritic(
+            observations, actions, lr_schedule=lambda _: 0.0, encoding=encoding, trunk=trunk
+        )
     return ActorCriticPolicy(
         observations, actions, lr_schedule=lambda _: 0.0, net_arch=list(config.net_arch)
     )
@@ -60,6 +68,9 @@ def load_model(weights: Path) -> LoadedModel:
             plain tensors fitting the configured network.
     """
     config = verified_config(weights)
+    # A tick's network is tiny: one intra-op thread runs it as fast, never spins against a busy
+    # host, and never enters the pool a forked process inherits (a suite worker hung there).
+    torch.set_num_threads(1)
     network = build_network(config)
     try:
         state = torch.load(weights, map_location="cpu", weights_only=True)
@@ -89,19 +100,21 @@ class LearnedPolicy(Policy):
             tensor = torch.as_tensor(vector[None, :])
             latent = network.mlp_extractor.forward_actor(network.extract_features(tensor))
             logits = network.action_net(latent)[0]
-        sizes = [int(n) for n in network.action_space.nvec]
-        return [int(part.argmax()) for part in torch.split(logits, sizes)]
+        intervals = len(self.config.checkpoint_minutes)
+        return [int(logits[:-intervals].argmax()), int(logits[-intervals:].argmax())]
 
     def reset(self, context: JobContext) -> None:
-        """Start a job: fit the features' risk forecast on the past. A job over more pools than
-        the model was trained for is played on the ones most often up in its past (the others
-        are never asked)."""
-        self._pools = _kept_pools(context, self.config.max_pools)
+        """Start a job: fit the features' risk forecast on the past. A set encoder plays every
+        pool; a fixed-slot model given more pools than it was trained for plays the ones most
+        often up in the job's past (the others are never asked)."""
+        every = self.config.encoder == "set"
+        self._pools = None if every else _kept_pools(context, self.config.max_pools)
         if self._pools is not None:
             context = _only(context, self._pools)
-        self._features = FeatureBuilder(context, self.config.max_pools)
+        slots = len(context.pools) if every else self.config.max_pools
+        self._features = FeatureBuilder(context, slots)
         self.forecast = self._features.forecast
-        self._rules = Guardrails(context)
+        self._rules = Guardrails(context, moves=self.config.moves)
         self._n_pools = len(context.pools)
         self._blind = context.observe != "all"
         self._ticks_per_minute = 60.0 / (context.job.hours_per_tick * 3600.0)

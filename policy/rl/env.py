@@ -5,7 +5,8 @@ checkpoint interval), the instance being wait, on-demand or spot in pool slot z,
 one of :data:`CHECKPOINT_MINUTES` (scored in the simulator's checkpoint mode). Reward: minus the
 cost over the job's on-demand cost, so an episode returns minus its cost ratio. ``terminated`` = the
 job is done, ``truncated`` = the deadline passed. The agent is asked only at ticks where it has
-a choice (:class:`Guardrails`: a spot instance runs until preempted; the safety net takes over
+a choice (:class:`Guardrails`: a spot instance runs until preempted, unless ``moves`` lets the
+agent stay or move every tick it runs; the safety net takes over
 when only on-demand can still meet the deadline); the ticks in between run on by the rules.
 """
 
@@ -24,8 +25,10 @@ from spotwise.policy.policies.rules import Guardrails
 from spotwise.policy.rl.features import FeatureBuilder, observation_size
 from spotwise.policy.simulate import (
     EVERYTHING,
+    FLEET,
     CheckpointMode,
     JobRun,
+    Provider,
     Visibility,
     context_for,
 )
@@ -71,13 +74,14 @@ def spaces(max_pools: int) -> tuple[gym.spaces.Box, gym.spaces.MultiDiscrete]:
 
 @dataclass(frozen=True, slots=True)
 class Scenario:
-    """One kind of job to train on: its traces, shape, what the controller sees, and the
-    start ticks it may begin at."""
+    """One kind of job to train on: its traces, shape, what the controller sees, the start
+    ticks it may begin at, and the provider's request terms."""
 
     traces: TraceSet
     spec: JobSpec
     starts: Sequence[int]
     visibility: Visibility = EVERYTHING
+    provider: Provider = FLEET
 
 
 class SpotJobEnv(gym.Env[np.ndarray, np.ndarray]):
@@ -97,11 +101,12 @@ class SpotJobEnv(gym.Env[np.ndarray, np.ndarray]):
         checkpoint: CheckpointMode | None = None,
         visibility: Visibility = EVERYTHING,
         scenarios: Sequence[Scenario] = (),
+        moves: bool = False,
     ) -> None:
         self.scenarios = list(scenarios) or [Scenario(traces, spec, list(starts), visibility)]
         if any(not s.starts for s in self.scenarios):
             raise ValueError("no job start fits before the training cut-off")
-        self.max_pools = max_pools
+        self.max_pools, self.moves = max_pools, moves
         self.single_share = single_share
         self._use(self.scenarios[0])
         self.checkpoint = checkpoint or CheckpointMode(
@@ -114,6 +119,7 @@ class SpotJobEnv(gym.Env[np.ndarray, np.ndarray]):
     def _use(self, scenario: Scenario) -> None:
         self.traces, self.job_spec = scenario.traces, scenario.spec
         self.starts, self.visibility = list(scenario.starts), scenario.visibility
+        self.provider = scenario.provider
         self._ticks_per_minute = 60.0 / scenario.traces.gap_seconds
 
     def reset(
@@ -127,13 +133,20 @@ class SpotJobEnv(gym.Env[np.ndarray, np.ndarray]):
         traces = self.traces
         if self.np_random.random() < self.single_share:
             traces = traces.subset([traces.names[int(self.np_random.integers(len(traces.names)))]])
-        self._run = JobRun(traces, self.job_spec, start, self.checkpoint, self.visibility)
+        self._run = JobRun(
+            traces, self.job_spec, start, self.checkpoint, self.visibility, provider=self.provider
+        )
         context = context_for(
-            traces, self.job_spec, start, self.checkpoint, visibility=self.visibility
+            traces,
+            self.job_spec,
+            start,
+            self.checkpoint,
+            visibility=self.visibility,
+            provider=self.provider,
         )
         self.context = context
         self._features = FeatureBuilder(context, self.max_pools)
-        self._rules = Guardrails(context)
+        self._rules = Guardrails(context, moves=self.moves)
         self._n_pools = len(traces.pools)
         job = self._run.job
         self._scale = (

@@ -8,7 +8,9 @@ so the quantities the rule policy decides on are features too: how far the forec
 covers the work left, the slack against the reserve, and each pool's expected run in changeovers
 (v2, with the thresholds of :class:`FeatureRules`), and (v3) the slack budget's: the outage's
 age against the wait the slack affords, whether no wait fits, the outage's expected rest and the
-best run against what pays for leaving on demand.
+best run against what pays for leaving on demand; (v4) each pool's price now against on-demand,
+and what landing there costs (the request and the checkpoint's egress from where it lies) in
+on-demand changeovers.
 """
 
 from __future__ import annotations
@@ -22,11 +24,14 @@ from spotwise.policy.policies.base import ON_DEMAND, SPOT0, JobContext, Observat
 from spotwise.policy.policies.risk_aware import pays_run
 from spotwise.policy.policies.rules import safety_margin, slack_ticks
 from spotwise.policy.policies.slack_budget import SlackBudget, SpellBook
+from spotwise.policy.regions import NOWHERE, Regions
 from spotwise.policy.risk import fresh_any_up, job_history, prior_of
 from spotwise.pricing.forecast.risk_forecasters import SHIPPED_RISK
 
 GLOBAL_FEATURES = 18
-POOL_FEATURES = 8
+POOL_FEATURES = 10
+RUNS_HERE = 2
+"""The per-pool feature that is 1 for the pool the job's spot instance runs in."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +89,12 @@ class FeatureBuilder:
         pools = self._vector[GLOBAL_FEATURES:].reshape(max_pools, POOL_FEATURES)
         pools[:n_pools, 1] = 1.0
         pools[:n_pools, 6] = context.spot_price / context.on_demand_price
+        regions = context.regions or Regions.of(context.pools, context.on_demand_price)
+        self._pool_region = regions.of_pool
+        self._egress = regions.egress_per_gb * context.checkpoint_gb
+        self._changeover_usd = (
+            context.on_demand_price * context.job.changeover * context.job.hours_per_tick
+        )
 
     def observe(self, obs: Observation) -> None:
         """Feed this tick to the risk forecast (every tick, once; again is a no-op)."""
@@ -145,13 +156,18 @@ class FeatureBuilder:
         pools[:n_pools, 0] = belief
         pools[:n_pools, 2] = 0.0
         if obs.state >= SPOT0:
-            pools[obs.state - SPOT0, 2] = 1.0
+            pools[obs.state - SPOT0, RUNS_HERE] = 1.0
         pools[:n_pools, 3] = askable
         pools[:n_pools, 4] = hopeful
         longest = max(runs[z] for z in askable_pools) if askable_pools else 0.0
         for z in range(n_pools):
             pools[z, 5] = _log_ratio(runs[z], self._unit, span=7.0)
             pools[z, 7] = runs[z] / longest if longest > 0 else 0.0
+        pools[:n_pools, 8] = np.minimum(obs.prices / context.on_demand_price, 10.0)
+        move = np.full(n_pools, context.request_usd)
+        if obs.region != NOWHERE:
+            move += self._egress[obs.region][self._pool_region]
+        pools[:n_pools, 9] = [_log_ratio(m, self._changeover_usd) for m in move]
         return v.copy()
 
     def _budget_features(self, obs: Observation, v: np.ndarray) -> None:

@@ -14,8 +14,9 @@ import numpy as np
 from tqdm import tqdm
 
 from spotwise import policy
-from spotwise.policy.policies.base import WAIT, Action, JobContext, Observation, Policy
+from spotwise.policy.policies.base import SPOT0, WAIT, Action, JobContext, Observation, Policy
 from spotwise.policy.rl.env import CHECKPOINT_MINUTES, SpotJobEnv
+from spotwise.policy.rl.features import GLOBAL_FEATURES, POOL_FEATURES, RUNS_HERE
 
 
 class _Follower:
@@ -76,6 +77,16 @@ def demonstrations(
     return np.asarray(features, dtype=np.float32), np.asarray(actions, dtype=np.int64)
 
 
+def choice_kinds(features: np.ndarray, instances: np.ndarray) -> np.ndarray:
+    """Each choice's kind: 0 wait, 1 on-demand, 2 stay in the spot pool it runs in (its
+    "runs here" feature), 3 spot in another pool."""
+    kinds = np.minimum(instances, SPOT0 + 1).astype(np.int64)
+    on_spot = np.flatnonzero(instances >= SPOT0)
+    column = GLOBAL_FEATURES + (instances[on_spot] - SPOT0) * POOL_FEATURES + RUNS_HERE
+    kinds[on_spot[features[on_spot, column] > 0.5]] = SPOT0
+    return kinds
+
+
 def clone(
     model: object,
     features: np.ndarray,
@@ -95,10 +106,12 @@ def clone(
     optimizer = torch.optim.Adam(policy.parameters(), lr=1e-3)
     x = torch.as_tensor(features)
     y = torch.as_tensor(actions)
-    # Most choice points are "stay on demand"; the rare moves to spot are what matters, so each
-    # instance choice weighs the same in total.
-    counts = np.bincount(actions[:, 0])
-    weights = torch.as_tensor(len(actions) / (len(counts) * counts[actions[:, 0]]), dtype=x.dtype)
+    # Most choice points are "stay where it runs"; the rare moves are what matters, so each kind
+    # of choice (wait, on-demand, stay on spot, spot elsewhere) weighs the same in total.
+    kinds = choice_kinds(features, actions[:, 0])
+    counts = np.bincount(kinds)
+    share = len(actions) / (np.count_nonzero(counts) * counts[kinds])
+    weights = torch.as_tensor(share, dtype=x.dtype)
     weights = weights if balance else torch.ones_like(weights)
     loss_value = float("nan")
     for epoch in range(epochs):

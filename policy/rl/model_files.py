@@ -13,9 +13,15 @@ from typing import Any
 
 from spotwise.policy.errors import PolicyError
 
-FEATURES_VERSION = 3
+FEATURES_VERSION = 4
 """The version of :mod:`spotwise.policy.rl.features` this Spotwise computes."""
 NET_ARCH = (64, 64)
+SET_ARCH = (32, 64)
+"""A set encoder's widths: each pool's encoding, and the job's trunk."""
+ENCODERS = ("mlp", "set")
+"""``mlp``: one network over a fixed number of pool slots (``max_pools``); ``set``: the set
+encoder (:mod:`~spotwise.policy.rl.set_network`, ``net_arch`` = its encoding and trunk widths),
+trained on ``max_pools`` slots, playing any number of pools."""
 MODEL_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 """What a model's file stem may be (and so what a request may call it)."""
 
@@ -39,6 +45,10 @@ class AgentConfig:
     checkpoint_minutes: tuple[float, ...]
     half_life_hours: float
     net_arch: tuple[int, ...] = NET_ARCH
+    encoder: str = "mlp"
+    moves: bool = False
+    """Whether the model chooses while a spot instance runs (stay, or move to another pool);
+    else the instance runs until preempted."""
     features_version: int = FEATURES_VERSION
     trained: dict[str, Any] = field(default_factory=dict)
 
@@ -65,6 +75,12 @@ class AgentConfig:
             raise PolicyError(f"{path}: unknown algo {config.algo!r}; Spotwise trains ppo")
         if not 1 <= config.max_pools <= 64 or not config.net_arch:
             raise PolicyError(f"{path}: max_pools must be 1..64 and net_arch not empty")
+        widths = len(config.net_arch)
+        if config.encoder not in ENCODERS or (config.encoder == "set" and widths != 2):
+            raise PolicyError(
+                f"{path}: encoder must be one of {', '.join(ENCODERS)} (a set encoder's net_arch "
+                "is its encoding and trunk widths)"
+            )
         return config
 
 

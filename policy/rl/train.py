@@ -23,13 +23,13 @@ from spotwise.policy.rl.augment import Storms, stormier
 from spotwise.policy.rl.env import CHECKPOINT_MINUTES, Scenario, SpotJobEnv
 from spotwise.policy.rl.features import HALF_LIFE_HOURS
 from spotwise.policy.rl.imitation import clone, demonstrations
-from spotwise.policy.rl.model_files import NET_ARCH, AgentConfig
-from spotwise.policy.simulate import Visibility, job_starts
+from spotwise.policy.rl.model_files import NET_ARCH, SET_ARCH, AgentConfig
+from spotwise.policy.simulate import FLEET, TEARDOWN, Visibility, job_starts
 from spotwise.policy.traces import TraceSet
 from spotwise.pricing.forecast.prior import PoolPrior
 
 if TYPE_CHECKING:
-    from spotwise.policy.suite import SuiteClass
+    from spotwise.policy.suite import Markets, SuiteClass
 
 
 def training_starts(traces: TraceSet, spec: JobSpec, until_hours: float) -> list[int]:
@@ -50,6 +50,7 @@ def suite_scenarios(
     start_every_hours: float = 3.0,
     stormy_copies: int = 0,
     synthetic: Sequence[TraceSet] = (),
+    markets: Markets | None = None,
 ) -> list[Scenario]:
     """Every class of the scenario suite on its training jobs (those that end before each
     set's held-back cut), with the suite's priors (leave one set out); the same on
@@ -59,15 +60,19 @@ def suite_scenarios(
     it is a claim)."""
     from spotwise.policy.suite import classes, set_prior
 
-    markets = list(sets.items())
+    copies = list(sets.items())
     for copy in range(1, stormy_copies + 1):
         storms = Storms(outages_per_day=copy * 1.0, storms_per_day=copy * 0.3)
-        markets += [(name, stormier(t, seed=copy, storms=storms)) for name, t in sets.items()]
+        copies += [(name, stormier(t, seed=copy, storms=storms)) for name, t in sets.items()]
     priors = {name: set_prior(name, sets) for name in sets}
     scenarios = []
-    for name, traces in markets:
+    for name, traces in copies:
         for c in classes({name: traces}, quick=False):
             scenarios += _class_scenarios(c, traces, priors[name], start_every_hours)
+    for c in classes(sets, quick=False, markets=markets or {}):
+        if c.market and markets:
+            _, priced = markets[c.market]
+            scenarios += _class_scenarios(c, priced, priors[c.trace_set], start_every_hours)
     for market in synthetic:
         prior = set_prior("", {**sets})
         for c in classes({"synthetic": market}, quick=False):
@@ -101,7 +106,8 @@ def _class_scenarios(
     if not starts:
         return []
     if c.pools == "every":
-        return [Scenario(traces, spec, starts, seen)]
+        provider = TEARDOWN if c.failed_request_ends else FLEET
+        return [Scenario(traces, spec, starts, seen, provider)]
     return [Scenario(traces.subset([pool]), spec, starts, seen) for pool in traces.names]
 
 
@@ -137,6 +143,7 @@ def train_ppo(
     single_share: float = 0.2,
     progress_bar: bool = False,
     trained: dict[str, Any] | None = None,
+    encoder: str = "set",
 ) -> Path:
     """Train PPO on jobs of ``scenarios``; write ``out/ppo.pt`` (weights) + ``.json`` (config
     and weights hash) and TensorBoard logs under ``out/tensorboard``. Returns the .pt path.
@@ -145,6 +152,8 @@ def train_ppo(
     ``imitation_episodes`` training jobs, then ``dagger_rounds`` times plays as many jobs
     itself, has the expert label the choices it met and clones them all again (DAgger); PPO
     then fine-tunes it at a lower learning rate.
+    ``encoder``: ``set`` (:mod:`~spotwise.policy.rl.set_network`: plays any number of pools) or
+    ``mlp`` (a fixed number of pool slots, the most any scenario has).
     ``trained`` adds to what the config says of the training.
     """
     import torch
@@ -161,10 +170,20 @@ def train_ppo(
         "starts": first.starts,
         "single_share": single_share,
         "scenarios": list(scenarios),
+        "moves": encoder == "set",
     }
     env = make_vec_env(SpotJobEnv, n_envs=4, seed=seed, env_kwargs=env_kwargs)
+    net_arch = SET_ARCH if encoder == "set" else NET_ARCH
+    network: Any = "MlpPolicy"
+    policy_kwargs: dict[str, Any] = {"net_arch": list(net_arch)}
+    if encoder == "set":
+        from spotwise.policy.rl.set_network import SetActorCritic
+
+        network, policy_kwargs = SetActorCritic, {"encoding": net_arch[0], "trunk": net_arch[1]}
+    elif encoder != "mlp":
+        raise ValueError(f"encoder {encoder!r}: use set or mlp")
     model = PPO(
-        "MlpPolicy",
+        network,
         env,
         n_steps=1024,
         batch_size=512,
@@ -173,7 +192,7 @@ def train_ppo(
         gae_lambda=0.95,
         ent_coef=0.003,
         learning_rate=3e-5 if imitate else 3e-4,
-        policy_kwargs={"net_arch": list(NET_ARCH)},
+        policy_kwargs=policy_kwargs,
         tensorboard_log=str(out / "tensorboard"),
         seed=seed,
         device="cpu",
@@ -215,6 +234,9 @@ def train_ppo(
         weights_sha256="",  # save_model records it
         checkpoint_minutes=CHECKPOINT_MINUTES,
         half_life_hours=HALF_LIFE_HOURS,
+        net_arch=net_arch,
+        encoder=encoder,
+        moves=encoder == "set",
         trained={
             **_describe(scenarios),
             **(trained or {}),
