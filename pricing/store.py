@@ -225,6 +225,13 @@ def resolved_wait_s(wait_s: float | None) -> float:
 
 LINGER_S = 0.02
 """How long a call's connection waits for the next call before letting go of the file."""
+WRITER_QUEUES_AFTER_S = 0.1
+"""How long a writer tries for the store's gate before it says it waits (``PATH.writers``):
+readers then let it go first, for up to :data:`READERS_YIELD_S`."""
+READERS_YIELD_S = 0.5
+"""How long a reader lets the writers that wait for the file go first before it takes its
+turn anyway: readers open the file many times a second, and without yielding they kept a
+waiting writer out for seconds; with no bound, a stream of writers could keep them out."""
 _STORES: weakref.WeakSet[MarketStore] = weakref.WeakSet()
 """This process's stores: one that opens a file read-only lets another's writable connection to
 it go first (DuckDB opens a file one way per process), and the other way round."""
@@ -256,6 +263,7 @@ class MarketStore:
         self._closed = False
         self._wait_log = _wait_log()
         self._gate_path = path.with_name(path.name + ".lock")
+        self._writers_path = path.with_name(path.name + ".writers")
         _STORES.add(self)
 
     @classmethod
@@ -381,18 +389,38 @@ class MarketStore:
             self._lock.release()
 
     def _writer_waits(self) -> bool:
-        """Whether a writer queues at the store's gate (another process's)."""
+        """Whether a writer (another process's) waits for the file: it has said so (it holds
+        ``PATH.writers`` shared), or it holds the store's gate."""
+        return _held_by_other(self._writers_path, fcntl.LOCK_EX) or _held_by_other(
+            self._gate_path, fcntl.LOCK_SH
+        )
+
+    def _let_writers_go_first(self) -> None:
+        """Wait while writers wait for the file, for up to :data:`READERS_YIELD_S`: a reader
+        that went ahead would keep them out for its call."""
+        deadline = self._clock.monotonic() + READERS_YIELD_S
+        pause = 0.005
+        while _held_by_other(self._writers_path, fcntl.LOCK_EX):
+            if self._clock.monotonic() + pause > deadline:
+                return
+            self._clock.sleep(pause * (0.5 + _JITTER.random()))
+            pause = min(pause * 2, 0.05)
+
+    @contextmanager
+    def _writers_queue(self) -> Iterator[None]:
+        """A writer's place among the writers kept waiting at the gate (``PATH.writers``, held
+        shared with the others until it has the gate): readers arriving meanwhile let them go
+        first, and lingering readers let go of the file."""
         try:
-            fd = os.open(self._gate_path, os.O_RDONLY)
+            fd = os.open(self._writers_path, os.O_RDWR | os.O_CREAT, 0o600)
         except OSError:
-            return False
+            yield  # a read-only folder: no queue, only the gate
+            return
         try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
+            fcntl.flock(fd, fcntl.LOCK_SH)  # waits only for a reader's instant look
+            yield
         finally:
-            os.close(fd)
-        return False
+            os.close(fd)  # lets go of the lock too
 
     def _connect(self) -> duckdb.DuckDBPyConnection:
         """Open the file, waiting (with backoff) while another process's call holds it; a
@@ -411,6 +439,8 @@ class MarketStore:
             return duckdb.connect(str(path), read_only=read_only)
 
         began = self._clock.monotonic()
+        if read_only:
+            self._let_writers_go_first()
         with self._gate(exclusive=not read_only):
             con = open_with_backoff(
                 connect,
@@ -444,7 +474,9 @@ class MarketStore:
             yield
             return
         mode = (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB
-        try:
+        began = self._clock.monotonic()
+
+        def take(wait_s: float) -> None:
             open_with_backoff(
                 lambda: fcntl.flock(fd, mode),
                 (BlockingIOError,),
@@ -453,11 +485,21 @@ class MarketStore:
                     "its turn). Wait for them to finish, or pass another --store"
                 ),
                 waiting=lambda _: f"the store {self.path} (writers queue for it)",
-                wait_s=self._wait_s,
+                wait_s=wait_s,
                 first_pause=0.005,
                 max_pause=0.05,
                 clock=self._clock,
             )
+
+        try:
+            if not exclusive:
+                take(self._wait_s)
+            else:
+                try:
+                    take(min(WRITER_QUEUES_AFTER_S, self._wait_s))
+                except StoreError:  # readers keep taking the gate: queue, so they yield
+                    with self._writers_queue():
+                        take(max(0.0, self._wait_s - (self._clock.monotonic() - began)))
             yield
         finally:
             os.close(fd)  # lets go of the lock too
@@ -713,6 +755,22 @@ def _finish_results(con: duckdb.DuckDBPyConnection) -> None:
     complete = getattr(con, "complete", None)
     if complete is not None:
         complete()
+
+
+def _held_by_other(path: Path, mode: int) -> bool:
+    """Whether another holder keeps ``path``'s file lock from a ``mode`` lock taken now (and
+    let go at once): False when there is no such file."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, mode | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
 
 
 def _create_private(path: Path) -> None:

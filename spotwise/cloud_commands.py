@@ -4,13 +4,14 @@ same flags (:mod:`spotwise.cloud_options`) and the same output on each."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from spotwise.cloud_options import GIVEN, cloud_options
-from spotwise.console import StoreOption, fail, out, say
+from spotwise.console import StoreOption, fail, out, plural, say
 from spotwise.core import settings
 from spotwise.executor.clouds.base import Check, Cloud, CloudOptions
 from spotwise.executor.clouds.registry import CLOUDS
@@ -153,9 +154,14 @@ def _collect_garbage(
     named: frozenset[str],
     store: Any,
 ) -> None:
-    """``gc CLOUD``: judge every tagged resource by the ledger; end what it proves orphaned."""
+    """``gc CLOUD``: judge every tagged resource by the ledger; end what it proves orphaned.
+
+    It speaks at once and as it goes: what it looks at (on stderr, once the credentials are
+    found: without them the one error line is all there is), then each resource as soon as it
+    is judged (and ended), then what it did."""
     from spotwise.executor.clouds.orphans import ledger_verdicts, this_host
     from spotwise.executor.ledger.job_ids import is_job_id, not_a_job_id
+    from spotwise.pricing.operational import operational_exists
 
     for job_id in sorted(named):
         if not is_job_id(job_id):
@@ -163,26 +169,43 @@ def _collect_garbage(
     try:
         target = cloud.target(options)
         path = settings.store_path(store)
-        verdicts = ledger_verdicts(path)
-        if verdicts is None and named:
+        if named and not operational_exists(path):
             fail(_no_ledger_for(path, named))
-        host = None if any_host else this_host()
-        judged = cloud.orphans(target, verdicts, host, named=named, store_path=path)
-        if not dry_run:
-            cloud.end(target, judged)
+        sweep = cloud.sweep(target)
     except (ExecutorError, PricingError, ValueError) as exc:
         fail(str(exc))
-    if verdicts is None:
-        say(
-            f"no ledger at {path}: no job can be proven orphaned, so nothing is ended that "
-            "--job does not name (is this the --store the jobs ran with?)"
-        )
-    for item in judged:
-        _line(_judged_line(item, dry_run))
-    if not any(i.end for i in judged):
-        where = "" if any_host else f" started from {host}"
-        region = getattr(target, "home_region", "")
-        _line(f"no orphaned Spotwise instance or secret in {region}{where}")
+    host = None if any_host else this_host()
+    whose = "those of any host" if any_host else f"those {host} started"
+    say(f"… gc {cloud.name}: listing {sweep.looking} ({whose}); the ledger at {path} judges each")
+    done: Counter[tuple[str, bool]] = Counter()
+    try:
+        verdicts = ledger_verdicts(path)
+        if verdicts is None:
+            say(
+                f"no ledger at {path}: no job can be proven orphaned, so nothing is ended that "
+                "--job does not name (is this the --store the jobs ran with?)"
+            )
+        judged = sweep.judged(verdicts, host, named=named, store_path=path)
+        for item in judged if dry_run else sweep.ended(judged):
+            _line(_judged_line(item, dry_run))
+            done[item.kind, item.end] += 1
+    except (ExecutorError, PricingError, ValueError) as exc:
+        fail(str(exc))
+    where = getattr(target, "home_region", "") + ("" if any_host else f" started from {host}")
+    _line(_gc_summary(done, dry_run, where))
+
+
+def _gc_summary(done: Counter[tuple[str, bool]], dry_run: bool, where: str) -> str:
+    """gc's last line: what it ended (or would), and how many it left."""
+    left = done["instance", False] + done["secret", False]
+    kept = f"; {left} left (each line says why)" if left else ""
+    if not done["instance", True] and not done["secret", True]:
+        return f"no orphaned Spotwise instance or secret in {where}{kept}"
+    instances = plural(done["instance", True], "instance")
+    secrets = plural(done["secret", True], "secret")
+    if dry_run:
+        return f"to end (--dry-run: nothing ended): {instances} and {secrets} in {where}{kept}"
+    return f"ended {instances} and deleted {secrets} in {where}{kept}"
 
 
 def _no_ledger_for(path: Path, named: frozenset[str]) -> str:

@@ -143,8 +143,9 @@ def fleet_run(
         progress=lambda m: say(f"… {m}"),
         plan_for=where.plan_for,
     )
+    own = {o.job.report.job_id: o.job.to_dict() for o in outcomes if o.job is not None}
     with open_operational_store(store) as ledger:
-        _print_status(_fleet_rows(ledger, spec.name), spec.name, as_json)
+        _print_status(_fleet_rows(ledger, spec.name), spec.name, as_json, supervised=own)
     failed = [o for o in outcomes if o.error is not None]
     for outcome in failed:
         say(f"{outcome.spec.name}: {outcome.error}")
@@ -252,7 +253,12 @@ def _fleet_rows(market: Any, name: str) -> list[JobLine]:
     return sorted((r for r in list_jobs(market) if r.fleet == name), key=order)
 
 
-def _print_status(rows: list[JobLine], name: str, as_json: bool) -> None:
+def _print_status(
+    rows: list[JobLine], name: str, as_json: bool, *, supervised: dict[str, Any] | None = None
+) -> None:
+    """The fleet's jobs by tier; its JSON has, after ``fleet run``, each supervisor's own
+    account of its job (``supervised``, by job id: what it wrote, whether or not the store
+    has it yet), to hold against the ledger's."""
     simulated = any(r.simulated for r in rows)
     total = round(sum(r.cost_usd for r in rows), 4)
     if as_json:
@@ -272,9 +278,10 @@ def _print_status(rows: list[JobLine], name: str, as_json: bool) -> None:
             }
             for line in (r.to_dict() for r in rows)
         ]
-        out.print_json(
-            data={"fleet": name, "simulated": simulated, "cost_usd": total, "jobs": jobs}
-        )
+        data = {"fleet": name, "simulated": simulated, "cost_usd": total, "jobs": jobs}
+        if supervised is not None:
+            data["supervised"] = supervised
+        out.print_json(data=data, default=str)
         return
     label = " (simulated $: a replayed market)" if simulated else ""
     table = Table(

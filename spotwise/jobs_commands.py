@@ -38,14 +38,16 @@ jobs_app = typer.Typer(
 
 @contextmanager
 def _ledger_store(store: Path | None) -> Iterator[OperationalStore]:
-    """The store for reading the ledger: opened for writing when it exists (to migrate an older
-    store and write the ledger writes a gone supervisor left pending), else read-only."""
-    from spotwise.executor.ledger.journal import replay_orphans
+    """The store for reading the ledger: read-only (other readers share it, and no writer waits
+    for it), unless a gone supervisor left ledger writes pending: then opened for writing, to
+    write them first. An older store is brought up to date either way."""
+    from spotwise.executor.ledger.journal import has_orphans, replay_orphans
     from spotwise.pricing.operational import operational_exists
 
-    missing = not operational_exists(settings.store_path(store))
-    with open_operational_store(store, read_only=missing) as market:
-        if not missing:
+    path = settings.store_path(store)
+    write = operational_exists(path) and has_orphans(path)
+    with open_operational_store(store, read_only=not write) as market:
+        if write:
             replay_orphans(market)
         yield market
 

@@ -13,7 +13,7 @@ its local emulator.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -243,21 +243,38 @@ class Cloud(Protocol):
         as soon as it is decided."""
         ...
 
-    def orphans(
+    def sweep(self, target: CloudTarget) -> Sweep:
+        """``gc``'s pass over the account: its credentials taken (an ExecutorError in one line
+        without them), nothing listed yet."""
+        ...
+
+
+class Sweep(Protocol):
+    """One ``gc`` pass over a cloud account, with its credentials in hand: what it lists, each
+    tagged resource judged as its listing comes, each ended as it is judged."""
+
+    @property
+    def looking(self) -> str:
+        """What it lists, and where: the first line ``gc`` prints, before any listing."""
+        ...
+
+    def judged(
         self,
-        target: CloudTarget,
         verdicts: dict[str, Verdict] | None,
         host: str | None,
         *,
         named: frozenset[str],
         store_path: Path,
-    ) -> list[Judged]:
-        """Its tagged instances and secrets, each judged by the ledger
-        (:func:`~executor.clouds.orphans.judge`): only what it proves orphaned is to end."""
+    ) -> Iterator[Judged]:
+        """Its tagged instances, then its secrets, each judged by the ledger
+        (:func:`~executor.clouds.orphans.judge`) as soon as its page of the listing comes:
+        only what the ledger proves orphaned is to end."""
         ...
 
-    def end(self, target: CloudTarget, judged: list[Judged]) -> None:
-        """End the instances and delete the secrets ``judged`` to end."""
+    def ended(self, judged: Iterable[Judged]) -> Iterator[Judged]:
+        """Each of ``judged`` again: one to end once the cloud has taken its ending (an
+        instance ended or its deletion under way, a secret deleted), one left at once. It
+        returns only when every ending is done, so a failed one is said before gc's summary."""
         ...
 
 

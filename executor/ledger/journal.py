@@ -16,7 +16,7 @@ import fcntl
 import json
 import logging
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -248,7 +248,7 @@ def pending_writes(store_path: Path, job_id: str | None = None) -> dict[str, lis
     return found
 
 
-def _orphans(store_path: Path) -> Iterator[Path]:
+def _orphans(store_path: Path) -> Generator[Path]:
     """Journals no live supervisor holds, each locked while the caller replays it."""
     for path in sorted(pending_folder(store_path).glob("*.jsonl")):
         try:
@@ -268,6 +268,16 @@ def _orphans(store_path: Path) -> Iterator[Path]:
                 yield path
         finally:
             os.close(fd)
+
+
+def has_orphans(store_path: Path) -> bool:
+    """Whether a journal no live supervisor holds waits to be written into the store at
+    ``store_path`` (files and locks only: the store is not opened)."""
+    found = _orphans(store_path)
+    try:
+        return next(found, None) is not None
+    finally:
+        found.close()  # lets go of the journal's lock
 
 
 def replay_orphans(store: OperationalStore) -> int:

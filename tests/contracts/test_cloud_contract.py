@@ -14,16 +14,22 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from spotwise.executor.clouds.base import Cloud, CloudOptions, CloudTarget
-from spotwise.executor.clouds.orphans import ledger_verdicts
+from spotwise.executor.clouds.orphans import Judged, Verdict, ledger_verdicts
 from spotwise.executor.clouds.registry import CLOUDS
 from spotwise.executor.errors import ExecutorError
 from spotwise.executor.launchers.base import Placement
 from spotwise.executor.ledger.ledger import JobInfo, JobStatus, Ledger, new_job_id
 from spotwise.pricing.store import MarketStore
+from tests.fakes.slow_proxy import SlowProxy
+
+if TYPE_CHECKING:
+    from spotwise.executor.clouds.azure.fake.arm import AzureArmFake
+    from spotwise.executor.local_clouds.http import Request
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
@@ -72,6 +78,10 @@ def _no_refusals(refused: list[str]) -> None:
     assert not refused, f"requests Google's discovery documents do not allow: {refused}"
 
 
+AZURE_FAKES: dict[str, AzureArmFake] = {}
+"""The Azure fake of each endpoint now served (a proxy in front of one serves with its TLS)."""
+
+
 def _azure(request: pytest.FixtureRequest) -> CloudOptions:
     """Azurite and the loopback fake of Resource Manager, Key Vault and the managed identity
     endpoint (checked against the Azure SDK's request builders and models), reached through
@@ -93,6 +103,8 @@ def _azure(request: pytest.FixtureRequest) -> CloudOptions:
         assert not local.fake.refused, f"requests the Azure SDK does not make: {local.fake.refused}"
 
     request.addfinalizer(no_refusals)
+    AZURE_FAKES[local.fake.url] = local.fake
+    request.addfinalizer(lambda: AZURE_FAKES.pop(local.fake.url))
     return CloudOptions(
         project=f"{SUBSCRIPTION}/{GROUP}",
         image=IMAGE,
@@ -150,6 +162,21 @@ def _job(store: Path, job_id: str, name: str) -> Ledger:
         simulated=False,
     )
     return Ledger(store, info, job_id=job_id)
+
+
+def _orphans(
+    provider: Cloud,
+    target: CloudTarget,
+    verdicts: dict[str, Verdict] | None,
+    host: str | None,
+    *,
+    named: frozenset[str],
+    store_path: Path,
+) -> list[Judged]:
+    """Every tagged resource of one gc pass, judged."""
+    judged = provider.sweep(target).judged(verdicts, host, named=named, store_path=store_path)
+    assert isinstance(judged, Iterator)  # each as its listing comes, for gc to say at once
+    return list(judged)
 
 
 def test_a_clouds_settings_survive_json_and_name_the_cloud(
@@ -245,7 +272,8 @@ def test_an_instance_carries_the_ledgers_job_id_and_gc_beside_its_live_job_ends_
     assert provider.job_instances(target, new_job_id()) == []
 
     host = socket.gethostname()
-    judged = provider.orphans(
+    judged = _orphans(
+        provider,
         target,
         ledger_verdicts(store),
         host,
@@ -256,7 +284,8 @@ def test_an_instance_carries_the_ledgers_job_id_and_gc_beside_its_live_job_ends_
     assert {j.kind for j in mine} == {"instance", "secret"}
     assert not any(j.end for j in mine) and all("live supervisor" in j.why for j in mine)
     wrong_store = tmp_path / "elsewhere.duckdb"
-    judged = provider.orphans(
+    judged = _orphans(
+        provider,
         target,
         ledger_verdicts(wrong_store),
         host,
@@ -266,7 +295,8 @@ def test_an_instance_carries_the_ledgers_job_id_and_gc_beside_its_live_job_ends_
     assert not any(j.end for j in judged if j.job_id == job_id)
 
     ledger.finish(JobStatus.FAILED)  # its supervisor ended without cleaning up
-    judged = provider.orphans(
+    judged = _orphans(
+        provider,
         target,
         ledger_verdicts(store),
         host,
@@ -275,9 +305,11 @@ def test_an_instance_carries_the_ledgers_job_id_and_gc_beside_its_live_job_ends_
     )
     mine = [j for j in judged if j.job_id == job_id]
     assert mine and all(j.end for j in mine)
-    provider.end(target, mine)
+    ended = list(provider.sweep(target).ended(mine))
+    assert ended == mine  # each said once it is ended
     assert provider.job_instances(target, job_id) == []
-    left = provider.orphans(
+    left = _orphans(
+        provider,
         target,
         ledger_verdicts(store),
         host,
@@ -299,7 +331,8 @@ def test_a_jobs_secrets_live_as_long_as_its_launcher(
     launcher = provider.launcher(target, code, {"HF_TOKEN": "s3cret"}, job_id=job_id)
 
     def secrets() -> list[str]:
-        judged = provider.orphans(
+        judged = _orphans(
+            provider,
             target,
             None,
             None,
@@ -313,3 +346,107 @@ def test_a_jobs_secrets_live_as_long_as_its_launcher(
     assert secrets() == []
     with pytest.raises(ExecutorError):
         provider.launcher(target, code, {"not a name!": "x"}, job_id=new_job_id())
+
+
+SLOW_LISTINGS: dict[str, Callable[[Request], str | None]] = {
+    "aws": lambda r: (
+        "instances"
+        if b"Action=DescribeInstances" in r.body
+        else "secrets"
+        if r.header("X-Amz-Target") == "AmazonSSM.DescribeParameters"
+        else None
+    ),
+    "gcp": lambda r: (
+        "instances"
+        if r.method == "GET" and r.path.endswith("/aggregated/instances")
+        else "secrets"
+        if r.method == "GET" and r.path.endswith("/secrets")
+        else None
+    ),
+    "azure": lambda r: (
+        "instances"
+        if r.method == "GET" and r.path.endswith("/virtualMachines")
+        else "secrets"  # the vault's lookup, before its secrets are listed
+        if r.method == "GET" and "/Microsoft.KeyVault/vaults/" in r.path
+        else None
+    ),
+}
+"""Each cloud's listing requests through its local server: its instances', its secrets'."""
+HELD_S = 2.0
+
+
+def _proxy(provider: Cloud, target: CloudTarget) -> SlowProxy:
+    """A proxy in front of the cloud's endpoint that holds each listing for :data:`HELD_S`."""
+    endpoint = str(getattr(target, "endpoint_url", ""))
+    tls = ca_file = None
+    if provider.name == "azure":
+        fake = AZURE_FAKES[endpoint]
+        tls, ca_file = fake.tls, str(fake.ca_file)
+    return SlowProxy(
+        endpoint, SLOW_LISTINGS[provider.name], delay_s=HELD_S, tls=tls, ca_file=ca_file
+    )
+
+
+def _timed_lines(
+    command: list[str], timeout_s: float = 180.0
+) -> tuple[int, list[tuple[float, str]]]:
+    """Run ``command`` with stderr on its stdout; each line as it came, with when it came
+    (``time.monotonic()``), and the exit code."""
+    import subprocess
+    import time
+
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
+    )
+    assert process.stdout is not None
+    lines = [(time.monotonic(), line.rstrip("\n")) for line in process.stdout]
+    return process.wait(timeout_s), lines
+
+
+def test_gc_says_what_it_lists_first_then_each_resource_as_it_is_judged_and_ended(
+    cloud: tuple[Cloud, CloudOptions], ready: tuple[Cloud, CloudTarget], tmp_path: Path
+) -> None:
+    """`spotwise gc CLOUD` as a user runs it, each listing held 2 s on its way back: its first
+    line (what it lists, where) comes before the instances' listing does, the instance's line
+    before the secrets are listed, the summary last."""
+    import sys
+
+    provider, target = ready
+    options = cloud[1]
+    store = tmp_path / "market.duckdb"
+    job_id = new_job_id()
+    ledger = _job(store, job_id, provider.name)
+    code = provider.ship_code(target, wheel=_wheel(tmp_path))
+    launcher = provider.launcher(target, code, {"HF_TOKEN": "s3cret"}, job_id=job_id)
+    pool = launcher.pools[0]
+    launcher.launch(Placement(market="spot", pool=pool, price=1.0), ["python", "train.py"], {})
+    (instance,) = provider.job_instances(target, job_id)
+    ledger.finish(JobStatus.FAILED)  # its supervisor ended without cleaning up
+    account = ["--region", str(options.region)] if provider.name == "aws" else []
+    account += ["--project", str(options.project)] if options.project else []
+    proxy = _proxy(provider, target)
+    try:
+        code_, lines = _timed_lines(
+            [
+                *(sys.executable, "-m", "spotwise", "gc", provider.name, *account),
+                *("--endpoint-url", proxy.url, "--store", str(store)),
+            ]
+        )
+    finally:
+        proxy.close()
+    text = "\n".join(line for _, line in lines)
+    assert code_ == 0, text
+    listed_instances, listed_secrets = proxy.answered["instances"], proxy.answered["secrets"]
+    (first_at, first), *rest = lines
+    assert first.startswith(f"… gc {provider.name}: listing "), text
+    assert proxy.url in first and str(store) in first
+    assert first_at < listed_instances[0] - HELD_S / 2, text  # before the listing came back
+    mine = [(at, line) for at, line in rest if job_id in line]
+    assert [line.split()[0] for _, line in mine] == ["ended", "deleted"], text
+    instance_at, instance_line = mine[0]
+    assert str(instance).rsplit("/", 1)[-1] in instance_line
+    assert "its job is failed in the ledger" in instance_line
+    assert instance_at < listed_secrets[0] - HELD_S / 2, text  # said before secrets are listed
+    assert rest[-1][1].startswith("ended 1 instance and deleted 1 secret in "), text
+    assert provider.job_instances(target, job_id) == []
+    launcher.close()

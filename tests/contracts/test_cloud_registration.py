@@ -17,9 +17,8 @@ from typing import Any
 import pytest
 
 from spotwise.core.settings import CloudEndpoint
-from spotwise.executor.clouds.base import Check, CloudOptions, CloudTarget, Say, SetUp
+from spotwise.executor.clouds.base import Check, CloudOptions, CloudTarget, Say, SetUp, Sweep
 from spotwise.executor.clouds.code_bundle import ShippedCode
-from spotwise.executor.clouds.orphans import Judged, Verdict
 from spotwise.executor.clouds.registry import CLOUDS, sources_from_env
 from spotwise.executor.errors import ExecutorError
 from spotwise.executor.launchers.base import Launcher
@@ -103,18 +102,7 @@ class ToyCloud:
     def set_up(self, target: CloudTarget, say: Say) -> SetUp:
         raise NotImplementedError
 
-    def orphans(
-        self,
-        target: CloudTarget,
-        verdicts: dict[str, Verdict] | None,
-        host: str | None,
-        *,
-        named: frozenset[str],
-        store_path: Path,
-    ) -> list[Judged]:
-        raise NotImplementedError
-
-    def end(self, target: CloudTarget, judged: list[Judged]) -> None:
+    def sweep(self, target: CloudTarget) -> Sweep:
         raise NotImplementedError
 
 

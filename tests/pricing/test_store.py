@@ -325,3 +325,76 @@ def test_every_call_s_wait_goes_to_the_wait_log_only_its_owner_reads(
     assert {pid for pid, _, _ in lines} == {str(os.getpid())}
     assert all(0 <= float(seconds) < 30 for _, seconds, _ in lines)
     assert stat.S_IMODE(log.stat().st_mode) == 0o600
+
+
+WRITER = """
+import sys
+from pathlib import Path
+from spotwise.pricing.store import MarketStore
+store = MarketStore(Path(sys.argv[1]), read_only=False, wait_s=30.0)
+with store.held():
+    store.execute("CREATE TABLE IF NOT EXISTS marks (n INTEGER)")
+    store.execute("INSERT INTO marks VALUES (1)")
+print("written", flush=True)
+"""
+READER = """
+import sys
+from pathlib import Path
+from spotwise.pricing.store import MarketStore
+print("opening", flush=True)
+store = MarketStore(Path(sys.argv[1]), read_only=True, wait_s=30.0)
+found = store.records("SELECT count(*) AS n FROM duckdb_tables() WHERE table_name = 'marks'")
+print("marks" if found[0]["n"] else "no marks", flush=True)
+"""
+
+
+@pytest.mark.slow  # three processes
+def test_a_writer_kept_at_the_gate_goes_before_readers_that_come_after_it(
+    store_file: Path,
+) -> None:
+    """Readers take the store's gate many times a second, each for an instant: a writer that
+    could not get it for a moment says it waits, and a reader arriving then lets it go first
+    (so a stream of readers cannot keep a supervisor's ledger write out for seconds)."""
+    import fcntl
+    import os
+    import time
+
+    from spotwise.pricing.store import READERS_YIELD_S, WRITER_QUEUES_AFTER_S
+
+    MarketStore.open(store_file).close()
+    gate = os.open(store_file.with_name(store_file.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(gate, fcntl.LOCK_SH)  # a reader mid-open holds the gate
+    run = [sys.executable, "-c"]
+    writer = subprocess.Popen([*run, WRITER, str(store_file)], stdout=subprocess.PIPE, text=True)
+    reader = None
+    try:
+        queue = store_file.with_name(store_file.name + ".writers")
+        deadline = time.monotonic() + 60
+        while not queue.exists() or _free(queue):  # the writer says it waits
+            assert time.monotonic() < deadline and writer.poll() is None
+            time.sleep(0.01)
+        reader = subprocess.Popen(
+            [*run, READER, str(store_file)], stdout=subprocess.PIPE, text=True
+        )
+        assert reader.stdout is not None and reader.stdout.readline() == "opening\n"
+        time.sleep(min(0.1, READERS_YIELD_S / 4))  # the reader has reached the gate
+    finally:
+        os.close(gate)  # the first reader lets go
+    assert writer.communicate(timeout=60)[0] == "written\n"
+    assert reader.communicate(timeout=60)[0] == "marks\n"  # it read after the writer's write
+    assert reader.returncode == 0 == writer.returncode
+    assert WRITER_QUEUES_AFTER_S < READERS_YIELD_S
+
+
+def _free(path: Path) -> bool:
+    import fcntl
+    import os
+
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)
+    return True

@@ -1,11 +1,12 @@
 """Soak: many Spotwise processes on one store for a few minutes, as a team runs it. The
 forecast schedule, a large load in a loop, `plan` in a loop, three supervised runs with
-preemptions, one cancelled from another shell and one whose supervisor is killed (SIGKILL),
+preemptions, a fleet of three jobs (one per tier, each under its supervisor in the fleet's
+process), one run cancelled from another shell and one whose supervisor is killed (SIGKILL),
 `jobs list` in a loop and the dashboard's pages in a loop: no command fails or shows the
-driver's own text, each ledger holds every entry its supervisor wrote, and the store is
-consistent afterwards. Every store call's wait is logged and reported (``$SPOTWISE_SOAK_S``
-sets how long the loops run, 420 s by default, and ``$SPOTWISE_SOAK_LOAD_EVERY_S`` the pause
-between large loads)."""
+driver's own text, each ledger (the runs' and the fleet's jobs') holds every entry its
+supervisor wrote, and the store is consistent afterwards. Every store call's wait is logged
+and reported (``$SPOTWISE_SOAK_S`` sets how long the loops run, 420 s by default, and
+``$SPOTWISE_SOAK_LOAD_EVERY_S`` the pause between large loads)."""
 
 from __future__ import annotations
 
@@ -120,6 +121,78 @@ def fake_run(
     )
 
 
+class Fleet:
+    """``spotwise fleet run`` of three jobs, one per tier, on the replayed market (its output
+    in files: a fleet says a lot in minutes)."""
+
+    def __init__(self, tmp_path: Path, name: str, env: dict[str, str], work_s: float) -> None:
+        def job(tier: str) -> dict[str, object]:
+            state = str(tmp_path / f"progress-{name}-{tier}")
+            return {
+                "name": f"{name}-{tier}",
+                "priority": tier,
+                "compute_hours": 1.5,
+                "deadline_hours": 6,
+                "command": [
+                    sys.executable,
+                    str(FAKE_JOB),
+                    "--work-s",
+                    str(work_s),
+                    "--state",
+                    state,
+                ],
+            }
+
+        spec = tmp_path / f"{name}.yaml"
+        # JSON is YAML; room for one on-demand node and spot for the others
+        spec.write_text(
+            json.dumps(
+                {
+                    "name": name,
+                    "budget_usd_per_hour": 6.0,
+                    "jobs": [job(t) for t in ("high", "normal", "low")],
+                }
+            )
+        )
+        self.name = name
+        self.out, self.err = tmp_path / f"{name}.json", tmp_path / f"{name}.stderr"
+        with self.out.open("w") as out, self.err.open("w") as err:
+            self.process = subprocess.Popen(
+                [
+                    *(sys.executable, "-m", "spotwise", "fleet", "run", str(spec), "--json"),
+                    *("--start-hours", "100", "--scale", "60"),
+                ],
+                stdout=out,
+                stderr=err,
+                text=True,
+                env=env,
+            )
+
+    def done(self) -> bool:
+        return self.process.poll() is not None
+
+    def supervised(self) -> dict[str, dict[str, Any]]:
+        """Each job's own account, by its supervisor (the fleet's JSON), by job id."""
+        assert self.process.wait(timeout=600) == 0, self.err.read_text()[-3000:]
+        answer = json.loads(self.out.read_text())
+        assert [j["status"] for j in answer["jobs"]] == ["completed"] * 3, answer
+        return dict(answer["supervised"])
+
+
+LEDGER_COUNTS = ("entries", "instances", "preemptions", "notices", "migrations", "cost_usd")
+
+
+def in_store_as_supervised(run: Commands, by_supervisor: dict[str, Any]) -> None:
+    """The store's report of a job holds what its supervisor says it wrote, none pending."""
+    shown = run("jobs", "show", by_supervisor["job_id"], "--json")
+    assert shown.returncode == 0, shown.stderr
+    in_store = json.loads(shown.stdout)
+    assert in_store["pending_writes"] == 0
+    assert by_supervisor["status"] == "completed"
+    for key in LEDGER_COUNTS:
+        assert in_store[key] == by_supervisor[key], (by_supervisor["job_id"], key)
+
+
 def job_id_of(process: subprocess.Popen[str], said: list[str]) -> str:
     """The job id a run names in its first line (its other lines kept in ``said``)."""
     assert process.stderr is not None
@@ -210,6 +283,7 @@ def test_a_store_shared_by_every_kind_of_process_loses_nothing_and_fails_nothing
         env=env,
     )
     jobs = [fake_run(tmp_path, f"job-{i}", env, work_s=90) for i in range(3)]
+    fleets = [Fleet(tmp_path, "fleet-0", env, work_s=90)]
     cancelled, killed = (fake_run(tmp_path, name, env, work_s=3600) for name in ("c", "k"))
     cancelled_said: list[str] = []
     cancelled_id = job_id_of(cancelled, cancelled_said)
@@ -246,7 +320,17 @@ def test_a_store_shared_by_every_kind_of_process_loses_nothing_and_fails_nothing
             if FULL and finished:
                 outputs += [j.communicate(timeout=60) for j in jobs[len(outputs) :]]
                 jobs += [fake_run(tmp_path, f"job-{len(jobs) + i}", env, 90) for i in range(3)]
-            elif finished and ok_runs >= 2 and loads and "cancel" in ended:
+            if FULL and fleets[-1].done():
+                fleets.append(Fleet(tmp_path, f"fleet-{len(fleets)}", env, work_s=90))
+            fleets_done = all(f.done() for f in fleets)
+            if (
+                not FULL
+                and finished
+                and fleets_done
+                and ok_runs >= 2
+                and loads
+                and "cancel" in ended
+            ):
                 break
             time.sleep(1.0)
     finally:
@@ -256,10 +340,11 @@ def test_a_store_shared_by_every_kind_of_process_loses_nothing_and_fails_nothing
         schedule.send_signal(signal.SIGTERM)
         schedule.wait(timeout=120)
         reader.join(timeout=10)
-        for job in jobs:  # the last ones started may still be training: let them finish
+        # the last ones started may still be training: let them finish
+        for job in (*jobs, *(f.process for f in fleets)):
             with contextlib.suppress(subprocess.TimeoutExpired):
                 job.wait(timeout=300)
-        for process in (*jobs, cancelled, killed):
+        for process in (*jobs, *(f.process for f in fleets), cancelled, killed):
             if process.poll() is None:
                 process.kill()
     # a job whose supervisor died is still cancelled from another shell: its command too
@@ -284,16 +369,22 @@ def test_a_store_shared_by_every_kind_of_process_loses_nothing_and_fails_nothing
     kept_pending = 0
     for job_out, job_err in outputs:
         by_supervisor = json.loads(job_out)
-        shown = run("jobs", "show", by_supervisor["job_id"], "--json")
-        assert shown.returncode == 0, shown.stderr
-        in_store = json.loads(shown.stdout)
-        assert in_store["pending_writes"] == 0
-        assert by_supervisor["preemptions"] >= 2 and by_supervisor["status"] == "completed"
-        for key in ("entries", "instances", "preemptions", "notices", "migrations", "cost_usd"):
-            assert in_store[key] == by_supervisor[key], key
+        in_store_as_supervised(run, by_supervisor)
+        assert by_supervisor["preemptions"] >= 2
         assert job_err.count("launching on") == by_supervisor["instances"]
         kept_pending += job_err.count("keeps writes in")
+    # The fleet's jobs too: each supervisor's own account (the fleet's JSON) against the store.
+    fleet_jobs: Counter[str] = Counter()
+    for fleet in fleets:
+        for by_supervisor in fleet.supervised().values():
+            in_store_as_supervised(run, by_supervisor)
+            fleet_jobs["jobs"] += 1
+            fleet_jobs["instances"] += by_supervisor["instances"]
+            fleet_jobs["preemptions"] += by_supervisor["preemptions"]
+            fleet_jobs["migrations"] += by_supervisor["migrations"]
+        kept_pending += fleet.err.read_text().count("keeps writes in")
     seen = [line for _, err in outputs for line in driver_text(err)]
+    seen += [line for fleet in fleets for line in driver_text(fleet.err.read_text())]
     seen += driver_text(cancelled_err + "".join(cancelled_said)) + run.driver_text
     assert seen == []
 
@@ -323,6 +414,8 @@ def test_a_store_shared_by_every_kind_of_process_loses_nothing_and_fails_nothing
                 "forecast_runs_ok": sum("ok:" in line for line in schedule_lines),
                 "dashboard_pages": pages,
                 "supervised_jobs": len(jobs),
+                "fleets": len(fleets),
+                "fleet_jobs": dict(fleet_jobs),
                 "ledger_writes_kept_pending": kept_pending,
                 "store_waits": wait_figures(waits),
                 "operational_store": "postgresql" if operational_url() else "file",

@@ -22,9 +22,9 @@ from spotwise.executor.clouds.base import (
 from spotwise.executor.errors import ExecutorError
 
 if TYPE_CHECKING:
+    from spotwise.executor.clouds.aws.gc import AwsSweep
     from spotwise.executor.clouds.aws.launcher import AwsLauncher
     from spotwise.executor.clouds.code_bundle import ShippedCode
-    from spotwise.executor.clouds.orphans import Judged, Verdict
 
 
 def _aws(target: CloudTarget) -> AwsTarget:
@@ -214,53 +214,18 @@ class AwsCloud:
             endpoint_url=aws.endpoint_url,
         ).run()
 
-    def orphans(
-        self,
-        target: CloudTarget,
-        verdicts: dict[str, Verdict] | None,
-        host: str | None,
-        *,
-        named: frozenset[str],
-        store_path: Path,
-    ) -> list[Judged]:
-        """The tagged instances and SSM secrets, each judged by the ledger.
+    def sweep(self, target: CloudTarget) -> AwsSweep:
+        """``gc aws``'s pass over the region: its EC2 and SSM clients, with credentials.
 
         Raises:
-            ExecutorError: when AWS refuses to list them.
+            ExecutorError: in one line, without credentials.
         """
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        from spotwise.executor.clouds.aws.gc import judge_instances, judge_secrets
+        from spotwise.executor.clouds.aws.gc import AwsSweep
 
         aws = _aws(target)
-        ec2 = self._client(aws, "ec2", "gc aws")
-        ssm = self._client(aws, "ssm", "gc aws")
-        try:
-            return [
-                *judge_instances(ec2, verdicts, host, named=named, store_path=store_path),
-                *judge_secrets(ssm, verdicts, host, named=named, store_path=store_path),
-            ]
-        except (BotoCoreError, ClientError) as exc:
-            raise ExecutorError(f"AWS {aws.region}: {exc}") from exc
-
-    def end(self, target: CloudTarget, judged: list[Judged]) -> None:
-        """Terminate the instances, delete the secrets ``judged`` to end.
-
-        Raises:
-            ExecutorError: when AWS refuses.
-        """
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        from spotwise.executor.clouds.aws.gc import delete_secrets, end_instances
-
-        aws = _aws(target)
-        try:
-            end_instances(
-                self._client(aws, "ec2", "gc aws"), [j for j in judged if j.kind == "instance"]
-            )
-            delete_secrets(
-                self._client(aws, "ssm", "gc aws"),
-                [j.resource for j in judged if j.kind == "secret" and j.end],
-            )
-        except (BotoCoreError, ClientError) as exc:
-            raise ExecutorError(f"AWS {aws.region}: {exc}") from exc
+        return AwsSweep(
+            self._client(aws, "ec2", "gc aws"),
+            self._client(aws, "ssm", "gc aws"),
+            aws.region,
+            aws.endpoint_url,
+        )

@@ -22,20 +22,15 @@ from spotwise.executor.clouds.base import (
 from spotwise.executor.errors import ExecutorError
 
 if TYPE_CHECKING:
+    from spotwise.executor.clouds.azure.gc import AzureSweep
     from spotwise.executor.clouds.azure.launcher import AzureLauncher
     from spotwise.executor.clouds.code_bundle import ShippedCode
-    from spotwise.executor.clouds.orphans import Judged, Verdict
 
 
 def _azure(target: CloudTarget) -> AzureTarget:
     if not isinstance(target, AzureTarget):
         raise ExecutorError(f"the azure cloud was given {target.cloud}'s settings")
     return target
-
-
-def _to_end(judged: list[Judged], kind: str) -> list[str]:
-    """The resources of ``kind`` (``instance``, ``secret``) ``judged`` to end."""
-    return [j.resource for j in judged if j.kind == kind and j.end]
 
 
 class AzureCloud:
@@ -196,76 +191,14 @@ class AzureCloud:
         while (item := azure_call("check azure", lambda: next(checks, None))) is not None:
             yield item
 
-    def orphans(
-        self,
-        target: CloudTarget,
-        verdicts: dict[str, Verdict] | None,
-        host: str | None,
-        *,
-        named: frozenset[str],
-        store_path: Path,
-    ) -> list[Judged]:
-        """The tagged VMs and Key Vault secrets, each judged by the ledger.
+    def sweep(self, target: CloudTarget) -> AzureSweep:
+        """``gc azure``'s pass over the resource group, with a credential that has shown it
+        gets a token.
 
         Raises:
-            ExecutorError: when Azure refuses to list them.
+            ExecutorError: in one line, without an account or credentials.
         """
-        from spotwise.executor.clouds.azure.clients import (
-            arm,
-            azure_call,
-            get_or_none,
-            secrets_client,
-        )
-        from spotwise.executor.clouds.azure.gc import judge_secrets, judge_vms
+        from spotwise.executor.clouds.azure.gc import AzureSweep
 
         azure = _azure(target)
-        _, group = azure.require_account("gc azure")
-        cred = self._credential(azure, "gc azure")
-
-        def listed() -> list[Judged]:
-            judged = judge_vms(
-                arm(azure, "compute", cred),
-                group,
-                verdicts,
-                host,
-                named=named,
-                store_path=store_path,
-            )
-            vaults = arm(azure, "keyvault", cred).vaults
-            vault = get_or_none(lambda: vaults.get(group, azure.vault_name))
-            if vault is not None:
-                client = secrets_client(
-                    str(vault.properties.vault_uri), cred, emulated=bool(azure.endpoint_url)
-                )
-                judged += judge_secrets(client, verdicts, host, named=named, store_path=store_path)
-            return judged
-
-        return azure_call(f"gc azure ({group})", listed)
-
-    def end(self, target: CloudTarget, judged: list[Judged]) -> None:
-        """Delete the VMs, delete the secrets ``judged`` to end.
-
-        Raises:
-            ExecutorError: when Azure refuses.
-        """
-        from spotwise.executor.clouds.azure.clients import (
-            arm,
-            azure_call,
-            secrets_client,
-            vault_uri,
-        )
-        from spotwise.executor.clouds.azure.gc import delete_secrets, end_vms
-
-        azure = _azure(target)
-        _, group = azure.require_account("gc azure")
-        vms, secrets = _to_end(judged, "instance"), _to_end(judged, "secret")
-        if not vms and not secrets:
-            return
-        cred = self._credential(azure, "gc azure")
-        if vms:
-            azure_call(
-                f"gc azure ({group})", lambda: end_vms(arm(azure, "compute", cred), group, vms)
-            )
-        if secrets:
-            client = secrets_client(vault_uri(azure, cred), cred, emulated=bool(azure.endpoint_url))
-            azure_call("gc azure (Key Vault)", lambda: delete_secrets(client, secrets))
+        return AzureSweep(azure, self._credential(azure, "gc azure"))

@@ -4,10 +4,15 @@ of the resource group and the secrets of its Key Vault tagged ``spotwise-job=JOB
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spotwise.executor.clouds.orphans import Judged, Verdict, judge, this_host
+
+if TYPE_CHECKING:
+    from spotwise.executor.clouds.azure.target import AzureTarget
 
 JOB_TAG = "spotwise-job"
 HOST_TAG = "spotwise-host"
@@ -36,17 +41,15 @@ def judge_vms(
     *,
     named: frozenset[str] = frozenset(),
     store_path: Path,
-) -> list[Judged]:
+) -> Iterator[Judged]:
     """Every tagged VM of ``group`` not being deleted, of ``host`` (None: any; a ``named``
-    job's of any host), judged by :func:`judge`."""
-    judged = []
+    job's of any host), judged by :func:`judge` as its page comes."""
     for vm in compute.virtual_machines.list(group):
         tags = dict(vm.tags or {})
         if JOB_TAG not in tags or vm.properties.provisioning_state == "Deleting":
             continue
         if _mine(tags, host, named):
-            judged.append(judge(str(vm.name), tags[JOB_TAG], verdicts, named, store_path))
-    return judged
+            yield judge(str(vm.name), tags[JOB_TAG], verdicts, named, store_path)
 
 
 def judge_secrets(
@@ -56,27 +59,110 @@ def judge_secrets(
     *,
     named: frozenset[str] = frozenset(),
     store_path: Path,
-) -> list[Judged]:
+) -> Iterator[Judged]:
     """The vault's secrets tagged with a job (of ``host``; None: any; a ``named`` job's of any
-    host), judged by :func:`judge`: a job's secrets outlive it only when its supervisor died."""
-    judged = []
+    host), judged by :func:`judge` as its page comes: a job's secrets outlive it only when its
+    supervisor died."""
     for secret in client.list_properties_of_secrets():
         tags = dict(secret.tags or {})
         if JOB_TAG in tags and _mine(tags, host, named):
-            judged.append(
-                judge(str(secret.name), tags[JOB_TAG], verdicts, named, store_path, kind="secret")
+            yield judge(str(secret.name), tags[JOB_TAG], verdicts, named, store_path, kind="secret")
+
+
+class AzureSweep:
+    """``gc azure``'s pass over a resource group (:class:`~executor.clouds.base.Sweep`): its
+    VMs and its Key Vault's secrets, with a credential that has shown it gets a token."""
+
+    def __init__(self, target: AzureTarget, cred: Any) -> None:
+        _, self._group = target.require_account("gc azure")
+        self._target, self._cred = target, cred
+        at = f" at {target.endpoint_url}" if target.endpoint_url else ""
+        self.looking = (
+            f"Azure resource group {self._group}{at}: VMs tagged {JOB_TAG}, then the secrets of "
+            f"Key Vault {target.vault_name} tagged so"
+        )
+
+    def judged(
+        self,
+        verdicts: dict[str, Verdict] | None,
+        host: str | None,
+        *,
+        named: frozenset[str],
+        store_path: Path,
+    ) -> Iterator[Judged]:
+        """The VMs, then the vault's secrets (none without a vault), each judged as its page
+        comes.
+
+        Raises:
+            ExecutorError: when Azure refuses to list them.
+        """
+        vms = judge_vms(
+            self._compute, self._group, verdicts, host, named=named, store_path=store_path
+        )
+        yield from self._each(vms)
+        if self._secrets is not None:
+            yield from self._each(
+                judge_secrets(self._secrets, verdicts, host, named=named, store_path=store_path),
+                "Key Vault",
             )
-    return judged
 
+    def ended(self, judged: Iterable[Judged]) -> Iterator[Judged]:
+        """Each of ``judged``: at once when it is left; a VM to end once Azure has taken its
+        deletion (they run together: each is waited for before the last is given back, so an
+        error in one is said before gc's summary); a secret once its deletion is taken (soft
+        delete: the vault keeps it for its retention days).
 
-def end_vms(compute: Any, group: str, names: list[str]) -> None:
-    """Delete the VMs (their NICs and disks go with them), waiting for Azure to finish."""
-    pollers = [compute.virtual_machines.begin_delete(group, name) for name in names]
-    for poller in pollers:
-        poller.result()
+        Raises:
+            ExecutorError: when Azure refuses.
+        """
+        from spotwise.executor.clouds.azure.clients import azure_call
 
+        deleting: list[tuple[str, Any]] = []
+        for item in judged:
+            if item.end and item.kind == "instance":
+                vms = self._compute.virtual_machines
+                poller = azure_call(
+                    f"gc azure ({self._group})",
+                    functools.partial(vms.begin_delete, self._group, item.resource),
+                )
+                deleting.append((item.resource, poller))
+            elif item.end:
+                delete = functools.partial(self._secrets.begin_delete_secret, item.resource)
+                azure_call("gc azure (Key Vault)", delete)
+            yield item
+        for name, poller in deleting:
+            azure_call(f"gc azure ({self._group}, deleting VM {name})", poller.result)
 
-def delete_secrets(client: Any, names: list[str]) -> None:
-    """Delete the secrets (soft delete: the vault keeps them for its retention days)."""
-    for name in names:
-        client.begin_delete_secret(name)
+    def _each(self, items: Iterator[Judged], what: str = "") -> Iterator[Judged]:
+        """``items``, each of Azure's errors in one line."""
+        from spotwise.executor.clouds.azure.clients import azure_call
+
+        where = f"gc azure ({what or self._group})"
+        while (item := azure_call(where, lambda: next(items, None))) is not None:
+            yield item
+
+    @functools.cached_property
+    def _compute(self) -> Any:
+        from spotwise.executor.clouds.azure.clients import arm
+
+        return arm(self._target, "compute", self._cred)
+
+    @functools.cached_property
+    def _secrets(self) -> Any:
+        """The vault's SecretClient (None: no vault, so no secret)."""
+        from spotwise.executor.clouds.azure.clients import (
+            arm,
+            azure_call,
+            get_or_none,
+            secrets_client,
+        )
+
+        vaults = arm(self._target, "keyvault", self._cred).vaults
+        vault = azure_call(
+            f"gc azure ({self._group})",
+            lambda: get_or_none(lambda: vaults.get(self._group, self._target.vault_name)),
+        )
+        if vault is None:
+            return None
+        emulated = bool(self._target.endpoint_url)
+        return secrets_client(str(vault.properties.vault_uri), self._cred, emulated=emulated)

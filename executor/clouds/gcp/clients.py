@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -242,3 +243,12 @@ def google_errors() -> tuple[type[BaseException], ...]:
     from requests.exceptions import RequestException
 
     return (GoogleAPIError, GoogleAuthError, DiscoveryError, RequestException, OSError)
+
+
+@contextlib.contextmanager
+def explained(project: str, what: str) -> Iterator[None]:
+    """Google's errors inside it become an ExecutorError of one line."""
+    try:
+        yield
+    except google_errors() as exc:
+        raise ExecutorError(explain(exc, project, what)) from exc

@@ -25,8 +25,8 @@ from spotwise.executor.errors import ExecutorError
 if TYPE_CHECKING:
     from spotwise.executor.clouds.code_bundle import Bundle, ShippedCode
     from spotwise.executor.clouds.gcp.clients import Clients
+    from spotwise.executor.clouds.gcp.gc import GcpSweep
     from spotwise.executor.clouds.gcp.launcher import GcpLauncher
-    from spotwise.executor.clouds.orphans import Judged, Verdict
 
 
 def _gcp(target: CloudTarget) -> GcpTarget:
@@ -94,6 +94,8 @@ class GcpCloud:
 
     def _google(self, target: GcpTarget, what: str) -> contextlib.AbstractContextManager[None]:
         """A context that turns Google's errors into one line."""
+        from spotwise.executor.clouds.gcp.clients import explained
+
         return explained(target.project or "", what)
 
     def ship_code(
@@ -220,73 +222,13 @@ class GcpCloud:
         require_libraries("check gcp")
         return GcpCheck(_gcp(target)).run()
 
-    def orphans(
-        self,
-        target: CloudTarget,
-        verdicts: dict[str, Verdict] | None,
-        host: str | None,
-        *,
-        named: frozenset[str],
-        store_path: Path,
-    ) -> list[Judged]:
-        """The labelled VMs and secrets, each judged by the ledger.
+    def sweep(self, target: CloudTarget) -> GcpSweep:
+        """``gc gcp``'s pass over the project: its clients, with credentials.
 
         Raises:
-            ExecutorError: when Google refuses to list them.
+            ExecutorError: in one line, without a project, the libraries or credentials.
         """
-        from spotwise.executor.clouds.gcp.gc import judge_instances, judge_secrets
+        from spotwise.executor.clouds.gcp.gc import GcpSweep
 
         gcp = _gcp(target)
-        clients = self.clients(gcp, "gc gcp")
-        with self._google(gcp, "gc gcp"):
-            return [
-                *judge_instances(
-                    clients.compute("instances"),
-                    clients.project,
-                    verdicts,
-                    host,
-                    named=named,
-                    store_path=store_path,
-                ),
-                *judge_secrets(
-                    clients.secrets(),
-                    clients.project,
-                    verdicts,
-                    host,
-                    named=named,
-                    store_path=store_path,
-                ),
-            ]
-
-    def end(self, target: CloudTarget, judged: list[Judged]) -> None:
-        """Delete the VMs and the secrets ``judged`` to end.
-
-        Raises:
-            ExecutorError: when Google refuses.
-        """
-        from spotwise.executor.clouds.gcp.gc import delete_secrets, end_instances
-
-        gcp = _gcp(target)
-        clients = self.clients(gcp, "gc gcp")
-        with self._google(gcp, "gc gcp"):
-            end_instances(
-                clients.compute("instances"),
-                clients.project,
-                [j for j in judged if j.kind == "instance"],
-            )
-            delete_secrets(
-                clients.secrets(),
-                clients.project,
-                [j.resource for j in judged if j.kind == "secret" and j.end],
-            )
-
-
-@contextlib.contextmanager
-def explained(project: str, what: str) -> Iterator[None]:
-    """Google's errors inside it become an ExecutorError of one line."""
-    from spotwise.executor.clouds.gcp.clients import explain, google_errors
-
-    try:
-        yield
-    except google_errors() as exc:
-        raise ExecutorError(explain(exc, project, what)) from exc
+        return GcpSweep(self.clients(gcp, "gc gcp"), gcp.endpoint_url)

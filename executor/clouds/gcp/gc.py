@@ -9,12 +9,17 @@ hash of the whole."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spotwise.executor.clouds.orphans import Judged, Verdict, judge, this_host
+
+if TYPE_CHECKING:
+    from spotwise.executor.clouds.gcp.clients import Clients
 
 JOB_LABEL = "spotwise-job"
 HOST_LABEL = "spotwise-host"
@@ -50,15 +55,18 @@ def secret_id(job_id: str, name: str) -> str:
 
 def job_instances(instances: Any, project: str, job_id: str | None) -> list[tuple[str, Any]]:
     """Every labelled VM (of ``job_id``, when given) as (zone, instance)."""
+    return list(_labelled(instances, project, job_id))
+
+
+def _labelled(instances: Any, project: str, job_id: str | None) -> Iterator[tuple[str, Any]]:
+    """Every labelled VM (of ``job_id``, when given) as (zone, instance), as its page comes."""
     term = f'labels.{JOB_LABEL} = "{job_id}"' if job_id else f"labels.{JOB_LABEL}:*"
-    found = []
     pages = instances.aggregated_list(
         request={"project": project, "filter": term}, timeout=LIST_TIMEOUT_S
     )
     for scope, listed in pages:
         for instance in listed.instances:
-            found.append((scope.removeprefix("zones/"), instance))
-    return found
+            yield scope.removeprefix("zones/"), instance
 
 
 def judge_instances(
@@ -69,32 +77,27 @@ def judge_instances(
     *,
     named: frozenset[str] = frozenset(),
     store_path: Path,
-) -> list[Judged]:
+) -> Iterator[Judged]:
     """Every labelled VM of ``host`` (None: any; a ``named`` job's of any host), judged by
-    :func:`judge`; its resource is ``ZONE/NAME``."""
-    judged = []
+    :func:`judge` as its page comes; its resource is ``ZONE/NAME``."""
     mine = None if host is None else host_label(host)
-    for zone, instance in job_instances(instances, project, None):
+    for zone, instance in _labelled(instances, project, None):
         labels = dict(instance.labels)
         job = labels.get(JOB_LABEL, "")
         if mine is not None and labels.get(HOST_LABEL) != mine and job not in named:
             continue
-        judged.append(judge(f"{zone}/{instance.name}", job, verdicts, named, store_path))
-    return judged
+        yield judge(f"{zone}/{instance.name}", job, verdicts, named, store_path)
 
 
-def end_instances(instances: Any, project: str, judged: list[Judged]) -> None:
-    """Delete the VMs ``judged`` to end, waiting for each deletion."""
+def end_instance(instances: Any, project: str, resource: str) -> None:
+    """Delete the VM ``ZONE/NAME``, waiting for the deletion (one already gone is fine)."""
     from google.api_core.exceptions import NotFound
 
-    for item in judged:
-        if not item.end:
-            continue
-        zone, _, name = item.resource.partition("/")
-        try:
-            instances.delete(project=project, zone=zone, instance=name).result(timeout=300)
-        except NotFound:
-            continue  # gone meanwhile: what was wanted
+    zone, _, name = resource.partition("/")
+    try:
+        instances.delete(project=project, zone=zone, instance=name).result(timeout=300)
+    except NotFound:
+        return  # gone meanwhile: what was wanted
 
 
 def judge_secrets(
@@ -105,12 +108,11 @@ def judge_secrets(
     *,
     named: frozenset[str] = frozenset(),
     store_path: Path,
-) -> list[Judged]:
+) -> Iterator[Judged]:
     """Secrets labelled with a job (of ``host``; None: any; a ``named`` job's of any host),
-    judged by :func:`judge`: a job's secrets outlive it only when its supervisor died. The
-    resource is the secret's id."""
+    judged by :func:`judge` as its page comes: a job's secrets outlive it only when its
+    supervisor died. The resource is the secret's id."""
     mine = None if host is None else host_label(host)
-    judged = []
     listed = secrets.list_secrets(
         request={"parent": f"projects/{project}", "filter": f"labels.{JOB_LABEL}:*"},
         timeout=LIST_TIMEOUT_S,
@@ -121,16 +123,78 @@ def judge_secrets(
         if mine is not None and labels.get(HOST_LABEL) != mine and job not in named:
             continue
         name = secret.name.rsplit("/", 1)[-1]
-        judged.append(judge(name, job, verdicts, named, store_path, kind="secret"))
-    return judged
+        yield judge(name, job, verdicts, named, store_path, kind="secret")
 
 
-def delete_secrets(secrets: Any, project: str, ids: list[str]) -> None:
-    """Delete the secrets ``ids`` (one already gone is fine)."""
+def delete_secret(secrets: Any, project: str, secret: str) -> None:
+    """Delete the secret ``secret`` (one already gone is fine)."""
     from google.api_core.exceptions import NotFound
 
-    for secret in ids:
-        try:
-            secrets.delete_secret(name=f"projects/{project}/secrets/{secret}")
-        except NotFound:
-            continue
+    try:
+        secrets.delete_secret(name=f"projects/{project}/secrets/{secret}")
+    except NotFound:
+        return
+
+
+class GcpSweep:
+    """``gc gcp``'s pass over a project (:class:`~executor.clouds.base.Sweep`): its clients,
+    with credentials already found."""
+
+    def __init__(self, clients: Clients, endpoint_url: str | None) -> None:
+        self._clients = clients
+        at = f" at {endpoint_url}" if endpoint_url else ""
+        self.looking = (
+            f"GCP project {clients.project}{at}: Compute Engine VMs labelled {JOB_LABEL}, then "
+            "Secret Manager secrets labelled so"
+        )
+
+    def judged(
+        self,
+        verdicts: dict[str, Verdict] | None,
+        host: str | None,
+        *,
+        named: frozenset[str],
+        store_path: Path,
+    ) -> Iterator[Judged]:
+        """The VMs, then the secrets, each judged as its page comes.
+
+        Raises:
+            ExecutorError: when Google refuses to list them.
+        """
+        from spotwise.executor.clouds.gcp.clients import explained
+
+        project = self._clients.project
+        with explained(project, "gc gcp"):
+            yield from judge_instances(
+                self._instances, project, verdicts, host, named=named, store_path=store_path
+            )
+            yield from judge_secrets(
+                self._secrets, project, verdicts, host, named=named, store_path=store_path
+            )
+
+    def ended(self, judged: Iterable[Judged]) -> Iterator[Judged]:
+        """Each of ``judged`` once its VM's deletion is done or its secret deleted, or at once
+        when it is left.
+
+        Raises:
+            ExecutorError: when Google refuses.
+        """
+        from spotwise.executor.clouds.gcp.clients import explained
+
+        project = self._clients.project
+        for item in judged:
+            if item.end:
+                with explained(project, "gc gcp"):
+                    if item.kind == "instance":
+                        end_instance(self._instances, project, item.resource)
+                    else:
+                        delete_secret(self._secrets, project, item.resource)
+            yield item
+
+    @functools.cached_property
+    def _instances(self) -> Any:
+        return self._clients.compute("instances")
+
+    @functools.cached_property
+    def _secrets(self) -> Any:
+        return self._clients.secrets()

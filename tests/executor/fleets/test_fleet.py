@@ -431,6 +431,15 @@ def test_five_jobs_in_three_tiers_one_elastic_run_to_completion_and_status_group
     assert "pretrain (normal): the budget refuses another on-demand node" in run.stderr
     status = json.loads(cli("fleet", "status", "nightly", "--json").stdout)
     assert status["simulated"] and status["cost_usd"] > 0
+    # the run's JSON has each supervisor's own account: the ledger holds all it wrote
+    supervised = json.loads(run.stdout)["supervised"]
+    assert set(supervised) == {j["job_id"] for j in status["jobs"]}
+    for line in status["jobs"]:
+        own = supervised[line["job_id"]]
+        assert own["pending_writes"] == 0
+        for key in ("status", "preemptions", "migrations"):
+            assert own[key] == line[key], (line["name"], key)
+        assert own["cost_usd"] == pytest.approx(line["cost_usd"], abs=1e-4)  # rounded: 4 places
     assert [(j["tier"], j["name"], j["status"]) for j in status["jobs"]] == [
         ("high", "eval", "completed"),
         ("normal", "pretrain", "completed"),

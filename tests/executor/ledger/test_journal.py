@@ -230,3 +230,46 @@ def test_a_journal_written_before_sweeps_still_replays(tmp_path: Path) -> None:
         apply_writes(store, [write])
         row = store.query("SELECT sweep, trial, status FROM jobs WHERE job_id = 'before-sweeps'")
     assert row.iloc[0].to_dict() == {"sweep": None, "trial": None, "status": "running"}
+
+
+@pytest.mark.slow  # CLI subprocesses
+def test_jobs_list_and_show_read_beside_another_reader_when_nothing_is_pending(
+    store_file: Path, tmp_path: Path
+) -> None:
+    """With no gone supervisor's journal to write, `jobs list` and `jobs show` open the store
+    read-only: another process reading it (a dashboard's connection, held here) keeps them out
+    no more than it keeps out other readers, where a read-write open waits for it to let go."""
+    import duckdb
+
+    ledger = Ledger(store_file, INFO)
+    record_some(ledger)
+    ledger.finish(JobStatus.COMPLETED)
+    reader = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import duckdb, sys, time; c = duckdb.connect(sys.argv[1], read_only=True); "
+            "print('holding', flush=True); time.sleep(120)",
+            str(store_file),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert reader.stdout is not None and reader.stdout.readline() == "holding\n"
+        with pytest.raises(duckdb.IOException, match="lock"):  # a writable open meanwhile
+            duckdb.connect(str(store_file)).close()
+        env = {**os.environ, "SPOTWISE_STORE": str(store_file), "SPOTWISE_STORE_WAIT_S": "1"}
+        for args in (("list", "--json"), ("show", ledger.job_id, "--json")):
+            ran = subprocess.run(
+                [sys.executable, "-m", "spotwise", "jobs", *args],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert ran.returncode == 0, ran.stderr
+            assert ledger.job_id in ran.stdout
+    finally:
+        reader.kill()
+        reader.wait()

@@ -395,7 +395,9 @@ class AzureArmFake:
         self.ca_file, key_file = _self_signed(Path(self._folder.name))
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(self.ca_file, key_file)
-        self._context = context
+        self.tls = context
+        """The servers' TLS context (its certificate is ``ca_file``): another loopback server
+        that fronts this one (a test's slow proxy) serves with it."""
         self._servers: list[LoopbackServer] = []
         self.url = self._serve(None)
         self.vault_urls: dict[str, str] = {}
@@ -414,7 +416,7 @@ class AzureArmFake:
         """A TLS server on a free port answering for Resource Manager (None) or a vault."""
         server = LoopbackServer(
             lambda request: self.answer(request, vault),
-            tls=self._context,
+            tls=self.tls,
             content_type="application/json; charset=utf-8",
         )
         self._servers.append(server)

@@ -62,8 +62,10 @@ def test_gc_against_an_endpoint_that_never_answers_gives_up_in_one_line(
     monkeypatch.setattr(gc, "LIST_TIMEOUT_S", 0.5)
     target = GcpCloud().target(options(gcp, endpoint_url=silent_endpoint))
     with pytest.raises(ExecutorError) as failed:
-        GcpCloud().orphans(
-            target, None, None, named=frozenset(), store_path=tmp_path / "market.duckdb"
+        list(
+            GcpCloud()
+            .sweep(target)
+            .judged(None, None, named=frozenset(), store_path=tmp_path / "market.duckdb")
         )
     assert str(failed.value) == (
         f"gc gcp: could not reach Google at {silent_endpoint} (ReadTimeout); check "
@@ -89,7 +91,12 @@ def test_gc_against_an_endpoint_nobody_listens_on_is_one_line_not_connection_poo
         timeout=120,
     )
     assert result.returncode == 1
-    assert result.stderr.strip().splitlines() == [
+    # what it looks at first (credentials found, nothing listed yet), that this store has no
+    # ledger, then the one error line: no connection-pool text
+    looking, no_ledger, error = result.stderr.strip().splitlines()
+    assert looking.startswith(f"… gc gcp: listing GCP project {PROJECT} at {nowhere}: ")
+    assert no_ledger.startswith(f"no ledger at {store_file}: ")
+    assert error == (
         f"error: gc gcp: could not reach Google at {nowhere} (ConnectionError); check "
         "--endpoint-url and the network, then run again"
-    ]
+    )
