@@ -78,8 +78,9 @@ def boto3_actions(paths: list[Path]) -> set[str]:
     for path in paths:
         text = path.read_text()
         clients = "|".join(SERVICES)
-        calls = re.findall(rf"\b({clients})\.(?!get_paginator)(\w+)\(", text)
-        calls += re.findall(rf'\b({clients})\.get_paginator\("(\w+)"\)', text)
+        # a client by its name, or held as a private attribute (self._ssm)
+        calls = re.findall(rf"(?<!\w)_?({clients})\.(?!get_paginator)(\w+)\(", text)
+        calls += re.findall(rf'(?<!\w)_?({clients})\.get_paginator\("(\w+)"\)', text)
         for client, method in calls:
             action = f"{SERVICES[client]}:{_camel(method)}"
             actions.add(IAM_NAMES.get(action, action))
