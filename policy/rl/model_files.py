@@ -81,6 +81,8 @@ class AgentConfig:
                 f"{path}: encoder must be one of {', '.join(ENCODERS)} (a set encoder's net_arch "
                 "is its encoding and trunk widths)"
             )
+        if not isinstance(config.moves, bool):
+            raise PolicyError(f"{path}: moves must be true or false, got {config.moves!r}")
         return config
 
 

@@ -19,7 +19,7 @@ from spotwise.policy import load
 from spotwise.policy.api import create_app
 from spotwise.policy.errors import PolicyError, UnknownPolicy
 from spotwise.policy.rl.catalog import SHIPPED_MODELS, ModelCatalog, shipped_models
-from spotwise.policy.rl.model_files import sha256_of
+from spotwise.policy.rl.model_files import AgentConfig, sha256_of
 from spotwise.policy.service import DecisionService
 from spotwise.policy.traces import load_traces
 from tests.conftest import DATA
@@ -125,3 +125,21 @@ def test_models_are_named_by_stem_and_a_path_is_no_name() -> None:
         load(str(SHIPPED_MODELS / "ppo.pt"))
     with pytest.raises(UnknownPolicy, match="no model"):
         catalog.policy("../ppo")
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "says"),
+    [
+        ("encoder", "transformer", "encoder must be one of mlp, set"),
+        ("net_arch", [32, 64, 64], "encoder must be one of mlp, set"),
+        ("moves", "yes", "moves must be true or false"),
+    ],
+)
+def test_a_config_naming_an_unknown_network_is_refused_before_any_weight_is_read(
+    tmp_path: Path, field: str, value: object, says: str
+) -> None:
+    config = json.loads((SHIPPED_MODELS / "ppo.json").read_text())
+    config[field] = value
+    (tmp_path / "ppo.json").write_text(json.dumps(config))
+    with pytest.raises(PolicyError, match=says):
+        AgentConfig.read(tmp_path / "ppo.json")
