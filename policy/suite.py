@@ -46,7 +46,15 @@ from spotwise.policy.job import REFERENCE, JobSpec
 from spotwise.policy.markets import MarketSpec
 from spotwise.policy.observe import ObserveMode
 from spotwise.policy.registry import BEST, reads_future
-from spotwise.policy.simulate import FLEET, TEARDOWN, JobResult, Visibility, job_starts, simulate
+from spotwise.policy.simulate import (
+    FLEET,
+    TEARDOWN,
+    JobResult,
+    Provider,
+    Visibility,
+    job_starts,
+    simulate,
+)
 from spotwise.policy.traces import TraceSet
 from spotwise.pricing.forecast.prior import DEFAULT_PRIOR, PoolPrior
 
@@ -139,6 +147,11 @@ class SuiteClass:
         """Whether the shape is one of :data:`TIGHT` (shrunk or not)."""
         shape = (self.compute_hours / self.scale, self.deadline_hours / self.scale)
         return any(math.isclose(shape[0], c) and math.isclose(shape[1], r) for c, r in TIGHT)
+
+    @property
+    def provider(self) -> Provider:
+        """The class's request terms: a failed request ends what runs, or keeps it."""
+        return TEARDOWN if self.failed_request_ends else FLEET
 
     def spec(self) -> JobSpec:
         """The job of this class's shape, at the reference prices (a market's pools carry
@@ -328,7 +341,7 @@ def _run_task(task: _Task) -> list[tuple[SuiteClass, str | None, dict[str, list[
         seen = Visibility(
             observe=scenario.observe, history_hours=scenario.history_hours, prior=task.prior
         )
-        provider = TEARDOWN if scenario.failed_request_ends else FLEET
+        provider = scenario.provider
         return [
             simulate(policy.load(name, task.models), traces, spec, s, None, seen, provider)
             for s in starts

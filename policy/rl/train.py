@@ -24,7 +24,7 @@ from spotwise.policy.rl.env import CHECKPOINT_MINUTES, Scenario, SpotJobEnv
 from spotwise.policy.rl.features import HALF_LIFE_HOURS
 from spotwise.policy.rl.imitation import clone, demonstrations
 from spotwise.policy.rl.model_files import NET_ARCH, SET_ARCH, AgentConfig
-from spotwise.policy.simulate import FLEET, TEARDOWN, Visibility, job_starts
+from spotwise.policy.simulate import Visibility, job_starts
 from spotwise.policy.traces import TraceSet
 from spotwise.pricing.forecast.prior import PoolPrior
 
@@ -106,8 +106,7 @@ def _class_scenarios(
     if not starts:
         return []
     if c.pools == "every":
-        provider = TEARDOWN if c.failed_request_ends else FLEET
-        return [Scenario(traces, spec, starts, seen, provider)]
+        return [Scenario(traces, spec, starts, seen, c.provider)]
     return [Scenario(traces.subset([pool]), spec, starts, seen) for pool in traces.names]
 
 
