@@ -105,13 +105,10 @@ def data_summary(
     store: StoreOption = None,
 ) -> None:
     """Rows per table; rows, series and time span per source."""
-    from spotwise.pricing.operational import operational_url
-
     with open_store(store, read_only=True) as market:
         summary = market.summary()
-    if operational_url() is not None:
-        with open_operational_store(store, read_only=True) as operational:
-            summary = replace(summary, operational=operational.summary())
+    with open_operational_store(store, read_only=True) as operational:
+        summary = replace(summary, operational=operational.summary())
     if as_json:
         print(json.dumps(summary.to_dict(), indent=2))
         return
