@@ -130,6 +130,20 @@ def test_every_cited_design_is_a_section_of_docs_design_md() -> None:
     assert not missing, f"sections that docs/design.md has no heading for: {missing}"
 
 
+def test_every_page_the_code_names_exists() -> None:
+    """Messages and docstrings that send a user to docs/NAME.md send them to a page."""
+    packages = ("core", "pricing", "policy", "executor", "dashboard", "spotwise")
+    named = {
+        (str(file.relative_to(REPO)), page)
+        for package in packages
+        for file in (REPO / package).rglob("*.py")
+        for page in re.findall(r"docs/[\w/-]+\.md", file.read_text(errors="replace"))
+    }
+    assert named, "no module names a page of docs/: the search is broken"
+    missing = sorted(f"{file}: {page}" for file, page in named if not (REPO / page).is_file())
+    assert not missing, f"pages the code names that docs/ lacks: {missing}"
+
+
 def test_every_command_and_option_is_named_on_a_page() -> None:
     """On a page of its own words, not only in the reference written from --help."""
     sys.path.insert(0, str(DOCS / "hooks"))
