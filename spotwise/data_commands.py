@@ -47,7 +47,7 @@ def data_load(
         str | None,
         typer.Option(
             "--format",
-            help="Format of every file (default: recognised from content; the README and an "
+            help="Format of every file (default: recognised from content; docs/data.md and an "
             "unknown name list the formats).",
             show_default=False,
         ),
