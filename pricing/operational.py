@@ -23,7 +23,13 @@ if TYPE_CHECKING:
     from spotwise.pricing.local_operational import SqliteStore
     from spotwise.pricing.store import DatabaseSummary, StoreSummary
 
-__all__ = ["OPERATIONAL_TABLES", "OperationalStore", "open_operational", "upsert_frames"]
+__all__ = [
+    "OPERATIONAL_TABLES",
+    "OperationalStore",
+    "export_parquet",
+    "open_operational",
+    "upsert_frames",
+]
 
 
 class OperationalStore(Protocol):
@@ -114,3 +120,24 @@ def upsert_frames(
     with open_operational(store_path) as store:
         added.update(store.upsert(operational))
     return added
+
+
+def export_parquet(store: OperationalStore, table: str, target: Path) -> int:
+    """Write the operational ``table`` of ``store`` to a Parquet file (atomically); return its
+    row count.
+
+    Raises:
+        StoreError: for a table that is not an operational one.
+    """
+    from spotwise.pricing.errors import StoreError
+
+    if table not in OPERATIONAL_TABLES:
+        raise StoreError(
+            f"{table!r} is not an operational table: choose one of {', '.join(OPERATIONAL_TABLES)}"
+        )
+    frame = store.query(f"SELECT * FROM {table}")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(f".{target.name}.partial")
+    frame.to_parquet(partial, index=False)
+    partial.replace(target)
+    return len(frame)

@@ -155,11 +155,17 @@ def data_export(
     store: StoreOption = None,
 ) -> None:
     """Export one table to a Parquet file."""
-    with open_store(store, read_only=True) as market:
-        try:
-            rows = market.export_parquet(table, parquet)
-        except PricingError as exc:
-            fail(str(exc))
+    from spotwise.pricing.operational import OPERATIONAL_TABLES, export_parquet
+
+    if table in OPERATIONAL_TABLES:
+        with open_operational_store(store, read_only=True) as operational:
+            rows = export_parquet(operational, table, parquet)
+    else:
+        with open_store(store, read_only=True) as market:
+            try:
+                rows = market.export_parquet(table, parquet)
+            except PricingError as exc:
+                fail(str(exc))
     say(f"wrote {rows} {table} rows to {parquet}")
 
 
