@@ -20,6 +20,7 @@ from spotwise.pricing import views
 from spotwise.pricing.database import PostgresStore
 from spotwise.pricing.errors import PricingError
 from spotwise.pricing.frames import utc_now
+from spotwise.pricing.local_operational import SqliteStore
 from spotwise.pricing.operational import open_operational, operational_exists
 from spotwise.pricing.quotes import is_stale
 from spotwise.pricing.store import MarketStore
@@ -42,8 +43,9 @@ def _open() -> MarketStore:
     return MarketStore.open(store_path(), read_only=True)
 
 
-def _open_operational() -> MarketStore | PostgresStore:
-    """The jobs, ledger and forecasts: the store file, or the operational database."""
+def _open_operational() -> SqliteStore | PostgresStore:
+    """The jobs, ledger and forecasts: the SQLite file beside the store file, or the
+    operational database."""
     return open_operational(store_path(), read_only=True)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 from spotwise.executor.clouds.orphans import Judged, Verdict, judge, ledger_verdicts, this_host
@@ -22,9 +23,8 @@ def add_job(
             "INSERT INTO jobs (job_id, name, command, launcher, started, status, compute_hours, "
             "deadline_hours, on_demand_price, checkpoint_usd_per_gb_month, host, "
             "supervisor_pid, supervisor_started) "
-            "VALUES (?, 'j', 'python train.py', 'aws', TIMESTAMPTZ '2026-01-01 00:00:00+00', "
-            "?, 1, 2, 3.06, 0.023, ?, ?, ?)",
-            [job_id, status, host, pid, started],
+            "VALUES (?, 'j', 'python train.py', 'aws', ?, ?, 1, 2, 3.06, 0.023, ?, ?, ?)",
+            [job_id, datetime(2026, 1, 1, tzinfo=UTC), status, host, pid, started],
         )
 
 

@@ -54,10 +54,7 @@ class LiveJob:
         if not self.store.exists():
             return None
         with open_operational(self.store, read_only=True) as market:
-            tables = market.records(
-                "SELECT table_name FROM information_schema.tables WHERE table_name = 'jobs'"
-            )
-            rows = market.records("SELECT job_id FROM jobs") if tables else []
+            rows = market.records("SELECT job_id FROM jobs")
         return str(rows[0]["job_id"]) if rows else None
 
 
