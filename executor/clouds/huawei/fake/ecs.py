@@ -176,7 +176,7 @@ class EcsProject:
         return Answer(200, {"tags": [{"key": k, "value": v} for k, v in server.tags.items()]})
 
     def sell_policies(self, query: dict[str, str]) -> Answer:
-        rows = [
+        rows: list[dict[str, Any]] = [
             {
                 "id": n,
                 "flavor_id": flavor,
@@ -190,7 +190,9 @@ class EcsProject:
             and query.get("sell_status") in (None, status)
             and query.get("sell_mode") in (None, "spot")
         ]
-        return Answer(200, {"count": len(rows), "sell_policies": rows})
+        after = int(query.get("marker") or 0)
+        page = [r for r in rows if r["id"] > after][: int(query.get("limit") or len(rows) or 1)]
+        return Answer(200, {"count": len(rows), "sell_policies": page})
 
     def show_job(self, job_id: str) -> Answer:
         job = self.jobs.get(job_id)
