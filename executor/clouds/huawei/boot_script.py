@@ -5,7 +5,8 @@ and ``SPOTWISE_HUAWEI_OBS_URL`` override where; tests run it against local serve
 launcher names the server (its id is known only after the create job), so the script learns
 its id from the metadata's ``openstack/latest/meta_data.json`` (``uuid``).
 
-User data is readable on the server and through the ECS API, so it carries no secret."""
+User data is readable on the server and through the ECS API, so it carries no secret: secrets
+are CSMS secrets' names, read with the agency."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ from collections.abc import Sequence
 
 from spotwise.executor.clouds.boot_script import CloudBoot
 from spotwise.executor.clouds.code_bundle import ShippedCode
+from spotwise.executor.clouds.huawei.agency import SECURITY_KEY
 from spotwise.executor.clouds.huawei.notice import METADATA
-from spotwise.executor.clouds.huawei.obs import OBS_VARIABLE, SECURITY_KEY
+from spotwise.executor.clouds.huawei.obs import OBS_VARIABLE
 from spotwise.executor.clouds.huawei.on_instance import HuaweiAgent
 
 _SERVER_ID = """\
@@ -39,7 +41,7 @@ s3.download_file(bucket, key, path) if op == "get" else s3.upload_file(path, buc
 HUAWEI_BOOT = CloudBoot(
     cloud="huawei",
     agent=HuaweiAgent.module,
-    agent_options='--bucket "$BUCKET" --region "$REGION"',
+    agent_options='--bucket "$BUCKET" --region "$REGION" --project "$PROJECT"',
     store="obs",
     store_function=_OBS,
     store_url="obs://$BUCKET/",
@@ -55,20 +57,24 @@ def boot_script(
     *,
     code: ShippedCode,
     region: str,
+    project: str,
     bucket: str,
     prefix: str,
     setup: Sequence[str] = (),
+    secrets: dict[str, str] | None = None,
     python: str | None = None,
 ) -> str:
-    """The user data of one server in ``region``, its job's objects under ``prefix`` in
-    ``bucket``; ``python`` is the user's ``--python``
+    """The user data of one server in ``region`` and ``project``, its job's objects under
+    ``prefix`` in ``bucket``; ``secrets`` maps a variable to the CSMS secret holding its value;
+    ``python`` is the user's ``--python``
     (:meth:`CloudBoot.script <executor.clouds.boot_script.CloudBoot.script>`)."""
     return HUAWEI_BOOT.script(
         command,
         env,
         code=code,
-        settings={"REGION": region, "BUCKET": bucket},
+        settings={"REGION": region, "PROJECT": project, "BUCKET": bucket},
         prefix=prefix,
         setup=setup,
+        secrets=secrets,
         python=python,
     )

@@ -1,4 +1,4 @@
-"""The ECS client a Huawei Cloud job uses: the user's credentials from the SDK's chain
+"""The ECS and CSMS clients a Huawei Cloud job uses: the user's credentials from the SDK's chain
 (``HUAWEICLOUD_SDK_AK``/``_SK``, its credentials file), the target's project, the region's
 endpoint or the target's ``endpoint_url`` (a local fake)."""
 
@@ -19,13 +19,31 @@ def ecs_client(target: HuaweiTarget, who: str) -> Any:
         ExecutorError: in one line, without the SDK, a project or credentials (``who`` says
             what needed them).
     """
-    project = target.require_account(who)
     try:
-        from huaweicloudsdkcore.auth.credentials import BasicCredentials
-        from huaweicloudsdkcore.auth.provider import CredentialProviderChain
         from huaweicloudsdkecs.v2 import EcsClient
     except ImportError:
         raise ExecutorError(f"{who} needs Huawei Cloud's SDK: {INSTALL}") from None
+    return _client(EcsClient, "ecs", target, who)
+
+
+def csms_client(target: HuaweiTarget, who: str) -> Any:
+    """A CSMS (secrets) client of the target's project and region.
+
+    Raises:
+        ExecutorError: in one line, without the SDK, a project or credentials.
+    """
+    try:
+        from huaweicloudsdkcsms.v1 import CsmsClient
+    except ImportError:
+        raise ExecutorError(f"{who} needs Huawei Cloud's SDK: {INSTALL}") from None
+    return _client(CsmsClient, "csms", target, who)
+
+
+def _client(kind: Any, service: str, target: HuaweiTarget, who: str) -> Any:
+    project = target.require_account(who)
+    from huaweicloudsdkcore.auth.credentials import BasicCredentials
+    from huaweicloudsdkcore.auth.provider import CredentialProviderChain
+
     try:
         found = CredentialProviderChain.get_basic_credential_provider_chain().get_credentials()
     except Exception:  # the chain raises its own kinds when it finds none
@@ -34,12 +52,12 @@ def ecs_client(target: HuaweiTarget, who: str) -> Any:
             "(an IAM user's access key: docs/huawei.md)"
         ) from None
     credentials = BasicCredentials(found.ak, found.sk, project)
-    endpoint = target.endpoint_url or f"https://ecs.{target.region}.myhuaweicloud.com"
-    return EcsClient.new_builder().with_credentials(credentials).with_endpoints([endpoint]).build()
+    endpoint = target.endpoint_url or f"https://{service}.{target.region}.myhuaweicloud.com"
+    return kind.new_builder().with_credentials(credentials).with_endpoints([endpoint]).build()
 
 
 def ecs_call(what: str, call: Any) -> Any:
-    """``call()``, an ECS error said in one line naming ``what``.
+    """``call()``, an ECS or CSMS error said in one line naming ``what``.
 
     Raises:
         ExecutorError: with ECS's code and message.
@@ -51,4 +69,4 @@ def ecs_call(what: str, call: Any) -> Any:
     except SdkException as failed:
         code = getattr(failed, "error_code", "") or ""
         message = getattr(failed, "error_msg", "") or str(failed)
-        raise ExecutorError(f"{what}: ECS answered {code} {message}"[:400]) from None
+        raise ExecutorError(f"{what}: Huawei Cloud answered {code} {message}"[:400]) from None

@@ -12,6 +12,7 @@ then shuts down. A spot create that ECS fails because the flavor is sold out in 
 from __future__ import annotations
 
 import base64
+import re
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -22,18 +23,32 @@ from spotwise.executor.clouds.huawei.boot_script import boot_script
 from spotwise.executor.clouds.huawei.clients import ecs_call
 from spotwise.executor.clouds.huawei.target import HuaweiTarget
 from spotwise.executor.clouds.instance import BucketInstance
+from spotwise.executor.clouds.orphans import this_host
 from spotwise.executor.errors import ExecutorError, NoCapacity
 from spotwise.executor.launchers.base import Placement
 from spotwise.executor.supervise.job_log import echo
 
 JOB_TAG = "spotwise-job"
+HOST_TAG = "spotwise-host"
 MARKET_TAG = "spotwise-market"
+SECRET_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+SECRET_PREFIX = "spotwise-"
 GONE = ("DELETED", "SHUTOFF", "ERROR", "SOFT_DELETED")
 """ECS states of a server that runs no more."""
 JOB_POLL_S = 2.0
 JOB_WAIT_S = 600.0
 """How often and how long a create job is asked about (ECS creates a server in about a
 minute)."""
+
+
+def secret_name(job_id: str, variable: str) -> str:
+    """The CSMS secret holding ``variable`` of job ``job_id``."""
+    return f"{SECRET_PREFIX}{job_id}-{variable}"
+
+
+def job_description(job_id: str) -> str:
+    """A job's secret's description: its job and host, as gc reads them back."""
+    return f"{JOB_TAG}={job_id} {HOST_TAG}={this_host()}"
 
 
 class HuaweiInstance(BucketInstance["HuaweiLauncher"]):
@@ -112,22 +127,19 @@ class HuaweiLauncher(CloudLauncher):
         target: HuaweiTarget,
         ecs: Any,
         obs: Any,
+        csms: Any,
         job_id: str,
         code: ShippedCode,
         secrets: dict[str, str] | None = None,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
-        """``ecs`` is an ECS client of the target's project, ``obs`` an S3 client of its OBS;
-        ``code`` the shipped workdir and wheel.
+        """``ecs``, ``obs`` and ``csms`` are clients of the target's project (OBS through its S3
+        API); ``code`` the shipped workdir and wheel; ``secrets`` (variable name → value) go to
+        CSMS as ``spotwise-JOB-NAME``, which the servers' agency reads, until :meth:`close`.
 
         Raises:
-            ExecutorError: for secrets, which Huawei Cloud servers do not carry yet.
+            ExecutorError: for incomplete settings, a secret's name, or CSMS refusing one.
         """
-        if secrets:
-            raise ExecutorError(
-                f"--secret {', '.join(sorted(secrets))[:80]}: Huawei Cloud servers carry no "
-                "secrets yet (docs/huawei.md); give the job its credentials another way"
-            )
         target.require_complete()
         super().__init__(
             pools=target.zones_or_default,
@@ -135,11 +147,39 @@ class HuaweiLauncher(CloudLauncher):
             prefix=f"spotwise/jobs/{job_id}",
             clock=clock,
         )
-        self.target, self.ecs, self.obs, self.code = target, ecs, obs, code
+        self.target, self.ecs, self.obs, self.csms, self.code = target, ecs, obs, csms, code
         self.bucket = target.bucket or ""
+        self.secret_names = self._store_secrets(secrets or {})
+
+    def _store_secrets(self, secrets: dict[str, str]) -> dict[str, str]:
+        """Put each secret in CSMS; the secret's name of each variable."""
+        from huaweicloudsdkcsms.v1 import CreateSecretRequest, CreateSecretRequestBody
+
+        names: dict[str, str] = {}
+        for variable, value in secrets.items():
+            if not SECRET_NAME.fullmatch(variable):
+                raise ExecutorError(f"secret name {variable[:40]!r}: use letters, digits and _")
+            name = secret_name(self.job_id, variable)
+            body = CreateSecretRequestBody(
+                name=name, secret_string=value, description=job_description(self.job_id)
+            )
+            ecs_call(
+                f"storing secret {variable} in CSMS",
+                lambda body=body: self.csms.create_secret(CreateSecretRequest(body=body)),
+            )
+            names[variable] = name
+        return names
 
     def close(self) -> None:
-        """Nothing to let go: the job holds no secret."""
+        """Delete the job's secrets from CSMS (the servers are gone by now)."""
+        from huaweicloudsdkcsms.v1 import DeleteSecretRequest
+
+        for name in self.secret_names.values():
+            ecs_call(
+                f"deleting {name} from CSMS (delete it by hand)",
+                lambda name=name: self.csms.delete_secret(DeleteSecretRequest(secret_name=name)),
+            )
+        self.secret_names = {}
 
     def launch(
         self,
@@ -183,9 +223,11 @@ class HuaweiLauncher(CloudLauncher):
             env,
             code=self.code,
             region=target.region,
+            project=target.project_id or "",
             bucket=self.bucket,
             prefix=self.prefix,
             setup=target.setup,
+            secrets=self.secret_names,
             python=target.python,
         )
         extend = v2.PrePaidServerExtendParam(charging_mode="postPaid", region_id=target.region)
@@ -207,6 +249,7 @@ class HuaweiLauncher(CloudLauncher):
             metadata={"agency_name": target.agency or ""},
             server_tags=[
                 v2.PrePaidServerTag(key=JOB_TAG, value=self.job_id),
+                v2.PrePaidServerTag(key=HOST_TAG, value=this_host()),
                 v2.PrePaidServerTag(key=MARKET_TAG, value=placement.market),
             ],
         )

@@ -1,20 +1,16 @@
 """OBS, Huawei Cloud's object store, through its S3-compatible API with boto3: the region's
 endpoint (``https://obs.REGION.myhuaweicloud.com``, or ``$SPOTWISE_HUAWEI_OBS_URL``), the
 user's AK/SK (``HUAWEICLOUD_SDK_AK``/``_SK``, the SDK's variables) on this machine, and on a
-server the agency's temporary keys from the ECS metadata (``openstack/latest/securitykey``).
+server the agency's temporary keys (:mod:`.agency`).
 
 This module imports only the standard library at the top: the on-instance agent imports it."""
 
 from __future__ import annotations
 
-import json
 import os
-import urllib.request
 from typing import Any
 
 OBS_VARIABLE = "SPOTWISE_HUAWEI_OBS_URL"
-SECURITY_KEY = "openstack/latest/securitykey"
-"""The ECS metadata path of the agency's temporary AK/SK and security token."""
 
 
 def obs_url(region: str) -> str:
@@ -39,13 +35,13 @@ def user_client(region: str) -> Any:
     )
 
 
-def server_client(region: str, metadata_url: str, timeout: float = 5.0) -> Any:
+def server_client(region: str, metadata_url: str) -> Any:
     """An S3 client of OBS with the server's agency keys, read from its metadata."""
     import boto3
 
-    direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never via a proxy
-    with direct.open(f"{metadata_url}/{SECURITY_KEY}", timeout=timeout) as answer:
-        key = json.load(answer)["credential"]
+    from spotwise.executor.clouds.huawei.agency import agency_keys
+
+    key = agency_keys(metadata_url)
     return boto3.client(
         "s3",
         endpoint_url=obs_url(region),

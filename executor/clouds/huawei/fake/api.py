@@ -1,4 +1,4 @@
-"""Huawei Cloud's ECS and BSS endpoints on 127.0.0.1, for the real SDK clients (endpoint
+"""Huawei Cloud's ECS, BSS and CSMS endpoints on 127.0.0.1, for the real SDK clients (endpoint
 override): each request's AK/SK signature checked (:mod:`.signature`), its route, query and JSON
 body held to the SDK's generated models (:mod:`.sdk_models`), a request that breaks them answered
 400 with the offending field named; each answer held to its response model too, so the fake
@@ -15,6 +15,7 @@ from typing import Any
 
 from spotwise.executor.clouds.huawei.fake import signature
 from spotwise.executor.clouds.huawei.fake.bss import PriceCatalog
+from spotwise.executor.clouds.huawei.fake.csms import SecretStore
 from spotwise.executor.clouds.huawei.fake.ecs import EcsProject, error
 from spotwise.executor.clouds.huawei.fake.sdk_models import Operation, Sdk, WireError
 from spotwise.executor.local_clouds.http import Answer, LoopbackServer, Request
@@ -31,6 +32,7 @@ ECS_OPERATIONS = (
 )
 """The ECS client's methods Spotwise calls: the fake serves these and refuses the rest."""
 BSS_OPERATIONS = ("list_on_demand_resource_ratings",)
+CSMS_OPERATIONS = ("create_secret", "list_secrets", "show_secret_version", "delete_secret")
 ACCESS_KEY = "SPOTWISEFAKEACCESSKEY"
 SECRET_KEY = "spotwise-fake-secret-key-not-a-real-one"
 """The fake's one key pair (a test's; a request signed with any other is refused)."""
@@ -50,17 +52,26 @@ class HuaweiApi:
     """The ECS project ``ecs`` and the price catalog ``prices`` served on a loopback port
     (:attr:`url`) until :meth:`close`."""
 
-    def __init__(self, ecs: EcsProject, prices: PriceCatalog, port: int = 0) -> None:
+    def __init__(
+        self,
+        ecs: EcsProject,
+        prices: PriceCatalog,
+        port: int = 0,
+        secrets: SecretStore | None = None,
+    ) -> None:
         self.ecs = ecs
         self.prices = prices
+        self.secrets = secrets or SecretStore(clock=ecs.clock)
         self.keys = {ACCESS_KEY: SECRET_KEY}
         self.log: list[Received] = []
         self._lock = threading.Lock()
         ecs_sdk = Sdk.load("huaweicloudsdkecs.v2", "EcsClient")
         bss_sdk = Sdk.load("huaweicloudsdkbss.v2", "BssClient")
+        csms_sdk = Sdk.load("huaweicloudsdkcsms.v1", "CsmsClient")
         routes = [
             *((ecs_sdk, ecs_sdk.operation(name)) for name in ECS_OPERATIONS),
             *((bss_sdk, bss_sdk.operation(name)) for name in BSS_OPERATIONS),
+            *((csms_sdk, csms_sdk.operation(name)) for name in CSMS_OPERATIONS),
         ]
         # a literal segment before a placeholder: .../cloudservers/detail is not a server's id
         self._routes = sorted(routes, key=lambda route: route[1].path.count("{"))
@@ -129,4 +140,10 @@ class HuaweiApi:
             "list_flavor_sell_policies": lambda p, q, b: ecs.sell_policies(q),
             "show_job": lambda p, q, b: ecs.show_job(p["job_id"]),
             "list_on_demand_resource_ratings": lambda p, q, b: self.prices.rate(b),
+            "create_secret": lambda p, q, b: self.secrets.create(b),
+            "list_secrets": lambda p, q, b: self.secrets.listed(q),
+            "show_secret_version": lambda p, q, b: self.secrets.version(
+                p["secret_name"], p["version_id"]
+            ),
+            "delete_secret": lambda p, q, b: self.secrets.delete(p["secret_name"]),
         }

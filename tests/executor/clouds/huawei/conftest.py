@@ -45,3 +45,12 @@ def bss_client(api: HuaweiApi) -> Any:
 
     credentials = GlobalCredentials(ACCESS_KEY, SECRET_KEY)
     return BssClient.new_builder().with_credentials(credentials).with_endpoints([api.url]).build()
+
+
+def csms_client(api: HuaweiApi) -> Any:
+    """The real CSMS client, its endpoint the fake's."""
+    from huaweicloudsdkcore.auth.credentials import BasicCredentials
+    from huaweicloudsdkcsms.v1 import CsmsClient
+
+    credentials = BasicCredentials(ACCESS_KEY, SECRET_KEY, PROJECT)
+    return CsmsClient.new_builder().with_credentials(credentials).with_endpoints([api.url]).build()

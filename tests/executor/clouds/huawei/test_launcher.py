@@ -20,7 +20,14 @@ from spotwise.executor.clouds.huawei.launcher import HuaweiLauncher
 from spotwise.executor.clouds.huawei.target import HuaweiTarget
 from spotwise.executor.errors import PREEMPTED_EXIT_CODE, ExecutorError, NoCapacity
 from spotwise.executor.launchers.base import Placement
-from tests.executor.clouds.huawei.conftest import A100, PROJECT, ZONE_A, ZONE_B, ecs_client
+from tests.executor.clouds.huawei.conftest import (
+    A100,
+    PROJECT,
+    ZONE_A,
+    ZONE_B,
+    csms_client,
+    ecs_client,
+)
 
 CODE = ShippedCode("spotwise/code/aa11/workdir.tar.gz", "spotwise/code/bb22/spotwise-0.1-any.whl")
 
@@ -34,7 +41,12 @@ def obs(moto_server: str) -> Iterator[tuple[object, str]]:
     yield client, bucket
 
 
-def launcher(huawei: HuaweiApi, obs: tuple[object, str], **options: object) -> HuaweiLauncher:
+def launcher(
+    huawei: HuaweiApi,
+    obs: tuple[object, str],
+    secrets: dict[str, str] | None = None,
+    **options: object,
+) -> HuaweiLauncher:
     client, bucket = obs
     values: dict[str, object] = {
         "project": PROJECT,
@@ -49,7 +61,13 @@ def launcher(huawei: HuaweiApi, obs: tuple[object, str], **options: object) -> H
     }
     target = HuaweiTarget.from_options(CloudOptions(**(values | options)))  # type: ignore[arg-type]
     return HuaweiLauncher(
-        target=target, ecs=ecs_client(huawei), obs=client, job_id="job-7", code=CODE
+        target=target,
+        ecs=ecs_client(huawei),
+        obs=client,
+        csms=csms_client(huawei),
+        job_id="job-7",
+        code=CODE,
+        secrets=secrets,
     )
 
 
@@ -128,19 +146,23 @@ def test_a_sold_out_zone_is_no_capacity(huawei: HuaweiApi, obs: tuple[object, st
         launcher(huawei, obs).launch(spot(ZONE_B, bid=None), ["true"], {}, log=lambda _: None)
 
 
-def test_secrets_and_incomplete_settings_are_refused_before_any_request(
+def test_secrets_live_in_csms_as_long_as_the_launcher_and_only_their_names_boot(
     huawei: HuaweiApi, obs: tuple[object, str]
 ) -> None:
-    client, _ = obs
-    with pytest.raises(ExecutorError, match="carry no secrets yet"):
-        HuaweiLauncher(
-            target=launcher(huawei, obs).target,
-            ecs=ecs_client(huawei),
-            obs=client,
-            job_id="job-8",
-            code=CODE,
-            secrets={"WANDB_API_KEY": "x"},
-        )
+    jobs = launcher(huawei, obs, secrets={"HF_TOKEN": "s3cret"})
+    assert list(huawei.secrets.secrets) == ["spotwise-job-7-HF_TOKEN"]
+    jobs.launch(spot(ZONE_A, bid=None), ["true"], {}, log=lambda _: None)
+    script = base64.b64decode(huawei.sent("create_servers")[0].body["server"]["user_data"])
+    assert b"HF_TOKEN=spotwise-job-7-HF_TOKEN" in script and b"s3cret" not in script
+    jobs.close()
+    assert huawei.secrets.secrets == {}
+
+
+def test_a_bad_secret_name_and_incomplete_settings_are_refused_before_any_request(
+    huawei: HuaweiApi, obs: tuple[object, str]
+) -> None:
+    with pytest.raises(ExecutorError, match="use letters, digits and _"):
+        launcher(huawei, obs, secrets={"HF-TOKEN;x": "v"})
     with pytest.raises(ExecutorError, match=r"needs --image, --bucket"):
         launcher(huawei, obs, image=None, bucket=None)
     assert huawei.log == []
