@@ -35,6 +35,8 @@ SECRET_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 SECRET_PREFIX = "spotwise-"
 GONE = ("DELETED", "SHUTOFF", "ERROR", "SOFT_DELETED")
 """ECS states of a server that runs no more."""
+PAGE = 100
+"""Servers asked for a page."""
 JOB_POLL_S = 2.0
 JOB_WAIT_S = 600.0
 """How often and how long a create job is asked about (ECS creates a server in about a
@@ -172,13 +174,17 @@ class HuaweiLauncher(CloudLauncher):
 
     def close(self) -> None:
         """Delete the job's secrets from CSMS (the servers are gone by now)."""
+        from huaweicloudsdkcore.exceptions.exceptions import ClientRequestException
         from huaweicloudsdkcsms.v1 import DeleteSecretRequest
 
         for name in self.secret_names.values():
-            ecs_call(
-                f"deleting {name} from CSMS (delete it by hand)",
-                lambda name=name: self.csms.delete_secret(DeleteSecretRequest(secret_name=name)),
-            )
+            try:
+                self.csms.delete_secret(DeleteSecretRequest(secret_name=name))
+            except ClientRequestException as exc:
+                if exc.status_code != 404:  # gone already (gc ended it): nothing to delete
+                    raise ExecutorError(
+                        f"cannot delete {name} from CSMS: {exc.error_msg}; delete it by hand"
+                    ) from None
         self.secret_names = {}
 
     def launch(
@@ -279,12 +285,33 @@ class HuaweiLauncher(CloudLauncher):
 
     def running_instances(self) -> list[str]:
         """This job's servers that have not ended (for teardown checks)."""
-        from huaweicloudsdkecs.v2 import ListServersDetailsRequest
+        return job_servers(self.ecs, self.job_id)
 
-        listed = ecs_call(
-            f"listing job {self.job_id}'s servers",
-            lambda: self.ecs.list_servers_details(
-                ListServersDetailsRequest(tags=f"{JOB_TAG}={self.job_id}")
-            ),
+
+def list_servers(ecs: Any, who: str, tags: str | None = None) -> Iterator[Any]:
+    """Every server of the project (with ``tags``, ``KEY=VALUE``: those tagged so), page by
+    page.
+
+    Raises:
+        ExecutorError: when ECS refuses, naming ``who`` asked.
+    """
+    from huaweicloudsdkecs.v2 import ListServersDetailsRequest
+
+    offset = 1  # ECS counts pages from 1
+    while True:
+        request = ListServersDetailsRequest(limit=PAGE, offset=offset, tags=tags)
+        page = ecs_call(
+            f"{who}: listing ECS servers",
+            lambda request=request: ecs.list_servers_details(request),
         )
-        return [s.id for s in listed.servers or () if s.status not in GONE]
+        servers = page.servers or []
+        yield from servers
+        if len(servers) < PAGE:
+            return
+        offset += 1
+
+
+def job_servers(ecs: Any, job_id: str) -> list[str]:
+    """The ids of job ``job_id``'s servers that have not ended, by its tag."""
+    tagged = list_servers(ecs, f"job {job_id}", tags=f"{JOB_TAG}={job_id}")
+    return [s.id for s in tagged if s.status not in GONE]

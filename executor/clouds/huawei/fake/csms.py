@@ -49,7 +49,7 @@ class SecretStore:
         more = start + limit < len(every)
         info = {
             "next_marker": page[-1]["name"] if more and page else None,
-            "total_count": len(every),
+            "current_count": len(page),
         }
         return Answer(200, {"secrets": page, "page_info": {k: v for k, v in info.items() if v}})
 

@@ -22,12 +22,20 @@ def _encode(text: str) -> str:
     return quote(text, safe="~")
 
 
+def _signed_value(request: Request, name: str) -> str:
+    """A signed header's value as the client sent it: behind a proxy, the host it asked is the
+    proxy's ``X-Forwarded-Host``."""
+    if name == "host" and request.header("X-Forwarded-Host"):
+        return request.header("X-Forwarded-Host").strip()
+    return request.header(name).strip()
+
+
 def canonical_request(request: Request, signed: list[str]) -> str:
     """The canonical request of the signature algorithm, from the request as received."""
     path = "/".join(_encode(part) for part in unquote(request.path).split("/"))
     path = path if path.endswith("/") else path + "/"
     query = "&".join(f"{_encode(k)}={_encode(v)}" for k, v in sorted(request.query))
-    headers = "".join(f"{name}:{request.header(name).strip()}\n" for name in signed)
+    headers = "".join(f"{name}:{_signed_value(request, name)}\n" for name in signed)
     payload = request.header("X-Sdk-Content-Sha256") or hashlib.sha256(request.body).hexdigest()
     return "\n".join((request.method, path, query, headers, ";".join(signed), payload))
 
