@@ -76,7 +76,10 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "GCP: the project; Azure: SUBSCRIPTION/RESOURCE_GROUP (AWS: none)",
         "(AWS, Azure;",
     ),
-    "spotwise/run_command.py": ("us-east-1a on aws, us-central1-a on gcp, 1 on azure",),
+    "spotwise/run_command.py": (
+        "us-east-1a on aws, us-central1-a on gcp, 1 on azure",
+        "on huawei",
+    ),
     # The fake instance metadata service serves each cloud's endpoint, its notice among them.
     "executor/local_clouds/metadata.py": (
         "aws_action",

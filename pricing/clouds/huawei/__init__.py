@@ -71,9 +71,9 @@ PROFILE = CloudProfile(
         egress_usd_per_gb=0.12,
         inter_region_usd_per_gb=0.12,
         inter_continent_usd_per_gb=0.12,
-        source="NOT read from a price page: approximate OBS Standard list prices (storage, PUT "
-        "requests, internet egress; between regions billed as egress), to be checked against "
-        "https://www.huaweicloud.com/intl/en-us/pricing/index.html#/obs",
+        source="https://www.huaweicloud.com/intl/en-us/pricing/index.html#/obs (OBS Standard: "
+        "storage, PUT requests, internet egress; between regions billed as egress) - "
+        "APPROXIMATE, not read from that page: check it before quoting",
         as_of="2026-12-07",
     ),
     launch=LaunchForm(
