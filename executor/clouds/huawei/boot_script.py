@@ -1,6 +1,7 @@
 """The boot script a Huawei Cloud ECS server runs as user data (:mod:`executor.clouds.boot_script`,
 under :mod:`executor.clouds.huawei.on_instance`): it gets and puts files in OBS with boto3 (the
-S3-compatible API) and the agency's keys from the ECS metadata (``SPOTWISE_HUAWEI_METADATA_URL``
+S3-compatible API) and the agency's keys from the ECS metadata, and exports the region for
+``obs://`` checkpoints (:mod:`.obs_filesystem`) (``SPOTWISE_HUAWEI_METADATA_URL``
 and ``SPOTWISE_HUAWEI_OBS_URL`` override where; tests run it against local servers). The
 launcher names the server (its id is known only after the create job), so the script learns
 its id from the metadata's ``openstack/latest/meta_data.json`` (``uuid``).
@@ -17,6 +18,7 @@ from spotwise.executor.clouds.code_bundle import ShippedCode
 from spotwise.executor.clouds.huawei.agency import SECURITY_KEY
 from spotwise.executor.clouds.huawei.notice import METADATA
 from spotwise.executor.clouds.huawei.obs import OBS_VARIABLE
+from spotwise.executor.clouds.huawei.obs_filesystem import REGION_VARIABLE
 from spotwise.executor.clouds.huawei.on_instance import HuaweiAgent
 
 _SERVER_ID = """\
@@ -35,18 +37,19 @@ url = os.environ.get("{OBS_VARIABLE}") or "https://obs." + region + ".myhuaweicl
 s3 = boto3.client("s3", endpoint_url=url, region_name=region, aws_access_key_id=c["access"],
                   aws_secret_access_key=c["secret"], aws_session_token=c.get("securitytoken"))
 s3.download_file(bucket, key, path) if op == "get" else s3.upload_file(path, bucket, key)
-' "$1" "$BUCKET" "$REGION" "$IMDS" "$2" "$3"
+' "$1" "$BUCKET" "$SPOTWISE_HUAWEI_REGION" "$IMDS" "$2" "$3"
 }}
 """
 HUAWEI_BOOT = CloudBoot(
     cloud="huawei",
     agent=HuaweiAgent.module,
-    agent_options='--bucket "$BUCKET" --region "$REGION" --project "$PROJECT"',
+    agent_options='--bucket "$BUCKET" --region "$SPOTWISE_HUAWEI_REGION" --project "$PROJECT"',
     store="obs",
     store_function=_OBS,
     store_url="obs://$BUCKET/",
     metadata=METADATA,
     identity=_SERVER_ID,
+    exported=(REGION_VARIABLE,),
 )
 """What Huawei Cloud's boot script does its own way."""
 
@@ -72,7 +75,7 @@ def boot_script(
         command,
         env,
         code=code,
-        settings={"REGION": region, "PROJECT": project, "BUCKET": bucket},
+        settings={REGION_VARIABLE: region, "PROJECT": project, "BUCKET": bucket},
         prefix=prefix,
         setup=setup,
         secrets=secrets,
