@@ -13,7 +13,7 @@ from s3fs import S3FileSystem
 REGION_VARIABLE = "SPOTWISE_HUAWEI_REGION"
 
 
-class ObsFileSystem(S3FileSystem):  # type: ignore[misc]
+class ObsFileSystem(S3FileSystem):
     """s3fs with OBS's endpoint and Huawei Cloud's keys, under the ``obs`` protocol."""
 
     protocol = ("obs",)

@@ -33,14 +33,15 @@ def test_obs_urls_are_fsspecs_through_the_entry_point(bucket: str) -> None:
 def test_a_checkpoint_to_obs_loads_back_bit_exactly(bucket: str) -> None:
     url = f"obs://{bucket}/spotwise/checkpoints/run1"
     generator = torch.Generator().manual_seed(7)
-    state = {"w": torch.randn(64, 64, generator=generator), "step": 5, "rng": generator.get_state()}
+    weights, rng = torch.randn(64, 64, generator=generator), generator.get_state()
+    state = {"w": weights, "step": 5, "rng": rng}
     saving = CheckpointManager([url])
     saving.save(5, state, block=True)
     saving.close()
     loaded = CheckpointManager([url]).load()
     assert loaded is not None and loaded.step == 5
-    assert torch.equal(loaded.state["w"], state["w"]) and loaded.state["step"] == 5
-    assert torch.equal(loaded.state["rng"], state["rng"])
+    assert torch.equal(loaded.state["w"], weights) and loaded.state["step"] == 5
+    assert torch.equal(loaded.state["rng"], rng)
 
 
 def test_without_a_region_or_endpoint_it_says_what_to_set(
