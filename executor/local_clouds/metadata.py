@@ -5,7 +5,8 @@ tests).
 State is set by its user: ``aws_action`` / ``aws_rebalance`` (a dict, None for 404, or a str
 served as a garbage body), ``instance_id`` (str), ``token_ttl_s`` (tokens expire; an expired or
 missing token gets 401), ``gcp_preempted`` (body text), ``azure_events`` (dict or garbage
-str) and ``huawei_action`` (a dict, None for 404, or a garbage str).
+str), ``huawei_action`` (a dict, None for 404, or a garbage str), ``huawei_server`` (the
+server's id in ``meta_data.json``) and ``huawei_keys`` (the agency's ``securitykey``).
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ class FakeMetadata:
         self.gcp_preempted = "FALSE"
         self.azure_events: dict[str, Any] | str = {"DocumentIncarnation": 1, "Events": []}
         self.huawei_action: dict[str, Any] | str | None = None
+        self.huawei_server: str | None = None
+        self.huawei_keys = {"access": "local", "secret": "local", "securitytoken": "local"}
         self.tokens: dict[str, float] = {}
         self.hits: dict[str, int] = {}
         fake = self
@@ -86,6 +89,10 @@ class FakeMetadata:
                     self.reply(404) if action is None else self.reply(
                         200, action if isinstance(action, str) else json.dumps(action)
                     )
+                elif self.path == "/openstack/latest/meta_data.json" and fake.huawei_server:
+                    self.reply(200, json.dumps({"uuid": fake.huawei_server}))
+                elif self.path == "/openstack/latest/securitykey":
+                    self.reply(200, json.dumps({"credential": fake.huawei_keys}))
                 else:
                     self.reply(404)
 
