@@ -10,6 +10,8 @@ only here, when a local Huawei Cloud is started."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
@@ -32,9 +34,18 @@ PRICES = ("--spot-price", "1.2", "--on-demand-price", "3.9")
 """An A100 flavor's prices in USD/h, test figures: what the ledger prices the played hours at."""
 
 
-def _elsewhere(name: str) -> bool:
-    """Whether the variable ``name`` could reach a real account or the user's ledger."""
-    return name.startswith(ELSEWHERE_PREFIXES) or name in ELSEWHERE
+def only_local_huawei(env: Mapping[str, str], folder: Path) -> AbstractContextManager[None]:
+    """Huawei's SDK and Spotwise's Huawei code, in this process and those it starts, reach only
+    the local servers while the block runs: every ``HUAWEICLOUD_*`` and ``SPOTWISE_HUAWEI_*``
+    variable of the user is dropped (their keys, credentials file and endpoints), the SDK's
+    credentials file is one in ``folder`` that does not exist, ``env`` (the fake's keys, the
+    local OBS) is set, and the ledger is the store given on the command line, not
+    ``SPOTWISE_OPERATIONAL_STORE``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    local = {**env, "HUAWEICLOUD_SDK_CREDENTIALS_FILE": str(folder / "no-credentials")}
+    return only_local(
+        local, drop=lambda name: name.startswith(ELSEWHERE_PREFIXES) or name in ELSEWHERE
+    )
 
 
 def _sdk() -> None:
@@ -79,10 +90,9 @@ class LocalHuawei(PlayedCloud):
         local = {
             "HUAWEICLOUD_SDK_AK": ACCESS_KEY,
             "HUAWEICLOUD_SDK_SK": SECRET_KEY,
-            "HUAWEICLOUD_SDK_CREDENTIALS_FILE": str(self.folder / "no-credentials"),
             "SPOTWISE_HUAWEI_OBS_URL": self.obs_url,
         }
-        self._stack.enter_context(only_local(local, drop=_elsewhere))
+        self._stack.enter_context(only_local_huawei(local, self.folder / "huaweicloud"))
         return self
 
     def _api(self) -> HuaweiApi:
