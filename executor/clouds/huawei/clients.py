@@ -56,7 +56,7 @@ def _client(kind: Any, service: str, target: HuaweiTarget, who: str) -> Any:
     return kind.new_builder().with_credentials(credentials).with_endpoints([endpoint]).build()
 
 
-def ecs_call(what: str, call: Any) -> Any:
+def sdk_call(what: str, call: Any) -> Any:
     """``call()``, an ECS or CSMS error said in one line naming ``what``.
 
     Raises:

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from spotwise.executor.clouds.huawei.clients import ecs_call
+from spotwise.executor.clouds.huawei.clients import sdk_call
 from spotwise.executor.clouds.huawei.launcher import (
     GONE,
     HOST_TAG,
@@ -82,7 +82,7 @@ class HuaweiSweep:
 
         marker = None
         while True:
-            page = ecs_call(
+            page = sdk_call(
                 "gc huawei: listing CSMS secrets",
                 lambda marker=marker: self._csms.list_secrets(
                     ListSecretsRequest(limit=str(PAGE), marker=marker)
@@ -106,12 +106,12 @@ class HuaweiSweep:
         for item in judged:
             if item.end and item.kind == "instance":
                 body = DeleteServersRequestBody(servers=[ServerId(id=item.resource)])
-                ecs_call(
+                sdk_call(
                     f"gc huawei: deleting server {item.resource}",
                     lambda body=body: self._ecs.delete_servers(DeleteServersRequest(body=body)),
                 )
             elif item.end:
-                ecs_call(
+                sdk_call(
                     f"gc huawei: deleting secret {item.resource}",
                     lambda item=item: self._csms.delete_secret(
                         DeleteSecretRequest(secret_name=item.resource)

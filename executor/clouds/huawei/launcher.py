@@ -20,7 +20,7 @@ from spotwise.core.clock import SYSTEM_CLOCK, Clock
 from spotwise.executor.clouds.cloud_launcher import CloudLauncher
 from spotwise.executor.clouds.code_bundle import ShippedCode
 from spotwise.executor.clouds.huawei.boot_script import boot_script
-from spotwise.executor.clouds.huawei.clients import ecs_call
+from spotwise.executor.clouds.huawei.clients import sdk_call
 from spotwise.executor.clouds.huawei.target import HuaweiTarget
 from spotwise.executor.clouds.instance import BucketInstance
 from spotwise.executor.clouds.orphans import this_host
@@ -59,6 +59,8 @@ class HuaweiInstance(BucketInstance["HuaweiLauncher"]):
     noun = "server"
     service = "ECS"
     first_state = "BUILD"
+    _ended_here = False
+    """Whether Spotwise deleted it (then its end is no reclaim)."""
 
     def _read(self, name: str) -> str | None:
         """An object of this server's folder as text, None while it is not there."""
@@ -104,15 +106,13 @@ class HuaweiInstance(BucketInstance["HuaweiLauncher"]):
         read)."""
         return self.placement.market == "spot" and not self._ended_here
 
-    _ended_here = False
-
     def _end(self) -> None:
         """Delete it: an OS shutdown, i.e. SIGTERM to the job."""
         from huaweicloudsdkecs.v2 import DeleteServersRequest, DeleteServersRequestBody, ServerId
 
         self._ended_here = True
         body = DeleteServersRequestBody(servers=[ServerId(id=self.instance_id)])
-        ecs_call(
+        sdk_call(
             f"deleting server {self.instance_id}",
             lambda: self.launcher.ecs.delete_servers(DeleteServersRequest(body=body)),
         )
@@ -165,7 +165,7 @@ class HuaweiLauncher(CloudLauncher):
             body = CreateSecretRequestBody(
                 name=name, secret_string=value, description=job_description(self.job_id)
             )
-            ecs_call(
+            sdk_call(
                 f"storing secret {variable} in CSMS",
                 lambda body=body: self.csms.create_secret(CreateSecretRequest(body=body)),
             )
@@ -205,7 +205,7 @@ class HuaweiLauncher(CloudLauncher):
 
         body = self.request(placement, command, env)
         where = placement.pool or "any zone"
-        created = ecs_call(
+        created = sdk_call(
             f"creating a server in {where}",
             lambda: self.ecs.create_servers(CreateServersRequest(body=body)),
         )
@@ -272,7 +272,7 @@ class HuaweiLauncher(CloudLauncher):
 
         waited = 0.0
         while True:
-            job = ecs_call(
+            job = sdk_call(
                 f"the create job of {where}",
                 lambda: self.ecs.show_job(ShowJobRequest(job_id=job_id)),
             )
@@ -300,7 +300,7 @@ def list_servers(ecs: Any, who: str, tags: str | None = None) -> Iterator[Any]:
     offset = 1  # ECS counts pages from 1
     while True:
         request = ListServersDetailsRequest(limit=PAGE, offset=offset, tags=tags)
-        page = ecs_call(
+        page = sdk_call(
             f"{who}: listing ECS servers",
             lambda request=request: ecs.list_servers_details(request),
         )
