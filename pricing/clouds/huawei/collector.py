@@ -17,18 +17,18 @@ from spotwise.pricing.clouds.huawei.given_prices import given_spot_prices
 from spotwise.pricing.clouds.huawei.list_prices import list_prices
 from spotwise.pricing.clouds.huawei.sell_policies import spot_sell_status
 from spotwise.pricing.clouds.profile import Collected, CollectValues, Line
-from spotwise.pricing.errors import FlagError
+from spotwise.pricing.errors import FlagError, PricingError
 
 
 def collect(
     store: Callable[[], Path], values: CollectValues, progress: Callable[[str], None]
 ) -> Collected:
-    """The flavors' list prices and spot sell status in the regions asked, and the given spot
-    prices.
+    """The flavors' list prices (where BSS answers: a refusal is a line of the result) and spot
+    sell status in the regions asked, and the given spot prices.
 
     Raises:
-        PricingError: a flag's value, the store, the SDK or credentials missing, BSS or ECS
-            refusing: one line.
+        PricingError: a flag's value, the store, the SDK or credentials missing, ECS refusing:
+            one line.
         SettingsError: an endpoint variable is not a URL it may use.
     """
     from spotwise.pricing.frames import utc_now, validate
@@ -50,15 +50,18 @@ def collect(
         raise FlagError(f"--spot-prices: {outside[0]} is not one of --regions")
     path = store()
     frames: dict[str, list[pd.DataFrame]] = {"prices": [given], "availability": []}
+    skipped: list[str] = []
     for region in regions:
         progress(f"huawei {region}: spot sell status")
         ecs, project = clients.ecs_client(region)
         frames["availability"].append(spot_sell_status(ecs, flavors, now))
         if values.switch("list_prices"):
             progress(f"huawei {region}: list prices")
-            frames["prices"].append(
-                list_prices(clients.bss_client(), project, region, flavors, now)
-            )
+            try:
+                bss = clients.bss_client()
+                frames["prices"].append(list_prices(bss, project, region, flavors, now))
+            except PricingError as refused:  # where BSS is not reachable: the rest is kept
+                skipped.append(f"list prices of {region}: skipped, {refused}")
     origin = "collect huawei"
     ready = {
         name: validate(name, pd.concat(parts, ignore_index=True), origin=origin)
@@ -71,6 +74,7 @@ def collect(
     pools = 0 if availability is None else len(availability)
     read = f"{plural(len(regions), 'region')} (BSS, ECS flavor-sell-policies)"
     lines = [
+        *(Line(message) for message in skipped),
         collecting.collected("huawei", ready.get("prices"), added.get("prices", 0), read),
         Line(
             f"spot sells in {selling} of {plural(pools, 'pool')} (zone and flavor; "

@@ -120,3 +120,23 @@ def test_a_region_that_is_not_huaweis_never_reaches_an_endpoint(
         result.returncode != 0 and "is not a Huawei Cloud region" in result.stdout + result.stderr
     )
     assert huawei.log == []
+
+
+def test_where_bss_refuses_the_sell_status_is_kept_and_the_refusal_is_a_line(
+    cli_in_process: CliRun, store_file: Path
+) -> None:
+    sell = {("ap-southeast-1a", A100): SOLD}
+    api = HuaweiApi(EcsProject(PROJECT, sell), PriceCatalog({}, currency="CNY"))
+    try:
+        result = cli_in_process(
+            "collect", "huawei", "--regions", "ap-southeast-1", "--gpu", "A100", env=env(api)
+        )
+    finally:
+        api.close()
+    said = " ".join((result.stdout + result.stderr).split())
+    assert result.returncode == 0, said
+    assert "list prices of ap-southeast-1: skipped" in said and "no price for" in said
+    assert rows(store_file, "SELECT zone, available_nodes FROM availability") == [
+        ("ap-southeast-1a", 1)
+    ]
+    assert rows(store_file, "SELECT count(*) FROM prices") == [(0,)]
