@@ -15,6 +15,8 @@ from spotwise.executor.clouds.azure.local import LocalAzure
 from spotwise.executor.clouds.base import BucketFolder, Cloud, CloudTarget, bucket_folder
 from spotwise.executor.clouds.gcp.cloud import GcpCloud
 from spotwise.executor.clouds.gcp.local import LocalGcp
+from spotwise.executor.clouds.huawei.cloud import HuaweiCloud
+from spotwise.executor.clouds.huawei.local import LocalHuawei
 from spotwise.executor.errors import ExecutorError
 from spotwise.executor.local_clouds.base import LocalCloud
 from spotwise.executor.notices import NoticeSource
@@ -23,11 +25,13 @@ CLOUDS: dict[str, Cloud] = {
     "aws": AwsCloud(),
     "gcp": GcpCloud(),
     "azure": AzureCloud(),
+    "huawei": HuaweiCloud(),
 }
 LOCAL_CLOUDS: dict[str, Callable[[Path], LocalCloud]] = {
     "aws": LocalAws,
     "gcp": LocalGcp,
     "azure": LocalAzure,
+    "huawei": LocalHuawei,
 }
 """The clouds ``spotwise try`` plays on this machine, each made with the folder for its
 instances."""

@@ -1,10 +1,12 @@
-"""A small fake of the AWS, GCP and Azure instance metadata endpoints on 127.0.0.1: the spot
-notices an instance reads, given without a cloud (``spotwise try``, the tests).
+"""A small fake of the AWS, GCP, Azure and Huawei Cloud instance metadata endpoints on
+127.0.0.1: the spot notices an instance reads, given without a cloud (``spotwise try``, the
+tests).
 
 State is set by its user: ``aws_action`` / ``aws_rebalance`` (a dict, None for 404, or a str
 served as a garbage body), ``instance_id`` (str), ``token_ttl_s`` (tokens expire; an expired or
-missing token gets 401), ``gcp_preempted`` (body text) and ``azure_events`` (dict or garbage
-str).
+missing token gets 401), ``gcp_preempted`` (body text), ``azure_events`` (dict or garbage
+str), ``huawei_action`` (a dict, None for 404, or a garbage str), ``huawei_server`` (the
+server's id in ``meta_data.json``) and ``huawei_keys`` (the agency's ``securitykey``).
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ class FakeMetadata:
         self.instance_id: str | None = None
         self.gcp_preempted = "FALSE"
         self.azure_events: dict[str, Any] | str = {"DocumentIncarnation": 1, "Events": []}
+        self.huawei_action: dict[str, Any] | str | None = None
+        self.huawei_server: str | None = None
+        self.huawei_keys = {"access": "local", "secret": "local", "securitytoken": "local"}
         self.tokens: dict[str, float] = {}
         self.hits: dict[str, int] = {}
         fake = self
@@ -79,6 +84,15 @@ class FakeMetadata:
                     else:
                         events = fake.azure_events
                         self.reply(200, events if isinstance(events, str) else json.dumps(events))
+                elif self.path == "/openstack/latest/spot/instance-action":
+                    action = fake.huawei_action
+                    self.reply(404) if action is None else self.reply(
+                        200, action if isinstance(action, str) else json.dumps(action)
+                    )
+                elif self.path == "/openstack/latest/meta_data.json" and fake.huawei_server:
+                    self.reply(200, json.dumps({"uuid": fake.huawei_server}))
+                elif self.path == "/openstack/latest/securitykey":
+                    self.reply(200, json.dumps({"credential": fake.huawei_keys}))
                 else:
                     self.reply(404)
 

@@ -114,7 +114,39 @@ def _azure(request: pytest.FixtureRequest) -> CloudOptions:
     )
 
 
-EMULATORS: dict[str, Emulator] = {"aws": _aws, "gcp": _gcp, "azure": _azure}
+def _huawei(request: pytest.FixtureRequest) -> CloudOptions:
+    """The loopback fake of ECS and CSMS (checked against the Huawei SDK's generated models,
+    AK/SK signatures checked), reached through Huawei's own SDK, and moto's S3 server as OBS
+    (its S3 API, through boto3)."""
+    from spotwise.executor.clouds.huawei.fake.api import ACCESS_KEY, SECRET_KEY, HuaweiApi
+    from spotwise.executor.clouds.huawei.fake.bss import PriceCatalog
+    from spotwise.executor.clouds.huawei.fake.ecs import SOLD, EcsProject
+    from spotwise.executor.clouds.huawei.target import DEFAULT_FLAVOR, DEFAULT_REGION
+
+    project = uuid.uuid4().hex
+    sell = {(f"{DEFAULT_REGION}{z}", DEFAULT_FLAVOR): SOLD for z in "abc"}
+    fake = HuaweiApi(EcsProject(project, sell), PriceCatalog({}))
+    request.addfinalizer(fake.close)
+    monkeypatch = request.getfixturevalue("monkeypatch")
+    monkeypatch.setenv("HUAWEICLOUD_SDK_AK", ACCESS_KEY)
+    monkeypatch.setenv("HUAWEICLOUD_SDK_SK", SECRET_KEY)
+    monkeypatch.setenv("SPOTWISE_HUAWEI_OBS_URL", request.getfixturevalue("moto_server"))
+    return CloudOptions(
+        project=project,
+        image="img-ubuntu-2404-torch",
+        bucket=f"contract-{uuid.uuid4().hex[:8]}",
+        identity="spotwise-instance",
+        network=("vpc-1/subnet-1",),
+        endpoint_url=fake.url,
+    )
+
+
+EMULATORS: dict[str, Emulator] = {
+    "aws": _aws,
+    "gcp": _gcp,
+    "azure": _azure,
+    "huawei": _huawei,
+}
 """Each registered cloud's local emulator: the options that reach it."""
 
 
@@ -368,6 +400,13 @@ SLOW_LISTINGS: dict[str, Callable[[Request], str | None]] = {
         if r.method == "GET" and r.path.endswith("/virtualMachines")
         else "secrets"  # the vault's lookup, before its secrets are listed
         if r.method == "GET" and "/Microsoft.KeyVault/vaults/" in r.path
+        else None
+    ),
+    "huawei": lambda r: (
+        "instances"
+        if r.method == "GET" and r.path.endswith("/cloudservers/detail")
+        else "secrets"
+        if r.method == "GET" and r.path.endswith("/secrets")
         else None
     ),
 }

@@ -33,6 +33,7 @@ def arm_garbage(fake: FakeMetadata, body: str) -> None:
     fake.aws_action = fake.aws_rebalance = body
     fake.gcp_preempted = body
     fake.azure_events = body
+    fake.huawei_action = body
 
 
 PREEMPTIONS: dict[str, Callable[[FakeMetadata], None]] = {
@@ -44,6 +45,9 @@ PREEMPTIONS: dict[str, Callable[[FakeMetadata], None]] = {
         fake,
         "azure_events",
         {"Events": [{"EventId": "E", "EventType": "Preempt", "NotBefore": ""}]},
+    ),
+    "huawei": lambda fake: setattr(
+        fake, "huawei_action", {"action": "delete", "time": "2099-01-01T00:00:00Z"}
     ),
 }
 

@@ -53,6 +53,7 @@ class SlowProxy:
         )
         path = request.path + (f"?{urlencode(request.query)}" if request.query else "")
         headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP}
+        headers["X-Forwarded-Host"] = request.header("Host")  # as a proxy says what was asked
         try:
             connection.request(request.method, path, body=request.body or None, headers=headers)
             reply = connection.getresponse()

@@ -1,6 +1,7 @@
-"""A user's session on GCP or Azure, played against the local servers: the five commands of
-docs/aws.md (``setup``, ``check``, ``run``, ``jobs logs``/``jobs show``, ``gc``), typed as a
-user types them in a project folder, with the output as it comes, written to a transcript.
+"""A user's session on GCP, Azure or Huawei Cloud, played against the local servers: the five
+commands of docs/aws.md (``setup``, ``check``, ``run``, ``jobs logs``/``jobs show``, ``gc``),
+typed as a user types them in a project folder, with the output as it comes, written to a
+transcript.
 
 The servers are the tests' own (:class:`spotwise.executor.clouds.gcp.fake.compute.GcpLocal`,
 :class:`spotwise.executor.clouds.azure.fake.servers.AzureLocal`) and the fake metadata server;
@@ -15,6 +16,7 @@ take is ``--endpoint-url``.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import re
 import shlex
@@ -305,6 +307,101 @@ def azure(transcript: Path, home: Path) -> None:
         azurite.close()
 
 
+def huawei(transcript: Path, home: Path) -> None:
+    """collect and plan, setup, check, run, jobs logs/show and gc on Huawei Cloud."""
+    from moto.server import ThreadedMotoServer
+
+    from spotwise.executor.clouds.huawei.ecs_player import EcsPlayer
+    from spotwise.executor.clouds.huawei.fake.api import ACCESS_KEY, SECRET_KEY, HuaweiApi
+    from spotwise.executor.clouds.huawei.fake.bss import PriceCatalog
+    from spotwise.executor.clouds.huawei.fake.ecs import SOLD, SOLD_OUT, EcsProject
+    from spotwise.executor.local_clouds.player import FIRST_STEP
+
+    project, region, flavor = "0123456789abcdef0123456789abcdef", "ap-southeast-1", "p3.2xlarge.8"
+    sell = {(f"{region}a", flavor): SOLD, (f"{region}b", flavor): SOLD_OUT}
+    api = HuaweiApi(EcsProject(project, sell), PriceCatalog({(region, f"{flavor}.linux"): 3.9}))
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no line per request
+    moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    moto.start()
+    obs = "http://{}:{}".format(*moto.get_host_and_port())
+    try:
+        with _metadata() as metadata:
+            env = _base_env(home) | {
+                "HUAWEICLOUD_SDK_AK": ACCESS_KEY,
+                "HUAWEICLOUD_SDK_SK": SECRET_KEY,
+                "HUAWEICLOUD_SDK_PROJECT_ID": project,
+                "HUAWEICLOUD_SDK_DOMAIN_ID": "0123456789abcdef0123456789abcdee",
+                "SPOTWISE_HUAWEI_ECS_URL": api.url,
+                "SPOTWISE_HUAWEI_BSS_URL": api.url,
+                "SPOTWISE_HUAWEI_OBS_URL": obs,
+                "SPOTWISE_HUAWEI_REGION": region,
+            }
+            session = Session(transcript, _project(home), env)
+            session.masks = {api.url: "http://127.0.0.1:FAKE", obs: "http://127.0.0.1:OBS"}
+            session.masks[str(home)] = "~"
+            url = api.url
+            where = ("--project", project, "--region", region)
+            session.note(
+                "Huawei Cloud on this machine: ECS, BSS and CSMS on the loopback fake (the "
+                "SDK's models check each request; --endpoint-url, SPOTWISE_HUAWEI_ECS_URL and "
+                "_BSS_URL), OBS on moto's S3 server (SPOTWISE_HUAWEI_OBS_URL)"
+            )
+            session.note("0. the prices: BSS list prices, where spot sells, a spot price read")
+            session.type(
+                "collect", "huawei", "--regions", region, "--gpu", "A100",
+                "--spot-prices", f"{flavor}@{region}a=1.20",
+            )  # fmt: skip
+            session.type("plan", "--gpu", "A100", "--gpu-hours", "100", "--deadline-hours", "200")
+            bucket = "my-spotwise"
+            check = (
+                "check", "huawei", *where, "--bucket", bucket, "--identity", "spotwise-instance",
+                "--network", "vpc-1/subnet-1", "--image", "img-ubuntu-2404",
+                "--instance-type", flavor, "--pools", f"{region}a,{region}b",
+            )  # fmt: skip
+            session.note("a first try, before setup: what is missing, each with its fix")
+            session.type(*check, "--endpoint-url", url)
+            session.note("1. once: a private OBS bucket (the agency is made by hand in IAM)")
+            session.type("setup", "huawei", *where, "--bucket", bucket, "--endpoint-url", url)
+            session.note("2. ready?")
+            session.type(*check, "--endpoint-url", url)
+            session.note(
+                "3. run, the bid capped at $1.50/h (ECS's spotPrice); the first server gets the "
+                "spot instance-action once it trains"
+            )
+
+            def gc_beside(server: str) -> None:
+                session.note("(another shell, as the first server boots) gc beside the live job")
+                session.type("gc", "huawei", *where, "--endpoint-url", url, shell="shell 2")
+
+            (home / "servers").mkdir()
+            hypervisor = EcsPlayer(
+                *(api, obs, metadata, home / "servers"),
+                bucket=bucket,
+                notice_after_s=0.0,
+                notice_on=FIRST_STEP,
+                beside=gc_beside,
+            )
+            ckpt = f"obs://{bucket}/spotwise/checkpoints/run1"
+            try:
+                ran = session.type(
+                    "run", "--launcher", "huawei", *where, "--bucket", bucket,
+                    "--identity", "spotwise-instance", "--network", "vpc-1/subnet-1",
+                    "--image", "img-ubuntu-2404", "--instance-type", flavor,
+                    "--pools", f"{region}a", "--max-price", "1.50", "--endpoint-url", url,
+                    "--ckpt", ckpt, "--", "python", "train.py", "--ckpt", ckpt,
+                    *TRAINING, "--out", "result.json",
+                )  # fmt: skip
+            finally:
+                hypervisor.close()
+            bids = [r.body["server"]["extendparam"] for r in api.sent("create_servers")]
+            session.note(f"the create requests the fake recorded carried extendparam {bids}")
+            gc = ("gc", "huawei", *where, "--endpoint-url", url)
+            _after(session, ran, gc, hypervisor.errors)
+    finally:
+        api.close()
+        moto.stop()
+
+
 def _after(
     session: Session,
     ran: subprocess.CompletedProcess[str],
@@ -321,7 +418,7 @@ def _after(
         session.note(f"the hypervisor failed: {errors!r}")
 
 
-SESSIONS: dict[str, Callable[[Path, Path], None]] = {"gcp": gcp, "azure": azure}
+SESSIONS: dict[str, Callable[[Path, Path], None]] = {"gcp": gcp, "azure": azure, "huawei": huawei}
 
 
 def main() -> None:

@@ -15,13 +15,14 @@ def test_every_launch_form_is_the_clouds_own() -> None:
     from spotwise.executor.clouds.aws import setup as aws_setup
     from spotwise.executor.clouds.azure import storage as azure_storage
     from spotwise.executor.clouds.gcp import setup as gcp_setup
+    from spotwise.executor.clouds.huawei import setup as huawei_setup
 
     assert set(plan_clouds.LAUNCH_FORMS) == set(CLOUDS) == set(plan_clouds.STORAGE_LISTS)
     for name, form in plan_clouds.LAUNCH_FORMS.items():
         assert form.scheme == CLOUDS[name].storage_scheme
-    for module in (aws_setup, gcp_setup, azure_storage):
+    for module in (aws_setup, gcp_setup, azure_storage, huawei_setup):
         assert module.CHECKPOINT_PREFIX == plan_clouds.CHECKPOINT_PREFIX
-    assert NOTICES == {"aws": 120.0, "gcp": 30.0, "azure": 30.0}
+    assert NOTICES == {"aws": 120.0, "gcp": 30.0, "azure": 30.0, "huawei": 120.0}
 
 
 def test_the_notice_line_names_the_clouds_whose_notice_a_checkpoint_outlasts() -> None:

@@ -185,6 +185,7 @@ def test_on_the_bundled_data_a_gpu_plan_shows_gcp_and_names_the_clouds_without_a
         "p4d.24xlarge,p4de.24xlarge, then spotwise collect aws --on-demand --region us-east-1 "
         "--instance-types p4d.24xlarge,p4de.24xlarge",
         "azure": "spotwise collect azure --regions eastus --gpu A100",
+        "huawei": "spotwise collect huawei --regions ap-southeast-1 --gpu A100",
     }
     assert plan["next_step"].startswith(f"spotwise run --launcher gcp --region {rows[0]['region']}")
     text = cli(*PLAN)
@@ -208,7 +209,9 @@ def test_on_a_store_of_three_clouds_a_gpu_plan_ranks_rows_of_all_three_with_thei
     plan = json.loads(result.stdout)
     rows = plan["recommended"]
     assert set(plan["clouds"]) == {r["cloud"] for r in rows} == {"aws", "gcp", "azure"}
-    assert plan["no_stored_price"] == {}
+    assert plan["no_stored_price"] == {
+        "huawei": "spotwise collect huawei --regions ap-southeast-1 --gpu A100"
+    }
     sources = {"aws": "aws-api", "gcp": "gcp-billing", "azure": "azure-retail"}
     for row in rows:
         cloud = row["cloud"]
@@ -241,8 +244,9 @@ def test_on_a_store_of_three_clouds_a_gpu_plan_ranks_rows_of_all_three_with_thei
     text = cli(*PLAN, "--top", "2")
     assert text.returncode == 0, text.stderr
     table = text.stdout.split("best: ")[0]
-    for cloud, notice in NOTICES.items():
-        assert f"│ {cloud} " in table and sources[cloud] in table
+    for cloud, source in sources.items():  # the three clouds with prices in this store
+        notice = NOTICES[cloud]
+        assert f"│ {cloud} " in table and source in table
         assert f" {notice:.0f} s " in table
     assert "p4d.24xlarge (8 GPUs)" in table
     (aws_row,) = [line for line in table.splitlines() if line.startswith("│ aws ")]
@@ -263,7 +267,10 @@ def test_on_a_store_of_three_clouds_a_gpu_plan_ranks_rows_of_all_three_with_thei
         (("--gpu", "A100", "--instance-type", "p3.2xlarge"), "not both and not neither"),
         ((), "not both and not neither"),
         (("--instance-type", "p3.2xlarge", "--gpus", "2"), "--gpus goes with --gpu"),
-        (("--gpu", "A100", "--provider", "oracle"), "--provider must be aws, gcp, azure or all"),
+        (
+            ("--gpu", "A100", "--provider", "oracle"),
+            "--provider must be aws, gcp, azure, huawei or all",
+        ),
     ],
 )
 def test_a_plan_of_no_clear_subject_is_one_line(

@@ -21,6 +21,7 @@ def test_the_table_covers_each_asked_family_of_each_cloud() -> None:
         ("gcp", "n1-standard-8+1xnvidia-tesla-v100"),
         *(("azure", f) for f in ("Standard_NC6s_v3", "Standard_NC24ads_A100_v4")),
         *(("azure", f) for f in ("Standard_ND96isr_H100_v5", "Standard_NC4as_T4_v3")),
+        *(("huawei", f) for f in ("p3.", "p2s.", "pi2.")),
     ]:
         assert any(c == cloud and s.startswith(prefix) for c, s in names), (cloud, prefix)
     assert all(s.source.startswith("https://") for s in gpus.read_shapes())
@@ -32,6 +33,7 @@ def test_shapes_answers_gpu_times_count_on_a_cloud() -> None:
         ("gcp", "a2-highgpu-1g"),
         ("gcp", "a2-ultragpu-1g"),
         ("azure", "Standard_NC24ads_A100_v4"),
+        ("huawei", "p3.2xlarge.8"),
     }
     assert [s.shape for s in gpus.shapes("V100", 8, cloud="aws")] == [
         "p3.16xlarge",
@@ -59,7 +61,7 @@ def test_the_table_agrees_with_the_gpu_counts_of_the_bundled_gcp_prices() -> Non
 def test_data_load_recognises_the_table_and_stores_nothing() -> None:
     fmt = detect_format(DATA / "gpu_shapes.csv")
     parsed = fmt.read(DATA / "gpu_shapes.csv")
-    assert (fmt.name, parsed.frames, parsed.rows_read) == ("gpu-shapes", {}, 80)
+    assert (fmt.name, parsed.frames, parsed.rows_read) == ("gpu-shapes", {}, 84)
 
 
 @pytest.mark.parametrize(
@@ -98,6 +100,7 @@ def test_the_table_gives_each_cloud_its_equivalent_shapes() -> None:
         "aws": ["p4d.24xlarge", "p4de.24xlarge"],  # AWS sells A100s eight at a time
         "gcp": ["a2-highgpu-1g", "a2-ultragpu-1g"],
         "azure": ["Standard_NC24ads_A100_v4"],
+        "huawei": ["p3.2xlarge.8"],
     }
     assert "azure" not in gpus.equivalents("L4", 1)  # Azure sells no L4
     assert {c: [s.gpu_count for s in f] for c, f in gpus.equivalents("H100", 8).items()} == {

@@ -1,8 +1,9 @@
-"""`spotwise try aws|gcp|azure` as a stranger runs them, with a configuration of their own that
-must not be touched: moto (AWS), the loopback fake and gcp-storage-emulator (GCP), or the
-loopback fake and Azurite (Azure) play the cloud, the bundled example is preempted by the
-cloud's notice on its first instance, resumes on a second one from the checkpoint in the local
-bucket and ends bit-exact; its logs are shown and gc runs."""
+"""`spotwise try aws|gcp|azure|huawei` as a stranger runs them, with a configuration of their own
+that must not be touched: moto (AWS), the loopback fake and gcp-storage-emulator (GCP), the
+loopback fake and Azurite (Azure), or the loopback fake and moto's S3 (Huawei) play the cloud,
+the bundled example is preempted by the cloud's notice on its first instance, resumes on a
+second one from the checkpoint in the local bucket and ends bit-exact; its logs are shown and gc
+runs."""
 
 from __future__ import annotations
 
@@ -89,6 +90,19 @@ def azure_user(home: Path) -> tuple[dict[str, str], Path]:
     }, az
 
 
+def huawei_user(home: Path) -> tuple[dict[str, str], Path]:
+    """A real account's keys and credentials file, none of it to be read or reached."""
+    (home / "huaweicloud").mkdir()
+    credentials = home / "huaweicloud" / "credentials"
+    credentials.write_text("[basic]\nak = THEIRKEY\nsk = their-secret\n")
+    return {
+        "HUAWEICLOUD_SDK_AK": "THEIRKEY",
+        "HUAWEICLOUD_SDK_SK": "their-secret",
+        "HUAWEICLOUD_SDK_CREDENTIALS_FILE": str(credentials),
+        "SPOTWISE_HUAWEI_OBS_URL": "http://127.0.0.1:9",  # nothing listens: a call there fails
+    }, home / "huaweicloud"
+
+
 @dataclass(frozen=True, slots=True)
 class Played:
     """What a try of one cloud shows its user."""
@@ -140,6 +154,16 @@ PLAYED = {
         pool="1",
         region="eastus",
         where="--project 00000000-0000-0000-0000-0000000000aa/spotwise-try --region eastus",
+    ),
+    "huawei": Played(
+        user=huawei_user,
+        served=r"a loopback fake of ECS, BSS and CSMS on (http://127\.0\.0\.1:\d+)",
+        instance=r"[0-9a-f-]{36}",
+        script="user data",
+        notice="the spot instance-action (a reclaim notice) and was reclaimed",
+        pool="ap-southeast-1a",
+        region="ap-southeast-1",
+        where="--project 0123456789abcdef0123456789abcdef --region ap-southeast-1",
     ),
 }
 

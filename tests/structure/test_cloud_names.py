@@ -76,7 +76,10 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "GCP: the project; Azure: SUBSCRIPTION/RESOURCE_GROUP (AWS: none)",
         "(AWS, Azure;",
     ),
-    "spotwise/run_command.py": ("us-east-1a on aws, us-central1-a on gcp, 1 on azure",),
+    "spotwise/run_command.py": (
+        "us-east-1a on aws, us-central1-a on gcp, 1 on azure",
+        "on huawei",
+    ),
     # The fake instance metadata service serves each cloud's endpoint, its notice among them.
     "executor/local_clouds/metadata.py": (
         "aws_action",
@@ -84,6 +87,9 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "X-aws-ec2-metadata-token",
         "gcp_preempted",
         "azure_events",
+        "huawei_action",
+        "huawei_server",
+        "huawei_keys",
     ),
 }
 """Per file, the texts that may name a cloud there: an occurrence is allowed when an allowed

@@ -109,7 +109,7 @@ def test_the_wheel_shipped_to_instances_leaves_the_local_clouds_fakes_out(tmp_pa
     them."""
     root = Path(__file__).resolve().parents[3]
     fakes = sorted(p for p in (root / "executor" / "clouds").glob("*/fake") if p.is_dir())
-    assert [p.parent.name for p in fakes] == ["azure", "gcp"]  # what the test looks for is there
+    assert [p.parent.name for p in fakes] == ["azure", "gcp", "huawei"]  # what it looks for
     wheel = build_wheel(tmp_path / "built").path
     with zipfile.ZipFile(wheel) as shipped:
         names = shipped.namelist()
@@ -117,12 +117,13 @@ def test_the_wheel_shipped_to_instances_leaves_the_local_clouds_fakes_out(tmp_pa
     assert not [n for n in names if "/fake/" in n], [n for n in names if "/fake/" in n]
     assert "spotwise/executor/clouds/azure/on_instance.py" in names  # the rest ships
     assert "spotwise/executor/clouds/gcp/on_instance.py" in names
+    assert "spotwise/executor/clouds/huawei/on_instance.py" in names
     # the agents' modules, the clouds' registry and the launchers import from the shipped wheel
     modules = [
         f"spotwise.executor.clouds.{cloud}.{name}"
         for cloud in ("aws", "gcp", "azure")
         for name in ("on_instance", "notice", "local")
-    ]
+    ] + [f"spotwise.executor.clouds.huawei.{name}" for name in ("on_instance", "notice")]
     check = (
         f"import importlib, spotwise; assert spotwise.__file__.startswith({str(tmp_path)!r})\n"
         f"for name in {[*modules, 'spotwise.executor.clouds.registry']!r}:\n"

@@ -27,7 +27,7 @@ def test_a_job_here_sizes_its_folders_and_refuses_a_bucket_url(tmp_path: Path) -
 def test_a_cloud_job_sizes_its_buckets_folders_only(name: str) -> None:
     cloud = cloud_named(name)
     bucket = "acct/box" if name == "azure" else "box"
-    project = {"aws": None, "gcp": "my-project"}.get(
+    project = {"aws": None, "gcp": "my-project", "huawei": "0" * 32}.get(
         name, f"{'0' * 8}-{'0' * 4}-{'0' * 4}-{'0' * 4}-{'0' * 12}/rg"
     )
     target = cloud.target(CloudOptions(bucket=bucket, project=project))

@@ -9,17 +9,23 @@ from spotwise.core.settings import SettingsError
 from spotwise.executor.clouds.aws.notice import AwsImds
 from spotwise.executor.clouds.azure.notice import AzureScheduledEvents
 from spotwise.executor.clouds.gcp.notice import GcpMetadata
+from spotwise.executor.clouds.huawei.notice import HuaweiSpotNotice
 from spotwise.executor.clouds.registry import CLOUDS, sources_from_env
 from spotwise.executor.notices import MetadataSource
 
 
 def test_each_clouds_notice_window_is_read_from_its_notice_source() -> None:
     sources = {name: cloud.notice_kind for name, cloud in CLOUDS.items()}
-    assert sources == {"aws": AwsImds, "gcp": GcpMetadata, "azure": AzureScheduledEvents}
+    assert sources == {
+        "aws": AwsImds,
+        "gcp": GcpMetadata,
+        "azure": AzureScheduledEvents,
+        "huawei": HuaweiSpotNotice,
+    }
     assert all(kind.name == name for name, kind in sources.items())  # SPOTWISE_NOTICES names
     windows = {name: cloud.notice_s for name, cloud in CLOUDS.items()}
     assert windows == {name: kind.notice_s for name, kind in sources.items()}
-    assert windows == {"aws": 120.0, "gcp": 30.0, "azure": 30.0}
+    assert windows == {"aws": 120.0, "gcp": 30.0, "azure": 30.0, "huawei": 120.0}
 
 
 def test_each_clouds_notice_source_is_at_its_endpoint_or_where_its_variable_says(
@@ -30,6 +36,7 @@ def test_each_clouds_notice_source_is_at_its_endpoint_or_where_its_variable_says
         "aws": "SPOTWISE_AWS_IMDS_URL",
         "gcp": "SPOTWISE_GCP_METADATA_URL",
         "azure": "SPOTWISE_AZURE_METADATA_URL",
+        "huawei": "SPOTWISE_HUAWEI_METADATA_URL",
     }
     for variable in variables.values():
         monkeypatch.delenv(variable, raising=False)

@@ -14,6 +14,7 @@ import pytest
 from spotwise.executor.clouds.aws.local import only_local_aws
 from spotwise.executor.clouds.azure.local import only_local_azure
 from spotwise.executor.clouds.gcp.local import only_local_gcp
+from spotwise.executor.clouds.huawei.local import only_local_huawei
 
 THEIRS = {
     "aws": {
@@ -39,6 +40,13 @@ THEIRS = {
         "MSI_ENDPOINT": "http://169.254.169.254/msi",
         "IDENTITY_ENDPOINT": "http://169.254.169.254/identity",
     },
+    "huawei": {
+        "HUAWEICLOUD_SDK_AK": "THEIRKEY",
+        "HUAWEICLOUD_SDK_SK": "their-secret",
+        "HUAWEICLOUD_SDK_PROJECT_ID": "their-project",
+        "HUAWEICLOUD_SDK_CREDENTIALS_FILE": "/their/huaweicloud/credentials",
+        "SPOTWISE_HUAWEI_OBS_URL": "https://their.endpoint",
+    },
 }
 """Per cloud, a user's settings that could point its libraries at a real account."""
 PLAYED: dict[str, Callable[[Path], tuple[AbstractContextManager[None], dict[str, str]]]] = {
@@ -53,6 +61,13 @@ PLAYED: dict[str, Callable[[Path], tuple[AbstractContextManager[None], dict[str,
     "azure": lambda folder: (
         only_local_azure({"IDENTITY_ENDPOINT": "https://127.0.0.1:1/msi/token"}, folder),
         {"IDENTITY_ENDPOINT": "https://127.0.0.1:1/msi/token", "AZURE_CONFIG_DIR": str(folder)},
+    ),
+    "huawei": lambda folder: (
+        only_local_huawei({"HUAWEICLOUD_SDK_AK": "FAKE"}, folder),
+        {
+            "HUAWEICLOUD_SDK_AK": "FAKE",
+            "HUAWEICLOUD_SDK_CREDENTIALS_FILE": str(folder / "no-credentials"),
+        },
     ),
 }
 """Per cloud, its local environment with a folder for the CLI's configuration, and what it

@@ -14,11 +14,14 @@ from spotwise.executor.errors import ExecutorError
 
 GCP = r"pip install 'spotwise\[gcp,try\]' \(in a checkout: make dev\)"
 AZURE = r"pip install 'spotwise\[azure,try\]' \(in a checkout: make dev\)"
+HUAWEI = r"pip install 'spotwise\[huawei,try\]' \(in a checkout: make dev\)"
 MISSING = [  # (cloud, module as uninstalled, a library the client libraries import, the line)
     ("gcp", "google.cloud.compute_v1", True, rf"^Google's client libraries are not .*{GCP}$"),
     ("gcp", "gcp_storage_emulator", False, rf"^gcp_storage_emulator is not installed.*{GCP}$"),
     ("azure", "azure.mgmt.compute", True, rf"^Microsoft's Azure libraries are not .*{AZURE}$"),
     ("azure", "cryptography", False, rf"^cryptography is not installed.*{AZURE}$"),
+    ("huawei", "huaweicloudsdkecs", True, rf"^Huawei Cloud's SDK libraries are not .*{HUAWEI}$"),
+    ("huawei", "moto", False, rf"^moto is not installed.*{HUAWEI}$"),
 ]
 
 
