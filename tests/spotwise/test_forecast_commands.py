@@ -35,8 +35,8 @@ def test_a_fourth_cloud_is_collected_by_its_profiles_line(monkeypatch: pytest.Mo
 @pytest.mark.parametrize(
     ("value", "said"),
     [
-        ("us-east-1", "--collect 'us-east-1': write CLOUD:REGION, CLOUD one of aws, azure, gcp"),
-        ("toy:r1", "--collect 'toy:r1': no cloud 'toy'; use one of aws, azure, gcp"),
+        ("us-east-1", "--collect 'us-east-1': write CLOUD:REGION, CLOUD one of aws, azure, gcp, huawei"),
+        ("toy:r1", "--collect 'toy:r1': no cloud 'toy'; use one of aws, azure, gcp, huawei"),
         ("aws:--help", "--collect 'aws:--help': '--help' is not a region name"),
     ],
 )
@@ -52,7 +52,7 @@ def test_a_bad_value_is_refused_in_one_line_before_anything_runs(
 def test_collect_region_says_to_name_the_cloud(cli: CliRun) -> None:
     result = cli("forecast", "schedule", "--collect-region", "us-east-1")
     assert result.returncode == 1
-    assert "--collect CLOUD:us-east-1 (CLOUD one of aws, azure, gcp)" in result.stderr
+    assert "--collect CLOUD:us-east-1 (CLOUD one of aws, azure, gcp, huawei)" in result.stderr
 
 
 def test_a_failed_collect_names_its_command_and_last_line(tmp_path: Path) -> None:
