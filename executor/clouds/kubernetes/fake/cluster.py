@@ -350,28 +350,33 @@ class Cluster:
             status["succeeded"] = status.get("succeeded", 0) + 1
             status["completionTime"] = self.stamp()
             status["conditions"] = [condition("Complete", "True", "Completed", self.stamp())]
-        elif ignored(job["spec"].get("podFailurePolicy"), pod):
+            self._record("jobs", "MODIFIED", job)
+            return
+        action = failure_action(job["spec"].get("podFailurePolicy"), pod)
+        if action == "Ignore":
             self._record("jobs", "MODIFIED", job)
             self._start_pod(job)
             return
+        status["failed"] = status.get("failed", 0) + 1
+        if action == "FailJob":
+            status["conditions"] = [
+                condition("Failed", "True", "PodFailurePolicy", self.stamp(), "a FailJob rule")
+            ]
+        elif status["failed"] > job["spec"].get("backoffLimit", 6):
+            status["conditions"] = [
+                condition("Failed", "True", "BackoffLimitExceeded", self.stamp(), "past its limit")
+            ]
         else:
-            status["failed"] = status.get("failed", 0) + 1
-            if status["failed"] > job["spec"].get("backoffLimit", 6):
-                status["conditions"] = [
-                    condition(
-                        "Failed", "True", "BackoffLimitExceeded", self.stamp(), "past its limit"
-                    )
-                ]
-            else:
-                self._record("jobs", "MODIFIED", job)
-                self._start_pod(job)
-                return
+            self._record("jobs", "MODIFIED", job)
+            self._start_pod(job)
+            return
         self._record("jobs", "MODIFIED", job)
 
 
-def ignored(policy: dict[str, Any] | None, pod: dict[str, Any]) -> bool:
-    """Whether a Job's ``podFailurePolicy`` says ``Ignore`` for this failed Pod: the first rule
-    that matches decides (a ``DisruptionTarget`` condition, or its container's exit code)."""
+def failure_action(policy: dict[str, Any] | None, pod: dict[str, Any]) -> str:
+    """What a Job's ``podFailurePolicy`` does with this failed Pod: the action of the first rule
+    that matches (a ``DisruptionTarget`` condition, or its container's exit code), else
+    ``Count`` (a retry used)."""
     conditions = {c["type"]: c["status"] for c in pod.get("status", {}).get("conditions") or []}
     codes = [
         s.get("state", {}).get("terminated", {}).get("exitCode")
@@ -386,8 +391,8 @@ def ignored(policy: dict[str, Any] | None, pod: dict[str, Any]) -> bool:
             inside = any(code in values for code in codes if code is not None)
             matched = inside if on_codes.get("operator") == "In" else not inside and bool(codes)
         if matched:
-            return bool(rule.get("action") == "Ignore")
-    return False
+            return str(rule.get("action"))
+    return "Count"
 
 
 __all__ = ["RESOURCES", "Cluster", "Conflict", "Invalid", "NotFound", "Resource"]
