@@ -54,15 +54,20 @@ def labels(job_id: str, instance: str) -> dict[str, str]:
 
 
 def pod_spec(
-    target: KubernetesTarget, command: Sequence[str], env: Mapping[str, str]
+    target: KubernetesTarget,
+    command: Sequence[str],
+    env: Mapping[str, str],
+    *,
+    spot: bool = True,
 ) -> dict[str, Any]:
     """The Pod of one instance: ``command`` in the target's image on its platform's spot
-    nodes, with ``env`` and the claim at :data:`CHECKPOINT_MOUNT`."""
+    nodes (``spot`` False: its on-demand ones), with ``env`` and the claim at
+    :data:`CHECKPOINT_MOUNT`."""
     platform = target.platform_rules
-    selector = dict(platform.spot_selector)
+    selector = dict(platform.spot_selector if spot else platform.on_demand_selector or {})
     if target.shape:
         selector["node.kubernetes.io/instance-type"] = target.shape
-    tolerations = [dict(t) for t in platform.spot_tolerations]
+    tolerations = [dict(t) for t in platform.spot_tolerations] if spot else []
     container: dict[str, Any] = {
         "name": CONTAINER,
         "image": target.image,
@@ -107,8 +112,10 @@ def job(
     job_id: str,
     command: Sequence[str],
     env: Mapping[str, str],
+    *,
+    spot: bool = True,
 ) -> dict[str, Any]:
-    """The Job of instance ``name`` of ``job_id``."""
+    """The Job of instance ``name`` of ``job_id`` (``spot`` False: on on-demand nodes)."""
     own = labels(job_id, name)
     return {
         "apiVersion": "batch/v1",
@@ -135,7 +142,7 @@ def job(
             },
             "template": {
                 "metadata": {"labels": own, "annotations": {DO_NOT_DISRUPT: "true"}},
-                "spec": pod_spec(target, command, env),
+                "spec": pod_spec(target, command, env, spot=spot),
             },
         },
     }

@@ -24,6 +24,9 @@ class Platform:
     """Tolerations its spot nodes' taints need."""
     window_s: int
     """Seconds from the reclaim's start to the node's end: the longest useful grace."""
+    on_demand_selector: dict[str, str] | None = None
+    """The node labels that select its on-demand nodes (None: none; the Pod then only leaves
+    out the spot selector and tolerations)."""
     pool_label: str = "topology.kubernetes.io/zone"
     """The node label ``--pools`` names values of (a zone; on CCE, a spot node pool)."""
     source: str
@@ -54,6 +57,7 @@ PLATFORMS: dict[str, Platform] = {
             title="EKS with Karpenter spot capacity",
             spot_selector={"karpenter.sh/capacity-type": "spot"},
             spot_tolerations=(),
+            on_demand_selector={"karpenter.sh/capacity-type": "on-demand"},
             window_s=120,
             source="https://karpenter.sh/docs/concepts/disruption/#interruption",
         ),

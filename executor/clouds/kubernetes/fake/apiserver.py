@@ -311,20 +311,23 @@ class FakeApiServer:
     ) -> Reply:
         options = body if isinstance(body, dict) else {}
         propagation = query.get("propagationPolicy") or options.get("propagationPolicy")
+        grace_text = query.get("gracePeriodSeconds") or options.get("gracePeriodSeconds")
+        grace = None if grace_text is None else int(grace_text)
         if resource.plural == "pods":
-            return Reply(200, self.end_pod(namespace, name))
+            return Reply(200, self.end_pod(namespace, name, grace))
         removed = self.cluster.delete(resource.plural, namespace, name)
         if resource.plural == "jobs" and propagation in ("Background", "Foreground"):
             uid = removed["metadata"]["uid"]
             for pod in self.cluster.items("pods", namespace):
                 owners = pod["metadata"].get("ownerReferences") or []
                 if any(o.get("uid") == uid for o in owners):
-                    self.end_pod(namespace, pod["metadata"]["name"])
+                    self.end_pod(namespace, pod["metadata"]["name"], grace)
         return Reply(200, removed)
 
-    def end_pod(self, namespace: str, name: str) -> dict[str, Any]:
+    def end_pod(self, namespace: str, name: str, grace: int | None = None) -> dict[str, Any]:
         """Delete a Pod as the apiserver does: one whose container runs is marked
-        (``deletionTimestamp``) for its node to stop within its grace; any other goes at once.
+        (``deletionTimestamp``) for its node to stop within ``grace`` seconds (None: its
+        ``terminationGracePeriodSeconds``); any other goes at once.
 
         Raises:
             NotFound: when there is none.
@@ -335,8 +338,10 @@ class FakeApiServer:
 
         def mark(obj: dict[str, Any]) -> None:
             obj["metadata"].setdefault("deletionTimestamp", self.cluster.stamp())
-            grace = obj["spec"].get("terminationGracePeriodSeconds", 30)
-            obj["metadata"].setdefault("deletionGracePeriodSeconds", grace)
+            own = obj["spec"].get("terminationGracePeriodSeconds", 30)
+            obj["metadata"].setdefault(
+                "deletionGracePeriodSeconds", own if grace is None else grace
+            )
 
         return self.cluster.update("pods", namespace, name, mark)
 

@@ -256,7 +256,7 @@ class Cluster:
         obj = change.object
         meta = obj["metadata"]
         if change.plural == "jobs" and change.type == "ADDED":
-            self._start_pod(obj)
+            self._start_pod(self._objects[("jobs", meta.get("namespace", ""), meta["name"])])
         elif change.plural == "pods" and change.type != "DELETED":
             if not obj["spec"].get("nodeName") and obj.get("status", {}).get("phase") is None:
                 self._schedule(meta.get("namespace", ""), meta["name"])

@@ -200,6 +200,7 @@ class NodePlayer:
             with self._lock:
                 running = self._running.get(key)
             if running and meta.get("deletionTimestamp") and running.stopping_since is None:
+                running.grace_s = float(meta.get("deletionGracePeriodSeconds", running.grace_s))
                 self._stop(running)
 
     def _start(self, pod: dict[str, Any]) -> None:
@@ -239,6 +240,7 @@ class NodePlayer:
                 {
                     "name": container["name"],
                     "image": container.get("image", ""),
+                    "imageID": "",
                     "ready": True,
                     "restartCount": 0,
                     "state": {"running": {"startedAt": started}},
