@@ -1,6 +1,6 @@
 """A kube-apiserver on 127.0.0.1 for the endpoints the Kubernetes launcher uses: Pods (and their
-logs), Jobs, Nodes, Events, Services, PodDisruptionBudgets, Namespaces and
-SelfSubjectAccessReview; list (label and field selectors), get, create, merge-patch, delete, and
+logs), Jobs, Nodes, Events, Services, PodDisruptionBudgets, Namespaces, PersistentVolumeClaims
+and SelfSubjectAccessReview; list (label and field selectors), get, create, merge-patch, delete, and
 ``?watch=1`` from a ``resourceVersion``. Every object a request writes is checked against the
 Kubernetes API's schema (:mod:`.schema`); a refused one gets the apiserver's 422 ``Status``
 naming the field. Requests carry the bearer token of the kubeconfig it writes
@@ -220,10 +220,21 @@ class FakeApiServer:
         """The reply to one request that is not a watch."""
         if path == ACCESS_REVIEW and method == "POST":
             return self._review(body)
-        if path == "/version":
+        if path in ("/version", "/version/"):
             major, minor, _ = KUBERNETES_VERSION.split(".")
             return Reply(
-                200, {"major": major, "minor": minor, "gitVersion": f"v{KUBERNETES_VERSION}"}
+                200,
+                {
+                    "major": major,
+                    "minor": minor,
+                    "gitVersion": f"v{KUBERNETES_VERSION}",
+                    "gitCommit": "",
+                    "gitTreeState": "clean",
+                    "buildDate": "2025-04-22T00:00:00Z",
+                    "goVersion": "go1.24",
+                    "compiler": "gc",
+                    "platform": "linux/amd64",
+                },
             )
         route = self.route(path)
         if isinstance(route, Reply):

@@ -39,6 +39,7 @@ RESOURCES = {
         Resource("events", "Event", "v1"),
         Resource("services", "Service", "v1"),
         Resource("namespaces", "Namespace", "v1", namespaced=False),
+        Resource("persistentvolumeclaims", "PersistentVolumeClaim", "v1"),
         Resource("jobs", "Job", "batch/v1"),
         Resource("poddisruptionbudgets", "PodDisruptionBudget", "policy/v1"),
     )

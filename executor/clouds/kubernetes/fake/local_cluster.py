@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from spotwise.core.clock import SYSTEM_CLOCK, Clock
 from spotwise.executor.clouds.kubernetes.fake.apiserver import FakeApiServer
@@ -14,6 +15,17 @@ from spotwise.executor.clouds.kubernetes.fake.node_player import NodePlayer
 
 CONTEXT = "spotwise-fake"
 NAMESPACE = "train"
+
+
+def persistent_claim(name: str) -> dict[str, Any]:
+    """A bound ReadWriteMany claim of 100 GiB (its host folder stands in for the volume)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name},
+        "spec": {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "100Gi"}}},
+        "status": {"phase": "Bound", "accessModes": ["ReadWriteMany"]},
+    }
 
 
 class LocalCluster:
@@ -51,6 +63,8 @@ class LocalCluster:
             "",
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
         )
+        for claim in claims:
+            self.cluster.create("persistentvolumeclaims", NAMESPACE, persistent_claim(claim))
 
     def close(self) -> None:
         """Stop the nodes' processes, then the apiserver."""
