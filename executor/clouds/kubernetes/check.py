@@ -112,12 +112,7 @@ class KubernetesCheck:
                 )
             )
             try:
-                answer = call(
-                    f"can-i {what}",
-                    lambda review=review: self.auth.create_self_subject_access_review(
-                        review, _request_timeout=15
-                    ),
-                )
+                answer = self._review(what, review)
             except ExecutorError as error:
                 yield Check(f"permission: {what}", "unknown", str(error))
                 continue
@@ -131,6 +126,12 @@ class KubernetesCheck:
                     reason,
                     fix=f"grant the Role of {DOCS} in {self.target.namespace}",
                 )
+
+    def _review(self, what: str, review: Any) -> Any:
+        return call(
+            f"can-i {what}",
+            lambda: self.auth.create_self_subject_access_review(review, _request_timeout=15),
+        )
 
     def claim(self) -> Check:
         """The PersistentVolumeClaim the checkpoints go to: there, bound, and shared."""

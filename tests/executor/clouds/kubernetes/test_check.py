@@ -33,8 +33,10 @@ def local(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[LocalClus
     cluster.close()
 
 
-def checked(project: str = f"{CONTEXT}/{NAMESPACE}", **more: str) -> dict[str, tuple[str, str]]:
-    options = CloudOptions(project=project, region="gke", instance_type="+1gpu", **more)
+def checked(
+    project: str = f"{CONTEXT}/{NAMESPACE}", bucket: str | None = None
+) -> dict[str, tuple[str, str]]:
+    options = CloudOptions(project=project, region="gke", instance_type="+1gpu", bucket=bucket)
     target = KubernetesTarget.from_options(options)
     lines = KubernetesCheck(target, lambda: api_client(target, "check kubernetes")).run()
     return {c.what: (c.status, c.fix) for c in lines}
