@@ -284,13 +284,19 @@ class FakeApiServer:
             query.get("labelSelector", ""),
             query.get("fieldSelector", ""),
         )
+        start = int(query["continue"]) if query.get("continue", "").isdigit() else 0
+        limit = int(query["limit"]) if query.get("limit", "").isdigit() else 0
+        end = start + limit if limit else len(items)
+        metadata = {"resourceVersion": str(self.cluster.version)}
+        if end < len(items):
+            metadata["continue"] = str(end)  # the position: enough for a fake's one reader
         return Reply(
             200,
             {
                 "kind": f"{resource.kind}List",
                 "apiVersion": resource.api_version,
-                "metadata": {"resourceVersion": str(self.cluster.version)},
-                "items": items,
+                "metadata": metadata,
+                "items": items[start:end],
             },
         )
 
