@@ -26,6 +26,9 @@ from spotwise.executor.clouds.kubernetes.target import CHECKPOINT_MOUNT, Kuberne
 from spotwise.executor.errors import PREEMPTED_EXIT_CODE, ExecutorError
 from spotwise.executor.launchers.base import Placement
 
+KILLED_EXIT_CODE = 137
+"""What a killed instance ends with (128 + SIGKILL, as a container killed without a grace)."""
+
 
 class KubernetesLauncher(CloudLauncher):
     """Starts job ``job_id``'s instances as Jobs in the target's namespace, through ``api`` (an
@@ -123,6 +126,7 @@ class KubernetesInstance:
         self._log = log
         self._code: int | None = None
         self._asked_to_leave = False
+        self._killed = False
         self._lines: dict[str, int] = {}
         """Each Pod's log lines already passed on."""
 
@@ -258,16 +262,20 @@ class KubernetesInstance:
         return self._code
 
     def _gone(self) -> int | None:
-        """The Job is deleted: once its Pods have stopped, preempted when it was asked to
-        leave, else failed (someone else deleted it)."""
+        """The Job is deleted: once its Pods have stopped, killed when it was killed,
+        preempted when it was asked to leave, else failed (someone else deleted it)."""
         try:
             if self.pods():
                 return None  # still being stopped
         except Unreachable:
             self.unknown += 1
             return None
-        self._code = PREEMPTED_EXIT_CODE if self._asked_to_leave else 1
-        if not self._asked_to_leave:
+        if self._killed:
+            self._code = KILLED_EXIT_CODE
+        elif self._asked_to_leave:
+            self._code = PREEMPTED_EXIT_CODE
+        else:
+            self._code = 1
             self._log(f"Job {self.name} was deleted by someone else")
         return self._code
 
@@ -288,6 +296,7 @@ class KubernetesInstance:
 
     def kill(self) -> None:
         """End it now: the Job deleted, its Pod killed without a grace."""
+        self._killed = True
         self._delete(grace=0)
 
     def process_group(self) -> None:
