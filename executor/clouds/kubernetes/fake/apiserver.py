@@ -5,9 +5,6 @@ and SelfSubjectAccessReview; list (label and field selectors), get, create, merg
 Kubernetes API's schema (:mod:`.schema`); a refused one gets the apiserver's 422 ``Status``
 naming the field. Requests carry the bearer token of the kubeconfig it writes
 (:meth:`FakeApiServer.kubeconfig`), else get 401.
-
-``python -m spotwise.executor.clouds.kubernetes.fake.apiserver FOLDER`` serves one until SIGTERM,
-its kubeconfig in ``FOLDER``.
 """
 
 from __future__ import annotations
@@ -17,8 +14,6 @@ import json
 import os
 import re
 import secrets
-import signal
-import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -397,19 +392,3 @@ class FakeApiServer:
                 obj, fields
             ):
                 yield {"type": change.type, "object": obj}
-
-
-def main(argv: list[str] | None = None) -> None:
-    """Serve a fake apiserver until SIGTERM; its kubeconfig in the folder named."""
-    folder = Path((argv or sys.argv[1:] or ["."])[0])
-    server = FakeApiServer(logs=folder / "logs")
-    print(f"export KUBECONFIG={server.kubeconfig(folder / 'kubeconfig')}", flush=True)
-    stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
-    stop.wait()
-    server.close()
-
-
-if __name__ == "__main__":
-    main()

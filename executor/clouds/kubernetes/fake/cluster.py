@@ -1,9 +1,10 @@
 """The fake cluster's state, as etcd and the controllers keep it: objects by resource, namespace
 and name, one ``resourceVersion`` counter, every change kept as a watch event, and the two
 controllers a launcher relies on: the scheduler (a Pod bound to a ready node whose labels match
-its ``nodeSelector`` and whose taints it tolerates) and the Job controller (a Pod per Job from
-its template; a failed Pod counted against ``backoffLimit`` unless a ``podFailurePolicy`` rule
-says ``Ignore``; the Job ``Complete`` once a Pod succeeded, ``Failed`` past its limit)."""
+its ``nodeSelector`` and required node affinity, and whose taints it tolerates) and the Job
+controller (a Pod per Job from its template; a failed Pod counted against ``backoffLimit``, or
+not, or failing the Job at once, as the first matching ``podFailurePolicy`` rule says; the Job
+``Complete`` once a Pod succeeded, ``Failed`` past its limit)."""
 
 from __future__ import annotations
 
@@ -106,6 +107,31 @@ def field_selected(obj: dict[str, Any], selector: str) -> bool:
         if (str(found or "") == value.lstrip("=")) == negate:
             return False
     return True
+
+
+def affine(affinity: dict[str, Any], labels: dict[str, str]) -> bool:
+    """Whether a node with ``labels`` meets a Pod's required node affinity: one of its terms
+    whose every expression holds (``In``, ``NotIn``, ``Exists``, ``DoesNotExist``)."""
+    required = (affinity.get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    )
+    if not required:
+        return True
+
+    def holds(expression: dict[str, Any]) -> bool:
+        key, operator = expression["key"], expression["operator"]
+        values = expression.get("values") or []
+        return {
+            "In": key in labels and labels[key] in values,
+            "NotIn": labels.get(key) not in values,
+            "Exists": key in labels,
+            "DoesNotExist": key not in labels,
+        }.get(operator, False)
+
+    return any(
+        all(holds(e) for e in term.get("matchExpressions") or [])
+        for term in required.get("nodeSelectorTerms") or []
+    )
 
 
 def tolerates(tolerations: list[dict[str, Any]], taint: dict[str, Any]) -> bool:
@@ -278,6 +304,8 @@ class Cluster:
             labels = node["metadata"].get("labels") or {}
             taints = node.get("spec", {}).get("taints") or []
             if any(labels.get(k) != v for k, v in wanted.items()):
+                continue
+            if not affine(spec.get("affinity") or {}, labels):
                 continue
             if any(not tolerates(spec.get("tolerations") or [], t) for t in taints):
                 continue

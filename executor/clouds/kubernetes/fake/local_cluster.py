@@ -1,9 +1,16 @@
 """A whole cluster on this machine: the fake apiserver, the node player with its spot nodes,
 and the kubeconfig that reaches them, in one folder (``kubeconfig``, ``logs/``, ``nodes/``,
-``claims/CLAIM/``: the PersistentVolumeClaims' host folders)."""
+``claims/CLAIM/``: the PersistentVolumeClaims' host folders).
+
+``python -m spotwise.executor.clouds.kubernetes.fake.local_cluster FOLDER [PLATFORM]`` serves
+one with two spot nodes of the platform (default ``gke``) until SIGTERM or Ctrl-C, and prints
+the ``KUBECONFIG`` to use."""
 
 from __future__ import annotations
 
+import signal
+import sys
+import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -70,3 +77,65 @@ class LocalCluster:
         """Stop the nodes' processes, then the apiserver."""
         self.player.close()
         self.server.close()
+
+
+CCE_POOL = "spot-pool"
+"""The CCE node pool the played spot nodes are in (CCE selects spot nodes by their pool)."""
+
+
+def spot_node(platform: str) -> tuple[dict[str, str], list[dict[str, str]]]:
+    """The labels and taints of a spot node of ``platform``.
+
+    Raises:
+        ValueError: for a platform with no played spot node.
+    """
+    from spotwise.executor.clouds.kubernetes.platforms import PLATFORMS
+
+    rules = PLATFORMS.get(platform)
+    if rules is None:
+        raise ValueError(f"no platform {platform[:40]!r}; use {', '.join(PLATFORMS)}")
+    labels = dict(rules.spot_selector)
+    if platform == "cce":
+        labels[rules.pool_label] = CCE_POOL
+    taints = [
+        {"key": t["key"], "value": t.get("value", ""), "effect": t["effect"]}
+        for t in rules.spot_tolerations
+    ]
+    return labels, taints
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Serve a local cluster until SIGTERM or Ctrl-C."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not 1 <= len(args) <= 2:
+        print(
+            "usage: python -m spotwise.executor.clouds.kubernetes.fake.local_cluster "
+            "FOLDER [PLATFORM]",
+            file=sys.stderr,
+        )
+        return 2
+    platform = args[1] if len(args) == 2 else "gke"
+    try:
+        labels, taints = spot_node(platform)
+    except ValueError as error:
+        print(error, file=sys.stderr)
+        return 2
+    local = LocalCluster(Path(args[0]))
+    for name in ("spot-1", "spot-2"):
+        local.player.add_node(name, labels=labels, taints=taints, gpus=1)
+    print(f"export KUBECONFIG={local.kubeconfig}", flush=True)
+    print(
+        f"# context {CONTEXT}, namespace {NAMESPACE}, claim checkpoints at "
+        f"{local.claims['checkpoints']}; two {platform} spot nodes (spot-1, spot-2)",
+        flush=True,
+    )
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    stop.wait()
+    local.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

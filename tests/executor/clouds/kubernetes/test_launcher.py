@@ -19,9 +19,11 @@ from spotwise.core.clock import SYSTEM_CLOCK
 from spotwise.executor.clouds.base import CloudOptions
 from spotwise.executor.clouds.kubernetes.clients import api_client
 from spotwise.executor.clouds.kubernetes.fake.local_cluster import (
+    CCE_POOL,
     CONTEXT,
     NAMESPACE,
     LocalCluster,
+    spot_node,
 )
 from spotwise.executor.clouds.kubernetes.launcher import (
     KubernetesInstance,
@@ -190,3 +192,30 @@ def test_an_on_demand_placement_leaves_out_the_spot_selector(local: LocalCluster
     )
     assert until_ended(instance) == 0
     assert instance.pods()[0]["node"] == "plain"
+
+
+@pytest.mark.parametrize("platform", ["gke", "eks", "aks", "cce"])
+def test_each_platforms_pod_lands_on_its_spot_node_and_nowhere_else(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, platform: str
+) -> None:
+    cluster = LocalCluster(tmp_path / platform)
+    monkeypatch.setenv("KUBECONFIG", str(cluster.kubeconfig))
+    try:
+        cluster.player.add_node("plain", labels={}, gpus=1)  # on demand: not to be used
+        labels, taints = spot_node(platform)
+        cluster.player.add_node("spot", labels=labels, taints=taints, gpus=1)
+        chosen = KubernetesTarget.from_options(
+            CloudOptions(
+                project=f"{CONTEXT}/{NAMESPACE}",
+                region=platform,
+                image="python:3.11",
+                bucket="checkpoints",
+                instance_type="+1gpu",
+                zones=(CCE_POOL,) if platform == "cce" else (),
+            )
+        )
+        instance = launcher(chosen).launch(SPOT_PLACE, ["python", "-c", "pass"], {}, None)
+        assert until_ended(instance) == 0
+        assert [p["node"] for p in instance.pods()] == ["spot"]
+    finally:
+        cluster.close()
