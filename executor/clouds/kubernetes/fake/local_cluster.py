@@ -120,6 +120,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as error:
         print(error, file=sys.stderr)
         return 2
+    stop = threading.Event()  # caught before the first line says it serves
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
     local = LocalCluster(Path(args[0]))
     for name in ("spot-1", "spot-2"):
         local.player.add_node(name, labels=labels, taints=taints, gpus=1)
@@ -129,9 +132,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{local.claims['checkpoints']}; two {platform} spot nodes (spot-1, spot-2)",
         flush=True,
     )
-    stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
     stop.wait()
     local.close()
     return 0
