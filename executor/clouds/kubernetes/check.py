@@ -28,6 +28,9 @@ PERMISSIONS = (
     ("get", "pods", "", "log"),
     ("create", "poddisruptionbudgets", "policy", ""),
     ("delete", "poddisruptionbudgets", "policy", ""),
+    ("create", "secrets", "", ""),
+    ("list", "secrets", "", ""),
+    ("delete", "secrets", "", ""),
 )
 """What the launcher and ``gc`` do in the namespace: verb, resource, API group, subresource."""
 

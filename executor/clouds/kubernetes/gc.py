@@ -1,8 +1,9 @@
 """``gc`` on a Kubernetes namespace, through the one orphan rule (:mod:`executor.clouds.orphans`):
 the Jobs labelled ``spotwise.dev/job=JOB`` (of this host's ``spotwise.dev/host``, or of a job
-named with ``--job``), each judged by the ledger as its page of the listing comes; one proven
-orphaned is deleted with its Pods (their grace kept: the guard checkpoints on the way out) and
-its PodDisruptionBudget. A Job already being deleted is left out."""
+named with ``--job``), each judged by the ledger as its page of the listing comes, then the
+jobs' Secrets; a Job proven orphaned is deleted with its Pods (their grace kept: the guard
+checkpoints on the way out) and its PodDisruptionBudget, a Secret on its own. A Job already
+being deleted is left out."""
 
 from __future__ import annotations
 
@@ -28,10 +29,11 @@ class KubernetesSweep:
 
         self.target = target
         self.batch: Any = client.BatchV1Api(api)
+        self.core: Any = client.CoreV1Api(api)
         self.policy: Any = client.PolicyV1Api(api)
         server = api.configuration.host
         self.looking = (
-            f"listing the Jobs labelled {JOB_LABEL} in namespace {target.namespace} of "
+            f"listing the Jobs and Secrets labelled {JOB_LABEL} in namespace {target.namespace} of "
             f"{target.context or 'the current context'} ({server})"
         )
 
@@ -43,8 +45,8 @@ class KubernetesSweep:
         named: frozenset[str],
         store_path: Path,
     ) -> Iterator[Judged]:
-        """Every labelled Job not being deleted, of ``host`` (None: any; a ``named`` job's of
-        any host), judged by :func:`judge` as its page comes."""
+        """Every labelled Job not being deleted, then every labelled Secret, of ``host`` (None:
+        any; a ``named`` job's of any host), judged by :func:`judge` as its page comes."""
         cursor: str | None = None
         while True:
             page = self._page(cursor)
@@ -58,7 +60,19 @@ class KubernetesSweep:
                     yield judge(str(job.metadata.name), job_id, verdicts, named, store_path)
             cursor = page.metadata._continue if page.metadata else None
             if not cursor:
-                return
+                break
+        secrets = call(
+            f"Secrets in {self.target.namespace}",
+            lambda: self.core.list_namespaced_secret(
+                self.target.namespace, label_selector=JOB_LABEL, _request_timeout=15
+            ),
+        )
+        for stored in secrets.items:
+            labels = stored.metadata.labels or {}
+            job_id = labels.get(JOB_LABEL, "")
+            if host is None or labels.get(HOST_LABEL) == label_value(host) or job_id in named:
+                name = str(stored.metadata.name)
+                yield judge(name, job_id, verdicts, named, store_path, kind="secret")
 
     def _delete(self, name: str) -> None:
         """Delete the Job ``name`` (its Pods in the background, each with its grace) and its
@@ -82,6 +96,14 @@ class KubernetesSweep:
                 ),
             )
 
+    def _delete_secret(self, name: str) -> None:
+        ns = self.target.namespace
+        with contextlib.suppress(Gone):
+            call(
+                f"deleting Secret {name}",
+                lambda: self.core.delete_namespaced_secret(name, ns, _request_timeout=15),
+            )
+
     def _page(self, cursor: str | None) -> Any:
         ns = self.target.namespace
         return call(
@@ -95,6 +117,8 @@ class KubernetesSweep:
         """Each of ``judged`` again, one to end once its Job (Pods with their grace) and its
         disruption budget are deleted."""
         for each in judged:
-            if each.end:
+            if each.end and each.kind == "secret":
+                self._delete_secret(each.resource)
+            elif each.end:
                 self._delete(each.resource)
             yield each

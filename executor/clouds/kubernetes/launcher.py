@@ -15,13 +15,19 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from spotwise.core.clock import SYSTEM_CLOCK, Clock
 from spotwise.executor.clouds.cloud_launcher import CloudLauncher
 from spotwise.executor.clouds.kubernetes.clients import REQUEST_TIMEOUT_S, Gone, Unreachable, call
-from spotwise.executor.clouds.kubernetes.manifests import INSTANCE_LABEL, disruption_budget, job
+from spotwise.executor.clouds.kubernetes.manifests import (
+    INSTANCE_LABEL,
+    disruption_budget,
+    job,
+    secret,
+    secret_name,
+)
 from spotwise.executor.clouds.kubernetes.target import CHECKPOINT_MOUNT, KubernetesTarget
 from spotwise.executor.errors import PREEMPTED_EXIT_CODE, ExecutorError
 from spotwise.executor.launchers.base import Placement
@@ -32,7 +38,12 @@ KILLED_EXIT_CODE = 137
 
 class KubernetesLauncher(CloudLauncher):
     """Starts job ``job_id``'s instances as Jobs in the target's namespace, through ``api`` (an
-    ``ApiClient``), each request given ``timeout_s``."""
+    ``ApiClient``), each request given ``timeout_s``; ``secrets`` go to a Secret of the job
+    (made now, deleted by :meth:`close`) and reach the command's environment only.
+
+    Raises:
+        ExecutorError: for a secret whose name is no variable's, or one the apiserver refuses.
+    """
 
     name = "kubernetes"
 
@@ -42,6 +53,7 @@ class KubernetesLauncher(CloudLauncher):
         target: KubernetesTarget,
         api: Any,
         job_id: str,
+        secrets: Mapping[str, str] | None = None,
         clock: Clock = SYSTEM_CLOCK,
         timeout_s: float = REQUEST_TIMEOUT_S,
     ) -> None:
@@ -56,6 +68,15 @@ class KubernetesLauncher(CloudLauncher):
         self.batch: Any = client.BatchV1Api(api)
         self.policy: Any = client.PolicyV1Api(api)
         self._launched = 0
+        self.secret_keys = tuple(sorted(secrets or {}))
+        if secrets:
+            body = secret(job_id, secrets)  # refuses a name before anything is written
+            call(
+                f"Secret {secret_name(job_id)}",
+                lambda: self.core.create_namespaced_secret(
+                    target.namespace, body, _request_timeout=timeout_s
+                ),
+            )
 
     def launch(
         self,
@@ -85,7 +106,7 @@ class KubernetesLauncher(CloudLauncher):
                 ns, disruption_budget(name, self.job_id), _request_timeout=self.timeout_s
             ),
         )
-        body = job(target, name, self.job_id, command, env, spot=spot)
+        body = job(target, name, self.job_id, command, env, spot=spot, secrets=self.secret_keys)
         try:
             call(
                 f"Job {name}",
@@ -97,7 +118,14 @@ class KubernetesLauncher(CloudLauncher):
         return KubernetesInstance(self, name, placement, log or (lambda _: None))
 
     def close(self) -> None:
-        """Nothing is held for the job beyond its instances (no secrets are stored)."""
+        """Delete the job's Secret: its secrets live as long as the launcher."""
+        if self.secret_keys:
+            name, ns = secret_name(self.job_id), self.target.namespace
+            self._quietly(
+                lambda: self.core.delete_namespaced_secret(
+                    name, ns, _request_timeout=self.timeout_s
+                )
+            )
 
     @staticmethod
     def _quietly(request: Callable[[], Any]) -> None:

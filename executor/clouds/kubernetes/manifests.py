@@ -23,7 +23,7 @@ from typing import Any
 from spotwise.executor.clouds.kubernetes.platforms import GPU_RESOURCE, GPU_TOLERATION
 from spotwise.executor.clouds.kubernetes.target import CHECKPOINT_MOUNT, KubernetesTarget
 from spotwise.executor.clouds.orphans import this_host
-from spotwise.executor.errors import PREEMPTED_EXIT_CODE
+from spotwise.executor.errors import PREEMPTED_EXIT_CODE, ExecutorError
 
 JOB_LABEL = "spotwise.dev/job"
 """The ledger's job id: what ``gc kubernetes`` and ``jobs`` find a job's objects by."""
@@ -32,6 +32,7 @@ INSTANCE_LABEL = "spotwise.dev/instance"
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 CONTAINER = "train"
 CLAIM_VOLUME = "checkpoints"
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 BACKOFF_LIMIT = 3
 """Retries of a Pod that stopped preempted without a ``DisruptionTarget`` (an eviction the
 kubelet did not mark); a reclaim never counts."""
@@ -53,16 +54,48 @@ def labels(job_id: str, instance: str) -> dict[str, str]:
     return {JOB_LABEL: job_id, HOST_LABEL: host_label(), INSTANCE_LABEL: instance}
 
 
+def secret_name(job_id: str) -> str:
+    """The Secret holding job ``job_id``'s secrets."""
+    return f"spotwise-{job_id}"
+
+
+def secret(job_id: str, values: Mapping[str, str]) -> dict[str, Any]:
+    """The Secret of job ``job_id``: each variable a key (the apiserver stores them; a Pod's
+    env reads them by name, so no value is ever in a Job's manifest).
+
+    Raises:
+        ExecutorError: for a name that is no environment variable's.
+    """
+    for name in values:
+        if not ENV_NAME.fullmatch(name):
+            raise ExecutorError(
+                f"secret {name[:40]!r} is not an environment variable's name (letters, digits "
+                "and _, not starting with a digit)"
+            )
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {
+            "name": secret_name(job_id),
+            "labels": {JOB_LABEL: job_id, HOST_LABEL: host_label()},
+        },
+        "type": "Opaque",
+        "stringData": dict(values),
+    }
+
+
 def pod_spec(
     target: KubernetesTarget,
     command: Sequence[str],
     env: Mapping[str, str],
     *,
     spot: bool = True,
+    secret: str = "",
+    secret_keys: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The Pod of one instance: ``command`` in the target's image on its platform's spot
-    nodes (``spot`` False: its on-demand ones), with ``env`` and the claim at
-    :data:`CHECKPOINT_MOUNT`."""
+    nodes (``spot`` False: its on-demand ones), with ``env``, each of ``secret_keys`` read
+    from the Secret ``secret``, and the claim at :data:`CHECKPOINT_MOUNT`."""
     platform = target.platform_rules
     selector = dict(platform.spot_selector if spot else platform.on_demand_selector or {})
     if target.shape:
@@ -76,6 +109,10 @@ def pod_spec(
         + [
             {"name": "SPOTWISE_POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
             {"name": "SPOTWISE_NODE", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+        ]
+        + [
+            {"name": key, "valueFrom": {"secretKeyRef": {"name": secret, "key": key}}}
+            for key in sorted(secret_keys)
         ],
         "volumeMounts": [{"name": CLAIM_VOLUME, "mountPath": CHECKPOINT_MOUNT}],
     }
@@ -114,8 +151,10 @@ def job(
     env: Mapping[str, str],
     *,
     spot: bool = True,
+    secrets: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """The Job of instance ``name`` of ``job_id`` (``spot`` False: on on-demand nodes)."""
+    """The Job of instance ``name`` of ``job_id`` (``spot`` False: on on-demand nodes), its
+    ``secrets`` (variables' names) read from the job's Secret."""
     own = labels(job_id, name)
     return {
         "apiVersion": "batch/v1",
@@ -142,7 +181,14 @@ def job(
             },
             "template": {
                 "metadata": {"labels": own, "annotations": {DO_NOT_DISRUPT: "true"}},
-                "spec": pod_spec(target, command, env, spot=spot),
+                "spec": pod_spec(
+                    target,
+                    command,
+                    env,
+                    spot=spot,
+                    secret=secret_name(job_id),
+                    secret_keys=secrets,
+                ),
             },
         },
     }

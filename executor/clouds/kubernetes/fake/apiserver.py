@@ -1,14 +1,15 @@
 """A kube-apiserver on 127.0.0.1 for the endpoints the Kubernetes launcher uses: Pods (and their
-logs), Jobs, Nodes, Events, Services, PodDisruptionBudgets, Namespaces, PersistentVolumeClaims
-and SelfSubjectAccessReview; list (label and field selectors), get, create, merge-patch, delete, and
-``?watch=1`` from a ``resourceVersion``. Every object a request writes is checked against the
-Kubernetes API's schema (:mod:`.schema`); a refused one gets the apiserver's 422 ``Status``
-naming the field. Requests carry the bearer token of the kubeconfig it writes
+logs), Jobs, Nodes, Events, Services, PodDisruptionBudgets, Namespaces, PersistentVolumeClaims,
+Secrets and SelfSubjectAccessReview; list (label and field selectors), get, create, merge-patch,
+delete, and ``?watch=1`` from a ``resourceVersion``. Every object a request writes is checked
+against the Kubernetes API's schema (:mod:`.schema`); a refused one gets the apiserver's 422
+``Status`` naming the field. Requests carry the bearer token of the kubeconfig it writes
 (:meth:`FakeApiServer.kubeconfig`), else get 401.
 """
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
 import os
@@ -301,6 +302,10 @@ class FakeApiServer:
         check_object(body, resource.kind, resource.api_version)
         check_name(body)
         body.pop("status", None)  # the cluster's to write
+        if resource.kind == "Secret":  # write-only: stored as data, base64
+            text = body.pop("stringData", None) or {}
+            encoded = {k: base64.b64encode(str(v).encode()).decode() for k, v in text.items()}
+            body["data"] = {**(body.get("data") or {}), **encoded}
         return Reply(201, self.cluster.create(resource.plural, namespace, body))
 
     def _patch(self, resource: Resource, namespace: str, name: str, body: Any) -> Reply:

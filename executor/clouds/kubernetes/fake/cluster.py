@@ -41,6 +41,7 @@ RESOURCES = {
         Resource("services", "Service", "v1"),
         Resource("namespaces", "Namespace", "v1", namespaced=False),
         Resource("persistentvolumeclaims", "PersistentVolumeClaim", "v1"),
+        Resource("secrets", "Secret", "v1"),
         Resource("jobs", "Job", "batch/v1"),
         Resource("poddisruptionbudgets", "PodDisruptionBudget", "policy/v1"),
     )

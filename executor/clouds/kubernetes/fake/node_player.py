@@ -7,8 +7,8 @@ command's ``python``/``python3`` is this Python; each volume mount of a Persiste
 (or an ``emptyDir``) is a host folder, and the mount path is rewritten to that folder where it
 starts an argument or an environment value (the PVC that outlives the node is the claim's
 folder, shared by every Pod that claims it); ``env`` takes plain values and the Downward API's
-``metadata.name``, ``metadata.namespace``, ``metadata.uid`` and ``spec.nodeName``. Its output
-(stdout and stderr) is the Pod's log, which the apiserver serves.
+``metadata.name``, ``metadata.namespace``, ``metadata.uid`` and ``spec.nodeName``, and a
+Secret's key. Its output (stdout and stderr) is the Pod's log, which the apiserver serves.
 
 A take-back (:meth:`NodePlayer.take_back`) does what a spot reclaim does through the kubelet's
 graceful node shutdown: the node is tainted (no new Pod lands there), each of its running Pods
@@ -19,6 +19,7 @@ removed."""
 
 from __future__ import annotations
 
+import base64
 import os
 import signal
 import subprocess
@@ -278,11 +279,15 @@ class NodePlayer:
                     return f"{flag}={folder}{value[len(path) :]}"
         return text
 
-    @staticmethod
-    def _value(item: dict[str, Any], pod: dict[str, Any]) -> str:
+    def _value(self, item: dict[str, Any], pod: dict[str, Any]) -> str:
         if "value" in item:
             return str(item["value"])
-        field_path = ((item.get("valueFrom") or {}).get("fieldRef") or {}).get("fieldPath", "")
+        source = item.get("valueFrom") or {}
+        if "secretKeyRef" in source:
+            ref = source["secretKeyRef"]
+            stored = self.cluster.get("secrets", pod["metadata"]["namespace"], ref["name"])
+            return base64.b64decode((stored.get("data") or {})[ref["key"]]).decode()
+        field_path = (source.get("fieldRef") or {}).get("fieldPath", "")
         fields = {
             "metadata.name": pod["metadata"]["name"],
             "metadata.namespace": pod["metadata"]["namespace"],

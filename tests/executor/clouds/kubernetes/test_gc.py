@@ -69,9 +69,10 @@ def ledger(store: Path, job_id: str) -> Ledger:
     return Ledger(store, info, job_id=job_id)
 
 
-def launch(job_id: str) -> str:
+def launch(job_id: str, secrets: dict[str, str] | None = None) -> str:
     chosen = target()
-    launcher = KubernetesLauncher(target=chosen, api=api_client(chosen, "test"), job_id=job_id)
+    api = api_client(chosen, "test")
+    launcher = KubernetesLauncher(target=chosen, api=api, job_id=job_id, secrets=secrets)
     return launcher.launch(Placement(market="spot", pool="any", price=1.0), WAITING, {}).name
 
 
@@ -86,21 +87,26 @@ def test_gc_beside_a_live_job_ends_nothing_then_ends_it_once_the_ledger_has_it_e
     store = tmp_path / "market.duckdb"
     job_id = new_job_id()
     record = ledger(store, job_id)
-    name = launch(job_id)
+    name = launch(job_id, {"HF_TOKEN": "s3cret"})
     SYSTEM_CLOCK.sleep(0.3)
     judged = list(
         sweep().judged(ledger_verdicts(store), this_host(), named=frozenset(), store_path=store)
     )
-    assert [(j.resource, j.end) for j in judged] == [(name, False)]
-    assert "live supervisor" in judged[0].why
+    secret = f"spotwise-{job_id}"
+    assert [(j.kind, j.resource, j.end) for j in judged] == [
+        ("instance", name, False),
+        ("secret", secret, False),
+    ]
+    assert all("live supervisor" in j.why for j in judged)
 
     record.finish(JobStatus.FAILED)  # its supervisor ended without cleaning up
     judged = list(
         sweep().judged(ledger_verdicts(store), this_host(), named=frozenset(), store_path=store)
     )
-    assert [(j.resource, j.end) for j in judged] == [(name, True)]
+    assert [(j.resource, j.end) for j in judged] == [(name, True), (secret, True)]
     assert list(sweep().ended(judged)) == judged
     assert not local.cluster.items("jobs", NAMESPACE)
+    assert not local.cluster.items("secrets", NAMESPACE)
     assert not local.cluster.items("poddisruptionbudgets", NAMESPACE)
     deadline = SYSTEM_CLOCK.monotonic() + 30
     while local.cluster.items("pods", NAMESPACE) and SYSTEM_CLOCK.monotonic() < deadline:

@@ -5,6 +5,7 @@ it preempted, and a status request that times out never counting as the job fail
 
 from __future__ import annotations
 
+import json
 import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -30,6 +31,7 @@ from spotwise.executor.clouds.kubernetes.launcher import (
     KubernetesLauncher,
 )
 from spotwise.executor.clouds.kubernetes.target import KubernetesTarget
+from spotwise.executor.errors import ExecutorError
 from spotwise.executor.launchers.base import Placement
 from tests.fakes.slow_proxy import SlowProxy
 
@@ -219,3 +221,28 @@ def test_each_platforms_pod_lands_on_its_spot_node_and_nowhere_else(
         assert [p["node"] for p in instance.pods()] == ["spot"]
     finally:
         cluster.close()
+
+
+def test_a_jobs_secrets_reach_the_command_from_a_secret_that_lives_as_long_as_the_launcher(
+    local: LocalCluster,
+) -> None:
+    chosen = target()
+    api = api_client(chosen, "test")
+    with_secret = KubernetesLauncher(
+        target=chosen, api=api, job_id="abc123def456", secrets={"HF_TOKEN": "s3cret"}
+    )
+    lines: list[str] = []
+    show = "import os; print(os.environ['HF_TOKEN'][::-1])"
+    instance = with_secret.launch(SPOT_PLACE, ["python", "-c", show], {}, lines.append)
+    assert until_ended(instance) == 0
+    assert lines[-1] == "terc3s"  # the value, reversed: no log shows it
+    manifest = json.dumps(local.cluster.get("jobs", NAMESPACE, instance.name))
+    assert "s3cret" not in manifest and "secretKeyRef" in manifest
+    assert [s["metadata"]["name"] for s in local.cluster.items("secrets", NAMESPACE)] == [
+        "spotwise-abc123def456"
+    ]
+    with_secret.close()
+    assert local.cluster.items("secrets", NAMESPACE) == []
+    with pytest.raises(ExecutorError, match="not an environment variable"):
+        KubernetesLauncher(target=chosen, api=api, job_id="x", secrets={"not a name!": "x"})
+    assert local.cluster.items("secrets", NAMESPACE) == []

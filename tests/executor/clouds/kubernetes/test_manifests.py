@@ -16,6 +16,7 @@ from spotwise.executor.clouds.kubernetes.manifests import (  # noqa: E402
     disruption_budget,
     job,
     label_value,
+    secret,
 )
 from spotwise.executor.clouds.kubernetes.target import KubernetesTarget  # noqa: E402
 
@@ -35,11 +36,13 @@ def target(platform: str, gpus: str = "+1gpu") -> KubernetesTarget:
     )
 
 
-def written(platform: str) -> tuple[dict, dict]:
+def written(platform: str) -> tuple[dict, dict, dict]:
     chosen = target(platform)
+    command = ["python", "train.py"]
     return (
-        job(chosen, "spotwise-abc-1", "abc123def456", ["python", "train.py"], {"A": "1"}),
+        job(chosen, "spotwise-abc-1", "abc123def456", command, {"A": "1"}, secrets=["HF_TOKEN"]),
         disruption_budget("spotwise-abc-1", "abc123def456"),
+        secret("abc123def456", {"HF_TOKEN": "s3cret"}),
     )
 
 
@@ -106,3 +109,15 @@ def test_a_host_name_becomes_a_valid_label_value() -> None:
     assert label_value("build box #7.local.") == "build-box--7.local"
     assert label_value("!!!") == "unknown"
     assert len(label_value("x" * 100)) == 63
+
+
+def test_a_secret_reaches_the_pod_by_reference_never_by_value() -> None:
+    manifest, _, stored = written("gke")
+    env = manifest["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert {
+        "name": "HF_TOKEN",
+        "valueFrom": {"secretKeyRef": {"name": "spotwise-abc123def456", "key": "HF_TOKEN"}},
+    } in env
+    assert "s3cret" not in str(manifest)
+    assert stored["stringData"] == {"HF_TOKEN": "s3cret"}
+    assert stored["metadata"]["labels"][JOB_LABEL] == "abc123def456"
