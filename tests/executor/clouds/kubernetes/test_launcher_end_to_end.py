@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,9 @@ from spotwise.executor.clouds.kubernetes.target import KubernetesTarget
 from spotwise.executor.clouds.orphans import ledger_verdicts, this_host
 from spotwise.executor.launchers.base import Placement
 from spotwise.executor.ledger.ledger import JobInfo, JobStatus, Ledger, new_job_id
+from spotwise.executor.supervise.supervised import SupervisedJob, client_factory, supervise
+from spotwise.executor.supervise.supervisor import SupervisorConfig
+from spotwise.policy.schemas import JobTerms
 from spotwise.pricing.store import MarketStore
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(420)]
@@ -155,3 +159,72 @@ def test_a_reclaimed_gke_spot_pod_checkpoints_in_its_grace_and_a_new_pod_resumes
     finally:
         local.close()
     assert not local.player.errors
+
+
+def test_the_supervisor_runs_a_job_through_a_reclaim_on_the_kubernetes_launcher(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The supervisor's own loop on the launcher: the job completes in the ledger, on one
+    instance (the Job rode the reclaim out), its events those of both Pods."""
+    local = LocalCluster(tmp_path / "cluster")
+    monkeypatch.setenv("KUBECONFIG", str(local.kubeconfig))
+    try:
+        local.player.add_node("spot-a", labels=SPOT, gpus=1)
+        target = KubernetesTarget.from_options(
+            CloudOptions(
+                project=f"{CONTEXT}/{NAMESPACE}",
+                region="gke",
+                image="us-docker.pkg.dev/acme/train/spotwise:1",
+                bucket="checkpoints",
+                instance_type="+1gpu",
+            )
+        )
+        store = tmp_path / "market.duckdb"
+        with MarketStore.open(store):
+            pass
+        job_id = new_job_id()
+        launcher = KubernetesLauncher(target=target, api=api_client(target, "e2e"), job_id=job_id)
+        config = SupervisorConfig(
+            job=JobTerms(compute_hours=1, deadline_hours=3, spot_price=0.9, on_demand_price=3.06),
+            stall_timeout_s=None,
+        )
+        command = [*TRAIN, "--ckpt", "/spotwise/checkpoints/sup", *ARGS]
+        said: list[str] = []
+        done: list[SupervisedJob] = []
+        errors: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                done.append(
+                    supervise(
+                        command,
+                        store_path=store,
+                        launcher=launcher,
+                        config=config,
+                        client_for=client_factory("inproc", None),
+                        name="k8s-e2e",
+                        progress=said.append,
+                        job_id=job_id,
+                    )
+                )
+            except BaseException as error:
+                errors.append(error)
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        logs = tmp_path / "cluster" / "logs" / NAMESPACE
+        deadline = SYSTEM_CLOCK.monotonic() + 120
+        while not any('"first_step"' in p.read_text() for p in logs.glob("*.log")):
+            assert SYSTEM_CLOCK.monotonic() < deadline and not errors, (errors, said[-10:])
+            SYSTEM_CLOCK.sleep(0.2)
+        local.player.take_back("spot-a")
+        local.player.add_node("spot-b", labels=SPOT, gpus=1)
+        thread.join(timeout=240)
+        assert not thread.is_alive() and not errors, (errors, said[-10:])
+        (job,) = done
+        assert job.report.status == "completed", said[-20:]
+        kinds = [e["event"] for e in job.events]
+        assert kinds.count("fresh") == 1 and kinds.count("resumed") == 1, kinds
+        assert list(local.player.played.exits.values()) == [75, 0]  # preempted, then done
+    finally:
+        local.close()
