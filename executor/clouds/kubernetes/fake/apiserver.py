@@ -42,7 +42,7 @@ from spotwise.executor.clouds.kubernetes.fake.schema import (
 ROUTE = re.compile(
     r"/(?:api/(?P<core>v1)|apis/(?P<group>[a-z0-9.-]+)/(?P<version>v[0-9a-z]+))"
     r"(?:/namespaces/(?P<namespace>[a-z0-9-]+))?"
-    r"(?:/(?P<plural>[a-z]+)(?:/(?P<name>[a-z0-9.-]+)(?:/(?P<sub>log|status))?)?)?"
+    r"(?:/(?P<plural>[a-z]+)(?:/(?P<name>[a-z0-9.-]+)(?:/(?P<sub>log))?)?)?"
 )
 ACCESS_REVIEW = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
 ACCESS_REVIEWS = Resource(

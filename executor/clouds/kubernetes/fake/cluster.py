@@ -18,7 +18,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from spotwise.core.clock import SYSTEM_CLOCK, Clock
-from spotwise.executor.clouds.kubernetes.fake.schema import Invalid
 
 
 @dataclass(frozen=True, slots=True)
@@ -423,6 +422,3 @@ def failure_action(policy: dict[str, Any] | None, pod: dict[str, Any]) -> str:
         if matched:
             return str(rule.get("action"))
     return "Count"
-
-
-__all__ = ["RESOURCES", "Cluster", "Conflict", "Invalid", "NotFound", "Resource"]

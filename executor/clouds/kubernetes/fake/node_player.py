@@ -32,8 +32,8 @@ from typing import Any
 
 from spotwise.core.clock import SYSTEM_CLOCK, Clock
 from spotwise.executor.clouds.kubernetes.fake.cluster import Cluster, NotFound, condition
+from spotwise.executor.clouds.kubernetes.platforms import GPU_RESOURCE
 
-GPU_RESOURCE = "nvidia.com/gpu"
 RECLAIM_TAINT = {"key": "cloud.google.com/impending-node-termination", "effect": "NoSchedule"}
 """The taint GKE puts on a Spot node it is about to reclaim (the default of a take-back)."""
 
