@@ -32,13 +32,17 @@ from spotwise.executor.clouds.kubernetes.target import CHECKPOINT_MOUNT, Kuberne
 from spotwise.executor.errors import PREEMPTED_EXIT_CODE, ExecutorError
 from spotwise.executor.launchers.base import Placement
 
+POLL_EVERY_S = 2.0
+"""The least time between two status reads of an instance (a supervisor polls far more often:
+each read lists its Pods, reads their logs and its Job)."""
 KILLED_EXIT_CODE = 137
 """What a killed instance ends with (128 + SIGKILL, as a container killed without a grace)."""
 
 
 class KubernetesLauncher(CloudLauncher):
     """Starts job ``job_id``'s instances as Jobs in the target's namespace, through ``api`` (an
-    ``ApiClient``), each request given ``timeout_s``; ``secrets`` go to a Secret of the job
+    ``ApiClient``), each request given ``timeout_s``, an instance's status read at most every
+    ``poll_every_s``; ``secrets`` go to a Secret of the job
     (made now, deleted by :meth:`close`) and reach the command's environment only.
 
     Raises:
@@ -56,13 +60,14 @@ class KubernetesLauncher(CloudLauncher):
         secrets: Mapping[str, str] | None = None,
         clock: Clock = SYSTEM_CLOCK,
         timeout_s: float = REQUEST_TIMEOUT_S,
+        poll_every_s: float = POLL_EVERY_S,
     ) -> None:
         super().__init__(
             pools=target.zones_or_default, job_id=job_id, prefix=CHECKPOINT_MOUNT, clock=clock
         )
         from kubernetes import client
 
-        self.target, self.timeout_s = target, timeout_s
+        self.target, self.timeout_s, self.poll_every_s = target, timeout_s, poll_every_s
         # the client's models are typed; the objects written are plain JSON (manifests.py)
         self.core: Any = client.CoreV1Api(api)
         self.batch: Any = client.BatchV1Api(api)
@@ -157,6 +162,10 @@ class KubernetesInstance:
         self._killed = False
         self._lines: dict[str, int] = {}
         """Each Pod's log lines already passed on."""
+        self._read_to_end: set[str] = set()
+        """The ended Pods whose logs were read after they ended."""
+        self._next_read = 0.0
+        """When (the launcher's clock, monotonic) the apiserver is asked again."""
 
     @property
     def _ns(self) -> str:
@@ -235,12 +244,15 @@ class KubernetesInstance:
         """
         pods = self.pods()
         for pod in pods:
-            name = pod["name"]
-            if pod["phase"] in (None, "Pending"):
+            name, phase = pod["name"], pod["phase"]
+            if phase in (None, "Pending") or name in self._read_to_end:
                 continue
-            lines = self._pod_log(name).splitlines()
-            if pod["phase"] == "Running" and lines:
-                lines = lines[:-1] if not lines[-1] else lines  # only complete lines
+            text = self._pod_log(name)
+            if phase == "Running":  # only its complete lines: the last may be half written
+                text = text[: text.rfind("\n") + 1]
+            else:
+                self._read_to_end.add(name)  # an ended Pod's log is read once more, no more
+            lines = text.splitlines()
             if name not in self._lines:
                 self._lines[name] = 0
                 self._log(f"Pod {name} runs on node {pod['node']}")
@@ -265,6 +277,10 @@ class KubernetesInstance:
         to leave and gone: preempted), else None: also when the apiserver does not answer."""
         if self._code is not None:
             return self._code
+        now = self.launcher.clock.monotonic()
+        if now < self._next_read:
+            return None  # asked again too soon: the apiserver is not asked each poll
+        self._next_read = now + self.launcher.poll_every_s
         try:
             self.read_output()
             found = call(

@@ -85,9 +85,17 @@ def target(**more: Any) -> KubernetesTarget:
     return KubernetesTarget.from_options(options)
 
 
-def launcher(chosen: KubernetesTarget, timeout_s: float = 10.0) -> KubernetesLauncher:
+def launcher(
+    chosen: KubernetesTarget, timeout_s: float = 10.0, poll_every_s: float = 0.2
+) -> KubernetesLauncher:
     api = api_client(chosen, "test")
-    return KubernetesLauncher(target=chosen, api=api, job_id="abc123def456", timeout_s=timeout_s)
+    return KubernetesLauncher(
+        target=chosen,
+        api=api,
+        job_id="abc123def456",
+        timeout_s=timeout_s,
+        poll_every_s=poll_every_s,
+    )
 
 
 def until_ended(instance: KubernetesInstance, timeout_s: float = 60.0) -> int:
@@ -174,7 +182,7 @@ def test_a_status_request_that_times_out_is_unknown_never_a_failure(
         delay_s=2.0,
     )
     try:
-        slow = launcher(target(endpoint_url=proxy.url), timeout_s=0.5)
+        slow = launcher(target(endpoint_url=proxy.url), timeout_s=0.5, poll_every_s=0.0)
         instance = slow.launch(SPOT_PLACE, ["python", "-c", "print('done')"], {}, None)
         until(lambda: local.player.played.exits)  # the command has ended, successfully
         assert [instance.poll() for _ in range(3)] == [None, None, None]
@@ -246,3 +254,12 @@ def test_a_jobs_secrets_reach_the_command_from_a_secret_that_lives_as_long_as_th
     with pytest.raises(ExecutorError, match="not an environment variable"):
         KubernetesLauncher(target=chosen, api=api, job_id="x", secrets={"not a name!": "x"})
     assert local.cluster.items("secrets", NAMESPACE) == []
+
+
+def test_a_poll_soon_after_the_last_asks_the_apiserver_nothing(local: LocalCluster) -> None:
+    patient = launcher(target(), poll_every_s=60.0)
+    instance = patient.launch(SPOT_PLACE, ["python", "-c", "pass"], {}, None)
+    assert instance.poll() is None  # the first read: its Pod has not run yet
+    asked = len(local.server.requests)
+    assert [instance.poll() for _ in range(5)] == [None] * 5
+    assert len(local.server.requests) == asked
