@@ -52,8 +52,8 @@ class KubernetesCheck:
             return
         namespace = self.namespace()
         yield namespace
-        if namespace.status != "ok":
-            return
+        if namespace.status == "missing":
+            return  # without it nothing else can be asked (a namespace not readable: go on)
         yield from self.permissions()
         yield self.claim()
         nodes = self.spot_nodes()
@@ -93,8 +93,8 @@ class KubernetesCheck:
             return Check(
                 "namespace", "missing", f"{name} does not exist", fix=f"kubectl create ns {name}"
             )
-        except ExecutorError as error:
-            return Check("namespace", "unknown", str(error))
+        except ExecutorError as error:  # a namespaced Role need not read its namespace
+            return Check("namespace", "unknown", f"{error} (the checks below tell more)")
         return Check("namespace", "ok", name)
 
     def permissions(self) -> Iterator[Check]:

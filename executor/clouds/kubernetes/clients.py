@@ -83,6 +83,11 @@ def call(what: str, request: Callable[[], T]) -> T:
             raise Unreachable(f"{what}: the apiserver answered {error.status}") from None
         if error.status == 404:
             raise Gone(f"{what}: not found") from None
+        if error.status == 403:
+            raise ExecutorError(
+                f"{what}: forbidden by the cluster's RBAC; grant the Role of "
+                "docs/kubernetes.md (KubernetesCheck says each verb)"
+            ) from None
         reason = str(error.reason or "")[:200]
         raise ExecutorError(f"{what}: the apiserver refused ({error.status} {reason})") from None
     except (HTTPError, OSError) as error:

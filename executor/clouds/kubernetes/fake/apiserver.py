@@ -45,6 +45,14 @@ ROUTE = re.compile(
     r"(?:/(?P<plural>[a-z]+)(?:/(?P<name>[a-z0-9.-]+)(?:/(?P<sub>log))?)?)?"
 )
 ACCESS_REVIEW = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
+VERBS = {
+    ("GET", True): "get",
+    ("GET", False): "list",
+    ("POST", False): "create",
+    ("PATCH", True): "patch",
+    ("DELETE", True): "delete",
+}
+"""The RBAC verb of a request: its method, and whether it names one object."""
 ACCESS_REVIEWS = Resource(
     "selfsubjectaccessreviews", "SelfSubjectAccessReview", "authorization.k8s.io/v1", False
 )
@@ -89,7 +97,8 @@ def merge(target: dict[str, Any], patch: dict[str, Any]) -> None:
 
 class FakeApiServer:
     """The fake apiserver over a :class:`Cluster`, serving until :meth:`close`. ``denied``:
-    ``(verb, resource)`` pairs its SelfSubjectAccessReview answers no to (RBAC to be missing);
+    ``(verb, resource)`` pairs (``("get", "pods/log")``) its RBAC refuses: such a request gets
+    403, and a SelfSubjectAccessReview of it says no;
     ``logs``: where each Pod's log is, ``NAMESPACE/POD.log`` (a node player writes them)."""
 
     def __init__(
@@ -237,6 +246,16 @@ class FakeApiServer:
             return route
         resource, namespace, name, sub = route
         ns = namespace or ""
+        verb = VERBS.get((method, name is not None), method.lower())
+        what = f"{resource.plural}/{sub}" if sub else resource.plural
+        if (verb, what) in self.denied:
+            group = resource.api_version.rpartition("/")[0]
+            return status(
+                403,
+                "Forbidden",
+                f'{what} "{name or ""}" is forbidden: cannot {verb} resource "{what}" in API '
+                f'group "{group}" in the namespace "{ns}"',
+            )
         try:
             if name is None:
                 if method == "GET":
@@ -368,7 +387,9 @@ class FakeApiServer:
         except Invalid as error:
             return self._invalid(ACCESS_REVIEWS, "", error)
         attributes = body.get("spec", {}).get("resourceAttributes") or {}
-        asked = (str(attributes.get("verb")), str(attributes.get("resource")))
+        sub = attributes.get("subresource")
+        what = f"{attributes.get('resource')}/{sub}" if sub else str(attributes.get("resource"))
+        asked = (str(attributes.get("verb")), what)
         allowed = asked not in self.denied
         reason = "" if allowed else f"RBAC: {asked[0]} on {asked[1]} is not granted"
         return Reply(201, {**body, "status": {"allowed": allowed, "reason": reason}})

@@ -81,3 +81,18 @@ def test_an_unknown_context_stops_at_the_first_line(local: LocalCluster) -> None
 def test_a_missing_namespace_says_how_to_make_it(local: LocalCluster) -> None:
     found = checked(project=f"{CONTEXT}/absent")
     assert found["namespace"] == ("missing", "kubectl create ns absent")
+
+
+def test_a_namespace_it_may_not_read_leaves_the_other_checks_to_say(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A namespaced Role seldom grants reading the namespace itself: that is not a stop."""
+    cluster = LocalCluster(tmp_path / "c", denied=frozenset({("get", "namespaces")}))
+    monkeypatch.setenv("KUBECONFIG", str(cluster.kubeconfig))
+    try:
+        found = checked(bucket="checkpoints")
+    finally:
+        cluster.close()
+    assert found["namespace"][0] == "unknown"
+    assert found["permission: create jobs"][0] == "ok"
+    assert found["checkpoint claim"][0] == "ok"

@@ -263,3 +263,16 @@ def test_a_poll_soon_after_the_last_asks_the_apiserver_nothing(local: LocalClust
     asked = len(local.server.requests)
     assert [instance.poll() for _ in range(5)] == [None] * 5
     assert len(local.server.requests) == asked
+
+
+def test_a_request_rbac_forbids_fails_in_one_line_naming_the_role(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cluster = LocalCluster(tmp_path / "c", denied=frozenset({("create", "jobs")}))
+    monkeypatch.setenv("KUBECONFIG", str(cluster.kubeconfig))
+    try:
+        with pytest.raises(ExecutorError, match="forbidden by the cluster's RBAC; grant the Role"):
+            launcher(target()).launch(SPOT_PLACE, ["python", "-c", "pass"], {}, None)
+        assert cluster.cluster.items("poddisruptionbudgets", NAMESPACE) == []  # taken back
+    finally:
+        cluster.close()

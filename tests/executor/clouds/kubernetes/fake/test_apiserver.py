@@ -204,3 +204,13 @@ def test_a_merge_patch_is_checked_and_applied(api: client.ApiClient) -> None:
     with pytest.raises(client.ApiException) as refused:
         core.patch_node("spot-1", {"spec": {"unschedulable": "yes"}})
     assert refused.value.status == 422
+
+
+def test_what_rbac_denies_is_refused_with_403(api: client.ApiClient) -> None:
+    core: Any = client.CoreV1Api(api)
+    core.create_node(spot_node())
+    with pytest.raises(client.ApiException) as refused:
+        core.delete_node("spot-1")
+    assert refused.value.status == 403
+    assert json.loads(refused.value.body)["reason"] == "Forbidden"
+    assert core.read_node("spot-1").metadata.name == "spot-1"
