@@ -212,5 +212,5 @@ def test_what_rbac_denies_is_refused_with_403(api: client.ApiClient) -> None:
     with pytest.raises(client.ApiException) as refused:
         core.delete_node("spot-1")
     assert refused.value.status == 403
-    assert json.loads(refused.value.body)["reason"] == "Forbidden"
+    assert json.loads(refused.value.body or "{}")["reason"] == "Forbidden"
     assert core.read_node("spot-1").metadata.name == "spot-1"
