@@ -15,6 +15,7 @@ import json
 import os
 import re
 import secrets
+import ssl
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from spotwise.executor.clouds.kubernetes.fake.certificate import self_signed
 from spotwise.executor.clouds.kubernetes.fake.cluster import (
     RESOURCES,
     Cluster,
@@ -84,6 +86,73 @@ def status(code: int, reason: str, message: str, **details: Any) -> Reply:
     return Reply(code, body)
 
 
+SHORT_NAMES = {
+    "pods": ["po"],
+    "nodes": ["no"],
+    "events": ["ev"],
+    "services": ["svc"],
+    "namespaces": ["ns"],
+    "persistentvolumeclaims": ["pvc"],
+    "poddisruptionbudgets": ["pdb"],
+}
+"""The short names ``kubectl`` takes (``kubectl get pdb``), as discovery publishes them."""
+
+
+def discovery(path: str) -> dict[str, Any] | None:
+    """The legacy discovery documents ``kubectl`` reads first (``/api``, ``/apis``, and each
+    group version's resources), None for any other path."""
+    versions = sorted({r.api_version for r in RESOURCES.values()} | {ACCESS_REVIEWS.api_version})
+    if path == "/api":
+        return {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": []}
+    groups = [v for v in versions if "/" in v]
+    if path == "/apis":
+        return {
+            "kind": "APIGroupList",
+            "apiVersion": "v1",
+            "groups": [
+                {
+                    "name": v.split("/")[0],
+                    "versions": [{"groupVersion": v, "version": v.split("/")[1]}],
+                    "preferredVersion": {"groupVersion": v, "version": v.split("/")[1]},
+                }
+                for v in groups
+            ],
+        }
+    asked = "v1" if path == "/api/v1" else path.removeprefix("/apis/")
+    if not (path == "/api/v1" or (path.startswith("/apis/") and asked in groups)):
+        return None
+    served = [r for r in (*RESOURCES.values(), ACCESS_REVIEWS) if r.api_version == asked]
+    return {
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": asked,
+        "resources": [
+            {
+                "name": r.plural,
+                "singularName": r.kind.lower(),
+                "namespaced": r.namespaced,
+                "kind": r.kind,
+                "shortNames": SHORT_NAMES.get(r.plural, []),
+                "verbs": ["create"]
+                if r is ACCESS_REVIEWS
+                else ["create", "delete", "get", "list", "patch", "watch"],
+            }
+            for r in served
+        ]
+        + [
+            {
+                "name": "pods/log",
+                "singularName": "",
+                "namespaced": True,
+                "kind": "Pod",
+                "verbs": ["get"],
+            }
+            for _ in served[:1]
+            if asked == "v1"
+        ],
+    }
+
+
 def merge(target: dict[str, Any], patch: dict[str, Any]) -> None:
     """Apply a JSON merge patch (RFC 7386) to ``target`` in place."""
     for key, value in patch.items():
@@ -98,7 +167,8 @@ def merge(target: dict[str, Any], patch: dict[str, Any]) -> None:
 class FakeApiServer:
     """The fake apiserver over a :class:`Cluster`, serving until :meth:`close`. ``denied``:
     ``(verb, resource)`` pairs (``("get", "pods/log")``) its RBAC refuses: such a request gets
-    403, and a SelfSubjectAccessReview of it says no;
+    403, and a SelfSubjectAccessReview of it says no; ``tls``: a folder for a self-signed
+    certificate to serve HTTPS with (``kubectl`` sends its token over HTTPS only);
     ``logs``: where each Pod's log is, ``NAMESPACE/POD.log`` (a node player writes them)."""
 
     def __init__(
@@ -107,6 +177,7 @@ class FakeApiServer:
         *,
         logs: Path,
         denied: frozenset[tuple[str, str]] = frozenset(),
+        tls: Path | None = None,
     ) -> None:
         self.cluster = cluster or Cluster()
         self.logs, self.denied = logs, denied
@@ -170,9 +241,20 @@ class FakeApiServer:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
+        self.certificate: Path | None = None
+        """The certificate it serves HTTPS with (None: plain HTTP)."""
+        if tls is not None:
+            self.certificate, key = self_signed(tls)
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(self.certificate, key)
+            # the handshake happens in each request's thread, not in the accept loop
+            self._server.socket = context.wrap_socket(
+                self._server.socket, server_side=True, do_handshake_on_connect=False
+            )
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        scheme = "https" if tls is not None else "http"
+        self.url = f"{scheme}://127.0.0.1:{self._server.server_address[1]}"
 
     def kubeconfig(self, path: Path, *, context: str = "fake", namespace: str = "default") -> Path:
         """Write a kubeconfig (mode 0600) that reaches this server as ``kubectl`` reads one:
@@ -180,7 +262,7 @@ class FakeApiServer:
         config = {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": context, "cluster": {"server": self.url}}],
+            "clusters": [{"name": context, "cluster": self._cluster_entry()}],
             "users": [{"name": context, "user": {"token": self.token}}],
             "contexts": [
                 {
@@ -195,6 +277,13 @@ class FakeApiServer:
         with os.fdopen(fd, "w") as out:
             json.dump(config, out, indent=1)  # YAML reads JSON
         return path
+
+    def _cluster_entry(self) -> dict[str, str]:
+        entry = {"server": self.url}
+        if self.certificate is not None:
+            data = base64.b64encode(self.certificate.read_bytes()).decode()
+            entry["certificate-authority-data"] = data
+        return entry
 
     def close(self) -> None:
         """Stop serving."""
@@ -241,6 +330,9 @@ class FakeApiServer:
                     "platform": "linux/amd64",
                 },
             )
+        found = discovery(path.rstrip("/"))
+        if found is not None:
+            return Reply(200, found)
         route = self.route(path)
         if isinstance(route, Reply):
             return route

@@ -37,7 +37,8 @@ def persistent_claim(name: str) -> dict[str, Any]:
 
 class LocalCluster:
     """The fake cluster in ``folder``, with ``claims`` (names of PersistentVolumeClaims, each a
-    host folder) and ``env`` for every Pod's process, until :meth:`close`."""
+    host folder) and ``env`` for every Pod's process, until :meth:`close`; over HTTPS with
+    ``tls`` (a self-signed certificate the kubeconfig trusts), for ``kubectl``."""
 
     def __init__(
         self,
@@ -46,11 +47,14 @@ class LocalCluster:
         claims: Sequence[str] = ("checkpoints",),
         env: Mapping[str, str] | None = None,
         denied: frozenset[tuple[str, str]] = frozenset(),
+        tls: bool = False,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.folder = folder
         self.cluster = Cluster(clock)
-        self.server = FakeApiServer(self.cluster, logs=folder / "logs", denied=denied)
+        self.server = FakeApiServer(
+            self.cluster, logs=folder / "logs", denied=denied, tls=folder / "tls" if tls else None
+        )
         self.claims = {claim: folder / "claims" / claim for claim in claims}
         for path in self.claims.values():
             path.mkdir(parents=True, exist_ok=True)
@@ -123,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     stop = threading.Event()  # caught before the first line says it serves
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
-    local = LocalCluster(Path(args[0]))
+    local = LocalCluster(Path(args[0]), tls=True)  # kubectl sends its token over HTTPS only
     for name in ("spot-1", "spot-2"):
         local.player.add_node(name, labels=labels, taints=taints, gpus=1)
     print(f"export KUBECONFIG={local.kubeconfig}", flush=True)

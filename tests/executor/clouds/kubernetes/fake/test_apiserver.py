@@ -214,3 +214,17 @@ def test_what_rbac_denies_is_refused_with_403(api: client.ApiClient) -> None:
     assert refused.value.status == 403
     assert json.loads(refused.value.body or "{}")["reason"] == "Forbidden"
     assert core.read_node("spot-1").metadata.name == "spot-1"
+
+
+def test_discovery_lists_the_groups_and_resources_it_serves(server: FakeApiServer) -> None:
+    def get(path: str) -> Any:
+        connection = http.client.HTTPConnection(server.url.removeprefix("http://"), timeout=10)
+        connection.request("GET", path, headers={"Authorization": f"Bearer {server.token}"})
+        return json.loads(connection.getresponse().read())
+
+    groups = {g["name"] for g in get("/apis")["groups"]}
+    assert groups == {"batch", "policy", "authorization.k8s.io"}
+    core = {r["name"]: r for r in get("/api/v1")["resources"]}
+    assert core["pods"]["shortNames"] == ["po"] and "pods/log" in core
+    assert [r["name"] for r in get("/apis/batch/v1")["resources"]] == ["jobs"]
+    assert get("/apis/apps/v1")["reason"] == "NotFound"
