@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import importlib.util
 import json
 import os
 import re
@@ -60,6 +61,10 @@ ACCESS_REVIEWS = Resource(
 )
 WATCH_TIMEOUT_S = 60.0
 """How long a watch with no ``timeoutSeconds`` stays open with nothing to say."""
+
+
+class MissingSchemas(RuntimeError):
+    """The schemas the fake checks objects against are not installed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,6 +184,11 @@ class FakeApiServer:
         denied: frozenset[tuple[str, str]] = frozenset(),
         tls: Path | None = None,
     ) -> None:
+        if importlib.util.find_spec("kubernetes_validate") is None:
+            raise MissingSchemas(
+                "the Kubernetes fake checks every object with kubernetes-validate: "
+                "pip install 'spotwise[try]'"
+            )
         self.cluster = cluster or Cluster()
         self.logs, self.denied = logs, denied
         self.token = secrets.token_urlsafe(24)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from spotwise.core.clock import SYSTEM_CLOCK, Clock
-from spotwise.executor.clouds.kubernetes.fake.apiserver import FakeApiServer
+from spotwise.executor.clouds.kubernetes.fake.apiserver import FakeApiServer, MissingSchemas
 from spotwise.executor.clouds.kubernetes.fake.cluster import Cluster
 from spotwise.executor.clouds.kubernetes.fake.node_player import NodePlayer
 
@@ -127,7 +127,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     stop = threading.Event()  # caught before the first line says it serves
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
-    local = LocalCluster(Path(args[0]), tls=True)  # kubectl sends its token over HTTPS only
+    try:
+        local = LocalCluster(Path(args[0]), tls=True)  # kubectl sends its token over HTTPS only
+    except MissingSchemas as error:
+        print(error, file=sys.stderr)
+        return 2
     for name in ("spot-1", "spot-2"):
         local.player.add_node(name, labels=labels, taints=taints, gpus=1)
     print(f"export KUBECONFIG={local.kubeconfig}", flush=True)

@@ -228,3 +228,20 @@ def test_discovery_lists_the_groups_and_resources_it_serves(server: FakeApiServe
     assert core["pods"]["shortNames"] == ["po"] and "pods/log" in core
     assert [r["name"] for r in get("/apis/batch/v1")["resources"]] == ["jobs"]
     assert get("/apis/apps/v1")["reason"] == "NotFound"
+
+
+def test_without_its_schemas_the_fake_refuses_to_start_naming_the_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.util
+
+    from spotwise.executor.clouds.kubernetes.fake.apiserver import MissingSchemas
+
+    real = importlib.util.find_spec
+
+    def lacking(name: str, *args: Any) -> Any:
+        return None if name == "kubernetes_validate" else real(name, *args)
+
+    monkeypatch.setattr(importlib.util, "find_spec", lacking)
+    with pytest.raises(MissingSchemas, match=r"pip install 'spotwise\[try\]'"):
+        FakeApiServer(logs=tmp_path / "logs")
