@@ -258,8 +258,9 @@ def test_a_jobs_secrets_reach_the_command_from_a_secret_that_lives_as_long_as_th
 
 def test_a_poll_soon_after_the_last_asks_the_apiserver_nothing(local: LocalCluster) -> None:
     patient = launcher(target(), poll_every_s=60.0)
-    instance = patient.launch(SPOT_PLACE, ["python", "-c", "pass"], {}, None)
-    assert instance.poll() is None  # the first read: its Pod has not run yet
+    waits = ["python", "-c", "import time; time.sleep(60)"]
+    instance = patient.launch(SPOT_PLACE, waits, {}, None)
+    assert instance.poll() is None  # the first read: its Pod runs (or is about to)
     asked = len(local.server.requests)
     assert [instance.poll() for _ in range(5)] == [None] * 5
     assert len(local.server.requests) == asked
