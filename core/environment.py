@@ -24,8 +24,8 @@ class Settings(BaseSettings):
     store: Path | None = None
     """The store file (``--store`` beats it)."""
     operational_store: str | None = None
-    """A PostgreSQL URL for the jobs, ledger, forecasts and placement scores (default: the
-    store file)."""
+    """A PostgreSQL URL for the jobs, ledger, forecasts and placement scores (default: a SQLite
+    file beside the store file)."""
     data: Path | None = None
     """The bundled data folder (default: the one shipped with Spotwise)."""
     store_wait_s: float = Field(default=30.0, ge=0)

@@ -1,10 +1,11 @@
 """The total-cost model: compute + checkpoint storage + recovery, and the checkpoint interval.
 
-``total = compute + storage + recovery`` (design.md): compute is the hours on each market times
-its price; storage is checkpoint GB × $/GB-month × retention plus request charges; recovery is,
-per interruption, the work lost since the last durable checkpoint plus the restart time, paid at
-the price of the instance that redoes it. The checkpoint interval is Young's ``sqrt(2·δ·M)`` or
-Daly's higher-order form; the expected run time under a preemption hazard is Daly's.
+``total = compute + storage + recovery`` (docs/design.md, "Cost model"): compute is the hours on
+each market times its price; storage is checkpoint GB × $/GB-month × retention plus request
+charges; recovery is, per interruption, the work lost since the last durable checkpoint plus the
+restart time, paid at the price of the instance that redoes it. The checkpoint interval is
+Young's ``sqrt(2·δ·M)`` or Daly's higher-order form; the expected run time under a preemption
+hazard is Daly's.
 """
 
 from __future__ import annotations

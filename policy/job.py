@@ -1,4 +1,5 @@
-"""A training job in hours, and the same job in the ticks of a trace (design.md)."""
+"""A training job in hours, and the same job in the ticks of a trace (docs/design.md, "Policy
+benchmark semantics")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What a controller can see (design.md, "What a real controller can see"): ``all`` every
+"""What a controller can see (docs/design.md, "What a real controller can see"): ``all`` every
 pool at every tick; ``current`` the pool the job runs in; ``probe`` that plus what launch
 requests teach (the mode every claim is made in)."""
 

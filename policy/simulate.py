@@ -1,4 +1,5 @@
-"""The trace simulator: one job under one policy, tick by tick, with the semantics of design.md.
+"""The trace simulator: one job under one policy, tick by tick, with the semantics of
+docs/design.md, "Policy benchmark semantics".
 
 In each tick the policy picks wait, on-demand, or spot in pool z (only if z is available at
 that tick and its price is within the policy's bid; else the job keeps what it has, so an idle
@@ -23,7 +24,7 @@ checkpoint every M minutes of productive time, each stalling progress S seconds,
 preemption loses the progress since the last checkpoint unless the notice (N seconds) is long
 enough to write one (N >= S).
 
-Observation modes (design.md, "What a real controller can see"): in ``all`` the policy sees
+Observation modes (docs/design.md, "What a real controller can see"): in ``all`` the policy sees
 every pool at every tick. In ``current`` and ``probe`` it sees the pool it runs in; a spot
 action is a launch request naming one or more pools, which lands in the cheapest available one
 or fails. A failed request keeps the instance the job has; an idle job loses the tick, and

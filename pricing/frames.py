@@ -1,4 +1,4 @@
-"""The canonical long frames of design.md and their validators.
+"""The canonical long frames of docs/design.md ("Data contracts") and their validators.
 
 Every loader and collector hands its frames to :func:`validate` before anything is stored.
 Besides the contract columns, each stored row carries ``source`` (which loader or collector
@@ -131,7 +131,8 @@ SPECS: dict[str, FrameSpec] = {
 
 
 def unique_id(provider: str, zone_or_region: str, instance_type: str, market: str) -> str:
-    """The series id of design.md: ``provider:zone-or-region:instance_type:market``."""
+    """The series id of docs/design.md ("Data contracts"):
+    ``provider:zone-or-region:instance_type:market``."""
     return f"{provider}:{zone_or_region}:{instance_type}:{market}"
 
 

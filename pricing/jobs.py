@@ -3,7 +3,7 @@
 Every ``every_s`` seconds: collect the named AWS regions (if any), then run the forecasts.
 Each run is logged with its outcome; a failing run is logged and the next one still runs; the
 scheduler stops cleanly on Ctrl-C or SIGTERM. Under cron or systemd, run ``spotwise forecast
-run`` (and ``spotwise collect aws``) on a timer instead: see the README.
+run`` (and ``spotwise collect aws``) on a timer instead: docs/forecasting.md, "On a timer".
 """
 
 from __future__ import annotations

@@ -1,9 +1,11 @@
 """Where the operational tables live: jobs, ledger, forecasts and placement scores.
 
-By default they share the local DuckDB store file with the market data. With
-``SPOTWISE_OPERATIONAL_STORE=postgresql://…`` they live in that PostgreSQL database instead,
-so supervisors, the scheduled forecasts, the API and the dashboard on many machines share one
-ledger, while the market data and its analytics stay in each machine's DuckDB file.
+By default they live in a SQLite file in WAL mode beside the local DuckDB store file
+(:mod:`~spotwise.pricing.local_operational`), so every process of this machine reads and
+writes them at once. With ``SPOTWISE_OPERATIONAL_STORE=postgresql://…`` they live in that
+PostgreSQL database instead, so supervisors, the scheduled forecasts, the API and the
+dashboard on many machines share one ledger. The market data and its analytics stay in each
+machine's DuckDB file.
 """
 
 from __future__ import annotations
@@ -18,9 +20,16 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from spotwise.pricing.database import PostgresStore
-    from spotwise.pricing.store import DatabaseSummary, MarketStore, StoreSummary
+    from spotwise.pricing.local_operational import SqliteStore
+    from spotwise.pricing.store import DatabaseSummary, StoreSummary
 
-__all__ = ["OPERATIONAL_TABLES", "OperationalStore", "open_operational", "upsert_frames"]
+__all__ = [
+    "OPERATIONAL_TABLES",
+    "OperationalStore",
+    "export_parquet",
+    "open_operational",
+    "upsert_frames",
+]
 
 
 class OperationalStore(Protocol):
@@ -56,8 +65,7 @@ class OperationalStore(Protocol):
         ...
 
     def summary(self) -> StoreSummary | DatabaseSummary:
-        """Rows per table (and, of a store file, rows, series and time span per source and
-        table)."""
+        """Rows per operational table."""
         ...
 
     def close(self) -> None:
@@ -66,7 +74,8 @@ class OperationalStore(Protocol):
 
 
 def operational_url() -> str | None:
-    """The PostgreSQL database of the operational tables (None: the local store file)."""
+    """The PostgreSQL database of the operational tables (None: the SQLite file beside the
+    store file)."""
     from spotwise.core.settings import current
 
     return current().operational_store
@@ -74,35 +83,36 @@ def operational_url() -> str | None:
 
 def open_operational(
     store_path: Path, *, read_only: bool = False, wait_s: float | None = None
-) -> MarketStore | PostgresStore:
+) -> SqliteStore | PostgresStore:
     """The operational tables' store: the PostgreSQL database when one is configured, else the
-    store file at ``store_path`` (read-only when asked: other readers can share it)."""
+    SQLite file beside the store file at ``store_path`` (``read_only``: its connection refuses
+    writes). Readers wait for no writer in either."""
     from spotwise.pricing.database import PostgresStore
-    from spotwise.pricing.store import MarketStore
+    from spotwise.pricing.local_operational import SqliteStore
 
     url = operational_url()
     if url is not None:
         return PostgresStore.open(url, store_path, wait_s=wait_s)
-    if read_only:
-        return MarketStore.open_to_read(store_path, wait_s=wait_s)
-    return MarketStore.open(store_path, wait_s=wait_s)
+    return SqliteStore.open(store_path, read_only=read_only, wait_s=wait_s)
 
 
 def operational_exists(store_path: Path) -> bool:
-    """Whether there is an operational store to read (a database always is)."""
-    return operational_url() is not None or store_path.exists()
+    """Whether there is an operational store to read: a database always is; else its SQLite
+    file, or a store file whose operational rows its first open copies over."""
+    from spotwise.pricing.local_operational import operational_path
+
+    if operational_url() is not None:
+        return True
+    return operational_path(store_path).exists() or store_path.exists()
 
 
 def upsert_frames(
     store_path: Path, frames: Mapping[str, list[pd.DataFrame] | pd.DataFrame]
 ) -> dict[str, int]:
     """Write market frames to the store file and operational ones (placement scores) to the
-    operational store: in one transaction when they are the same file, else one each."""
+    operational store, one transaction each."""
     from spotwise.pricing.store import MarketStore
 
-    if operational_url() is None:
-        with MarketStore.open(store_path) as store:
-            return store.upsert(frames)
     market = {t: f for t, f in frames.items() if t not in OPERATIONAL_TABLES}
     operational = {t: f for t, f in frames.items() if t in OPERATIONAL_TABLES}
     with MarketStore.open(store_path) as store:
@@ -110,3 +120,24 @@ def upsert_frames(
     with open_operational(store_path) as store:
         added.update(store.upsert(operational))
     return added
+
+
+def export_parquet(store: OperationalStore, table: str, target: Path) -> int:
+    """Write the operational ``table`` of ``store`` to a Parquet file (atomically); return its
+    row count.
+
+    Raises:
+        StoreError: for a table that is not an operational one.
+    """
+    from spotwise.pricing.errors import StoreError
+
+    if table not in OPERATIONAL_TABLES:
+        raise StoreError(
+            f"{table!r} is not an operational table: choose one of {', '.join(OPERATIONAL_TABLES)}"
+        )
+    frame = store.query(f"SELECT * FROM {table}")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(f".{target.name}.partial")
+    frame.to_parquet(partial, index=False)
+    partial.replace(target)
+    return len(frame)

@@ -1,5 +1,5 @@
-"""Prices with where they came from and when they held (design.md, "Money is real or
-labelled"): the newest price of a pool or region in the store, an on-demand price estimated from
+"""Prices with where they came from and when they held (docs/design.md, "Money is real
+or labelled"): the newest price of a pool or region in the store, an on-demand price estimated from
 a Spot Advisor saving of the same era, a price the user gave, or the one reference price of the
 bundled benchmark, labelled as not a quote. The executor's price book and the planner both
 quote from here.

@@ -193,14 +193,14 @@ _JITTER = random.Random(os.getpid())
 """Spreads the pauses of processes that wait for one file, so they do not retry in step."""
 
 
-def _wait_log() -> Path | None:
+def store_wait_log() -> Path | None:
     """``$SPOTWISE_STORE_WAIT_LOG``: where each call's wait goes (None: nowhere)."""
     from spotwise.core.settings import current
 
     return current().store_wait_log
 
 
-def _log_wait(log_file: Path, seconds: float) -> None:
+def log_wait(log_file: Path, seconds: float) -> None:
     """Append one call's wait to ``log_file``: the process, the seconds, and the command's
     first two words (one short line: appends do not interleave)."""
     import sys
@@ -261,7 +261,7 @@ class MarketStore:
         self._generation = 0
         self._lock = threading.RLock()
         self._closed = False
-        self._wait_log = _wait_log()
+        self._wait_log = store_wait_log()
         self._gate_path = path.with_name(path.name + ".lock")
         self._writers_path = path.with_name(path.name + ".writers")
         _STORES.add(self)
@@ -455,7 +455,7 @@ class MarketStore:
         waited = self._clock.monotonic() - began
         WAITS.append(waited)
         if self._wait_log is not None:
-            _log_wait(self._wait_log, waited)
+            log_wait(self._wait_log, waited)
         try:
             con.execute("SET TimeZone = 'UTC'")
         except BaseException:

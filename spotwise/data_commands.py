@@ -47,7 +47,7 @@ def data_load(
         str | None,
         typer.Option(
             "--format",
-            help="Format of every file (default: recognised from content; the README and an "
+            help="Format of every file (default: recognised from content; docs/data.md and an "
             "unknown name list the formats).",
             show_default=False,
         ),
@@ -105,13 +105,10 @@ def data_summary(
     store: StoreOption = None,
 ) -> None:
     """Rows per table; rows, series and time span per source."""
-    from spotwise.pricing.operational import operational_url
-
     with open_store(store, read_only=True) as market:
         summary = market.summary()
-    if operational_url() is not None:
-        with open_operational_store(store, read_only=True) as operational:
-            summary = replace(summary, operational=operational.summary())
+    with open_operational_store(store, read_only=True) as operational:
+        summary = replace(summary, operational=operational.summary())
     if as_json:
         print(json.dumps(summary.to_dict(), indent=2))
         return
@@ -158,11 +155,17 @@ def data_export(
     store: StoreOption = None,
 ) -> None:
     """Export one table to a Parquet file."""
-    with open_store(store, read_only=True) as market:
-        try:
-            rows = market.export_parquet(table, parquet)
-        except PricingError as exc:
-            fail(str(exc))
+    from spotwise.pricing.operational import OPERATIONAL_TABLES, export_parquet
+
+    if table in OPERATIONAL_TABLES:
+        with open_operational_store(store, read_only=True) as operational:
+            rows = export_parquet(operational, table, parquet)
+    else:
+        with open_store(store, read_only=True) as market:
+            try:
+                rows = market.export_parquet(table, parquet)
+            except PricingError as exc:
+                fail(str(exc))
     say(f"wrote {rows} {table} rows to {parquet}")
 
 

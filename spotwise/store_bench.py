@@ -42,14 +42,16 @@ def _say(**values: Any) -> None:
 
 
 def _reader(path: Path, done: Callable[[], bool]) -> None:
-    """A dashboard's or ``plan``'s reads: whole tables as frames, then counts."""
+    """A dashboard's or ``plan``'s reads: whole market tables as frames, then the ledger's
+    counts."""
+    from spotwise.pricing.operational import open_operational
     from spotwise.pricing.store import MarketStore
 
-    with MarketStore.open_to_read(path) as store:
+    with MarketStore.open_to_read(path) as store, open_operational(path, read_only=True) as ops:
         while not done():
             store.query("SELECT * FROM availability")
             store.query("SELECT * FROM prices")
-            store.records("SELECT job_id, count(*) AS n FROM ledger GROUP BY job_id")
+            ops.records("SELECT job_id, count(*) AS n FROM ledger GROUP BY job_id")
             SYSTEM_CLOCK.sleep(0.05)
 
 
@@ -83,9 +85,9 @@ def _forecaster(path: Path, done: Callable[[], bool]) -> None:
     import pandas as pd
 
     from spotwise.pricing.frames import utc_now
-    from spotwise.pricing.store import MarketStore
+    from spotwise.pricing.operational import open_operational
 
-    with MarketStore.open(path) as store:
+    with open_operational(path) as store:
         while not done():
             now = pd.Timestamp(utc_now())
             frame = pd.DataFrame(
@@ -222,7 +224,7 @@ def store_bench(
 def _report(
     path: Path, processes: list[_Process], raw_text: list[str], seconds: float
 ) -> dict[str, Any]:
-    from spotwise.pricing.store import MarketStore
+    from spotwise.pricing.operational import open_operational
 
     waits: dict[str, list[float]] = {role: [] for role in ROLES}
     errors = [line["error"] for p in processes for line in p.lines if "error" in line]
@@ -238,7 +240,7 @@ def _report(
                 parked = max(parked, line["pending"])
         if not process.killed and not any("waits" in line for line in process.lines):
             unreported += 1
-    with MarketStore.open_to_read(path) as store:
+    with open_operational(path, read_only=True) as store:
         stored = {
             row["job_id"]: int(row["n"])
             for row in store.records(

@@ -287,18 +287,19 @@ def api_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def store_busy(
     operational_store: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> StoreBusy:
-    """Make the ledger's store unavailable for a while: another process holds the store file,
-    or (PostgreSQL) the database cannot be reached."""
+    """Make the ledger's store unavailable for a while: another process holds a write on the
+    operational file (and the store file), or (PostgreSQL) the database cannot be reached."""
 
     @contextmanager
     def busy(store: Path) -> Iterator[None]:
         if operational_store == "file":
-            holder = hold_store(store)
+            holders = [hold_operational(store), hold_store(store)]
             try:
                 yield
             finally:
-                holder.kill()
-                holder.wait()
+                for holder in holders:
+                    holder.kill()
+                    holder.wait()
             return
         down = f"postgresql://spotwise@/down?host={tmp_path}/no-server"
         monkeypatch.setenv("SPOTWISE_OPERATIONAL_STORE", down)
@@ -321,6 +322,27 @@ def hold_store(path: Path, seconds: float = 1e5) -> subprocess.Popen[str]:
             "; time.sleep(float(sys.argv[2]))",
             str(path),
             str(seconds),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    return holder
+
+
+def hold_operational(store: Path) -> subprocess.Popen[str]:
+    """Another process holding a write transaction on the operational file beside ``store``
+    (made first, with its tables; returns once it holds it; the caller kills it)."""
+    from spotwise.pricing.local_operational import SqliteStore, operational_path
+
+    SqliteStore.open(store).close()
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sqlite3, sys, time; c = sqlite3.connect(sys.argv[1], isolation_level=None)"
+            "; c.execute('BEGIN IMMEDIATE'); print('held', flush=True); time.sleep(1e5)",
+            str(operational_path(store)),
         ],
         stdout=subprocess.PIPE,
         text=True,

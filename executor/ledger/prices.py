@@ -1,5 +1,5 @@
 """The prices a supervised job pays and is compared against, each with where it came from and
-when it held (design.md, "Money is real or labelled").
+when it held (docs/design.md, "Money is real or labelled").
 
 Per spot pool: the price given with ``--spot-price``, else the newest spot price of its zone
 and instance type in the store. Per region: the on-demand price of the same instance type given

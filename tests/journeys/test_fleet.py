@@ -1,4 +1,4 @@
-"""A fleet file typed from the README: three of the stranger's own jobs under a budget with
+"""A fleet file typed from docs/fleets.md: three of the stranger's own jobs under a budget with
 room for one: they run in turn within it, the waiting ones say why, and `fleet status` shows
 them done by tier."""
 

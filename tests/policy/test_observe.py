@@ -1,4 +1,4 @@
-"""What a controller sees (design.md, "What a real controller can see"): launch requests in the
+"""What a controller sees (docs/design.md, "What a real controller can see"): launch requests in the
 ``current`` and ``probe`` modes, their cost, what they teach, history and cold starts."""
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from spotwise.executor.ledger.ledger import EntryKind, JobInfo, JobStatus, Ledger
 from tests.conftest import DATA, CliRun, summary_json
 
 BUNDLED_SOURCES = {
@@ -44,8 +45,22 @@ def test_load_reports_every_bundled_source_and_a_second_load_changes_nothing(cli
     assert summary_json(cli) == summary
 
 
-def test_export_writes_parquet_of_a_table(cli: CliRun, tmp_path: Path) -> None:
+def test_export_writes_parquet_of_a_table(cli: CliRun, tmp_path: Path, store_file: Path) -> None:
     assert cli("data", "load", str(DATA / "traces" / "bamboo")).returncode == 0
+    ledger_of_a_job = Ledger(
+        store_file,
+        JobInfo(
+            name="x",
+            command="x",
+            launcher="local",
+            compute_hours=1.0,
+            deadline_hours=2.0,
+            on_demand_price=3.0,
+            simulated=True,
+        ),
+    )
+    ledger_of_a_job.record(EntryKind.CHECKPOINT, nbytes=10, detail="one")
+    ledger_of_a_job.finish(JobStatus.COMPLETED)
     target = tmp_path / "events.parquet"
     result = cli("data", "export", "--table", "events", "--parquet", str(target))
     assert result.returncode == 0, result.stderr
@@ -59,6 +74,10 @@ def test_export_writes_parquet_of_a_table(cli: CliRun, tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     columns = duckdb.connect().execute(f"DESCRIBE SELECT * FROM '{ledger}'").fetchall()
     assert {c[0] for c in columns} >= {"job_id", "kind", "cost_usd"}
+    kinds = duckdb.connect().execute(f"SELECT job_id, kind FROM '{ledger}'").fetchall()
+    assert kinds == [
+        (ledger_of_a_job.job_id, "checkpoint")
+    ]  # the ledger's rows, not an empty table
 
 
 def test_summary_of_a_missing_store_says_how_to_fill_it(cli: CliRun) -> None:

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from spotwise.pricing.store import MarketStore
+from spotwise.pricing.operational import open_operational
 from spotwise.pricing.views import risk_forecasts
 from tests.dashboard.pages import fresh_cache, page  # noqa: F401 (fresh_cache: autouse)
 
@@ -21,7 +21,7 @@ def test_the_risk_forecast_draws_only_pools_with_a_forecast_and_names_the_others
 ) -> None:
     """A pool down when its trace ends has no run to forecast (P = 1): it was drawn as a
     full grey bar; now it is named in the caption, and only forecast pools are drawn."""
-    with MarketStore.open(filled_store, read_only=True) as store:
+    with open_operational(filled_store, read_only=True) as store:
         risk = risk_forecasts(store)
     pools = risk.pool.str.removesuffix(":spot")
     down = set(pools[risk.p_preempt >= 1.0])

@@ -17,6 +17,7 @@ import pytest
 from spotwise.executor.ledger.journal import journal_path, pending_writes, read_journal
 from spotwise.executor.ledger.ledger import EntryKind, JobInfo, JobStatus, Ledger, job_report
 from spotwise.pricing.errors import StoreError
+from spotwise.pricing.local_operational import SqliteStore, operational_path
 from spotwise.pricing.operational import open_operational
 from spotwise.pricing.store import MarketStore
 from tests.conftest import CliRun, StoreBusy
@@ -233,16 +234,15 @@ def test_a_journal_written_before_sweeps_still_replays(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow  # CLI subprocesses
-def test_jobs_list_and_show_read_beside_another_reader_when_nothing_is_pending(
+def test_jobs_list_and_show_answer_while_another_process_writes_the_ledger_and_reads_the_store(
     store_file: Path, tmp_path: Path, operational_store: str
 ) -> None:
-    """With no gone supervisor's journal to write, `jobs list` and `jobs show` open the store
-    read-only: another process reading it (a dashboard's connection, held here) keeps them out
-    no more than it keeps out other readers, where a read-write open waits for it to let go."""
-    import duckdb
-
+    """`jobs list` and `jobs show` answer while another process holds a write on the ledger's
+    file and a connection to the store file (a dashboard's, a collector's): readers wait for
+    no writer."""
     if operational_store != "file":
-        pytest.skip("the ledger lives in PostgreSQL: there is no store file to share")
+        pytest.skip("the ledger lives in PostgreSQL: there is no local file to share")
+    MarketStore.open(store_file).close()
     ledger = Ledger(store_file, INFO)
     record_some(ledger)
     ledger.finish(JobStatus.COMPLETED)
@@ -250,17 +250,22 @@ def test_jobs_list_and_show_read_beside_another_reader_when_nothing_is_pending(
         [
             sys.executable,
             "-c",
-            "import duckdb, sys, time; c = duckdb.connect(sys.argv[1], read_only=True); "
-            "print('holding', flush=True); time.sleep(120)",
+            "import duckdb, sqlite3, sys, time; c = duckdb.connect(sys.argv[1], read_only=True); "
+            "w = sqlite3.connect(sys.argv[2], isolation_level=None); w.execute('BEGIN IMMEDIATE'); "
+            "w.execute(\"DELETE FROM ledger\"); print('holding', flush=True); time.sleep(120)",
             str(store_file),
+            str(operational_path(store_file)),
         ],
         stdout=subprocess.PIPE,
         text=True,
     )
     try:
         assert reader.stdout is not None and reader.stdout.readline() == "holding\n"
-        with pytest.raises(duckdb.IOException, match="lock"):  # a writable open meanwhile
-            duckdb.connect(str(store_file)).close()
+        with (  # a write meanwhile waits for it
+            pytest.raises(StoreError, match="busy"),
+            SqliteStore.open(store_file, wait_s=0.2) as writer,
+        ):
+            writer.execute("DELETE FROM jobs")
         env = {**os.environ, "SPOTWISE_STORE": str(store_file), "SPOTWISE_STORE_WAIT_S": "1"}
         for args in (("list", "--json"), ("show", ledger.job_id, "--json")):
             ran = subprocess.run(

@@ -17,7 +17,8 @@ from tests.conftest import DATA
 from tests.policy.helpers import Scripted, job, traces
 
 BUNDLED = DATA / "traces/cbl/availability/1-node/aws-02-15-2023"
-# design.md: an independent implementation of the same semantics, --test-from-hours 0.
+# docs/design.md, "Reference values": an independent implementation of the same semantics,
+# --test-from-hours 0.
 REFERENCE = {
     "us-east-1a": (0.478, 0.430, 0.373),
     "us-east-1c": (0.756, 0.748, 0.595),
