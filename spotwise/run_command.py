@@ -85,7 +85,8 @@ def run(
         typer.Option(
             "--pools",
             help="Pools to use, comma-separated (local/torchrun: trace names; a cloud: its "
-            "zones, e.g. us-east-1a on aws, us-central1-a on gcp, 1 on azure).",
+            "zones, e.g. us-east-1a on aws, us-central1-a on gcp, 1 on azure, a node zone "
+            "on kubernetes).",
         ),
     ] = None,
     nnodes: Annotated[

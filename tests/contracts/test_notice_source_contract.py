@@ -1,5 +1,7 @@
 """The NoticeSource contract, for every cloud source ``$SPOTWISE_NOTICES`` can name (against
-the fake metadata endpoints on 127.0.0.1) and for SIGTERM:
+the fake metadata endpoints on 127.0.0.1) and for SIGTERM, which is the notice of a cloud with
+no metadata source (Kubernetes: the kubelet's SIGTERM to a Pod whose node is taken back, played
+by the fake cluster's node player):
 
 - nothing pending is no notice;
 - garbage on every endpoint it reads is no notice, and no exception;
@@ -48,22 +50,31 @@ PREEMPTIONS: dict[str, Callable[[FakeMetadata], None]] = {
 }
 
 
+METADATA = sorted(name for name, cloud in CLOUDS.items() if cloud.notice_kind is not None)
+"""The clouds whose notice is in their instances' metadata."""
+SIGTERM = sorted(name for name, cloud in CLOUDS.items() if cloud.notice_kind is None)
+"""The clouds whose notice is the SIGTERM their instances get (the guard always watches it)."""
+
+
 def source(name: str, url: str) -> NoticeSource:
     """The source over the fake endpoint, patient enough for a loaded machine (what is under
     test here is what it makes of the answers, not how fast they come)."""
-    return CLOUDS[name].notice_kind(url, timeout=10.0)
+    kind = CLOUDS[name].notice_kind
+    assert kind is not None
+    return kind(url, timeout=10.0)
 
 
 def test_every_cloud_source_has_a_preemption_case_here() -> None:
-    assert set(PREEMPTIONS) == set(CLOUDS)
+    assert set(PREEMPTIONS) == set(METADATA) and set(METADATA) | set(SIGTERM) == set(CLOUDS)
+    assert SIGTERM == ["kubernetes"]
 
 
-@pytest.mark.parametrize("name", sorted(CLOUDS))
+@pytest.mark.parametrize("name", METADATA)
 def test_nothing_pending_is_no_notice(metadata: FakeMetadata, name: str) -> None:
     assert source(name, metadata.url).poll() is None
 
 
-@pytest.mark.parametrize("name", sorted(CLOUDS))
+@pytest.mark.parametrize("name", METADATA)
 @pytest.mark.parametrize("body", GARBAGE)
 def test_garbage_is_no_notice(metadata: FakeMetadata, name: str, body: str) -> None:
     arm_garbage(metadata, body)
@@ -72,9 +83,11 @@ def test_garbage_is_no_notice(metadata: FakeMetadata, name: str, body: str) -> N
     assert watcher.stop_notice is None and watcher.rebalances == 0 and watcher.errors == 0
 
 
-@pytest.mark.parametrize("name", sorted(CLOUDS))
+@pytest.mark.parametrize("name", METADATA)
 def test_an_unreachable_endpoint_raises_and_the_watcher_polls_on(name: str) -> None:
-    unreachable = CLOUDS[name].notice_kind("http://127.0.0.1:9", timeout=0.5)
+    kind = CLOUDS[name].notice_kind
+    assert kind is not None
+    unreachable = kind("http://127.0.0.1:9", timeout=0.5)
     with pytest.raises(NoticeUnavailable, match=r"127\.0\.0\.1:9"):
         unreachable.poll()
     watcher = NoticeWatcher([unreachable])
@@ -83,7 +96,7 @@ def test_an_unreachable_endpoint_raises_and_the_watcher_polls_on(name: str) -> N
     assert watcher.errors == 2 and watcher.stop_notice is None
 
 
-@pytest.mark.parametrize("name", sorted(CLOUDS))
+@pytest.mark.parametrize("name", METADATA)
 def test_a_pending_preemption_is_a_stop_notice(metadata: FakeMetadata, name: str) -> None:
     PREEMPTIONS[name](metadata)
     notice = source(name, metadata.url).poll()

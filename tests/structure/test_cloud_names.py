@@ -29,11 +29,6 @@ def own_files(name: str) -> tuple[str, ...]:
 
 
 ALLOWED: dict[str, tuple[str, ...]] = {
-    # A managed Kubernetes's spot nodes carry its cloud's own label, documented on its pages.
-    "executor/clouds/kubernetes/platforms.py": (
-        "kubernetes.azure.com/scalesetpriority",
-        "learn.microsoft.com/azure/",
-    ),
     # The bundled data are AWS's: the default traces and price history, named by their cloud.
     "core/settings.py": ("aws-02-15-2023", "aws-08-27-2023", "aws_spot_price_history"),
     "executor/bench.py": ("aws-04-22-2023",),
@@ -78,10 +73,14 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "Azure VM size",
         "an Azure image URN",
         "an S3 or GCS bucket, an Azure ACCOUNT/CONTAINER",
-        "GCP: the project; Azure: SUBSCRIPTION/RESOURCE_GROUP (AWS: none)",
+        "GCP: the project; Azure: SUBSCRIPTION/RESOURCE_GROUP; Kubernetes: [CONTEXT/]NAMESPACE (AWS: none)",
         "(AWS, Azure;",
+        "on Kubernetes",
+        "(Kubernetes: a folder inside the image)",
     ),
-    "spotwise/run_command.py": ("us-east-1a on aws, us-central1-a on gcp, 1 on azure",),
+    "spotwise/run_command.py": (
+        "us-east-1a on aws, us-central1-a on gcp, 1 on azure, a node zone on kubernetes",
+    ),
     # The fake instance metadata service serves each cloud's endpoint, its notice among them.
     "executor/local_clouds/metadata.py": (
         "aws_action",
@@ -220,7 +219,7 @@ def registered() -> tuple[set[str], set[str]]:
     schemes = {c.storage_scheme for c in CLOUDS.values()} | {
         p.launch.scheme for p in PROFILES.values()
     }
-    return names, schemes
+    return names, schemes - {""}  # "": a cloud with no object store (Kubernetes' claim)
 
 
 def test_nothing_outside_a_clouds_own_files_names_a_cloud() -> None:

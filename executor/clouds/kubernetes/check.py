@@ -71,17 +71,19 @@ class KubernetesCheck:
             self.auth = client.AuthorizationV1Api(api)
             version = call("version", lambda: client.VersionApi(api).get_code(_request_timeout=15))
         except Unreachable as error:
-            return Check("kubeconfig context", "unknown", str(error), fix="is the cluster up?")
+            return Check("credentials", "unknown", str(error), fix="is the cluster up?")
         except ExecutorError as error:
             return Check(
-                "kubeconfig context",
+                "credentials",
                 "missing",
                 str(error),
                 fix="kubectl config get-contexts; pass --project CONTEXT/NAMESPACE",
             )
         server = api.configuration.host
         return Check(
-            "kubeconfig context", "ok", f"{where} at {server}, Kubernetes {version.git_version}"
+            "credentials",
+            "ok",
+            f"kubeconfig context {where} at {server}, Kubernetes {version.git_version}",
         )
 
     def namespace(self) -> Check:

@@ -33,8 +33,8 @@ class KubernetesSweep:
         self.policy: Any = client.PolicyV1Api(api)
         server = api.configuration.host
         self.looking = (
-            f"listing the Jobs and Secrets labelled {JOB_LABEL} in namespace {target.namespace} of "
-            f"{target.context or 'the current context'} ({server})"
+            f"namespace {target.namespace} of {target.context or 'the current context'} "
+            f"({server}): Jobs labelled {JOB_LABEL}, then Secrets labelled so"
         )
 
     def judged(

@@ -168,6 +168,11 @@ class KubernetesInstance:
         """When (the launcher's clock, monotonic) the apiserver is asked again."""
 
     @property
+    def instance_id(self) -> str:
+        """Its Job's name (what ``job_instances`` lists)."""
+        return self.name
+
+    @property
     def _ns(self) -> str:
         return self.launcher.target.namespace
 

@@ -116,6 +116,8 @@ def pod_spec(
         ],
         "volumeMounts": [{"name": CLAIM_VOLUME, "mountPath": CHECKPOINT_MOUNT}],
     }
+    if target.workdir != ".":
+        container["workingDir"] = target.workdir
     if target.gpus:
         container["resources"] = {"limits": {GPU_RESOURCE: str(target.gpus)}}
         tolerations.append(dict(GPU_TOLERATION))

@@ -29,6 +29,8 @@ DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 CONTEXT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,252}$")
 SHAPE = re.compile(r"^(?P<shape>[A-Za-z0-9][A-Za-z0-9._-]{0,62})?(?:\+(?P<gpus>[0-9]{1,2})gpu)?$")
 IMAGE = re.compile(r"^[a-z0-9][a-z0-9._/:@-]{0,254}$")
+WORKDIR = re.compile(r"^/[A-Za-z0-9._/+@=-]{0,1023}$")
+"""A folder inside the image: absolute, plain characters (it becomes the Pod's workingDir)."""
 
 
 def _refuse(flag: str, value: str, want: str) -> ExecutorError:
@@ -63,6 +65,7 @@ class KubernetesTarget:
     server: str | None = None
     """Another apiserver than the kubeconfig's (``--endpoint-url``)."""
     workdir: str = "."
+    """The folder inside the image the command runs in (``.``: the image's WORKDIR)."""
     grace_s: int | None = None
     """``terminationGracePeriodSeconds`` (None: the platform's window)."""
 
@@ -152,6 +155,13 @@ class KubernetesTarget:
         for zone in self.zones:
             if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}", zone):
                 raise _refuse("--pools", zone, "a label value (letters, digits, . _ -)")
+        if self.workdir != "." and not WORKDIR.match(self.workdir):
+            raise _refuse(
+                "--workdir",
+                self.workdir,
+                "a folder inside the image (an absolute path), or . for its WORKDIR: the image "
+                "carries the code",
+            )
         if self.platform == "cce" and not self.zones:
             raise ExecutorError(
                 "--region cce needs --pools: the spot node pools' names (CCE marks no node as "

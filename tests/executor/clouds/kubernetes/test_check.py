@@ -45,7 +45,7 @@ def checked(
 def test_a_ready_cluster_but_for_one_verb(local: LocalCluster) -> None:
     local.player.add_node("spot-a", labels=GKE_SPOT, gpus=1)
     found = checked(bucket="checkpoints")
-    assert found["kubeconfig context"][0] == "ok"
+    assert found["credentials"][0] == "ok"
     assert found["namespace"][0] == "ok"
     assert found["checkpoint claim"][0] == "ok"
     assert found["spot nodes"][0] == "ok"
@@ -74,8 +74,8 @@ def test_a_spot_node_without_the_gpu_resource_is_missing_it(local: LocalCluster)
 
 def test_an_unknown_context_stops_at_the_first_line(local: LocalCluster) -> None:
     found = checked(project="nowhere/train")
-    assert list(found) == ["kubeconfig context"]
-    assert found["kubeconfig context"][0] == "missing"
+    assert list(found) == ["credentials"]
+    assert found["credentials"][0] == "missing"
 
 
 def test_a_missing_namespace_says_how_to_make_it(local: LocalCluster) -> None:
