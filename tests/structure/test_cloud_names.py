@@ -73,7 +73,8 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "Azure VM size",
         "an Azure image URN",
         "an S3 or GCS bucket, an Azure ACCOUNT/CONTAINER",
-        "GCP: the project; Azure: SUBSCRIPTION/RESOURCE_GROUP; Kubernetes: [CONTEXT/]NAMESPACE (AWS: none)",
+        "GCP: the project; Azure: SUBSCRIPTION/RESOURCE_GROUP; "
+        "Kubernetes: [CONTEXT/]NAMESPACE (AWS: none)",
         "(AWS, Azure;",
         "on Kubernetes",
         "(Kubernetes: a folder inside the image)",

@@ -33,6 +33,12 @@ def _kubernetes(target: CloudTarget) -> KubernetesTarget:
     return target
 
 
+def _ended(job: Any) -> bool:
+    """Whether a Job has ended: complete, or failed."""
+    conditions = (job.status.conditions if job.status else None) or []
+    return any(c.type in ("Complete", "Failed") and c.status == "True" for c in conditions)
+
+
 class KubernetesCloud:
     """A Kubernetes cluster's spot node pools (GKE, EKS with Karpenter, AKS, CCE, or nodes of
     your own label), through the official client and the kubeconfig as ``kubectl`` reads it
@@ -115,7 +121,7 @@ class KubernetesCloud:
         )
 
     def job_instances(self, target: CloudTarget, job_id: str) -> list[str]:
-        """Job ``job_id``'s Jobs that are not being deleted, by its label."""
+        """Job ``job_id``'s Jobs that have not ended and are not being deleted, by its label."""
         from kubernetes import client
 
         from spotwise.executor.clouds.kubernetes.clients import call
@@ -131,7 +137,11 @@ class KubernetesCloud:
                 _request_timeout=15,
             ),
         )
-        return [str(j.metadata.name) for j in found.items if not j.metadata.deletion_timestamp]
+        return [
+            str(job.metadata.name)
+            for job in found.items
+            if not job.metadata.deletion_timestamp and not _ended(job)
+        ]
 
     def checkpoint_url(self, target: CloudTarget, run: str) -> str:
         """``/spotwise/checkpoints/RUN``: a folder of the claim, as every Pod mounts it."""

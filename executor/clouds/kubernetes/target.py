@@ -188,6 +188,11 @@ class KubernetesTarget:
             )
 
     @property
+    def endpoint_url(self) -> str | None:
+        """``--endpoint-url``: the apiserver that replaces the kubeconfig's (None: its own)."""
+        return self.server
+
+    @property
     def platform_rules(self) -> Platform:
         """The platform's spot rules."""
         return PLATFORMS[self.platform]
