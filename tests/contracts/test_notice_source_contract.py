@@ -11,10 +11,12 @@ by the fake cluster's node player):
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -116,3 +118,71 @@ def test_sigterm_is_no_notice_until_the_signal_and_then_a_stop_notice() -> None:
         sigterm.uninstall()
     assert notice is not None and notice.stop and notice.source == "sigterm"
     assert notice.deadline == clock.now + 30  # on the clock it was given
+
+
+POD_UNDER_NOTICE = """
+import json, sys, time
+from spotwise.executor.notices import SigtermSource
+source = SigtermSource(grace_s=float(sys.argv[1]))
+source.install()
+print("ready", flush=True)
+while (notice := source.poll()) is None:
+    time.sleep(0.05)
+left_s = notice.deadline - time.time()
+print(json.dumps({"source": notice.source, "stop": notice.stop, "left_s": left_s}), flush=True)
+sys.exit(75)
+"""
+"""A Pod's command: a stop notice from the SIGTERM source, said as JSON, then exit 75."""
+
+
+@pytest.mark.parametrize("name", SIGTERM)
+def test_a_take_back_is_a_sigterm_stop_notice_inside_the_grace(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The node player takes back the Pod's node as a kubelet does: the Pod is marked
+    DisruptionTarget and gets SIGTERM, which the guard's source turns into a stop notice with
+    the cloud's window left, and it exits before its grace ends (no SIGKILL)."""
+    from spotwise.executor.clouds.base import CloudOptions
+    from spotwise.executor.clouds.kubernetes.fake.local_cluster import (
+        CONTEXT,
+        NAMESPACE,
+        LocalCluster,
+        spot_node,
+    )
+    from spotwise.executor.launchers.base import Placement
+    from spotwise.executor.ledger.ledger import new_job_id
+
+    cloud = CLOUDS[name]
+    local = LocalCluster(tmp_path / "cluster")
+    try:
+        labels, taints = spot_node("gke")
+        local.player.add_node("spot-1", labels=labels, taints=taints, gpus=1)
+        monkeypatch.setenv("KUBECONFIG", str(local.kubeconfig))
+        target = cloud.target(
+            CloudOptions(
+                project=f"{CONTEXT}/{NAMESPACE}",
+                region="gke",
+                image="us-docker.pkg.dev/acme/train/spotwise:1",
+                bucket="checkpoints",
+            )
+        )
+        launcher = cloud.launcher(target, cloud.ship_code(target), job_id=new_job_id())
+        command = ["python", "-c", POD_UNDER_NOTICE, str(cloud.notice_s)]
+        instance = launcher.launch(Placement(market="spot", pool="any", price=1.0), command, {})
+        deadline = time.monotonic() + 60
+        while "ready" not in "".join(instance.pod_logs().values()):
+            assert time.monotonic() < deadline, instance.pods()
+            time.sleep(0.1)
+        local.player.take_back("spot-1")
+        local.player.wait_gone("spot-1", timeout_s=cloud.notice_s + 10)
+        pods = instance.pods()  # the Job's new Pod waits for a node
+        (ended,) = [pod for pod in pods if pod["phase"] == "Failed"]
+        assert ended["disrupted"] is True and ended["exit_code"] == 75, pods
+        log = instance.pod_logs()[ended["name"]]
+        (said,) = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
+        assert said["source"] == "sigterm" and said["stop"] is True
+        assert cloud.notice_s - 5 < said["left_s"] <= cloud.notice_s
+        assert local.player.played.killed == []
+        instance.terminate()
+    finally:
+        local.close()
