@@ -60,7 +60,7 @@ FLAGS = (
             typer.Option(
                 "--instance-type",
                 help="The machine shape (EC2 instance type, GCE machine type, Azure VM size; on "
-                "Kubernetes [SHAPE][+Ngpu]); the price book's.",
+                "Kubernetes a node shape and/or +Ngpu); the price book's.",
                 show_default=False,
             ),
         ],
