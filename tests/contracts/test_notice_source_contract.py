@@ -149,6 +149,7 @@ def test_a_take_back_is_a_sigterm_stop_notice_inside_the_grace(
         LocalCluster,
         spot_node,
     )
+    from spotwise.executor.clouds.kubernetes.launcher import KubernetesInstance
     from spotwise.executor.launchers.base import Placement
     from spotwise.executor.ledger.ledger import new_job_id
 
@@ -169,6 +170,7 @@ def test_a_take_back_is_a_sigterm_stop_notice_inside_the_grace(
         launcher = cloud.launcher(target, cloud.ship_code(target), job_id=new_job_id())
         command = ["python", "-c", POD_UNDER_NOTICE, str(cloud.notice_s)]
         instance = launcher.launch(Placement(market="spot", pool="any", price=1.0), command, {})
+        assert isinstance(instance, KubernetesInstance)  # its Pods and their logs
         deadline = time.monotonic() + 60
         while "ready" not in "".join(instance.pod_logs().values()):
             assert time.monotonic() < deadline, instance.pods()

@@ -95,7 +95,7 @@ def test_a_launcher_refuses_code_that_is_not_its_images(local: LocalCluster) -> 
 def test_setup_finds_the_namespace_and_claim_and_names_what_is_missing(
     local: LocalCluster,
 ) -> None:
-    cloud, said = KubernetesCloud(), []
+    cloud, said = KubernetesCloud(), list[str]()
     done = cloud.set_up(target(bucket="checkpoints"), said.append)
     assert said == list(done.made) and all(line.startswith("found ") for line in said)
     assert any("check kubernetes" in line for line in done.next_steps)
