@@ -287,7 +287,8 @@ class Sweep(Protocol):
 @dataclass(frozen=True, slots=True)
 class BucketFolder:
     """A folder of a cloud's bucket that a job checkpoints to (a
-    :class:`~executor.checkpoint.places.CheckpointPlace`), sized through the cloud."""
+    :class:`~executor.checkpoint.places.CheckpointPlace`), sized through the cloud; for a
+    cloud with no object store, a folder of the volume its instances mount."""
 
     cloud: Cloud
     target: CloudTarget
