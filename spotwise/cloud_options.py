@@ -45,8 +45,8 @@ FLAGS = (
             str | None,
             typer.Option(
                 "--region",
-                help="The cloud's region (AWS region, GCP region, Azure location; default: the "
-                "cloud's).",
+                help="The cloud's region (AWS region, GCP region, Azure location; on Kubernetes "
+                "the platform: gke, eks, aks, cce or generic; default: the cloud's).",
                 show_default=False,
             ),
         ],
@@ -59,8 +59,8 @@ FLAGS = (
             str | None,
             typer.Option(
                 "--instance-type",
-                help="The machine shape (EC2 instance type, GCE machine type, Azure VM size); "
-                "the price book's.",
+                help="The machine shape (EC2 instance type, GCE machine type, Azure VM size; on "
+                "Kubernetes a node shape and/or +Ngpu); the price book's.",
                 show_default=False,
             ),
         ],
@@ -75,7 +75,8 @@ FLAGS = (
                 "--image",
                 "--image-id",
                 help="The instances' image, with Python 3.11+ and torch (an AMI, a GCE image, "
-                "an Azure image URN).",
+                "an Azure image URN; on Kubernetes a container image that also carries your "
+                "code and spotwise[instance]).",
                 show_default=False,
             ),
         ],
@@ -89,7 +90,8 @@ FLAGS = (
             typer.Option(
                 "--bucket",
                 help="Where code, logs, exit codes and checkpoints go (an S3 or GCS bucket, "
-                "an Azure ACCOUNT/CONTAINER).",
+                "an Azure ACCOUNT/CONTAINER; on Kubernetes the checkpoints' "
+                "PersistentVolumeClaim).",
                 show_default=False,
             ),
         ],
@@ -106,7 +108,7 @@ FLAGS = (
                 "--role",
                 "--service-account",
                 help="What the instances run as (an instance profile, a service account, a "
-                "managed identity).",
+                "managed identity; on Kubernetes the Pods' ServiceAccount).",
                 show_default=False,
             ),
         ],
@@ -135,7 +137,8 @@ FLAGS = (
             str | None,
             typer.Option(
                 "--project",
-                help="GCP: the project; Azure: SUBSCRIPTION/RESOURCE_GROUP (AWS: none).",
+                help="GCP: the project; Azure: SUBSCRIPTION/RESOURCE_GROUP; Kubernetes: "
+                "[CONTEXT/]NAMESPACE (AWS: none).",
                 show_default=False,
             ),
         ],
@@ -162,7 +165,7 @@ FLAGS = (
             typer.Option(
                 "--workdir",
                 help="A cloud: the folder shipped to each instance (its .gitignore honoured); "
-                "the command runs there.",
+                "the command runs there (Kubernetes: a folder inside the image).",
             ),
         ],
         Path("."),

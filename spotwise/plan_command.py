@@ -186,10 +186,8 @@ class _Subject:
 
 def _plan_subject(gpu: str | None, gpus: int, instance_type: str | None, provider: str) -> _Subject:
     """The plan's subject from its flags, refusing a mix of them in one line."""
-    from spotwise.executor.clouds.registry import CLOUDS
-
-    if provider not in ("all", *CLOUDS):
-        fail(f"--provider must be {', '.join(CLOUDS)} or all, got {provider!r}")
+    if provider not in ("all", *PROFILES):
+        fail(f"--provider must be {', '.join(PROFILES)} or all, got {provider!r}")
     if (gpu is None) == (instance_type is None):
         fail(
             "give --gpu MODEL (with --gpus N: every cloud's equivalent shapes) or "
@@ -212,10 +210,11 @@ def _plan_subject(gpu: str | None, gpus: int, instance_type: str | None, provide
 
 
 def _notice_windows() -> dict[str, float]:
-    """Each cloud's preemption notice in seconds, as its launcher defines it."""
+    """Each priced cloud's preemption notice in seconds, as its launcher defines it (a cloud
+    with no prices of its own, Kubernetes on another cloud's nodes, is not ranked)."""
     from spotwise.executor.clouds.registry import CLOUDS
 
-    return {name: c.notice_s for name, c in CLOUDS.items()}
+    return {name: c.notice_s for name, c in CLOUDS.items() if name in PROFILES}
 
 
 def _plan_pools(

@@ -86,7 +86,7 @@ def run(
             "--pools",
             help="Pools to use, comma-separated (local/torchrun: trace names; a cloud: its "
             "zones, e.g. us-east-1a on aws, us-central1-a on gcp, 1 on azure, ap-southeast-1a "
-            "on huawei).",
+            "on huawei, a node zone on kubernetes).",
         ),
     ] = None,
     nnodes: Annotated[

@@ -22,7 +22,7 @@ from spotwise.core.echo import echo
 from spotwise.executor.errors import ExecutorError
 
 if TYPE_CHECKING:
-    from spotwise.executor.clouds.code_bundle import ShippedCode
+    from spotwise.executor.clouds.code_bundle import Code
     from spotwise.executor.clouds.orphans import Judged, Verdict
     from spotwise.executor.launchers.base import Launcher
     from spotwise.executor.notices import MetadataSource
@@ -170,14 +170,18 @@ class Cloud(Protocol):
 
     @property
     def storage_scheme(self) -> str:
-        """The URL scheme of its object store (``s3``, ``gs``, ``az``), for ``--ckpt``."""
+        """The URL scheme of its object store (``s3``, ``gs``, ``az``), for ``--ckpt``; empty
+        for a cloud whose checkpoints go to a volume every instance mounts at one path
+        (Kubernetes' claim): :meth:`checkpoint_url` is then a path under that mount, which
+        this machine cannot read (:meth:`checkpoint_bytes` says why it is not sized)."""
         ...
 
     @property
-    def notice_kind(self) -> type[MetadataSource]:
+    def notice_kind(self) -> type[MetadataSource] | None:
         """The notice source its instances watch (``SPOTWISE_NOTICES`` names it by the cloud's
         name): its ``notice.py``, with its metadata endpoint (``endpoint``, a ``CloudEndpoint``
-        whose ``SPOTWISE_*`` variable overrides it)."""
+        whose ``SPOTWISE_*`` variable overrides it). None for a cloud whose notice is the
+        SIGTERM its instances get (Kubernetes' kubelet), which the guard always watches."""
         ...
 
     @property
@@ -201,15 +205,16 @@ class Cloud(Protocol):
 
     def ship_code(
         self, target: CloudTarget, *, ignore_file: Path | None = None, wheel: Path | None = None
-    ) -> ShippedCode:
+    ) -> Code:
         """Ship the workdir and a Spotwise wheel to its object store, once for any number of
-        jobs."""
+        jobs; or, where the image carries the code (Kubernetes), ship nothing and say what the
+        instances run (a :class:`~executor.clouds.code_bundle.CodeInImage`)."""
         ...
 
     def launcher(
         self,
         target: CloudTarget,
-        code: ShippedCode,
+        code: Code,
         secrets: dict[str, str] | None = None,
         *,
         job_id: str,
@@ -230,7 +235,8 @@ class Cloud(Protocol):
     def checkpoint_bytes(self, target: CloudTarget, url: str) -> int:
         """The bytes stored under ``url``, a folder of the target's bucket (a job's
         checkpoints, sized for the ledger's storage cost); an ExecutorError for a URL of
-        another store or bucket."""
+        another store or bucket, and for checkpoints this machine cannot read (a volume in
+        the cluster: the ledger leaves them not sized, with the error's reason)."""
         ...
 
     def set_up(self, target: CloudTarget, say: Say) -> SetUp:
@@ -281,7 +287,8 @@ class Sweep(Protocol):
 @dataclass(frozen=True, slots=True)
 class BucketFolder:
     """A folder of a cloud's bucket that a job checkpoints to (a
-    :class:`~executor.checkpoint.places.CheckpointPlace`), sized through the cloud."""
+    :class:`~executor.checkpoint.places.CheckpointPlace`), sized through the cloud; for a
+    cloud with no object store, a folder of the volume its instances mount."""
 
     cloud: Cloud
     target: CloudTarget

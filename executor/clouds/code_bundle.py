@@ -241,6 +241,32 @@ class ShippedCode:
         return self.wheel_key.rsplit("/", 1)[1]
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CodeInImage:
+    """Code a cloud's instances find in their image, where nothing is shipped (Kubernetes: the
+    user's image carries their code and Spotwise, ``pip install spotwise[instance]`` in its
+    Dockerfile)."""
+
+    image: str
+    workdir: str | None
+    """The folder inside the image the command runs in (None: the image's own)."""
+
+
+Code = ShippedCode | CodeInImage
+"""What a cloud's :meth:`~executor.clouds.base.Cloud.ship_code` gives its launcher."""
+
+
+def shipped(code: Code, cloud: str) -> ShippedCode:
+    """``code`` as shipped to a bucket, for a cloud whose instances fetch it from there.
+
+    Raises:
+        ExecutorError: for code in an image (another cloud's).
+    """
+    if not isinstance(code, ShippedCode):
+        raise ExecutorError(f"the {cloud} cloud fetches its code from its bucket, not an image")
+    return code
+
+
 def ship(
     upload: Callable[[Bundle], bool],
     url: str,

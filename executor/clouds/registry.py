@@ -17,6 +17,8 @@ from spotwise.executor.clouds.gcp.cloud import GcpCloud
 from spotwise.executor.clouds.gcp.local import LocalGcp
 from spotwise.executor.clouds.huawei.cloud import HuaweiCloud
 from spotwise.executor.clouds.huawei.local import LocalHuawei
+from spotwise.executor.clouds.kubernetes.cloud import KubernetesCloud
+from spotwise.executor.clouds.kubernetes.local import LocalKubernetes
 from spotwise.executor.errors import ExecutorError
 from spotwise.executor.local_clouds.base import LocalCloud
 from spotwise.executor.notices import NoticeSource
@@ -26,12 +28,14 @@ CLOUDS: dict[str, Cloud] = {
     "gcp": GcpCloud(),
     "azure": AzureCloud(),
     "huawei": HuaweiCloud(),
+    "kubernetes": KubernetesCloud(),
 }
 LOCAL_CLOUDS: dict[str, Callable[[Path], LocalCloud]] = {
     "aws": LocalAws,
     "gcp": LocalGcp,
     "azure": LocalAzure,
     "huawei": LocalHuawei,
+    "kubernetes": LocalKubernetes,
 }
 """The clouds ``spotwise try`` plays on this machine, each made with the folder for its
 instances."""
@@ -73,6 +77,9 @@ def checkpoint_places(
             places.append(LocalFolder(Path(location)))
             continue
         cloud = cloud_named(target.cloud)
+        if not cloud.storage_scheme:  # a volume every instance mounts at one path
+            places.append(BucketFolder(cloud, target, mounted_folder(cloud, target, location)))
+            continue
         if "://" not in location:
             raise ExecutorError(
                 f"--ckpt {location[:120]}: a folder on the instance is lost with it and cannot "
@@ -83,6 +90,24 @@ def checkpoint_places(
         bucket_folder(location, cloud.storage_scheme, bucket)  # the rule checkpoint_bytes keeps
         places.append(BucketFolder(cloud, target, location))
     return tuple(places)
+
+
+def mounted_folder(cloud: Cloud, target: CloudTarget, location: str) -> str:
+    """``location``, a folder under the volume the instances of ``cloud`` mount (the first
+    part of its :meth:`~executor.clouds.base.Cloud.checkpoint_url`).
+
+    Raises:
+        ExecutorError: for a URL, or a path outside the mount or with a ``..`` part.
+    """
+    mount = "/" + cloud.checkpoint_url(target, "RUN").strip("/").split("/")[0]
+    parts = location.split("/")
+    if not location.startswith(f"{mount}/") or ".." in parts or not location.isprintable():
+        raise ExecutorError(
+            f"--ckpt {location[:120]}: a job on {cloud.name} checkpoints to its volume, "
+            f"mounted at {mount} in every instance (give a folder under {mount}/, e.g. "
+            f"{cloud.checkpoint_url(target, 'RUN')})"
+        )
+    return location
 
 
 def sources_from_env() -> list[NoticeSource]:
@@ -102,5 +127,6 @@ def sources_from_env() -> list[NoticeSource]:
             raise ValueError(
                 f"SPOTWISE_NOTICES: unknown source {name[:40]!r}; use {', '.join(CLOUDS)}"
             )
-        sources.append(cloud.notice_kind.from_env())
+        if cloud.notice_kind is not None:  # else the SIGTERM the guard always watches
+            sources.append(cloud.notice_kind.from_env())
     return sources

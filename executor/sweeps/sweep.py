@@ -42,7 +42,7 @@ from spotwise.executor.sweeps.spec import SweepSpec, definition_changes, grid_sp
 from spotwise.pricing.errors import PricingError
 
 if TYPE_CHECKING:
-    from spotwise.executor.clouds.code_bundle import ShippedCode
+    from spotwise.executor.clouds.code_bundle import Code
     from spotwise.executor.launchers.base import Launcher
     from spotwise.executor.supervise.supervised import SupervisedJob
     from spotwise.policy.traces import TraceSet
@@ -566,7 +566,7 @@ class SweepWorker:
         return traces.subset(list(market.pools)) if market.pools else traces
 
     @functools.cached_property
-    def _shipped_code(self) -> ShippedCode:
+    def _shipped_code(self) -> Code:
         """The workdir and a Spotwise wheel in the sweep's bucket, shipped once per worker
         (not once per trial)."""
         from spotwise.executor.clouds.registry import cloud_named

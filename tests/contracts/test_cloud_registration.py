@@ -18,7 +18,7 @@ import pytest
 
 from spotwise.core.settings import CloudEndpoint
 from spotwise.executor.clouds.base import Check, CloudOptions, CloudTarget, Say, SetUp, Sweep
-from spotwise.executor.clouds.code_bundle import ShippedCode
+from spotwise.executor.clouds.code_bundle import Code, ShippedCode
 from spotwise.executor.clouds.registry import CLOUDS, sources_from_env
 from spotwise.executor.errors import ExecutorError
 from spotwise.executor.launchers.base import Launcher
@@ -83,7 +83,7 @@ class ToyCloud:
     def launcher(
         self,
         target: CloudTarget,
-        code: ShippedCode,
+        code: Code,
         secrets: dict[str, str] | None = None,
         *,
         job_id: str,

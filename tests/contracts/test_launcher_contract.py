@@ -1,5 +1,6 @@
-"""The Launcher / Instance contract: the local launcher (a replayed market, real processes)
-and the AWS launcher (moto's EC2 and S3 server) give the supervisor the same lifecycle.
+"""The Launcher / Instance contract: the local launcher (a replayed market, real processes),
+the AWS launcher (moto's EC2 and S3 server) and the Kubernetes launcher (the fake apiserver
+and its node player, through the official client) give the supervisor the same lifecycle.
 
 - The market: every pool has an availability now and a history; the launcher's clock runs on.
 - A launched instance runs (no exit code yet) until its command ends, then reports that code.
@@ -22,7 +23,17 @@ import pytest
 
 from spotwise.executor.clouds.aws.launcher import AwsInstance, AwsLauncher
 from spotwise.executor.clouds.aws.local import amazon_image
+from spotwise.executor.clouds.base import CloudOptions
 from spotwise.executor.clouds.code_bundle import ShippedCode
+from spotwise.executor.clouds.kubernetes.clients import api_client
+from spotwise.executor.clouds.kubernetes.fake.local_cluster import (
+    CONTEXT,
+    NAMESPACE,
+    LocalCluster,
+)
+from spotwise.executor.clouds.kubernetes.launcher import KubernetesInstance, KubernetesLauncher
+from spotwise.executor.clouds.kubernetes.manifests import INSTANCE_LABEL
+from spotwise.executor.clouds.kubernetes.target import KubernetesTarget
 from spotwise.executor.launchers.base import Instance, Launcher, Placement
 from spotwise.executor.launchers.local import LocalInstance, LocalLauncher, Replay
 from spotwise.policy.schemas import JobTerms
@@ -82,8 +93,59 @@ class AwsRig:
         return instance.instance_id in self.launcher.running_instances()
 
 
-@pytest.fixture(params=["local", pytest.param("aws", marks=pytest.mark.slow)])
+@dataclass
+class KubernetesRig:
+    launcher: KubernetesLauncher
+    env: dict[str, str]
+
+    def finish(self, instance: Instance, code: int) -> None:
+        """The Pod's command ends with ``code`` (its process runs on this machine)."""
+        Path(self.env["EXIT_FILE"]).write_text(str(code))
+
+    def running(self, instance: Instance) -> bool:
+        """A Pod of it runs and is not being deleted."""
+        assert isinstance(instance, KubernetesInstance)
+        found = self.launcher.core.list_namespaced_pod(
+            self.launcher.target.namespace, label_selector=f"{INSTANCE_LABEL}={instance.name}"
+        )
+        return any(
+            p.status and p.status.phase == "Running" and not p.metadata.deletion_timestamp
+            for p in found.items
+        )
+
+
+def kubernetes_rig(request: pytest.FixtureRequest) -> Iterator[Rig]:
+    """An EKS-like local cluster: one spot node and one on-demand node (Karpenter's labels)."""
+    pytest.importorskip("kubernetes")
+    pytest.importorskip("kubernetes_validate")
+    tmp_path = request.getfixturevalue("tmp_path")
+    cluster = LocalCluster(tmp_path / "cluster")
+    request.getfixturevalue("monkeypatch").setenv("KUBECONFIG", str(cluster.kubeconfig))
+    for name, capacity in (("spot-a", "spot"), ("on-demand-a", "on-demand")):
+        cluster.player.add_node(name, labels={"karpenter.sh/capacity-type": capacity})
+    options = CloudOptions(
+        project=f"{CONTEXT}/{NAMESPACE}", region="eks", image="python:3.11", bucket="checkpoints"
+    )
+    target = KubernetesTarget.from_options(options)
+    launcher = KubernetesLauncher(
+        target=target, api=api_client(target, "contract"), job_id=f"c{time.monotonic_ns()}"
+    )
+    yield KubernetesRig(launcher, {"EXIT_FILE": str(tmp_path / "exit")})
+    launcher.close()
+    cluster.close()
+
+
+@pytest.fixture(
+    params=[
+        "local",
+        pytest.param("aws", marks=pytest.mark.slow),
+        pytest.param("kubernetes", marks=pytest.mark.slow),
+    ]
+)
 def rig(request: pytest.FixtureRequest) -> Iterator[Rig]:
+    if request.param == "kubernetes":
+        yield from kubernetes_rig(request)
+        return
     if request.param == "local":
         pools = (Pool(name="z0"), Pool(name="z1"))
         traces = TraceSet(pools=pools, gap_seconds=60, available=np.ones((2, 200), dtype=bool))

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from spotwise.executor.clouds.registry import CLOUDS
 from spotwise.policy import clouds as plan_clouds
+from spotwise.pricing.clouds.registry import PROFILES
 
-NOTICES = {name: cloud.notice_s for name, cloud in CLOUDS.items()}
+NOTICES = {name: cloud.notice_s for name, cloud in CLOUDS.items() if name in PROFILES}
+"""The notices of the clouds a plan ranks: those with prices (a pricing profile)."""
 
 
 def test_every_launch_form_is_the_clouds_own() -> None:
@@ -17,7 +19,8 @@ def test_every_launch_form_is_the_clouds_own() -> None:
     from spotwise.executor.clouds.gcp import setup as gcp_setup
     from spotwise.executor.clouds.huawei import setup as huawei_setup
 
-    assert set(plan_clouds.LAUNCH_FORMS) == set(CLOUDS) == set(plan_clouds.STORAGE_LISTS)
+    assert set(plan_clouds.LAUNCH_FORMS) == set(PROFILES) == set(plan_clouds.STORAGE_LISTS)
+    assert set(PROFILES) <= set(CLOUDS)
     for name, form in plan_clouds.LAUNCH_FORMS.items():
         assert form.scheme == CLOUDS[name].storage_scheme
     for module in (aws_setup, gcp_setup, azure_storage, huawei_setup):

@@ -20,12 +20,14 @@ from spotwise.policy import clouds as plan_clouds
 from spotwise.policy.errors import PolicyError
 from spotwise.policy.market import PoolTerms, Risk
 from spotwise.policy.plan import PlanInputs, missing_settings, next_step, plan_job
+from spotwise.pricing.clouds.registry import PROFILES
 from spotwise.pricing.quotes import Quote
 from tests.conftest import DATA, CliRun
 from tests.policy.three_clouds import collect_three_clouds
 
 PLAN = ("plan", "--gpu-hours", "100", "--deadline-hours", "150", "--gpu", "A100", "--gpus", "1")
-NOTICES = {name: cloud.notice_s for name, cloud in CLOUDS.items()}
+NOTICES = {name: cloud.notice_s for name, cloud in CLOUDS.items() if name in PROFILES}
+"""The notices of the clouds a plan ranks: those with prices (a pricing profile)."""
 
 
 def parsed_run(command: str) -> tuple[str, CloudOptions]:
@@ -305,7 +307,7 @@ def test_a_plan_of_no_pool_names_every_clouds_collect_command() -> None:
 
     with pytest.raises(PolicyError, match="no pool to plan on") as exc:
         plan_job(PlanInputs(gpu_hours=10, deadline_hours=20), [])
-    assert all(f"`spotwise collect {cloud}`" in str(exc.value) for cloud in CLOUDS)
+    assert all(f"`spotwise collect {cloud}`" in str(exc.value) for cloud in PROFILES)
 
 
 @pytest.mark.parametrize(

@@ -35,7 +35,10 @@ def test_a_fourth_cloud_is_collected_by_its_profiles_line(monkeypatch: pytest.Mo
 @pytest.mark.parametrize(
     ("value", "said"),
     [
-        ("us-east-1", "--collect 'us-east-1': write CLOUD:REGION, CLOUD one of aws, azure, gcp, huawei"),
+        (
+            "us-east-1",
+            "--collect 'us-east-1': write CLOUD:REGION, CLOUD one of aws, azure, gcp, huawei",
+        ),
         ("toy:r1", "--collect 'toy:r1': no cloud 'toy'; use one of aws, azure, gcp, huawei"),
         ("aws:--help", "--collect 'aws:--help': '--help' is not a region name"),
     ],

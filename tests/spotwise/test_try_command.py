@@ -1,9 +1,10 @@
-"""`spotwise try aws|gcp|azure|huawei` as a stranger runs them, with a configuration of their own
-that must not be touched: moto (AWS), the loopback fake and gcp-storage-emulator (GCP), the
-loopback fake and Azurite (Azure), or the loopback fake and moto's S3 (Huawei) play the cloud,
-the bundled example is preempted by the cloud's notice on its first instance, resumes on a
-second one from the checkpoint in the local bucket and ends bit-exact; its logs are shown and gc
-runs."""
+"""`spotwise try aws|gcp|azure|huawei|kubernetes` as a stranger runs them, with a configuration
+of their own that must not be touched: moto (AWS), the loopback fake and gcp-storage-emulator
+(GCP), the loopback fake and Azurite (Azure), the loopback fake and moto's S3 (Huawei), or the
+fake apiserver and its node player (Kubernetes) play the cloud, the bundled example is preempted
+by the cloud's notice on its first instance (Kubernetes: its first Pod's node), resumes on a
+second one from the checkpoint in the local bucket (the claim) and ends bit-exact; its logs are
+shown and gc runs."""
 
 from __future__ import annotations
 
@@ -218,3 +219,67 @@ def test_a_wheel_given_to_try_is_the_one_run_ships(cli: CliRun, tmp_path: Path) 
     assert f"--wheel {tmp_path / 'spotwise.tar.gz'}: not a spotwise-*.whl file" in ran.stderr
     run = next(line for line in ran.stderr.splitlines() if line.startswith("$ spotwise run "))
     assert f"--wheel {tmp_path / 'spotwise.tar.gz'}" in run
+
+
+def test_try_kubernetes_reclaims_a_spot_node_and_a_new_pod_resumes_bit_exactly(
+    cli: CliRun, tmp_path: Path, store_file: Path
+) -> None:
+    """`spotwise try kubernetes`: the fake apiserver and the node player play a GKE cluster; the
+    first Pod's node is taken back (the kubelet's SIGTERM), its guard checkpoints to the claim
+    within the grace and exits 75, the Job's new Pod on a new spot node resumes and ends where
+    an uninterrupted run ends; the user's kubeconfig and in-cluster settings are not read."""
+    kube = tmp_path / "kube"
+    kube.mkdir()
+    (kube / "config").write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: prod\nclusters:\n- name: prod\n"
+        "  cluster: {server: 'https://127.0.0.1:9'}\ncontexts:\n- name: prod\n"
+        "  context: {cluster: prod, user: prod, namespace: prod}\nusers:\n- name: prod\n"
+        "  user: {token: theirs}\n"
+    )
+    theirs = {
+        "KUBECONFIG": str(kube / "config"),  # nothing listens there: a call fails
+        "KUBERNETES_SERVICE_HOST": "127.0.0.1",
+        "KUBERNETES_SERVICE_PORT": "9",
+    }
+    before = files(kube)
+    ran = cli("try", "kubernetes", "--keep", env=theirs)
+    said = ran.stderr + ran.stdout
+    assert ran.returncode == 0, said[-4000:]
+    assert re.search(r"a loopback fake kube-apiserver on http://127\.0\.0\.1:\d+", said), said
+    assert "nothing is billed" in said and "in place of the image" in said
+    commands = [line for line in said.splitlines() if line.startswith("$ spotwise ")]
+    assert [c.split()[2] for c in commands] == ["setup", "run", "jobs", "gc"], commands
+    on_cloud = [c for c in commands if " kubernetes " in c]
+    assert len(on_cloud) == 3 and all(
+        "--project spotwise-fake/train --region gke" in c for c in on_cloud
+    ), commands
+    assert "code: nothing shipped; each Pod runs the command in " in said
+    assert re.search(r"^job (\w+) \(completed\):", ran.stdout, re.MULTILINE), ran.stdout
+    # the reclaim: SIGTERM within the grace (no SIGKILL), exit 75, the new Pod resumed
+    taken = re.search(
+        r"node spot-1 taken back under Pod (\S+) \(tainted, DisruptionTarget, SIGTERM\): its Pod "
+        r"ended ([\d.]+) s later \(the grace: 30 s\)",
+        said,
+    )
+    assert taken and float(taken.group(2)) < 30, said[-3000:]
+    first = taken.group(1)
+    assert f"Pod {first}: started fresh, exit 75" in said
+    resumed = re.search(r"Pod (\S+): resumed at step (\d+), exit 0$", said, re.M)
+    assert resumed and int(resumed.group(2)) > 0 and resumed.group(1) != first, said[-3000:]
+    assert "SIGKILLed" not in said
+    # each Pod's lines in the job's logs, the claim not sized from here, gc beside nothing
+    assert re.search(r"--- instance 1: spot in any \(spotwise-\w+-1\) ---", ran.stdout)
+    assert f"Pod {first} runs on node spot-1" in ran.stdout
+    assert f"Pod {resumed.group(1)} runs on node spot-2" in ran.stdout
+    assert "checkpoints at /spotwise/spotwise/checkpoints/try not sized" in said
+    assert "no orphaned Spotwise instance or secret in gke" in said
+    # bit-exact, from the checkpoint the first Pod left on the claim (a folder here)
+    kept = re.search(r"the try's ledger are in (\S+)", said)
+    assert kept, said[-2000:]
+    folder = Path(kept.group(1))
+    claim = folder / "cluster" / "claims" / "checkpoints" / "spotwise" / "checkpoints" / "try"
+    assert any(claim.iterdir()), claim
+    result = folder / "workdir" / "result.json"
+    assert json.loads(result.read_text())["digest"] == uninterrupted_digest(tmp_path)
+    assert not store_file.exists()
+    assert files(kube) == before

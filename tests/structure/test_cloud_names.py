@@ -73,12 +73,15 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "Azure VM size",
         "an Azure image URN",
         "an S3 or GCS bucket, an Azure ACCOUNT/CONTAINER",
-        "GCP: the project; Azure: SUBSCRIPTION/RESOURCE_GROUP (AWS: none)",
+        "GCP: the project; Azure: SUBSCRIPTION/RESOURCE_GROUP; "
+        "Kubernetes: [CONTEXT/]NAMESPACE (AWS: none)",
         "(AWS, Azure;",
+        "on Kubernetes",
+        "(Kubernetes: a folder inside the image)",
     ),
     "spotwise/run_command.py": (
         "us-east-1a on aws, us-central1-a on gcp, 1 on azure",
-        "on huawei",
+        "on huawei, a node zone on kubernetes",
     ),
     # The fake instance metadata service serves each cloud's endpoint, its notice among them.
     "executor/local_clouds/metadata.py": (
@@ -221,7 +224,7 @@ def registered() -> tuple[set[str], set[str]]:
     schemes = {c.storage_scheme for c in CLOUDS.values()} | {
         p.launch.scheme for p in PROFILES.values()
     }
-    return names, schemes
+    return names, schemes - {""}  # "": a cloud with no object store (Kubernetes' claim)
 
 
 def test_nothing_outside_a_clouds_own_files_names_a_cloud() -> None:

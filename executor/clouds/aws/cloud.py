@@ -24,7 +24,7 @@ from spotwise.executor.errors import ExecutorError
 if TYPE_CHECKING:
     from spotwise.executor.clouds.aws.gc import AwsSweep
     from spotwise.executor.clouds.aws.launcher import AwsLauncher
-    from spotwise.executor.clouds.code_bundle import ShippedCode
+    from spotwise.executor.clouds.code_bundle import Code, ShippedCode
 
 
 def _aws(target: CloudTarget) -> AwsTarget:
@@ -86,7 +86,7 @@ class AwsCloud:
     def launcher(
         self,
         target: CloudTarget,
-        code: ShippedCode,
+        code: Code,
         secrets: dict[str, str] | None = None,
         *,
         job_id: str,
@@ -98,6 +98,7 @@ class AwsCloud:
             ExecutorError: without a job id.
         """
         from spotwise.executor.clouds.aws.launcher import AwsLauncher
+        from spotwise.executor.clouds.code_bundle import shipped
 
         aws = _aws(target)
         if not job_id:
@@ -110,7 +111,7 @@ class AwsCloud:
             image_id=str(aws.image_id),
             bucket=str(aws.bucket),
             job_id=job_id,
-            code=code,
+            code=shipped(code, self.name),
             setup=aws.setup,
             python=aws.python,
             endpoint_url=aws.endpoint_url,

@@ -24,7 +24,7 @@ from spotwise.executor.errors import ExecutorError
 if TYPE_CHECKING:
     from spotwise.executor.clouds.azure.gc import AzureSweep
     from spotwise.executor.clouds.azure.launcher import AzureLauncher
-    from spotwise.executor.clouds.code_bundle import ShippedCode
+    from spotwise.executor.clouds.code_bundle import Code, ShippedCode
 
 
 def _azure(target: CloudTarget) -> AzureTarget:
@@ -84,7 +84,7 @@ class AzureCloud:
     def launcher(
         self,
         target: CloudTarget,
-        code: ShippedCode,
+        code: Code,
         secrets: dict[str, str] | None = None,
         *,
         job_id: str,
@@ -95,6 +95,7 @@ class AzureCloud:
             ExecutorError: without a job id, or when the secrets cannot be stored.
         """
         from spotwise.executor.clouds.azure.launcher import AzureLauncher
+        from spotwise.executor.clouds.code_bundle import shipped
 
         azure = _azure(target)
         if not job_id:
@@ -103,7 +104,7 @@ class AzureCloud:
             target=azure,
             credential=self._credential(azure, "--launcher azure"),
             job_id=job_id,
-            code=code,
+            code=shipped(code, self.name),
             secrets=secrets or {},
         )
 

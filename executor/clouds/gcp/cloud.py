@@ -23,7 +23,7 @@ from spotwise.executor.clouds.gcp.target import GcpTarget
 from spotwise.executor.errors import ExecutorError
 
 if TYPE_CHECKING:
-    from spotwise.executor.clouds.code_bundle import Bundle, ShippedCode
+    from spotwise.executor.clouds.code_bundle import Bundle, Code, ShippedCode
     from spotwise.executor.clouds.gcp.clients import Clients
     from spotwise.executor.clouds.gcp.gc import GcpSweep
     from spotwise.executor.clouds.gcp.launcher import GcpLauncher
@@ -123,7 +123,7 @@ class GcpCloud:
     def launcher(
         self,
         target: CloudTarget,
-        code: ShippedCode,
+        code: Code,
         secrets: dict[str, str] | None = None,
         *,
         job_id: str,
@@ -135,6 +135,7 @@ class GcpCloud:
             ExecutorError: without a job id, for a zone without the GPU, or what Google
                 refuses.
         """
+        from spotwise.executor.clouds.code_bundle import shipped
         from spotwise.executor.clouds.gcp.launcher import GcpLauncher
 
         gcp = _gcp(target)
@@ -145,7 +146,11 @@ class GcpCloud:
         clients = self.clients(gcp, "--launcher gcp")
         with self._google(gcp, "--launcher gcp"):
             return GcpLauncher(
-                clients=clients, target=gcp, job_id=job_id, code=code, secrets=secrets
+                clients=clients,
+                target=gcp,
+                job_id=job_id,
+                code=shipped(code, self.name),
+                secrets=secrets,
             )
 
     def job_instances(self, target: CloudTarget, job_id: str) -> list[str]:

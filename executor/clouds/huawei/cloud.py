@@ -22,7 +22,7 @@ from spotwise.executor.clouds.huawei.target import HuaweiTarget
 from spotwise.executor.errors import ExecutorError
 
 if TYPE_CHECKING:
-    from spotwise.executor.clouds.code_bundle import ShippedCode
+    from spotwise.executor.clouds.code_bundle import Code, ShippedCode
     from spotwise.executor.clouds.huawei.gc import HuaweiSweep
     from spotwise.executor.clouds.huawei.launcher import HuaweiLauncher
 
@@ -95,7 +95,7 @@ class HuaweiCloud:
     def launcher(
         self,
         target: CloudTarget,
-        code: ShippedCode,
+        code: Code,
         secrets: dict[str, str] | None = None,
         *,
         job_id: str,
@@ -106,6 +106,7 @@ class HuaweiCloud:
         Raises:
             ExecutorError: without a job id, or when the secrets cannot be stored.
         """
+        from spotwise.executor.clouds.code_bundle import shipped
         from spotwise.executor.clouds.huawei.clients import csms_client, ecs_client
         from spotwise.executor.clouds.huawei.launcher import HuaweiLauncher
 
@@ -119,7 +120,7 @@ class HuaweiCloud:
             obs=_obs(huawei, who),
             csms=csms_client(huawei, who),
             job_id=job_id,
-            code=code,
+            code=shipped(code, self.name),
             secrets=secrets or {},
         )
 

@@ -1,5 +1,6 @@
 """Each cloud's notice window and metadata endpoint are its notice source's (its ``notice.py``
-defines them once)."""
+defines them once); a cloud whose notice is the SIGTERM (Kubernetes) has none, and its window is
+its platforms' shortest grace."""
 
 from __future__ import annotations
 
@@ -14,8 +15,13 @@ from spotwise.executor.clouds.registry import CLOUDS, sources_from_env
 from spotwise.executor.notices import MetadataSource
 
 
+def metadata_sources() -> dict[str, type[MetadataSource]]:
+    """The clouds whose notice is in their instances' metadata, and its source."""
+    return {n: c.notice_kind for n, c in CLOUDS.items() if c.notice_kind is not None}
+
+
 def test_each_clouds_notice_window_is_read_from_its_notice_source() -> None:
-    sources = {name: cloud.notice_kind for name, cloud in CLOUDS.items()}
+    sources = metadata_sources()
     assert sources == {
         "aws": AwsImds,
         "gcp": GcpMetadata,
@@ -23,15 +29,24 @@ def test_each_clouds_notice_window_is_read_from_its_notice_source() -> None:
         "huawei": HuaweiSpotNotice,
     }
     assert all(kind.name == name for name, kind in sources.items())  # SPOTWISE_NOTICES names
-    windows = {name: cloud.notice_s for name, cloud in CLOUDS.items()}
+    windows = {name: cloud.notice_s for name, cloud in CLOUDS.items() if name in sources}
     assert windows == {name: kind.notice_s for name, kind in sources.items()}
     assert windows == {"aws": 120.0, "gcp": 30.0, "azure": 30.0, "huawei": 120.0}
+    assert CLOUDS["kubernetes"].notice_kind is None and CLOUDS["kubernetes"].notice_s == 30.0
+
+
+def test_a_cloud_whose_notice_is_the_sigterm_adds_no_source(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The guard watches SIGTERM on every instance; SPOTWISE_NOTICES=kubernetes adds nothing."""
+    monkeypatch.setenv("SPOTWISE_NOTICES", "kubernetes,gcp")
+    assert [type(s) for s in sources_from_env()] == [GcpMetadata]
 
 
 def test_each_clouds_notice_source_is_at_its_endpoint_or_where_its_variable_says(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    variables = {name: cloud.notice_kind.endpoint.variable for name, cloud in CLOUDS.items()}
+    variables = {name: kind.endpoint.variable for name, kind in metadata_sources().items()}
     assert variables == {  # what boot scripts and users set: never renamed
         "aws": "SPOTWISE_AWS_IMDS_URL",
         "gcp": "SPOTWISE_GCP_METADATA_URL",
