@@ -17,7 +17,7 @@ SIDE_COLUMNS = ("instance_type", "region", "spot_price", "saving_pct", "spot_as_
 
 
 def render() -> None:
-    """The page: the three clouds side by side, then price history and forecasts."""
+    """The page: the clouds side by side, then price history and forecasts."""
     st.header("Market")
     if not data.store_ready():
         return

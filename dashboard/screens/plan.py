@@ -18,7 +18,7 @@ CLOUDS = tuple(PROFILES)
 
 
 def render() -> None:
-    """The page: three clouds side by side for one GPU, then the what-if of one type."""
+    """The page: the clouds side by side for one GPU, then the what-if of one type."""
     st.header("Plan a job")
     if not data.store_ready():
         return

@@ -115,7 +115,9 @@ def market_says_it_caps_the_series_and_dates_its_prices(app: AppTest) -> None:
     assert "series with the most price changes of the" in captions
     (stale,) = [w.value for w in app.warning if "Stale: the newest price here is of 20" in w.value]
     assert "`spotwise collect aws`" in stale  # the clouds of the prices shown
-    assert any(h.value.startswith("AWS, GCP and Azure side by side") for h in app.subheader)
+    assert any(
+        h.value.startswith("AWS, GCP, Azure and Huawei Cloud side by side") for h in app.subheader
+    )
     lines = next(e for spec in specs(app) for e in encodings(spec) if "price" in str(e.get("y")))
     assert lines["x"]["axis"]["format"] == "%Y-%m-%d"  # the year is on the axis
     sides = [d.value for d in app.dataframe if "gpu" not in d.value.columns]

@@ -109,7 +109,7 @@ def test_the_wheel_shipped_to_instances_leaves_the_local_clouds_fakes_out(tmp_pa
     them."""
     root = Path(__file__).resolve().parents[3]
     fakes = sorted(p for p in (root / "executor" / "clouds").glob("*/fake") if p.is_dir())
-    assert [p.parent.name for p in fakes] == ["azure", "gcp", "huawei"]  # what it looks for
+    assert [p.parent.name for p in fakes] == ["azure", "gcp", "huawei", "kubernetes"]
     wheel = build_wheel(tmp_path / "built").path
     with zipfile.ZipFile(wheel) as shipped:
         names = shipped.namelist()
@@ -124,6 +124,7 @@ def test_the_wheel_shipped_to_instances_leaves_the_local_clouds_fakes_out(tmp_pa
         for cloud in ("aws", "gcp", "azure")
         for name in ("on_instance", "notice", "local")
     ] + [f"spotwise.executor.clouds.huawei.{name}" for name in ("on_instance", "notice")]
+    modules += [f"spotwise.executor.clouds.kubernetes.{name}" for name in ("cloud", "local")]
     check = (
         f"import importlib, spotwise; assert spotwise.__file__.startswith({str(tmp_path)!r})\n"
         f"for name in {[*modules, 'spotwise.executor.clouds.registry']!r}:\n"

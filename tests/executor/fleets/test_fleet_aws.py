@@ -154,9 +154,9 @@ def test_an_elastic_fleet_job_on_aws_needs_a_security_group_before_any_aws_call(
     plain = fleet_file(tmp_path)
     missing = cli("fleet", "run", str(plain), "--launcher", "aws", "--security-group", "sg-1")
     assert missing.returncode == 1 and "needs --image-id" in missing.stderr
-    other = cli("fleet", "run", str(plain), "--launcher", "huawei")
+    other = cli("fleet", "run", str(plain), "--launcher", "toy")
     assert other.returncode == 1 and "--launcher must be local or one of aws" in other.stderr
-    assert "'huawei'" in other.stderr
+    assert "'toy'" in other.stderr
     unknown = cli("fleet", "run", str(plain), "--pools", "nope")
     assert unknown.returncode == 1 and "unknown pool(s) ['nope']" in unknown.stderr
     assert "Traceback" not in unknown.stderr
