@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from spotwise.core.clock import SYSTEM_CLOCK, Clock
-from spotwise.pricing.errors import StoreError
+from spotwise.pricing.errors import StoreError, first_line
 from spotwise.pricing.frames import SPECS
 from spotwise.pricing.schemas import OPERATIONAL_TABLES, SCHEMAS, check_versions
 from spotwise.pricing.store import (
@@ -65,15 +65,10 @@ def _placeholders(sql: str) -> str:
     )
 
 
-def _first_line(exc: Exception) -> str:
-    """The first line of what the driver said."""
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
-
-
 def _unreachable(url: str, exc: Exception) -> StoreError:
     """The error for a server that does not answer (passing) or refuses the login or database
     (permanent)."""
-    first = _first_line(exc)
+    first = first_line(exc)
     lasting = any(w in first for w in ("authentication", "does not exist", "role"))
     return StoreError(
         f"cannot reach the operational store {redacted(url)}: {first}. Check "
@@ -109,7 +104,7 @@ class PostgresStore:
             lambda: psycopg.connect(url, autocommit=True, connect_timeout=10),
             (psycopg.OperationalError,),
             refusal=lambda exc: _unreachable(url, exc),
-            waiting=lambda exc: f"{redacted(url)}: {_first_line(exc)}",
+            waiting=lambda exc: f"{redacted(url)}: {first_line(exc)}",
             wait_s=resolved_wait_s(wait_s),
             first_pause=0.05,
             clock=clock,
@@ -184,7 +179,7 @@ class PostgresStore:
             with self._con.transaction():
                 yield
         except psycopg.Error as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+            first = first_line(exc)
             raise StoreError(
                 f"the operational store {redacted(self.url)} refused the write ({first}); "
                 "nothing was stored"

@@ -5,6 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 
+def first_line(exc: BaseException) -> str:
+    """The first line of what a driver or library said (its repr when it said nothing)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else repr(exc)
+
+
 class PricingError(Exception):
     """Base class of every error the pricing package raises on purpose."""
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from spotwise.core.clock import SYSTEM_CLOCK, Clock
-from spotwise.pricing.errors import StoreError
+from spotwise.pricing.errors import StoreError, first_line
 from spotwise.pricing.frames import SPECS
 from spotwise.pricing.schemas import OPERATIONAL_TABLES, SCHEMAS, check_versions
 from spotwise.pricing.store import (
@@ -116,7 +116,7 @@ class SqliteStore:
             )
         except (sqlite3.Error, OSError) as exc:
             raise StoreError(
-                f"cannot open the operational store {database}: {_first_line(exc)}. Check "
+                f"cannot open the operational store {database}: {first_line(exc)}. Check "
                 "that its folder exists and is yours",
                 permanent=True,
             ) from exc
@@ -240,7 +240,7 @@ class SqliteStore:
             self._con.execute("ROLLBACK")
 
     def _refused(self, exc: sqlite3.Error) -> StoreError:
-        first = _first_line(exc)
+        first = first_line(exc)
         busy = "locked" in first or "busy" in first
         return StoreError(
             f"the operational store {self.database} refused the write ({first}); nothing was "
@@ -260,29 +260,15 @@ class SqliteStore:
 
     def records(self, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
         """Run a read query and return its rows as dicts."""
-        try:
-            cursor = self._con.execute(sql, _plain_params(params or []))
-            names = [column[0] for column in cursor.description or []]
-            return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
-        except sqlite3.Error as exc:
-            raise StoreError(
-                f"the operational store {self.database} could not answer a read "
-                f"({_first_line(exc)})"
-            ) from exc
+        names, rows = self._read(sql, params)
+        return [dict(zip(names, row, strict=True)) for row in rows]
 
     def query(self, sql: str, params: list[Any] | None = None) -> pd.DataFrame:
         """Run a read query and return its rows (times as UTC timestamps, as DuckDB's)."""
         import pandas as pd
 
-        try:
-            cursor = self._con.execute(sql, _plain_params(params or []))
-            names = [column[0] for column in cursor.description or []]
-            frame = pd.DataFrame.from_records(cursor.fetchall(), columns=names)
-        except sqlite3.Error as exc:
-            raise StoreError(
-                f"the operational store {self.database} could not answer a read "
-                f"({_first_line(exc)})"
-            ) from exc
+        names, rows = self._read(sql, params)
+        frame = pd.DataFrame.from_records(rows, columns=names)
         for column in names:
             values = frame[column].dropna()
             if values.empty:
@@ -292,6 +278,16 @@ class SqliteStore:
             ):
                 frame[column] = pd.to_datetime(frame[column], utc=True, format="ISO8601")
         return frame
+
+    def _read(self, sql: str, params: list[Any] | None) -> tuple[list[str], list[Any]]:
+        """A read query's column names and rows."""
+        try:
+            cursor = self._con.execute(sql, _plain_params(params or []))
+            return [column[0] for column in cursor.description or []], cursor.fetchall()
+        except sqlite3.Error as exc:
+            raise StoreError(
+                f"the operational store {self.database} could not answer a read ({first_line(exc)})"
+            ) from exc
 
     def upsert(self, frames: Mapping[str, list[pd.DataFrame] | pd.DataFrame]) -> dict[str, int]:
         """Write validated frames in one transaction, replacing rows with the same key; return
@@ -376,11 +372,6 @@ def _plain(value: Any) -> Any:
     if hasattr(value, "item"):
         return value.item()
     return value
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else repr(exc)
 
 
 def _create_private(path: Path) -> None:

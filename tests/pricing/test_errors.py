@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from spotwise.pricing.errors import InputError, PricingError, StoreBehind, StoreError
+from spotwise.pricing.errors import InputError, PricingError, StoreBehind, StoreError, first_line
 
 
 def test_an_input_error_reads_source_where_problem_then_hint() -> None:
@@ -28,3 +28,8 @@ def test_a_store_error_may_heal_unless_it_says_it_is_permanent() -> None:
     # whoever catches StoreError (or any pricing error) catches a store that is behind too
     assert isinstance(behind, StoreError) and isinstance(behind, PricingError)
     assert behind.permanent is False and str(behind) == "tables older than this code"
+
+
+def test_first_line_is_what_a_driver_said_first_or_its_repr_when_it_said_nothing() -> None:
+    assert first_line(OSError("disk full\nat offset 4096")) == "disk full"
+    assert first_line(ValueError("  \n")) == "ValueError('  \\n')"
