@@ -127,6 +127,18 @@ class SqliteStore:
             store._migrate()
             if read_only:
                 con.execute("PRAGMA query_only=ON")
+        except sqlite3.Error as exc:
+            con.close()
+            busy = "locked" in str(exc) or "busy" in str(exc)
+            raise StoreError(
+                f"cannot open the operational store {database}: {first_line(exc)}"
+                + (
+                    ": another process kept it busy, try again"
+                    if busy
+                    else ". If it is not a Spotwise store, move it aside (a new one is made)"
+                ),
+                permanent=not busy,
+            ) from exc
         except BaseException:
             con.close()
             raise

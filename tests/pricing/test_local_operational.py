@@ -17,6 +17,7 @@ from spotwise.pricing.errors import StoreError
 from spotwise.pricing.local_operational import SqliteStore, operational_path
 from spotwise.pricing.schemas import SCHEMAS
 from spotwise.pricing.store import MarketStore
+from tests.conftest import CliRun
 
 JOB = (
     "INSERT INTO jobs (job_id, name, command, launcher, started, status, compute_hours, "
@@ -186,3 +187,18 @@ def test_upserts_replace_by_key_and_forecasts_replace_each_series_models_run(
         rows = store.query("SELECT model, mean, ds FROM forecasts ORDER BY model")
         assert rows[["model", "mean"]].values.tolist() == [["arima", 4.0], ["naive", 5.0]]
         assert rows["ds"].iloc[0] == pd.Timestamp("2026-12-08", tz="UTC")
+
+
+def test_a_file_that_is_not_a_database_is_one_clear_error_and_stays_as_it_was(
+    store_file: Path, cli: CliRun
+) -> None:
+    database = operational_path(store_file)
+    database.parent.mkdir(parents=True)
+    database.write_text("not a database")
+    with pytest.raises(StoreError, match="move it aside") as refused:
+        SqliteStore.open(store_file)
+    assert refused.value.permanent
+    listed = cli("jobs", "list")
+    assert listed.returncode == 1 and "Traceback" not in listed.stderr
+    assert "is not a database" in listed.stderr and str(database) in listed.stderr
+    assert database.read_text() == "not a database"
