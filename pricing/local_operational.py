@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -388,9 +389,23 @@ def _plain(value: Any) -> Any:
 
 def _create_private(path: Path) -> None:
     """Make ``path`` (and its folder) if missing, readable by its owner only: SQLite gives its
-    ``-wal`` and ``-shm`` files the database file's permissions."""
+    ``-wal`` and ``-shm`` files the database file's permissions.
+
+    An existing file is never opened here: closing any descriptor of a database file drops the
+    POSIX locks every connection of this process holds on it, and another process could then
+    take itself for the last one, checkpoint and delete the WAL under this process's next
+    commit (https://sqlite.org/howtocorrupt.html, 2.2). A new file is made under a name of its
+    own and linked into place, so no connection can have it open while it is closed."""
+    if path.exists():
+        return
     if not path.parent.is_dir():
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         path.parent.chmod(0o700)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    os.close(fd)
+    made = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.new")
+    os.close(os.open(made, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    try:
+        os.link(made, path)
+    except FileExistsError:  # another process or thread made it meanwhile
+        pass
+    finally:
+        made.unlink()

@@ -67,6 +67,42 @@ def test_a_reader_reads_while_another_process_holds_a_write_and_a_writer_waits_f
         assert len(writer.records("SELECT * FROM ledger")) == 1
 
 
+COUNT_ENTRIES = """
+import sqlite3, sys
+con = sqlite3.connect(sys.argv[1], isolation_level=None)
+con.execute("PRAGMA journal_mode=WAL")
+print(con.execute("SELECT count(*) FROM ledger").fetchone()[0])
+con.close()
+"""
+
+
+def test_a_commit_survives_this_process_opening_the_store_again_and_another_closing_it(
+    store_file: Path,
+) -> None:
+    """Several connections in one process (a fleet's jobs are threads) and another process that
+    closes its own: every commit is there for a new process to read. Opening the store must not
+    open and close the database file itself, which drops this process's locks on it, so the
+    other process, closing, took itself for the last, checkpointed and deleted the WAL under
+    the next commit (a ledger entry lost in the soak)."""
+    database = str(operational_path(store_file))
+
+    def entries_seen_by_another_process() -> int:
+        counted = subprocess.run(
+            [sys.executable, "-c", COUNT_ENTRIES, database],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return int(counted.stdout)
+
+    with SqliteStore.open(store_file) as first:
+        first.execute(ENTRY, ["a", 1, "2026-12-07T10:00:00+00:00"])
+        SqliteStore.open(store_file).close()  # another of this process's connections
+        assert entries_seen_by_another_process() == 1
+        first.execute(ENTRY, ["a", 2, "2026-12-07T10:00:01+00:00"])
+        assert entries_seen_by_another_process() == 2
+
+
 def test_times_come_back_as_utc_timestamps_named_aliased_or_computed(store_file: Path) -> None:
     started = datetime(2026, 12, 7, 11, 30, tzinfo=UTC)
     with SqliteStore.open(store_file) as store:
