@@ -182,13 +182,24 @@ class Journal:
     def append(self, writes: Sequence[LedgerWrite]) -> None:
         """Add ``writes`` at the end and push them to disk."""
         if self._file is None:
-            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            self._file = os.fdopen(fd, "a", encoding="utf-8")
+            self._file = os.fdopen(self._open_locked(), "a", encoding="utf-8")
         self._file.write("".join(w.to_line() for w in writes))
         self._file.flush()
         os.fsync(self._file.fileno())
+
+    def _open_locked(self) -> int:
+        """The journal's file, locked: made anew while another process replayed and removed the
+        one this opened before it could lock it (its lines would go to a file no one reads)."""
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        while True:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                if os.stat(self.path).st_ino == os.fstat(fd).st_ino:
+                    return fd
+            except FileNotFoundError:
+                pass
+            os.close(fd)
 
     def discard(self) -> None:
         """Remove the journal (its writes are in the store)."""

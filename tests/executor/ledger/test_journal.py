@@ -280,3 +280,52 @@ def test_jobs_list_and_show_answer_while_another_process_writes_the_ledger_and_r
     finally:
         reader.kill()
         reader.wait()
+
+
+REPLAY_AND_REMOVE = """
+import fcntl, os, sys, time
+path, writer = sys.argv[1], sys.argv[2]
+fd = os.open(path, os.O_RDONLY)
+fcntl.flock(fd, fcntl.LOCK_EX)
+print("locked", flush=True)
+def writer_has_it_open():
+    for name in os.listdir(f"/proc/{writer}/fd"):
+        try:
+            if os.readlink(f"/proc/{writer}/fd/{name}") == path:
+                return True
+        except OSError:
+            pass
+    return False
+while not writer_has_it_open():
+    time.sleep(0.01)
+os.unlink(path)  # replayed: what it held is in the store
+os.close(fd)
+"""
+
+
+def test_a_journal_replayed_and_removed_before_its_writer_locked_it_is_made_anew(
+    tmp_path: Path,
+) -> None:
+    """Another process may take a journal's lock between its writer creating it and locking
+    it, replay it and remove it: the writer's lines then go to a new journal at the same path,
+    never to the removed file."""
+    from spotwise.executor.ledger.journal import Journal, LedgerWrite, Write
+
+    path = journal_path(tmp_path / "market.duckdb", "0123456789ab")
+    path.parent.mkdir(mode=0o700)
+    path.touch(mode=0o600)
+    replayer = subprocess.Popen(
+        [sys.executable, "-c", REPLAY_AND_REMOVE, str(path), str(os.getpid())],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert replayer.stdout is not None and replayer.stdout.readline() == "locked\n"
+    journal = Journal(path)
+    write = LedgerWrite(Write.PROCESS_GROUP, {"worker_pgid": 7, "job_id": "0123456789ab"})
+    try:
+        # opened, it waits for the lock; the replayer removes the file once it sees it open
+        journal.append([write])
+        assert replayer.wait(timeout=30) == 0
+        assert read_journal(path) == [write]
+    finally:
+        journal.close()
