@@ -227,13 +227,9 @@ class PostgresStore:
                 spec = SPECS[table]
                 batch = batch.drop_duplicates(list(spec.key), keep="last")
                 self._stage(table, batch, spec.columns)
-                count, delete, insert = upsert_sql(table)
-                row = self._con.execute(count).fetchone()
-                existing = int(row[0]) if row else 0
-                self._con.execute(delete)
-                self._con.execute(insert)
+                deleted, inserted = (self._con.execute(sql).rowcount for sql in upsert_sql(table))
                 self._con.execute("DROP TABLE staging")
-                added[table] = added.get(table, 0) + len(batch) - existing
+                added[table] = added.get(table, 0) + inserted - deleted
         return added
 
     def replace_forecasts(self, frame: pd.DataFrame) -> int:

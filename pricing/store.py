@@ -36,6 +36,7 @@ from spotwise.pricing.schemas import SCHEMAS, TABLES, check_versions, exportable
 
 if TYPE_CHECKING:
     import pandas as pd
+    import pyarrow as pa
 
 log = logging.getLogger("spotwise.store")
 
@@ -61,16 +62,23 @@ FORECAST_COLUMNS = (
 """The columns of the ``forecasts`` table."""
 
 
-def upsert_sql(table: str) -> tuple[str, str, str]:
-    """The SQL of a keyed upsert from a table ``staging`` holding the batch: count the stored
-    rows it replaces, delete them, insert the batch (DuckDB and PostgreSQL alike)."""
+def upsert_sql(table: str) -> tuple[str, str]:
+    """The SQL of a keyed upsert from a table ``staging`` holding the batch, one row per key
+    (DuckDB and PostgreSQL alike): delete the stored rows it changes, then insert its rows not
+    stored as they are. The rows it adds are those inserted less those deleted. A batch that
+    repeats stored rows (a collector's overlapping window, a file loaded again) writes nothing,
+    so the store is held for two reads of the batch only."""
     spec = SPECS[table]
     on = " AND ".join(f"t.{k} = s.{k}" for k in spec.key)
+    changed = " OR ".join(
+        f"t.{c} IS DISTINCT FROM s.{c}" for c in spec.columns if c not in spec.key
+    )
     columns = ", ".join(spec.columns)
     return (
-        f"SELECT count(*) FROM {table} t JOIN staging s ON {on}",
-        f"DELETE FROM {table} t USING staging s WHERE {on}",
-        f"INSERT INTO {table} ({columns}) SELECT {columns} FROM staging",
+        f"DELETE FROM {table} t USING staging s WHERE {on}"
+        + (f" AND ({changed})" if changed else ""),
+        f"INSERT INTO {table} ({columns}) SELECT {columns} FROM staging s "
+        f"WHERE NOT EXISTS (SELECT 1 FROM {table} t WHERE {on})",
     )
 
 
@@ -578,26 +586,20 @@ class MarketStore:
         """Write validated frames in one transaction; return the new (not already stored) rows
         per table."""
         added: dict[str, int] = {}
-        batches = {
-            table: parts if not isinstance(parts, list) else _concat(parts)
+        batches = {  # made before the store is held
+            table: _keyed(table, parts if not isinstance(parts, list) else _concat(parts))
             for table, parts in frames.items()
         }
         with self._transaction() as con:
             for table, batch in batches.items():
-                if batch.empty:
+                if batch.num_rows == 0:
                     continue
-                spec = SPECS[table]
-                batch = batch.drop_duplicates(list(spec.key), keep="last")
-                con.register("staging", batch.loc[:, list(spec.columns)])
+                con.register("staging", batch)
                 try:
-                    count, delete, insert = upsert_sql(table)
-                    row = con.execute(count).fetchone()
-                    existing = int(row[0]) if row else 0
-                    con.execute(delete)
-                    con.execute(insert)
+                    deleted, inserted = (_count(con.execute(sql)) for sql in upsert_sql(table))
                 finally:
                     con.unregister("staging")
-                added[table] = added.get(table, 0) + len(batch) - existing
+                added[table] = added.get(table, 0) + inserted - deleted
         return added
 
     def replace_forecasts(self, frame: pd.DataFrame) -> int:
@@ -867,6 +869,22 @@ def _holder(lock_error: str) -> str:
         return f"held by PID {pid}"
     command = " ".join(a.decode(errors="replace") for a in argv if a)
     return f"held by PID {pid}: {command[:200]}"
+
+
+def _count(result: duckdb.DuckDBPyConnection) -> int:
+    """The rows a DELETE or INSERT changed (DuckDB answers it as a one-row result)."""
+    row = result.fetchone()
+    return int(row[0]) if row else 0
+
+
+def _keyed(table: str, batch: pd.DataFrame) -> pa.Table:
+    """The batch's columns of ``table``, one row per key (the last one given), as an Arrow
+    table: DuckDB reads it in place, where it converts a frame's text columns on every scan."""
+    import pyarrow as pa
+
+    spec = SPECS[table]
+    batch = batch.drop_duplicates(list(spec.key), keep="last").loc[:, list(spec.columns)]
+    return pa.Table.from_pandas(batch, preserve_index=False)
 
 
 def _concat(parts: list[pd.DataFrame]) -> pd.DataFrame:

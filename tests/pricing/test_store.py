@@ -89,8 +89,21 @@ def test_upserting_the_same_rows_twice_changes_nothing(store_file: Path) -> None
 def test_upsert_replaces_a_changed_value_under_the_same_key(store_file: Path) -> None:
     with MarketStore.open(store_file) as store:
         store.upsert({"prices": prices(1.0, 2.0)})
-        store.upsert({"prices": prices(1.0, 2.5)})
-        assert store.query("SELECT price FROM prices ORDER BY ts")["price"].tolist() == [1.0, 2.5]
+        # one row as stored, one changed, one new: the new one is the one added
+        assert store.upsert({"prices": prices(1.0, 2.5, 4.0)}) == {"prices": 1}
+        assert store.query("SELECT price FROM prices ORDER BY ts")["price"].tolist() == [
+            1.0,
+            2.5,
+            4.0,
+        ]
+        # a batch naming a key twice keeps its last row
+        twice = pd.concat([prices(9.0), prices(7.0)], ignore_index=True)
+        assert store.upsert({"prices": twice}) == {"prices": 0}
+        assert store.query("SELECT price FROM prices ORDER BY ts")["price"].tolist() == [
+            7.0,
+            2.5,
+            4.0,
+        ]
 
 
 def test_a_failing_upsert_leaves_every_table_as_it_was(store_file: Path) -> None:
