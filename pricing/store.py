@@ -585,11 +585,14 @@ class MarketStore:
     def upsert(self, frames: Mapping[str, list[pd.DataFrame] | pd.DataFrame]) -> dict[str, int]:
         """Write validated frames in one transaction; return the new (not already stored) rows
         per table."""
-        added: dict[str, int] = {}
         batches = {  # made before the store is held
             table: _keyed(table, parts if not isinstance(parts, list) else _concat(parts))
             for table, parts in frames.items()
         }
+        added = {table: 0 for table, batch in batches.items() if batch.num_rows}
+        batches = self._not_stored(batches)
+        if not any(batch.num_rows for batch in batches.values()):
+            return added  # all of it is stored already: nothing to hold the store for
         with self._transaction() as con:
             for table, batch in batches.items():
                 if batch.num_rows == 0:
@@ -599,8 +602,36 @@ class MarketStore:
                     deleted, inserted = (_count(con.execute(sql)) for sql in upsert_sql(table))
                 finally:
                     con.unregister("staging")
-                added[table] = added.get(table, 0) + inserted - deleted
+                added[table] += inserted - deleted
         return added
+
+    def _not_stored(self, batches: dict[str, pa.Table]) -> dict[str, pa.Table]:
+        """The rows of each batch the store does not hold as they are, found by a reader (other
+        readers go on meanwhile): a batch the store holds already (a collector's overlapping
+        window, a file loaded again) is then written without holding the store at all. Within
+        :meth:`held`, or when no reader can open it, the batches as they are."""
+        if self._held is not None:
+            return batches
+        reader = MarketStore(self.path, read_only=True, wait_s=self._wait_s, clock=self._clock)
+        try:  # its tables are this store's, brought up to date when it was opened
+            with reader, reader.held():
+                return {t: reader._unstored_rows(t, b) for t, b in batches.items()}
+        except StoreError:
+            return batches  # the write says what keeps the store
+
+    def _unstored_rows(self, table: str, batch: pa.Table) -> pa.Table:
+        """``batch``'s rows not in ``table`` as they are."""
+        if batch.num_rows == 0:
+            return batch
+        same = " AND ".join(f"t.{c} = s.{c}" for c in SPECS[table].columns)  # a hash anti-join
+        with self._connection() as con:
+            con.register("staging", batch)
+            try:
+                return con.sql(
+                    f"SELECT s.* FROM staging s ANTI JOIN {table} t ON {same}"
+                ).to_arrow_table()
+            finally:
+                con.unregister("staging")
 
     def replace_forecasts(self, frame: pd.DataFrame) -> int:
         """Write forecasts in one transaction, replacing each (series, model)'s previous ones;

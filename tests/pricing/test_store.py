@@ -5,6 +5,7 @@ from __future__ import annotations
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import duckdb
@@ -84,6 +85,41 @@ def test_upserting_the_same_rows_twice_changes_nothing(store_file: Path) -> None
         before = store.summary()
         assert store.upsert({"prices": prices(1.0, 2.0, 3.0)}) == {"prices": 0}
         assert store.summary() == before
+
+
+HOLD_TO_READ = """
+import sys
+import time
+import duckdb
+con = duckdb.connect(sys.argv[1], read_only=True)  # no process can write while it is open
+print("reading", flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_rows_the_store_holds_already_are_written_without_holding_it(store_file: Path) -> None:
+    """A collector's overlapping window or a file loaded again writes nothing, so it never waits
+    for a reader or keeps readers out; a changed row still needs the store to itself."""
+    with MarketStore.open(store_file, wait_s=0.3) as store:
+        store.upsert({"prices": prices(1.0, 2.0)})
+        time.sleep(0.1)  # past the linger: the file is let go
+        reader = subprocess.Popen(
+            [sys.executable, "-c", HOLD_TO_READ, str(store_file)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert reader.stdout is not None and reader.stdout.readline() == "reading\n"
+            assert store.upsert({"prices": prices(1.0, 2.0)}) == {"prices": 0}
+            with pytest.raises(StoreError, match="in use by another process"):
+                store.upsert({"prices": prices(1.0, 2.5)})
+        finally:
+            assert reader.stdin is not None
+            reader.stdin.close()
+            reader.wait(timeout=30)
+        assert store.upsert({"prices": prices(1.0, 2.5)}) == {"prices": 0}
+        assert store.query("SELECT price FROM prices ORDER BY ts")["price"].tolist() == [1.0, 2.5]
 
 
 def test_upsert_replaces_a_changed_value_under_the_same_key(store_file: Path) -> None:
@@ -334,7 +370,7 @@ def test_every_call_s_wait_goes_to_the_wait_log_only_its_owner_reads(
         time.sleep(0.2)  # past the linger: the read opens the file again
         store.records("SELECT count(*) AS n FROM prices")
     lines = [line.split() for line in log.read_text().splitlines()]
-    assert len(lines) == 3  # the open, the write, the read
+    assert len(lines) == 4  # the open, the read of what is stored already, the write, the read
     assert {pid for pid, _, _ in lines} == {str(os.getpid())}
     assert all(0 <= float(seconds) < 30 for _, seconds, _ in lines)
     assert stat.S_IMODE(log.stat().st_mode) == 0o600
@@ -342,6 +378,7 @@ def test_every_call_s_wait_goes_to_the_wait_log_only_its_owner_reads(
 
 WRITER = """
 import sys
+import time
 from pathlib import Path
 from spotwise.pricing.store import MarketStore
 store = MarketStore(Path(sys.argv[1]), read_only=False, wait_s=30.0)
@@ -352,6 +389,7 @@ print("written", flush=True)
 """
 READER = """
 import sys
+import time
 from pathlib import Path
 from spotwise.pricing.store import MarketStore
 print("opening", flush=True)
