@@ -258,10 +258,10 @@ def test_try_kubernetes_reclaims_a_spot_node_and_a_new_pod_resumes_bit_exactly(
     # the reclaim: SIGTERM within the grace (no SIGKILL), exit 75, the new Pod resumed
     taken = re.search(
         r"node spot-1 taken back under Pod (\S+) \(tainted, DisruptionTarget, SIGTERM\): its Pod "
-        r"ended ([\d.]+) s later \(the grace: 30 s\)",
+        r"ended ([\d.]+) s later \(the grace: 15 s\)",
         said,
     )
-    assert taken and float(taken.group(2)) < 30, said[-3000:]
+    assert taken and float(taken.group(2)) < 15, said[-3000:]
     first = taken.group(1)
     assert f"Pod {first}: started fresh, exit 75" in said
     resumed = re.search(r"Pod (\S+): resumed at step (\d+), exit 0$", said, re.M)

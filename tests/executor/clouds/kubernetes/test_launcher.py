@@ -30,6 +30,7 @@ from spotwise.executor.clouds.kubernetes.launcher import (
     KubernetesInstance,
     KubernetesLauncher,
 )
+from spotwise.executor.clouds.kubernetes.platforms import PLATFORMS
 from spotwise.executor.clouds.kubernetes.target import KubernetesTarget
 from spotwise.executor.errors import ExecutorError
 from spotwise.executor.launchers.base import Placement, RiddenOut
@@ -62,6 +63,12 @@ RESUMING = textwrap.dedent(
 
 RESUME = ["python", "-c", RESUMING, "/spotwise/checkpoints/run"]
 """The player puts the claim's host folder where the mount path starts an argument."""
+TELL_WINDOW = [
+    "python",
+    "-c",
+    "from spotwise.core.settings import current; print('notice window', current().notice_s)",
+]
+"""Says the SIGTERM window the guard reads in the Pod."""
 SLOW_RESUME = [*RESUME, "1.0"]
 """One whose save on SIGTERM takes a second (a deleted Pod is gone once it has ended)."""
 
@@ -252,9 +259,15 @@ def test_each_platforms_pod_lands_on_its_spot_node_and_nowhere_else(
                 zones=(CCE_POOL,) if platform == "cce" else (),
             )
         )
-        instance = launcher(chosen).launch(SPOT_PLACE, ["python", "-c", "pass"], {}, None)
+        lines: list[str] = []
+        instance = launcher(chosen).launch(SPOT_PLACE, TELL_WINDOW, {}, lines.append)
         assert until_ended(instance) == 0
         assert [p["node"] for p in instance.pods()] == ["spot"]
+        # the guard in the Pod reads the grace the Pod has: the platform's window
+        (pod,) = cluster.cluster.items("pods", NAMESPACE)
+        grace = pod["spec"]["terminationGracePeriodSeconds"]
+        assert grace == PLATFORMS[platform].grace_s
+        assert lines[-1] == f"notice window {float(grace)}"
     finally:
         cluster.close()
 
