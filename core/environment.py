@@ -50,6 +50,9 @@ class Settings(BaseSettings):
     checkpoint_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     """Seconds between the guard's checkpoints (``spotwise run --checkpoint-minutes``; default:
     Young/Daly from the measured stall and the MTBF)."""
+    notice_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    """Seconds between a SIGTERM and the instance's end, the guard's window for its last save
+    (set in a Kubernetes Pod: its platform's grace; default 30)."""
     notices: str = ""
     """Cloud notice sources to watch, comma-separated (the clouds' names: aws, gcp, ...)."""
     heartbeat_file: Path | None = None

@@ -28,6 +28,8 @@ from spotwise.executor.errors import ExecutorError
 log = logging.getLogger(__name__)
 
 NoticeKind = Literal["terminate", "stop", "hibernate", "preempt", "rebalance"]
+SIGTERM_GRACE_S = 30.0
+"""The window a SIGTERM gives where nothing says otherwise (``SPOTWISE_NOTICE_S``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -114,7 +116,7 @@ class SigtermSource(NoticeSource):
     def __init__(
         self,
         signals: Sequence[int] = (signal.SIGTERM,),
-        grace_s: float = 30.0,
+        grace_s: float = SIGTERM_GRACE_S,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.signals = tuple(signals)

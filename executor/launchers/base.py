@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -38,6 +38,30 @@ class Preemption:
     """Wall seconds until it, at the launcher's pace."""
     at_hours: float
     """When it happens, in the launcher's hours since the job started."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RiddenOut:
+    """A take-back an instance rode out: one of its workers (a Kubernetes Pod) ended by its
+    node's reclaim, and a new one took over from the checkpoint (the instance went on)."""
+
+    worker: str
+    """What was ended (the Pod's name)."""
+    reason: str
+    """The cloud's reason (Kubernetes' ``DisruptionTarget`` reason, e.g.
+    ``TerminationByKubelet``)."""
+    noticed: bool
+    """Whether it was given its SIGTERM window (a grace over 0 s): the notice."""
+
+
+@runtime_checkable
+class RidesOut(Protocol):
+    """An instance that outlives a take-back of its worker (a Kubernetes Job): the supervisor
+    counts each one, as it would count an instance preempted."""
+
+    def ridden_out(self) -> list[RiddenOut]:
+        """The take-backs seen since the last call, each once."""
+        ...
 
 
 class Instance(Protocol):

@@ -45,7 +45,13 @@ from spotwise.executor.errors import (
     NoCapacity,
     Stopped,
 )
-from spotwise.executor.launchers.base import Instance, Launcher, Placement, Preemption
+from spotwise.executor.launchers.base import (
+    Instance,
+    Launcher,
+    Placement,
+    Preemption,
+    RidesOut,
+)
 from spotwise.executor.ledger.ledger import DRILL_DETAIL, EntryKind, JobStatus, Ledger
 from spotwise.executor.ledger.prices import PriceBook
 from spotwise.executor.supervise.job_log import JobLog
@@ -503,8 +509,9 @@ class Supervisor:
         self._failed(placement, outcome, code, command)
         return None
 
-    def _preempted(self, placement: Placement, drilled: bool) -> None:
-        """Record a preemption (a drill's: said so, and not counted toward on-demand)."""
+    def _preempted(self, placement: Placement, drilled: bool, detail: str | None = None) -> None:
+        """Record a preemption (a drill's: said so, and not counted toward on-demand), with
+        the ledger's ``detail`` of a cloud's."""
         self.report.preemptions += 1
         if drilled:
             self.report.drills += 1
@@ -514,12 +521,13 @@ class Supervisor:
             )
         else:
             self._saw(placement.pool, False)  # a drill does not take the pool back
-            self.progress(f"preempted on {placement.describe()}")
+            said = f": {detail}" if detail else ""
+            self.progress(f"preempted on {placement.describe()}{said}")
         self.ledger.record(
             EntryKind.PREEMPTION,
             pool=placement.pool,
             market=placement.market,
-            detail=DRILL_DETAIL if drilled else None,
+            detail=DRILL_DETAIL if drilled else detail,
         )
 
     def _migrated(self, placement: Placement) -> None:
@@ -566,13 +574,18 @@ class Supervisor:
         watch = Watch(instance=instance, launched_at=self.clock.monotonic())
         self._move_reason = None
         watchers = self._watchers(instance)
+        rides_out = instance if isinstance(instance, RidesOut) else None
         while (code := instance.poll()) is None:
             now = self.clock.monotonic()
             for watcher in watchers:
                 if watcher.tick(watch, now):
                     break
+            if rides_out is not None:
+                self._rode_out(rides_out, instance.placement)
             self.ledger.retry()
             self.clock.sleep(self.config.poll_s)
+        if rides_out is not None:
+            self._rode_out(rides_out, instance.placement)
         # (a command that failed, or was stopped, has more to fix first)
         ended = code in (0, PREEMPTED_EXIT_CODE) and not (
             watch.stopped or watch.killed or watch.cancelling
@@ -584,6 +597,18 @@ class Supervisor:
         if outcome is Outcome.PREEMPTED and code == PREEMPTED_EXIT_CODE and not watch.noticed:
             self._heard_on_instance(instance.placement)
         return watch, code
+
+    def _rode_out(self, instance: RidesOut, placement: Placement) -> None:
+        """Count each take-back ``instance`` (at ``placement``) rode out (a Kubernetes Pod's
+        node reclaimed, a new Pod resuming): a preemption, and its notice when it had its
+        SIGTERM window."""
+        for taken in instance.ridden_out():
+            detail = f"{taken.reason} ({taken.worker}; the instance rode it out)"
+            self._preempted(placement, drilled=False, detail=detail)
+            if taken.noticed:
+                self.ledger.record(
+                    EntryKind.NOTICE, pool=placement.pool, market=placement.market, detail=detail
+                )
 
     def _heard_on_instance(self, placement: Placement) -> None:
         """Record the notice a job heard itself (a cloud's, watched on its instance) and left

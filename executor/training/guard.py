@@ -58,6 +58,7 @@ from spotwise.executor.checkpoint.manager import (
 from spotwise.executor.clouds.registry import sources_from_env
 from spotwise.executor.errors import CheckpointError, Preempted
 from spotwise.executor.notices import (
+    SIGTERM_GRACE_S,
     NoticeSource,
     NoticeWatcher,
     SigtermSource,
@@ -513,8 +514,8 @@ def guard(
         mtbf_s: mean time between preemptions for Young/Daly (default: ``$SPOTWISE_MTBF_S``,
             else the risk forecast of pool ``$SPOTWISE_POOL`` in store ``$SPOTWISE_STORE``,
             else one hour).
-        notices: sources to watch (default: SIGTERM plus those named in
-            ``$SPOTWISE_NOTICES``, e.g. ``aws,gcp``).
+        notices: sources to watch (default: SIGTERM, its window ``$SPOTWISE_NOTICE_S`` else
+            30 s, plus those named in ``$SPOTWISE_NOTICES``, e.g. ``aws,gcp``).
         fresh_if_damaged: start over from step 0 when checkpoints exist but none is intact
             (default: ``$SPOTWISE_FRESH_IF_DAMAGED``, else refuse: losing every step done must
             never be silent).
@@ -533,11 +534,16 @@ def guard(
             and none is intact (unless ``fresh_if_damaged``).
     """
     manager = _checkpointer(urls, keep_latest_k, full_every, storage_options)
+    settings = current()
     sources = (
-        list(notices) if notices is not None else [SigtermSource(clock=clock), *sources_from_env()]
+        list(notices)
+        if notices is not None
+        else [
+            SigtermSource(grace_s=settings.notice_s or SIGTERM_GRACE_S, clock=clock),
+            *sources_from_env(),
+        ]
     )
     watcher = NoticeWatcher(sources, interval_s=poll_interval_s).start()
-    settings = current()
     if interval_s is None:
         interval_s = settings.checkpoint_s
     g = Guard(

@@ -49,8 +49,9 @@ class KubernetesCloud:
     """None: checkpoints go to the claim every Pod mounts, not to an object store."""
     notice_kind = None
     """The kubelet's SIGTERM, which the guard watches on every instance."""
-    notice_s = float(min(p.window_s for p in PLATFORMS.values()))
-    """The shortest grace a platform gives (GKE, AKS: 30 s); EKS and CCE give 120 s."""
+    notice_s = float(min(p.grace_s for p in PLATFORMS.values()))
+    """The shortest grace a platform gives (:mod:`.platforms`); each Pod's guard is told its
+    own platform's."""
     docs = "docs/kubernetes.md"
 
     def target(self, options: CloudOptions) -> KubernetesTarget:

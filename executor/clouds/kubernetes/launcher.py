@@ -1,8 +1,10 @@
 """The Kubernetes launcher: each instance is a one-Pod Job on the platform's spot nodes with its
 PodDisruptionBudget (:mod:`.manifests`). A reclaim of its node is the kubelet's SIGTERM to the
 Pod (the guard's stop notice: it checkpoints to the claim within the grace); the Job's failure
-policy then starts a new Pod without using a retry, which resumes from that checkpoint. The
-instance ends when the Job does: complete (exit 0), or failed (the last Pod's exit code).
+policy then starts a new Pod without using a retry, which resumes from that checkpoint: the
+instance rides the take-back out, and tells the supervisor of it (:meth:`~KubernetesInstance.
+ridden_out`), which counts a preemption and its notice. The instance ends when the Job does:
+complete (exit 0), or failed (the last Pod's exit code).
 
 The command's output is its Pods' logs, read back through the apiserver, each Pod's in turn:
 its JSON event lines become events, every other line goes to the job's log, and a Pod's first
@@ -30,7 +32,7 @@ from spotwise.executor.clouds.kubernetes.manifests import (
 )
 from spotwise.executor.clouds.kubernetes.target import CHECKPOINT_MOUNT, KubernetesTarget
 from spotwise.executor.errors import PREEMPTED_EXIT_CODE, ExecutorError
-from spotwise.executor.launchers.base import Placement
+from spotwise.executor.launchers.base import Placement, RiddenOut
 
 POLL_EVERY_S = 2.0
 """The least time between two status reads of an instance (a supervisor polls far more often:
@@ -140,6 +142,12 @@ class KubernetesLauncher(CloudLauncher):
             call("cleanup", request)
 
 
+def _grace_s(pod: Any) -> int | None:
+    """The SIGTERM window of a Pod: the grace it was deleted with, else its spec's."""
+    given = pod.metadata.deletion_grace_period_seconds
+    return int(given) if given is not None else pod.spec.termination_grace_period_seconds
+
+
 class KubernetesInstance:
     """One Job of the launcher: its Pods' output read back, its exit code once it has ended."""
 
@@ -166,6 +174,8 @@ class KubernetesInstance:
         """The ended Pods whose logs were read after they ended."""
         self._next_read = 0.0
         """When (the launcher's clock, monotonic) the apiserver is asked again."""
+        self._disrupted: dict[str, RiddenOut | None] = {}
+        """Each Pod a read found disrupted, until :meth:`ridden_out` tells of it (then None)."""
 
     @property
     def instance_id(self) -> str:
@@ -178,7 +188,8 @@ class KubernetesInstance:
 
     def pods(self) -> list[dict[str, Any]]:
         """The Job's Pods, oldest first, as plain JSON (``name``, ``node``, ``phase``,
-        ``exit_code``, ``disrupted``).
+        ``exit_code``, ``disrupted``, its ``disruption``'s reason, and the SIGTERM window it
+        was given or has, ``grace_s``).
 
         Raises:
             Unreachable: when the apiserver does not answer.
@@ -204,7 +215,10 @@ class KubernetesInstance:
         listed: list[Any] = list(found.items)
         for pod in sorted(listed, key=age):
             status = pod.status
-            conditions = {c.type: c.status for c in (status.conditions or [])} if status else {}
+            conditions = {c.type: c for c in (status.conditions or [])} if status else {}
+            marked = conditions.get("DisruptionTarget")
+            disruption = (marked.reason or "DisruptionTarget") if marked else None
+            disrupted = marked is not None and marked.status == "True"
             code = None
             for container in (status.container_statuses or []) if status else []:
                 if container.state and container.state.terminated:
@@ -215,7 +229,9 @@ class KubernetesInstance:
                     "node": pod.spec.node_name,
                     "phase": status.phase if status else None,
                     "exit_code": code,
-                    "disrupted": conditions.get("DisruptionTarget") == "True",
+                    "disrupted": disrupted,
+                    "disruption": disruption if disrupted else None,
+                    "grace_s": _grace_s(pod),
                 }
             )
         return pods
@@ -248,6 +264,11 @@ class KubernetesInstance:
             Unreachable: when the apiserver does not answer.
         """
         pods = self.pods()
+        for pod in pods:
+            if pod["disruption"] and pod["name"] not in self._disrupted:
+                self._disrupted[pod["name"]] = RiddenOut(
+                    worker=pod["name"], reason=pod["disruption"], noticed=bool(pod["grace_s"])
+                )
         for pod in pods:
             name, phase = pod["name"], pod["phase"]
             if phase in (None, "Pending") or name in self._read_to_end:
@@ -327,6 +348,16 @@ class KubernetesInstance:
             self._code = 1
             self._log(f"Job {self.name} was deleted by someone else")
         return self._code
+
+    def ridden_out(self) -> list[RiddenOut]:
+        """The Pods the reads found disrupted (``DisruptionTarget``: a reclaim, a preemption,
+        an eviction) since the last call, each once: the Job rode each out with a new Pod. Its
+        notice was its SIGTERM, when its grace was over 0 s. A Pod deleted (an eviction) goes
+        once it has ended: one that ends and goes between two reads (``poll_every_s``, far
+        inside a grace an emergency save uses) is not seen."""
+        told = [taken for taken in self._disrupted.values() if taken is not None]
+        self._disrupted = dict.fromkeys(self._disrupted)
+        return told
 
     def waiting(self, running_s: float) -> str | None:
         """What the supervisor waits for while no Pod has sent output (None: one has)."""

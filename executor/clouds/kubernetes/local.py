@@ -119,7 +119,7 @@ class Reclaimer:
             took = self.clock.monotonic() - began
             self.said.append(
                 f"node {node} taken back under Pod {pod} (tainted, DisruptionTarget, SIGTERM): "
-                f"its Pod ended {took:.1f} s later (the grace: {PLATFORMS[PLATFORM].window_s} s)"
+                f"its Pod ended {took:.1f} s later (the grace: {PLATFORMS[PLATFORM].grace_s} s)"
             )
             labels, taints = spot_node(PLATFORM)
             self.local.player.add_node("spot-2", labels=labels, taints=taints, gpus=1)

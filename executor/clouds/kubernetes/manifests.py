@@ -3,9 +3,10 @@ on the platform's spot nodes, and a PodDisruptionBudget that keeps voluntary dra
 consolidation, node upgrades) off it.
 
 The Job's Pod selects the platform's spot nodes and tolerates their taints (and the GPU taint
-when it asks for GPUs), has ``terminationGracePeriodSeconds`` inside the platform's window (the
-SIGTERM the kubelet sends on a reclaim is the guard's stop notice: its emergency checkpoint goes
-to the PersistentVolumeClaim, which outlives the node), carries ``karpenter.sh/do-not-disrupt``,
+when it asks for GPUs), has ``terminationGracePeriodSeconds`` inside the platform's window and
+tells the guard the same grace (``SPOTWISE_NOTICE_S``: the SIGTERM the kubelet sends on a
+reclaim is the guard's stop notice, its emergency checkpoint goes to the PersistentVolumeClaim,
+which outlives the node), carries ``karpenter.sh/do-not-disrupt``,
 and the ledger's job id on its labels. Its ``podFailurePolicy`` ignores a Pod that ended with
 the ``DisruptionTarget`` condition (a reclaim, a preemption, a drain: the Job starts a new Pod,
 which resumes from the checkpoint, without using a retry) and fails the Job at once on any exit
@@ -33,6 +34,8 @@ DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 CONTAINER = "train"
 CLAIM_VOLUME = "checkpoints"
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+NOTICE_ENV = "SPOTWISE_NOTICE_S"
+"""The guard's SIGTERM window in the Pod: its grace (:attr:`KubernetesTarget.grace`)."""
 BACKOFF_LIMIT = 3
 """Retries of a Pod that stopped preempted without a ``DisruptionTarget`` (an eviction the
 kubelet did not mark); a reclaim never counts."""
@@ -105,7 +108,10 @@ def pod_spec(
         "name": CONTAINER,
         "image": target.image,
         "command": list(command),
-        "env": [{"name": k, "value": v} for k, v in sorted(env.items())]
+        "env": [
+            {"name": k, "value": v}
+            for k, v in sorted({**env, NOTICE_ENV: str(target.grace)}.items())
+        ]
         + [
             {"name": "SPOTWISE_POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
             {"name": "SPOTWISE_NODE", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},

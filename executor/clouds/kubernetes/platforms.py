@@ -1,7 +1,9 @@
 """What each managed Kubernetes does its own way with spot nodes: the label that selects them,
-the taint they carry, and the window between the reclaim's start and the node's end (which
-bounds ``terminationGracePeriodSeconds``: a grace longer than the window is cut short by the
-node going away, so the emergency checkpoint must fit inside it)."""
+the taint they carry, and the window a Pod has between the reclaim's SIGTERM and its end. The
+window is the one place both the Pod's ``terminationGracePeriodSeconds`` and the guard's notice
+window (``SPOTWISE_NOTICE_S`` in the Pod) come from (:attr:`Platform.grace_s`): a grace longer
+than the window is cut short by the node going away, so the emergency checkpoint must fit
+inside it."""
 
 from __future__ import annotations
 
@@ -9,6 +11,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 PlatformName = Literal["gke", "eks", "aks", "cce", "generic"]
+DEFAULT_GRACE_S = 30
+"""Kubernetes' default ``terminationGracePeriodSeconds``: the grace where the platform sets no
+window."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -22,8 +27,9 @@ class Platform:
     ``pool_label``)."""
     spot_tolerations: tuple[dict[str, Any], ...]
     """Tolerations its spot nodes' taints need."""
-    window_s: int
-    """Seconds from the reclaim's start to the node's end: the longest useful grace."""
+    window_s: int | None
+    """Seconds a Pod has from the reclaim's SIGTERM to its end: the longest useful grace
+    (None: the platform sets none, the Pod's own grace is its window)."""
     on_demand_selector: dict[str, str] | None = None
     """The node labels that select its on-demand nodes (None: none; the Pod then only leaves
     out the spot selector and tolerations)."""
@@ -31,6 +37,12 @@ class Platform:
     """The node label ``--pools`` names values of (a zone; on CCE, a spot node pool)."""
     source: str
     """Where its rules are documented."""
+
+    @property
+    def grace_s(self) -> int:
+        """The Pod's ``terminationGracePeriodSeconds``, and the guard's window: the
+        platform's window, else Kubernetes' default grace."""
+        return self.window_s if self.window_s is not None else DEFAULT_GRACE_S
 
 
 PLATFORMS: dict[str, Platform] = {
@@ -49,7 +61,10 @@ PLATFORMS: dict[str, Platform] = {
                     "effect": "NoSchedule",
                 },
             ),
-            window_s=30,
+            # GKE's graceful node shutdown gives a reclaimed Spot node 30 s: the first 15 s to
+            # the Pods, the last 15 s to critical system Pods (configurable up to 120 s from
+            # GKE 1.35 on a node pool's system config; not assumed here)
+            window_s=15,
             source="https://cloud.google.com/kubernetes-engine/docs/concepts/spot-vms",
         ),
         Platform(
@@ -58,6 +73,8 @@ PLATFORMS: dict[str, Platform] = {
             spot_selector={"karpenter.sh/capacity-type": "spot"},
             spot_tolerations=(),
             on_demand_selector={"karpenter.sh/capacity-type": "on-demand"},
+            # EC2's two-minute interruption notice, which Karpenter's interruption handling
+            # (or the AWS Node Termination Handler) turns into a drain of the node
             window_s=120,
             source="https://karpenter.sh/docs/concepts/disruption/#interruption",
         ),
@@ -73,6 +90,7 @@ PLATFORMS: dict[str, Platform] = {
                     "effect": "NoSchedule",
                 },
             ),
+            # Azure's Scheduled Events give a Spot VM's eviction at least 30 s of notice
             window_s=30,
             source="https://learn.microsoft.com/azure/aks/spot-node-pool",
         ),
@@ -84,6 +102,9 @@ PLATFORMS: dict[str, Platform] = {
             title="CCE spot price node pools",
             spot_selector={},
             spot_tolerations=(),
+            # Uncertain: 120 s is what Spotwise's Huawei cloud takes for an ECS spot notice
+            # (executor/clouds/huawei/notice.py); CCE documents no Pod grace for a reclaim,
+            # and its reclaim taint evicts the Pods with their own grace about 5 minutes ahead
             window_s=120,
             pool_label="cce.cloud.com/cce-nodepool",
             source="https://support.huaweicloud.com/intl/en-us/price-cce/cce_03_0026.html",
@@ -93,7 +114,7 @@ PLATFORMS: dict[str, Platform] = {
             title="a cluster whose spot nodes carry a label of your own",
             spot_selector={},
             spot_tolerations=(),
-            window_s=30,
+            window_s=None,
             source="docs/kubernetes.md",
         ),
     )

@@ -67,7 +67,7 @@ class KubernetesTarget:
     workdir: str = "."
     """The folder inside the image the command runs in (``.``: the image's WORKDIR)."""
     grace_s: int | None = None
-    """``terminationGracePeriodSeconds`` (None: the platform's window)."""
+    """``terminationGracePeriodSeconds`` (None: the platform's grace)."""
 
     @classmethod
     def from_options(cls, options: CloudOptions) -> KubernetesTarget:
@@ -168,7 +168,9 @@ class KubernetesTarget:
                 "spot by a label; its pools carry cce.cloud.com/cce-nodepool)"
             )
         window = self.platform_rules.window_s
-        if self.grace_s is not None and not 1 <= self.grace_s <= window:
+        if self.grace_s is not None and self.grace_s < 1:
+            raise ExecutorError(f"a grace of {self.grace_s} s: give 1 s or more")
+        if self.grace_s is not None and window is not None and self.grace_s > window:
             raise ExecutorError(
                 f"a grace of {self.grace_s} s is outside {self.platform}'s window (1 to "
                 f"{window} s): the node ends first, so the checkpoint must fit inside it"
@@ -199,8 +201,9 @@ class KubernetesTarget:
 
     @property
     def grace(self) -> int:
-        """``terminationGracePeriodSeconds``: the given one, else the platform's window."""
-        return self.grace_s or self.platform_rules.window_s
+        """``terminationGracePeriodSeconds`` and the guard's window: the given one, else the
+        platform's (:attr:`~.platforms.Platform.grace_s`)."""
+        return self.grace_s or self.platform_rules.grace_s
 
     @property
     def instance_type(self) -> str:

@@ -19,6 +19,7 @@ from spotwise.executor.clouds.code_bundle import (
     pack_workdir,
     workdir_files,
 )
+from spotwise.executor.clouds.registry import CLOUDS
 from spotwise.executor.errors import ExecutorError
 
 
@@ -118,13 +119,15 @@ def test_the_wheel_shipped_to_instances_leaves_the_local_clouds_fakes_out(tmp_pa
     assert "spotwise/executor/clouds/azure/on_instance.py" in names  # the rest ships
     assert "spotwise/executor/clouds/gcp/on_instance.py" in names
     assert "spotwise/executor/clouds/huawei/on_instance.py" in names
-    # the agents' modules, the clouds' registry and the launchers import from the shipped wheel
+    # every registered cloud's seam, agent, notice source and local launcher, and the
+    # registry, import from the shipped wheel
     modules = [
         f"spotwise.executor.clouds.{cloud}.{name}"
-        for cloud in ("aws", "gcp", "azure")
-        for name in ("on_instance", "notice", "local")
-    ] + [f"spotwise.executor.clouds.huawei.{name}" for name in ("on_instance", "notice")]
-    modules += [f"spotwise.executor.clouds.kubernetes.{name}" for name in ("cloud", "local")]
+        for cloud in sorted(CLOUDS)
+        for name in ("cloud", "on_instance", "notice", "local")
+        if (root / "executor" / "clouds" / cloud / f"{name}.py").is_file()
+    ]
+    assert {m.split(".")[3] for m in modules} == set(CLOUDS)
     check = (
         f"import importlib, spotwise; assert spotwise.__file__.startswith({str(tmp_path)!r})\n"
         f"for name in {[*modules, 'spotwise.executor.clouds.registry']!r}:\n"

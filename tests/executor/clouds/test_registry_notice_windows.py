@@ -32,7 +32,7 @@ def test_each_clouds_notice_window_is_read_from_its_notice_source() -> None:
     windows = {name: cloud.notice_s for name, cloud in CLOUDS.items() if name in sources}
     assert windows == {name: kind.notice_s for name, kind in sources.items()}
     assert windows == {"aws": 120.0, "gcp": 30.0, "azure": 30.0, "huawei": 120.0}
-    assert CLOUDS["kubernetes"].notice_kind is None and CLOUDS["kubernetes"].notice_s == 30.0
+    assert CLOUDS["kubernetes"].notice_kind is None and CLOUDS["kubernetes"].notice_s == 15.0
 
 
 def test_a_cloud_whose_notice_is_the_sigterm_adds_no_source(

@@ -155,6 +155,21 @@ def test_the_interval_set_with_spotwise_run_is_the_guards(
         assert g.interval_s == 60.0  # Young/Daly's starting value before a stall is measured
 
 
+def test_the_sigterm_window_is_the_one_the_environment_gives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Kubernetes Pod sets ``SPOTWISE_NOTICE_S`` to its grace; elsewhere SIGTERM gives 30 s."""
+    monkeypatch.delenv("SPOTWISE_NOTICES", raising=False)
+    monkeypatch.setenv("SPOTWISE_NOTICE_S", "120")
+    model = torch.nn.Linear(2, 1)
+    loader = DataLoader(TensorDataset(torch.randn(8, 2)), batch_size=4)
+    with guard([str(tmp_path / "eks")], model=model, loader=loader) as g:
+        assert g.notice_s == 120.0
+    monkeypatch.delenv("SPOTWISE_NOTICE_S")
+    with guard([str(tmp_path / "vm")], model=model, loader=loader) as g:
+        assert g.notice_s == 30.0
+
+
 # A stranger's own training script, wrapped as the README's guard snippet shows (not the
 # bundled example): argv is the checkpoint folder, where to write the final weights' sha256,
 # and the seconds each step sleeps.

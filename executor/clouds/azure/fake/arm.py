@@ -35,10 +35,8 @@ zone does not offer, the Spot vCPU quota, providers not registered. Refused requ
 from __future__ import annotations
 
 import base64
-import datetime
 import importlib
 import inspect
-import ipaddress
 import json
 import re
 import secrets
@@ -56,6 +54,7 @@ from spotwise.core.clock import SYSTEM_CLOCK
 from spotwise.executor.clouds.azure.fake.models import Invalid, check_body
 from spotwise.executor.clouds.azure.fake.openapi import VIRTUAL_MACHINE, check_definition
 from spotwise.executor.local_clouds.http import Answer, LoopbackServer, Request
+from spotwise.executor.local_clouds.tls import self_signed
 
 ARM = "https://management.azure.com"
 VAULT = "https://vault.azure.net"
@@ -304,45 +303,6 @@ class Sku:
     on_demand_price: float = 3.06
 
 
-def _self_signed(folder: Path) -> tuple[Path, Path]:
-    """A certificate for 127.0.0.1 and localhost, and its key, in ``folder``."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "spotwise azure fake")])
-    now = datetime.datetime.fromtimestamp(SYSTEM_CLOCK.time(), datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=2))
-        .add_extension(
-            x509.SubjectAlternativeName(
-                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
-            ),
-            critical=False,
-        )
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    cert_path, key_path = folder / "fake-azure.pem", folder / "fake-azure.key"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return cert_path, key_path
-
-
 class AzureArmFake:
     """Serve one subscription until :meth:`close`."""
 
@@ -392,7 +352,9 @@ class AzureArmFake:
         self._timers: list[threading.Timer] = []
         self.routes = [_route(*operation) for operation in OPERATIONS]
         self._folder = tempfile.TemporaryDirectory(prefix="azure-fake-")
-        self.ca_file, key_file = _self_signed(Path(self._folder.name))
+        self.ca_file, key_file = self_signed(
+            Path(self._folder.name), "fake-azure", subject="spotwise azure fake"
+        )
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(self.ca_file, key_file)
         self.tls = context

@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from spotwise.executor.clouds.kubernetes.fake.certificate import self_signed
 from spotwise.executor.clouds.kubernetes.fake.cluster import (
     RESOURCES,
     Cluster,
@@ -41,6 +40,7 @@ from spotwise.executor.clouds.kubernetes.fake.schema import (
     check_name,
     check_object,
 )
+from spotwise.executor.local_clouds.tls import self_signed
 
 ROUTE = re.compile(
     r"/(?:api/(?P<core>v1)|apis/(?P<group>[a-z0-9.-]+)/(?P<version>v[0-9a-z]+))"
@@ -254,7 +254,9 @@ class FakeApiServer:
         self.certificate: Path | None = None
         """The certificate it serves HTTPS with (None: plain HTTP)."""
         if tls is not None:
-            self.certificate, key = self_signed(tls)
+            self.certificate, key = self_signed(
+                tls, "apiserver", subject="spotwise kubernetes fake"
+            )
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             context.load_cert_chain(self.certificate, key)
             # the handshake happens in each request's thread, not in the accept loop

@@ -1,10 +1,11 @@
 """The fake cluster's state, as etcd and the controllers keep it: objects by resource, namespace
-and name, one ``resourceVersion`` counter, every change kept as a watch event, and the two
+and name, one ``resourceVersion`` counter, every change kept as a watch event, and the
 controllers a launcher relies on: the scheduler (a Pod bound to a ready node whose labels match
-its ``nodeSelector`` and required node affinity, and whose taints it tolerates) and the Job
+its ``nodeSelector`` and required node affinity, and whose taints it tolerates), the Job
 controller (a Pod per Job from its template; a failed Pod counted against ``backoffLimit``, or
 not, or failing the Job at once, as the first matching ``podFailurePolicy`` rule says; the Job
-``Complete`` once a Pod succeeded, ``Failed`` past its limit)."""
+``Complete`` once a Pod succeeded, ``Failed`` past its limit) and the taint manager (it
+the Pods that do not tolerate a node's ``NoExecute`` taint)."""
 
 from __future__ import annotations
 
@@ -289,10 +290,58 @@ class Cluster:
                 self._schedule(meta.get("namespace", ""), meta["name"])
             self._job_saw(obj)
         elif change.plural == "nodes" and change.type != "DELETED":
+            self._evict_untolerating(obj)
             for (kind, ns, name), pod in list(self._objects.items()):
                 unbound = kind == "pods" and not pod["spec"].get("nodeName")
                 if unbound and pod.get("status", {}).get("phase") != "Failed":
                     self._schedule(ns, name)
+
+    def _evict_untolerating(self, node: dict[str, Any]) -> None:
+        """The taint manager: each running Pod on ``node`` that does not tolerate one of its
+        ``NoExecute`` taints (a reclaim notice: CCE's) is marked ``DisruptionTarget``
+        (``DeletionByTaintManager``, as Kubernetes 1.26+ does) and deleted with its grace."""
+        taints = [
+            t for t in node.get("spec", {}).get("taints") or [] if t.get("effect") == "NoExecute"
+        ]
+        if not taints:
+            return
+        at = self.stamp()
+        for (kind, ns, name), pod in list(self._objects.items()):
+            if kind != "pods" or pod["spec"].get("nodeName") != node["metadata"]["name"]:
+                continue
+            spec, meta = pod["spec"], pod["metadata"]
+            if meta.get("deletionTimestamp") or pod.get("status", {}).get("phase") != "Running":
+                continue
+            if all(tolerates(spec.get("tolerations") or [], t) for t in taints):
+                continue
+            pod["status"].setdefault("conditions", []).append(
+                condition(
+                    "DisruptionTarget",
+                    "True",
+                    "DeletionByTaintManager",
+                    at,
+                    "Taint manager: deleting due to NoExecute taint",
+                )
+            )
+            meta.update(
+                deletionTimestamp=at,
+                deletionGracePeriodSeconds=spec.get("terminationGracePeriodSeconds", 30),
+            )
+            self._record("pods", "MODIFIED", pod)
+            self.create(
+                "events",
+                ns,
+                {
+                    "apiVersion": "v1",
+                    "kind": "Event",
+                    "metadata": {"generateName": f"{name}."},
+                    "involvedObject": {"kind": "Pod", "name": name, "namespace": ns},
+                    "reason": "TaintManagerEviction",
+                    "message": f"Marking for deletion Pod {ns}/{name}",
+                    "type": "Normal",
+                    "firstTimestamp": at,
+                },
+            )
 
     def _schedule(self, namespace: str, name: str) -> None:
         pod = self._objects[("pods", namespace, name)]

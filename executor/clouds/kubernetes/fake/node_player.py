@@ -12,8 +12,10 @@ Secret's key. Its output (stdout and stderr) is the Pod's log, which the apiserv
 
 A take-back (:meth:`NodePlayer.take_back`) does what a spot reclaim does through the kubelet's
 graceful node shutdown: the node is tainted (no new Pod lands there), each of its running Pods
-gets the ``DisruptionTarget`` condition, its process SIGTERM, and SIGKILL once its
-``terminationGracePeriodSeconds`` have passed; the Pods end ``Failed`` and the node is deleted.
+gets the ``DisruptionTarget`` condition (``TerminationByKubelet``), its process SIGTERM, and
+SIGKILL once its ``terminationGracePeriodSeconds`` have passed; the Pods end ``Failed`` and the
+node is deleted. With a ``NoExecute`` taint (CCE's reclaim notice) the cluster's taint manager
+marks and deletes the Pods first (``DeletionByTaintManager``), and the player stops them.
 A Pod deleted through the API (its ``deletionTimestamp`` set) is stopped the same way, then
 removed."""
 
@@ -148,7 +150,11 @@ class NodePlayer:
         with self._lock:
             victims = [r for r in self._running.values() if r.node == node]
         for running in victims:
-            self._disrupt(running)
+            pod = self.cluster.get("pods", running.namespace, running.name)
+            if pod["metadata"].get("deletionTimestamp"):  # the taint manager evicted it
+                running.grace_s = float(pod["metadata"]["deletionGracePeriodSeconds"])
+            else:
+                self._disrupt(running)
             self._stop(running)
 
     def wait_gone(self, node: str, timeout_s: float = 120.0) -> None:

@@ -30,9 +30,10 @@ from spotwise.executor.clouds.kubernetes.launcher import (
     KubernetesInstance,
     KubernetesLauncher,
 )
+from spotwise.executor.clouds.kubernetes.platforms import PLATFORMS
 from spotwise.executor.clouds.kubernetes.target import KubernetesTarget
 from spotwise.executor.errors import ExecutorError
-from spotwise.executor.launchers.base import Placement
+from spotwise.executor.launchers.base import Placement, RiddenOut
 from tests.fakes.slow_proxy import SlowProxy
 
 SPOT = {"cloud.google.com/gke-spot": "true"}
@@ -50,6 +51,7 @@ RESUMING = textwrap.dedent(
     def stop(*_):
         os.makedirs(os.path.dirname(state), exist_ok=True)
         open(state, "w").write("7")
+        time.sleep(float(sys.argv[2]) if len(sys.argv) > 2 else 0)  # the save's time
         sys.exit(75)
     signal.signal(signal.SIGTERM, stop)
     print(json.dumps({"event": "fresh"}), flush=True)
@@ -61,6 +63,14 @@ RESUMING = textwrap.dedent(
 
 RESUME = ["python", "-c", RESUMING, "/spotwise/checkpoints/run"]
 """The player puts the claim's host folder where the mount path starts an argument."""
+TELL_WINDOW = [
+    "python",
+    "-c",
+    "from spotwise.core.settings import current; print('notice window', current().notice_s)",
+]
+"""Says the SIGTERM window the guard reads in the Pod."""
+SLOW_RESUME = [*RESUME, "1.0"]
+"""One whose save on SIGTERM takes a second (a deleted Pod is gone once it has ended)."""
 
 
 @pytest.fixture
@@ -154,6 +164,30 @@ def test_a_reclaim_is_ridden_out_by_a_new_pod_that_resumes(local: LocalCluster) 
         '{"event": "resumed", "step": 7}\nfinished\n',
     ]
     assert local.cluster.get("jobs", NAMESPACE, instance.name)["status"].get("failed", 0) == 0
+    taken = RiddenOut(worker=pods[0]["name"], reason="TerminationByKubelet", noticed=True)
+    assert instance.ridden_out() == [taken]
+    assert instance.ridden_out() == []  # told once
+
+
+def test_a_no_execute_reclaim_taint_evicts_the_pod_with_its_grace_and_it_is_ridden_out(
+    local: LocalCluster,
+) -> None:
+    """CCE's reclaim notice is a NoExecute taint: the taint manager marks the Pod
+    ``DisruptionTarget`` (``DeletionByTaintManager``) and deletes it with its grace."""
+    lines: list[str] = []
+    instance = launcher(target()).launch(SPOT_PLACE, SLOW_RESUME, {}, lines.append)
+    until(lambda: (instance.poll(), "training" in lines)[1])
+    (first,) = instance.pods()
+    reclaim = {"key": "node-problem-controller.cce.io/SpotPriceNodeReclaimNotification"}
+    local.player.take_back("spot-a", {**reclaim, "effect": "NoExecute"})
+    local.player.add_node("spot-b", labels=SPOT, gpus=1)
+    assert until_ended(instance) == 0
+    assert [e["event"] for e in instance.events] == ["fresh", "resumed"]
+    assert local.player.played.exits[first["name"]] == 75  # it checkpointed in its grace
+    taken = RiddenOut(worker=first["name"], reason="DeletionByTaintManager", noticed=True)
+    assert instance.ridden_out() == [taken]
+    events = local.cluster.items("events", NAMESPACE)
+    assert [e["reason"] for e in events] == ["TaintManagerEviction"]
 
 
 def test_a_failing_command_fails_the_job_at_once(local: LocalCluster) -> None:
@@ -171,6 +205,7 @@ def test_a_notice_stops_the_pod_within_its_grace_and_ends_preempted(local: Local
     instance.notice()
     assert until_ended(instance) == 75
     assert (local.claims["checkpoints"] / "checkpoints" / "run" / "state").read_text() == "7"
+    assert instance.ridden_out() == []  # asked to leave: no take-back
 
 
 def test_a_status_request_that_times_out_is_unknown_never_a_failure(
@@ -224,9 +259,15 @@ def test_each_platforms_pod_lands_on_its_spot_node_and_nowhere_else(
                 zones=(CCE_POOL,) if platform == "cce" else (),
             )
         )
-        instance = launcher(chosen).launch(SPOT_PLACE, ["python", "-c", "pass"], {}, None)
+        lines: list[str] = []
+        instance = launcher(chosen).launch(SPOT_PLACE, TELL_WINDOW, {}, lines.append)
         assert until_ended(instance) == 0
         assert [p["node"] for p in instance.pods()] == ["spot"]
+        # the guard in the Pod reads the grace the Pod has: the platform's window
+        (pod,) = cluster.cluster.items("pods", NAMESPACE)
+        grace = pod["spec"]["terminationGracePeriodSeconds"]
+        assert grace == PLATFORMS[platform].grace_s
+        assert lines[-1] == f"notice window {float(grace)}"
     finally:
         cluster.close()
 

@@ -38,6 +38,7 @@ from spotwise.executor.ledger.ledger import JobInfo, JobStatus, Ledger, new_job_
 from spotwise.executor.supervise.supervised import SupervisedJob, client_factory, supervise
 from spotwise.executor.supervise.supervisor import SupervisorConfig
 from spotwise.policy.schemas import JobTerms
+from spotwise.pricing.operational import open_operational
 from spotwise.pricing.store import MarketStore
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(420)]
@@ -165,7 +166,8 @@ def test_the_supervisor_runs_a_job_through_a_reclaim_on_the_kubernetes_launcher(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The supervisor's own loop on the launcher: the job completes in the ledger, on one
-    instance (the Job rode the reclaim out), its events those of both Pods."""
+    instance (the Job rode the reclaim out), its events those of both Pods; the ledger counts
+    the reclaim a preemption and its SIGTERM a notice, with the disruption's reason."""
     local = LocalCluster(tmp_path / "cluster")
     monkeypatch.setenv("KUBECONFIG", str(local.kubeconfig))
     try:
@@ -226,5 +228,20 @@ def test_the_supervisor_runs_a_job_through_a_reclaim_on_the_kubernetes_launcher(
         kinds = [e["event"] for e in job.events]
         assert kinds.count("fresh") == 1 and kinds.count("resumed") == 1, kinds
         assert list(local.player.played.exits.values()) == [75, 0]  # preempted, then done
+        report = job.report
+        assert (report.instances, report.preemptions, report.notices) == (1, 1, 1), said[-20:]
+        with open_operational(store) as kept:
+            details = kept.query(
+                "SELECT kind, detail FROM ledger WHERE job_id = ? AND kind IN "
+                "('preemption', 'notice') ORDER BY kind",
+                [job_id],
+            )
+        first = local.player.played.started[0]
+        why = f"TerminationByKubelet ({first}; the instance rode it out)"
+        assert [tuple(row) for row in details.itertuples(index=False)] == [
+            ("notice", why),
+            ("preemption", why),
+        ]
+        assert f"preempted on spot in any: {why}" in said
     finally:
         local.close()

@@ -13,14 +13,14 @@ from spotwise.executor.clouds.base import CloudOptions  # noqa: E402
 from spotwise.executor.clouds.kubernetes.fake.schema import KUBERNETES_VERSION  # noqa: E402
 from spotwise.executor.clouds.kubernetes.manifests import (  # noqa: E402
     JOB_LABEL,
+    NOTICE_ENV,
     disruption_budget,
     job,
     label_value,
     secret,
 )
+from spotwise.executor.clouds.kubernetes.platforms import PLATFORMS  # noqa: E402
 from spotwise.executor.clouds.kubernetes.target import KubernetesTarget  # noqa: E402
-
-PLATFORMS = ("gke", "eks", "aks", "cce", "generic")
 
 
 def target(platform: str, gpus: str = "+1gpu") -> KubernetesTarget:
@@ -55,7 +55,7 @@ def test_every_manifest_is_valid_kubernetes_for_each_platform(platform: str) -> 
 @pytest.mark.parametrize(
     ("platform", "selector", "toleration", "grace"),
     [
-        ("gke", {"cloud.google.com/gke-spot": "true"}, "cloud.google.com/gke-spot", 30),
+        ("gke", {"cloud.google.com/gke-spot": "true"}, "cloud.google.com/gke-spot", 15),
         ("eks", {"karpenter.sh/capacity-type": "spot"}, None, 120),
         (
             "aks",
@@ -74,6 +74,31 @@ def test_the_pod_selects_the_platforms_spot_nodes_within_its_window(
     assert keys == ([toleration] if toleration else []) + ["nvidia.com/gpu"]
     assert spec["terminationGracePeriodSeconds"] == grace
     assert spec["containers"][0]["resources"] == {"limits": {"nvidia.com/gpu": "1"}}
+
+
+@pytest.mark.parametrize(
+    ("platform", "window_s"),
+    # GKE: 15 s of its 30 s graceful node shutdown are the Pods'; AKS: Scheduled Events' 30 s;
+    # EKS: EC2's two-minute notice; CCE: 120 s (uncertain, platforms.py); generic: Kubernetes'
+    # default grace
+    [("gke", 15), ("eks", 120), ("aks", 30), ("cce", 120), ("generic", 30)],
+)
+def test_the_pods_grace_and_the_guards_window_are_the_platforms_one_value(
+    platform: str, window_s: int
+) -> None:
+    spec = written(platform)[0]["spec"]["template"]["spec"]
+    env = {e["name"]: e.get("value") for e in spec["containers"][0]["env"]}
+    assert spec["terminationGracePeriodSeconds"] == window_s == PLATFORMS[platform].grace_s
+    assert env[NOTICE_ENV] == str(window_s)
+    assert env["A"] == "1"
+
+
+def test_a_grace_given_is_both_the_pods_and_the_guards() -> None:
+    chosen = KubernetesTarget(platform="eks", image="ghcr.io/acme/train:1.0", grace_s=90)
+    spec = job(chosen, "spotwise-abc-1", "abc123def456", ["python"], {NOTICE_ENV: "5"})
+    pod = spec["spec"]["template"]["spec"]
+    env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
+    assert (pod["terminationGracePeriodSeconds"], env[NOTICE_ENV]) == (90, "90")
 
 
 def test_cce_selects_its_spot_node_pools_by_name() -> None:

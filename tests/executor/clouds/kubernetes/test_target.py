@@ -27,7 +27,7 @@ def test_the_shared_flags_name_context_namespace_platform_shape_and_claim() -> N
         "ml",
         "gke",
     )
-    assert (target.shape, target.gpus, target.grace) == ("a2-highgpu-1g", 1, 30)
+    assert (target.shape, target.gpus, target.grace) == ("a2-highgpu-1g", 1, 15)
     assert KubernetesTarget.from_dict(target.to_dict()) == target
 
 
@@ -64,6 +64,14 @@ def test_what_a_cluster_cannot_take_is_refused_naming_the_flag(
 def test_a_grace_beyond_the_platforms_window_is_refused() -> None:
     with pytest.raises(ExecutorError, match="outside gke's window"):
         KubernetesTarget(platform="gke", grace_s=60).check()
+    with pytest.raises(ExecutorError, match="give 1 s or more"):
+        KubernetesTarget(platform="eks", grace_s=0).check()
+
+
+def test_a_generic_cluster_sets_no_window_its_pods_grace_is_it() -> None:
+    KubernetesTarget(platform="generic", grace_s=300).check()
+    assert KubernetesTarget(platform="generic", grace_s=300).grace == 300
+    assert KubernetesTarget(platform="generic").grace == 30
 
 
 def test_a_launch_needs_an_image_and_a_claim() -> None:

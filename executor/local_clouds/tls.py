@@ -1,5 +1,6 @@
-"""A self-signed certificate for the fake apiserver on 127.0.0.1: ``kubectl`` sends a bearer
-token over HTTPS only, as client-go does."""
+"""A self-signed certificate for a cloud API fake on 127.0.0.1, for the clients that speak
+HTTPS only (``kubectl`` sends its bearer token over HTTPS only, as client-go does; the Azure
+SDK's credentials ask for HTTPS)."""
 
 from __future__ import annotations
 
@@ -11,21 +12,23 @@ from pathlib import Path
 from spotwise.core.clock import SYSTEM_CLOCK, Clock
 
 
-def self_signed(folder: Path, clock: Clock = SYSTEM_CLOCK) -> tuple[Path, Path]:
-    """A certificate for 127.0.0.1 and localhost valid for two days, and its key (mode 0600),
-    in ``folder``: ``apiserver.pem`` and ``apiserver.key``."""
+def self_signed(
+    folder: Path, name: str, *, subject: str, clock: Clock = SYSTEM_CLOCK
+) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 and localhost valid for two days, named ``subject``, and its
+    key (mode 0600), in ``folder``: ``NAME.pem`` and ``NAME.key``."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.x509.oid import NameOID
 
     key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "spotwise kubernetes fake")])
+    issuer = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)])
     now = datetime.datetime.fromtimestamp(clock.time(), datetime.UTC)
     certificate = (
         x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
+        .subject_name(issuer)
+        .issuer_name(issuer)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - datetime.timedelta(minutes=5))
@@ -40,7 +43,7 @@ def self_signed(folder: Path, clock: Clock = SYSTEM_CLOCK) -> tuple[Path, Path]:
         .sign(key, hashes.SHA256())
     )
     folder.mkdir(parents=True, exist_ok=True)
-    cert_path, key_path = folder / "apiserver.pem", folder / "apiserver.key"
+    cert_path, key_path = folder / f"{name}.pem", folder / f"{name}.key"
     cert_path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
     secret = key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
