@@ -911,10 +911,15 @@ def _count(result: duckdb.DuckDBPyConnection) -> int:
 def _keyed(table: str, batch: pd.DataFrame) -> pa.Table:
     """The batch's columns of ``table``, one row per key (the last one given), as an Arrow
     table: DuckDB reads it in place, where it converts a frame's text columns on every scan."""
+    import pandas as pd
     import pyarrow as pa
 
     spec = SPECS[table]
-    batch = batch.drop_duplicates(list(spec.key), keep="last").loc[:, list(spec.columns)]
+    batch = batch.loc[:, list(spec.columns)]
+    times = [c for c in spec.columns if isinstance(batch[c].dtype, pd.DatetimeTZDtype)]
+    if times:  # the store keeps microseconds: two times within one are one key
+        batch = batch.assign(**{c: batch[c].dt.floor("us") for c in times})
+    batch = batch.drop_duplicates(list(spec.key), keep="last")
     return pa.Table.from_pandas(batch, preserve_index=False)
 
 

@@ -122,6 +122,20 @@ def test_rows_the_store_holds_already_are_written_without_holding_it(store_file:
         assert store.query("SELECT price FROM prices ORDER BY ts")["price"].tolist() == [1.0, 2.5]
 
 
+def test_times_within_a_microsecond_are_one_key_and_a_second_load_adds_nothing(
+    store_file: Path,
+) -> None:
+    """The store keeps microseconds: a trace's computed times may carry nanoseconds, which must
+    neither make two rows of one stored key nor look new when the file is loaded again."""
+    frame = prices(1.0, 2.0)
+    frame["ts"] = frame["ts"] + pd.to_timedelta([400, 700], unit="ns")
+    frame.loc[1, "ts"] = frame.loc[0, "ts"] + pd.Timedelta(100, unit="ns")  # same microsecond
+    with MarketStore.open(store_file) as store:
+        assert store.upsert({"prices": frame}) == {"prices": 1}
+        assert store.upsert({"prices": frame}) == {"prices": 0}
+        assert store.query("SELECT price FROM prices")["price"].tolist() == [2.0]
+
+
 def test_upsert_replaces_a_changed_value_under_the_same_key(store_file: Path) -> None:
     with MarketStore.open(store_file) as store:
         store.upsert({"prices": prices(1.0, 2.0)})
