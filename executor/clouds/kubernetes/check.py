@@ -26,8 +26,6 @@ PERMISSIONS = (
     ("delete", "jobs", "batch", ""),
     ("list", "pods", "", ""),
     ("get", "pods", "", "log"),
-    ("create", "poddisruptionbudgets", "policy", ""),
-    ("delete", "poddisruptionbudgets", "policy", ""),
     ("create", "secrets", "", ""),
     ("list", "secrets", "", ""),
     ("delete", "secrets", "", ""),

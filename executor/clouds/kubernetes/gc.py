@@ -2,7 +2,7 @@
 the Jobs labelled ``spotwise.dev/job=JOB`` (of this host's ``spotwise.dev/host``, or of a job
 named with ``--job``), each judged by the ledger as its page of the listing comes, then the
 jobs' Secrets; a Job proven orphaned is deleted with its Pods (their grace kept: the guard
-checkpoints on the way out) and its PodDisruptionBudget, a Secret on its own. A Job already
+checkpoints on the way out), a Secret on its own. A Job already
 being deleted is left out."""
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ class KubernetesSweep:
         self.target = target
         self.batch: Any = client.BatchV1Api(api)
         self.core: Any = client.CoreV1Api(api)
-        self.policy: Any = client.PolicyV1Api(api)
         server = api.configuration.host
         self.looking = (
             f"namespace {target.namespace} of {target.context or 'the current context'} "
@@ -86,13 +85,6 @@ class KubernetesSweep:
                 f"deleting Job {name}",
                 lambda: self.batch.delete_namespaced_job(
                     name, ns, body=background, _request_timeout=15
-                ),
-            )
-        with contextlib.suppress(Gone):
-            call(
-                f"deleting PodDisruptionBudget {name}",
-                lambda: self.policy.delete_namespaced_pod_disruption_budget(
-                    name, ns, _request_timeout=15
                 ),
             )
 

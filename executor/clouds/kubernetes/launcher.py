@@ -1,5 +1,5 @@
-"""The Kubernetes launcher: each instance is a one-Pod Job on the platform's spot nodes with its
-PodDisruptionBudget (:mod:`.manifests`). A reclaim of its node is the kubelet's SIGTERM to the
+"""The Kubernetes launcher: each instance is a one-Pod Job on the platform's spot nodes
+(:mod:`.manifests`). A reclaim of its node is the kubelet's SIGTERM to the
 Pod (the guard's stop notice: it checkpoints to the claim within the grace); the Job's failure
 policy then starts a new Pod without using a retry, which resumes from that checkpoint: the
 instance rides the take-back out, and tells the supervisor of it (:meth:`~KubernetesInstance.
@@ -25,13 +25,12 @@ from spotwise.executor.clouds.cloud_launcher import CloudLauncher
 from spotwise.executor.clouds.kubernetes.clients import REQUEST_TIMEOUT_S, Gone, Unreachable, call
 from spotwise.executor.clouds.kubernetes.manifests import (
     INSTANCE_LABEL,
-    disruption_budget,
     job,
     secret,
     secret_name,
 )
 from spotwise.executor.clouds.kubernetes.target import CHECKPOINT_MOUNT, KubernetesTarget
-from spotwise.executor.errors import PREEMPTED_EXIT_CODE, ExecutorError
+from spotwise.executor.errors import PREEMPTED_EXIT_CODE
 from spotwise.executor.launchers.base import Placement, RiddenOut
 
 POLL_EVERY_S = 2.0
@@ -73,7 +72,6 @@ class KubernetesLauncher(CloudLauncher):
         # the client's models are typed; the objects written are plain JSON (manifests.py)
         self.core: Any = client.CoreV1Api(api)
         self.batch: Any = client.BatchV1Api(api)
-        self.policy: Any = client.PolicyV1Api(api)
         self._launched = 0
         self.secret_keys = tuple(sorted(secrets or {}))
         if secrets:
@@ -93,11 +91,10 @@ class KubernetesLauncher(CloudLauncher):
         log: Callable[[str], None] | None = None,
     ) -> KubernetesInstance:
         """A new Job running ``command`` with ``env`` in the pool ``placement`` names (a zone;
-        ``any``: wherever the scheduler puts it), with its PodDisruptionBudget.
+        ``any``: wherever the scheduler puts it).
 
         Raises:
-            ExecutorError: when the apiserver refuses either object (the budget is removed
-                again when the Job is refused).
+            ExecutorError: when the apiserver refuses the Job.
         """
         self.target.require_complete()
         self._launched += 1
@@ -107,21 +104,11 @@ class KubernetesLauncher(CloudLauncher):
             target = dataclasses.replace(target, zones=(placement.pool,))
         spot = placement.market == "spot"
         ns = target.namespace
-        call(
-            f"PodDisruptionBudget {name}",
-            lambda: self.policy.create_namespaced_pod_disruption_budget(
-                ns, disruption_budget(name, self.job_id), _request_timeout=self.timeout_s
-            ),
-        )
         body = job(target, name, self.job_id, command, env, spot=spot, secrets=self.secret_keys)
-        try:
-            call(
-                f"Job {name}",
-                lambda: self.batch.create_namespaced_job(ns, body, _request_timeout=self.timeout_s),
-            )
-        except ExecutorError:
-            self._quietly(lambda: self.policy.delete_namespaced_pod_disruption_budget(name, ns))
-            raise
+        call(
+            f"Job {name}",
+            lambda: self.batch.create_namespaced_job(ns, body, _request_timeout=self.timeout_s),
+        )
         return KubernetesInstance(self, name, placement, log or (lambda _: None))
 
     def close(self) -> None:
@@ -388,13 +375,8 @@ class KubernetesInstance:
         return None
 
     def terminate(self) -> None:
-        """Release its objects: the Job (and its Pods) and the disruption budget."""
+        """Release its objects: the Job and its Pods."""
         self._delete(grace=None)
-        self.launcher._quietly(
-            lambda: self.launcher.policy.delete_namespaced_pod_disruption_budget(
-                self.name, self._ns, _request_timeout=self.launcher.timeout_s
-            )
-        )
 
     def _delete(self, *, grace: int | None) -> None:
         from kubernetes import client

@@ -1,12 +1,15 @@
-"""The objects the Kubernetes launcher writes for one instance, as plain JSON: a Job of one Pod
-on the platform's spot nodes, and a PodDisruptionBudget that keeps voluntary drains (Karpenter's
-consolidation, node upgrades) off it.
+"""The object the Kubernetes launcher writes for one instance, as plain JSON: a Job of one Pod on
+the platform's spot nodes that the autoscalers do not scale down of their own accord.
 
 The Job's Pod selects the platform's spot nodes and tolerates their taints (and the GPU taint
 when it asks for GPUs), has ``terminationGracePeriodSeconds`` inside the platform's window and
 tells the guard the same grace (``SPOTWISE_NOTICE_S``: the SIGTERM the kubelet sends on a
 reclaim is the guard's stop notice, its emergency checkpoint goes to the PersistentVolumeClaim,
-which outlives the node), carries ``karpenter.sh/do-not-disrupt``,
+which outlives the node), carries ``karpenter.sh/do-not-disrupt`` and the cluster
+autoscaler's ``safe-to-evict: "false"`` (neither consolidation nor a scale-down takes its node;
+no PodDisruptionBudget: EKS hands a spot reclaim to a drain, Karpenter's interruption handling or
+the node termination handler, whose evictions a budget of one Pod would refuse, so the Pod would
+get no SIGTERM before EC2 takes the node),
 and the ledger's job id on its labels. Its ``podFailurePolicy`` ignores a Pod that ended with
 the ``DisruptionTarget`` condition (a reclaim, a preemption, a drain: the Job starts a new Pod,
 which resumes from the checkpoint, without using a retry) and fails the Job at once on any exit
@@ -31,6 +34,7 @@ JOB_LABEL = "spotwise.dev/job"
 HOST_LABEL = "spotwise.dev/host"
 INSTANCE_LABEL = "spotwise.dev/instance"
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
+SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
 CONTAINER = "train"
 CLAIM_VOLUME = "checkpoints"
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -188,7 +192,10 @@ def job(
                 ]
             },
             "template": {
-                "metadata": {"labels": own, "annotations": {DO_NOT_DISRUPT: "true"}},
+                "metadata": {
+                    "labels": own,
+                    "annotations": {DO_NOT_DISRUPT: "true", SAFE_TO_EVICT: "false"},
+                },
                 "spec": pod_spec(
                     target,
                     command,
@@ -199,15 +206,4 @@ def job(
                 ),
             },
         },
-    }
-
-
-def disruption_budget(name: str, job_id: str) -> dict[str, Any]:
-    """The PodDisruptionBudget of instance ``name``: its one Pod may not be drained
-    voluntarily (a reclaim is not voluntary and is not held back)."""
-    return {
-        "apiVersion": "policy/v1",
-        "kind": "PodDisruptionBudget",
-        "metadata": {"name": name, "labels": labels(job_id, name)},
-        "spec": {"minAvailable": 1, "selector": {"matchLabels": {INSTANCE_LABEL: name}}},
     }

@@ -156,7 +156,6 @@ def test_a_reclaimed_gke_spot_pod_checkpoints_in_its_grace_and_a_new_pod_resumes
         record.finish(JobStatus.COMPLETED)
         instance.terminate()
         assert not local.cluster.items("jobs", NAMESPACE)
-        assert not local.cluster.items("poddisruptionbudgets", NAMESPACE)
     finally:
         local.close()
     assert not local.player.errors

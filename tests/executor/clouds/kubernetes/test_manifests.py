@@ -14,7 +14,6 @@ from spotwise.executor.clouds.kubernetes.fake.schema import KUBERNETES_VERSION  
 from spotwise.executor.clouds.kubernetes.manifests import (  # noqa: E402
     JOB_LABEL,
     NOTICE_ENV,
-    disruption_budget,
     job,
     label_value,
     secret,
@@ -36,12 +35,11 @@ def target(platform: str, gpus: str = "+1gpu") -> KubernetesTarget:
     )
 
 
-def written(platform: str) -> tuple[dict, dict, dict]:
+def written(platform: str) -> tuple[dict, dict]:
     chosen = target(platform)
     command = ["python", "train.py"]
     return (
         job(chosen, "spotwise-abc-1", "abc123def456", command, {"A": "1"}, secrets=["HF_TOKEN"]),
-        disruption_budget("spotwise-abc-1", "abc123def456"),
         secret("abc123def456", {"HF_TOKEN": "s3cret"}),
     )
 
