@@ -117,7 +117,10 @@ def test_a_disruption_is_ignored_and_a_real_failure_fails_the_job() -> None:
     assert rules[0]["onPodConditions"] == [{"type": "DisruptionTarget", "status": "True"}]
     assert (rules[1]["action"], rules[1]["onExitCodes"]["values"]) == ("FailJob", [75])
     template = manifest["spec"]["template"]
-    assert template["metadata"]["annotations"] == {"karpenter.sh/do-not-disrupt": "true"}
+    assert template["metadata"]["annotations"] == {
+        "karpenter.sh/do-not-disrupt": "true",
+        "cluster-autoscaler.kubernetes.io/safe-to-evict": "false",
+    }
     assert template["metadata"]["labels"][JOB_LABEL] == "abc123def456"
     assert manifest["metadata"]["labels"][JOB_LABEL] == "abc123def456"
 
@@ -135,7 +138,7 @@ def test_a_host_name_becomes_a_valid_label_value() -> None:
 
 
 def test_a_secret_reaches_the_pod_by_reference_never_by_value() -> None:
-    manifest, _, stored = written("gke")
+    manifest, stored = written("gke")
     env = manifest["spec"]["template"]["spec"]["containers"][0]["env"]
     assert {
         "name": "HF_TOKEN",
