@@ -274,6 +274,8 @@ def _bench_case(
         del loaded
 
         manager.close()
+        # each phase's checkpoints go once it is done: at 4 GB, kept, they added up to 30 GB
+        shutil.rmtree(root / "ckpt")
         progress("fine-tune, incremental save")
         manager = CheckpointManager(
             [str(root / "incremental")], keep_latest_k=2, full_every=1000, say=progress
@@ -294,11 +296,13 @@ def _bench_case(
         manager.save(5, tuned, block=True)  # incremental: only the unfrozen layer changed
         incremental = manager.last_save
         manager.close()
+        shutil.rmtree(root / "incremental")
         del manager, tuned, optimizer
         gc.collect()  # (the staging buffers, before the steps' own)
 
         progress("peak RSS of three saves, in a fresh process")
         rss = peak_rss_of_saves(state_bytes / 1e9, root / "rss")
+        shutil.rmtree(root / "rss")
 
         progress("training steps under a guard, after no save, an unguarded and a guarded one")
         model.requires_grad_(True)
