@@ -20,7 +20,7 @@ from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -28,11 +28,11 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from spotwise.core.progress import Progress, silent
 from spotwise.executor.checkpoint.manager import CheckpointManager
-from spotwise.executor.example_runs import example_command, reference_run
 from spotwise.executor.notices import NoticeWatcher, preemption_times
-from spotwise.executor.supervise.replay import Launch, run_under_replay
 from spotwise.executor.training.guard import Guard
-from spotwise.policy.traces import load_traces
+
+if TYPE_CHECKING:
+    from spotwise.executor.supervise.replay import Launch
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -86,8 +86,16 @@ class CheckpointCase:
     """The same for the default (guarded) save: the copy overlaps the forward and backward."""
     peak_rss_gb: float
     """The peak resident memory of a fresh process that builds the same state and saves it
-    three times (10⁹ bytes): its ``VmHWM``."""
+    three times (10⁹ bytes): its ``VmHWM``: the interpreter with torch, the state, and what the
+    saves hold."""
     peak_rss_vs_state: float
+    """``peak_rss_gb`` / the state's size."""
+    interpreter_rss_gb: float
+    """That process's resident memory before it builds the state: Python, torch and the
+    checkpoint manager (10⁹ bytes), the same whatever the state's size."""
+    saves_rss_vs_state: float
+    """What the saves held at their peak beyond the state (and the interpreter), over the
+    state's size: the staging copy of an async save (1×) and the write path."""
 
     def to_dict(self) -> dict[str, Any]:
         """The result as plain JSON-ready values."""
@@ -266,6 +274,8 @@ def _bench_case(
         del loaded
 
         manager.close()
+        # each phase's checkpoints go once it is done: at 4 GB, kept, they added up to 30 GB
+        shutil.rmtree(root / "ckpt")
         progress("fine-tune, incremental save")
         manager = CheckpointManager(
             [str(root / "incremental")], keep_latest_k=2, full_every=1000, say=progress
@@ -286,11 +296,13 @@ def _bench_case(
         manager.save(5, tuned, block=True)  # incremental: only the unfrozen layer changed
         incremental = manager.last_save
         manager.close()
+        shutil.rmtree(root / "incremental")
         del manager, tuned, optimizer
         gc.collect()  # (the staging buffers, before the steps' own)
 
         progress("peak RSS of three saves, in a fresh process")
-        peak_rss = peak_rss_of_saves(state_bytes / 1e9, root / "rss")
+        rss = peak_rss_of_saves(state_bytes / 1e9, root / "rss")
+        shutil.rmtree(root / "rss")
 
         progress("training steps under a guard, after no save, an unguarded and a guarded one")
         model.requires_grad_(True)
@@ -320,8 +332,10 @@ def _bench_case(
         train_step_s=round(on_steps.step_s, 4),
         save_step_overhead_s=round(on_steps.unguarded_overhead_s, 4),
         guarded_save_step_overhead_s=round(on_steps.guarded_overhead_s, 4),
-        peak_rss_gb=round(peak_rss / 1e9, 3),
-        peak_rss_vs_state=round(peak_rss / state_bytes, 3),
+        peak_rss_gb=round(rss.peak / 1e9, 3),
+        peak_rss_vs_state=round(rss.peak / state_bytes, 3),
+        interpreter_rss_gb=round(rss.interpreter / 1e9, 3),
+        saves_rss_vs_state=round((rss.peak - rss.with_state) / state_bytes, 3),
     )
 
 
@@ -398,29 +412,47 @@ def _bench_steps(model: nn.Sequential, manager: CheckpointManager) -> _OnSteps:
 
 _SAVES = """
 import re, sys
+def kb(field): return re.search(field + r":\\s+(\\d+) kB", open("/proc/self/status").read())[1]
 from spotwise.executor.bench import _model_of_size
 from spotwise.executor.checkpoint.manager import CheckpointManager
+interpreter = kb("VmRSS")
 state = {"model": _model_of_size(float(sys.argv[1])).state_dict()}
+with_state = kb("VmRSS")
 manager = CheckpointManager([sys.argv[2]])
 manager.save(1, state)
 manager.save(2, state)
 manager.save(3, state, block=True)
 manager.close()
-print(re.search(r"VmHWM:\\s+(\\d+) kB", open("/proc/self/status").read())[1])
+print(interpreter, with_state, kb("VmHWM"))
 """
 
 
-def peak_rss_of_saves(size_gb: float, folder: Path) -> int:
-    """The peak resident memory (bytes) of a fresh process that builds the state of
-    ``size_gb`` and saves it three times to ``folder``: the interpreter, the state, and what
-    checkpointing holds. Linux's ``VmHWM``: ``ru_maxrss`` would keep the forking parent's."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SavesRss:
+    """The resident memory (bytes) of a fresh process that saves a state three times."""
+
+    interpreter: int
+    """Before it builds the state: Python, torch and the checkpoint manager imported."""
+    with_state: int
+    """With the state built, before the first save."""
+    peak: int
+    """Its peak (``VmHWM``), the saves included."""
+
+
+def peak_rss_of_saves(size_gb: float, folder: Path) -> SavesRss:
+    """The resident memory of a fresh process that builds the state of ``size_gb`` and saves it
+    three times to ``folder`` (two async saves, then a blocking one): the interpreter, the
+    state, and what checkpointing holds. Linux's ``VmHWM``: ``ru_maxrss`` would keep the forking
+    parent's. The process imports no more than the bench module, which leaves what only the
+    resume bench needs (pandas, 0.1 GB) to that bench."""
     found = subprocess.run(
         [sys.executable, "-c", _SAVES, str(size_gb), str(folder)],
         check=True,
         capture_output=True,
         text=True,
     )
-    return int(found.stdout.split()[-1]) * 1024
+    interpreter, with_state, peak = (int(kb) * 1024 for kb in found.stdout.split()[-3:])
+    return SavesRss(interpreter=interpreter, with_state=with_state, peak=peak)
 
 
 DURABLE_ROUNDS = 3
@@ -486,6 +518,12 @@ def bench_resume(
     progress: Progress = silent,
 ) -> ResumeBench:
     """The example training uninterrupted, then under a replayed real preemption trace."""
+    # Imported here: they bring pandas (0.1 GB), which the checkpoint bench's peak-RSS process,
+    # importing this module, must not hold.
+    from spotwise.executor.example_runs import example_command, reference_run
+    from spotwise.executor.supervise.replay import run_under_replay
+    from spotwise.policy.traces import load_traces
+
     folder, pool = DEFAULT_TRACE
     traces = load_traces(data_dir / folder)
     available = traces.available[traces.names.index(pool)]

@@ -85,9 +85,19 @@ def open_replica(url: str, storage_options: dict[str, Any] | None = None) -> Rep
     return FsspecReplica(url, fs, root)
 
 
+WRITE_PIECE = 16 << 20
+"""The most bytes one ``write()`` is handed. An fsspec file (s3fs, gcsfs, ...) copies what it is
+given into its upload buffer before it uploads a block of it: a large tensor's file handed whole
+would be a second copy of the tensor per replica. In pieces, each buffer holds about a block
+and a piece; a local file takes the pieces straight from the staging buffers either way."""
+
+
 def _write_chunks(handle: BinaryIO, chunks: Iterable[bytes | memoryview]) -> None:
+    """Write the chunks in pieces of at most :data:`WRITE_PIECE` bytes, none copied."""
     for chunk in chunks:
-        handle.write(chunk)
+        view = memoryview(chunk).cast("B")
+        for start in range(0, view.nbytes, WRITE_PIECE):
+            handle.write(view[start : start + WRITE_PIECE])
 
 
 class LocalReplica:

@@ -113,7 +113,14 @@ def ends(kind: str, steps_here: int) -> list[dict[str, object]]:
     return [{"event": kind, "steps_here": steps_here}]
 
 
-def test_the_peak_rss_of_saves_holds_the_state_and_its_staging_copy(tmp_path: Path) -> None:
-    peak = peak_rss_of_saves(0.1, tmp_path)  # a fresh process: its peak is the saves'
-    assert peak > 2 * 0.1e9
+def test_the_peak_rss_of_saves_holds_the_state_and_its_staging_copy_no_more(
+    tmp_path: Path,
+) -> None:
+    rss = peak_rss_of_saves(0.1, tmp_path)  # a fresh process: its peak is the saves'
+    state = 0.1e9
+    assert rss.interpreter < rss.with_state < rss.peak
+    assert rss.with_state - rss.interpreter > 0.9 * state
+    # an async save's staging copy (1×), and not a second copy of the state in the write path
+    # (that would be 2×): the margin is threads and allocator arenas, not a copy
+    assert 0.9 * state < rss.peak - rss.with_state < 1.5 * state
     assert list(tmp_path.iterdir())  # it saved there
