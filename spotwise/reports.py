@@ -66,8 +66,7 @@ def print_report(result: JobReport | SupervisedJob, as_json: bool) -> None:
             )
         )
     if report.bids:
-        bids = ", ".join(f"{pool} ${bid:,.3f}/h" for pool, bid in report.bids)
-        out.print(f"  bids (the price above which a move pays): {bids}")
+        out.print(f"  bids (the price above which a move pays): {_bids(report.bids)}")
     if report.pending_writes:
         out.print(
             styled(
@@ -88,3 +87,19 @@ def _simulated(report: JobReport) -> str:
     if not report.simulated:
         return ""
     return f", simulated on a {report.simulation or 'replayed market'}"
+
+
+def _bids(bids: tuple[tuple[str, float], ...]) -> str:
+    """Each pool's bids in launch order, a bid made at several launches said once with their
+    count: ``pool-a $3.900/h (2 launches), pool-b $1.200/h``."""
+    launches: dict[str, dict[float, int]] = {}
+    for pool, bid in bids:
+        per_bid = launches.setdefault(pool, {})
+        per_bid[bid] = per_bid.get(bid, 0) + 1
+    return ", ".join(
+        f"{pool} "
+        + " / ".join(
+            f"${bid:,.3f}/h" + (f" ({n} launches)" if n > 1 else "") for bid, n in per_bid.items()
+        )
+        for pool, per_bid in launches.items()
+    )
