@@ -56,10 +56,10 @@ from spotwise.executor.supervise.elastic import NodePlan
 from spotwise.executor.supervise.supervised import SupervisedJob, supervise
 from spotwise.executor.supervise.supervisor import ClientFor, SupervisorConfig
 from spotwise.policy import fleet as rule  # the lab's rule, called where the lab calls it
-from spotwise.policy.client import PolicyClient
 from spotwise.policy.errors import PolicyError
 from spotwise.policy.fleet import TIERS, Grant, Market, Tier
-from spotwise.policy.schemas import (
+from spotwise.policy.service.client import PolicyClient
+from spotwise.policy.service.schemas import (
     MAX_JOB_HOURS,
     Decision,
     DecisionRequest,

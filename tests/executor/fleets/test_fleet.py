@@ -18,8 +18,8 @@ from spotwise.executor.errors import ExecutorError
 from spotwise.executor.fleets.fleet import FleetBudget, NodeGate, TieredClient, load_fleet_spec
 from spotwise.executor.supervise.elastic import NodePlan
 from spotwise.policy import fleet as rule
-from spotwise.policy.client import in_process_for
-from spotwise.policy.schemas import (
+from spotwise.policy.service.client import in_process_for
+from spotwise.policy.service.schemas import (
     Decision,
     DecisionRequest,
     IdleState,

@@ -1,4 +1,4 @@
-"""The scenario suite: every bundled trace set (:mod:`spotwise.policy.trace_sets`) × job shapes
+"""The scenario suite: every bundled trace set (:mod:`spotwise.policy.lab.trace_sets`) × job shapes
 × changeovers × what the controller sees × how much history it has, with the set's pools
 together (``every``) and one at a time (``each``).
 
@@ -41,8 +41,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from spotwise import policy
-from spotwise.policy.bench import kept_next_to, save_json
 from spotwise.policy.job import REFERENCE, JobSpec
+from spotwise.policy.lab.bench import kept_next_to, save_json
 from spotwise.policy.markets import MarketSpec
 from spotwise.policy.observe import ObserveMode
 from spotwise.policy.registry import BEST, reads_future
@@ -59,8 +59,8 @@ from spotwise.policy.traces import TraceSet
 from spotwise.pricing.forecast.prior import DEFAULT_PRIOR, PoolPrior
 
 if TYPE_CHECKING:
+    from spotwise.policy.lab.trace_sets import SetDescription
     from spotwise.policy.rl.catalog import ModelCatalog
-    from spotwise.policy.trace_sets import SetDescription
 
 Window = Literal["train", "held_back"]
 TRAIN: Window = "train"

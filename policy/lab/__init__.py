@@ -1,0 +1,7 @@
+"""The policy lab: policies run against one another on traces, in the simulator.
+
+- :mod:`.bench`: one trace set, the policies side by side (``spotwise bench policy``);
+- :mod:`.suite`: every bundled trace set (:mod:`.trace_sets`) × job shapes × markets, and its
+  verdict (``spotwise bench suite``); :mod:`.scenarios` generates synthetic ones;
+- :mod:`.bids`: a policy with a bid against the same without one (``spotwise bench bids``).
+"""
