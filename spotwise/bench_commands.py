@@ -300,7 +300,7 @@ def bench_fleet(
 ) -> None:
     """Twelve jobs in three tiers (high, normal, low) under one budget, simulated on real
     traces, against every job under `best` on its own on the same market (simulated $)."""
-    from spotwise.policy.fleet import (
+    from spotwise.policy.lab.fleet import (
         FleetMarket,
         default_fleet,
         fleet_starts,
