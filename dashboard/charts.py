@@ -8,7 +8,7 @@ import altair as alt
 import pandas as pd
 
 if TYPE_CHECKING:
-    from spotwise.policy.bench import BenchSummary
+    from spotwise.policy.lab.bench import BenchSummary
 
 DATE_AXIS = alt.Axis(format="%Y-%m-%d", labelAngle=0, title=None)
 """Time axes say the year: the bundled data is years old."""

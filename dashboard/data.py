@@ -13,7 +13,7 @@ import streamlit as st
 
 from spotwise.core import settings
 from spotwise.executor.ledger import ledger
-from spotwise.policy.bench import BenchSummary, last_summary
+from spotwise.policy.lab.bench import BenchSummary, last_summary
 from spotwise.policy.market import pools_from_store, require_pools
 from spotwise.policy.plan import Plan, PlanInputs, plan_job
 from spotwise.pricing import views
@@ -230,8 +230,8 @@ def run_policy_bench(
 ) -> BenchSummary:
     """``spotwise bench policy`` on the bundled traces with the issue's job (48 h of work in
     60 h, 0.2 h changeover, $0.918 spot, $3.06 on demand); ``_on_progress(share done)``."""
-    from spotwise.policy.bench import count_jobs, run_bench
     from spotwise.policy.job import REFERENCE
+    from spotwise.policy.lab.bench import count_jobs, run_bench
     from spotwise.policy.traces import load_traces
 
     traces = load_traces(settings.bundled_traces())

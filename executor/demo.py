@@ -22,8 +22,8 @@ from spotwise.executor.ledger.ledger import JobStatus
 from spotwise.executor.ledger.prices import price_book
 from spotwise.executor.supervise.supervised import SupervisedJob, supervise
 from spotwise.executor.supervise.supervisor import SupervisorConfig
-from spotwise.policy.client import in_process_for
-from spotwise.policy.schemas import JobTerms
+from spotwise.policy.service.client import in_process_for
+from spotwise.policy.service.schemas import JobTerms
 from spotwise.policy.traces import TraceSet
 from spotwise.pricing.quotes import REFERENCE_INSTANCE_TYPE
 from spotwise.pricing.store import MarketStore

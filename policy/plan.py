@@ -33,7 +33,7 @@ from spotwise.policy.cost import (
 )
 from spotwise.policy.errors import PolicyError
 from spotwise.policy.market import PoolTerms
-from spotwise.policy.schemas import MAX_JOB_HOURS
+from spotwise.policy.service.schemas import MAX_JOB_HOURS
 from spotwise.pricing.clouds.profile import LaunchForm
 from spotwise.pricing.clouds.registry import PROFILES
 from spotwise.pricing.collect_commands import collect_each

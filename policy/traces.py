@@ -5,7 +5,7 @@ available). Where a trace carries a ``prices`` array, spot ticks are billed at t
 An optional pools file gives per-pool ``spot_price`` and ``speed``, and where the pool runs:
 its ``cloud``, its ``region`` and that region's ``on_demand_price`` (else the job's), so that
 moves between regions pay the checkpoint's egress (:mod:`spotwise.policy.regions`). A market
-class of the suite (:mod:`spotwise.policy.markets`) gives the same from the bundled prices.
+class of the suite (:mod:`spotwise.policy.lab.markets`) gives the same from the bundled prices.
 """
 
 from __future__ import annotations

@@ -37,10 +37,10 @@ from spotwise.policy.job import REFERENCE, JobSpec
 from spotwise.policy.observe import OBSERVE_MODES, ObserveMode
 
 if TYPE_CHECKING:
-    from spotwise.policy.bench import BenchRun, BenchSummary
+    from spotwise.policy.lab.bench import BenchRun, BenchSummary
+    from spotwise.policy.lab.suite import PolicyStats, SuiteRun, SuiteSummary
     from spotwise.policy.rl.catalog import ModelCatalog
     from spotwise.policy.simulate import CheckpointMode, Provider, Visibility
-    from spotwise.policy.suite import PolicyStats, SuiteRun, SuiteSummary
 
 bench_app = typer.Typer(
     help="Benchmarks that print JSON.", no_args_is_help=True, rich_markup_mode=None
@@ -129,7 +129,7 @@ def bench_suite(
     """Every bundled trace set × job shapes × changeovers × observation × history, pools together
     and one at a time: each policy's cost ratio and the share of the greedy → omniscient gap it
     closes, with the targets' verdict."""
-    from spotwise.policy import suite
+    from spotwise.policy.lab import suite
 
     if window not in (suite.HELD_BACK, suite.TRAIN):
         fail(f"--window must be held_back or train, got {window!r}")
@@ -149,7 +149,7 @@ def bench_suite(
 
 def _suite_policies(policies: str) -> list[str]:
     """The ``--policies`` named, then the baseline and the bound where they are not."""
-    from spotwise.policy import suite
+    from spotwise.policy.lab import suite
 
     names = comma_list(policies)
     for required in (suite.BASELINE, suite.BOUND):
@@ -163,8 +163,8 @@ def _run_suite(
 ) -> SuiteRun:
     """The suite's classes over the bundled trace sets, a progress bar advancing per class
     (a bad policy or model: one line and exit)."""
-    from spotwise.policy import suite
-    from spotwise.policy.trace_sets import suite_sets
+    from spotwise.policy.lab import suite
+    from spotwise.policy.lab.trace_sets import suite_sets
 
     try:
         data = settings.bundled_data_dir()
@@ -300,7 +300,7 @@ def bench_fleet(
 ) -> None:
     """Twelve jobs in three tiers (high, normal, low) under one budget, simulated on real
     traces, against every job under `best` on its own on the same market (simulated $)."""
-    from spotwise.policy.fleet import (
+    from spotwise.policy.lab.fleet import (
         FleetMarket,
         default_fleet,
         fleet_starts,
@@ -477,7 +477,7 @@ def bench_policy(
     ] = None,
 ) -> None:
     """Simulate policies on real traces; cost ratio = cost / on-demand cost of the job."""
-    from spotwise.policy.bench import save_summary
+    from spotwise.policy.lab.bench import save_summary
     from spotwise.policy.simulate import FLEET, TEARDOWN, Visibility
 
     if failed_request not in ("keeps", "ends"):
@@ -573,7 +573,7 @@ def _run_policy_bench(
     """When the simulation began (``time.perf_counter``) and the bench of ``policies`` on
     ``folder``'s traces, in the checkpoint mode of ``checkpoint_flags`` (minutes, stall, notice), a
     progress bar advancing per job (bad traces, pools or models: one line and exit)."""
-    from spotwise.policy.bench import count_jobs, run_bench
+    from spotwise.policy.lab.bench import count_jobs, run_bench
     from spotwise.policy.traces import load_traces
 
     try:
@@ -613,7 +613,7 @@ def _show_bench(
     summary: BenchSummary, names: list[str], mode: str, *, plot: Path | None, as_json: bool
 ) -> None:
     """The bench's plot where asked, then its JSON or its table."""
-    from spotwise.policy.bench import plot_bench
+    from spotwise.policy.lab.bench import plot_bench
 
     if plot:
         plot_bench(summary, plot)
@@ -688,7 +688,7 @@ def _bench_nodes(
     plot: Path | None,
 ) -> None:
     """``bench policy --nodes N``: the N-node lab's table or JSON."""
-    from spotwise.policy.bench import plot_bench
+    from spotwise.policy.lab.bench import plot_bench
     from spotwise.policy.nodes.bench import node_starts, run_node_bench
     from spotwise.policy.nodes.capacity import load_capacity_traces
 

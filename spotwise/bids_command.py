@@ -1,5 +1,5 @@
 """``spotwise bench bids``: a policy with a bid against the same policy without one, on a real
-price history (:mod:`spotwise.policy.bids`)."""
+price history (:mod:`spotwise.policy.lab.bids`)."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def bench_bids(
 ) -> None:
     """Cost, evictions and deadline misses of a policy with each bid and without one, on the
     same jobs over a price history (JSON)."""
-    from spotwise.policy.bids import bench_bids as run
+    from spotwise.policy.lab.bids import bench_bids as run
 
     try:
         result = run(

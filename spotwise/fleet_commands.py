@@ -92,9 +92,9 @@ def fleet_run(
     from spotwise.executor.fleets.fleet import load_fleet_spec, run_fleet
     from spotwise.executor.ledger.prices import price_book
     from spotwise.executor.supervise.supervisor import SupervisorConfig
-    from spotwise.policy.client import in_process_for
     from spotwise.policy.errors import PolicyError
-    from spotwise.policy.schemas import JobTerms
+    from spotwise.policy.service.client import in_process_for
+    from spotwise.policy.service.schemas import JobTerms
     from spotwise.pricing.errors import PricingError
 
     if launcher != "local" and launcher not in CLOUDS:

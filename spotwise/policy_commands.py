@@ -156,10 +156,10 @@ def train(
 def _suite_training(synthetic: str, seed: int) -> tuple[list[Scenario], dict[str, object]]:
     """``train --suite``: every class of the scenario suite and the synthetic markets of the
     ``synthetic`` regimes (names, all or none), with what the model's card says of them."""
+    from spotwise.policy.lab.scenarios import REGIMES, synthetic_markets
+    from spotwise.policy.lab.suite import suite_markets
+    from spotwise.policy.lab.trace_sets import suite_sets
     from spotwise.policy.rl.train import suite_scenarios
-    from spotwise.policy.scenarios import REGIMES, synthetic_markets
-    from spotwise.policy.suite import suite_markets
-    from spotwise.policy.trace_sets import suite_sets
 
     data = settings.bundled_data_dir()
     bundled = suite_sets(data)

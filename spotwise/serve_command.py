@@ -25,8 +25,8 @@ from spotwise.console import (
 )
 from spotwise.core import settings
 from spotwise.core.clock import SYSTEM_CLOCK, Clock
-from spotwise.policy.admission import per_client_limit
 from spotwise.policy.errors import PolicyError
+from spotwise.policy.service.admission import per_client_limit
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
@@ -125,7 +125,7 @@ def serve(
         f"{limit} requests at once per worker, {per_client} from one client)"
     )
     uvicorn.run(
-        "spotwise.policy.api:app_from_env",
+        "spotwise.policy.service.api:app_from_env",
         factory=True,
         host=host,
         port=port,
@@ -318,7 +318,7 @@ def _load_runs(
 ) -> tuple[float, dict[str, object]]:
     """After a warm-up, the server's capacity (each step of its search said on stderr), then
     a run at 1× and at ``overload`` × it, by multiple (``1x``, ``2x``)."""
-    from spotwise.policy.loadtest import decision_bodies, find_capacity, load_test
+    from spotwise.policy.service.loadtest import decision_bodies, find_capacity, load_test
 
     runs: dict[str, object] = {}
     bodies = decision_bodies(pools, 256)

@@ -7,8 +7,8 @@ import streamlit as st
 
 from spotwise import policy
 from spotwise.dashboard import charts, data
-from spotwise.policy.bench import BenchSummary
 from spotwise.policy.errors import PolicyError
+from spotwise.policy.lab.bench import BenchSummary
 
 
 def render() -> None:

@@ -21,7 +21,7 @@ A fleet file (YAML or TOML) names the fleet, its budget in $/h and its jobs:
 Every job runs under its own supervisor, all at once, on the same market. The supervisors ask
 the policy where to run through one :class:`TieredClient` each, which grants what the policy
 decides against what the fleet spends now (:class:`FleetBudget`) by the rule the lab measures,
-:func:`spotwise.policy.fleet.fleet_grant`: ``high`` gets what it asks; ``normal`` gets spot or
+:func:`spotwise.policy.fleet_rule.fleet_grant`: ``high`` gets what it asks; ``normal`` gets spot or
 on-demand while the budget has room, and either once its slack is down to two changeovers by
 its next ask; ``low`` gets only spot, only while the budget has room, and otherwise waits (where
 its policy asks for on-demand, it asks for spot instead). So the sum of what the running jobs
@@ -55,11 +55,11 @@ from spotwise.executor.spec_file import read_spec_file
 from spotwise.executor.supervise.elastic import NodePlan
 from spotwise.executor.supervise.supervised import SupervisedJob, supervise
 from spotwise.executor.supervise.supervisor import ClientFor, SupervisorConfig
-from spotwise.policy import fleet as rule  # the lab's rule, called where the lab calls it
-from spotwise.policy.client import PolicyClient
+from spotwise.policy import fleet_rule as rule  # the lab's rule, called where the lab calls it
 from spotwise.policy.errors import PolicyError
-from spotwise.policy.fleet import TIERS, Grant, Market, Tier
-from spotwise.policy.schemas import (
+from spotwise.policy.fleet_rule import TIERS, Grant, Market, Tier
+from spotwise.policy.service.client import PolicyClient
+from spotwise.policy.service.schemas import (
     MAX_JOB_HOURS,
     Decision,
     DecisionRequest,
@@ -199,7 +199,7 @@ def _hours(value: Any, where: str) -> float:
 
 class FleetBudget:
     """What each job of the fleet spends now ($/h) against the budget, and which jobs wait for
-    room in it; thread-safe. What it grants is :func:`spotwise.policy.fleet.fleet_grant`'s: the
+    room in it; thread-safe. What it grants is :func:`spotwise.policy.fleet_rule.fleet_grant`'s: the
     spend stays within the budget but for ``high`` jobs and deadlines, and a job of a higher
     tier that waits for room (or has not asked yet) has it before a lower tier's."""
 
@@ -311,7 +311,7 @@ class FleetBudget:
 
 class TieredClient:
     """A job's policy client with its tier's rules over the fleet's budget
-    (:func:`spotwise.policy.fleet.fleet_grant`, as the lab simulates them).
+    (:func:`spotwise.policy.fleet_rule.fleet_grant`, as the lab simulates them).
 
     A job that waits says why in a line (``say``), once, and again when the reason changes. A
     ``low`` job whose policy asks for on-demand asks for spot instead, in the pools that have
@@ -537,7 +537,7 @@ def _waiting(decision: Decision, reason: str) -> Decision:
 
 class NodeGate:
     """An elastic job's tier rules over the fleet's budget
-    (:func:`spotwise.policy.fleet.fleet_grant`): the rendezvous host and the floor its deadline
+    (:func:`spotwise.policy.fleet_rule.fleet_grant`): the rendezvous host and the floor its deadline
     asks for always; for ``high`` everything; for ``normal`` spot and a floor above the
     deadline's only while the budget has room."""
 

@@ -47,8 +47,8 @@ from spotwise.executor.supervise.supervisor import (
     size_checkpoints,
 )
 from spotwise.executor.supervise.watch import Notices, Watch
-from spotwise.policy.client import PolicyClient
 from spotwise.policy.nodes.floor import deadline_floor
+from spotwise.policy.service.client import PolicyClient
 
 Role = Literal["host", "floor", "spot"]
 

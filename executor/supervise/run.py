@@ -19,7 +19,7 @@ from spotwise.executor.ledger.prices import price_book
 from spotwise.executor.supervise.elastic import NodePlan
 from spotwise.executor.supervise.supervised import SupervisedJob, client_factory, supervise
 from spotwise.executor.supervise.supervisor import SupervisorConfig
-from spotwise.policy.schemas import JobTerms
+from spotwise.policy.service.schemas import JobTerms
 from spotwise.pricing.quotes import (
     REFERENCE_INSTANCE_TYPE,
     REFERENCE_ON_DEMAND_USD,

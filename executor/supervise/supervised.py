@@ -23,7 +23,7 @@ from spotwise.executor.supervise.supervisor import (
     Supervisor,
     SupervisorConfig,
 )
-from spotwise.policy.client import HttpClient, PolicyClient, in_process_for
+from spotwise.policy.service.client import HttpClient, PolicyClient, in_process_for
 
 
 def client_factory(policy_url: str | None, token: str | None) -> ClientFor:

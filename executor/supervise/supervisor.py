@@ -71,9 +71,9 @@ from spotwise.executor.supervise.watch import (
     Watcher,
 )
 from spotwise.executor.training.interval import DEFAULT_INTERVAL_S
-from spotwise.policy.client import PolicyClient
 from spotwise.policy.errors import PolicyError
-from spotwise.policy.schemas import (
+from spotwise.policy.service.client import PolicyClient
+from spotwise.policy.service.schemas import (
     Decision,
     DecisionRequest,
     IdleState,

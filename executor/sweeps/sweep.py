@@ -497,8 +497,8 @@ class SweepWorker:
         from spotwise.executor.ledger.prices import price_book
         from spotwise.executor.supervise.supervised import supervise
         from spotwise.executor.supervise.supervisor import SupervisorConfig
-        from spotwise.policy.client import in_process_for
-        from spotwise.policy.schemas import JobTerms
+        from spotwise.policy.service.client import in_process_for
+        from spotwise.policy.service.schemas import JobTerms
         from spotwise.pricing.store import MarketStore
 
         launcher, instance_type, home = self._launcher(job_id)

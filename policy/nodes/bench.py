@@ -12,9 +12,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from spotwise.policy.bench import BenchRow, BenchSummary, cost_stats
 from spotwise.policy.errors import PolicyError
 from spotwise.policy.job import JobSpec
+from spotwise.policy.lab.bench import BenchRow, BenchSummary, cost_stats
 from spotwise.policy.nodes.bound import node_lower_bound
 from spotwise.policy.nodes.capacity import CapacityTraces
 from spotwise.policy.nodes.policies import load_node_policy

@@ -29,7 +29,7 @@ from spotwise.policy.traces import TraceSet
 from spotwise.pricing.forecast.prior import PoolPrior
 
 if TYPE_CHECKING:
-    from spotwise.policy.suite import Markets, SuiteClass
+    from spotwise.policy.lab.suite import Markets, SuiteClass
 
 
 def training_starts(traces: TraceSet, spec: JobSpec, until_hours: float) -> list[int]:
@@ -56,9 +56,9 @@ def suite_scenarios(
     set's held-back cut), with the suite's priors (leave one set out); the same on
     ``stormy_copies`` rougher copies of each set, the k-th k times as stormy
     (:func:`spotwise.policy.rl.augment.stormier`); and on each ``synthetic`` market
-    (:mod:`spotwise.policy.scenarios`), whose every job trains (none is held back: nothing of
+    (:mod:`spotwise.policy.lab.scenarios`), whose every job trains (none is held back: nothing of
     it is a claim)."""
-    from spotwise.policy.suite import classes, set_prior
+    from spotwise.policy.lab.suite import classes, set_prior
 
     copies = list(sets.items())
     for copy in range(1, stormy_copies + 1):
@@ -97,7 +97,7 @@ def _class_scenarios(
     c: SuiteClass, traces: TraceSet, prior: PoolPrior, start_every_hours: float
 ) -> list[Scenario]:
     """A class's training jobs: on the set's pools together, or on each pool alone."""
-    from spotwise.policy.suite import TRAIN, window_starts
+    from spotwise.policy.lab.suite import TRAIN, window_starts
 
     spec = c.spec()
     seen = Visibility(observe=c.observe, history_hours=c.history_hours, prior=prior)

@@ -36,7 +36,7 @@ from spotwise.executor.clouds.kubernetes.manifests import INSTANCE_LABEL
 from spotwise.executor.clouds.kubernetes.target import KubernetesTarget
 from spotwise.executor.launchers.base import Instance, Launcher, Placement
 from spotwise.executor.launchers.local import LocalInstance, LocalLauncher, Replay
-from spotwise.policy.schemas import JobTerms
+from spotwise.policy.service.schemas import JobTerms
 from spotwise.policy.traces import Pool, TraceSet
 
 JOB = JobTerms(compute_hours=1, deadline_hours=3, spot_price=0.9, on_demand_price=3.06)

@@ -9,8 +9,8 @@ import pytest
 
 from spotwise.executor.ledger.ledger import EntryKind, JobInfo, JobStatus, Ledger
 from spotwise.executor.ledger.prices import PriceBook
-from spotwise.policy.bench import run_bench, save_summary
 from spotwise.policy.job import REFERENCE
+from spotwise.policy.lab.bench import run_bench, save_summary
 from spotwise.policy.traces import load_traces
 from spotwise.pricing.forecast.run import run_forecasts
 from spotwise.pricing.ingest import load_paths

@@ -14,8 +14,8 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from spotwise.policy.api import MAX_BODY_BYTES, create_app
-from spotwise.policy.service import DecisionService
+from spotwise.policy.service.api import MAX_BODY_BYTES, create_app
+from spotwise.policy.service.service import DecisionService
 from spotwise.policy.traces import load_traces
 from tests.conftest import API_TOKEN, DATA
 

@@ -44,7 +44,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "pricing/forecast/price_bench.py": ("clouds.aws", "aws_price_grid", "aws:"),
     # the bundled AWS traces' zones, and the Spot Advisor snapshots beside them
     "pricing/forecast/risk_bench.py": ('"aws"', "clouds.aws"),
-    "policy/bids.py": ("clouds.aws",),  # bids replayed on the bundled AWS price history
+    "policy/lab/bids.py": ("clouds.aws",),  # bids replayed on the bundled AWS price history
     "executor/supervise/supervised.py": ('"aws"',),  # replayed traces are the bundled AWS ones
     # The published data sets name the cloud they were taken on (CBL's folders, Bamboo's logs).
     "pricing/sources/traces.py": (

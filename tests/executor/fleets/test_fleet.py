@@ -17,9 +17,9 @@ import pytest
 from spotwise.executor.errors import ExecutorError
 from spotwise.executor.fleets.fleet import FleetBudget, NodeGate, TieredClient, load_fleet_spec
 from spotwise.executor.supervise.elastic import NodePlan
-from spotwise.policy import fleet as rule
-from spotwise.policy.client import in_process_for
-from spotwise.policy.schemas import (
+from spotwise.policy import fleet_rule as rule
+from spotwise.policy.service.client import in_process_for
+from spotwise.policy.service.schemas import (
     Decision,
     DecisionRequest,
     IdleState,
@@ -141,7 +141,7 @@ def test_the_executor_grants_what_the_labs_rule_grants(
     elapsed: float,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """TieredClient's answer is the lab's rule's (policy/fleet.py) on the same inputs, and it
+    """TieredClient's answer is the lab's rule's (policy/fleet_rule.py) on the same inputs, and it
     asks that very function: a rule of its own would fail here."""
     budget = FleetBudget(4.0)
     budget.record("other", others)
@@ -168,7 +168,7 @@ def test_the_executor_grants_what_the_labs_rule_grants(
         calls.append(args)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(rule, "fleet_grant", spy)  # the module the lab's simulator calls
+    monkeypatch.setattr(rule, "fleet_grant", spy)  # the module the lab's simulator calls too
     try:
         got = fixed_ask(client, elapsed)
     except ExecutorError:  # a low job that can no longer meet its deadline, waiting: ended
@@ -180,7 +180,8 @@ def test_the_executor_grants_what_the_labs_rule_grants(
 
 
 def test_the_lab_and_the_executor_call_one_rule(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tests.policy.test_fleet import MARKET, MARKET_TRACES, START, fleet
+    from spotwise.policy.lab.fleet import simulate_fleet
+    from tests.policy.lab.test_fleet import MARKET, MARKET_TRACES, START, fleet
 
     callers: list[str] = []
     real = rule.fleet_grant
@@ -190,7 +191,7 @@ def test_the_lab_and_the_executor_call_one_rule(monkeypatch: pytest.MonkeyPatch)
         return real(*args, **kwargs)
 
     monkeypatch.setattr(rule, "fleet_grant", spy)
-    rule.simulate_fleet(MARKET_TRACES, fleet(), START, budget_usd_per_hour=3.0, market=MARKET)
+    simulate_fleet(MARKET_TRACES, fleet(), START, budget_usd_per_hour=3.0, market=MARKET)
     TieredClient(Fixed("spot"), job="j", tier="normal", budget=FleetBudget(4.0)).decide(
         DecisionRequest(
             job=TERMS,

@@ -13,7 +13,7 @@ from spotwise.executor.launchers.local import Replay
 from spotwise.executor.ledger.ledger import JobInfo, Ledger, job_report
 from spotwise.executor.ledger.prices import PriceBook, price_book
 from spotwise.executor.supervise.supervisor import Supervisor, SupervisorConfig
-from spotwise.policy.client import in_process_for
+from spotwise.policy.service.client import in_process_for
 from spotwise.pricing.errors import StoreError
 from spotwise.pricing.operational import open_operational
 from spotwise.pricing.quotes import REFERENCE_SOURCE

@@ -15,9 +15,9 @@ from spotwise.executor.ledger.ledger import JobInfo, Ledger, job_report
 from spotwise.executor.ledger.prices import PriceBook
 from spotwise.executor.supervise.elastic import NodePlan, NodeSupervisor
 from spotwise.executor.supervise.supervisor import SupervisorConfig
-from spotwise.policy.client import in_process_for
 from spotwise.policy.nodes.floor import deadline_floor
-from spotwise.policy.schemas import JobTerms
+from spotwise.policy.service.client import in_process_for
+from spotwise.policy.service.schemas import JobTerms
 from spotwise.policy.traces import Pool, TraceSet
 from spotwise.pricing.operational import open_operational
 from tests.conftest import CliRun

@@ -17,8 +17,8 @@ from spotwise.executor.ledger.ledger import EntryKind, JobInfo, Ledger, job_repo
 from spotwise.executor.supervise.job_log import JobLog, instance_logs, log_folder
 from spotwise.executor.supervise.supervised import supervise
 from spotwise.executor.supervise.supervisor import SupervisorConfig
-from spotwise.policy.client import in_process_for
-from spotwise.policy.schemas import JobTerms
+from spotwise.policy.service.client import in_process_for
+from spotwise.policy.service.schemas import JobTerms
 from spotwise.policy.traces import Pool, TraceSet
 from spotwise.pricing.operational import open_operational
 from tests.conftest import CliRun

@@ -24,8 +24,14 @@ from spotwise.executor.supervise.supervisor import (
     SupervisorConfig,
     checkpoint_interval,
 )
-from spotwise.policy.client import PolicyClient, in_process_for
-from spotwise.policy.schemas import Decision, DecisionRequest, JobTerms, PoolForecast, PoolRank
+from spotwise.policy.service.client import PolicyClient, in_process_for
+from spotwise.policy.service.schemas import (
+    Decision,
+    DecisionRequest,
+    JobTerms,
+    PoolForecast,
+    PoolRank,
+)
 from spotwise.pricing.operational import open_operational
 from spotwise.pricing.store import FORECAST_COLUMNS, MarketStore
 from tests.conftest import CliRun

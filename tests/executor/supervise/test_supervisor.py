@@ -20,8 +20,8 @@ from spotwise.executor.launchers.local import Replay
 from spotwise.executor.ledger.ledger import JobInfo, JobStatus, Ledger, job_report, list_jobs
 from spotwise.executor.ledger.prices import PriceBook
 from spotwise.executor.supervise.supervisor import Supervisor, SupervisorConfig
-from spotwise.policy.client import in_process_for
-from spotwise.policy.schemas import DecisionRequest, JobTerms
+from spotwise.policy.service.client import in_process_for
+from spotwise.policy.service.schemas import DecisionRequest, JobTerms
 from spotwise.policy.traces import Pool, TraceSet
 from spotwise.pricing.operational import open_operational
 from spotwise.pricing.quotes import Quote

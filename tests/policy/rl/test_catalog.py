@@ -16,11 +16,11 @@ import torch
 from fastapi.testclient import TestClient
 
 from spotwise.policy import load
-from spotwise.policy.api import create_app
 from spotwise.policy.errors import PolicyError, UnknownPolicy
 from spotwise.policy.rl.catalog import SHIPPED_MODELS, ModelCatalog, shipped_models
 from spotwise.policy.rl.model_files import AgentConfig, sha256_of
-from spotwise.policy.service import DecisionService
+from spotwise.policy.service.api import create_app
+from spotwise.policy.service.service import DecisionService
 from spotwise.policy.traces import load_traces
 from tests.conftest import DATA
 

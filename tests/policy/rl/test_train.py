@@ -45,8 +45,8 @@ def test_seeded_training_is_reproducible_and_loadable_from_its_folder(
 def test_suite_training_jobs_cover_every_class_and_end_before_the_held_back_cut(
     bundled: TraceSet,
 ) -> None:
+    from spotwise.policy.lab.suite import CUT, SHAPES, classes
     from spotwise.policy.rl.train import suite_scenarios
-    from spotwise.policy.suite import CUT, SHAPES, classes
 
     sets = {"aws-02-15-2023": bundled}
     scenarios = suite_scenarios(sets, start_every_hours=24.0, stormy_copies=1)

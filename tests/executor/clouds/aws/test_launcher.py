@@ -23,8 +23,8 @@ from spotwise.executor.launchers.base import Placement
 from spotwise.executor.ledger.ledger import JobInfo, Ledger, job_report
 from spotwise.executor.ledger.liveness import process_started
 from spotwise.executor.supervise.supervisor import Supervisor, SupervisorConfig
-from spotwise.policy.client import in_process_for
-from spotwise.policy.schemas import JobTerms
+from spotwise.policy.service.client import in_process_for
+from spotwise.policy.service.schemas import JobTerms
 from spotwise.pricing.operational import open_operational
 from tests.conftest import CliRun
 

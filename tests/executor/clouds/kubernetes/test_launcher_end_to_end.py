@@ -37,7 +37,7 @@ from spotwise.executor.launchers.base import Placement
 from spotwise.executor.ledger.ledger import JobInfo, JobStatus, Ledger, new_job_id
 from spotwise.executor.supervise.supervised import SupervisedJob, client_factory, supervise
 from spotwise.executor.supervise.supervisor import SupervisorConfig
-from spotwise.policy.schemas import JobTerms
+from spotwise.policy.service.schemas import JobTerms
 from spotwise.pricing.operational import open_operational
 from spotwise.pricing.store import MarketStore
 

@@ -10,8 +10,14 @@ import httpx
 import numpy as np
 
 from spotwise.core.clock import SYSTEM_CLOCK, Clock
-from spotwise.policy.schemas import Decision, DecisionRequest, JobTerms, PoolForecast, PoolRank
-from spotwise.policy.service import DecisionService, RequestError
+from spotwise.policy.service.schemas import (
+    Decision,
+    DecisionRequest,
+    JobTerms,
+    PoolForecast,
+    PoolRank,
+)
+from spotwise.policy.service.service import DecisionService, RequestError
 from spotwise.policy.traces import Pool, TraceSet
 
 

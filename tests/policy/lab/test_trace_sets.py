@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from spotwise.policy.trace_sets import RELATIVE, suite_sets
+from spotwise.policy.lab.trace_sets import RELATIVE, suite_sets
 from tests.conftest import DATA
 
 

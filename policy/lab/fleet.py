@@ -13,10 +13,11 @@ grants or refuses what the jobs ask, highest tier first, against the fleet's bud
   wait, so it may miss. The bench charges a missed job's unfinished work at on-demand, the
   cost of finishing it, so a miss is never a saving.
 
-That rule is :func:`fleet_grant`, the one the executor's fleets run (``spotwise fleet run``):
-the spend stays within the budget but for ``high`` jobs and deadlines. Here every job asks every
-tick, highest tier first, so a lower tier's running instance is let go when a higher tier takes
-its room; the executor asks when a job places an instance, and a claim stands while it runs.
+That rule is :func:`~spotwise.policy.fleet_rule.fleet_grant`, the one the executor's fleets
+run (``spotwise fleet run``): the spend stays within the budget but for ``high`` jobs and
+deadlines. Here every job asks every tick, highest tier first, so a lower tier's running
+instance is let go when a higher tier takes its room; the executor asks when a job places an
+instance, and a claim stands while it runs.
 
 A refused request leaves the job idle (a running instance is let go); the job's policy sees
 that on its next tick and adapts. Jobs move back from on-demand to spot when spot returns as
@@ -34,13 +35,15 @@ running ``best`` on its own on the same market at the same time, with no budget
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any
 
 import numpy as np
 
+from spotwise.policy import fleet_rule as rule  # called as the executor calls it: one function
+from spotwise.policy.fleet_rule import TIERS, Tier
 from spotwise.policy.job import JobSpec
 from spotwise.policy.policies.base import (
     NONE,
@@ -53,15 +56,11 @@ from spotwise.policy.policies.base import (
     Policy,
     request,
 )
-from spotwise.policy.policies.rules import safety_margin, slack_exhausted, slack_ticks
+from spotwise.policy.policies.rules import slack_exhausted, slack_ticks
 from spotwise.policy.registry import load
 from spotwise.policy.shared_pools import SharedPools
 from spotwise.policy.simulate import EVERYTHING, JobRun, Sight, Visibility, context_for
 from spotwise.policy.traces import TraceSet
-
-Tier = Literal["high", "normal", "low"]
-TIERS: tuple[Tier, ...] = ("high", "normal", "low")
-K = TypeVar("K")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -285,13 +284,13 @@ class _FleetSim:
         if not self.managed or want < ON_DEMAND:
             return action, price
         context = self.contexts[i]
-        grant = fleet_grant(
+        grant = rule.fleet_grant(
             self.fleet[i].tier,
             "spot" if want >= SPOT0 else "on-demand",
             price,
             others=others,
             budget=self.budget,
-            deadline=deadline_asks(slack_ticks(obs, context), context.job.changeover, 1),
+            deadline=rule.deadline_asks(slack_ticks(obs, context), context.job.changeover, 1),
         )
         if grant.granted:
             return action, price
@@ -303,7 +302,7 @@ class _FleetSim:
         """A refused job waits, but a ``low`` one refused on-demand asks for the spot pools
         that fit in the budget, if any."""
         if job.tier == "low" and want == ON_DEMAND:
-            up = spot_within(
+            up = rule.spot_within(
                 {z: float(obs.prices[z]) for z in obs.askable()},
                 others=others,
                 budget=self.budget,
@@ -360,65 +359,6 @@ def _spot_from_lower_tier(
 def _result(job: FleetJob, run: JobRun) -> FleetJobResult:
     left = max(0.0, run.job.work - run.progress) * run.job.hours_per_tick
     return FleetJobResult(job=job, cost_usd=run.cost, done=run.finished, unfinished_hours=left)
-
-
-Market = Literal["spot", "on-demand"]
-
-
-@dataclass(frozen=True, slots=True)
-class Grant:
-    """The fleet's answer to a job's ask: granted or not, and whether granting it takes the
-    fleet past its budget (a ``high`` job's ask, or a deadline's)."""
-
-    granted: bool
-    over_budget: bool = False
-
-
-def deadline_asks(slack: float, changeover: float, step: float) -> bool:
-    """Whether a job's deadline asks for what it wants now, whatever the budget: its slack
-    (time left minus work left) will be down to two changeovers by the time it is asked again
-    (``step`` from now: the lab's tick, the executor's wait between asks), the safety net's
-    margin. Any one unit (ticks, hours) for the three."""
-    return slack <= safety_margin(changeover, step)
-
-
-def fleet_grant(
-    tier: Tier,
-    market: Market,
-    price: float,
-    *,
-    others: float,
-    budget: float,
-    deadline: bool,
-    holding: float = 0.0,
-) -> Grant:
-    """The fleet's tier rule, the one the lab simulates (:func:`simulate_fleet`) and the
-    executor runs (``spotwise.executor.fleets.fleet``): may a job of ``tier`` have ``market`` at
-    ``price`` $/h while the rest of the fleet spends ``others`` $/h (and holds room for jobs of
-    a higher tier that wait) against ``budget``?
-
-    - within the budget (``others + price <= budget``), or no more than the job ``holding``
-      already (a move to a cheaper instance), ``high`` and ``normal`` get what they ask and
-      ``low`` gets spot;
-    - past it, ``high`` still gets what it asks, and ``normal`` gets it only when its
-      ``deadline`` asks (:func:`deadline_asks`, or an elastic job's deadline floor): both are
-      granted ``over_budget``;
-    - ``low`` never gets on-demand, and never goes past the budget.
-
-    So the fleet's spend stays within its budget, but for ``high`` jobs and deadlines."""
-    within = others + price <= budget + 1e-9 or price <= holding + 1e-9
-    if tier == "low":
-        return Grant(market == "spot" and within)
-    if within:
-        return Grant(True)
-    return Grant(tier == "high" or deadline, over_budget=tier == "high" or deadline)
-
-
-def spot_within(prices: Mapping[K, float], *, others: float, budget: float) -> list[K]:
-    """The pools of ``prices`` (spot $/h of each pool a job may ask, in order) whose price fits
-    in the budget beside ``others``: where a ``low`` job whose policy asks for on-demand asks
-    for spot instead (it never buys on-demand)."""
-    return [pool for pool, price in prices.items() if others + price <= budget + 1e-9]
 
 
 def independent_costs(

@@ -29,7 +29,7 @@ import numpy as np
 from spotwise.policy.traces import Pool, TraceSet
 
 if TYPE_CHECKING:
-    from spotwise.policy.trace_sets import SuiteSet
+    from spotwise.policy.lab.trace_sets import SuiteSet
 
 SYNTHETIC = "synthetic"
 STORM_HOURS = 6.0
@@ -303,8 +303,8 @@ def synthetic_markets(
 ) -> list[TraceSet]:
     """One synthetic market per set and regime, each fitted on the set's training part (before
     the suite's held-back cut) and ``hours`` long."""
-    from spotwise.policy.suite import CUT
-    from spotwise.policy.trace_sets import RELATIVE
+    from spotwise.policy.lab.suite import CUT
+    from spotwise.policy.lab.trace_sets import RELATIVE
 
     markets = []
     for i, s in enumerate(sets):

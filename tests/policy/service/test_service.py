@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from spotwise.policy.loadtest import LOAD_JOB
-from spotwise.policy.schemas import DecisionRequest
-from spotwise.policy.service import DecisionService
+from spotwise.policy.service.loadtest import LOAD_JOB
+from spotwise.policy.service.schemas import DecisionRequest
+from spotwise.policy.service.service import DecisionService
 from spotwise.policy.traces import load_traces
 from tests.conftest import DATA
 

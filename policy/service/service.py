@@ -34,7 +34,7 @@ from spotwise.policy.policies.base import (
 )
 from spotwise.policy.policies.rules import slack_exhausted, slack_ticks
 from spotwise.policy.risk import fit_past, fresh_any_up, job_history
-from spotwise.policy.schemas import (
+from spotwise.policy.service.schemas import (
     Decision,
     DecisionRequest,
     IdleState,

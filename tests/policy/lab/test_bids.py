@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from spotwise.core import settings
-from spotwise.policy.bids import bench_bids, price_traces
 from spotwise.policy.errors import PolicyError
+from spotwise.policy.lab.bids import bench_bids, price_traces
 from tests.conftest import CliRun
 
 

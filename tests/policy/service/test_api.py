@@ -12,13 +12,13 @@ import schemathesis
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, settings
 
-from spotwise.policy.api import create_app
-from spotwise.policy.client import HttpClient, InProcessClient
 from spotwise.policy.policies.base import JobContext
 from spotwise.policy.policies.risk_aware import RiskAware
 from spotwise.policy.risk import job_history
-from spotwise.policy.schemas import DecisionRequest, JobTerms
-from spotwise.policy.service import DecisionService, RequestError
+from spotwise.policy.service.api import create_app
+from spotwise.policy.service.client import HttpClient, InProcessClient
+from spotwise.policy.service.schemas import DecisionRequest, JobTerms
+from spotwise.policy.service.service import DecisionService, RequestError
 from spotwise.policy.traces import load_traces
 from spotwise.pricing.forecast.risk_forecasters import SHIPPED_RISK
 from tests.conftest import API_TOKEN, DATA, CliRun

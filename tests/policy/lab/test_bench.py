@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from spotwise.policy.bench import BenchRow, BenchSummary, last_summary, save_summary
 from spotwise.policy.errors import PolicyError
+from spotwise.policy.lab.bench import BenchRow, BenchSummary, last_summary, save_summary
 
 
 def summary(ratio: float) -> BenchSummary:

@@ -2,7 +2,7 @@
 
 Every route under ``/v1/`` needs ``Authorization: Bearer <token>`` when the app has a token.
 A request passes, in order: the token (401 at once, nothing read), its body read whole within
-``body_timeout_s`` and ``MAX_BODY_BYTES`` (408, 413), then admission (:mod:`policy.admission`:
+``body_timeout_s`` and ``MAX_BODY_BYTES`` (408, 413), then admission (:mod:`.admission`:
 past ``max_in_flight`` requests at once, or ``max_per_client`` from one client, 503 with
 ``Retry-After``). So a client without the token or with a slow body never takes a place.
 ``/healthz`` says whether the places are all taken (``status: saturated``). The docs (``/docs``
@@ -22,13 +22,13 @@ from fastapi_offline import FastAPIOffline
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from spotwise.core.environment import DEFAULT_MAX_IN_FLIGHT
-from spotwise.policy.admission import (
+from spotwise.policy.errors import PolicyError
+from spotwise.policy.service.admission import (
     ADMITTED_PREFIX,
     Admission,
     AdmissionControl,
 )
-from spotwise.policy.errors import PolicyError
-from spotwise.policy.schemas import (
+from spotwise.policy.service.schemas import (
     Decision,
     DecisionRequest,
     Health,
@@ -37,7 +37,7 @@ from spotwise.policy.schemas import (
     PoolRank,
     Problem,
 )
-from spotwise.policy.service import DecisionService, RequestError
+from spotwise.policy.service.service import DecisionService, RequestError
 
 MAX_BODY_BYTES = 64 * 1024
 """Largest request body accepted (a decision over 64 pools is about 5 KB)."""

@@ -1,4 +1,4 @@
-"""The scenario suite: every bundled trace set (:mod:`spotwise.policy.trace_sets`) × job shapes
+"""The scenario suite: every bundled trace set (:mod:`spotwise.policy.lab.trace_sets`) × job shapes
 × changeovers × what the controller sees × how much history it has, with the set's pools
 together (``every``) and one at a time (``each``).
 
@@ -19,7 +19,7 @@ A cold start (history 0) still has a prior, and it comes only from other trace s
 over the training parts of every other set (leave one set out), what a store that collected
 other clouds would say about a pool it has never seen.
 
-The market classes (:mod:`spotwise.policy.markets`) give a set's pools their own regions, spot
+The market classes (:mod:`spotwise.policy.lab.markets`) give a set's pools their own regions, spot
 prices and on-demand prices from the bundled price files: 2 to 4 churny pools whose prices
 differ 3.3× with the cheap ones coming and going, the same with 50 GB checkpoints moved between
 regions, the same where a failed request ends what runs, and every pool at its own listing; at
@@ -41,9 +41,9 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from spotwise import policy
-from spotwise.policy.bench import kept_next_to, save_json
 from spotwise.policy.job import REFERENCE, JobSpec
-from spotwise.policy.markets import MarketSpec
+from spotwise.policy.lab.bench import kept_next_to, save_json
+from spotwise.policy.lab.markets import MarketSpec
 from spotwise.policy.observe import ObserveMode
 from spotwise.policy.registry import BEST, reads_future
 from spotwise.policy.simulate import (
@@ -59,8 +59,8 @@ from spotwise.policy.traces import TraceSet
 from spotwise.pricing.forecast.prior import DEFAULT_PRIOR, PoolPrior
 
 if TYPE_CHECKING:
+    from spotwise.policy.lab.trace_sets import SetDescription
     from spotwise.policy.rl.catalog import ModelCatalog
-    from spotwise.policy.trace_sets import SetDescription
 
 Window = Literal["train", "held_back"]
 TRAIN: Window = "train"
@@ -177,9 +177,9 @@ def shape_scale(traces: TraceSet, deadline_hours: float) -> float:
 
 
 def suite_markets(sets: dict[str, TraceSet], data: Path, *, quick: bool) -> Markets:
-    """The priced markets of the bundled sets (:func:`~spotwise.policy.markets.market_specs`),
+    """The priced markets of the bundled sets (:func:`~spotwise.policy.lab.markets.market_specs`),
     priced from the price files under ``data``."""
-    from spotwise.policy.markets import PriceFiles, market_specs, priced
+    from spotwise.policy.lab.markets import PriceFiles, market_specs, priced
 
     ends = {name: int(traces.n_ticks * CUT) for name, traces in sets.items()}
     files = PriceFiles(data)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from spotwise.policy.errors import PolicyError
-from spotwise.policy.markets import (
+from spotwise.policy.lab.markets import (
     LADDER,
     MarketSpec,
     Place,
@@ -17,7 +17,7 @@ from spotwise.policy.markets import (
     market_specs,
     priced,
 )
-from spotwise.policy.trace_sets import suite_sets
+from spotwise.policy.lab.trace_sets import suite_sets
 from spotwise.policy.traces import TraceSet
 from spotwise.pricing.quotes import REFERENCE_ON_DEMAND_USD
 from tests.conftest import DATA

@@ -22,11 +22,11 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
-from spotwise.policy.admission import AdmissionControl
-from spotwise.policy.api import create_app
-from spotwise.policy.client import HttpClient
-from spotwise.policy.schemas import Decision, DecisionRequest
-from spotwise.policy.service import DecisionService, RequestError
+from spotwise.policy.service.admission import AdmissionControl
+from spotwise.policy.service.api import create_app
+from spotwise.policy.service.client import HttpClient
+from spotwise.policy.service.schemas import Decision, DecisionRequest
+from spotwise.policy.service.service import DecisionService, RequestError
 from spotwise.policy.traces import load_traces
 from tests.conftest import API_TOKEN, DATA
 
@@ -344,8 +344,8 @@ def test_advice_the_supervisor_reads_while_it_watches_waits_little_and_a_bad_url
     import time
 
     from spotwise.console import free_loopback_port
-    from spotwise.policy.client import BUSY_WAIT_S, FORECAST_WAIT_S
-    from spotwise.policy.service import RequestError
+    from spotwise.policy.service.client import BUSY_WAIT_S, FORECAST_WAIT_S
+    from spotwise.policy.service.service import RequestError
 
     silent = HttpClient(f"http://127.0.0.1:{free_loopback_port()}")
     began = time.monotonic()

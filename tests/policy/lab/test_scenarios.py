@@ -8,7 +8,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from spotwise.policy.scenarios import Regime, fit_market, generate, is_synthetic
+from spotwise.policy.lab.scenarios import Regime, fit_market, generate, is_synthetic
 from spotwise.policy.traces import TraceSet, load_traces
 from tests.conftest import DATA
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from spotwise.policy import suite
-from spotwise.policy.markets import MarketSpec
+from spotwise.policy.lab import suite
+from spotwise.policy.lab.markets import MarketSpec
 from spotwise.policy.traces import Pool, TraceSet
 from spotwise.pricing.forecast.prior import DEFAULT_PRIOR
 from tests.policy.helpers import traces

@@ -3,7 +3,7 @@
 Every rule the service enforces is in the schema: a schema-valid request gets an answer. A
 job whose deadline can no longer be met is answered (on-demand finishes soonest), not refused;
 the state is ``none``/``on-demand`` without a pool, or ``spot`` with one (a discriminated
-union); the pool names are the service's own (added to the schema by :mod:`spotwise.policy.api`).
+union); the pool names are the service's own (added to the schema by :mod:`.api`).
 A job whose progress is past its work is answered ``done``.
 
 The request bodies are strict: a number is a JSON number (``true`` or ``"48"`` is refused with a
