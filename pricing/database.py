@@ -23,7 +23,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from spotwise.core.clock import SYSTEM_CLOCK, Clock
 from spotwise.pricing.errors import StoreError, first_line
-from spotwise.pricing.frames import SPECS
+from spotwise.pricing.frames import SPECS, one_row_per_key
 from spotwise.pricing.schemas import OPERATIONAL_TABLES, SCHEMAS, check_versions
 from spotwise.pricing.store import (
     FORECAST_COLUMNS,
@@ -216,16 +216,14 @@ class PostgresStore:
     def upsert(self, frames: Mapping[str, list[pd.DataFrame] | pd.DataFrame]) -> dict[str, int]:
         """Write validated frames in one transaction, replacing rows with the same key; return
         the new rows per table."""
-        import pandas as pd
 
         added: dict[str, int] = {}
         with self._transaction():
             for table, parts in frames.items():
-                batch = pd.concat(parts, ignore_index=True) if isinstance(parts, list) else parts
+                batch = one_row_per_key(table, parts)
                 if batch.empty:
                     continue
                 spec = SPECS[table]
-                batch = batch.drop_duplicates(list(spec.key), keep="last")
                 self._stage(table, batch, spec.columns)
                 deleted, inserted = (self._con.execute(sql).rowcount for sql in upsert_sql(table))
                 self._con.execute("DROP TABLE staging")

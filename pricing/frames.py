@@ -342,6 +342,20 @@ _TABLE_RULES: dict[str, Callable[[_Checker], None]] = {
 """The rules of each frame beyond the common ones."""
 
 
+def one_row_per_key(table: str, parts: list[pd.DataFrame] | pd.DataFrame) -> pd.DataFrame:
+    """A batch for ``table``'s store: its columns in order, times at the stores' precision
+    (microseconds: two times within one are one key), one row per key (the last one given)."""
+    import pandas as pd
+
+    spec = SPECS[table]
+    batch = pd.concat(parts, ignore_index=True) if isinstance(parts, list) else parts
+    batch = batch.loc[:, list(spec.columns)]
+    times = [c for c in spec.columns if isinstance(batch[c].dtype, pd.DatetimeTZDtype)]
+    if times:
+        batch = batch.assign(**{c: batch[c].dt.floor("us") for c in times})
+    return batch.drop_duplicates(list(spec.key), keep="last")
+
+
 def _without_duplicates(spec: FrameSpec, check: _Checker) -> pd.DataFrame:
     """The contract columns in order, exact duplicates collapsed; rows sharing a key with
     other values are an error."""

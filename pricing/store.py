@@ -31,7 +31,7 @@ import duckdb
 
 from spotwise.core.clock import SYSTEM_CLOCK, Clock
 from spotwise.pricing.errors import StoreBehind, StoreError
-from spotwise.pricing.frames import SPECS
+from spotwise.pricing.frames import SPECS, one_row_per_key
 from spotwise.pricing.schemas import SCHEMAS, TABLES, check_versions, exportable_tables
 
 if TYPE_CHECKING:
@@ -585,8 +585,10 @@ class MarketStore:
     def upsert(self, frames: Mapping[str, list[pd.DataFrame] | pd.DataFrame]) -> dict[str, int]:
         """Write validated frames in one transaction; return the new (not already stored) rows
         per table."""
-        batches = {  # made before the store is held
-            table: _keyed(table, parts if not isinstance(parts, list) else _concat(parts))
+        import pyarrow as pa
+
+        batches = {  # made before the store is held, as Arrow: DuckDB scans it in place
+            table: pa.Table.from_pandas(one_row_per_key(table, parts), preserve_index=False)
             for table, parts in frames.items()
         }
         added = {table: 0 for table, batch in batches.items() if batch.num_rows}
@@ -906,27 +908,6 @@ def _count(result: duckdb.DuckDBPyConnection) -> int:
     """The rows a DELETE or INSERT changed (DuckDB answers it as a one-row result)."""
     row = result.fetchone()
     return int(row[0]) if row else 0
-
-
-def _keyed(table: str, batch: pd.DataFrame) -> pa.Table:
-    """The batch's columns of ``table``, one row per key (the last one given), as an Arrow
-    table: DuckDB reads it in place, where it converts a frame's text columns on every scan."""
-    import pandas as pd
-    import pyarrow as pa
-
-    spec = SPECS[table]
-    batch = batch.loc[:, list(spec.columns)]
-    times = [c for c in spec.columns if isinstance(batch[c].dtype, pd.DatetimeTZDtype)]
-    if times:  # the store keeps microseconds: two times within one are one key
-        batch = batch.assign(**{c: batch[c].dt.floor("us") for c in times})
-    batch = batch.drop_duplicates(list(spec.key), keep="last")
-    return pa.Table.from_pandas(batch, preserve_index=False)
-
-
-def _concat(parts: list[pd.DataFrame]) -> pd.DataFrame:
-    import pandas as pd
-
-    return pd.concat(parts, ignore_index=True)
 
 
 RELATIVE_TIME_BEFORE = datetime(1971, 1, 1, tzinfo=UTC)
