@@ -283,11 +283,11 @@ class JobRun:
     def observe(self) -> Observation:
         """Start the current tick: apply a preemption, then show the tick (reused object)."""
         now, obs = self.start + self.tick, self.obs
-        obs.preempted = False
+        obs.preempted, obs.preempted_pool = False, -1
         if self._pools is not None:
             self._pools.settle(now)
         if self._state >= SPOT0 and self._preempted_now(self._state - SPOT0, now):
-            obs.preempted = True
+            obs.preempted, obs.preempted_pool = True, self._state - SPOT0
             self._preempt(self._state - SPOT0, now)
         obs.tick, obs.progress, obs.state = self.tick, self.progress, self._state
         obs.changeover_left = self._left

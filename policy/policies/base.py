@@ -100,6 +100,9 @@ class Observation:
     """The region the job's checkpoint is in (its last instance's; -1: none written yet)."""
     od_region: int = -1
     """The region of the on-demand instance, while the job runs on one (-1 otherwise)."""
+    preempted_pool: int = -1
+    """The pool of the spot instance taken back at the start of this tick (-1: none), as the
+    cloud's notice names it."""
 
     def belief(self) -> np.ndarray:
         """bool [pools]: each pool's availability as last seen (``available`` in ``all`` mode)."""

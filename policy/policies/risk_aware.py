@@ -170,6 +170,8 @@ class RiskAware(Policy):
     def act(self, obs: Observation) -> Action:
         """The shared rules (safety net, stay on spot), then rules 2 to 4."""
         any_up = some_pool_up(obs)
+        if obs.preempted and obs.preempted_pool >= 0:
+            self.forecast.taken_back(obs.tick, obs.preempted_pool)
         self.forecast.update(obs.tick, obs.belief(), any_up)
         self._spells.observe(obs.tick, any_up)
         belief, age = obs.belief(), obs.seen_age

@@ -84,6 +84,14 @@ class AvailabilityHazard:
             self._arrays[z] = (np.append(lengths, self._age[z]), np.append(ends, tick))
         self._age = np.where(available, self._age + 1, 0)
 
+    def run_ended(self, tick: int, pool: int) -> None:
+        """A run of ``pool`` ended at ``tick`` (before :meth:`observe` of that tick): the run
+        under way, or, where none was seen, a run of one tick that began and ended unseen."""
+        if self._age[pool] > 0:
+            return  # seen: observe() closes it
+        lengths, ends = self._arrays[pool]
+        self._arrays[pool] = (np.append(lengths, 1.0), np.append(ends, float(tick)))
+
     def expected_remaining(self, pool: int, age: int | None = None) -> float:
         """Expected further available ticks of ``pool`` given it has been up ``age`` ticks.
 

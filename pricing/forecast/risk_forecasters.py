@@ -60,6 +60,11 @@ class RiskForecaster(ABC):
         return self.expected_run(pool, fresh=True)
 
     @abstractmethod
+    def taken_back(self, tick: int, pool: int) -> None:
+        """The job's instance in ``pool`` was taken back at ``tick``: a run ended there, seen
+        up or not (an instance lost within a tick of landing ran while the job saw it down)."""
+
+    @abstractmethod
     def spot_share(self, changeover_ticks: int, horizon_ticks: float | None = None) -> float:
         """Forecast share of the coming ``horizon_ticks`` (None: the next few) that some pool's
         spot can work."""
@@ -119,6 +124,10 @@ class SurvivalForecaster(RiskForecaster):
         """Expected ticks ``pool`` stays up (a fresh run's mean when ``fresh``)."""
         hazard = self._market.pools
         return hazard.mean_run(pool) if fresh else hazard.expected_remaining(pool)
+
+    def taken_back(self, tick: int, pool: int) -> None:
+        """A run of ``pool`` ended at ``tick``: one tick long, if it was never seen up."""
+        self._market.pools.run_ended(tick, pool)
 
     def expected_run_up_within(self, pool: int, ticks: float) -> float:
         """Expected ticks ``pool`` stays up within the next ``ticks``."""

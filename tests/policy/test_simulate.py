@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from spotwise.policy.policies.base import NONE, ON_DEMAND, spot
+from spotwise.policy.policies.base import NONE, ON_DEMAND, Action, Observation, spot
 from spotwise.policy.simulate import CheckpointMode, job_starts, simulate
 from tests.policy.helpers import Scripted, job, traces
 
@@ -25,6 +25,18 @@ def test_spot_is_preempted_at_the_start_of_the_tick_its_zone_turns_unavailable()
     assert result.preemptions == 1 and result.changeovers == 2
     assert result.done and result.finish_tick == 6
     assert result.spot_ticks == 5 and result.cost == pytest.approx(5 * 1.0)
+
+
+def test_a_preemption_names_the_pool_the_instance_was_taken_back_from() -> None:
+    pools: list[int] = []
+
+    class Noting(Scripted):
+        def act(self, obs: Observation) -> Action:
+            pools.append(obs.preempted_pool)
+            return super().act(obs)
+
+    simulate(Noting([spot(1)]), traces("1111", "1011"), job(2, 4, 0), 0)
+    assert pools == [-1, 1, -1]  # landed in pool 1 at t0, taken back at the start of t1
 
 
 def test_picking_an_unavailable_zone_waits_and_costs_nothing() -> None:

@@ -174,3 +174,24 @@ def test_a_storm_after_a_calm_past_runs_on_demand_once_behind_uniform_progress()
     assert choice(ON_DEMAND, 12.0) == spot(0)
     assert choice(ON_DEMAND, 9.0, line=math.inf) == spot(0)
     assert choice(ON_DEMAND, 9.0, prior=long_runs) == spot(0)
+
+
+def test_an_instance_lost_within_a_tick_of_landing_shortens_the_pools_forecast_run() -> None:
+    # Probing, a job that lands and is taken back before the next tick never sees its pool up:
+    # the preemption itself is what tells the forecast that a run there was short.
+    context = context_for(traces("1" * 10 + "0" * 30), job(20, 40, 2), 0,
+                          visibility=Visibility(observe="probe"))  # fmt: skip
+
+    def tick(t: int, preempted_pool: int) -> Observation:
+        down = np.array([False])
+        return Observation(t, 0, -1, 0, preempted_pool >= 0, down, np.ones(1), down.copy(),
+                           np.zeros(1), preempted_pool=preempted_pool)  # fmt: skip
+
+    runs = []
+    for told in (False, True):
+        chooser = RiskAware()
+        chooser.reset(context)
+        chooser.act(tick(0, -1))
+        chooser.act(tick(1, 0 if told else -1))
+        runs.append(chooser.forecast.expected_run(0, fresh=True))
+    assert runs[1] < runs[0]  # 1.49 -> 1.33 h: a 1 h run beside the prior's pseudo-runs

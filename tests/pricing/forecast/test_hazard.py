@@ -81,3 +81,22 @@ def test_hazard_counts_an_open_run_as_age_not_as_a_finished_run() -> None:
     hazard = AvailabilityHazard(np.array([[False, True, True, True]]), half_life_ticks=10)
     assert hazard.age[0] == 3
     assert hazard.mean_run(0) == 1.0  # no finished run yet: age 0 → at least one tick
+
+
+def test_an_instance_lost_before_its_pool_was_seen_up_counts_as_a_one_tick_run() -> None:
+    past = np.array([[c == "1" for c in "1111111100"]])  # one 8-tick run
+    hazard = AvailabilityHazard(past, half_life_ticks=1e9)
+    hazard.observe(0, np.array([False]))
+    hazard.run_ended(1, 0)  # landed at tick 0 while seen down, taken back at tick 1
+    hazard.observe(1, np.array([False]))
+    assert hazard.mean_run(0) == pytest.approx((8 + 1) / 2)
+
+
+def test_a_run_seen_up_is_closed_by_what_is_seen_not_counted_twice() -> None:
+    past = np.array([[c == "1" for c in "1111111100"]])
+    hazard = AvailabilityHazard(past, half_life_ticks=1e9)
+    for tick, up in enumerate([True, True, True]):
+        hazard.observe(tick, np.array([up]))
+    hazard.run_ended(3, 0)
+    hazard.observe(3, np.array([False]))
+    assert hazard.mean_run(0) == pytest.approx((8 + 3) / 2)
