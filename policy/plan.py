@@ -32,8 +32,8 @@ from spotwise.policy.cost import (
     spot_late_probability,
 )
 from spotwise.policy.errors import PolicyError
+from spotwise.policy.job import MAX_JOB_HOURS
 from spotwise.policy.market import PoolTerms
-from spotwise.policy.service.schemas import MAX_JOB_HOURS
 from spotwise.pricing.clouds.profile import LaunchForm
 from spotwise.pricing.clouds.registry import PROFILES
 from spotwise.pricing.collect_commands import collect_each
