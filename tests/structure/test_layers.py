@@ -70,8 +70,8 @@ def test_a_planted_import_against_the_layers_is_caught(tmp_path: Path) -> None:
 
 
 LAB = "spotwise.policy.lab"
-"""The policy lab: benches and simulations of policies, run from the CLI, the dashboard and the
-lab's own N-node and RL parts, never from what serves or runs jobs."""
+"""The policy lab: benches and simulations of policies (the N-node bench too), run from the CLI,
+the dashboard and the RL training, never from what serves or runs jobs."""
 KEPT_FROM_THE_LAB = (
     "spotwise.executor",
     "spotwise.policy.service",
