@@ -35,8 +35,8 @@ from spotwise.executor.ledger.journal import (
 )
 from spotwise.executor.ledger.liveness import process_started
 from spotwise.executor.ledger.prices import PriceBook
-from spotwise.policy.clouds import STORAGE_LISTS
 from spotwise.policy.cost import StorageTerms
+from spotwise.policy.pools.clouds import STORAGE_LISTS
 from spotwise.pricing.errors import PricingError, StoreError
 from spotwise.pricing.operational import OperationalStore, open_operational
 
