@@ -267,7 +267,7 @@ def _account(cloud: CloudOptions) -> dict[str, Any]:
 
 
 def _write_skypilot(result: Plan, run: str, top: int, path: Path) -> None:
-    from spotwise.policy.skypilot import skypilot_task, write_task
+    from spotwise.policy.service.skypilot import skypilot_task, write_task
 
     try:
         write_task(skypilot_task(result, run=run, top=top), result, path)
