@@ -77,6 +77,7 @@ KEPT_FROM_THE_LAB = (
     "spotwise.policy.service",
     "spotwise.policy.core",
     "spotwise.policy.policies",
+    "spotwise.policy.pools",
 )
 """What runs jobs and serves decisions, and the policy's model: none of it imports the lab (the
 model's modules at ``policy/``'s root, ``spotwise.policy.<module>``, are kept from it too)."""
@@ -107,6 +108,7 @@ def test_the_executor_the_service_and_the_model_never_import_the_lab() -> None:
     kept = {m for m in graph if kept_from_the_lab(m)}
     assert {"spotwise.executor.fleets.fleet", "spotwise.policy.simulate"} <= kept  # it sees them
     assert "spotwise.policy.fleet_rule" in kept and "spotwise.policy.lab.fleet" not in kept
+    assert "spotwise.policy.pools.shared_pools" in kept
     assert into_the_lab(graph) == []
 
 

@@ -93,6 +93,8 @@ def test_the_moved_ones_stay_where_they_are() -> None:
     for module in graph:
         if module.startswith(("spotwise.executor.clouds", "spotwise.executor.launchers")):
             assert not any(t.startswith("spotwise.executor.supervise") for t in graph[module])
+        if module.startswith("spotwise.policy.nodes"):
+            assert not any(t.startswith("spotwise.policy.lab") for t in graph[module])
 
 
 def test_a_planted_arrow_back_up_is_caught() -> None:
