@@ -1,5 +1,6 @@
-"""The policy: cost model, simulator, markets, plan and the policies; the decision service
-that serves them (:mod:`.service`) and the lab that benches them (:mod:`.lab`) sit beside it.
+"""The policy: cost model, simulator, markets, plan and the policies, on the pools' clouds,
+regions and shared nodes (:mod:`.pools`); the decision service that serves them
+(:mod:`.service`) and the lab that benches them (:mod:`.lab`) sit beside it.
 
 ``policy.load(name)`` is the one entry point for every policy: the object it returns has
 ``reset(context)`` (the job: compute, deadline and changeover in ticks, prices, the pools and

@@ -9,6 +9,10 @@ from dataclasses import dataclass
 from spotwise.policy.errors import PolicyError
 from spotwise.pricing.quotes import REFERENCE_ON_DEMAND_USD, REFERENCE_SPOT_USD
 
+MAX_JOB_HOURS = 100_000
+"""The most hours a job's work or deadline may be (about 11 years): every way in (a request,
+a fleet file, ``plan``) refuses more, so no sum over a job overflows."""
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class JobSpec:

@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from spotwise.policy.clouds import STORAGE_LISTS
 from spotwise.policy.errors import PolicyError
+from spotwise.policy.pools.clouds import STORAGE_LISTS
 from spotwise.pricing.clouds.profile import StorageList
 from spotwise.pricing.clouds.registry import PROFILES
 from spotwise.pricing.collect_commands import collect_all, collect_each, collect_shape

@@ -22,7 +22,6 @@ from typing import Any
 
 import pandas as pd
 
-from spotwise.policy.clouds import CHECKPOINT_PREFIX, LAUNCH_FORMS, notice_line
 from spotwise.policy.cost import (
     CostBreakdown,
     SpotRun,
@@ -32,8 +31,9 @@ from spotwise.policy.cost import (
     spot_late_probability,
 )
 from spotwise.policy.errors import PolicyError
+from spotwise.policy.job import MAX_JOB_HOURS
 from spotwise.policy.market import PoolTerms
-from spotwise.policy.service.schemas import MAX_JOB_HOURS
+from spotwise.policy.pools.clouds import CHECKPOINT_PREFIX, LAUNCH_FORMS, notice_line
 from spotwise.pricing.clouds.profile import LaunchForm
 from spotwise.pricing.clouds.registry import PROFILES
 from spotwise.pricing.collect_commands import collect_each

@@ -10,7 +10,7 @@ pool turns unavailable (or whose price rises above the policy's bid) is preempte
 start of that tick. Each productive tick adds the instance's speed to progress; the job is
 done when progress reaches K and misses its deadline if not done by T.
 
-Pools may lie in different regions (:mod:`spotwise.policy.regions`), each with its on-demand
+Pools may lie in different regions (:mod:`spotwise.policy.pools.regions`), each with its on-demand
 price: on demand runs in the region the action names (by default where the checkpoint is). A
 new instance in another region than the checkpoint's reads it from there: the job's
 ``checkpoint_gb`` times the egress price, billed at the switch. Every launch that lands is billed
@@ -50,8 +50,8 @@ from spotwise.policy.policies.base import (
     Observation,
     Policy,
 )
-from spotwise.policy.regions import NOWHERE, Regions
-from spotwise.policy.shared_pools import SharedPools
+from spotwise.policy.pools.regions import NOWHERE, Regions
+from spotwise.policy.pools.shared_pools import SharedPools
 from spotwise.policy.traces import TraceSet
 from spotwise.pricing.forecast.prior import PoolPrior
 

@@ -4,7 +4,7 @@ A trace folder holds one 1-node CBL JSON trace per pool (file stem = pool name, 
 available). Where a trace carries a ``prices`` array, spot ticks are billed at that price.
 An optional pools file gives per-pool ``spot_price`` and ``speed``, and where the pool runs:
 its ``cloud``, its ``region`` and that region's ``on_demand_price`` (else the job's), so that
-moves between regions pay the checkpoint's egress (:mod:`spotwise.policy.regions`). A market
+moves between regions pay the checkpoint's egress (:mod:`spotwise.policy.pools.regions`). A market
 class of the suite (:mod:`spotwise.policy.lab.markets`) gives the same from the bundled prices.
 """
 

@@ -689,7 +689,7 @@ def _bench_nodes(
 ) -> None:
     """``bench policy --nodes N``: the N-node lab's table or JSON."""
     from spotwise.policy.lab.bench import plot_bench
-    from spotwise.policy.nodes.bench import node_starts, run_node_bench
+    from spotwise.policy.lab.node_bench import node_starts, run_node_bench
     from spotwise.policy.nodes.capacity import load_capacity_traces
 
     try:

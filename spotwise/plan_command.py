@@ -143,8 +143,8 @@ def plan(
 def _check_ranges(machine_hours: float, deadline_hours: float, checkpoint_gb: float) -> None:
     """Refuse a job's hours or checkpoint past what a plan takes, naming the flag (before the
     store is read: a typo such as 1e308 is said, not overflowed)."""
+    from spotwise.policy.job import MAX_JOB_HOURS
     from spotwise.policy.plan import MAX_CHECKPOINT_GB
-    from spotwise.policy.service.schemas import MAX_JOB_HOURS
 
     for flag, value, most, unit in (
         ("--gpu-hours", machine_hours, MAX_JOB_HOURS, "hours on one machine"),
@@ -267,7 +267,7 @@ def _account(cloud: CloudOptions) -> dict[str, Any]:
 
 
 def _write_skypilot(result: Plan, run: str, top: int, path: Path) -> None:
-    from spotwise.policy.skypilot import skypilot_task, write_task
+    from spotwise.policy.service.skypilot import skypilot_task, write_task
 
     try:
         write_task(skypilot_task(result, run=run, top=top), result, path)

@@ -58,9 +58,9 @@ from spotwise.executor.supervise.supervisor import ClientFor, SupervisorConfig
 from spotwise.policy import fleet_rule as rule  # the lab's rule, called where the lab calls it
 from spotwise.policy.errors import PolicyError
 from spotwise.policy.fleet_rule import TIERS, Grant, Market, Tier
+from spotwise.policy.job import MAX_JOB_HOURS
 from spotwise.policy.service.client import PolicyClient
 from spotwise.policy.service.schemas import (
-    MAX_JOB_HOURS,
     Decision,
     DecisionRequest,
     JobTerms,

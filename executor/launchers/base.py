@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, TextIO, runtime_checkable
 
 import numpy as np
 
@@ -28,6 +29,22 @@ class Placement:
     def describe(self) -> str:
         """The placement as a person reads it."""
         return f"spot in {self.pool}" if self.market == "spot" else "on-demand"
+
+
+def echo(
+    placement: Placement, stream: TextIO | None = None, label: str | None = None
+) -> Callable[[str], None]:
+    """Print an instance's lines on ``stream`` (stderr), prefixed by where it runs (after
+    ``label``, the job's name, when several jobs print side by side)."""
+    where = placement.describe()
+    prefix = f"[{label}: {where}] " if label else f"[{where}] "
+
+    def write(line: str) -> None:
+        out = stream if stream is not None else sys.stderr
+        out.write(prefix + (line if line.endswith("\n") else line + "\n"))
+        out.flush()
+
+    return write
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

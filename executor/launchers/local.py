@@ -28,8 +28,7 @@ import numpy as np
 
 from spotwise.core.clock import SYSTEM_CLOCK, Clock
 from spotwise.executor.errors import LaunchError
-from spotwise.executor.launchers.base import Placement, Preemption
-from spotwise.executor.supervise.job_log import echo
+from spotwise.executor.launchers.base import Placement, Preemption, echo
 from spotwise.executor.training.heartbeat import HEARTBEAT_ENV, last_step, seconds_quiet
 from spotwise.policy.observe import ObserveMode
 from spotwise.policy.traces import TraceSet

@@ -35,8 +35,8 @@ from spotwise.executor.ledger.journal import (
 )
 from spotwise.executor.ledger.liveness import process_started
 from spotwise.executor.ledger.prices import PriceBook
-from spotwise.policy.clouds import STORAGE_LISTS
 from spotwise.policy.cost import StorageTerms
+from spotwise.policy.pools.clouds import STORAGE_LISTS
 from spotwise.pricing.errors import PricingError, StoreError
 from spotwise.pricing.operational import OperationalStore, open_operational
 
@@ -90,7 +90,7 @@ USD_PER_GB_MONTH = StorageTerms().usd_per_gb_month
 
 def storage_rate(launcher: str) -> float:
     """USD per GB-month of a job's checkpoints: its cloud's object-store list price
-    (:data:`~policy.clouds.STORAGE_LISTS`, as the plan charges), else the cost model's."""
+    (:data:`~policy.pools.clouds.STORAGE_LISTS`, as the plan charges), else the cost model's."""
     listed = STORAGE_LISTS.get(launcher)
     return listed.usd_per_gb_month if listed else USD_PER_GB_MONTH
 

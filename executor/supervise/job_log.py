@@ -6,14 +6,13 @@ stderr, prefixed by where the instance runs (and, in a fleet, by the job's name)
 from __future__ import annotations
 
 import os
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from spotwise.executor.launchers.base import Placement
+from spotwise.executor.launchers.base import Placement, echo
 
 PRIVATE = 0o700
 
@@ -21,22 +20,6 @@ PRIVATE = 0o700
 def log_folder(store_path: Path, job_id: str) -> Path:
     """Where ``job_id``'s instance logs live, next to the store."""
     return store_path.parent / "logs" / job_id
-
-
-def echo(
-    placement: Placement, stream: TextIO | None = None, label: str | None = None
-) -> Callable[[str], None]:
-    """Print an instance's lines on ``stream`` (stderr), prefixed by where it runs (after
-    ``label``, the job's name, when several jobs print side by side)."""
-    where = placement.describe()
-    prefix = f"[{label}: {where}] " if label else f"[{where}] "
-
-    def write(line: str) -> None:
-        out = stream if stream is not None else sys.stderr
-        out.write(prefix + (line if line.endswith("\n") else line + "\n"))
-        out.flush()
-
-    return write
 
 
 class JobLog:

@@ -40,7 +40,7 @@ from spotwise.policy.policies.base import (
 )
 from spotwise.policy.policies.risk_aware import RiskAware, RiskAwareParams
 from spotwise.policy.policies.rules import late, safety_margin, slack_ticks
-from spotwise.policy.regions import NOWHERE, Regions
+from spotwise.policy.pools.regions import NOWHERE, Regions
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

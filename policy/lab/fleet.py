@@ -57,8 +57,8 @@ from spotwise.policy.policies.base import (
     request,
 )
 from spotwise.policy.policies.rules import slack_exhausted, slack_ticks
+from spotwise.policy.pools.shared_pools import SharedPools
 from spotwise.policy.registry import load
-from spotwise.policy.shared_pools import SharedPools
 from spotwise.policy.simulate import EVERYTHING, JobRun, Sight, Visibility, context_for
 from spotwise.policy.traces import TraceSet
 

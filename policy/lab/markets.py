@@ -20,7 +20,7 @@ pricings, each said in the market's ``pricing`` line:
   loses most. Prices are kept as fractions of on demand.
 
 Each pool keeps its own region, so moves between regions pay the clouds' egress list prices for
-the checkpoint (:mod:`spotwise.policy.regions`). Nothing here is a forecast or a claim on its
+the checkpoint (:mod:`spotwise.policy.pools.regions`). Nothing here is a forecast or a claim on its
 own: the suite runs policies on these markets, held back and cold, against the exact bound.
 """
 

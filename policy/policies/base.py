@@ -21,7 +21,7 @@ from spotwise.pricing.forecast.prior import PoolPrior
 
 if TYPE_CHECKING:
     from spotwise.policy.past_fit import PastFit
-    from spotwise.policy.regions import Regions
+    from spotwise.policy.pools.regions import Regions
     from spotwise.pricing.forecast.risk_forecasters import RiskForecaster
 
 NONE = 0

@@ -29,7 +29,7 @@ from spotwise.policy.policies.base import (
     Policy,
     spot,
 )
-from spotwise.policy.regions import Regions
+from spotwise.policy.pools.regions import Regions
 
 CONTINUE, WAIT = 0, 1
 """Decision codes; 2 + s means 'change to instance s'."""

@@ -17,12 +17,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
+from spotwise.policy.job import MAX_JOB_HOURS
+
 STRICT = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True)
 """Bodies: no field the schema lacks, no NaN or Infinity, no type coerced (``true`` is no
 number, ``"48"`` is no number, ``1`` is no boolean)."""
-MAX_JOB_HOURS = 100_000
-"""The most hours a job's work or deadline may be (about 11 years): every way in (a request,
-a fleet file, ``plan``) refuses more, so no sum over a job overflows."""
 
 
 class JobTerms(BaseModel):

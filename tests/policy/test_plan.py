@@ -16,10 +16,10 @@ import typer
 
 from spotwise.executor.clouds.base import CloudOptions
 from spotwise.executor.clouds.registry import CLOUDS
-from spotwise.policy import clouds as plan_clouds
 from spotwise.policy.errors import PolicyError
 from spotwise.policy.market import PoolTerms, Risk
 from spotwise.policy.plan import PlanInputs, missing_settings, next_step, plan_job
+from spotwise.policy.pools import clouds as plan_clouds
 from spotwise.pricing.clouds.registry import PROFILES
 from spotwise.pricing.quotes import Quote
 from tests.conftest import DATA, CliRun

@@ -10,7 +10,7 @@ import pytest
 
 from spotwise.policy.job import JobSpec
 from spotwise.policy.policies.base import NONE, ON_DEMAND, Action, request, spot
-from spotwise.policy.regions import NOWHERE
+from spotwise.policy.pools.regions import NOWHERE
 from spotwise.policy.simulate import FLEET, TEARDOWN, Visibility, simulate
 from tests.policy.helpers import Scripted, job, traces
 

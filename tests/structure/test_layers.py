@@ -70,13 +70,14 @@ def test_a_planted_import_against_the_layers_is_caught(tmp_path: Path) -> None:
 
 
 LAB = "spotwise.policy.lab"
-"""The policy lab: benches and simulations of policies, run from the CLI, the dashboard and the
-lab's own N-node and RL parts, never from what serves or runs jobs."""
+"""The policy lab: benches and simulations of policies (the N-node bench too), run from the CLI,
+the dashboard and the RL training, never from what serves or runs jobs."""
 KEPT_FROM_THE_LAB = (
     "spotwise.executor",
     "spotwise.policy.service",
     "spotwise.policy.core",
     "spotwise.policy.policies",
+    "spotwise.policy.pools",
 )
 """What runs jobs and serves decisions, and the policy's model: none of it imports the lab (the
 model's modules at ``policy/``'s root, ``spotwise.policy.<module>``, are kept from it too)."""
@@ -107,6 +108,7 @@ def test_the_executor_the_service_and_the_model_never_import_the_lab() -> None:
     kept = {m for m in graph if kept_from_the_lab(m)}
     assert {"spotwise.executor.fleets.fleet", "spotwise.policy.simulate"} <= kept  # it sees them
     assert "spotwise.policy.fleet_rule" in kept and "spotwise.policy.lab.fleet" not in kept
+    assert "spotwise.policy.pools.shared_pools" in kept
     assert into_the_lab(graph) == []
 
 

@@ -32,8 +32,7 @@ from spotwise.executor.clouds.cloud_launcher import CloudLauncher
 from spotwise.executor.clouds.code_bundle import ShippedCode
 from spotwise.executor.clouds.instance import BucketInstance
 from spotwise.executor.errors import ExecutorError, NoCapacity
-from spotwise.executor.launchers.base import Placement
-from spotwise.executor.supervise.job_log import echo
+from spotwise.executor.launchers.base import Placement, echo
 
 CAPACITY_ERRORS = {
     "InsufficientInstanceCapacity",

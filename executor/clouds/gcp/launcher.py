@@ -34,8 +34,7 @@ from spotwise.executor.clouds.gcp.startup_script import startup_script
 from spotwise.executor.clouds.gcp.target import GcpTarget, Shape
 from spotwise.executor.clouds.instance import BucketInstance
 from spotwise.executor.errors import ExecutorError, NoCapacity
-from spotwise.executor.launchers.base import Placement
-from spotwise.executor.supervise.job_log import echo
+from spotwise.executor.launchers.base import Placement, echo
 
 CAPACITY_ERRORS = ("ZONE_RESOURCE_POOL_EXHAUSTED", "STOCKOUT", "RESOURCE_POOL_EXHAUSTED")
 """What Compute Engine answers when a zone has no room for the VM now."""

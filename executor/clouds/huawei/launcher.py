@@ -25,8 +25,7 @@ from spotwise.executor.clouds.huawei.target import HuaweiTarget
 from spotwise.executor.clouds.instance import BucketInstance
 from spotwise.executor.clouds.orphans import this_host
 from spotwise.executor.errors import ExecutorError, NoCapacity
-from spotwise.executor.launchers.base import Placement
-from spotwise.executor.supervise.job_log import echo
+from spotwise.executor.launchers.base import Placement, echo
 
 JOB_TAG = "spotwise-job"
 HOST_TAG = "spotwise-host"

@@ -10,7 +10,7 @@ import pytest
 
 from spotwise.policy.lab.fleet import FleetJob, FleetMarket, independent_costs, simulate_fleet
 from spotwise.policy.policies.base import NONE, SPOT0, Action
-from spotwise.policy.shared_pools import SharedPools
+from spotwise.policy.pools.shared_pools import SharedPools
 from spotwise.policy.simulate import JobRun, Visibility
 from tests.conftest import CliRun
 from tests.policy.helpers import job, traces

@@ -9,7 +9,7 @@ import pytest
 
 from spotwise.policy.errors import PolicyError
 from spotwise.policy.job import REFERENCE, JobSpec
-from spotwise.policy.nodes.bench import node_starts, run_node_bench, simulate_nodes
+from spotwise.policy.lab.node_bench import node_starts, run_node_bench, simulate_nodes
 from spotwise.policy.nodes.bound import node_lower_bound
 from spotwise.policy.nodes.capacity import CapacityTraces, load_capacity_traces
 from spotwise.policy.nodes.simulate import node_context

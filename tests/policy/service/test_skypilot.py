@@ -12,7 +12,7 @@ import yaml
 
 from spotwise.policy.market import PoolTerms, Risk
 from spotwise.policy.plan import PlanInputs, plan_job
-from spotwise.policy.skypilot import skypilot_task, write_task
+from spotwise.policy.service.skypilot import skypilot_task, write_task
 from spotwise.pricing.quotes import Quote
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from spotwise.policy.clouds import STORAGE_LISTS
+from spotwise.policy.pools.clouds import STORAGE_LISTS
 from spotwise.policy.traces import Pool
 
 NOWHERE = -1

@@ -4,7 +4,7 @@ and whether a checkpoint fits its notice."""
 from __future__ import annotations
 
 from spotwise.executor.clouds.registry import CLOUDS
-from spotwise.policy import clouds as plan_clouds
+from spotwise.policy.pools import clouds as plan_clouds
 from spotwise.pricing.clouds.registry import PROFILES
 
 NOTICES = {name: cloud.notice_s for name, cloud in CLOUDS.items() if name in PROFILES}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from spotwise.policy.clouds import STORAGE_LISTS
-from spotwise.policy.regions import NOWHERE, Regions, continent, egress_usd_per_gb
+from spotwise.policy.pools.clouds import STORAGE_LISTS
+from spotwise.policy.pools.regions import NOWHERE, Regions, continent, egress_usd_per_gb
 from spotwise.policy.traces import Pool
 
 
