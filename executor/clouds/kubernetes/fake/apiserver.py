@@ -29,6 +29,7 @@ from spotwise.executor.clouds.kubernetes.fake.cluster import (
     RESOURCES,
     Cluster,
     Conflict,
+    Expired,
     NotFound,
     Resource,
     field_selected,
@@ -240,11 +241,14 @@ class FakeApiServer:
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Transfer-Encoding", "chunked")
                 self.end_headers()
-                for event in server.events(resource, namespace, query):
-                    line = json.dumps(event).encode() + b"\n"
-                    self.wfile.write(f"{len(line):x}\r\n".encode() + line + b"\r\n")
-                    self.wfile.flush()
-                self.wfile.write(b"0\r\n\r\n")
+                try:
+                    for event in server.events(resource, namespace, query):
+                        line = json.dumps(event).encode() + b"\n"
+                        self.wfile.write(f"{len(line):x}\r\n".encode() + line + b"\r\n")
+                        self.wfile.flush()
+                    self.wfile.write(b"0\r\n\r\n")
+                except (BrokenPipeError, ConnectionResetError):
+                    self.close_connection = True  # the watcher went away: nothing to say
 
             def log_message(self, *args: object) -> None:
                 pass
@@ -516,7 +520,12 @@ class FakeApiServer:
             start = self.cluster.version
             for obj in self.cluster.items(resource.plural, namespace, labels, fields):
                 yield {"type": "ADDED", "object": obj}
-        for change in self.cluster.changes(resource.plural, namespace, start, timeout):
+        try:
+            changes = self.cluster.changes(resource.plural, namespace, start, timeout)
+        except Expired as error:
+            yield {"type": "ERROR", "object": status(410, "Expired", str(error)).body}
+            return
+        for change in changes:
             obj = change.object
             if selected(obj["metadata"].get("labels") or {}, labels) and field_selected(
                 obj, fields
