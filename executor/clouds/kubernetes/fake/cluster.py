@@ -249,6 +249,27 @@ class Cluster:
             self._after(self._record(plural, "DELETED", obj))
             return copy.deepcopy(obj)
 
+    def end_pod(self, namespace: str, name: str, grace: int | None = None) -> dict[str, Any]:
+        """Delete a Pod as the apiserver does: one whose container runs is marked
+        (``deletionTimestamp``) for its node to stop within ``grace`` seconds (None: its
+        ``terminationGracePeriodSeconds``); any other goes at once.
+
+        Raises:
+            NotFound: when there is none.
+        """
+        with self._lock:
+            pod = self.get("pods", namespace, name)
+            if pod.get("status", {}).get("phase") != "Running":
+                return self.delete("pods", namespace, name)
+
+            def mark(obj: dict[str, Any]) -> None:
+                obj["metadata"].setdefault("deletionTimestamp", self.stamp())
+                own = obj["spec"].get("terminationGracePeriodSeconds", 30)
+                given = own if grace is None else grace
+                obj["metadata"].setdefault("deletionGracePeriodSeconds", given)
+
+            return self.update("pods", namespace, name, mark)
+
     def items(
         self, plural: str, namespace: str | None, labels: str = "", fields: str = ""
     ) -> list[dict[str, Any]]:

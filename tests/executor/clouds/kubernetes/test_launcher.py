@@ -84,10 +84,10 @@ def local(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[LocalClus
     assert not cluster.player.errors
 
 
-def target(**more: Any) -> KubernetesTarget:
+def target(region: str = "gke", **more: Any) -> KubernetesTarget:
     options = CloudOptions(
         project=f"{CONTEXT}/{NAMESPACE}",
-        region="gke",
+        region=region,
         image="python:3.11",
         bucket="checkpoints",
         instance_type="+1gpu",
@@ -260,6 +260,34 @@ def test_a_take_back_after_the_watch_history_is_compacted_is_seen_after_a_relist
     assert until(instance.ridden_out, timeout_s=10.0) == [taken]
     assert instance.watch.streams >= 2 and instance.watch.failures == 0
     instance.terminate()
+
+
+def test_an_eks_reclaim_is_a_drain_whose_eviction_the_job_rides_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On EKS, Karpenter drains an interrupted spot node through the Eviction API: the Pod is
+    marked ``EvictionByEvictionAPI``, checkpoints in its grace, and the Job resumes."""
+    eks = LocalCluster(tmp_path / "eks")
+    monkeypatch.setenv("KUBECONFIG", str(eks.kubeconfig))
+    try:
+        labels, taints = spot_node("eks")
+        eks.player.add_node("spot-a", labels=labels, taints=taints, gpus=1)
+        chosen = target(region="eks")
+        instance = launcher(chosen).launch(SPOT_PLACE, RESUME, {}, None)
+        first = until(lambda: training(eks, instance))
+        eks.player.drain("spot-a")
+        eks.player.add_node("spot-b", labels=labels, taints=taints, gpus=1)
+        assert until_ended(instance) == 0
+        assert [e["event"] for e in instance.events][-1] == "resumed"
+        assert instance.events[-1]["step"] == 7
+        assert eks.player.played.exits[first] == 75 and eks.player.played.killed == []
+        grace = PLATFORMS["eks"].grace_s
+        taken = RiddenOut(worker=first, reason="EvictionByEvictionAPI", noticed=grace > 0)
+        assert instance.ridden_out() == [taken]
+        assert not eks.player.played.refused  # no budget holds the drain back
+    finally:
+        eks.close()
+    assert not eks.player.errors
 
 
 def test_a_failing_command_fails_the_job_at_once(local: LocalCluster) -> None:
