@@ -8,7 +8,9 @@ complete (exit 0), or failed (the last Pod's exit code).
 
 The command's output is its Pods' logs, read back through the apiserver, each Pod's in turn:
 its JSON event lines become events, every other line goes to the job's log, and a Pod's first
-line is said with its node. A status or log request that times out, is refused at the socket,
+line is said with its node. The take-backs are seen by a watch of the Job's Pods
+(:mod:`.pod_watch`), not by the reads: a Pod disrupted and deleted between two reads is counted
+too, once. A status or log request that times out, is refused at the socket,
 or answers 429/5xx leaves the instance as it was: it never counts as the job failing.
 """
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -29,6 +32,7 @@ from spotwise.executor.clouds.kubernetes.manifests import (
     secret,
     secret_name,
 )
+from spotwise.executor.clouds.kubernetes.pod_watch import WATCH_WINDOW_S, PodWatch
 from spotwise.executor.clouds.kubernetes.target import CHECKPOINT_MOUNT, KubernetesTarget
 from spotwise.executor.errors import PREEMPTED_EXIT_CODE
 from spotwise.executor.launchers.base import Placement, RiddenOut
@@ -43,7 +47,8 @@ KILLED_EXIT_CODE = 137
 class KubernetesLauncher(CloudLauncher):
     """Starts job ``job_id``'s instances as Jobs in the target's namespace, through ``api`` (an
     ``ApiClient``), each request given ``timeout_s``, an instance's status read at most every
-    ``poll_every_s``; ``secrets`` go to a Secret of the job
+    ``poll_every_s``, its Pods watched in streams of ``watch_window_s``; ``secrets`` go to a
+    Secret of the job
     (made now, deleted by :meth:`close`) and reach the command's environment only.
 
     Raises:
@@ -62,6 +67,7 @@ class KubernetesLauncher(CloudLauncher):
         clock: Clock = SYSTEM_CLOCK,
         timeout_s: float = REQUEST_TIMEOUT_S,
         poll_every_s: float = POLL_EVERY_S,
+        watch_window_s: int = WATCH_WINDOW_S,
     ) -> None:
         super().__init__(
             pools=target.zones_or_default, job_id=job_id, prefix=CHECKPOINT_MOUNT, clock=clock
@@ -69,6 +75,7 @@ class KubernetesLauncher(CloudLauncher):
         from kubernetes import client
 
         self.target, self.timeout_s, self.poll_every_s = target, timeout_s, poll_every_s
+        self.watch_window_s = watch_window_s
         # the client's models are typed; the objects written are plain JSON (manifests.py)
         self.core: Any = client.CoreV1Api(api)
         self.batch: Any = client.BatchV1Api(api)
@@ -105,11 +112,12 @@ class KubernetesLauncher(CloudLauncher):
         spot = placement.market == "spot"
         ns = target.namespace
         body = job(target, name, self.job_id, command, env, spot=spot, secrets=self.secret_keys)
-        call(
+        created = call(
             f"Job {name}",
             lambda: self.batch.create_namespaced_job(ns, body, _request_timeout=self.timeout_s),
         )
-        return KubernetesInstance(self, name, placement, log or (lambda _: None))
+        since = created.metadata.resource_version if created.metadata else None
+        return KubernetesInstance(self, name, placement, log or (lambda _: None), since)
 
     def close(self) -> None:
         """Delete the job's Secret: its secrets live as long as the launcher."""
@@ -135,6 +143,15 @@ def _grace_s(pod: Any) -> int | None:
     return int(given) if given is not None else pod.spec.termination_grace_period_seconds
 
 
+def _disruption(pod: Any) -> str | None:
+    """The reason of a Pod's ``DisruptionTarget`` condition when it is true, else None."""
+    status = pod.status
+    for marked in (status.conditions or []) if status else []:
+        if marked.type == "DisruptionTarget" and marked.status == "True":
+            return str(marked.reason or "DisruptionTarget")
+    return None
+
+
 class KubernetesInstance:
     """One Job of the launcher: its Pods' output read back, its exit code once it has ended."""
 
@@ -144,7 +161,10 @@ class KubernetesInstance:
         name: str,
         placement: Placement,
         log: Callable[[str], None],
+        since: str | None = None,
     ) -> None:
+        """``since``: the resourceVersion of the Job's creation, which its Pods are watched
+        from (None: they are listed first)."""
         self.launcher, self.name, self.placement = launcher, name, placement
         self.address: str | None = None
         self.events: list[dict[str, Any]] = []
@@ -162,7 +182,18 @@ class KubernetesInstance:
         self._next_read = 0.0
         """When (the launcher's clock, monotonic) the apiserver is asked again."""
         self._disrupted: dict[str, RiddenOut | None] = {}
-        """Each Pod a read found disrupted, until :meth:`ridden_out` tells of it (then None)."""
+        """Each Pod seen disrupted, until :meth:`ridden_out` tells of it (then None)."""
+        self._seen = threading.Lock()
+        self.watch = PodWatch(
+            launcher.core,
+            self._ns,
+            f"{INSTANCE_LABEL}={name}",
+            since,
+            self._saw,
+            timeout_s=launcher.timeout_s,
+            window_s=launcher.watch_window_s,
+        )
+        """The watch of its Pods (stopped once it has ended)."""
 
     @property
     def instance_id(self) -> str:
@@ -202,10 +233,8 @@ class KubernetesInstance:
         listed: list[Any] = list(found.items)
         for pod in sorted(listed, key=age):
             status = pod.status
-            conditions = {c.type: c for c in (status.conditions or [])} if status else {}
-            marked = conditions.get("DisruptionTarget")
-            disruption = (marked.reason or "DisruptionTarget") if marked else None
-            disrupted = marked is not None and marked.status == "True"
+            disruption = _disruption(pod)
+            self._saw(pod)
             code = None
             for container in (status.container_statuses or []) if status else []:
                 if container.state and container.state.terminated:
@@ -216,8 +245,8 @@ class KubernetesInstance:
                     "node": pod.spec.node_name,
                     "phase": status.phase if status else None,
                     "exit_code": code,
-                    "disrupted": disrupted,
-                    "disruption": disruption if disrupted else None,
+                    "disrupted": disruption is not None,
+                    "disruption": disruption,
                     "grace_s": _grace_s(pod),
                 }
             )
@@ -251,11 +280,6 @@ class KubernetesInstance:
             Unreachable: when the apiserver does not answer.
         """
         pods = self.pods()
-        for pod in pods:
-            if pod["disruption"] and pod["name"] not in self._disrupted:
-                self._disrupted[pod["name"]] = RiddenOut(
-                    worker=pod["name"], reason=pod["disruption"], noticed=bool(pod["grace_s"])
-                )
         for pod in pods:
             name, phase = pod["name"], pod["phase"]
             if phase in (None, "Pending") or name in self._read_to_end:
@@ -315,8 +339,12 @@ class KubernetesInstance:
         except Gone:
             return self._gone()
         codes = [p["exit_code"] for p in pods if p["exit_code"] is not None]
-        self._code = 0 if "Complete" in ended else codes[-1] if codes else 1
-        return self._code
+        return self._end(0 if "Complete" in ended else codes[-1] if codes else 1)
+
+    def _end(self, code: int) -> int:
+        self._code = code
+        self.watch.close()
+        return code
 
     def _gone(self) -> int | None:
         """The Job is deleted: once its Pods have stopped, killed when it was killed,
@@ -328,22 +356,31 @@ class KubernetesInstance:
             self.unknown += 1
             return None
         if self._killed:
-            self._code = KILLED_EXIT_CODE
-        elif self._asked_to_leave:
-            self._code = PREEMPTED_EXIT_CODE
-        else:
-            self._code = 1
-            self._log(f"Job {self.name} was deleted by someone else")
-        return self._code
+            return self._end(KILLED_EXIT_CODE)
+        if self._asked_to_leave:
+            return self._end(PREEMPTED_EXIT_CODE)
+        self._log(f"Job {self.name} was deleted by someone else")
+        return self._end(1)
+
+    def _saw(self, pod: Any) -> None:
+        """Note a Pod (from the watch's thread, or a read) when it is disrupted."""
+        reason = _disruption(pod)
+        if reason is None:
+            return
+        name = pod.metadata.name
+        with self._seen:
+            if name not in self._disrupted:
+                taken = RiddenOut(worker=name, reason=reason, noticed=bool(_grace_s(pod)))
+                self._disrupted[name] = taken
 
     def ridden_out(self) -> list[RiddenOut]:
-        """The Pods the reads found disrupted (``DisruptionTarget``: a reclaim, a preemption,
-        an eviction) since the last call, each once: the Job rode each out with a new Pod. Its
-        notice was its SIGTERM, when its grace was over 0 s. A Pod deleted (an eviction) goes
-        once it has ended: one that ends and goes between two reads (``poll_every_s``, far
-        inside a grace an emergency save uses) is not seen."""
-        told = [taken for taken in self._disrupted.values() if taken is not None]
-        self._disrupted = dict.fromkeys(self._disrupted)
+        """The Pods seen disrupted (``DisruptionTarget``: a reclaim, a preemption, an eviction)
+        since the last call, each once: the Job rode each out with a new Pod. Its notice was
+        its SIGTERM, when its grace was over 0 s. The watch sees a Pod that is disrupted and
+        deleted between two reads too (an eviction deletes it once it has ended)."""
+        with self._seen:
+            told = [taken for taken in self._disrupted.values() if taken is not None]
+            self._disrupted = dict.fromkeys(self._disrupted)
         return told
 
     def waiting(self, running_s: float) -> str | None:
@@ -375,7 +412,8 @@ class KubernetesInstance:
         return None
 
     def terminate(self) -> None:
-        """Release its objects: the Job and its Pods."""
+        """Release its objects: the Job and its Pods; stop watching them."""
+        self.watch.close()
         self._delete(grace=None)
 
     def _delete(self, *, grace: int | None) -> None:

@@ -1,10 +1,11 @@
-"""A kube-apiserver on 127.0.0.1 for the endpoints the Kubernetes launcher uses: Pods (and their
-logs), Jobs, Nodes, Events, Services, PodDisruptionBudgets, Namespaces, PersistentVolumeClaims,
-Secrets and SelfSubjectAccessReview; list (label and field selectors), get, create, merge-patch,
-delete, and ``?watch=1`` from a ``resourceVersion``. Every object a request writes is checked
-against the Kubernetes API's schema (:mod:`.schema`); a refused one gets the apiserver's 422
-``Status`` naming the field. Requests carry the bearer token of the kubeconfig it writes
-(:meth:`FakeApiServer.kubeconfig`), else get 401.
+"""A kube-apiserver on 127.0.0.1 for the endpoints the Kubernetes launcher uses: Pods (their
+logs, and their evictions: :mod:`.eviction`), Jobs, Nodes, Events, Services,
+PodDisruptionBudgets, Namespaces, PersistentVolumeClaims, Secrets and SelfSubjectAccessReview;
+list (label and field selectors), get, create, merge-patch, delete, and ``?watch=1`` from a
+``resourceVersion``. Every object a request writes is checked against the Kubernetes API's
+schema (:mod:`.schema`); a refused one gets the apiserver's 422 ``Status`` naming the field.
+Requests carry the bearer token of the kubeconfig it writes (:meth:`FakeApiServer.kubeconfig`),
+else get 401.
 """
 
 from __future__ import annotations
@@ -29,11 +30,13 @@ from spotwise.executor.clouds.kubernetes.fake.cluster import (
     RESOURCES,
     Cluster,
     Conflict,
+    Expired,
     NotFound,
     Resource,
     field_selected,
     selected,
 )
+from spotwise.executor.clouds.kubernetes.fake.eviction import NameMismatch, TooManyRequests, evict
 from spotwise.executor.clouds.kubernetes.fake.schema import (
     KUBERNETES_VERSION,
     Invalid,
@@ -45,17 +48,19 @@ from spotwise.executor.local_clouds.tls import self_signed
 ROUTE = re.compile(
     r"/(?:api/(?P<core>v1)|apis/(?P<group>[a-z0-9.-]+)/(?P<version>v[0-9a-z]+))"
     r"(?:/namespaces/(?P<namespace>[a-z0-9-]+))?"
-    r"(?:/(?P<plural>[a-z]+)(?:/(?P<name>[a-z0-9.-]+)(?:/(?P<sub>log))?)?)?"
+    r"(?:/(?P<plural>[a-z]+)(?:/(?P<name>[a-z0-9.-]+)(?:/(?P<sub>log|eviction))?)?)?"
 )
 ACCESS_REVIEW = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
 VERBS = {
     ("GET", True): "get",
     ("GET", False): "list",
     ("POST", False): "create",
+    ("POST", True): "create",
     ("PATCH", True): "patch",
     ("DELETE", True): "delete",
 }
-"""The RBAC verb of a request: its method, and whether it names one object."""
+"""The RBAC verb of a request: its method, and whether it names one object (a POST that names
+one is an eviction: ``create`` on ``pods/eviction``)."""
 ACCESS_REVIEWS = Resource(
     "selfsubjectaccessreviews", "SelfSubjectAccessReview", "authorization.k8s.io/v1", False
 )
@@ -154,6 +159,19 @@ def discovery(path: str) -> dict[str, Any] | None:
             }
             for _ in served[:1]
             if asked == "v1"
+        ]
+        + [
+            {
+                "name": "pods/eviction",
+                "singularName": "",
+                "namespaced": True,
+                "group": "policy",
+                "version": "v1",
+                "kind": "Eviction",
+                "verbs": ["create"],
+            }
+            for _ in served[:1]
+            if asked == "v1"
         ],
     }
 
@@ -240,11 +258,14 @@ class FakeApiServer:
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Transfer-Encoding", "chunked")
                 self.end_headers()
-                for event in server.events(resource, namespace, query):
-                    line = json.dumps(event).encode() + b"\n"
-                    self.wfile.write(f"{len(line):x}\r\n".encode() + line + b"\r\n")
-                    self.wfile.flush()
-                self.wfile.write(b"0\r\n\r\n")
+                try:
+                    for event in server.events(resource, namespace, query):
+                        line = json.dumps(event).encode() + b"\n"
+                        self.wfile.write(f"{len(line):x}\r\n".encode() + line + b"\r\n")
+                        self.wfile.flush()
+                    self.wfile.write(b"0\r\n\r\n")
+                except (BrokenPipeError, ConnectionResetError):
+                    self.close_connection = True  # the watcher went away: nothing to say
 
             def log_message(self, *args: object) -> None:
                 pass
@@ -366,6 +387,8 @@ class FakeApiServer:
                     return self._list(resource, namespace, query)
                 if method == "POST":
                     return self._create(resource, ns, body)
+            elif method == "POST" and sub == "eviction" and resource.plural == "pods":
+                return Reply(201, evict(self.cluster, ns, name, body))
             elif method == "GET" and sub == "log":
                 self.cluster.get("pods", ns, name)
                 log = self.logs / ns / f"{name}.log"
@@ -382,6 +405,15 @@ class FakeApiServer:
             return status(409, "AlreadyExists", str(error), name=name, kind=resource.plural)
         except Invalid as error:
             return self._invalid(resource, name, error)
+        except NameMismatch as error:
+            return status(400, "BadRequest", str(error))
+        except TooManyRequests as error:
+            return status(
+                429,
+                "TooManyRequests",
+                str(error),
+                causes=[{"reason": "DisruptionBudget", "message": str(error)}],
+            )
         return status(405, "MethodNotAllowed", f"{method} is not served on {path[:120]}")
 
     def _invalid(self, resource: Resource, name: str | None, error: Invalid) -> Reply:
@@ -465,25 +497,12 @@ class FakeApiServer:
         return Reply(200, removed)
 
     def end_pod(self, namespace: str, name: str, grace: int | None = None) -> dict[str, Any]:
-        """Delete a Pod as the apiserver does: one whose container runs is marked
-        (``deletionTimestamp``) for its node to stop within ``grace`` seconds (None: its
-        ``terminationGracePeriodSeconds``); any other goes at once.
+        """Delete a Pod as the apiserver does (:meth:`Cluster.end_pod`).
 
         Raises:
             NotFound: when there is none.
         """
-        pod = self.cluster.get("pods", namespace, name)
-        if pod.get("status", {}).get("phase") != "Running":
-            return self.cluster.delete("pods", namespace, name)
-
-        def mark(obj: dict[str, Any]) -> None:
-            obj["metadata"].setdefault("deletionTimestamp", self.cluster.stamp())
-            own = obj["spec"].get("terminationGracePeriodSeconds", 30)
-            obj["metadata"].setdefault(
-                "deletionGracePeriodSeconds", own if grace is None else grace
-            )
-
-        return self.cluster.update("pods", namespace, name, mark)
+        return self.cluster.end_pod(namespace, name, grace)
 
     def _review(self, body: Any) -> Reply:
         try:
@@ -516,7 +535,12 @@ class FakeApiServer:
             start = self.cluster.version
             for obj in self.cluster.items(resource.plural, namespace, labels, fields):
                 yield {"type": "ADDED", "object": obj}
-        for change in self.cluster.changes(resource.plural, namespace, start, timeout):
+        try:
+            changes = self.cluster.changes(resource.plural, namespace, start, timeout)
+        except Expired as error:
+            yield {"type": "ERROR", "object": status(410, "Expired", str(error)).body}
+            return
+        for change in changes:
             obj = change.object
             if selected(obj["metadata"].get("labels") or {}, labels) and field_selected(
                 obj, fields

@@ -56,6 +56,10 @@ class Conflict(Exception):
     """The object exists already (HTTP 409)."""
 
 
+class Expired(Exception):
+    """A watch from a resourceVersion whose history is compacted (HTTP 410)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Change:
     """One watch event: ``ADDED``, ``MODIFIED`` or ``DELETED``, and the object after it."""
@@ -158,6 +162,8 @@ class Cluster:
         self._objects: dict[tuple[str, str, str], dict[str, Any]] = {}
         self._changes: list[Change] = []
         self._version = 1
+        self.compacted = 0
+        """The resourceVersion up to which the history is dropped (:meth:`compact`)."""
         self._lock = threading.Condition()
         self._counted: set[str] = set()
         """The uids of the ended Pods the Job controller has counted."""
@@ -175,8 +181,7 @@ class Cluster:
 
     def _record(self, plural: str, kind: str, obj: dict[str, Any]) -> Change:
         self._version += 1
-        if kind != "DELETED":
-            obj["metadata"]["resourceVersion"] = str(self._version)
+        obj["metadata"]["resourceVersion"] = str(self._version)  # a deletion's too, as etcd's
         change = Change(self._version, plural, kind, copy.deepcopy(obj))
         self._changes.append(change)
         self._lock.notify_all()
@@ -244,6 +249,27 @@ class Cluster:
             self._after(self._record(plural, "DELETED", obj))
             return copy.deepcopy(obj)
 
+    def end_pod(self, namespace: str, name: str, grace: int | None = None) -> dict[str, Any]:
+        """Delete a Pod as the apiserver does: one whose container runs is marked
+        (``deletionTimestamp``) for its node to stop within ``grace`` seconds (None: its
+        ``terminationGracePeriodSeconds``); any other goes at once.
+
+        Raises:
+            NotFound: when there is none.
+        """
+        with self._lock:
+            pod = self.get("pods", namespace, name)
+            if pod.get("status", {}).get("phase") != "Running":
+                return self.delete("pods", namespace, name)
+
+            def mark(obj: dict[str, Any]) -> None:
+                obj["metadata"].setdefault("deletionTimestamp", self.stamp())
+                own = obj["spec"].get("terminationGracePeriodSeconds", 30)
+                given = own if grace is None else grace
+                obj["metadata"].setdefault("deletionGracePeriodSeconds", given)
+
+            return self.update("pods", namespace, name, mark)
+
     def items(
         self, plural: str, namespace: str | None, labels: str = "", fields: str = ""
     ) -> list[dict[str, Any]]:
@@ -259,14 +285,35 @@ class Cluster:
                 and field_selected(obj, fields)
             ]
 
+    def compact(self) -> int:
+        """Drop the history up to now, as etcd's compaction does: a watch from an older
+        resourceVersion is then refused (:class:`Expired`). The version compacted to."""
+        with self._lock:
+            self._changes.clear()
+            self.compacted = self._version
+            return self.compacted
+
     def changes(
         self, plural: str, namespace: str | None, since: int, timeout_s: float
     ) -> Iterator[Change]:
         """The changes of a resource after resourceVersion ``since``, as they come, until
-        ``timeout_s`` passes with none."""
+        ``timeout_s`` passes with none.
+
+        Raises:
+            Expired: when the history after ``since`` is compacted away.
+        """
+        if since < self.compacted:
+            raise Expired(f"too old resource version: {since} ({self.compacted})")
+        return self._changes_after(plural, namespace, since, timeout_s)
+
+    def _changes_after(
+        self, plural: str, namespace: str | None, since: int, timeout_s: float
+    ) -> Iterator[Change]:
         seen = since
         while True:
             with self._lock:
+                if seen < self.compacted:
+                    return  # compacted under it: resumed from ``seen``, the watcher gets 410
                 fresh = [c for c in self._changes if c.version > seen]
                 if not fresh and not self._lock.wait(timeout_s):
                     return

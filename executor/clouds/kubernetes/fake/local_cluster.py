@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from spotwise.core.clock import SYSTEM_CLOCK, Clock
+from spotwise.executor.clouds.kubernetes.claim import checkpoint_claim
 from spotwise.executor.clouds.kubernetes.fake.apiserver import FakeApiServer, MissingSchemas
 from spotwise.executor.clouds.kubernetes.fake.cluster import Cluster
 from spotwise.executor.clouds.kubernetes.fake.node_player import NodePlayer
@@ -24,21 +25,26 @@ CONTEXT = "spotwise-fake"
 NAMESPACE = "train"
 
 
-def persistent_claim(name: str) -> dict[str, Any]:
-    """A bound ReadWriteMany claim of 100 GiB (its host folder stands in for the volume)."""
-    return {
-        "apiVersion": "v1",
-        "kind": "PersistentVolumeClaim",
-        "metadata": {"name": name},
-        "spec": {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "100Gi"}}},
-        "status": {"phase": "Bound", "accessModes": ["ReadWriteMany"]},
-    }
+STATE_BYTES = 10**9
+"""The checkpoint size a local cluster's claims are sized for when none is given (a 1 GB
+state: 5 GiB with the guard's three kept, one in flight and the margin)."""
+
+
+def persistent_claim(name: str, state_bytes: int = STATE_BYTES) -> dict[str, Any]:
+    """A bound ReadWriteMany claim sized for checkpoints of ``state_bytes``
+    (:func:`~executor.clouds.kubernetes.claim.checkpoint_claim`; its host folder stands in for
+    the volume, whatever its size)."""
+    claim = checkpoint_claim(name, state_bytes)
+    capacity = claim["spec"]["resources"]["requests"]
+    claim["status"] = {"phase": "Bound", "accessModes": ["ReadWriteMany"], "capacity": capacity}
+    return claim
 
 
 class LocalCluster:
     """The fake cluster in ``folder``, with ``claims`` (names of PersistentVolumeClaims, each a
-    host folder) and ``env`` for every Pod's process, until :meth:`close`; over HTTPS with
-    ``tls`` (a self-signed certificate the kubeconfig trusts), for ``kubectl``."""
+    host folder, sized for checkpoints of ``state_bytes``) and ``env`` for every Pod's process,
+    until :meth:`close`; over HTTPS with ``tls`` (a self-signed certificate the kubeconfig
+    trusts), for ``kubectl``."""
 
     def __init__(
         self,
@@ -49,6 +55,7 @@ class LocalCluster:
         denied: frozenset[tuple[str, str]] = frozenset(),
         tls: bool = False,
         clock: Clock = SYSTEM_CLOCK,
+        state_bytes: int = STATE_BYTES,
     ) -> None:
         self.folder = folder
         self.cluster = Cluster(clock)
@@ -75,7 +82,8 @@ class LocalCluster:
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
         )
         for claim in claims:
-            self.cluster.create("persistentvolumeclaims", NAMESPACE, persistent_claim(claim))
+            made = persistent_claim(claim, state_bytes)
+            self.cluster.create("persistentvolumeclaims", NAMESPACE, made)
 
     def close(self) -> None:
         """Stop the nodes' processes, then the apiserver."""

@@ -17,7 +17,14 @@ SIGKILL once its ``terminationGracePeriodSeconds`` have passed; the Pods end ``F
 node is deleted. With a ``NoExecute`` taint (CCE's reclaim notice) the cluster's taint manager
 marks and deletes the Pods first (``DeletionByTaintManager``), and the player stops them.
 A Pod deleted through the API (its ``deletionTimestamp`` set) is stopped the same way, then
-removed."""
+removed.
+
+A drain (:meth:`NodePlayer.drain`) is a take-back as EKS hands one to Karpenter's interruption
+handling: the node is tainted ``karpenter.sh/disrupted:NoSchedule`` and each of its Pods is
+evicted through the Eviction API (:mod:`.eviction`: ``DisruptionTarget``
+``EvictionByEvictionAPI``, then SIGTERM and the Pod's grace); an eviction a
+PodDisruptionBudget refuses is tried again until the instance goes (EC2's two minutes), when
+the Pods still running are killed without a SIGTERM."""
 
 from __future__ import annotations
 
@@ -34,10 +41,15 @@ from typing import Any
 
 from spotwise.core.clock import SYSTEM_CLOCK, Clock
 from spotwise.executor.clouds.kubernetes.fake.cluster import Cluster, NotFound, condition
+from spotwise.executor.clouds.kubernetes.fake.eviction import TooManyRequests, evict
 from spotwise.executor.clouds.kubernetes.platforms import GPU_RESOURCE
 
 RECLAIM_TAINT = {"key": "cloud.google.com/impending-node-termination", "effect": "NoSchedule"}
 """The taint GKE puts on a Spot node it is about to reclaim (the default of a take-back)."""
+DRAIN_TAINT = {"key": "karpenter.sh/disrupted", "effect": "NoSchedule"}
+"""The taint Karpenter (v1) puts on a node it drains, an interrupted spot node's too."""
+SPOT_WARNING_S = 120.0
+"""EC2's spot interruption warning: the instance goes this long after it."""
 
 
 @dataclass(slots=True)
@@ -51,6 +63,7 @@ class Running:
     grace_s: float
     stopping_since: float | None = None
     disrupted: bool = False
+    evicted: bool = False
 
 
 @dataclass(slots=True)
@@ -64,7 +77,9 @@ class Played:
     taken_back: list[str] = field(default_factory=list)
     """Each node taken back."""
     killed: list[str] = field(default_factory=list)
-    """Each Pod SIGKILLed at the end of its grace."""
+    """Each Pod SIGKILLed at the end of its grace, or when its drained node went."""
+    refused: dict[str, int] = field(default_factory=dict)
+    """How many evictions of each Pod a disruption budget refused during a drain."""
 
 
 class NodePlayer:
@@ -92,6 +107,8 @@ class NodePlayer:
         self.errors: list[BaseException] = []
         self._nodes: set[str] = set()
         self._running: dict[tuple[str, str], Running] = {}
+        self._draining: dict[str, float] = {}
+        """Each node being drained, and when (the clock, monotonic) its instance goes."""
         self._lock = threading.Lock()
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -157,6 +174,32 @@ class NodePlayer:
                 self._disrupt(running)
             self._stop(running)
 
+    def drain(
+        self,
+        node: str,
+        *,
+        within_s: float = SPOT_WARNING_S,
+        taint: Mapping[str, str] = DRAIN_TAINT,
+    ) -> None:
+        """Reclaim ``node`` as a drain: tainted, each of its Pods evicted through the Eviction
+        API (a budget's refusal tried again), the Pods still running ``within_s`` from now
+        killed without a SIGTERM (the instance is gone), the node deleted once none runs.
+
+        Raises:
+            NotFound: for a node the cluster lacks.
+        """
+        if within_s <= 0:
+            raise ValueError(f"a drain's window is over 0 s, not {within_s}")
+
+        def tainted(obj: dict[str, Any]) -> None:
+            obj.setdefault("spec", {}).setdefault("taints", []).append(dict(taint))
+
+        self.cluster.update("nodes", "", node, tainted)
+        with self._lock:
+            self._draining[node] = self.clock.monotonic() + within_s
+        self.played.taken_back.append(node)
+        self._drain()
+
     def wait_gone(self, node: str, timeout_s: float = 120.0) -> None:
         """Wait until ``node``'s Pods have ended and the node is deleted.
 
@@ -189,6 +232,7 @@ class NodePlayer:
         try:
             while not self._done.is_set():
                 self._start_bound()
+                self._drain()
                 self._reap()
                 self._end_reclaimed()
                 self.clock.sleep(0.05)
@@ -332,6 +376,41 @@ class NodePlayer:
                 "firstTimestamp": at,
             },
         )
+
+    def _drain(self) -> None:
+        """One round of each drain: evict the Pods not yet stopping; past its window, kill
+        those still running."""
+        now = self.clock.monotonic()
+        with self._lock:
+            draining = dict(self._draining)
+            running = list(self._running.values())
+        for node, ends in draining.items():
+            left = [r for r in running if r.node == node and r.process.poll() is None]
+            if now >= ends:
+                for gone in left:
+                    gone.process.kill()
+                    self.played.killed.append(gone.name)
+                with self._lock:
+                    self._draining.pop(node, None)
+                continue
+            for victim in left:
+                if victim.stopping_since is None and not victim.evicted:
+                    self._evict(victim)
+
+    def _evict(self, running: Running) -> None:
+        body = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": running.name, "namespace": running.namespace},
+        }
+        try:
+            evict(self.cluster, running.namespace, running.name, body)
+        except TooManyRequests:
+            self.played.refused[running.name] = self.played.refused.get(running.name, 0) + 1
+            return
+        except NotFound:
+            return
+        running.evicted = True  # deleted: the next round stops it with its grace
 
     def _stop(self, running: Running) -> None:
         if running.stopping_since is None and running.process.poll() is None:

@@ -84,10 +84,10 @@ def local(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[LocalClus
     assert not cluster.player.errors
 
 
-def target(**more: Any) -> KubernetesTarget:
+def target(region: str = "gke", **more: Any) -> KubernetesTarget:
     options = CloudOptions(
         project=f"{CONTEXT}/{NAMESPACE}",
-        region="gke",
+        region=region,
         image="python:3.11",
         bucket="checkpoints",
         instance_type="+1gpu",
@@ -193,6 +193,101 @@ def test_a_no_execute_reclaim_taint_evicts_the_pod_with_its_grace_and_it_is_ridd
     assert instance.ridden_out() == [taken]
     events = local.cluster.items("events", NAMESPACE)
     assert [e["reason"] for e in events] == ["TaintManagerEviction"]
+
+
+def pod_of(local: LocalCluster, instance: KubernetesInstance, phase: str) -> str | None:
+    for pod in local.cluster.items("pods", NAMESPACE, f"spotwise.dev/instance={instance.name}"):
+        if pod.get("status", {}).get("phase") == phase:
+            return str(pod["metadata"]["name"])
+    return None
+
+
+def names(local: LocalCluster) -> list[str]:
+    return [p["metadata"]["name"] for p in local.cluster.items("pods", NAMESPACE)]
+
+
+def training(local: LocalCluster, instance: KubernetesInstance) -> str | None:
+    """The Pod whose command says it trains (its SIGTERM handler is set), read from the node
+    player's log, not through the launcher."""
+    name = pod_of(local, instance, "Running")
+    log = local.folder / "logs" / NAMESPACE / f"{name}.log"
+    return name if name and log.exists() and "training" in log.read_text() else None
+
+
+def test_a_take_back_that_ends_and_goes_between_two_reads_is_seen_once(
+    local: LocalCluster,
+) -> None:
+    """The reads (every ``poll_every_s``) never see the Pod: the taint manager deletes it, it
+    checkpoints and ends, and it is gone before the next read; the watch saw it."""
+    instance = launcher(target()).launch(SPOT_PLACE, RESUME, {}, None)  # not polled yet
+    first = until(lambda: training(local, instance))
+    reclaim = {"key": "node-problem-controller.cce.io/SpotPriceNodeReclaimNotification"}
+    local.player.take_back("spot-a", {**reclaim, "effect": "NoExecute"})
+    until(lambda: local.player.played.exits.get(first) == 75)
+    # gone before any read; the Job's next Pod waits for a node
+    until(lambda: names(local) and first not in names(local))
+    assert instance.poll() is None  # the first read: only the new Pod is there
+    taken = RiddenOut(worker=first, reason="DeletionByTaintManager", noticed=True)
+    assert until(instance.ridden_out, timeout_s=10.0) == [taken]
+    local.player.add_node("spot-b", labels=SPOT, gpus=1)
+    assert until_ended(instance) == 0
+    assert [e["event"] for e in instance.events] == ["resumed"]  # the first Pod's log is gone
+    assert instance.ridden_out() == []  # told once
+    assert not instance.watch.alive or until(lambda: not instance.watch.alive, 10.0)
+
+
+def test_a_take_back_after_the_watch_history_is_compacted_is_seen_after_a_relist(
+    local: LocalCluster,
+) -> None:
+    """The watch is reopened every window; one the apiserver cannot resume (410) lists the
+    Pods again and watches on from there."""
+    chosen = target()
+    quick = KubernetesLauncher(
+        target=chosen,
+        api=api_client(chosen, "test"),
+        job_id="abc123def456",
+        poll_every_s=3600.0,
+        watch_window_s=1,
+    )
+    instance = quick.launch(SPOT_PLACE, RESUME, {}, None)
+    first = until(lambda: training(local, instance))
+    local.player.add_node("plain", labels={})  # a change after the last the watch delivered
+    local.cluster.compact()  # so its resourceVersion is compacted away
+    until(lambda: instance.watch.relisted >= 1, timeout_s=10.0)
+    local.player.take_back("spot-a")  # graceful node shutdown: the Pod stays, Failed
+    until(lambda: local.player.played.exits.get(first) == 75)
+    taken = RiddenOut(worker=first, reason="TerminationByKubelet", noticed=True)
+    assert until(instance.ridden_out, timeout_s=10.0) == [taken]
+    assert instance.watch.streams >= 2 and instance.watch.failures == 0
+    instance.terminate()
+
+
+def test_an_eks_reclaim_is_a_drain_whose_eviction_the_job_rides_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On EKS, Karpenter drains an interrupted spot node through the Eviction API: the Pod is
+    marked ``EvictionByEvictionAPI``, checkpoints in its grace, and the Job resumes."""
+    eks = LocalCluster(tmp_path / "eks")
+    monkeypatch.setenv("KUBECONFIG", str(eks.kubeconfig))
+    try:
+        labels, taints = spot_node("eks")
+        eks.player.add_node("spot-a", labels=labels, taints=taints, gpus=1)
+        chosen = target(region="eks")
+        instance = launcher(chosen).launch(SPOT_PLACE, RESUME, {}, None)
+        first = until(lambda: training(eks, instance))
+        eks.player.drain("spot-a")
+        eks.player.add_node("spot-b", labels=labels, taints=taints, gpus=1)
+        assert until_ended(instance) == 0
+        assert [e["event"] for e in instance.events][-1] == "resumed"
+        assert instance.events[-1]["step"] == 7
+        assert eks.player.played.exits[first] == 75 and eks.player.played.killed == []
+        grace = PLATFORMS["eks"].grace_s
+        taken = RiddenOut(worker=first, reason="EvictionByEvictionAPI", noticed=grace > 0)
+        assert instance.ridden_out() == [taken]
+        assert not eks.player.played.refused  # no budget holds the drain back
+    finally:
+        eks.close()
+    assert not eks.player.errors
 
 
 def test_a_failing_command_fails_the_job_at_once(local: LocalCluster) -> None:

@@ -171,6 +171,50 @@ def test_a_watch_from_a_resource_version_sees_only_later_changes(api: client.Api
     assert seen == [("ADDED", "after"), ("MODIFIED", "after"), ("DELETED", "before")]
 
 
+def test_a_deletions_event_carries_its_own_resource_version_to_resume_from(
+    api: client.ApiClient,
+) -> None:
+    core: Any = client.CoreV1Api(api)
+    core.create_namespaced_pod("train", pod("gone"))
+    version = core.list_namespaced_pod("train").metadata.resource_version
+    core.delete_namespaced_pod("gone", "train")
+    stream = watch.Watch()
+    events = stream.stream(
+        core.list_namespaced_pod, "train", resource_version=version, timeout_seconds=1
+    )
+    (deleted,) = list(events)
+    assert deleted["type"] == "DELETED"
+    assert int(str(stream.resource_version)) > int(version)  # resumed after it: not seen twice
+    again = watch.Watch().stream(
+        core.list_namespaced_pod,
+        "train",
+        resource_version=stream.resource_version,
+        timeout_seconds=1,
+    )
+    assert list(again) == []
+
+
+def test_a_watch_from_a_compacted_resource_version_is_refused_410_expired(
+    api: client.ApiClient, server: FakeApiServer
+) -> None:
+    core: Any = client.CoreV1Api(api)
+    old = core.list_namespaced_pod("train").metadata.resource_version
+    core.create_namespaced_pod("train", pod("p"))
+    server.cluster.compact()
+    with pytest.raises(client.ApiException) as refused:
+        list(
+            watch.Watch().stream(
+                core.list_namespaced_pod, "train", resource_version=old, timeout_seconds=1
+            )
+        )
+    assert refused.value.status == 410 and "Expired" in str(refused.value.reason)
+    now = core.list_namespaced_pod("train").metadata.resource_version
+    stream = watch.Watch().stream(
+        core.list_namespaced_pod, "train", resource_version=now, timeout_seconds=1
+    )
+    assert list(stream) == []  # from a list after the compaction: resumed
+
+
 def test_a_pods_log_is_served_from_its_file(api: client.ApiClient, server: FakeApiServer) -> None:
     core: Any = client.CoreV1Api(api)
     core.create_namespaced_pod("train", pod("logged"))

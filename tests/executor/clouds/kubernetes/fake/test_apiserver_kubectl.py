@@ -77,3 +77,25 @@ def test_kubectl_deletes_by_label(local: LocalCluster) -> None:
     until_done(local.cluster, "p1")
     assert kubectl(local, "delete", "pods", "-l", "a=b") == 'pod "p1" deleted\n'
     assert local.cluster.items("pods", NAMESPACE) == []
+
+
+def test_kubectl_drain_cordons_and_evicts_through_the_eviction_api(local: LocalCluster) -> None:
+    trap = (
+        "import signal, sys, time\n"
+        "signal.signal(signal.SIGTERM, lambda *_: (print('saved', flush=True), sys.exit(75)))\n"
+        "print('up', flush=True)\n"
+        "time.sleep(300)"
+    )
+    make_pod(local.cluster, "p1", trap)
+    log = local.folder / "logs" / NAMESPACE / "p1.log"
+    deadline = SYSTEM_CLOCK.monotonic() + 30
+    while not (log.exists() and "up" in log.read_text()):
+        assert SYSTEM_CLOCK.monotonic() < deadline
+        SYSTEM_CLOCK.sleep(0.05)
+    said = kubectl(local, "drain", "spot-a", "--force", "--timeout=30s")
+    assert "evicting pod train/p1" in said and "node/spot-a drained" in said
+    assert ("POST", f"/api/v1/namespaces/{NAMESPACE}/pods/p1/eviction") in local.server.requests
+    assert local.cluster.get("nodes", "", "spot-a")["spec"]["unschedulable"] is True
+    assert log.read_text() == "up\nsaved\n"  # its SIGTERM came, within its grace
+    assert local.player.played.exits["p1"] == 75
+    assert local.cluster.items("pods", NAMESPACE) == []

@@ -211,3 +211,63 @@ def test_a_disrupted_pod_of_a_job_costs_a_retry_only_without_the_policy(
         assert status["failed"] == 1
         assert status["conditions"][0]["reason"] == "BackoffLimitExceeded"
         assert len(player.played.started) == 1
+
+
+def test_a_drain_evicts_through_the_eviction_api_and_the_pod_saves_in_its_grace(
+    played: tuple[FakeApiServer, NodePlayer], tmp_path: Path
+) -> None:
+    server, player = played
+    (tmp_path / "pvc" / "run").mkdir(parents=True)
+    player.add_node("spot-a", labels=SPOT)
+    make_pod(server.cluster, "p1", TRAPPING)
+    until(lambda: "running on" in logged(tmp_path, "p1"))
+    player.drain("spot-a")
+    taints = server.cluster.get("nodes", "", "spot-a")["spec"]["taints"]
+    assert {"key": "karpenter.sh/disrupted", "effect": "NoSchedule"} in taints
+    marked = until(lambda: [c for c in server.cluster.changes("pods", "train", 0, 0.0)])
+    reasons = [
+        c["reason"]
+        for change in marked
+        for c in change.object.get("status", {}).get("conditions") or []
+        if c["type"] == "DisruptionTarget"
+    ]
+    assert set(reasons) == {"EvictionByEvictionAPI"}
+    player.wait_gone("spot-a", timeout_s=20)
+    assert not server.cluster.items("pods", "train")  # an evicted Pod is deleted once ended
+    assert player.played.exits["p1"] == 75 and player.played.killed == []
+    assert (tmp_path / "pvc" / "run" / "p1").read_text() == "saved on SIGTERM"
+
+
+def test_a_budget_holds_back_a_drain_and_the_pod_dies_with_the_instance_unsaved(
+    played: tuple[FakeApiServer, NodePlayer], tmp_path: Path
+) -> None:
+    """Why the launcher writes no PodDisruptionBudget: a reclaim on EKS is a drain, which the
+    budget of a one-Pod job refuses until EC2 takes the instance; no SIGTERM ever comes."""
+    server, player = played
+    (tmp_path / "pvc" / "run").mkdir(parents=True)
+    player.add_node("spot-a", labels=SPOT)
+    body = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p1", "labels": {"app": "train"}},
+        "spec": spec(TRAPPING),
+    }
+    server.cluster.create("pods", "train", body)
+    server.cluster.create(
+        "poddisruptionbudgets",
+        "train",
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "keep-one"},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "train"}}},
+        },
+    )
+    until(lambda: "running on" in logged(tmp_path, "p1"))
+    player.drain("spot-a", within_s=1.5)
+    player.wait_gone("spot-a", timeout_s=20)
+    assert player.played.refused["p1"] >= 2  # tried again, refused each time
+    assert player.played.killed == ["p1"] and player.played.exits["p1"] == -9
+    assert not (tmp_path / "pvc" / "run" / "p1").exists()  # no SIGTERM: nothing saved
+    with pytest.raises(ValueError, match="over 0 s"):
+        player.drain("spot-a", within_s=0)
