@@ -21,8 +21,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from spotwise.policy.policies.base import SPOT0, JobContext, Observation
+from spotwise.policy.policies.risk import prior_of
 from spotwise.policy.policies.slack_budget import SpellBook
-from spotwise.policy.risk import prior_of
 from spotwise.pricing.forecast.risk_forecasters import SHIPPED_RISK, RiskForecaster
 
 SHARE_PRIOR_HOURS = 6.0

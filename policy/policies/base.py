@@ -20,7 +20,7 @@ from spotwise.policy.traces import Pool
 from spotwise.pricing.forecast.prior import PoolPrior
 
 if TYPE_CHECKING:
-    from spotwise.policy.past_fit import PastFit
+    from spotwise.policy.policies.past_fit import PastFit
     from spotwise.policy.pools.regions import Regions
     from spotwise.pricing.forecast.risk_forecasters import RiskForecaster
 

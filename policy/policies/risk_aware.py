@@ -80,6 +80,7 @@ from spotwise.policy.policies.base import (
     Policy,
     request,
 )
+from spotwise.policy.policies.risk import fit_past, fresh_any_up, prior_of
 from spotwise.policy.policies.rules import (
     Guardrails,
     behind_the_line,
@@ -88,7 +89,6 @@ from spotwise.policy.policies.rules import (
     uniform_progress_line,
 )
 from spotwise.policy.policies.slack_budget import SlackBudget
-from spotwise.policy.risk import fit_past, fresh_any_up, prior_of
 from spotwise.pricing.forecast.risk_forecasters import SHIPPED_RISK, RiskConfig, RiskForecaster
 
 

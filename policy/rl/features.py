@@ -21,11 +21,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from spotwise.policy.policies.base import ON_DEMAND, SPOT0, JobContext, Observation
+from spotwise.policy.policies.risk import fresh_any_up, job_history, prior_of
 from spotwise.policy.policies.risk_aware import pays_run
 from spotwise.policy.policies.rules import safety_margin, slack_ticks
 from spotwise.policy.policies.slack_budget import SlackBudget, SpellBook
 from spotwise.policy.pools.regions import NOWHERE, Regions
-from spotwise.policy.risk import fresh_any_up, job_history, prior_of
 from spotwise.pricing.forecast.risk_forecasters import SHIPPED_RISK
 
 GLOBAL_FEATURES = 18

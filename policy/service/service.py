@@ -19,7 +19,6 @@ from spotwise import policy
 from spotwise.policy.errors import PolicyError
 from spotwise.policy.job import JobSpec, JobTicks
 from spotwise.policy.market import PoolTerms, Risk
-from spotwise.policy.past_fit import PastFit
 from spotwise.policy.plan import PlanInputs, plan_pool
 from spotwise.policy.policies.base import (
     NONE,
@@ -32,8 +31,9 @@ from spotwise.policy.policies.base import (
     Policy,
     spot,
 )
+from spotwise.policy.policies.past_fit import PastFit
+from spotwise.policy.policies.risk import fit_past, fresh_any_up, job_history
 from spotwise.policy.policies.rules import slack_exhausted, slack_ticks
-from spotwise.policy.risk import fit_past, fresh_any_up, job_history
 from spotwise.policy.service.schemas import (
     Decision,
     DecisionRequest,

@@ -6,7 +6,7 @@ Forecasters are registered by name (:data:`RISK_FORECASTERS`). A :class:`RiskCon
 and the values it is fitted with; :data:`SHIPPED_RISK` is the one configuration every reader
 acts on (the policies, the API, the planner, ``forecast run`` and the training guard), and its
 label (``survival-v1``) names the forecasts it makes. A job's history is turned into a
-:class:`History` by :mod:`spotwise.policy.risk`.
+:class:`History` by :mod:`spotwise.policy.policies.risk`.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from spotwise.policy.policies.base import (
     request,
     spot,
 )
-from spotwise.policy.risk import job_history
+from spotwise.policy.policies.risk import job_history
 from spotwise.policy.simulate import EVERYTHING, JobRun, Visibility, context_for, simulate
 from spotwise.pricing.forecast.prior import DEFAULT_PRIOR, PoolPrior
 from spotwise.pricing.forecast.risk_forecasters import RISK_FORECASTERS, SHIPPED_RISK

@@ -30,10 +30,6 @@ STILL_BACK_UP: frozenset[Arrow] = frozenset(
         # The lab and the RL training: the suite and the bench list the shipped models
         # (rl/catalog.py), and rl/train.py benches a trained model on the suite.
         ("spotwise.policy.lab", "spotwise.policy.rl"),
-        # The job's fitted past and risk side sit at policy/'s root, built on the policies'
-        # base and SpellBook, while the policies' base and risk_aware import them.
-        ("spotwise.policy.past_fit", "spotwise.policy.policies"),
-        ("spotwise.policy.risk", "spotwise.policy.policies"),
     }
 )
 """The arrows that still run back up, each with its reason."""

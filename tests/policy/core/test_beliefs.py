@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from spotwise.policy.core.beliefs import PoolBeliefs
-from spotwise.policy.risk import fit_past
+from spotwise.policy.policies.risk import fit_past
 from spotwise.policy.simulate import Visibility, context_for
 from tests.policy.helpers import job, observation, traces
 

@@ -13,8 +13,8 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, settings
 
 from spotwise.policy.policies.base import JobContext
+from spotwise.policy.policies.risk import job_history
 from spotwise.policy.policies.risk_aware import RiskAware
-from spotwise.policy.risk import job_history
 from spotwise.policy.service.api import create_app
 from spotwise.policy.service.client import HttpClient, InProcessClient
 from spotwise.policy.service.schemas import DecisionRequest, JobTerms

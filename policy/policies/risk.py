@@ -4,8 +4,8 @@ being up."""
 
 from __future__ import annotations
 
-from spotwise.policy.past_fit import PastFit
 from spotwise.policy.policies.base import SPOT0, JobContext, Observation
+from spotwise.policy.policies.past_fit import PastFit
 from spotwise.pricing.forecast.prior import DEFAULT_PRIOR, PoolPrior
 from spotwise.pricing.forecast.risk_forecasters import SHIPPED_RISK, History, RiskConfig
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from spotwise.policy.policies.base import NONE, ON_DEMAND, spot
-from spotwise.policy.risk import fresh_any_up, job_history, prior_of
+from spotwise.policy.policies.risk import fresh_any_up, job_history, prior_of
 from spotwise.policy.simulate import Visibility, context_for
 from spotwise.pricing.forecast.prior import DEFAULT_PRIOR, PoolPrior
 from tests.policy.helpers import job, observation, traces
