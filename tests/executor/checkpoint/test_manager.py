@@ -90,16 +90,31 @@ def test_roundtrip_keeps_every_type_and_structure(tmp_path: Path) -> None:
     assert_same(state(3), loaded.state)
 
 
-def test_async_save_returns_before_it_is_durable_and_a_second_save_waits(tmp_path: Path) -> None:
+def test_async_save_returns_before_it_is_durable_and_a_second_save_waits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The disk's commit is held until the test lets it go, so no timing decides the order.
+    gate = threading.Event()
+    commit = LocalReplica.commit
+
+    def held(self: LocalReplica, staging: str, step: int, manifest: bytes) -> None:
+        assert gate.wait(60), "the test never let the commit go"
+        commit(self, staging, step, manifest)
+
+    monkeypatch.setattr(LocalReplica, "commit", held)
     manager = CheckpointManager([str(tmp_path)])
-    big = {"w": torch.randn(8_000_000)}
-    began = time.perf_counter()
-    assert manager.save(1, big) is None
-    staged = time.perf_counter() - began
-    manager.save(2, big)
+    big = {"w": torch.randn(1_000_000)}
+    assert manager.save(1, big) is None  # returned while step 1 is not durable
+    assert manager.steps() == []
+    second = threading.Thread(target=manager.save, args=(2, big))
+    second.start()
+    second.join(0.3)
+    assert second.is_alive()  # it waits for step 1 to persist
+    gate.set()
+    second.join(60)
     manager.wait()
     assert manager.steps() == [2, 1]
-    assert manager.last_save is not None and manager.last_save.persist_s > staged
+    assert manager.last_save is not None and manager.last_save.step == 2
     manager.close()
 
 
