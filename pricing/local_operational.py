@@ -314,15 +314,10 @@ class SqliteStore:
                     continue
                 spec = SPECS[table]
                 self._stage(table, batch, spec.columns)
-                same = " AND ".join(f"{table}.{k} = s.{k}" for k in spec.key)
-                row = self._con.execute(
-                    f"SELECT count(*) FROM {table} WHERE EXISTS "
-                    f"(SELECT 1 FROM staging s WHERE {same})"
-                ).fetchone()
+                staged = _staged(spec.key)
+                row = self._con.execute(f"SELECT count(*) FROM {table} WHERE {staged}").fetchone()
                 existing = int(row[0]) if row else 0
-                self._con.execute(
-                    f"DELETE FROM {table} WHERE EXISTS (SELECT 1 FROM staging s WHERE {same})"
-                )
+                self._con.execute(f"DELETE FROM {table} WHERE {staged}")
                 self._from_staging(table, spec.columns)
                 added[table] = added.get(table, 0) + len(batch) - existing
         return added
@@ -332,10 +327,7 @@ class SqliteStore:
         return the rows written."""
         with self._transaction():
             self._stage("forecasts", frame, FORECAST_COLUMNS)
-            self._con.execute(
-                "DELETE FROM forecasts WHERE EXISTS (SELECT 1 FROM staging s "
-                "WHERE forecasts.unique_id = s.unique_id AND forecasts.model = s.model)"
-            )
+            self._con.execute(f"DELETE FROM forecasts WHERE {_staged(('unique_id', 'model'))}")
             self._from_staging("forecasts", FORECAST_COLUMNS)
         return len(frame)
 
@@ -363,6 +355,16 @@ class SqliteStore:
             f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})",
             ([_plain(v) for v in values] for values in rows.itertuples(index=False, name=None)),
         )
+
+
+def _staged(key: Sequence[str]) -> str:
+    """The condition that a row's ``key`` is among the ``staging`` table's: SQLite builds the
+    staged keys' index once, so a write holds the file for time in proportion to its rows (a
+    correlated ``EXISTS`` scanned the staged rows again for each row of the table: 3.5 s to
+    replace 7 000 forecasts, while every other writer, a supervisor's ledger among them,
+    waited)."""
+    names = ", ".join(key)
+    return f"({names}) IN (SELECT {names} FROM staging)"
 
 
 def _statements(script: str) -> list[str]:
