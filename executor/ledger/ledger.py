@@ -126,15 +126,22 @@ class Ledger:
     """Writes one job's entries to the store as they happen (opening it per write, so others
     can use it in between).
 
-    A write the store cannot take at once (another process holds it, or it fails) waits, in
-    memory and in the job's pending journal (:mod:`spotwise.executor.ledger.journal`), and goes
-    in with the next write, or on :meth:`retry`, in order: the supervisor never stops or dies
-    for the store.
+    A write the store cannot take within :attr:`write_wait_s` (another process holds it, or it
+    fails) waits, in memory and in the job's pending journal
+    (:mod:`spotwise.executor.ledger.journal`), and goes in, in order, at the next try: once a
+    second at most, on the next write or on :meth:`retry`, each waiting :attr:`busy_wait_s` for
+    the store. The supervisor never stops or dies for the store.
     """
 
     write_wait_s = 2.0
     """How long one write waits for a busy store before it is kept pending: a store's calls
     hold it for milliseconds, so this covers a host busy enough to stretch them."""
+    busy_wait_s = 0.5
+    """How long a try of the pending writes waits for the store (at most one try a second):
+    long enough to get past the other writers' transactions of the moment, short enough that a
+    store held for minutes costs the supervisor at most this each second. (Tried without
+    waiting, the writes found the file in another process's transaction of milliseconds and
+    stayed pending.)"""
     retry_every_s = 1.0
 
     def __init__(
@@ -244,10 +251,11 @@ class Ledger:
         self._journal.close()
 
     def retry(self) -> None:
-        """Try the pending writes again, without waiting (at most once a second)."""
+        """Try the pending writes again, waiting briefly for the store (at most once a
+        second)."""
         now = self._clock.monotonic()
         if self._pending and now - self._last_try >= self.retry_every_s:
-            self._flush(0.0)
+            self._flush(self.busy_wait_s)
 
     def report(self) -> JobReport:
         """The job's report from what this ledger wrote, whether or not the store has it yet."""
@@ -258,9 +266,14 @@ class Ledger:
         item = LedgerWrite(write, values)
         self._writes.append(item)
         self._pending.append(item)
-        # a store already found busy is tried once, not waited for: the supervisor has a job
-        # to watch
-        self._flush(0.0 if self._busy_since is not None else self.write_wait_s)
+        if self._busy_since is None:
+            self._flush(self.write_wait_s)
+            return
+        # writes are pending already: the supervisor has a job to watch, so this one goes in
+        # with their next try (a brief wait, at most once a second)
+        self.retry()
+        if self._pending:
+            self._journal_new()
 
     def _flush(self, wait_s: float) -> None:
         """Write the pending writes in one transaction, or keep them in the journal."""
@@ -291,6 +304,12 @@ class Ledger:
                 self._journal.path,
                 str(exc).splitlines()[0],
             )
+        self._journal_new()
+
+    def _journal_new(self) -> None:
+        """Add the pending writes not in the journal yet to it."""
+        if self._journaled == len(self._pending):
+            return
         try:
             self._journal.append(self._pending[self._journaled :])
             self._journaled = len(self._pending)

@@ -10,6 +10,7 @@ import signal
 import stat
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -134,6 +135,58 @@ def test_jobs_show_counts_a_live_supervisors_pending_writes_and_marks_them(
     assert stored(store_file, ledger.job_id) == (0, None)  # the live supervisor's to write
     ledger.finish(JobStatus.COMPLETED)
     assert stored(store_file, ledger.job_id) == (5, "completed")
+
+
+HOLD_A_WRITE = """
+import sqlite3, sys, time
+con = sqlite3.connect(sys.argv[1], isolation_level=None)
+con.execute("BEGIN IMMEDIATE")
+print("held", flush=True)
+time.sleep(1e5)
+"""
+
+
+def another_writer(store: Path) -> subprocess.Popen[str]:
+    """Another process in a write transaction on the operational file (returns once it is)."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_A_WRITE, str(operational_path(store))],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+    return holder
+
+
+def test_pending_writes_wait_for_another_writers_transaction_to_end_rather_than_stay_pending(
+    tmp_path: Path, operational_store: str
+) -> None:
+    """Once a write is pending, the next try waits a moment for the store: another process's
+    transaction of the moment does not keep the writes out (tried without waiting, they stayed
+    pending until a try found the file free)."""
+    if operational_store != "file":
+        pytest.skip("the ledger lives in PostgreSQL: there is no local file to hold")
+    store = tmp_path / "market.duckdb"
+    SqliteStore.open(store).close()
+    holder = another_writer(store)
+    try:
+        ledger = Ledger(store, INFO)  # waits its 2 s and keeps the write
+        assert ledger.pending == 1
+    finally:
+        holder.kill()
+        holder.wait()
+    holder = another_writer(store)  # a writer of the moment: it ends soon after the try begins
+    ending = threading.Timer(0.1, holder.kill)
+    ending.start()
+    try:
+        ledger.retry_every_s = 0.0
+        ledger.retry()
+        assert ledger.pending == 0 and not journal_path(store, ledger.job_id).exists()
+        ledger.record(EntryKind.NOTICE, pool="a", market="spot")
+        assert ledger.pending == 0
+    finally:
+        ending.join()
+        holder.wait()
+    assert stored(store, ledger.job_id) == (1, "running")
 
 
 SUPERVISOR = """
