@@ -941,6 +941,7 @@ def plot_suite(summary: SuiteSummary, target: Path) -> None:
     others = sum(not r.material for r in summary.classes if not r.scenario.market)
     names = [n for n in summary.classes[0].policies if n != BOUND]
     shared = [n for n in names if n != BASELINE]
+    colors = {name: f"C{i}" for i, name in enumerate(names)}  # one colour a policy, both panels
     panels = [p for p in (rows, markets) if p]
     fig, axes = plt.subplots(
         len(panels),
@@ -950,14 +951,15 @@ def plot_suite(summary: SuiteSummary, target: Path) -> None:
     )
     if rows:
         ax = axes[0][0]
-        _bars(ax, rows, shared, lambda st: None if st.gap_share is None else max(st.gap_share, -1))
+        _bars(ax, rows, shared, colors,
+              lambda st: None if st.gap_share is None else max(st.gap_share, -1))  # fmt: skip
         ax.axhline(1.0, color="grey", linestyle=":", linewidth=1)
         ax.axhline(PROBE_SHARE, color="tab:red", linestyle="--", linewidth=1,
                    label=f"target {PROBE_SHARE:g} (probe mean)")  # fmt: skip
         ax.axhline(CLASS_SHARE, color="tab:orange", linestyle=":", linewidth=1,
                    label=f"target {CLASS_SHARE:g} (each)")  # fmt: skip
         ax.set_ylim(-1.0, 1.1)
-        ax.set_ylabel("share of the greedy → omniscient gap closed")
+        ax.set_ylabel("share of the gap closed")
         ax.set_title(
             f"Availability classes, {summary.window} window: {len(rows)} with a gap >= "
             f"{summary.material_gap} ({others} more without); 1 = omniscient, 0 = greedy",
@@ -966,7 +968,7 @@ def plot_suite(summary: SuiteSummary, target: Path) -> None:
         ax.legend(fontsize=7, loc="lower left", ncol=4, framealpha=0.9)
     if markets:
         ax = axes[-1][0]
-        _bars(ax, markets, names, lambda st: st.gap_to_bound)
+        _bars(ax, markets, names, colors, lambda st: st.gap_to_bound)
         ax.axhline(MARKET_MEAN_GAP, color="tab:red", linestyle="--", linewidth=1,
                    label=f"target {MARKET_MEAN_GAP:.0%} (mean)")  # fmt: skip
         ax.axhline(MARKET_CLASS_GAP, color="tab:orange", linestyle=":", linewidth=1,
@@ -992,9 +994,11 @@ def _bars(
     ax: Any,
     rows: Sequence[ClassRow],
     names: Sequence[str],
+    colors: dict[str, str],
     value: Callable[[PolicyStats], float | None],
 ) -> None:
-    """One group of bars per class, one bar per policy, the classes' keys under them."""
+    """One group of bars per class, one bar per policy (in its colour), the classes' keys under
+    them."""
     width = 0.8 / max(1, len(names))
     x = np.arange(len(rows))
     for i, name in enumerate(names):
@@ -1004,6 +1008,7 @@ def _bars(
             [math.nan if h is None else h for h in heights],
             width,
             label=name,
+            color=colors[name],
         )
     ax.axhline(0.0, color="black", linewidth=0.8)
     ax.set_xticks(
