@@ -29,6 +29,9 @@ IN_FLIGHT = 1
 MARGIN = 0.25
 """The share added to the checkpoints' bytes."""
 GIB = 1 << 30
+MAX_STATE_BYTES = 100 * 10**12
+"""The largest checkpoint sized here (100 TB): more is a unit slip (bytes given as GB), and no
+single volume of a managed cluster holds it."""
 ACCESS_MODES = ("ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod")
 NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 """A claim's name: a DNS-1123 subdomain (253 characters at most)."""
@@ -41,11 +44,16 @@ def claim_bytes(state_bytes: int, *, kept: int = KEPT, margin: float = MARGIN) -
     ``state_bytes × (kept + 1) × (1 + margin)``, rounded up to whole GiB (1 GiB at least).
 
     Raises:
-        ValueError: for a state of no bytes, fewer than one kept, or a margin below 0 or not
-            finite.
+        ValueError: for a state of no bytes or over 100 TB, fewer than one kept, or a margin
+            below 0 or not finite.
     """
     if isinstance(state_bytes, bool) or not isinstance(state_bytes, int) or state_bytes <= 0:
         raise ValueError(f"a checkpoint's size is a positive number of bytes, not {state_bytes!r}")
+    if state_bytes > MAX_STATE_BYTES:
+        raise ValueError(
+            f"a checkpoint of {state_bytes / 1e9:,.0f} GB is no one claim's (100,000 GB at most); "
+            "give the state's size in GB"
+        )
     if isinstance(kept, bool) or not isinstance(kept, int) or kept < 1:
         raise ValueError(f"the checkpoints kept are 1 or more (keep_latest_k), not {kept!r}")
     if not math.isfinite(margin) or margin < 0:
