@@ -87,14 +87,15 @@ def checkpoint_claim(
     Spotwise's (its size and what it was sized from in annotations).
 
     Raises:
-        ValueError: for a name Kubernetes refuses, a size :func:`claim_bytes` refuses, or an
-            access mode Kubernetes has not.
+        ValueError: for a name (of the claim or the class) Kubernetes refuses, a size
+            :func:`claim_bytes` refuses, or an access mode Kubernetes has not.
     """
-    if len(name) > 253 or not NAME.fullmatch(name):
-        raise ValueError(
-            f"{name[:60]!r} is no claim name (lower-case letters, digits, '-' and '.', starting "
-            "and ending with a letter or digit)"
-        )
+    for what, value in (("claim", name), ("storage class", storage_class)):
+        if value is not None and (len(value) > 253 or not NAME.fullmatch(value)):
+            raise ValueError(
+                f"{value[:60]!r} is no {what} name (lower-case letters, digits, '-' and '.', "
+                "starting and ending with a letter or digit)"
+            )
     if access_mode not in ACCESS_MODES:
         raise ValueError(f"access mode {access_mode[:40]!r} is none of {', '.join(ACCESS_MODES)}")
     size = claim_bytes(state_bytes, kept=kept, margin=margin)

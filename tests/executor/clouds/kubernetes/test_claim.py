@@ -119,6 +119,7 @@ def test_the_command_prints_the_manifest_and_refuses_bad_input_in_one_line() -> 
         (["checkpoints", "0"], "positive number of GB"),
         (["checkpoints", "inf"], "positive number of GB"),
         (["checkpoints", "1e9"], "no one claim's"),
+        (["checkpoints", "3", "--storage-class", "a;rm -rf /"], "no storage class name"),
         (["checkpoints", "3", "--kept", "0"], "1 or more"),
         (["Bad_Name", "3"], "no claim name"),
     ):
